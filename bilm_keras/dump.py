@@ -1,0 +1,130 @@
+"""Dump token embeddings or whole-dataset biLM embeddings to HDF5."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from typing import Iterator, List, Optional
+
+import h5py
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras.data.vocabulary import UnicodeCharsVocabulary
+from bilm_keras.models.bidirectional_language_model import (
+    BidirectionalLanguageModel,
+)
+
+
+def _atomic_h5(outfile: str):
+    """Opens ``outfile + .tmp`` for writing; commit with ``os.replace``."""
+    tmp = f"{outfile}.tmp-{os.getpid()}"
+    return tmp, h5py.File(tmp, "w")
+
+
+def dump_token_embeddings(
+    vocab_file: str,
+    options_file: str,
+    weight_file: str,
+    outfile: str,
+    *,
+    batch_size: int = 1024,
+) -> None:
+    """Writes the char-CNN embedding of every vocabulary token.
+
+    The result (dataset ``embedding``, `(n_vocab, projection_dim)`) is the
+    ``embedding_weight_file`` of a token-input
+    :class:`BidirectionalLanguageModel`. Tokens are embedded
+    ``batch_size`` at a time (bilm-tf ran one session call per token).
+    """
+    bilm = BidirectionalLanguageModel(options_file, weight_file)
+    backbone = bilm.backbone
+    vocab = UnicodeCharsVocabulary(
+        vocab_file, backbone.max_characters_per_token
+    )
+    char_ids = vocab.word_char_ids + 1  # (V, C), +1: 0 is the mask
+
+    @tf.function(input_signature=[
+        tf.TensorSpec((None, backbone.max_characters_per_token), tf.int32)
+    ])
+    def embed(ids):
+        return backbone.embed_tokens(ids[:, None, :])[:, 0, :]  # (N, P)
+
+    pieces = [
+        embed(tf.constant(char_ids[i: i + batch_size], tf.int32)).numpy()
+        for i in range(0, len(char_ids), batch_size)
+    ]
+    embeddings = (
+        np.concatenate(pieces)
+        if pieces else np.zeros((0, backbone.projection_dim), np.float32)
+    )
+    outfile = os.fspath(outfile)
+    tmp, fout = _atomic_h5(outfile)
+    try:
+        with fout:
+            fout.create_dataset("embedding", data=embeddings.astype(np.float32))
+        os.replace(tmp, outfile)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+def _read_sentences(dataset_file: str) -> Iterator[List[str]]:
+    with open(dataset_file, encoding="utf-8") as fin:
+        for line in fin:
+            yield line.split()
+
+
+def dump_bilm_embeddings(
+    vocab_file: Optional[str],
+    dataset_file: str,
+    options_file: str,
+    weight_file: str,
+    outfile: str,
+    *,
+    batch_size: int = 32,
+    chunk_size: int = 4096,
+    progress: bool = True,
+) -> int:
+    """Writes every layer's biLM embedding of every sentence of a file.
+
+    One dataset per line of ``dataset_file`` (whitespace-tokenized, one
+    sentence per line), named by its 0-based line number, shaped
+    `(n_lm_layers + 1, n_tokens, 2 * projection_dim)`; an empty line gives
+    ``n_tokens = 0``. Stateless, so a sentence's vectors do not depend on
+    the lines before it (bilm-tf's dump carried LSTM states from line to
+    line). The file appears only when complete.
+
+    Returns:
+        The number of sentences written.
+    """
+    bilm = BidirectionalLanguageModel(options_file, weight_file)
+    outfile = os.fspath(outfile)
+    tmp, fout = _atomic_h5(outfile)
+    n_done, started = 0, time.time()
+    try:
+        with fout:
+            chunk: List[List[str]] = []
+            sentences = _read_sentences(dataset_file)
+            while True:
+                chunk = [s for _, s in zip(range(chunk_size), sentences)]
+                if not chunk:
+                    break
+                embeddings = bilm.embed_sentences(
+                    chunk, batch_size=batch_size, vocab_file=vocab_file
+                )
+                for emb in embeddings:
+                    fout.create_dataset(str(n_done), data=emb)
+                    n_done += 1
+                if progress:
+                    rate = n_done / max(time.time() - started, 1e-9)
+                    print(f"\r{dataset_file}: {n_done} sentences "
+                          f"({rate:.1f}/s)", end="", file=sys.stderr)
+        if progress and n_done:
+            print(file=sys.stderr)
+        os.replace(tmp, outfile)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+    return n_done

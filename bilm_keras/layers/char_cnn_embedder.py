@@ -1,0 +1,141 @@
+"""Character-CNN token embedder: chars -> convolutions -> highway -> proj."""
+
+import keras
+import tensorflow as tf
+
+from bilm_keras.layers.highway import Highway
+
+
+@keras.saving.register_keras_serializable(package="bilm_keras")
+class CharCNNEmbedder(keras.layers.Layer):
+    """Embeds each token from its character ids, as bilm-tf's char-CNN.
+
+    For every filter ``(width, num)``: a 1-D convolution over the token's
+    characters (VALID), max-pooling over positions, then the activation.
+    The pooled features of all filters are concatenated, passed through
+    ``n_highway`` :class:`Highway` layers and projected to
+    ``projection_dim`` when the filter count differs from it.
+
+    The character table has ``n_characters`` rows; row 0 is the padding
+    id of :class:`~bilm_keras.Batcher` (+1-shifted ids) and stays zero when
+    loaded from bilm-tf weights.
+
+    Args:
+        filters: list of ``(width, num)``.
+        char_embedding_dim: size of a character embedding.
+        n_highway: number of highway layers.
+        projection_dim: output size.
+        activation: ``"relu"`` or ``"tanh"``.
+        n_characters: rows of the character table (262: 261 + padding).
+        max_characters_per_token: characters per token (the input's last
+            axis).
+
+    Call arguments:
+        inputs: `(batch, time, max_characters_per_token)` int char ids.
+
+    Returns:
+        `(batch, time, projection_dim)` float32 token embeddings.
+
+    Example:
+        >>> emb = CharCNNEmbedder([(1, 4), (2, 8)], 4, 1, 8)
+        >>> emb(tf.ones((2, 3, 50), tf.int32)).shape
+        TensorShape([2, 3, 8])
+    """
+
+    def __init__(
+        self,
+        filters,
+        char_embedding_dim,
+        n_highway,
+        projection_dim,
+        activation="relu",
+        n_characters=262,
+        max_characters_per_token=50,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.filters = [tuple(int(v) for v in f) for f in filters]
+        self.char_embedding_dim = char_embedding_dim
+        self.n_highway = n_highway
+        self.projection_dim = projection_dim
+        self.activation = activation
+        self.n_characters = n_characters
+        self.max_characters_per_token = max_characters_per_token
+        self._activation_fn = {"relu": tf.nn.relu, "tanh": tf.tanh}[activation]
+        self.n_filters = sum(num for _, num in self.filters)
+        self.highways = [
+            Highway(name=f"highway_{i}") for i in range(n_highway)
+        ]
+        self.use_projection = self.n_filters != projection_dim
+
+    def build(self, input_shape=None):
+        self.char_embedding = self.add_weight(
+            name="char_embedding",
+            shape=(self.n_characters, self.char_embedding_dim),
+            initializer=keras.initializers.RandomUniform(-1.0, 1.0),
+        )
+        self.conv_kernels, self.conv_biases = [], []
+        for i, (width, num) in enumerate(self.filters):
+            if self.activation == "relu":
+                init = keras.initializers.RandomUniform(-0.05, 0.05)
+            else:
+                std = (1.0 / (width * self.char_embedding_dim)) ** 0.5
+                init = keras.initializers.RandomNormal(stddev=std)
+            self.conv_kernels.append(self.add_weight(
+                name=f"conv_{i}_kernel",
+                shape=(width, self.char_embedding_dim, num),
+                initializer=init,
+            ))
+            self.conv_biases.append(self.add_weight(
+                name=f"conv_{i}_bias", shape=(num,), initializer="zeros"
+            ))
+        for highway in self.highways:
+            highway.build((None, self.n_filters))
+        if self.use_projection:
+            self.projection_kernel = self.add_weight(
+                name="projection_kernel",
+                shape=(self.n_filters, self.projection_dim),
+                initializer=keras.initializers.RandomNormal(
+                    stddev=(1.0 / self.n_filters) ** 0.5
+                ),
+            )
+            self.projection_bias = self.add_weight(
+                name="projection_bias",
+                shape=(self.projection_dim,),
+                initializer="zeros",
+            )
+
+    def call(self, inputs):
+        # B=batch, T=time, C=max chars, E=char embedding, F=total filters
+        ids = tf.cast(inputs, tf.int32)
+        batch_time = tf.shape(ids)[:2]
+        ids = tf.reshape(ids, (-1, self.max_characters_per_token))  # (B*T, C)
+        chars = tf.gather(self.char_embedding, ids)  # (B*T, C, E)
+        pooled = []
+        for kernel, bias in zip(self.conv_kernels, self.conv_biases):
+            conv = tf.nn.conv1d(chars, kernel, 1, "VALID") + bias
+            # (B*T, C - width + 1, num) -> max over positions -> (B*T, num)
+            pooled.append(self._activation_fn(tf.reduce_max(conv, axis=1)))
+        x = tf.concat(pooled, axis=-1)  # (B*T, F)
+        for highway in self.highways:
+            x = highway(x)
+        if self.use_projection:
+            x = tf.matmul(x, self.projection_kernel) + self.projection_bias
+        out_shape = tf.concat([batch_time, [self.projection_dim]], axis=0)
+        return tf.reshape(x, out_shape)  # (B, T, P)
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape[:2]) + (self.projection_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            filters=[list(f) for f in self.filters],
+            char_embedding_dim=self.char_embedding_dim,
+            n_highway=self.n_highway,
+            projection_dim=self.projection_dim,
+            activation=self.activation,
+            n_characters=self.n_characters,
+            max_characters_per_token=self.max_characters_per_token,
+        )
+        return config

@@ -1,0 +1,78 @@
+"""Highway layer (Srivastava et al. 2015) as bilm-tf computes it."""
+
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="bilm_keras")
+class Highway(keras.layers.Layer):
+    """One highway layer over the last axis.
+
+    ``carry = sigmoid(x W_carry + b_carry)``,
+    ``transform = relu(x W_transform + b_transform)``,
+    ``y = carry * transform + (1 - carry) * x``.
+
+    bilm-tf calls the gate that multiplies the *new* value "carry"; the name
+    is kept so the weights map one to one onto its HDF5 datasets
+    ``CNN_high_i/{W,b}_{carry,transform}``.
+
+    Args:
+        carry_bias_initializer: bilm-tf starts ``b_carry`` at -2 so that a
+            fresh layer mostly passes its input through.
+
+    Call arguments:
+        inputs: `(..., dim)` float tensor.
+
+    Returns:
+        `(..., dim)`, the same shape.
+
+    Example:
+        >>> layer = Highway()
+        >>> layer(tf.zeros((2, 3, 8))).shape
+        TensorShape([2, 3, 8])
+
+    Reference:
+        Srivastava, Greff, Schmidhuber, "Highway Networks", 2015.
+    """
+
+    def __init__(self, carry_bias_initializer=-2.0, **kwargs):
+        super().__init__(**kwargs)
+        self.carry_bias_initializer = carry_bias_initializer
+
+    def build(self, input_shape):
+        dim = int(input_shape[-1])
+        init = keras.initializers.RandomNormal(stddev=(1.0 / dim) ** 0.5)
+        self.carry_kernel = self.add_weight(
+            name="carry_kernel", shape=(dim, dim), initializer=init
+        )
+        self.carry_bias = self.add_weight(
+            name="carry_bias",
+            shape=(dim,),
+            initializer=keras.initializers.Constant(
+                self.carry_bias_initializer
+            ),
+        )
+        self.transform_kernel = self.add_weight(
+            name="transform_kernel", shape=(dim, dim), initializer=init
+        )
+        self.transform_bias = self.add_weight(
+            name="transform_bias", shape=(dim,), initializer="zeros"
+        )
+
+    def call(self, inputs):
+        carry = tf.sigmoid(
+            tf.tensordot(inputs, self.carry_kernel, 1) + self.carry_bias
+        )
+        transform = tf.nn.relu(
+            tf.tensordot(inputs, self.transform_kernel, 1)
+            + self.transform_bias
+        )
+        return carry * transform + (1.0 - carry) * inputs
+
+    def compute_output_shape(self, input_shape):
+        return input_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(carry_bias_initializer=self.carry_bias_initializer)
+        return config

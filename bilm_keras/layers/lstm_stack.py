@@ -1,0 +1,151 @@
+"""A stack of projected LSTM layers for one direction, length-aware."""
+
+import keras
+import tensorflow as tf
+
+from bilm_keras.layers.lstm_cell_with_projection import LSTMCellWithProjection
+
+
+def run_recurrence(cell, z_inputs, lengths, c0, h0):
+    """Runs ``cell.step`` over time with ``dynamic_rnn``'s length semantics.
+
+    Past a row's length the output is zero and the state is carried
+    unchanged, so the final state is the state after the row's last token
+    (the initial state for a row of length 0).
+
+    Args:
+        cell: a built :class:`LSTMCellWithProjection`.
+        z_inputs: `(batch, time, 4 * units)` input contributions.
+        lengths: `(batch,)` int32.
+        c0, h0: `(batch, units)`, `(batch, output_dim)` initial state.
+
+    Returns:
+        ``outputs (batch, time, output_dim), (c, h)``.
+    """
+    # B=batch, T=time, U=units, P=output dim
+    z_time_major = tf.transpose(z_inputs, (1, 0, 2))  # (T, B, 4U)
+    n_steps = tf.shape(z_time_major)[0]
+    z_array = tf.TensorArray(z_inputs.dtype, size=n_steps).unstack(
+        z_time_major
+    )
+    outputs = tf.TensorArray(z_inputs.dtype, size=n_steps)
+    lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
+
+    def body(t, c, h, outputs):
+        c_new, h_new = cell.step(z_array.read(t), c, h)
+        active = t < lengths  # (B, 1)
+        c = tf.where(active, c_new, c)
+        h = tf.where(active, h_new, h)
+        outputs = outputs.write(t, tf.where(active, h_new, 0.0))
+        return t + 1, c, h, outputs
+
+    _, c, h, outputs = tf.while_loop(
+        lambda t, *_: t < n_steps,
+        body,
+        (tf.constant(0), c0, h0, outputs),
+    )
+    out = tf.transpose(outputs.stack(), (1, 0, 2))  # (B, T, P)
+    out = tf.ensure_shape(out, [None, None, cell.output_dim])
+    return out, (c, h)
+
+
+@keras.saving.register_keras_serializable(package="bilm_keras")
+class LSTMStack(keras.layers.Layer):
+    """``n_layers`` :class:`LSTMCellWithProjection` layers run in one direction.
+
+    Layer 0 reads the token embeddings; layer ``l`` reads layer ``l-1``'s
+    output. With ``use_skip_connections`` layers above the first add their
+    input to their output (TF1 ``ResidualWrapper``: the recurrent state keeps
+    the plain cell output). Dropout, in training only, applies to each
+    layer's input, as bilm-tf's ``DropoutWrapper(input_keep_prob)``.
+
+    Args:
+        units, projection_dim, cell_clip, proj_clip: of every cell.
+        n_layers: int.
+        use_skip_connections: bool.
+        dropout: float. Input dropout rate in training.
+
+    Call arguments:
+        inputs: `(batch, time, input_dim)`.
+        lengths: `(batch,)` int; positions past a row's length give zeros.
+        initial_states: list over layers of ``(c, h)``, or None for zeros.
+        training: bool.
+
+    Returns:
+        ``(outputs, final_states)``: a list of `(batch, time, projection_dim)`
+        per layer and a list of ``(c, h)`` per layer.
+    """
+
+    def __init__(
+        self,
+        units,
+        projection_dim,
+        n_layers,
+        cell_clip=None,
+        proj_clip=None,
+        use_skip_connections=False,
+        dropout=0.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.units = units
+        self.projection_dim = projection_dim
+        self.n_layers = n_layers
+        self.cell_clip = cell_clip
+        self.proj_clip = proj_clip
+        self.use_skip_connections = use_skip_connections
+        self.dropout = dropout
+        proj = projection_dim if projection_dim < units else None
+        self.cells = [
+            LSTMCellWithProjection(
+                units, proj, cell_clip, proj_clip, name=f"cell{i}"
+            )
+            for i in range(n_layers)
+        ]
+
+    def build(self, input_shape):
+        dim = int(input_shape[-1])
+        for cell in self.cells:
+            cell.build((None, dim))
+            dim = cell.output_dim
+
+    def zero_states(self, batch_size):
+        return [
+            (tf.zeros((batch_size, cell.units)),
+             tf.zeros((batch_size, cell.output_dim)))
+            for cell in self.cells
+        ]
+
+    def call(self, inputs, lengths, initial_states=None, training=False):
+        if initial_states is None:
+            initial_states = self.zero_states(tf.shape(inputs)[0])
+        mask = tf.sequence_mask(lengths, tf.shape(inputs)[1], inputs.dtype)
+        mask = mask[:, :, None]  # (B, T, 1)
+        outputs, final_states = [], []
+        x = inputs
+        for i, (cell, (c0, h0)) in enumerate(zip(self.cells, initial_states)):
+            x_in = x
+            if training and self.dropout > 0:
+                x_in = tf.nn.dropout(x_in, rate=self.dropout)
+            # one large matmul for all time steps, outside the recurrence
+            z = cell.input_contribution(x_in)  # (B, T, 4U)
+            h, state = run_recurrence(cell, z, lengths, c0, h0)  # (B, T, P)
+            if self.use_skip_connections and i > 0:
+                h = (h + x_in) * mask  # dynamic_rnn zeroes past the length
+            outputs.append(h)
+            final_states.append(state)
+            x = h
+        return outputs, final_states
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            units=self.units,
+            projection_dim=self.projection_dim,
+            n_layers=self.n_layers,
+            cell_clip=self.cell_clip,
+            proj_clip=self.proj_clip,
+            use_skip_connections=self.use_skip_connections,
+            dropout=self.dropout,
+        )
+        return config

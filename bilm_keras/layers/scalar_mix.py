@@ -1,0 +1,105 @@
+"""ScalarMix: ELMo's learned, softmax-normalised weighting of the biLM layers."""
+
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="bilm_keras")
+class ScalarMix(keras.layers.Layer):
+    """``gamma * sum_l softmax(w + 1/L)_l * f(layer_l)``, as bilm-tf's
+    ``weight_layers``.
+
+    ``f`` is the identity, or with ``do_layer_norm`` a normalisation of each
+    layer by one mean and variance over all unmasked positions and features
+    of the batch (bilm-tf's ``_do_ln``, epsilon 1e-12). With
+    ``use_top_only`` the result is ``gamma * layer_top`` and ``w`` does not
+    exist.
+
+    Args:
+        n_layers: L, the biLM layers mixed (``n_lstm_layers + 1``).
+        l2_coef: float or None. ``l2_coef * sum(w**2)`` is added to the
+            layer's losses.
+        use_top_only: bool.
+        do_layer_norm: bool.
+
+    Call arguments:
+        lm_embeddings: `(batch, n_layers, time, dim)`.
+        mask: `(batch, time)` bool.
+
+    Returns:
+        `(batch, time, dim)`.
+
+    Example:
+        >>> mix = ScalarMix(3)
+        >>> mix(tf.ones((2, 3, 5, 4)), tf.ones((2, 5), bool)).shape
+        TensorShape([2, 5, 4])
+
+    Reference:
+        Peters et al., "Deep contextualized word representations", 2018,
+        eq. (1).
+    """
+
+    def __init__(self, n_layers, l2_coef=None, use_top_only=False,
+                 do_layer_norm=False, **kwargs):
+        super().__init__(**kwargs)
+        self.n_layers = n_layers
+        self.l2_coef = l2_coef
+        self.use_top_only = use_top_only
+        self.do_layer_norm = do_layer_norm
+
+    def build(self, input_shape=None, mask_shape=None):
+        if not self.use_top_only:
+            self.scalar_weights = self.add_weight(
+                name="scalar_weights",
+                shape=(self.n_layers,),
+                initializer="zeros",
+                regularizer=(
+                    keras.regularizers.L2(self.l2_coef)
+                    if self.l2_coef else None
+                ),
+            )
+        self.gamma = self.add_weight(
+            name="gamma", shape=(1,), initializer="ones"
+        )
+
+    def normalized_weights(self):
+        """`(n_layers,)` softmax(w + 1/L)."""
+        return tf.nn.softmax(self.scalar_weights + 1.0 / self.n_layers)
+
+    def regularization(self):
+        """The scalar ``l2_coef * sum(w**2)`` (0.0 without l2 or weights)."""
+        if self.use_top_only or not self.l2_coef:
+            return tf.constant(0.0)
+        return self.l2_coef * tf.reduce_sum(tf.square(self.scalar_weights))
+
+    def call(self, lm_embeddings, mask):
+        # B=batch, L=layers, T=time, D=dim
+        if self.use_top_only:
+            return lm_embeddings[:, -1] * self.gamma
+        mask_f = tf.cast(mask, lm_embeddings.dtype)[:, :, None]  # (B, T, 1)
+        dim = tf.cast(tf.shape(lm_embeddings)[-1], lm_embeddings.dtype)
+        n = tf.reduce_sum(mask_f) * dim
+        weights = self.normalized_weights()
+        mixed = 0.0
+        for layer in range(self.n_layers):
+            x = lm_embeddings[:, layer]  # (B, T, D)
+            if self.do_layer_norm:
+                x_masked = x * mask_f
+                mean = tf.reduce_sum(x_masked) / n
+                var = tf.reduce_sum(((x_masked - mean) * mask_f) ** 2) / n
+                x = tf.nn.batch_normalization(x, mean, var, None, None, 1e-12)
+            mixed += weights[layer] * x
+        return mixed * self.gamma
+
+    def compute_output_shape(self, input_shape, mask_shape=None):
+        return (input_shape[0], input_shape[2], input_shape[3])
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            n_layers=self.n_layers,
+            l2_coef=self.l2_coef,
+            use_top_only=self.use_top_only,
+            do_layer_norm=self.do_layer_norm,
+        )
+        return config

@@ -1,0 +1,48 @@
+"""Token-id embedder for token-input biLMs."""
+
+import keras
+import tensorflow as tf
+
+
+@keras.saving.register_keras_serializable(package="bilm_keras")
+class TokenEmbedder(keras.layers.Layer):
+    """A lookup table indexed by +1-shifted token ids (0 is padding).
+
+    bilm-tf's token-input models keep a ``(n_vocab, dim)`` table; with the
+    padding row this layer holds ``(n_vocab + 1, dim)``.
+
+    Args:
+        vocab_size: ``n_vocab + 1`` rows (padding included).
+        embedding_dim: size of a token embedding.
+
+    Call arguments:
+        inputs: `(batch, time)` int token ids from ``TokenBatcher``.
+
+    Returns:
+        `(batch, time, embedding_dim)` float32.
+    """
+
+    def __init__(self, vocab_size, embedding_dim, **kwargs):
+        super().__init__(**kwargs)
+        self.vocab_size = vocab_size
+        self.embedding_dim = embedding_dim
+
+    def build(self, input_shape=None):
+        self.embeddings = self.add_weight(
+            name="embeddings",
+            shape=(self.vocab_size, self.embedding_dim),
+            initializer=keras.initializers.RandomNormal(stddev=1.0),
+        )
+
+    def call(self, inputs):
+        return tf.gather(self.embeddings, tf.cast(inputs, tf.int32))
+
+    def compute_output_shape(self, input_shape):
+        return tuple(input_shape) + (self.embedding_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            vocab_size=self.vocab_size, embedding_dim=self.embedding_dim
+        )
+        return config

@@ -1,0 +1,282 @@
+"""Inference facade with bilm-tf's constructor: options + HDF5 weights."""
+
+from __future__ import annotations
+
+import os
+from typing import Dict, List, Optional
+
+import h5py
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
+from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.options import BiLMOptions
+from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
+
+
+def lm_layers(outputs: dict) -> tf.Tensor:
+    """Stacks the backbone's layers: `(batch, n_layers + 1, time, dim)`.
+
+    Layer 0 is the token embedding, duplicated for both directions; layer
+    ``l`` concatenates the forward and backward outputs of LSTM layer ``l``.
+    ``dim`` is ``2 * projection_dim`` (``projection_dim`` for a
+    unidirectional model).
+    """
+    directions = [d for d in ("forward", "backward") if d in outputs]
+    tok = outputs["token_embeddings"]
+    layers = [tf.concat([tok] * len(directions), axis=-1)]
+    for i in range(len(outputs["forward"])):
+        layers.append(tf.concat([outputs[d][i] for d in directions], axis=-1))
+    return tf.stack(layers, axis=1)
+
+
+def strip_boundaries(layers: tf.Tensor, lengths: tf.Tensor):
+    """Drops ``<S>``/``</S>``: `(B, L, T + 2, D)` -> `(B, L, T, D)`.
+
+    ``lengths`` counts the boundaries; positions past a row's last real
+    token come back as zeros (bilm-tf left arbitrary values there).
+
+    Returns:
+        ``(embeddings, lengths_without_boundaries, mask (B, T) bool)``.
+    """
+    lengths = tf.maximum(lengths - 2, 0)
+    inner = layers[:, :, 1:-1]  # (B, L, T, D)
+    mask = tf.sequence_mask(lengths, tf.shape(inner)[2])  # (B, T)
+    inner = inner * tf.cast(mask, inner.dtype)[:, None, :, None]
+    return inner, lengths, mask
+
+
+class BidirectionalLanguageModel:
+    """A pretrained biLM loaded from bilm-tf files, ready to embed.
+
+    Args:
+        options_file: bilm-tf ``options.json``.
+        weight_file: bilm-tf ``lm_weights.hdf5``.
+        use_character_inputs: char ids (True) or token ids (False) in.
+        embedding_weight_file: for token input, the HDF5 file of
+            :func:`~bilm_keras.dump_token_embeddings` (dataset
+            ``embedding``).
+        stateful: False (default): every call starts from zero states, so a
+            sentence always gets the same vectors. True: bilm-tf's behaviour
+            — row ``k``'s final LSTM states start row ``k`` of the next call;
+            rows past the batch keep theirs.
+        max_batch_size: rows of the stateful state buffers.
+
+    Calling it on ids (`(batch, time + 2, max_chars)` from :class:`Batcher`
+    or `(batch, time + 2)` from :class:`TokenBatcher`, numpy or tensor)
+    returns a dict:
+
+    * ``lm_embeddings``: `(batch, n_lm_layers + 1, time, 2 * projection_dim)`,
+      ``<S>``/``</S>`` removed, zero past each row's length;
+    * ``mask``: `(batch, time)` bool; ``lengths``: `(batch,)` int32;
+    * ``token_embeddings``: `(batch, time + 2, projection_dim)`.
+
+    Example:
+        >>> bilm = BidirectionalLanguageModel("options.json", "weights.hdf5")
+        >>> ids = Batcher("vocab.txt", 50).batch_sentences([["Hi", "!"]])
+        >>> bilm(ids)["lm_embeddings"].shape
+        TensorShape([1, 3, 2, 1024])
+    """
+
+    def __init__(
+        self,
+        options_file: str | os.PathLike,
+        weight_file: str | os.PathLike,
+        use_character_inputs: bool = True,
+        embedding_weight_file: Optional[str | os.PathLike] = None,
+        stateful: bool = False,
+        max_batch_size: int = 128,
+    ):
+        options = BiLMOptions.from_json(options_file)
+        vocab_size = None
+        if not use_character_inputs:
+            if embedding_weight_file is None:
+                raise ValueError(
+                    "use_character_inputs=False needs embedding_weight_file "
+                    "(write one with dump_token_embeddings)"
+                )
+            vocab_size = _embedding_rows(embedding_weight_file) + 1
+        backbone = BiLMBackbone.from_options(
+            options,
+            use_character_inputs=use_character_inputs,
+            vocab_size=vocab_size,
+            name="bilm",
+        )
+        backbone.build_all()
+        load_bilm_tf_hdf5(backbone, weight_file, embedding_weight_file)
+        self.__init_from_backbone(backbone, stateful, max_batch_size)
+
+    @classmethod
+    def from_backbone(
+        cls, backbone: BiLMBackbone, stateful: bool = False,
+        max_batch_size: int = 128,
+    ) -> "BidirectionalLanguageModel":
+        """Wraps a backbone already in memory (trained, or random)."""
+        self = cls.__new__(cls)
+        self.__init_from_backbone(backbone.build_all(), stateful,
+                                  max_batch_size)
+        return self
+
+    def __init_from_backbone(self, backbone, stateful, max_batch_size):
+        self.backbone = backbone
+        self.stateful = stateful
+        self.max_batch_size = max_batch_size
+        self.use_character_inputs = backbone.use_character_inputs
+        if backbone.use_character_inputs:
+            spec = tf.TensorSpec(
+                (None, None, backbone.max_characters_per_token), tf.int32
+            )
+        else:
+            spec = tf.TensorSpec((None, None), tf.int32)
+        self.input_spec = spec
+        self._states = None
+        if stateful:
+            self._states = {
+                direction: [
+                    (
+                        tf.Variable(tf.zeros((max_batch_size, cell.units)),
+                                    trainable=False),
+                        tf.Variable(tf.zeros((max_batch_size,
+                                              cell.output_dim)),
+                                    trainable=False),
+                    )
+                    for cell in stack.cells
+                ]
+                for direction, stack in backbone.stacks.items()
+            }
+        self.trace_count = 0
+        self._call_fn = tf.function(self._call, input_signature=[spec])
+
+    # ----------------------------------------------------------- the graph
+    def _call(self, ids):
+        self.trace_count += 1  # runs once per trace, not per call
+        batch = tf.shape(ids)[0]
+        initial = None
+        if self._states is not None:
+            initial = {
+                d: [(c[:batch], h[:batch]) for c, h in layers]
+                for d, layers in self._states.items()
+            }
+        out = self.backbone(ids, initial_states=initial)
+        if self._states is not None:
+            for d, layers in self._states.items():
+                for (c_var, h_var), (c, h) in zip(
+                    layers, out["final_states"][d]
+                ):
+                    c_var.assign(tf.concat([c, c_var[batch:]], axis=0))
+                    h_var.assign(tf.concat([h, h_var[batch:]], axis=0))
+        lm_embeddings, lengths, mask = strip_boundaries(
+            lm_layers(out), out["lengths"]
+        )
+        return {
+            "lm_embeddings": lm_embeddings,
+            "lengths": lengths,
+            "mask": mask,
+            "token_embeddings": out["token_embeddings"],
+        }
+
+    def __call__(self, ids) -> Dict[str, tf.Tensor]:
+        ids = tf.convert_to_tensor(ids)
+        if not ids.dtype.is_integer:
+            raise TypeError(f"ids: expected an integer tensor, found "
+                            f"{ids.dtype.name}")
+        expected_rank = self.input_spec.shape.rank
+        if ids.shape.rank != expected_rank:
+            raise ValueError(
+                f"ids: expected rank {expected_rank} "
+                f"{'(batch, time, max_chars)' if expected_rank == 3 else '(batch, time)'}"
+                f", found shape {tuple(ids.shape)}"
+            )
+        if expected_rank == 3 and ids.shape[2] != self.input_spec.shape[2]:
+            raise ValueError(
+                f"ids: expected {self.input_spec.shape[2]} characters per "
+                f"token (max_characters_per_token), found {ids.shape[2]}"
+            )
+        if ids.shape[0] == 0:
+            raise ValueError("ids: expected at least one sentence, found 0")
+        if self.stateful and ids.shape[0] > self.max_batch_size:
+            raise ValueError(
+                f"ids: batch of {ids.shape[0]} rows exceeds max_batch_size="
+                f"{self.max_batch_size} of this stateful model"
+            )
+        return self._call_fn(tf.cast(ids, tf.int32))
+
+    def reset_states(self) -> None:
+        """Zeroes the stateful buffers (no-op when stateless)."""
+        for layers in (self._states or {}).values():
+            for c, h in layers:
+                c.assign(tf.zeros_like(c))
+                h.assign(tf.zeros_like(h))
+
+    @property
+    def states(self):
+        """``{direction: [(c, h), ...]}`` state variables (stateful only)."""
+        return self._states
+
+    # ------------------------------------------------------ bulk embedding
+    def embed_sentences(
+        self,
+        sentences: List[List[str]],
+        batch_size: int = 32,
+        vocab_file: Optional[str] = None,
+    ) -> List[np.ndarray]:
+        """Embeds many tokenized sentences, statelessly, in input order.
+
+        Sentences are sorted by length and batched so that little padding
+        is computed; the results come back in the order given.
+
+        Args:
+            sentences: list of token lists (a sentence may be empty).
+            batch_size: sentences per batch.
+            vocab_file: for token input, the vocabulary of the embedding
+                file (``TokenBatcher``). Optional for char input.
+
+        Returns:
+            One float32 array `(n_lm_layers + 1, n_tokens, 2 * projection_dim)`
+            per sentence.
+        """
+        check_sentences(sentences)
+        if self.use_character_inputs:
+            batcher = Batcher(vocab_file,
+                              self.backbone.max_characters_per_token)
+        else:
+            if vocab_file is None:
+                raise ValueError("vocab_file: token input needs the "
+                                 "vocabulary of the embedding file")
+            batcher = TokenBatcher(vocab_file)
+        fn = self._stateless_fn()
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        results: List[Optional[np.ndarray]] = [None] * len(sentences)
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
+            ids = batcher.batch_sentences([sentences[i] for i in idx])
+            out = fn(tf.constant(ids, tf.int32))
+            emb = out["lm_embeddings"].numpy()
+            for row, i in enumerate(idx):
+                results[i] = emb[row, :, : len(sentences[i])]
+        return results
+
+    def _stateless_fn(self):
+        if not self.stateful:
+            return self._call_fn
+        if getattr(self, "_stateless", None) is None:
+            self._stateless = BidirectionalLanguageModel.from_backbone(
+                self.backbone
+            )
+        return self._stateless._call_fn
+
+
+def _embedding_rows(embedding_weight_file) -> int:
+    path = os.fspath(embedding_weight_file)
+    if not os.path.exists(path):
+        raise WeightFileError(f"{path}: embedding weight file not found")
+    with h5py.File(path, "r") as fin:
+        ds = fin.get("embedding")
+        if not isinstance(ds, h5py.Dataset) or len(ds.shape) != 2:
+            raise WeightFileError(
+                f"{path}: expected a 2-D dataset 'embedding' "
+                f"(n_tokens, dim), found "
+                f"{'none' if ds is None else getattr(ds, 'shape', ds)}"
+            )
+        return int(ds.shape[0])

@@ -1,0 +1,288 @@
+"""The biLM backbone: ids -> token embeddings and every LSTM layer's output.
+
+Training (:mod:`bilm_keras.training`), inference
+(:class:`~bilm_keras.BidirectionalLanguageModel`), the SavedModel export
+and the bulk embedding path all run this one layer.
+"""
+
+from typing import Optional
+
+import keras
+import tensorflow as tf
+
+from bilm_keras.layers.char_cnn_embedder import CharCNNEmbedder
+from bilm_keras.layers.lstm_stack import LSTMStack
+from bilm_keras.layers.token_embedder import TokenEmbedder
+from bilm_keras.options import N_CHARACTERS_WITH_PADDING, BiLMOptions
+
+DIRECTIONS = ("forward", "backward")
+
+
+@keras.saving.register_keras_serializable(package="bilm_keras")
+class BiLMBackbone(keras.layers.Layer):
+    """Token embedder plus a forward and (optionally) a backward LSTM stack.
+
+    The architecture comes from constructor arguments only; use
+    :meth:`from_options` to build it from an ``options.json``, and
+    :func:`bilm_keras.weights.load_bilm_tf_hdf5` to load weights.
+
+    Args:
+        lstm_dim, projection_dim, n_layers, cell_clip, proj_clip,
+        use_skip_connections: the LSTM stacks (``lstm`` options).
+        use_character_inputs: char-CNN (True) or token-id lookup (False).
+        filters, char_embedding_dim, n_highway, activation,
+        max_characters_per_token: the char-CNN (``char_cnn`` options).
+        n_characters: rows of the character table, padding row included.
+        vocab_size: rows of the token table (padding row included), for
+            token input.
+        bidirectional: build the backward stack too.
+        dropout: LSTM input dropout in training.
+
+    Call arguments:
+        inputs: `(batch, time, max_chars)` char ids or `(batch, time)` token
+            ids, +1-shifted with 0 for padding, ``<S>``/``</S>`` included.
+        initial_states: ``{"forward": [(c, h), ...], "backward": [...]}``
+            (`(batch, lstm_dim)`, `(batch, projection_dim)` per layer) or None
+            for zeros.
+        training: bool.
+
+    Returns:
+        A dict: ``token_embeddings (batch, time, projection_dim)``,
+        ``mask (batch, time)`` bool, ``lengths (batch,)`` int32,
+        ``forward`` / ``backward``: lists of `(batch, time, projection_dim)`
+        per layer in natural time order (zero past each row's length), and
+        ``final_states`` shaped like ``initial_states``.
+    """
+
+    def __init__(
+        self,
+        lstm_dim,
+        projection_dim,
+        n_layers=2,
+        cell_clip=None,
+        proj_clip=None,
+        use_skip_connections=False,
+        use_character_inputs=True,
+        filters=None,
+        char_embedding_dim=16,
+        n_highway=0,
+        activation="relu",
+        max_characters_per_token=50,
+        n_characters=N_CHARACTERS_WITH_PADDING,
+        vocab_size=None,
+        bidirectional=True,
+        dropout=0.0,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.lstm_dim = lstm_dim
+        self.projection_dim = projection_dim
+        self.n_layers = n_layers
+        self.cell_clip = cell_clip
+        self.proj_clip = proj_clip
+        self.use_skip_connections = use_skip_connections
+        self.use_character_inputs = use_character_inputs
+        self.filters = None if filters is None else [list(f) for f in filters]
+        self.char_embedding_dim = char_embedding_dim
+        self.n_highway = n_highway
+        self.activation = activation
+        self.max_characters_per_token = max_characters_per_token
+        self.n_characters = n_characters
+        self.vocab_size = vocab_size
+        self.bidirectional = bidirectional
+        self.dropout = dropout
+
+        if use_character_inputs:
+            if not filters:
+                raise ValueError("filters: a char-CNN needs at least one")
+            self.token_embedder = CharCNNEmbedder(
+                filters,
+                char_embedding_dim,
+                n_highway,
+                projection_dim,
+                activation=activation,
+                n_characters=n_characters,
+                max_characters_per_token=max_characters_per_token,
+                name="char_cnn",
+            )
+        else:
+            if not vocab_size:
+                raise ValueError("vocab_size: token input needs a vocabulary")
+            self.token_embedder = TokenEmbedder(
+                vocab_size, projection_dim, name="token_embedding"
+            )
+        stack_kwargs = dict(
+            units=lstm_dim,
+            projection_dim=projection_dim,
+            n_layers=n_layers,
+            cell_clip=cell_clip,
+            proj_clip=proj_clip,
+            use_skip_connections=use_skip_connections,
+            dropout=dropout,
+        )
+        self.forward_lstm = LSTMStack(name="forward_lstm", **stack_kwargs)
+        self.backward_lstm = (
+            LSTMStack(name="backward_lstm", **stack_kwargs)
+            if bidirectional else None
+        )
+
+    @classmethod
+    def from_options(
+        cls,
+        options: BiLMOptions,
+        use_character_inputs: Optional[bool] = None,
+        vocab_size: Optional[int] = None,
+        dropout: float = 0.0,
+        **kwargs,
+    ) -> "BiLMBackbone":
+        """Builds the backbone an ``options.json`` describes (no weights).
+
+        Args:
+            use_character_inputs: default: the options' own (char-CNN when
+                ``char_cnn`` is present).
+            vocab_size: token-table rows with padding, for token input
+                (default ``n_tokens_vocab + 1``).
+        """
+        if use_character_inputs is None:
+            use_character_inputs = options.use_character_inputs
+        if use_character_inputs and options.char_cnn is None:
+            raise ValueError(
+                "use_character_inputs=True but the options have no "
+                "'char_cnn' section"
+            )
+        lstm = options.lstm
+        char_kwargs = {}
+        if use_character_inputs:
+            cnn = options.char_cnn
+            char_kwargs = dict(
+                filters=cnn.filters,
+                char_embedding_dim=cnn.char_embedding_dim,
+                n_highway=cnn.n_highway,
+                activation=cnn.activation,
+                max_characters_per_token=cnn.max_characters_per_token,
+            )
+        elif vocab_size is None and options.n_tokens_vocab:
+            vocab_size = options.n_tokens_vocab + 1
+        return cls(
+            lstm_dim=lstm.dim,
+            projection_dim=lstm.projection_dim,
+            n_layers=lstm.n_layers,
+            cell_clip=lstm.cell_clip,
+            proj_clip=lstm.proj_clip,
+            use_skip_connections=lstm.use_skip_connections,
+            use_character_inputs=use_character_inputs,
+            vocab_size=vocab_size,
+            bidirectional=options.bidirectional,
+            dropout=dropout,
+            **char_kwargs,
+            **kwargs,
+        )
+
+    @property
+    def stacks(self):
+        """``{"forward": LSTMStack, "backward": LSTMStack}`` (as built)."""
+        stacks = {"forward": self.forward_lstm}
+        if self.backward_lstm is not None:
+            stacks["backward"] = self.backward_lstm
+        return stacks
+
+    @property
+    def directions(self):
+        return tuple(self.stacks)
+
+    def build(self, input_shape=None):
+        if self.use_character_inputs:
+            self.token_embedder.build((None, None, self.max_characters_per_token))
+        else:
+            self.token_embedder.build((None, None))
+        for stack in self.stacks.values():
+            stack.build((None, None, self.projection_dim))
+
+    def build_all(self):
+        """Creates every variable (for loading weights before a call)."""
+        if not self.built:
+            self.build()
+            self.built = True
+        return self
+
+    def input_mask(self, inputs):
+        """`(batch, time)` bool: positions holding a token (ids > 0)."""
+        if self.use_character_inputs:
+            return tf.reduce_any(inputs > 0, axis=2)
+        return inputs > 0
+
+    def embed_tokens(self, inputs):
+        """Token embeddings `(batch, time, projection_dim)` of ids."""
+        return self.token_embedder(inputs)
+
+    def run_direction(
+        self, direction, embeddings, lengths, initial_states=None,
+        training=False,
+    ):
+        """Runs one stack on embeddings already in that direction's order."""
+        return self.stacks[direction](
+            embeddings, lengths, initial_states=initial_states,
+            training=training,
+        )
+
+    def encode(self, token_embeddings, lengths, initial_states=None,
+               training=False):
+        """LSTM layers of both directions from `(B, T, P)` token embeddings.
+
+        The backward stack reads each row's first ``length`` positions
+        reversed; its outputs are reversed back to natural order.
+        """
+        initial_states = initial_states or {}
+        outputs, final_states = {}, {}
+        for direction in self.directions:
+            x = token_embeddings
+            if direction == "backward":
+                x = tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
+            layers, final_states[direction] = self.run_direction(
+                direction, x, lengths, initial_states.get(direction),
+                training=training,
+            )
+            if direction == "backward":
+                layers = [
+                    tf.reverse_sequence(h, lengths, seq_axis=1, batch_axis=0)
+                    for h in layers
+                ]
+            outputs[direction] = layers
+        return outputs, final_states
+
+    def call(self, inputs, initial_states=None, training=False):
+        mask = self.input_mask(inputs)  # (B, T)
+        lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # (B,)
+        token_embeddings = self.embed_tokens(inputs)  # (B, T, P)
+        outputs, final_states = self.encode(
+            token_embeddings, lengths, initial_states, training=training
+        )
+        return dict(
+            token_embeddings=token_embeddings,
+            mask=mask,
+            lengths=lengths,
+            final_states=final_states,
+            **outputs,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            lstm_dim=self.lstm_dim,
+            projection_dim=self.projection_dim,
+            n_layers=self.n_layers,
+            cell_clip=self.cell_clip,
+            proj_clip=self.proj_clip,
+            use_skip_connections=self.use_skip_connections,
+            use_character_inputs=self.use_character_inputs,
+            filters=self.filters,
+            char_embedding_dim=self.char_embedding_dim,
+            n_highway=self.n_highway,
+            activation=self.activation,
+            max_characters_per_token=self.max_characters_per_token,
+            n_characters=self.n_characters,
+            vocab_size=self.vocab_size,
+            bidirectional=self.bidirectional,
+            dropout=self.dropout,
+        )
+        return config

@@ -1,0 +1,304 @@
+"""Model options: bilm-tf's ``options.json``, parsed once into frozen dataclasses.
+
+bilm-tf passed a nested dict around and looked keys up wherever it needed
+them. Here the JSON is read and validated in one place; every error names
+the file, the field, the expected and the found value. Layers receive plain
+numbers from these dataclasses, never the dict.
+
+The JSON layout is bilm-tf's own, so its ``options.json`` files load as-is::
+
+    {"lstm": {"dim": 4096, "projection_dim": 512, "n_layers": 2,
+              "cell_clip": 3, "proj_clip": 3, "use_skip_connections": true},
+     "char_cnn": {"embedding": {"dim": 16}, "filters": [[1, 32], ...],
+                  "n_highway": 2, "n_characters": 261,
+                  "max_characters_per_token": 50, "activation": "relu"},
+     "bidirectional": true, "dropout": 0.1, "n_tokens_vocab": 793471, ...}
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from typing import Any, Optional
+
+#: Character ids a char-CNN sees: 256 byte values + 5 specials (bilm-tf's
+#: training vocabulary) and one more row for padding id 0 at inference.
+N_CHARACTERS_TRAIN = 261
+N_CHARACTERS_WITH_PADDING = 262
+
+
+class OptionsError(ValueError):
+    """An options file or dict that does not describe a valid biLM."""
+
+
+def _fail(source: str, field: str, expected: str, found: Any) -> OptionsError:
+    return OptionsError(
+        f"{source}: field '{field}': expected {expected}, found {found!r}"
+    )
+
+
+def _get(d: dict, key: str, source: str, prefix: str, kind, default=...):
+    field = f"{prefix}{key}"
+    if key not in d:
+        if default is ...:
+            raise OptionsError(
+                f"{source}: missing field '{field}' "
+                f"(expected {kind.__name__ if isinstance(kind, type) else kind})"
+            )
+        return default
+    value = d[key]
+    if value is None and default is None:
+        return None
+    if kind is float:
+        ok = isinstance(value, (int, float)) and not isinstance(value, bool)
+        expected = "a number"
+    elif kind is int:
+        ok = isinstance(value, int) and not isinstance(value, bool)
+        expected = "an integer"
+    elif kind is bool:
+        ok = isinstance(value, bool)
+        expected = "true or false"
+    elif kind is str:
+        ok = isinstance(value, str)
+        expected = "a string"
+    else:
+        ok, expected = True, ""
+    if not ok:
+        raise _fail(source, field, expected, value)
+    return float(value) if kind is float else value
+
+
+@dataclasses.dataclass(frozen=True)
+class CharCNNOptions:
+    """The character-CNN token embedder.
+
+    Attributes:
+        filters: ``((width, n_filters), ...)``, one convolution per entry.
+        char_embedding_dim: size of each character embedding.
+        n_highway: number of highway layers after the convolutions.
+        n_characters: 261 (as trained) or 262 (bilm-tf's "set 262 after
+            training"); both describe the same model and are accepted.
+        max_characters_per_token: characters per token, including the
+            begin/end-of-word markers (so tokens keep ``max - 2`` bytes).
+        activation: ``"relu"`` or ``"tanh"`` after max-pooling.
+    """
+
+    filters: tuple = ((1, 32), (2, 32), (3, 64), (4, 128), (5, 256),
+                      (6, 512), (7, 1024))
+    char_embedding_dim: int = 16
+    n_highway: int = 2
+    n_characters: int = N_CHARACTERS_TRAIN
+    max_characters_per_token: int = 50
+    activation: str = "relu"
+
+    @property
+    def n_filters(self) -> int:
+        return sum(num for _, num in self.filters)
+
+    def to_dict(self) -> dict:
+        return {
+            "embedding": {"dim": self.char_embedding_dim},
+            "filters": [list(f) for f in self.filters],
+            "n_highway": self.n_highway,
+            "n_characters": self.n_characters,
+            "max_characters_per_token": self.max_characters_per_token,
+            "activation": self.activation,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class LSTMOptions:
+    """The LSTM stacks (one per direction).
+
+    Attributes:
+        dim: LSTM cell size.
+        projection_dim: size of each layer's (projected) output.
+        n_layers: layers per direction.
+        cell_clip: clip the cell state to ``[-cell_clip, cell_clip]``, or None.
+        proj_clip: clip the projected output likewise, or None.
+        use_skip_connections: add each layer's input to its output for
+            layers above the first.
+    """
+
+    dim: int = 4096
+    projection_dim: int = 512
+    n_layers: int = 2
+    cell_clip: Optional[float] = 3.0
+    proj_clip: Optional[float] = 3.0
+    use_skip_connections: bool = True
+
+    def to_dict(self) -> dict:
+        return {
+            "dim": self.dim,
+            "projection_dim": self.projection_dim,
+            "n_layers": self.n_layers,
+            "cell_clip": self.cell_clip,
+            "proj_clip": self.proj_clip,
+            "use_skip_connections": self.use_skip_connections,
+        }
+
+
+@dataclasses.dataclass(frozen=True)
+class BiLMOptions:
+    """A whole biLM: token embedder, LSTMs and training settings.
+
+    ``char_cnn`` is None for a token-input model. The training fields have
+    bilm-tf's meaning and defaults; inference ignores them.
+    """
+
+    lstm: LSTMOptions = LSTMOptions()
+    char_cnn: Optional[CharCNNOptions] = CharCNNOptions()
+    bidirectional: bool = True
+    dropout: float = 0.1
+    n_tokens_vocab: Optional[int] = None
+    n_negative_samples_batch: int = 8192
+    share_embedding_softmax: bool = False
+    all_clip_norm_val: float = 10.0
+    unroll_steps: int = 20
+    n_epochs: int = 10
+    batch_size: int = 128
+    n_train_tokens: Optional[int] = None
+    learning_rate: float = 0.2
+    token_embedding_dim: Optional[int] = None  # token input only
+
+    @property
+    def use_character_inputs(self) -> bool:
+        return self.char_cnn is not None
+
+    def replace(self, **changes) -> "BiLMOptions":
+        return dataclasses.replace(self, **changes)
+
+    # ------------------------------------------------------------------ I/O
+    @classmethod
+    def from_dict(cls, d: dict, source: str = "<options>") -> "BiLMOptions":
+        """Parse bilm-tf's nested options dict; errors name ``source``."""
+        if not isinstance(d, dict):
+            raise _fail(source, "<root>", "a JSON object", type(d).__name__)
+        lstm_d = _get(d, "lstm", source, "", dict)
+        if not isinstance(lstm_d, dict):
+            raise _fail(source, "lstm", "a JSON object", lstm_d)
+        p = "lstm."
+        lstm = LSTMOptions(
+            dim=_get(lstm_d, "dim", source, p, int),
+            projection_dim=_get(lstm_d, "projection_dim", source, p, int),
+            n_layers=_get(lstm_d, "n_layers", source, p, int, 1),
+            cell_clip=_get(lstm_d, "cell_clip", source, p, float, None),
+            proj_clip=_get(lstm_d, "proj_clip", source, p, float, None),
+            use_skip_connections=_get(
+                lstm_d, "use_skip_connections", source, p, bool, False
+            ),
+        )
+        for name in ("dim", "projection_dim", "n_layers"):
+            if getattr(lstm, name) < 1:
+                raise _fail(source, p + name, "a positive integer",
+                            getattr(lstm, name))
+
+        char_cnn = None
+        if d.get("char_cnn") is not None:
+            cd = d["char_cnn"]
+            p = "char_cnn."
+            if not isinstance(cd, dict):
+                raise _fail(source, "char_cnn", "a JSON object", cd)
+            emb = _get(cd, "embedding", source, p, dict)
+            if not isinstance(emb, dict):
+                raise _fail(source, p + "embedding", '{"dim": N}', emb)
+            filters = _get(cd, "filters", source, p, list)
+            if (
+                not isinstance(filters, list)
+                or not filters
+                or not all(
+                    isinstance(f, (list, tuple)) and len(f) == 2
+                    and all(isinstance(v, int) and v > 0 for v in f)
+                    for f in filters
+                )
+            ):
+                raise _fail(source, p + "filters",
+                            "a non-empty list of [width, n_filters]", filters)
+            char_cnn = CharCNNOptions(
+                filters=tuple((int(w), int(n)) for w, n in filters),
+                char_embedding_dim=_get(emb, "dim", source, p + "embedding.",
+                                        int),
+                n_highway=_get(cd, "n_highway", source, p, int, 0) or 0,
+                n_characters=_get(cd, "n_characters", source, p, int),
+                max_characters_per_token=_get(
+                    cd, "max_characters_per_token", source, p, int
+                ),
+                activation=_get(cd, "activation", source, p, str),
+            )
+            if char_cnn.n_characters not in (N_CHARACTERS_TRAIN,
+                                             N_CHARACTERS_WITH_PADDING):
+                raise _fail(source, p + "n_characters", "261 or 262",
+                            char_cnn.n_characters)
+            if char_cnn.activation not in ("relu", "tanh"):
+                raise _fail(source, p + "activation", "'relu' or 'tanh'",
+                            char_cnn.activation)
+            widest = max(w for w, _ in char_cnn.filters)
+            if char_cnn.max_characters_per_token < max(3, widest):
+                raise _fail(
+                    source, p + "max_characters_per_token",
+                    f"at least {max(3, widest)} (the widest filter)",
+                    char_cnn.max_characters_per_token,
+                )
+            if char_cnn.n_filters < lstm.projection_dim:
+                raise _fail(
+                    source, p + "filters",
+                    f"at least lstm.projection_dim={lstm.projection_dim} "
+                    "filters in total",
+                    char_cnn.n_filters,
+                )
+
+        defaults = cls()
+        kw = {}
+        for name, kind in (
+            ("bidirectional", bool), ("dropout", float),
+            ("n_negative_samples_batch", int),
+            ("share_embedding_softmax", bool), ("all_clip_norm_val", float),
+            ("unroll_steps", int), ("n_epochs", int), ("batch_size", int),
+            ("learning_rate", float),
+        ):
+            kw[name] = _get(d, name, source, "", kind, getattr(defaults, name))
+        for name in ("n_tokens_vocab", "n_train_tokens",
+                     "token_embedding_dim"):
+            kw[name] = _get(d, name, source, "", int, None)
+        # bilm-tf reads the token embedding size from lstm.projection_dim
+        if char_cnn is None and kw["token_embedding_dim"] is None:
+            kw["token_embedding_dim"] = lstm.projection_dim
+        if char_cnn is not None and kw["share_embedding_softmax"]:
+            raise _fail(source, "share_embedding_softmax",
+                        "false for a char-CNN model (bilm-tf's rule)", True)
+        return cls(lstm=lstm, char_cnn=char_cnn, **kw)
+
+    @classmethod
+    def from_json(cls, path: str | os.PathLike) -> "BiLMOptions":
+        """Read bilm-tf's ``options.json``."""
+        path = os.fspath(path)
+        try:
+            with open(path, encoding="utf-8") as f:
+                d = json.load(f)
+        except FileNotFoundError:
+            raise OptionsError(f"{path}: options file not found") from None
+        except json.JSONDecodeError as e:
+            raise OptionsError(f"{path}: not valid JSON ({e})") from None
+        return cls.from_dict(d, source=path)
+
+    def to_dict(self) -> dict:
+        d = {"lstm": self.lstm.to_dict()}
+        if self.char_cnn is not None:
+            d["char_cnn"] = self.char_cnn.to_dict()
+        for f in dataclasses.fields(self):
+            if f.name not in ("lstm", "char_cnn"):
+                value = getattr(self, f.name)
+                if value is not None:
+                    d[f.name] = value
+        return d
+
+    def to_json(self, path: str | os.PathLike) -> None:
+        """Write bilm-tf-compatible ``options.json`` (atomically)."""
+        path = os.fspath(path)
+        tmp = f"{path}.tmp-{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+

@@ -1,0 +1,195 @@
+"""bilm-tf / AllenNLP HDF5 weights <-> :class:`BiLMBackbone` variables.
+
+One declarative table says where every dataset goes. Every weight-format
+quirk lives here and only here:
+
+* ``char_embed`` has 261 rows in the file; the Keras table has one more,
+  row 0, for the padding id of the +1-shifted char ids (zero).
+* ``CNN/W_cnn_i`` is a conv2d kernel ``(1, width, char_dim, num)``; Keras
+  keeps the conv1d kernel ``(width, char_dim, num)``.
+* ``embedding`` (token input) likewise has no padding row in the file.
+* The LSTM kernels keep TF1's layout (``[x, h] @ W_0``, gates i, j, f, o),
+  so they copy unchanged.
+
+Loading checks every shape before assigning anything, uses every dataset it
+expects and names what is missing; saving writes a temporary file and
+renames it, so an interrupted save never leaves a half-written file.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Callable, List, Optional
+
+import h5py
+import numpy as np
+
+from bilm_keras.models.bilm_backbone import BiLMBackbone
+
+
+class WeightFileError(ValueError):
+    """An HDF5 weight file that does not fit the model."""
+
+
+def _identity(x):
+    return x
+
+
+def _add_padding_row(x):
+    # the file has no row for id 0 (padding of +1-shifted ids); add zeros
+    return np.concatenate([np.zeros((1,) + x.shape[1:], x.dtype), x])
+
+
+def _drop_padding_row(x):
+    return x[1:]
+
+
+def _conv1d_from_conv2d(x):
+    # bilm-tf used conv2d with a height-1 kernel (1, width, in, out)
+    return x[0]
+
+
+def _conv2d_from_conv1d(x):
+    return x[None]
+
+
+@dataclasses.dataclass(frozen=True)
+class WeightRow:
+    """One dataset: its HDF5 path, the variable, and the two transforms."""
+
+    hdf5_path: str
+    variable: object
+    to_keras: Callable = _identity
+    to_hdf5: Callable = _identity
+
+
+def lstm_hdf5_prefix(direction_index: int, layer: int) -> str:
+    return f"RNN_{direction_index}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+def weight_table(backbone: BiLMBackbone) -> List[WeightRow]:
+    """The rows for every variable of a built backbone, in file order."""
+    backbone.build_all()
+    rows = []
+    emb = backbone.token_embedder
+    if backbone.use_character_inputs:
+        rows.append(WeightRow("char_embed", emb.char_embedding,
+                              _add_padding_row, _drop_padding_row))
+        for i, (kernel, bias) in enumerate(
+            zip(emb.conv_kernels, emb.conv_biases)
+        ):
+            rows.append(WeightRow(f"CNN/W_cnn_{i}", kernel,
+                                  _conv1d_from_conv2d, _conv2d_from_conv1d))
+            rows.append(WeightRow(f"CNN/b_cnn_{i}", bias))
+        for i, highway in enumerate(emb.highways):
+            p = f"CNN_high_{i}"
+            rows += [
+                WeightRow(f"{p}/W_carry", highway.carry_kernel),
+                WeightRow(f"{p}/b_carry", highway.carry_bias),
+                WeightRow(f"{p}/W_transform", highway.transform_kernel),
+                WeightRow(f"{p}/b_transform", highway.transform_bias),
+            ]
+        if emb.use_projection:
+            rows += [
+                WeightRow("CNN_proj/W_proj", emb.projection_kernel),
+                WeightRow("CNN_proj/b_proj", emb.projection_bias),
+            ]
+    else:
+        rows.append(WeightRow("embedding", emb.embeddings,
+                              _add_padding_row, _drop_padding_row))
+    for d, stack in enumerate(backbone.stacks.values()):
+        for layer, cell in enumerate(stack.cells):
+            p = lstm_hdf5_prefix(d, layer)
+            rows += [
+                WeightRow(f"{p}/W_0", cell.kernel),
+                WeightRow(f"{p}/B", cell.bias),
+            ]
+            if cell.projection_dim:
+                rows.append(WeightRow(f"{p}/W_P_0", cell.projection_kernel))
+    return rows
+
+
+def hdf5_shape(row: WeightRow) -> tuple:
+    """The dataset shape a row expects (no array is allocated)."""
+    view = np.broadcast_to(np.float32(0), tuple(row.variable.shape))
+    return tuple(row.to_hdf5(view).shape)
+
+
+def _read_checked(fin, path_name: str, row: WeightRow) -> np.ndarray:
+    expected = hdf5_shape(row)
+    ds = fin.get(row.hdf5_path)
+    if not isinstance(ds, h5py.Dataset):
+        raise WeightFileError(
+            f"{path_name}: missing dataset '{row.hdf5_path}' "
+            f"(expected shape {expected})"
+        )
+    if tuple(ds.shape) != expected:
+        raise WeightFileError(
+            f"{path_name}: dataset '{row.hdf5_path}' has shape "
+            f"{tuple(ds.shape)}, expected {expected}"
+        )
+    return row.to_keras(ds[...].astype(np.float32))
+
+
+def load_bilm_tf_hdf5(
+    backbone: BiLMBackbone,
+    weight_file: str | os.PathLike,
+    embedding_weight_file: Optional[str | os.PathLike] = None,
+) -> None:
+    """Assigns bilm-tf HDF5 weights to a backbone.
+
+    Args:
+        backbone: a (built or not) :class:`BiLMBackbone`.
+        weight_file: ``lm_weights.hdf5`` in bilm-tf's layout.
+        embedding_weight_file: for token input, the file with the
+            ``embedding`` dataset (from :func:`dump_token_embeddings`);
+            default: ``weight_file``.
+
+    Raises:
+        WeightFileError: a dataset is missing or has the wrong shape; the
+            message names the file, the dataset and both shapes. Nothing is
+            assigned unless every dataset fits.
+    """
+    rows = weight_table(backbone)
+    files = {"weights": os.fspath(weight_file)}
+    if embedding_weight_file is not None:
+        files["embedding"] = os.fspath(embedding_weight_file)
+    values = []
+    handles = {}
+    try:
+        for key, name in files.items():
+            if not os.path.exists(name):
+                raise WeightFileError(f"{name}: weight file not found")
+            handles[key] = h5py.File(name, "r")
+        for row in rows:
+            key = (
+                "embedding"
+                if row.hdf5_path == "embedding" and "embedding" in handles
+                else "weights"
+            )
+            values.append(_read_checked(handles[key], files[key], row))
+    finally:
+        for h in handles.values():
+            h.close()
+    for row, value in zip(rows, values):
+        row.variable.assign(value)
+
+
+def save_bilm_tf_hdf5(
+    backbone: BiLMBackbone, outfile: str | os.PathLike
+) -> None:
+    """Writes a backbone's weights in bilm-tf's HDF5 layout (atomically)."""
+    outfile = os.fspath(outfile)
+    tmp = f"{outfile}.tmp-{os.getpid()}"
+    try:
+        with h5py.File(tmp, "w") as fout:
+            for row in weight_table(backbone):
+                value = row.to_hdf5(np.asarray(row.variable.numpy()))
+                fout.create_dataset(
+                    row.hdf5_path, data=value.astype(np.float32)
+                )
+        os.replace(tmp, outfile)
+    finally:
+        if os.path.exists(tmp):
+            os.remove(tmp)
