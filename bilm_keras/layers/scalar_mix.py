@@ -47,7 +47,7 @@ class ScalarMix(keras.layers.Layer):
         self.use_top_only = use_top_only
         self.do_layer_norm = do_layer_norm
 
-    def build(self, input_shape=None, mask_shape=None):
+    def build(self, lm_embeddings_shape=None, mask_shape=None):
         if not self.use_top_only:
             self.scalar_weights = self.add_weight(
                 name="scalar_weights",
@@ -91,8 +91,9 @@ class ScalarMix(keras.layers.Layer):
             mixed += weights[layer] * x
         return mixed * self.gamma
 
-    def compute_output_shape(self, input_shape, mask_shape=None):
-        return (input_shape[0], input_shape[2], input_shape[3])
+    def compute_output_shape(self, lm_embeddings_shape, mask_shape=None):
+        shape = lm_embeddings_shape
+        return (shape[0], shape[2], shape[3])
 
     def get_config(self):
         config = super().get_config()
