@@ -237,7 +237,8 @@ class BiLMOptions:
             if char_cnn.max_characters_per_token < max(3, widest):
                 raise _fail(
                     source, p + "max_characters_per_token",
-                    f"at least {max(3, widest)} (the widest filter)",
+                    f"at least {max(3, widest)} (begin/end-of-word markers "
+                    "and the widest filter)",
                     char_cnn.max_characters_per_token,
                 )
             if char_cnn.n_filters < lstm.projection_dim:
