@@ -1,0 +1,25 @@
+"""Export a biLM as a TF-Hub-style SavedModel (see :mod:`.hub_module`)."""
+
+from bilm_keras.export.graph_char_ids import (
+    padded_tokens_to_char_ids,
+    sentences_to_char_ids,
+    split_sentences,
+    token_char_ids,
+)
+from bilm_keras.export.hub_module import (
+    ELMoHubModule,
+    ExportError,
+    export_hub,
+    export_hub_from_save_dir,
+)
+
+__all__ = [
+    "ELMoHubModule",
+    "ExportError",
+    "export_hub",
+    "export_hub_from_save_dir",
+    "padded_tokens_to_char_ids",
+    "sentences_to_char_ids",
+    "split_sentences",
+    "token_char_ids",
+]

@@ -1,0 +1,169 @@
+"""In-graph char ids: the exported signatures' equivalent of :class:`Batcher`.
+
+Everything here is TensorFlow ops only, so it runs inside a SavedModel with
+no Python. The result is bit-identical to
+``Batcher(vocab, max_chars).batch_sentences(tokens)``:
+
+* a token's UTF-8 bytes are truncated to ``max_chars - 2`` **bytes** (a
+  multi-byte character may be cut, as ``str.encode(...)[:n]`` does), then
+  wrapped in begin/end-of-word (258/259) and padded with 260;
+* the literal tokens ``<S>`` and ``</S>`` become the sentence-boundary
+  pseudo tokens (256/257 between 258 and 259), as
+  ``UnicodeCharsVocabulary.word_to_char_ids`` makes them;
+* every sentence gets ``<S>`` in front and ``</S>`` at the end;
+* every id is shifted by +1 so that 0 marks padding.
+
+The vocabulary plays no part: ``UnicodeCharsVocabulary`` only caches the
+same ids for its words.
+
+Sentences are split into tokens on the characters for which Python's
+``str.isspace()`` is true, i.e. exactly as ``sentence.split()``; runs of
+whitespace and leading/trailing whitespace produce no empty tokens.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import tensorflow as tf
+
+from bilm_keras.data.vocabulary import (
+    BOS_CHAR,
+    BOS_TOKEN,
+    BOW_CHAR,
+    EOS_CHAR,
+    EOS_TOKEN,
+    EOW_CHAR,
+    PAD_CHAR,
+)
+
+
+def _python_whitespace_class() -> str:
+    """An RE2 character class of every code point ``str.isspace()`` accepts."""
+    chars = [c for c in range(sys.maxunicode + 1) if chr(c).isspace()]
+    return "[" + "".join(f"\\x{{{c:x}}}" for c in chars) + "]"
+
+
+#: ``str.split()``'s separators, as an RE2 class (ASCII + Unicode spaces).
+WHITESPACE_PATTERN = _python_whitespace_class()
+
+
+def split_sentences(sentences: tf.Tensor) -> tf.RaggedTensor:
+    """Splits `(batch,)` tf.string sentences into tokens like ``str.split()``.
+
+    Returns:
+        A `(batch, (n_tokens))` ragged tf.string tensor.
+    """
+    spaced = tf.strings.regex_replace(sentences, WHITESPACE_PATTERN, " ")
+    return tf.strings.split(spaced)  # sep=None: collapses runs, no empties
+
+
+def token_char_ids(tokens: tf.Tensor, max_chars: int) -> tf.Tensor:
+    """Char ids of a flat batch of tokens, **without** the +1 shift.
+
+    Args:
+        tokens: `(n,)` tf.string, UTF-8.
+        max_chars: ``max_characters_per_token`` (at least 3).
+
+    Returns:
+        `(n, max_chars)` int32, as
+        ``UnicodeCharsVocabulary(None, max_chars).word_to_char_ids``.
+    """
+    if max_chars < 3:
+        raise ValueError(f"max_chars: expected at least 3, found {max_chars}")
+    # N=tokens, C=max_chars, K=bytes kept per token
+    kept = tf.strings.substr(tokens, 0, max_chars - 2, unit="BYTE")  # (N,)
+    byte_strings = tf.strings.bytes_split(kept)  # (N, (K)) one byte each
+    flat = tf.io.decode_raw(byte_strings.flat_values, tf.uint8)  # (sum K, 1)
+    byte_ids = byte_strings.with_flat_values(
+        tf.cast(tf.reshape(flat, [-1]), tf.int32)
+    )  # (N, (K))
+    n = tf.shape(tokens, out_type=tf.int64)[0]
+    bow = tf.fill([n, 1], BOW_CHAR)
+    eow = tf.fill([n, 1], EOW_CHAR)
+    word = tf.concat([bow, byte_ids, eow], axis=1)  # (N, (K + 2))
+    word = word.to_tensor(default_value=PAD_CHAR, shape=[None, max_chars])
+
+    def boundary(char):  # (C,) of <S> or </S>
+        return tf.constant(
+            [BOW_CHAR, char, EOW_CHAR] + [PAD_CHAR] * (max_chars - 3),
+            tf.int32,
+        )
+
+    is_bos = tf.equal(tokens, BOS_TOKEN)[:, None]  # (N, 1)
+    is_eos = tf.equal(tokens, EOS_TOKEN)[:, None]
+    word = tf.where(is_bos, boundary(BOS_CHAR)[None], word)
+    word = tf.where(is_eos, boundary(EOS_CHAR)[None], word)
+    return word  # (N, C)
+
+
+def batch_char_ids(tokens: tf.RaggedTensor, max_chars: int) -> tf.Tensor:
+    """Batcher's array for a ragged batch of tokenized sentences.
+
+    Args:
+        tokens: `(batch, (n_tokens))` ragged tf.string.
+        max_chars: ``max_characters_per_token``.
+
+    Returns:
+        `(batch, max_n_tokens + 2, max_chars)` int32: ``<S>``, the tokens and
+        ``</S>`` per row, +1-shifted, 0 past each row's end (an empty batch
+        gives `(0, 2, max_chars)`).
+    """
+    # B=batch, N=all tokens, C=max_chars
+    words = token_char_ids(tokens.flat_values, max_chars) + 1  # (N, C)
+    words = tokens.with_flat_values(words)  # (B, (n), C)
+    batch = tokens.nrows()
+    bos = tf.constant(
+        [BOW_CHAR, BOS_CHAR, EOW_CHAR] + [PAD_CHAR] * (max_chars - 3)
+    ) + 1
+    eos = tf.constant(
+        [BOW_CHAR, EOS_CHAR, EOW_CHAR] + [PAD_CHAR] * (max_chars - 3)
+    ) + 1
+    ones = tf.ones([batch], tf.int64)
+    bos = tf.RaggedTensor.from_row_lengths(
+        tf.tile(bos[None], [batch, 1]), ones
+    )  # (B, (1), C)
+    eos = tf.RaggedTensor.from_row_lengths(
+        tf.tile(eos[None], [batch, 1]), ones
+    )
+    sentences = tf.concat([bos, words, eos], axis=1)  # (B, (n + 2), C)
+    time = tf.reduce_max(
+        tf.concat([tokens.row_lengths(), tf.zeros([1], tf.int64)], 0)
+    ) + 2
+    return sentences.to_tensor(
+        default_value=0, shape=tf.stack([batch, time, max_chars])
+    )
+
+
+def sentences_to_char_ids(sentences: tf.Tensor, max_chars: int) -> tf.Tensor:
+    """`(batch,)` untokenized tf.string -> `(batch, time + 2, max_chars)`."""
+    return batch_char_ids(split_sentences(sentences), max_chars)
+
+
+def padded_tokens_to_char_ids(
+    tokens: tf.Tensor, sequence_len: tf.Tensor, max_chars: int
+) -> tf.Tensor:
+    """google/elmo/3's ``tokens`` input -> Batcher's char ids.
+
+    Args:
+        tokens: `(batch, max_len)` tf.string; entries at or past a row's
+            ``sequence_len`` are ignored (conventionally ``""``).
+        sequence_len: `(batch,)` integer, each in ``[0, max_len]`` (checked).
+
+    Returns:
+        `(batch, max(sequence_len) + 2, max_chars)` int32.
+    """
+    sequence_len = tf.cast(sequence_len, tf.int64)
+    max_len = tf.shape(tokens, out_type=tf.int64)[1]
+    checks = [
+        tf.debugging.assert_non_negative(
+            sequence_len, message="sequence_len: expected values >= 0"
+        ),
+        tf.debugging.assert_less_equal(
+            sequence_len, max_len,
+            message="sequence_len: expected values <= tokens.shape[1]",
+        ),
+    ]
+    with tf.control_dependencies(checks):
+        ragged = tf.RaggedTensor.from_tensor(tokens, lengths=sequence_len)
+    return batch_char_ids(ragged, max_chars)

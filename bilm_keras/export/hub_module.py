@@ -1,0 +1,427 @@
+"""Export a biLM as a TF-Hub-style SavedModel (google/elmo/3's interface).
+
+The SavedModel has three signatures and the Reusable SavedModel attributes
+on its root, so ``hub.load``, ``hub.KerasLayer`` (tf_keras 2) and Keras 3's
+``keras.layers.TFSMLayer`` all consume it.
+
+Signatures (``B`` = batch, ``T`` = tokens, ``C`` = max_characters_per_token,
+``P`` = projection_dim)::
+
+    name     inputs                                    time axis T
+    default  strings       tf.string (B,)              most tokens in a row
+    tokens   tokens        tf.string (B, max_len)      max_len
+             sequence_len  tf.int32  (B,)
+    elmo     char_ids      tf.int32  (B, T + 2, C)     input time - 2
+
+Every signature, and the root's ``__call__``, returns the same dict::
+
+    word_emb       tf.float32 (B, T, P)      char-CNN token embeddings
+    lstm_outputs1  tf.float32 (B, T, 2 * P)  LSTM layer 1, forward ++ backward
+    lstm_outputs2  tf.float32 (B, T, 2 * P)  LSTM layer 2 (one key per layer)
+    elmo           tf.float32 (B, T, 2 * P)  learned scalar mix of the layers
+    default        tf.float32 (B, 2 * P)     mean of elmo over the real tokens
+    sequence_len   tf.int32   (B,)           tokens per row
+
+``<S>``/``</S>`` are not in the outputs (as in google/elmo/3); positions past
+a row's ``sequence_len`` are zero, and so is ``default`` of a row with no
+tokens. ``default`` splits on whitespace exactly as Python's ``str.split()``;
+char ids are those of :class:`~bilm_keras.Batcher` (see
+:mod:`bilm_keras.export.graph_char_ids`). A batch of zero sentences returns
+outputs with batch 0. Layer 0 of the mix (``word_emb``) is used twice, once
+per direction, as in bilm-tf's ``weight_layers``.
+
+The root object also has: ``__call__(strings, training=False)`` (a
+``tf.function`` traced for both values of ``training``; the model has no
+dropout, so both give the same numbers), ``variables``,
+``trainable_variables`` (the scalar-mix weights and gamma; plus every LM
+weight with ``trainable_lm=True``) and ``regularization_losses`` (an L2 term
+on the mix weights when ``l2_coef`` is given, else empty). The files
+``options.json`` and, if given, the vocabulary ship as
+``tf.saved_model.Asset`` (``root.options_file``, ``root.vocab_file``).
+
+Why ``tf.Module`` + ``tf.saved_model.save`` rather than Keras 3
+``ExportArchive``: the interface TF-Hub consumers need is the *Reusable
+SavedModel* one — a callable root whose ``__call__`` takes a Python
+``training`` flag (so it must be traced once per value, which an
+``ExportArchive`` endpoint, fixed to one tensor input signature, cannot
+express), plus ``variables``, ``trainable_variables`` and
+``regularization_losses`` attributes that ``hub.KerasLayer`` reads to
+find the weights it may train, and named ``signatures`` with dict outputs.
+``ExportArchive`` writes endpoints and a variables list but no callable
+root and no regularization losses, and decides trainability from Keras'
+own flags. A ``tf.Module`` root gives each of those pieces explicitly, in a
+few lines, still running our one Keras ``BiLMBackbone`` and ``ScalarMix``
+inside (their variables are tracked through the module). Which LM weights
+are trainable is fixed where it matters for every consumer: the saved
+``tf.Variable``'s own ``trainable`` flag (read by ``TFSMLayer``), set at
+creation with a variable creator scope, and the root's
+``trainable_variables`` list (read by ``hub.KerasLayer``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import os
+import shutil
+import tempfile
+from typing import Optional
+
+import tensorflow as tf
+
+from bilm_keras.export.graph_char_ids import (
+    padded_tokens_to_char_ids,
+    sentences_to_char_ids,
+)
+from bilm_keras.layers.scalar_mix import ScalarMix
+from bilm_keras.models.bidirectional_language_model import (
+    lm_layers,
+    strip_boundaries,
+)
+from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.options import BiLMOptions
+from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
+
+
+class ExportError(ValueError):
+    """An export that cannot be done as asked (nothing is written)."""
+
+
+class ELMoHubModule(tf.Module):
+    """The exported object: signatures + the Reusable SavedModel interface.
+
+    Args:
+        backbone: a built, character-input :class:`BiLMBackbone` with its
+            weights loaded.
+        options_file: path of the ``options.json`` to ship as an asset.
+        vocab_file: optional vocabulary to ship as an asset.
+        trainable_lm: list the LM weights in ``trainable_variables``. (The
+            weights' own ``trainable`` flags are set where the backbone is
+            built: see :func:`build_backbone`.)
+        l2_coef: float or None. L2 penalty on the scalar-mix weights,
+            exposed through ``regularization_losses``.
+
+    Calling the module (``module(strings, training=False)``) or its
+    ``default``/``tokens``/``elmo`` functions returns the dict described in
+    the module docstring.
+    """
+
+    # tf.Module defines these as read-only properties; the Reusable
+    # SavedModel interface wants them as saved attributes (lists of
+    # variables), so the class attributes shadow the properties.
+    variables = None
+    trainable_variables = None
+
+    def __init__(
+        self,
+        backbone: BiLMBackbone,
+        options_file: str,
+        vocab_file: Optional[str] = None,
+        trainable_lm: bool = False,
+        l2_coef: Optional[float] = None,
+        name: str = "elmo",
+    ):
+        super().__init__(name=name)
+        if not backbone.use_character_inputs:
+            raise ExportError(
+                "backbone: the hub signatures need character input "
+                "(options with a 'char_cnn' section), found token input"
+            )
+        self.backbone = backbone
+        self.max_chars = backbone.max_characters_per_token
+        self.n_characters = backbone.n_characters
+        self.n_lstm_layers = backbone.n_layers
+        self.scalar_mix = ScalarMix(
+            backbone.n_layers + 1, l2_coef=l2_coef, name="scalar_mix"
+        )
+        self.scalar_mix.build()
+        self.options_file = tf.saved_model.Asset(os.fspath(options_file))
+        self.vocab_file = (
+            None if vocab_file is None
+            else tf.saved_model.Asset(os.fspath(vocab_file))
+        )
+
+        mix_vars = [v.value for v in self.scalar_mix.weights]
+        lm_vars = [v.value for v in backbone.weights]
+        self.variables = lm_vars + mix_vars
+        self.trainable_variables = (lm_vars if trainable_lm else []) + mix_vars
+        self.regularization_losses = []
+        if l2_coef:
+            self.regularization_losses.append(
+                tf.function(self.scalar_mix.regularization, input_signature=[])
+            )
+
+        self.default = tf.function(
+            self._default,
+            input_signature=[tf.TensorSpec([None], tf.string, name="strings")],
+        )
+        self.tokens = tf.function(
+            self._tokens,
+            input_signature=[
+                tf.TensorSpec([None, None], tf.string, name="tokens"),
+                tf.TensorSpec([None], tf.int32, name="sequence_len"),
+            ],
+        )
+        self.elmo = tf.function(
+            self._elmo,
+            input_signature=[
+                tf.TensorSpec([None, None, self.max_chars], tf.int32,
+                              name="char_ids"),
+            ],
+        )
+
+    # ------------------------------------------------------------ the graph
+    def embed_char_ids(self, char_ids, training=False):
+        """Batcher char ids `(B, T + 2, C)` -> the output dict."""
+        # B=batch, L=lstm layers + 1, T=tokens, P=projection_dim
+        batch = tf.shape(char_ids)[0]
+        # The char-CNN cannot run on an empty batch: compute one all-padding
+        # row instead and slice the outputs back to batch 0 below.
+        char_ids = tf.cond(
+            tf.equal(batch, 0),
+            lambda: tf.zeros(
+                tf.concat([[1], tf.shape(char_ids)[1:]], 0), char_ids.dtype
+            ),  # (1, T + 2, C)
+            lambda: char_ids,
+        )
+        out = self.backbone(char_ids, training=training)
+        layers, lengths, mask = strip_boundaries(
+            lm_layers(out), out["lengths"]
+        )  # (B, L, T, 2P), (B,), (B, T)
+        mask_f = tf.cast(mask, layers.dtype)[:, :, None]  # (B, T, 1)
+        word_emb = out["token_embeddings"][:, 1:-1] * mask_f  # (B, T, P)
+        elmo = self.scalar_mix(layers, mask, training=training) * mask_f
+        n_tokens = tf.maximum(tf.cast(lengths, elmo.dtype), 1.0)[:, None]
+        outputs = {"word_emb": word_emb}
+        for i in range(1, self.n_lstm_layers + 1):
+            outputs[f"lstm_outputs{i}"] = layers[:, i]  # (B, T, 2P)
+        outputs["elmo"] = elmo
+        outputs["default"] = tf.reduce_sum(elmo, axis=1) / n_tokens  # (B, 2P)
+        outputs["sequence_len"] = tf.cast(lengths, tf.int32)
+        return {k: v[:batch] for k, v in outputs.items()}
+
+    def _check_char_ids(self, char_ids):
+        return [
+            tf.debugging.assert_non_negative(
+                char_ids, message="char_ids: expected values >= 0"
+            ),
+            tf.debugging.assert_less(
+                char_ids, tf.constant(self.n_characters, tf.int32),
+                message=(
+                    f"char_ids: expected values < {self.n_characters} "
+                    "(Batcher's +1-shifted ids)"
+                ),
+            ),
+            tf.debugging.assert_greater_equal(
+                tf.shape(char_ids)[1], 2,
+                message="char_ids: expected time >= 2 (<S> and </S>)",
+            ),
+        ]
+
+    def _default(self, strings):
+        return self.embed_char_ids(
+            sentences_to_char_ids(strings, self.max_chars)
+        )
+
+    def _tokens(self, tokens, sequence_len):
+        return self.embed_char_ids(
+            padded_tokens_to_char_ids(tokens, sequence_len, self.max_chars)
+        )
+
+    def _elmo(self, char_ids):
+        with tf.control_dependencies(self._check_char_ids(char_ids)):
+            char_ids = tf.identity(char_ids)
+        return self.embed_char_ids(char_ids)
+
+    @tf.function
+    def __call__(self, strings, training=False):
+        """The ``default`` signature's computation, for ``hub.KerasLayer``."""
+        return self.embed_char_ids(
+            sentences_to_char_ids(strings, self.max_chars), training=training
+        )
+
+    def signatures(self) -> dict:
+        """The concrete functions to save as SavedModel signatures."""
+        return {
+            "default": self.default.get_concrete_function(),
+            "tokens": self.tokens.get_concrete_function(),
+            "elmo": self.elmo.get_concrete_function(),
+        }
+
+    def trace_call(self) -> None:
+        """Traces ``__call__`` for both values of ``training`` (to save)."""
+        spec = tf.TensorSpec([None], tf.string, name="strings")
+        for training in (False, True):
+            self.__call__.get_concrete_function(spec, training=training)
+
+
+# ----------------------------------------------------------------- building
+@contextlib.contextmanager
+def _variables_trainable(trainable: bool):
+    """Creates every ``tf.Variable`` in the block with ``trainable``.
+
+    Keras 3 keeps trainability on its own variable wrapper; the saved
+    ``tf.Variable`` underneath keeps its creation flag, and that flag is
+    what a reloaded SavedModel (and ``TFSMLayer``) reports.
+    """
+
+    def creator(next_creator, **kwargs):
+        kwargs["trainable"] = trainable
+        return next_creator(**kwargs)
+
+    with tf.variable_creator_scope(creator):
+        yield
+
+
+def build_backbone(options: BiLMOptions, trainable_lm: bool) -> BiLMBackbone:
+    """A built char-input backbone whose variables are trainable or not."""
+    if options.char_cnn is None:
+        raise ExportError(
+            f"{options.source if hasattr(options, 'source') else 'options'}"
+            ": the hub signatures need character input, but the options "
+            "have no 'char_cnn' section"
+        )
+    backbone = BiLMBackbone.from_options(
+        options, use_character_inputs=True, name="bilm"
+    )
+    with _variables_trainable(trainable_lm):
+        backbone.build_all()
+    backbone.trainable = trainable_lm
+    return backbone
+
+
+def _check_outdir(outdir: str, overwrite: bool) -> None:
+    if os.path.exists(outdir) and not os.path.isdir(outdir):
+        raise ExportError(f"{outdir}: exists and is not a directory")
+    if os.path.isdir(outdir) and os.listdir(outdir) and not overwrite:
+        raise ExportError(
+            f"{outdir}: export directory exists and is not empty "
+            "(pass overwrite=True / --overwrite to replace it)"
+        )
+
+
+def save_module(module: ELMoHubModule, outdir: str, overwrite: bool) -> str:
+    """Saves atomically: to a temporary sibling, then renamed to ``outdir``.
+
+    A failed save leaves ``outdir`` as it was. With ``overwrite`` an
+    existing ``outdir`` is replaced only once the new one is complete.
+    """
+    outdir = os.path.abspath(os.fspath(outdir))
+    _check_outdir(outdir, overwrite)
+    parent = os.path.dirname(outdir)
+    os.makedirs(parent, exist_ok=True)
+    base = os.path.basename(outdir)
+    tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
+    old = None
+    try:
+        module.trace_call()
+        tf.saved_model.save(module, tmp, signatures=module.signatures())
+        if os.path.isdir(outdir) and os.listdir(outdir):
+            old = tempfile.mkdtemp(prefix=f".{base}.old-", dir=parent)
+            os.rmdir(old)
+            os.replace(outdir, old)
+        elif os.path.isdir(outdir):
+            os.rmdir(outdir)
+        os.replace(tmp, outdir)
+        tmp = None
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+    return outdir
+
+
+def export_hub(
+    *,
+    options_file: str | os.PathLike,
+    weight_file: str | os.PathLike,
+    outdir: str | os.PathLike,
+    vocab_file: Optional[str | os.PathLike] = None,
+    trainable_lm: bool = False,
+    overwrite: bool = False,
+    l2_coef: Optional[float] = None,
+) -> str:
+    """Exports bilm-tf files as a TF-Hub-style SavedModel.
+
+    Args:
+        options_file: bilm-tf ``options.json`` (must have ``char_cnn``).
+        weight_file: bilm-tf ``lm_weights.hdf5``.
+        outdir: the SavedModel directory to write.
+        vocab_file: vocabulary shipped as an asset (the char ids do not
+            depend on it).
+        trainable_lm: make every LM weight trainable too (fine-tuning);
+            default: only the scalar-mix weights and gamma are.
+        overwrite: replace a non-empty ``outdir``; default: refuse.
+        l2_coef: optional L2 on the scalar-mix weights, in
+            ``regularization_losses``.
+
+    Returns:
+        The absolute path of ``outdir``. Inputs and outputs of each
+        signature are listed in this module's docstring.
+
+    Raises:
+        ExportError: ``outdir`` is not empty without ``overwrite``, or
+            the options describe a token-input model.
+        OptionsError, WeightFileError, VocabularyError: bad input files
+            (nothing is written).
+    """
+    outdir = os.path.abspath(os.fspath(outdir))
+    _check_outdir(outdir, overwrite)  # fail before the heavy work
+    if vocab_file is not None and not os.path.isfile(vocab_file):
+        raise ExportError(f"{os.fspath(vocab_file)}: vocabulary not found")
+    options = BiLMOptions.from_json(options_file)
+    backbone = build_backbone(options, trainable_lm)
+    load_bilm_tf_hdf5(backbone, weight_file)
+    module = ELMoHubModule(
+        backbone, options_file=os.fspath(options_file),
+        vocab_file=None if vocab_file is None else os.fspath(vocab_file),
+        trainable_lm=trainable_lm, l2_coef=l2_coef,
+    )
+    return save_module(module, outdir, overwrite)
+
+
+#: HDF5 weight files looked for in a ``save_dir``, in order.
+SAVE_DIR_WEIGHT_FILES = ("lm_weights.hdf5", "weights.hdf5")
+
+
+def export_hub_from_save_dir(
+    *,
+    save_dir: str | os.PathLike,
+    outdir: str | os.PathLike,
+    vocab_file: Optional[str | os.PathLike] = None,
+    trainable_lm: bool = False,
+    overwrite: bool = False,
+    l2_coef: Optional[float] = None,
+) -> str:
+    """Exports a training ``save_dir`` (its ``options.json`` + HDF5 weights).
+
+    Looks for ``options.json`` and one of :data:`SAVE_DIR_WEIGHT_FILES`
+    (as ``bin/dump_weights.py`` writes them) in ``save_dir``; other
+    arguments as :func:`export_hub`.
+
+    Note: this reads the bilm-tf HDF5 layout, not a TF checkpoint. Run
+    ``bin/dump_weights.py --save_dir DIR --outfile DIR/lm_weights.hdf5``
+    first if the directory only has checkpoints.
+    """
+    save_dir = os.fspath(save_dir)
+    options_file = os.path.join(save_dir, "options.json")
+    if not os.path.isfile(options_file):
+        raise ExportError(f"{save_dir}: no options.json in the save_dir")
+    for name in SAVE_DIR_WEIGHT_FILES:
+        weight_file = os.path.join(save_dir, name)
+        if os.path.isfile(weight_file):
+            break
+    else:
+        found = sorted(os.path.basename(p)
+                       for p in glob.glob(os.path.join(save_dir, "*")))
+        raise ExportError(
+            f"{save_dir}: no weight file "
+            f"({' or '.join(SAVE_DIR_WEIGHT_FILES)}); found {found}. Write "
+            "one with bin/dump_weights.py first"
+        )
+    return export_hub(
+        options_file=options_file, weight_file=weight_file, outdir=outdir,
+        vocab_file=vocab_file, trainable_lm=trainable_lm,
+        overwrite=overwrite, l2_coef=l2_coef,
+    )
