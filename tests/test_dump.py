@@ -80,3 +80,43 @@ def test_dump_token_embeddings(files, model, tmp_path):
         tok = model(np.concatenate([ids] * 3, axis=1))["token_embeddings"]
         np.testing.assert_allclose(emb[k], tok.numpy()[0, 1], atol=1e-6)
     assert not list(tmp_path.glob("*.tmp-*"))
+
+
+def test_dump_command_layers_and_float16(files, model, tmp_path):
+    import subprocess
+    import sys
+
+    from conftest import REPO_ROOT
+
+    vocab, options, weights = files
+    dataset = tmp_path / "sentences.txt"
+    dataset.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    out = tmp_path / "small.hdf5"
+    result = subprocess.run(
+        [sys.executable, "bin/dump_bilm_embeddings.py", "--options_file",
+         options, "--weight_file", weights, "--dataset_file", str(dataset),
+         "--outfile", str(out), "--layers", "2", "1", "--float16"],
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert f"wrote {len(LINES)} sentences" in result.stdout
+    full = model(Batcher(vocab, 50).batch_sentences([LINES[0].split()]))
+    with h5py.File(out, "r") as f:
+        assert f["0"].dtype == np.float16 and f["0"].shape == (2, 7, 32)
+        np.testing.assert_allclose(
+            f["0"][...].astype(np.float32),
+            full["lm_embeddings"].numpy()[0, [2, 1]], atol=2e-3)
+
+
+@pytest.mark.parametrize(
+    "kwargs,match",
+    [({"layers": [3]}, r"layers: expected indices in 0..2, found \[3\]"),
+     ({"dtype": "int8"}, "dtype: expected 'float32' or 'float16'")],
+)
+def test_dump_bad_options(files, tmp_path, kwargs, match):
+    dataset = tmp_path / "s.txt"
+    dataset.write_text("a b\n")
+    with pytest.raises(ValueError, match=match):
+        dump_bilm_embeddings(files[0], str(dataset), files[1], files[2],
+                             str(tmp_path / "o.hdf5"), progress=False,
+                             **kwargs)
+    assert not (tmp_path / "o.hdf5").exists()
