@@ -11,12 +11,8 @@ length-sorted internally and written in file order. Usage::
 """
 
 import argparse
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
-from bilm_keras.dump import dump_bilm_embeddings  # noqa: E402
+from bilm_keras.dump import dump_bilm_embeddings
 
 
 def main(argv=None):

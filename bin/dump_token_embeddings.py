@@ -7,12 +7,8 @@
 """
 
 import argparse
-import os
-import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
-
-from bilm_keras.dump import dump_token_embeddings  # noqa: E402
+from bilm_keras.dump import dump_token_embeddings
 
 
 def main(argv=None):
