@@ -441,3 +441,64 @@ def test_chinese_corpus_char_ids(tmp_path):
     np.testing.assert_array_equal(batch["tokens_characters"][0, 4], want)
     np.testing.assert_array_equal(batch["mask"], 1.0)
     assert data.n_skipped_lines == 1
+
+
+def test_char_ids_match_vocabulary_encode_chars(tmp_path):
+    # the dataset's vectorized char ids against the vocabulary's own
+    # encode_chars (the Batcher's reference path), OOV and specials included
+    (tmp_path / "v.txt").write_text("<S>\n</S>\n<UNK>\nthe\n北京\n")
+    text = "the 北京 unknownword <UNK> <S> 天安门 x\nthe\n"
+    (tmp_path / "c.txt").write_text(text, encoding="utf-8")
+    vocab = UnicodeCharsVocabulary(str(tmp_path / "v.txt"), 7,
+                                   validate_file=True)
+    for reverse in (False, True):
+        data = LMDataset(str(tmp_path / "c.txt"), vocab, reverse=reverse,
+                         test=True)
+        got = [chars for _, chars in data.iter_encoded()]
+        for line, chars in zip(text.splitlines(), got):
+            words = line.split()[::-1] if reverse else line.split()
+            np.testing.assert_array_equal(
+                chars, vocab.encode_chars(words, reverse, split=False))
+
+
+DISTRIBUTE_CHECK = """
+import sys
+import numpy as np
+import tensorflow as tf
+tf.config.set_logical_device_configuration(
+    tf.config.list_physical_devices("CPU")[0],
+    [tf.config.LogicalDeviceConfiguration()] * 2)
+from bilm_keras.data import LMDataset, Vocabulary, make_tf_dataset
+folder = sys.argv[1]
+vocab = Vocabulary(folder + "/vocab.txt", validate_file=True)
+data = LMDataset(folder + "/shard_*.txt", vocab, test=True)
+ds = make_tf_dataset(data, batch_size=4, num_steps=5)
+reference = [b["token_ids"].numpy() for b in ds]
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+n = 0
+for k, batch in enumerate(strategy.experimental_distribute_dataset(ds)):
+    parts = strategy.experimental_local_results(batch["token_ids"])
+    np.testing.assert_array_equal(parts[0].numpy(), reference[k][:2])
+    np.testing.assert_array_equal(parts[1].numpy(), reference[k][2:])
+    n += 1
+assert n == len(reference) > 3, (n, len(reference))
+print("rows kept", n)
+"""
+
+
+def test_mirrored_strategy_keeps_rows_on_their_replica(tmp_path):
+    # the claim of make_tf_dataset's docstring: experimental_distribute_
+    # dataset splits each global batch by rows, in order, so every replica
+    # always gets the same rows (run in a fresh process: logical devices
+    # must be set before TensorFlow starts)
+    import os
+    import subprocess
+    import sys
+
+    write_corpus(tmp_path, 2, 10)
+    result = subprocess.run(
+        [sys.executable, "-c", DISTRIBUTE_CHECK, str(tmp_path)],
+        capture_output=True, text=True, timeout=300,
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "rows kept" in result.stdout
