@@ -102,17 +102,22 @@ def read_lines(path: str) -> Iterator[tuple]:
 
 
 def read_sentences(path: str) -> tuple:
-    """``(sentences, n_skipped)`` of one shard: token lists, blank lines
-    (empty or whitespace only) skipped and counted."""
-    sentences = []
+    """``(lines, n_skipped)`` of one shard: the non-blank lines, stripped,
+    and the number of blank lines (empty or whitespace only) skipped.
+
+    Lines stay strings until they are batched: a few bytes per token in
+    memory, where token lists (or bilm-tf's precomputed char ids, 200 bytes
+    per token) would take ten to fifty times more for a large shard.
+    """
+    lines = []
     skipped = 0
     for _, line in read_lines(path):
-        tokens = line.split()
-        if tokens:
-            sentences.append(tokens)
+        line = line.strip()
+        if line:
+            lines.append(line)
         else:
             skipped += 1
-    return sentences, skipped
+    return lines, skipped
 
 
 def count_tokens(filepattern) -> Dict[str, int]:
@@ -239,9 +244,9 @@ class LMDataset:
 
     # -- sentences ---------------------------------------------------------
 
-    def load_shard(self, path: str) -> List[List[str]]:
-        """The (possibly shuffled) token lists of one shard, words reversed
-        for the backward stream."""
+    def load_shard(self, path: str) -> List[str]:
+        """The non-blank lines of one shard (this pipeline's share of
+        them), shuffled when ``shuffle_on_load``."""
         sentences, skipped = read_sentences(path)
         if path not in self.skipped_lines:
             self.skipped_lines[path] = skipped
@@ -252,16 +257,14 @@ class LMDataset:
                 )
         if self._sentence_stride > 1:
             sentences = sentences[self.shard_index::self._sentence_stride]
-        if self.reverse:
-            sentences = [s[::-1] for s in sentences]
         if self.shuffle_on_load:
             self._rng.shuffle(sentences)
         logger.info("Loaded %d sentences from %s", len(sentences), path)
         return sentences
 
-    def iter_sentences(self) -> Iterator[List[str]]:
-        """Token lists (reversed for the backward stream): one pass over
-        the corpus in test mode, an endless stream in training."""
+    def iter_lines(self) -> Iterator[str]:
+        """Sentences as lines: one pass over the corpus in test mode, an
+        endless stream in training."""
         if self.test:
             n_seen = 0
             for path in self.shards:
@@ -288,6 +291,13 @@ class LMDataset:
         return (f"{self.filepattern}: no sentence to read{where} (every "
                 f"line of {len(self.shards)} file(s) is blank); expected "
                 "one tokenized sentence per line")
+
+    def iter_sentences(self) -> Iterator[List[str]]:
+        """Token lists of :meth:`iter_lines`, words reversed for the
+        backward stream."""
+        for line in self.iter_lines():
+            tokens = line.split()
+            yield tokens[::-1] if self.reverse else tokens
 
     def encode(self, tokens: List[str]) -> tuple:
         """``(ids (n+2,), char_ids (n+2, C) or None)`` of one token list,
