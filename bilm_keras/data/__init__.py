@@ -33,3 +33,11 @@ __all__ += [
     "lm_dataset_fn",
     "make_tf_dataset",
 ]
+
+from bilm_keras.data.stdlib_corpus import write_stdlib_corpus  # noqa: E402
+from bilm_keras.data.vocab_builder import (  # noqa: E402
+    build_vocab,
+    read_vocab_stats,
+)
+
+__all__ += ["build_vocab", "read_vocab_stats", "write_stdlib_corpus"]

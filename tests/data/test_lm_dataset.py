@@ -446,7 +446,8 @@ def test_chinese_corpus_char_ids(tmp_path):
 def test_char_ids_match_vocabulary_encode_chars(tmp_path):
     # the dataset's vectorized char ids against the vocabulary's own
     # encode_chars (the Batcher's reference path), OOV and specials included
-    (tmp_path / "v.txt").write_text("<S>\n</S>\n<UNK>\nthe\n北京\n")
+    (tmp_path / "v.txt").write_text("<S>\n</S>\n<UNK>\nthe\n北京\n",
+                                   encoding="utf-8")
     text = "the 北京 unknownword <UNK> <S> 天安门 x\nthe\n"
     (tmp_path / "c.txt").write_text(text, encoding="utf-8")
     vocab = UnicodeCharsVocabulary(str(tmp_path / "v.txt"), 7,
