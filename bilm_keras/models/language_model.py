@@ -1,0 +1,196 @@
+"""The training task: :class:`BiLMBackbone` + one softmax + the LM loss."""
+
+from typing import Optional
+
+import keras
+import tensorflow as tf
+
+from bilm_keras.layers.sampled_softmax import SampledSoftmaxLoss
+from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.options import BiLMOptions
+
+#: batch-dict key suffix of each direction's stream (see ``LMDataset``)
+DIRECTION_SUFFIX = {"forward": "", "backward": "_reverse"}
+
+
+@keras.saving.register_keras_serializable(package="bilm_keras")
+class LanguageModel(keras.Model):
+    """bilm-tf's ``LanguageModel``: predict the next token in each direction.
+
+    The forward and backward LSTM stacks of the backbone share its token
+    embedder and one softmax. In training both get dropout on their inputs
+    (inside :class:`LSTMStack`) and on the top layer's output (here), and the
+    softmax is sampled; the loss is the mean over directions of the mean
+    token loss. The backward stream arrives already reversed from
+    ``BidirectionalLMDataset`` (keys ending in ``_reverse``), so the
+    backward stack reads it as is.
+
+    Args:
+        backbone: a :class:`BiLMBackbone` (its ``dropout`` is the input
+            dropout).
+        n_vocab: int. Softmax classes (the vocabulary size).
+        n_negative_samples: int. Sampled classes per batch in training.
+        dropout: float. Dropout on the top LSTM output in training.
+        share_embedding_softmax: bool. Use the token embedding table
+            (without its padding row) as ``softmax/W``; token input only.
+        seed: int or None. Op seed of the softmax sampler.
+
+    Call arguments:
+        inputs: a batch dict from ``LMDataset``: ``token_ids`` or
+            ``tokens_characters`` (`(batch, time)` / `(batch, time,
+            max_chars)`, +1-shifted), ``next_token_id (batch, time)`` and
+            ``mask (batch, time)`` float, each also with ``_reverse`` for
+            the backward direction.
+        initial_states: ``{direction: [(c, h), ...]}`` or None for zeros.
+        training: bool.
+
+    Returns:
+        A dict: ``loss`` () the training loss, ``loss_sum`` and
+        ``n_tokens`` `{direction: ()}` (for perplexity over many batches)
+        and ``final_states`` shaped like ``initial_states``.
+    """
+
+    def __init__(
+        self,
+        backbone,
+        n_vocab,
+        n_negative_samples=8192,
+        dropout=0.0,
+        share_embedding_softmax=False,
+        seed=None,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if isinstance(backbone, dict):
+            backbone = keras.saving.deserialize_keras_object(backbone)
+        if share_embedding_softmax and backbone.use_character_inputs:
+            raise ValueError(
+                "share_embedding_softmax=True needs token input; a char-CNN "
+                "model has no token table to share (bilm-tf's rule)"
+            )
+        self.backbone = backbone
+        self.n_vocab = n_vocab
+        self.n_negative_samples = n_negative_samples
+        self.dropout = dropout
+        self.share_embedding_softmax = share_embedding_softmax
+        self.seed = seed
+        self.softmax = SampledSoftmaxLoss(
+            n_vocab,
+            backbone.projection_dim,
+            n_negative_samples=n_negative_samples,
+            share_weights=share_embedding_softmax,
+            seed=seed,
+            name="softmax",
+        )
+
+    @classmethod
+    def from_options(
+        cls, options: BiLMOptions, n_vocab: Optional[int] = None,
+        training: bool = True, **kwargs,
+    ) -> "LanguageModel":
+        """Builds the task an ``options.json`` describes (no weights).
+
+        Args:
+            n_vocab: default ``options.n_tokens_vocab``.
+            training: False builds it without dropout (evaluation, export).
+        """
+        n_vocab = n_vocab or options.n_tokens_vocab
+        if not n_vocab:
+            raise ValueError(
+                "n_tokens_vocab: the options give no vocabulary size "
+                "(train_elmo fills it from the vocabulary file)"
+            )
+        dropout = options.dropout if training else 0.0
+        backbone = BiLMBackbone.from_options(
+            options,
+            vocab_size=None if options.use_character_inputs else n_vocab + 1,
+            dropout=dropout,
+            name="bilm",
+        )
+        return cls(
+            backbone,
+            n_vocab,
+            n_negative_samples=options.n_negative_samples_batch,
+            dropout=dropout,
+            share_embedding_softmax=options.share_embedding_softmax,
+            **{"name": "language_model", **kwargs},
+        )
+
+    @property
+    def directions(self):
+        return self.backbone.directions
+
+    def build(self, input_shape=None):
+        self.backbone.build_all()
+        self.softmax.build()
+
+    def build_all(self):
+        """Creates every variable (before restoring or distributing)."""
+        if not self.built:
+            self.build()
+            self.built = True
+        return self
+
+    def zero_states(self, batch_size):
+        """``{direction: [(c, h), ...]}`` of zeros for ``batch_size`` rows."""
+        return {
+            direction: stack.zero_states(batch_size)
+            for direction, stack in self.backbone.stacks.items()
+        }
+
+    def _softmax_weights(self):
+        if not self.share_embedding_softmax:
+            return None
+        # the table's row 0 is the padding id of the +1-shifted inputs
+        return self.backbone.token_embedder.embeddings[1:]  # (V, P)
+
+    def call(self, inputs, initial_states=None, training=False):
+        # B=batch, T=time (unroll_steps), C=max chars, P=projection dim
+        input_key = (
+            "tokens_characters" if self.backbone.use_character_inputs
+            else "token_ids"
+        )
+        initial_states = initial_states or {}
+        loss_sum, n_tokens, final_states, mean_losses = {}, {}, {}, []
+        for direction in self.directions:
+            suffix = DIRECTION_SUFFIX[direction]
+            ids = inputs[input_key + suffix]  # (B, T) or (B, T, C)
+            targets = inputs["next_token_id" + suffix]  # (B, T)
+            mask = tf.cast(inputs["mask" + suffix], tf.float32)  # (B, T)
+            embeddings = self.backbone.embed_tokens(ids)  # (B, T, P)
+            # training windows are full: every row runs all T steps
+            lengths = tf.fill(tf.shape(targets)[:1], tf.shape(targets)[1])
+            layers, final_states[direction] = self.backbone.run_direction(
+                direction, embeddings, lengths,
+                initial_states.get(direction), training=training,
+            )
+            top = layers[-1]  # (B, T, P)
+            if training and self.dropout > 0:
+                top = tf.nn.dropout(top, rate=self.dropout)
+            token_losses = self.softmax(
+                top, targets, training=training,
+                softmax_weights=self._softmax_weights(),
+            )  # (B, T)
+            loss_sum[direction] = tf.reduce_sum(token_losses * mask)
+            n_tokens[direction] = tf.reduce_sum(mask)
+            mean_losses.append(
+                loss_sum[direction] / tf.maximum(n_tokens[direction], 1.0)
+            )
+        return dict(
+            loss=tf.add_n(mean_losses) / len(mean_losses),
+            loss_sum=loss_sum,
+            n_tokens=n_tokens,
+            final_states=final_states,
+        )
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            backbone=keras.saving.serialize_keras_object(self.backbone),
+            n_vocab=self.n_vocab,
+            n_negative_samples=self.n_negative_samples,
+            dropout=self.dropout,
+            share_embedding_softmax=self.share_embedding_softmax,
+            seed=self.seed,
+        )
+        return config

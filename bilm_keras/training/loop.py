@@ -1,0 +1,533 @@
+"""Train, resume and evaluate a biLM with a custom ``tf.distribute`` loop.
+
+What bilm-tf's ``training.py`` did, on :class:`LanguageModel` (which runs the
+shared :class:`BiLMBackbone`):
+
+* Adagrad (``learning_rate``, initial accumulator 1.0) on the gradients of
+  ``loss * unroll_steps``, clipped by their global norm
+  ``all_clip_norm_val``;
+* every replica carries its own LSTM states from one window of
+  ``unroll_steps`` tokens to the next (truncated backpropagation through
+  time): the states go into the step function and come back out of it, as
+  per-replica values;
+* ``--batch_size`` is the *global* batch: each of the ``R`` replicas gets
+  ``batch_size / R`` rows (bilm-tf's ``batch_size`` was per GPU);
+* one epoch is ``n_train_tokens / (batch_size * unroll_steps)`` steps;
+* checkpoints (model, optimizer, step) in ``save_dir`` with the resolved
+  ``options.json`` beside them, TensorBoard scalars in ``save_dir/logs``.
+
+The data position is not checkpointed: a restarted run draws a fresh
+shuffle of the training shards (seeded with ``seed + step``).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import shutil
+import tempfile
+import time
+from typing import Optional, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+from tensorflow.core.framework import summary_pb2
+
+from bilm_keras.data.lm_dataset import (
+    BidirectionalLMDataset,
+    LMDataset,
+    count_tokens,
+    list_shards,
+    lm_dataset_fn,
+    make_tf_dataset,
+)
+from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
+from bilm_keras.models.language_model import LanguageModel
+from bilm_keras.options import BiLMOptions, OptionsError
+from bilm_keras.training.strategy import (
+    cluster_workers,
+    is_chief,
+    make_strategy,
+)
+
+logger = logging.getLogger(__name__)
+
+OPTIONS_FILE = "options.json"
+
+
+class CheckpointError(ValueError):
+    """A save_dir whose checkpoint cannot be used as asked."""
+
+
+# ------------------------------------------------------------------ helpers
+def load_vocab(vocab_file, options: BiLMOptions) -> Vocabulary:
+    """bilm-tf's ``load_vocab``: chars for a char-CNN model, tokens if not.
+
+    Raises:
+        VocabularyError: the file is missing or lacks ``<S>``, ``</S>`` or
+            ``<UNK>`` (named in the message).
+    """
+    if options.use_character_inputs:
+        return UnicodeCharsVocabulary(
+            vocab_file, options.char_cnn.max_characters_per_token,
+            validate_file=True,
+        )
+    return Vocabulary(vocab_file, validate_file=True)
+
+
+def make_dataset(prefix, vocab, options: BiLMOptions, *, test=False,
+                 seed=None):
+    """``BidirectionalLMDataset`` or forward-only ``LMDataset``."""
+    kwargs = dict(test=test, shuffle_on_load=not test, seed=seed)
+    if options.bidirectional:
+        return BidirectionalLMDataset(prefix, vocab, **kwargs)
+    return LMDataset(prefix, vocab, reverse=False, **kwargs)
+
+
+def steps_per_epoch(options: BiLMOptions) -> int:
+    return max(1, options.n_train_tokens
+               // (options.batch_size * options.unroll_steps))
+
+
+def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
+    # bilm-tf: tf.train.AdagradOptimizer(lr, initial_accumulator_value=1.0)
+    return keras.optimizers.Adagrad(
+        learning_rate=options.learning_rate,
+        initial_accumulator_value=1.0,
+        epsilon=1e-7,
+    )
+
+
+def build_model(options: BiLMOptions, *, training=True, seed=None):
+    """A built :class:`LanguageModel` and its Adagrad (call in scope)."""
+    lm = LanguageModel.from_options(options, training=training, seed=seed)
+    lm.build_all()
+    optimizer = make_optimizer(options)
+    optimizer.build(lm.trainable_variables)
+    return lm, optimizer
+
+
+def model_checkpoint(lm: LanguageModel, **objects) -> tf.train.Checkpoint:
+    """A checkpoint holding every variable of ``lm`` by its Keras path.
+
+    The variables go in as a flat ``{path: variable}`` dict (``/`` written
+    ``:``) besides the model object: Keras 3 layer lists (the LSTM cells)
+    are not checkpoint dependencies, and explicit names make a checkpoint
+    that does not fit the options easy to diagnose.
+    """
+    weights = {v.path.replace("/", ":"): v for v in lm.variables}
+    return tf.train.Checkpoint(weights=weights, **objects)
+
+
+def _check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
+    stored = {
+        name.split("/")[1]: tuple(shape)
+        for name, shape in tf.train.list_variables(path)
+        if name.startswith("weights/")
+    }
+    wanted = {v.path.replace("/", ":"): tuple(v.shape) for v in lm.variables}
+    problems = [
+        f"{k.replace(':', '/')}: options give shape {shape}, checkpoint "
+        f"{'has none' if k not in stored else 'has ' + str(stored[k])}"
+        for k, shape in wanted.items() if stored.get(k) != shape
+    ] + [
+        f"{k.replace(':', '/')}: in the checkpoint ({stored[k]}), not in "
+        "the model"
+        for k in stored if k not in wanted
+    ]
+    if problems:
+        raise CheckpointError(
+            f"{options_file} does not fit checkpoint {path}: "
+            + "; ".join(problems[:6])
+            + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
+        )
+
+
+def restore_checkpoint(checkpoint: tf.train.Checkpoint, lm: LanguageModel,
+                       save_dir: str, *, partial: bool = False) -> str:
+    """Restores the latest checkpoint of ``save_dir``; returns its path.
+
+    Raises:
+        CheckpointError: there is none, or its variables do not fit the
+            model that ``save_dir/options.json`` describes (the message names
+            both files, the variables and their shapes).
+    """
+    path = tf.train.latest_checkpoint(save_dir)
+    if path is None:
+        raise CheckpointError(f"{save_dir}: no checkpoint found")
+    options_file = os.path.join(save_dir, OPTIONS_FILE)
+    _check_fits(lm, path, options_file)
+    try:
+        status = checkpoint.restore(path)
+        if partial:
+            status.expect_partial()
+        status.assert_existing_objects_matched()
+    except (ValueError, AssertionError, tf.errors.OpError) as e:
+        raise CheckpointError(
+            f"{options_file} does not fit checkpoint {path}: {e}"
+        ) from None
+    return path
+
+
+def _check_vocab_fits(options: BiLMOptions, vocab: Vocabulary, vocab_file,
+                      options_file) -> None:
+    if options.n_tokens_vocab != vocab.size:
+        raise OptionsError(
+            f"{options_file}: field 'n_tokens_vocab': expected "
+            f"{vocab.size} (the size of {vocab_file}), found "
+            f"{options.n_tokens_vocab}"
+        )
+
+
+def _scalar_summary(tag: str, value, step: int) -> None:
+    """``tf.summary.scalar`` without the tensorboard package (not a
+    dependency): the same op with the scalars plugin's metadata."""
+    metadata = summary_pb2.SummaryMetadata()
+    metadata.plugin_data.plugin_name = "scalars"
+    tf.summary.write(tag, tf.cast(value, tf.float32), step=step,
+                     metadata=metadata)
+
+
+def _format_eta(seconds: float) -> str:
+    seconds = int(max(seconds, 0))
+    return f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"
+
+
+# ------------------------------------------------------- the training step
+def make_train_step(lm: LanguageModel, optimizer, strategy,
+                    options: BiLMOptions):
+    """``train_step(batch, states) -> (loss, grad_norm, states)``.
+
+    ``batch`` and ``states`` are per-replica values (plain tensors under
+    the default strategy); the returned states feed the next call.
+    """
+    variables = lm.trainable_variables
+    n_replicas = strategy.num_replicas_in_sync
+    sum_op, mean_op = tf.distribute.ReduceOp.SUM, tf.distribute.ReduceOp.MEAN
+
+    def replica_step(batch, states):
+        with tf.GradientTape() as tape:
+            out = lm(batch, initial_states=states, training=True)
+            # bilm-tf differentiates loss * unroll_steps; dividing by the
+            # replicas makes the sum over replicas the global-batch gradient
+            scaled = out["loss"] * options.unroll_steps / n_replicas
+        grads = tape.gradient(scaled, variables)
+        # sampled-softmax / embedding gradients are IndexedSlices: densify
+        # so one all-reduce and one global norm cover every gradient
+        grads = [tf.convert_to_tensor(g) for g in grads]
+        return grads, out["loss"], out["final_states"]
+
+    @tf.function
+    def train_step(batch, states):
+        # 1. per-replica forward + backward on its rows, with its states
+        grads, loss, states = strategy.run(replica_step, args=(batch, states))
+        # 2. sum the replicas' gradients (all-reduce)
+        grads = [strategy.reduce(sum_op, g, axis=None) for g in grads]
+        # 3. clip by global norm, then one Adagrad step on the mirrored
+        #    variables (cross-replica context: no second aggregation)
+        grads, grad_norm = tf.clip_by_global_norm(
+            grads, options.all_clip_norm_val
+        )
+        optimizer.apply_gradients(zip(grads, variables))
+        return strategy.reduce(mean_op, loss, axis=None), grad_norm, states
+
+    return train_step
+
+
+def distributed_batches(strategy, train_prefix, vocab, options, seed):
+    """An iterator of per-replica batches; every replica's rows stay
+    continuous streams from one batch to the next."""
+    n_workers = cluster_workers() if isinstance(
+        strategy, tf.distribute.MultiWorkerMirroredStrategy) else 1
+    if n_workers > 1:
+        if strategy.num_replicas_in_sync != n_workers:
+            raise ValueError(
+                "MultiWorkerMirroredStrategy with several replicas per "
+                "worker is not supported (one device per worker)"
+            )
+        dataset = strategy.distribute_datasets_from_function(lm_dataset_fn(
+            train_prefix, vocab, global_batch_size=options.batch_size,
+            num_steps=options.unroll_steps,
+            bidirectional=options.bidirectional, shuffle_on_load=True,
+            seed=seed,
+        ))
+    else:
+        data = make_dataset(train_prefix, vocab, options, seed=seed)
+        dataset = strategy.experimental_distribute_dataset(
+            make_tf_dataset(data, options.batch_size, options.unroll_steps)
+        )
+    return iter(dataset)
+
+
+# ---------------------------------------------------------------- training
+def train(
+    *,
+    options: BiLMOptions,
+    train_prefix: str,
+    vocab_file: str,
+    save_dir: str,
+    n_gpus: Optional[int] = None,
+    devices: Optional[Sequence[str]] = None,
+    batch_size: Optional[int] = None,
+    n_epochs: Optional[int] = None,
+    n_train_tokens: Optional[int] = None,
+    save_every: int = 1250,
+    log_every: int = 100,
+    max_to_keep: int = 5,
+    seed: Optional[int] = None,
+    _resume: bool = False,
+    _extra_steps: Optional[int] = None,
+) -> dict:
+    """Trains a biLM from scratch (or, through :func:`restart`, resumes).
+
+    Args:
+        options: the model and training options (``n_tokens_vocab`` is
+            filled from ``vocab_file``).
+        train_prefix: glob of training shards.
+        vocab_file: vocabulary with ``<S>``, ``</S>``, ``<UNK>``.
+        save_dir: checkpoints, ``options.json`` and TensorBoard logs.
+        n_gpus, devices: see :func:`make_strategy`.
+        batch_size, n_epochs, n_train_tokens: override the options;
+            ``n_train_tokens`` is counted from the corpus when neither
+            gives it.
+        save_every: steps between checkpoints (and one at the end).
+        log_every: steps between progress lines / TensorBoard points.
+        seed: initialisation and data-order seed (None: random).
+
+    Returns:
+        dict: ``step`` (final global step), ``perplexity`` (train, last
+        log window), ``tokens_per_second``, ``checkpoint`` and ``options``.
+    """
+    save_dir = os.fspath(save_dir)
+    strategy = make_strategy(n_gpus=n_gpus, devices=devices)
+    chief = is_chief(strategy)
+
+    # ---- options: flags override the file; vocab size and token count
+    #      come from the data, never by hand
+    changes = {k: v for k, v in (("batch_size", batch_size),
+                                 ("n_epochs", n_epochs),
+                                 ("n_train_tokens", n_train_tokens))
+               if v is not None}
+    options = options.replace(**changes)
+    vocab = load_vocab(vocab_file, options)
+    list_shards(train_prefix)  # a missing/empty glob fails here, clearly
+    if _resume:
+        _check_vocab_fits(options, vocab, vocab_file,
+                          os.path.join(save_dir, OPTIONS_FILE))
+    options = options.replace(n_tokens_vocab=vocab.size)
+    if options.n_train_tokens is None or (
+            _resume and n_train_tokens is None and _extra_steps is not None):
+        options = options.replace(
+            n_train_tokens=count_tokens(train_prefix)["n_tokens"])
+    n_replicas = strategy.num_replicas_in_sync
+    if options.batch_size % n_replicas:
+        raise ValueError(
+            f"--batch_size: expected a multiple of the {n_replicas} "
+            f"replicas, found {options.batch_size}"
+        )
+    if seed is not None:
+        keras.utils.set_random_seed(seed)
+
+    with strategy.scope():
+        # ---- model, optimizer, checkpoint (restored when resuming)
+        lm, optimizer = build_model(options, seed=seed)
+        step = optimizer.iterations
+        checkpoint = model_checkpoint(lm, optimizer=optimizer)
+        if _resume:
+            restore_checkpoint(checkpoint, lm, save_dir)
+        elif tf.train.latest_checkpoint(save_dir) is not None:
+            raise CheckpointError(
+                f"{save_dir}: already holds a checkpoint; continue it with "
+                "restart.py or choose an empty --save_dir"
+            )
+        # non-chief workers write to a scratch directory (collective saves)
+        ckpt_dir = save_dir if chief else tempfile.mkdtemp(prefix="bilm_w")
+        manager = tf.train.CheckpointManager(
+            checkpoint, ckpt_dir, max_to_keep=max_to_keep,
+            checkpoint_name="model",
+        )
+        if chief:
+            os.makedirs(save_dir, exist_ok=True)
+            options.to_json(os.path.join(save_dir, OPTIONS_FILE))
+            writer = tf.summary.create_file_writer(
+                os.path.join(save_dir, "logs"))
+        else:
+            writer = tf.summary.create_noop_writer()
+
+        start_step = int(step.numpy())
+        if _extra_steps is not None:
+            last_step = start_step + _extra_steps
+        else:
+            last_step = options.n_epochs * steps_per_epoch(options)
+        batches = distributed_batches(
+            strategy, train_prefix, vocab, options,
+            None if seed is None else seed + start_step,
+        )
+        train_step = make_train_step(lm, optimizer, strategy, options)
+        per_replica = options.batch_size // n_replicas
+        states = strategy.experimental_distribute_values_from_function(
+            lambda ctx: lm.zero_states(per_replica)
+        )
+        tokens_per_step = options.batch_size * options.unroll_steps
+        logger.info("training steps %d..%d on %d replica(s)",
+                    start_step, last_step, n_replicas)
+
+        # ---- the loop: step, log, checkpoint
+        window_loss, window_steps = 0.0, 0
+        window_start = run_start = time.perf_counter()
+        perplexity, tokens_per_second = float("nan"), float("nan")
+        path = None
+        for current in range(start_step + 1, last_step + 1):
+            loss, grad_norm, states = train_step(next(batches), states)
+            window_loss += loss  # stays a tensor: no sync per step
+            window_steps += 1
+            if current % log_every == 0 or current == last_step:
+                elapsed = time.perf_counter() - window_start
+                perplexity = math.exp(float(window_loss) / window_steps)
+                tokens_per_second = window_steps * tokens_per_step / elapsed
+                eta = (last_step - current) * elapsed / window_steps
+                print(f"step {current}/{last_step}  "
+                      f"train_perplexity {perplexity:.2f}  "
+                      f"grad_norm {float(grad_norm):.3f}  "
+                      f"tokens/s {tokens_per_second:.0f}  "
+                      f"ETA {_format_eta(eta)}", flush=True)
+                with writer.as_default(step=current):
+                    _scalar_summary("train_perplexity", perplexity, current)
+                    _scalar_summary("grad_norm", grad_norm, current)
+                    _scalar_summary("tokens_per_second", tokens_per_second,
+                                    current)
+                window_loss, window_steps = 0.0, 0
+                window_start = time.perf_counter()
+            if current % save_every == 0 or current == last_step:
+                path = manager.save(checkpoint_number=current)
+        writer.flush()
+    if not chief:
+        shutil.rmtree(ckpt_dir, ignore_errors=True)
+    return dict(
+        step=int(step.numpy()),
+        perplexity=perplexity,
+        tokens_per_second=tokens_per_second,
+        seconds=time.perf_counter() - run_start,
+        checkpoint=path if chief else None,
+        options=options,
+    )
+
+
+def restart(
+    *,
+    save_dir: str,
+    train_prefix: str,
+    vocab_file: str,
+    n_epochs: Optional[int] = None,
+    batch_size: Optional[int] = None,
+    n_train_tokens: Optional[int] = None,
+    **kwargs,
+) -> dict:
+    """Continues training from the latest checkpoint of ``save_dir``.
+
+    The step counter and Adagrad's accumulators continue. Without
+    ``n_epochs`` the run goes on to the step count the saved options
+    describe (after a crash); with it, it trains ``n_epochs`` more epochs of
+    ``train_prefix`` (fine-tuning on new data; ``n_train_tokens`` is then
+    counted from that corpus unless given).
+
+    Other keyword arguments are those of :func:`train`.
+    """
+    save_dir = os.fspath(save_dir)
+    options_file = os.path.join(save_dir, OPTIONS_FILE)
+    if not os.path.exists(options_file):
+        raise CheckpointError(
+            f"{save_dir}: no {OPTIONS_FILE}; is this a train_elmo.py "
+            "--save_dir?"
+        )
+    options = BiLMOptions.from_json(options_file)
+    extra = None
+    if n_epochs is not None:
+        probe = options.replace(
+            batch_size=batch_size or options.batch_size,
+            n_train_tokens=(n_train_tokens
+                            or count_tokens(train_prefix)["n_tokens"]),
+        )
+        extra = n_epochs * steps_per_epoch(probe)
+        n_train_tokens = probe.n_train_tokens
+    return train(
+        options=options, train_prefix=train_prefix, vocab_file=vocab_file,
+        save_dir=save_dir, batch_size=batch_size, n_epochs=n_epochs,
+        n_train_tokens=n_train_tokens, _resume=True, _extra_steps=extra,
+        **kwargs,
+    )
+
+
+# -------------------------------------------------------------- evaluation
+def load_trained_model(save_dir: str, *, vocab_file=None):
+    """``(options, LanguageModel)`` restored from ``save_dir`` (no
+    dropout, no optimizer); checks ``vocab_file`` fits when given."""
+    save_dir = os.fspath(save_dir)
+    options_file = os.path.join(save_dir, OPTIONS_FILE)
+    options = BiLMOptions.from_json(options_file)
+    vocab = None
+    if vocab_file is not None:
+        vocab = load_vocab(vocab_file, options)
+        _check_vocab_fits(options, vocab, vocab_file, options_file)
+    lm = LanguageModel.from_options(options, training=False)
+    lm.build_all()
+    restore_checkpoint(model_checkpoint(lm), lm, save_dir, partial=True)
+    return options, lm, vocab
+
+
+def evaluate(
+    *,
+    save_dir: str,
+    vocab_file: str,
+    test_prefix: str,
+    batch_size: int = 256,
+    log_every: int = 100,
+) -> dict:
+    """Heldout perplexity with the full softmax, every token once.
+
+    States carry from batch to batch as in training. Prints the running
+    perplexity and, at the end, each direction's and the mean perplexity
+    with the files they came from.
+
+    Returns:
+        dict: ``forward_perplexity``, ``backward_perplexity`` (bidirectional
+        models), ``perplexity`` (``exp`` of the mean of the directions'
+        mean losses, bilm-tf's number), ``n_tokens``, ``files``.
+    """
+    options, lm, vocab = load_trained_model(save_dir, vocab_file=vocab_file)
+    data = make_dataset(test_prefix, vocab, options, test=True)
+    num_steps = options.unroll_steps
+
+    @tf.function
+    def eval_step(batch, states):
+        out = lm(batch, initial_states=states, training=False)
+        return out["loss_sum"], out["n_tokens"], out["final_states"]
+
+    states = lm.zero_states(batch_size)
+    loss_sum = {d: 0.0 for d in lm.directions}
+    n_tokens = {d: 0.0 for d in lm.directions}
+    for i, batch in enumerate(make_tf_dataset(data, batch_size, num_steps), 1):
+        sums, counts, states = eval_step(batch, states)
+        for d in lm.directions:
+            loss_sum[d] += float(sums[d])
+            n_tokens[d] += float(counts[d])
+        if i % log_every == 0:
+            running = np.mean([loss_sum[d] / max(n_tokens[d], 1)
+                               for d in lm.directions])
+            print(f"batch {i}  running perplexity {math.exp(running):.3f}",
+                  flush=True)
+    if not n_tokens["forward"]:
+        raise ValueError(f"{test_prefix}: no tokens to evaluate")
+    mean_loss = {d: loss_sum[d] / n_tokens[d] for d in lm.directions}
+    result = {f"{d}_perplexity": math.exp(v) for d, v in mean_loss.items()}
+    result["perplexity"] = math.exp(np.mean(list(mean_loss.values())))
+    result["n_tokens"] = int(n_tokens["forward"])
+    result["files"] = list(data.shards)
+    print(f"heldout files: {', '.join(result['files'])}")
+    for d in lm.directions:
+        print(f"{d} perplexity: {result[f'{d}_perplexity']:.3f}")
+    print(f"mean perplexity: {result['perplexity']:.3f}  "
+          f"({result['n_tokens']} tokens)", flush=True)
+    return result
