@@ -141,8 +141,11 @@ class ELMoHubModule(tf.Module):
             else tf.saved_model.Asset(os.fspath(vocab_file))
         )
 
-        mix_vars = [v.value for v in self.scalar_mix.weights]
-        lm_vars = [v.value for v in backbone.weights]
+        # The Keras variables themselves, not their inner tf.Variable (as
+        # Keras' ExportArchive does): a second path to the tf.Variable would
+        # be restored as a separate copy that the functions do not read.
+        mix_vars = list(self.scalar_mix.weights)
+        lm_vars = list(backbone.weights)
         self.variables = lm_vars + mix_vars
         self.trainable_variables = (lm_vars if trainable_lm else []) + mix_vars
         self.regularization_losses = []
