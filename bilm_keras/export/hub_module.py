@@ -61,7 +61,6 @@ creation with a variable creator scope, and the root's
 from __future__ import annotations
 
 import contextlib
-import glob
 import os
 import shutil
 import tempfile
@@ -384,10 +383,6 @@ def export_hub(
     return save_module(module, outdir, overwrite)
 
 
-#: HDF5 weight files looked for in a ``save_dir``, in order.
-SAVE_DIR_WEIGHT_FILES = ("lm_weights.hdf5", "weights.hdf5")
-
-
 def export_hub_from_save_dir(
     *,
     save_dir: str | os.PathLike,
@@ -397,34 +392,32 @@ def export_hub_from_save_dir(
     overwrite: bool = False,
     l2_coef: Optional[float] = None,
 ) -> str:
-    """Exports a training ``save_dir`` (its ``options.json`` + HDF5 weights).
+    """Exports the latest checkpoint of a training ``save_dir``.
 
-    Looks for ``options.json`` and one of :data:`SAVE_DIR_WEIGHT_FILES`
-    (as ``bin/dump_weights.py`` writes them) in ``save_dir``; other
-    arguments as :func:`export_hub`.
+    The checkpoint goes through :func:`bilm_keras.training.dump.dump_weights`
+    (into a temporary directory) and then :func:`export_hub`, so the
+    exported model is exactly the one ``bin/dump_weights.py`` +
+    :class:`~bilm_keras.BidirectionalLanguageModel` give, and the
+    ``options.json`` asset is the prediction one (``n_characters`` 262).
+    Other arguments as :func:`export_hub`.
 
-    Note: this reads the bilm-tf HDF5 layout, not a TF checkpoint. Run
-    ``bin/dump_weights.py --save_dir DIR --outfile DIR/lm_weights.hdf5``
-    first if the directory only has checkpoints.
+    Raises:
+        CheckpointError: no checkpoint in ``save_dir``, or one that does
+            not fit its ``options.json``.
     """
+    # imported here: the training stack is not needed to export HDF5 files
+    from bilm_keras.training.dump import dump_weights
+
+    outdir = os.path.abspath(os.fspath(outdir))
+    _check_outdir(outdir, overwrite)
     save_dir = os.fspath(save_dir)
-    options_file = os.path.join(save_dir, "options.json")
-    if not os.path.isfile(options_file):
+    if not os.path.isfile(os.path.join(save_dir, "options.json")):
         raise ExportError(f"{save_dir}: no options.json in the save_dir")
-    for name in SAVE_DIR_WEIGHT_FILES:
-        weight_file = os.path.join(save_dir, name)
-        if os.path.isfile(weight_file):
-            break
-    else:
-        found = sorted(os.path.basename(p)
-                       for p in glob.glob(os.path.join(save_dir, "*")))
-        raise ExportError(
-            f"{save_dir}: no weight file "
-            f"({' or '.join(SAVE_DIR_WEIGHT_FILES)}); found {found}. Write "
-            "one with bin/dump_weights.py first"
+    with tempfile.TemporaryDirectory(prefix="bilm_export_") as tmp:
+        files = dump_weights(save_dir, os.path.join(tmp, "lm_weights.hdf5"))
+        return export_hub(
+            options_file=files["options_file"],
+            weight_file=files["weight_file"], outdir=outdir,
+            vocab_file=vocab_file, trainable_lm=trainable_lm,
+            overwrite=overwrite, l2_coef=l2_coef,
         )
-    return export_hub(
-        options_file=options_file, weight_file=weight_file, outdir=outdir,
-        vocab_file=vocab_file, trainable_lm=trainable_lm,
-        overwrite=overwrite, l2_coef=l2_coef,
-    )
