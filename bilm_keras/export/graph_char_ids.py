@@ -97,12 +97,16 @@ def token_char_ids(tokens: tf.Tensor, max_chars: int) -> tf.Tensor:
     return word  # (N, C)
 
 
-def batch_char_ids(tokens: tf.RaggedTensor, max_chars: int) -> tf.Tensor:
+def batch_char_ids(
+    tokens: tf.RaggedTensor, max_chars: int, max_tokens=None
+) -> tf.Tensor:
     """Batcher's array for a ragged batch of tokenized sentences.
 
     Args:
         tokens: `(batch, (n_tokens))` ragged tf.string.
         max_chars: ``max_characters_per_token``.
+        max_tokens: pad every row to this many tokens (at least the
+            longest row's); default: the longest row's, as Batcher.
 
     Returns:
         `(batch, max_n_tokens + 2, max_chars)` int32: ``<S>``, the tokens and
@@ -127,9 +131,11 @@ def batch_char_ids(tokens: tf.RaggedTensor, max_chars: int) -> tf.Tensor:
         tf.tile(eos[None], [batch, 1]), ones
     )
     sentences = tf.concat([bos, words, eos], axis=1)  # (B, (n + 2), C)
-    time = tf.reduce_max(
-        tf.concat([tokens.row_lengths(), tf.zeros([1], tf.int64)], 0)
-    ) + 2
+    if max_tokens is None:
+        max_tokens = tf.reduce_max(
+            tf.concat([tokens.row_lengths(), tf.zeros([1], tf.int64)], 0)
+        )
+    time = tf.cast(max_tokens, tf.int64) + 2
     return sentences.to_tensor(
         default_value=0, shape=tf.stack([batch, time, max_chars])
     )
@@ -151,7 +157,8 @@ def padded_tokens_to_char_ids(
         sequence_len: `(batch,)` integer, each in ``[0, max_len]`` (checked).
 
     Returns:
-        `(batch, max(sequence_len) + 2, max_chars)` int32.
+        `(batch, max_len + 2, max_chars)` int32: the time axis keeps the
+        input's width, as google/elmo/3's outputs do.
     """
     sequence_len = tf.cast(sequence_len, tf.int64)
     max_len = tf.shape(tokens, out_type=tf.int64)[1]
@@ -166,4 +173,4 @@ def padded_tokens_to_char_ids(
     ]
     with tf.control_dependencies(checks):
         ragged = tf.RaggedTensor.from_tensor(tokens, lengths=sequence_len)
-    return batch_char_ids(ragged, max_chars)
+    return batch_char_ids(ragged, max_chars, max_tokens=max_len)
