@@ -37,6 +37,7 @@ from tensorflow.core.framework import summary_pb2
 
 from bilm_keras.data.lm_dataset import (
     BidirectionalLMDataset,
+    CorpusError,
     LMDataset,
     count_tokens,
     list_shards,
@@ -319,8 +320,14 @@ def train(
     options = options.replace(n_tokens_vocab=vocab.size)
     if options.n_train_tokens is None or (
             _resume and n_train_tokens is None and _extra_steps is not None):
-        options = options.replace(
-            n_train_tokens=count_tokens(train_prefix)["n_tokens"])
+        counts = count_tokens(train_prefix)
+        if counts["n_tokens"] == 0:
+            raise CorpusError(
+                f"{train_prefix}: no tokens to train on ({counts['n_files']}"
+                f" file(s), {counts['n_skipped_lines']} empty or "
+                "whitespace-only line(s) skipped)"
+            )
+        options = options.replace(n_train_tokens=counts["n_tokens"])
     n_replicas = strategy.num_replicas_in_sync
     if options.batch_size % n_replicas:
         raise ValueError(

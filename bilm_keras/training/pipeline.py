@@ -1,0 +1,105 @@
+"""The whole path on one machine: vocabulary -> train -> heldout
+perplexity -> HDF5 -> embeddings. The README's main job."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Optional
+
+from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
+from bilm_keras.data.vocab_builder import build_vocab
+from bilm_keras.models.bidirectional_language_model import (
+    BidirectionalLanguageModel,
+)
+from bilm_keras.options import BiLMOptions
+from bilm_keras.training.dump import dump_weights
+from bilm_keras.training.loop import evaluate, train
+
+TINY_OPTIONS = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "options",
+    "tiny.json",
+)
+
+EXAMPLE_SENTENCES = [
+    ["return", "the", "value", "of", "the", "attribute", "."],
+    ["the", "file", "is", "closed", "when", "the", "block", "ends", "."],
+]
+
+
+def run_pipeline(
+    *,
+    out_dir: str,
+    corpus: Optional[str] = None,
+    heldout: Optional[str] = None,
+    options_file: str = TINY_OPTIONS,
+    n_epochs: Optional[int] = None,
+    max_sentences: Optional[int] = 6000,
+    min_count: int = 2,
+    seed: int = 0,
+    log_every: int = 50,
+) -> dict:
+    """Builds a vocabulary, trains a biLM, tests it, dumps and uses it.
+
+    Args:
+        out_dir: everything goes here: ``corpus/`` (stdlib corpus),
+            ``vocab.txt``, ``checkpoints/``, ``model/lm_weights.hdf5`` and
+            ``model/options.json``.
+        corpus: glob of the user's training files (one tokenized sentence
+            per line); default: English docstrings of Python's standard
+            library (no download).
+        heldout: glob of heldout files; default: the stdlib corpus's
+            heldout part, or ``corpus`` itself when only it is given.
+        options_file: the model to train (default ``options/tiny.json``).
+        n_epochs: override the options' epochs.
+        max_sentences: size of the stdlib corpus.
+        min_count: vocabulary cut-off.
+
+    Returns:
+        dict with the paths written, ``perplexity`` (heldout results of
+        :func:`evaluate`), ``train`` (of :func:`train`) and ``embeddings``
+        (shapes of the example sentences' ELMo layers).
+    """
+    out_dir = os.fspath(out_dir)
+    os.makedirs(out_dir, exist_ok=True)
+    start = time.perf_counter()
+    # 1. corpus: the user's, or stdlib docstrings
+    if corpus is None:
+        written = write_stdlib_corpus(
+            os.path.join(out_dir, "corpus"), max_sentences=max_sentences,
+            seed=seed,
+        )
+        corpus = written["train_prefix"]
+        heldout = heldout or written["heldout_prefix"]
+    heldout = heldout or corpus
+    # 2. vocabulary
+    vocab_file = os.path.join(out_dir, "vocab.txt")
+    vocab_stats = build_vocab(corpus, vocab_file, min_count=min_count)
+    print(f"vocabulary: {vocab_stats['vocab_size']} tokens, "
+          f"{vocab_stats['n_train_tokens']} training tokens", flush=True)
+    # 3. train
+    save_dir = os.path.join(out_dir, "checkpoints")
+    trained = train(
+        options=BiLMOptions.from_json(options_file), train_prefix=corpus,
+        vocab_file=vocab_file, save_dir=save_dir, n_epochs=n_epochs,
+        n_train_tokens=vocab_stats["n_train_tokens"], seed=seed,
+        log_every=log_every,
+    )
+    # 4. heldout perplexity (full softmax)
+    perplexity = evaluate(save_dir=save_dir, vocab_file=vocab_file,
+                          test_prefix=heldout, batch_size=32)
+    # 5. dump to bilm-tf HDF5 + options.json
+    dumped = dump_weights(save_dir, os.path.join(out_dir, "model",
+                                                 "lm_weights.hdf5"))
+    # 6. embed a few sentences with the inference model
+    bilm = BidirectionalLanguageModel(dumped["options_file"],
+                                      dumped["weight_file"])
+    embeddings = bilm.embed_sentences(EXAMPLE_SENTENCES)
+    for sentence, emb in zip(EXAMPLE_SENTENCES, embeddings):
+        print(f"ELMo layers {emb.shape} for: {' '.join(sentence)}")
+    print(f"pipeline done in {time.perf_counter() - start:.0f} s", flush=True)
+    return dict(
+        vocab_file=vocab_file, save_dir=save_dir, **dumped,
+        perplexity=perplexity, train=trained,
+        embeddings=[e.shape for e in embeddings],
+    )

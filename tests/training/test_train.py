@@ -1,0 +1,190 @@
+"""End-to-end training on bilm-tf's train fixture, as bilm-tf's tests."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bilm_keras import Batcher, BidirectionalLanguageModel
+from bilm_keras.data.lm_dataset import CorpusError
+from bilm_keras.data.vocabulary import VocabularyError
+from bilm_keras.options import BiLMOptions
+from bilm_keras.training import (
+    CheckpointError,
+    dump_weights,
+    evaluate,
+    load_trained_model,
+    restart,
+    train,
+)
+from train_helpers import fixture_options
+
+SENTENCES = [["the", "language", "models", "are", "neural", "."],
+             ["words", "of", "the", "vocabulary"]]
+
+
+def _train(train_dir, save_dir, options, **kwargs):
+    return train(options=options, train_prefix=str(train_dir / "data.txt"),
+                 vocab_file=str(train_dir / "vocab.txt"),
+                 save_dir=str(save_dir), seed=kwargs.pop("seed", 1),
+                 log_every=1000, **kwargs)
+
+
+def _heldout(train_dir, save_dir):
+    return evaluate(save_dir=str(save_dir),
+                    vocab_file=str(train_dir / "vocab.txt"),
+                    test_prefix=str(train_dir / "data.txt"), batch_size=1)
+
+
+@pytest.fixture(scope="module")
+def char_model(train_dir, tmp_path_factory):
+    """A bidirectional char-CNN model trained as bilm-tf's test does."""
+    save_dir = tmp_path_factory.mktemp("bilm_chars")
+    result = _train(train_dir, save_dir, fixture_options(use_chars=True))
+    return save_dir, result
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["token_forward", "token_skip",
+                                  "token_shared"])
+def test_token_models_reach_heldout_perplexity(train_dir, tmp_path, kind):
+    options = {
+        "token_forward": fixture_options(bidirectional=False),
+        "token_skip": fixture_options(skip=True),
+        "token_shared": fixture_options(share=True),
+    }[kind]
+    result = _train(train_dir, tmp_path, options)
+    assert result["step"] == 50 * (134 // 20)
+    heldout = _heldout(train_dir, tmp_path)
+    assert heldout["perplexity"] < 20.0, heldout
+    if options.bidirectional:
+        assert set(heldout) >= {"forward_perplexity", "backward_perplexity"}
+
+
+def test_char_model_reaches_heldout_perplexity(train_dir, char_model):
+    save_dir, _ = char_model
+    heldout = _heldout(train_dir, save_dir)
+    assert heldout["perplexity"] < 20.0, heldout
+    assert heldout["files"] == [str(train_dir / "data.txt")]
+    # every target once: 134 words + one </S> per sentence
+    n_sentences = sum(1 for line in open(train_dir / "data.txt")
+                      if line.strip())
+    assert heldout["n_tokens"] == 134 + n_sentences
+    saved = json.load(open(save_dir / "options.json"))
+    assert saved["n_tokens_vocab"] == 32
+    assert saved["n_train_tokens"] == 134
+
+
+def test_dump_round_trip_gives_the_trained_embeddings(train_dir, char_model,
+                                                      tmp_path):
+    save_dir, _ = char_model
+    out = dump_weights(str(save_dir), str(tmp_path / "lm_weights.hdf5"))
+    options = BiLMOptions.from_json(out["options_file"])
+    assert options.char_cnn.n_characters == 262
+    import h5py
+    with h5py.File(out["weight_file"]) as f:
+        assert f["char_embed"].shape == (261, 4)
+        assert "softmax" not in f and "softmax/W" not in f
+    _, lm, _ = load_trained_model(str(save_dir))
+    ids = Batcher(None, 10).batch_sentences(SENTENCES)
+    trained = BidirectionalLanguageModel.from_backbone(lm.backbone)(ids)
+    loaded = BidirectionalLanguageModel(out["options_file"],
+                                        out["weight_file"])(ids)
+    mask = trained["mask"].numpy()
+    np.testing.assert_allclose(
+        loaded["lm_embeddings"].numpy().transpose(0, 2, 1, 3)[mask],
+        trained["lm_embeddings"].numpy().transpose(0, 2, 1, 3)[mask],
+        atol=1e-5,
+    )
+
+
+def test_chinese_corpus_trains_and_dumps(tmp_path):
+    corpus = tmp_path / "zh.txt"
+    lines = ["我 爱 北京 天安门 。", "   ", "天安门 上 太阳 升 。",
+             "北京 是 中国 的 首都 。", ""] * 4
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    vocab = tmp_path / "vocab.txt"
+    words = sorted({w for line in lines for w in line.split()})
+    vocab.write_text("\n".join(["<S>", "</S>", "<UNK>"] + words) + "\n",
+                     encoding="utf-8")
+    options = fixture_options(use_chars=True, n_epochs=2, n_train_tokens=None)
+    options = options.replace(char_cnn=options.char_cnn.__class__(
+        **{**options.char_cnn.__dict__, "max_characters_per_token": 12}))
+    save_dir = tmp_path / "ckpt"
+    result = train(options=options, train_prefix=str(corpus),
+                   vocab_file=str(vocab), save_dir=str(save_dir), seed=0,
+                   log_every=1000)
+    saved = BiLMOptions.from_json(save_dir / "options.json")
+    # blank lines are skipped, not counted as tokens
+    assert saved.n_train_tokens == 4 * (5 + 5 + 6)
+    assert result["step"] == 2 * (saved.n_train_tokens // 20)
+    out = dump_weights(str(save_dir), str(tmp_path / "zh.hdf5"))
+    bilm = BidirectionalLanguageModel(out["options_file"], out["weight_file"])
+    emb = bilm.embed_sentences([["北京", "是", "首都"]])[0]
+    assert emb.shape == (3, 3, 16)
+    assert np.isfinite(emb).all()
+
+
+# ---------------------------------------------------------------- bad input
+def test_missing_training_glob(train_dir, tmp_path):
+    with pytest.raises(CorpusError, match="nothing_here"):
+        train(options=fixture_options(), save_dir=str(tmp_path),
+              train_prefix=str(tmp_path / "nothing_here*"),
+              vocab_file=str(train_dir / "vocab.txt"))
+
+
+def test_empty_training_file(train_dir, tmp_path):
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n  \n", encoding="utf-8")
+    with pytest.raises(CorpusError,
+                       match=r"empty.txt: no tokens .*2 empty or whitespace"):
+        train(options=fixture_options(n_train_tokens=None),
+              save_dir=str(tmp_path / "ckpt"), train_prefix=str(empty),
+              vocab_file=str(train_dir / "vocab.txt"), log_every=1)
+
+
+def test_vocab_without_special_tokens(train_dir, tmp_path):
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("the\nof\n<UNK>\n", encoding="utf-8")
+    with pytest.raises(VocabularyError, match=r"vocab.txt.*<S>, </S>"):
+        train(options=fixture_options(), save_dir=str(tmp_path / "c"),
+              train_prefix=str(train_dir / "data.txt"),
+              vocab_file=str(vocab))
+
+
+def test_options_that_do_not_fit_the_checkpoint(train_dir, char_model,
+                                                tmp_path):
+    save_dir, _ = char_model
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    for name in os.listdir(save_dir):
+        if os.path.isfile(save_dir / name):
+            (bad / name).write_bytes((save_dir / name).read_bytes())
+    options = json.load(open(bad / "options.json"))
+    options["lstm"]["dim"] = 24
+    json.dump(options, open(bad / "options.json", "w"))
+    with pytest.raises(CheckpointError,
+                       match=r"options.json does not fit checkpoint .*"
+                             r"cell0/kernel: options give shape \(16, 96\)"
+                             r", checkpoint has \(16, 64\)"):
+        evaluate(save_dir=str(bad), vocab_file=str(train_dir / "vocab.txt"),
+                 test_prefix=str(train_dir / "data.txt"))
+
+
+def test_restart_with_a_vocab_of_another_size(train_dir, char_model,
+                                              tmp_path):
+    save_dir, _ = char_model
+    vocab = tmp_path / "vocab.txt"
+    vocab.write_text("<S>\n</S>\n<UNK>\nthe\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"n_tokens_vocab.*expected 4.*"
+                                         r"found 32"):
+        restart(save_dir=str(save_dir), vocab_file=str(vocab),
+                train_prefix=str(train_dir / "data.txt"))
+
+
+def test_train_refuses_a_save_dir_with_a_checkpoint(train_dir, char_model):
+    save_dir, _ = char_model
+    with pytest.raises(CheckpointError, match="restart.py"):
+        _train(train_dir, save_dir, fixture_options(use_chars=True))
