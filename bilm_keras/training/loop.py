@@ -220,6 +220,20 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
         grads = [tf.convert_to_tensor(g) for g in grads]
         return grads, out["loss"], out["final_states"]
 
+    def apply_update(grads):
+        # Keras' apply_gradients all-reduces again and needs replica
+        # context; here the gradients are already reduced and clipped, so
+        # each mirrored variable gets the Adagrad update directly, as
+        # Keras' own distributed update does (strategy.extended.update)
+        learning_rate = tf.cast(optimizer.learning_rate, tf.float32)
+        for grad, variable in zip(grads, variables):
+            strategy.extended.update(
+                variable.value,
+                lambda var, g: optimizer.update_step(g, var, learning_rate),
+                args=(grad,), group=False,
+            )
+        optimizer.iterations.assign_add(1)
+
     @tf.function
     def train_step(batch, states):
         # 1. per-replica forward + backward on its rows, with its states
@@ -231,7 +245,7 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
         grads, grad_norm = tf.clip_by_global_norm(
             grads, options.all_clip_norm_val
         )
-        optimizer.apply_gradients(zip(grads, variables))
+        apply_update(grads)
         return strategy.reduce(mean_op, loss, axis=None), grad_norm, states
 
     return train_step
@@ -299,7 +313,8 @@ def train(
 
     Returns:
         dict: ``step`` (final global step), ``perplexity`` (train, last
-        log window), ``tokens_per_second``, ``checkpoint`` and ``options``.
+        log window), ``tokens_per_second``, ``checkpoint``, ``options``
+        and ``model`` (the trained :class:`LanguageModel`).
     """
     save_dir = os.fspath(save_dir)
     strategy = make_strategy(n_gpus=n_gpus, devices=devices)
@@ -343,7 +358,9 @@ def train(
         step = optimizer.iterations
         checkpoint = model_checkpoint(lm, optimizer=optimizer)
         if _resume:
-            restore_checkpoint(checkpoint, lm, save_dir)
+            restored = restore_checkpoint(checkpoint, lm, save_dir)
+            print(f"restored {restored} at step {int(step.numpy())}",
+                  flush=True)
         elif tf.train.latest_checkpoint(save_dir) is not None:
             raise CheckpointError(
                 f"{save_dir}: already holds a checkpoint; continue it with "
@@ -419,6 +436,7 @@ def train(
         seconds=time.perf_counter() - run_start,
         checkpoint=path if chief else None,
         options=options,
+        model=lm,
     )
 
 
