@@ -1,0 +1,20 @@
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
+    "train_throughput.py"
+
+
+def test_train_throughput_quick_runs():
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--passes", "1", "--steps",
+         "2", "--warmup", "1"],
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        capture_output=True, text=True, timeout=180, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["quick"] is True
+    assert result["tokens_per_second"] > 0
+    assert result["peak_rss_mb"] > 0
