@@ -63,10 +63,26 @@ class CharCNNEmbedder(keras.layers.Layer):
         self.max_characters_per_token = max_characters_per_token
         self._activation_fn = {"relu": tf.nn.relu, "tanh": tf.tanh}[activation]
         self.n_filters = sum(num for _, num in self.filters)
-        self.highways = [
-            Highway(name=f"highway_{i}") for i in range(n_highway)
-        ]
+        # Sublayers and variables are single attributes, not lists:
+        # tf.train.Checkpoint and SavedModel do not see into Keras 3 lists.
+        for i in range(n_highway):
+            setattr(self, f"highway_{i}", Highway(name=f"highway_{i}"))
         self.use_projection = self.n_filters != projection_dim
+
+    @property
+    def highways(self):
+        return [getattr(self, f"highway_{i}") for i in range(self.n_highway)]
+
+    @property
+    def conv_kernels(self):
+        """Per filter: `(width, char_embedding_dim, num)`."""
+        return [getattr(self, f"conv_{i}_kernel")
+                for i in range(len(self.filters))]
+
+    @property
+    def conv_biases(self):
+        return [getattr(self, f"conv_{i}_bias")
+                for i in range(len(self.filters))]
 
     def build(self, input_shape=None):
         self.char_embedding = self.add_weight(
@@ -74,19 +90,18 @@ class CharCNNEmbedder(keras.layers.Layer):
             shape=(self.n_characters, self.char_embedding_dim),
             initializer=keras.initializers.RandomUniform(-1.0, 1.0),
         )
-        self.conv_kernels, self.conv_biases = [], []
         for i, (width, num) in enumerate(self.filters):
             if self.activation == "relu":
                 init = keras.initializers.RandomUniform(-0.05, 0.05)
             else:
                 std = (1.0 / (width * self.char_embedding_dim)) ** 0.5
                 init = keras.initializers.RandomNormal(stddev=std)
-            self.conv_kernels.append(self.add_weight(
+            setattr(self, f"conv_{i}_kernel", self.add_weight(
                 name=f"conv_{i}_kernel",
                 shape=(width, self.char_embedding_dim, num),
                 initializer=init,
             ))
-            self.conv_biases.append(self.add_weight(
+            setattr(self, f"conv_{i}_bias", self.add_weight(
                 name=f"conv_{i}_bias", shape=(num,), initializer="zeros"
             ))
         for highway in self.highways:

@@ -96,12 +96,17 @@ class LSTMStack(keras.layers.Layer):
         self.use_skip_connections = use_skip_connections
         self.dropout = dropout
         proj = projection_dim if projection_dim < units else None
-        self.cells = [
-            LSTMCellWithProjection(
+        # One attribute per cell (not a list): tf.train.Checkpoint and
+        # SavedModel do not see into Keras 3's tracked lists.
+        for i in range(n_layers):
+            setattr(self, f"cell{i}", LSTMCellWithProjection(
                 units, proj, cell_clip, proj_clip, name=f"cell{i}"
-            )
-            for i in range(n_layers)
-        ]
+            ))
+
+    @property
+    def cells(self):
+        """The ``n_layers`` cells, bottom first."""
+        return [getattr(self, f"cell{i}") for i in range(self.n_layers)]
 
     def build(self, input_shape):
         dim = int(input_shape[-1])
