@@ -114,9 +114,9 @@ def model_checkpoint(lm: LanguageModel, **objects) -> tf.train.Checkpoint:
     """A checkpoint holding every variable of ``lm`` by its Keras path.
 
     The variables go in as a flat ``{path: variable}`` dict (``/`` written
-    ``:``) besides the model object: Keras 3 layer lists (the LSTM cells)
-    are not checkpoint dependencies, and explicit names make a checkpoint
-    that does not fit the options easy to diagnose.
+    ``:``): the names are the layers' own paths, independent of how objects
+    nest, and make a checkpoint that does not fit the options easy to
+    diagnose (``_check_fits`` compares them before restoring).
     """
     weights = {v.path.replace("/", ":"): v for v in lm.variables}
     return tf.train.Checkpoint(weights=weights, **objects)
