@@ -27,7 +27,14 @@ a row's ``sequence_len`` are zero, and so is ``default`` of a row with no
 tokens. ``default`` splits on whitespace exactly as Python's ``str.split()``;
 char ids are those of :class:`~bilm_keras.Batcher` (see
 :mod:`bilm_keras.export.graph_char_ids`). A batch of zero sentences returns
-outputs with batch 0. Layer 0 of the mix (``word_emb``) is used twice, once
+outputs with batch 0. Bad input raises: a wrong dtype at a signature
+``InvalidArgumentError`` naming the expected and found dtypes; values out
+of range (``sequence_len``, ``char_ids``) or a wrong ``max_chars`` an
+in-graph assertion naming the input; a wrong rank an error from the first
+op that meets it (restored signatures do not check shapes), while the
+root's ``tf.function`` attributes ``default``/``tokens``/``elmo`` reject a
+wrong dtype or rank before running, naming the expected ``TensorSpec``.
+Layer 0 of the mix (``word_emb``) is used twice, once
 per direction, as in bilm-tf's ``weight_layers``.
 
 The root object also has: ``__call__(strings, training=False)`` (a
@@ -203,7 +210,17 @@ class ELMoHubModule(tf.Module):
         return {k: v[:batch] for k, v in outputs.items()}
 
     def _check_char_ids(self, char_ids):
+        # A restored signature does not check shapes against its spec;
+        # these run in the graph (rank is not checkable there: TensorFlow
+        # folds it from the spec).
         return [
+            tf.debugging.assert_equal(
+                tf.shape(char_ids)[-1], self.max_chars,
+                message=(
+                    f"char_ids: expected {self.max_chars} characters per "
+                    "token (max_characters_per_token), found"
+                ),
+            ),
             tf.debugging.assert_non_negative(
                 char_ids, message="char_ids: expected values >= 0"
             ),

@@ -1,0 +1,377 @@
+"""The TF-Hub-style export, checked by consumers in fresh processes.
+
+The fixture model is exported once per module; ``hub_consumers.py`` loads
+it with ``hub.load``, Keras 3 and tf_keras 2 in subprocesses, and the
+numbers are compared here with :class:`BidirectionalLanguageModel` on the
+same weights (and, for the first fixture batch, with bilm-tf's own
+reference embeddings).
+"""
+
+import importlib.util
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from bilm_keras import Batcher, BidirectionalLanguageModel
+from bilm_keras.export.hub_module import (
+    ExportError,
+    export_hub,
+    export_hub_from_save_dir,
+)
+from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError
+from helpers import load_reference_embeddings
+
+ATOL = 1e-5
+CONSUMERS = pathlib.Path(__file__).with_name("hub_consumers.py")
+REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+KEYS = ("word_emb", "lstm_outputs1", "lstm_outputs2", "elmo", "default",
+        "sequence_len")
+
+EXTRA_SENTENCES = [
+    "北京 欢迎 你 们 。",
+    "",
+    "x" * 80 + " a" + "中" * 20 + " " + "é" * 40,
+    "  Привет ,\tмир !\u3000",
+    "<S> inside </S>",
+]
+
+# a tiny labelled set: English sentences (1) vs digit/punctuation strings (0)
+TRAIN = [
+    ("the cat sat on the mat", 1), ("123 456 789", 0),
+    ("a dog ran in the park", 1), ("!!! ??? 42", 0),
+    ("she reads a good book", 1), ("7 8 9 10 ...", 0),
+    ("we walked to the old town", 1), ("$$ 1,000 %% 3.14", 0),
+]
+
+
+def _cli():
+    """``bin/export_hub.py`` as a module."""
+    spec = importlib.util.spec_from_file_location(
+        "bin_export_hub", REPO_ROOT / "bin" / "export_hub.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _files(model_dir):
+    return dict(options_file=str(model_dir / "options.json"),
+                weight_file=str(model_dir / "lm_weights.hdf5"),
+                vocab_file=str(model_dir / "vocab_test.txt"))
+
+
+@pytest.fixture(scope="module")
+def exports(model_dir, tmp_path_factory):
+    """The fixture model exported three times: twice the same way (the
+    second time through ``bin/export_hub.py --overwrite`` over a non-empty
+    directory), once with ``trainable_lm``. The first goes into an existing
+    empty directory."""
+    root = tmp_path_factory.mktemp("hub")
+    files = _files(model_dir)
+    (root / "elmo").mkdir()
+    first = export_hub(outdir=root / "elmo", **files)
+    (root / "elmo_again").mkdir()
+    (root / "elmo_again" / "keep.txt").write_text("old")
+    again = _cli().main([
+        "--options_file", files["options_file"],
+        "--weight_file", files["weight_file"],
+        "--vocab_file", files["vocab_file"],
+        "--outdir", str(root / "elmo_again"), "--overwrite",
+    ])
+    trainable = export_hub(outdir=root / "elmo_lm", trainable_lm=True,
+                           options_file=files["options_file"],
+                           weight_file=files["weight_file"])
+    return dict(dir=first, dir_again=again, dir_trainable_lm=trainable,
+                root=root)
+
+
+@pytest.fixture(scope="module")
+def sentences(model_dir):
+    reference = load_reference_embeddings(model_dir)[0]
+    first_batch = [" ".join(reference[k][0]) for k in range(3)]
+    return first_batch + EXTRA_SENTENCES
+
+
+def _run_consumer(mode, cfg, tmp_path, env=None):
+    cfg_file = tmp_path / f"{mode}.json"
+    out_file = tmp_path / f"{mode}.npz"
+    cfg_file.write_text(json.dumps(cfg), encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, str(CONSUMERS), mode, str(cfg_file), str(out_file)],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "TF_CPP_MIN_LOG_LEVEL": "2", **(env or {})},
+    )
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    line = [x for x in proc.stdout.splitlines() if x.startswith("REPORT ")]
+    assert line, proc.stdout[-2000:] + proc.stderr[-2000:]
+    with np.load(out_file) as arrays:
+        return json.loads(line[-1][len("REPORT "):]), dict(arrays)
+
+
+@pytest.fixture(scope="module")
+def reference(model_dir, sentences):
+    """Expected outputs from the in-process model on Batcher ids."""
+    files = _files(model_dir)
+    bilm = BidirectionalLanguageModel(files["options_file"],
+                                      files["weight_file"])
+    ids = Batcher(files["vocab_file"], 50).batch_sentences(
+        [s.split() for s in sentences])
+    out = bilm(ids)
+    lm = out["lm_embeddings"].numpy()  # (B, 3, T, 32)
+    mask = out["mask"].numpy()[:, :, None]
+    lengths = out["lengths"].numpy()
+    # initial mix: softmax(0 + 1/3) = 1/3 each, gamma 1
+    elmo = lm.mean(axis=1)
+    return {
+        "ids": ids,
+        "word_emb": out["token_embeddings"].numpy()[:, 1:-1] * mask,
+        "lstm_outputs1": lm[:, 1],
+        "lstm_outputs2": lm[:, 2],
+        "elmo": elmo,
+        "default": elmo.sum(axis=1) / np.maximum(lengths, 1)[:, None],
+        "sequence_len": lengths,
+    }
+
+
+@pytest.fixture(scope="module")
+def hub_load_run(exports, sentences, reference, tmp_path_factory):
+    tokens = [s.split() for s in sentences]
+    width = max(len(t) for t in tokens) + 1  # one more: width is kept
+    cfg = dict(
+        dir=exports["dir"], dir_again=exports["dir_again"],
+        dir_trainable_lm=exports["dir_trainable_lm"],
+        sentences=sentences,
+        padded_tokens=[t + [""] * (width - len(t)) for t in tokens],
+        sequence_len=[len(t) for t in tokens],
+        char_ids=reference["ids"].tolist(),
+    )
+    return _run_consumer("hub_load", cfg, tmp_path_factory.mktemp("c"))
+
+
+def _train_cfg(exports, sentences, epochs):
+    return dict(dir=exports["dir"], sentences=sentences, epochs=epochs,
+                train_sentences=[s for s, _ in TRAIN],
+                train_labels=[y for _, y in TRAIN])
+
+
+# ------------------------------------------------------------ hub.load
+def test_signatures_and_their_specs(hub_load_run):
+    report, _ = hub_load_run
+    sigs = report["signatures"]
+    assert sorted(sigs) == ["default", "elmo", "tokens"]
+    assert sigs["default"]["inputs"] == {"strings": ["string", [None]]}
+    assert sigs["tokens"]["inputs"] == {
+        "tokens": ["string", [None, None]],
+        "sequence_len": ["int32", [None]],
+    }
+    assert sigs["elmo"]["inputs"] == {"char_ids": ["int32", [None, None, 50]]}
+    for sig in sigs.values():
+        assert sig["outputs"] == {
+            "word_emb": ["float32", [None, None, 16]],
+            "lstm_outputs1": ["float32", [None, None, 32]],
+            "lstm_outputs2": ["float32", [None, None, 32]],
+            "elmo": ["float32", [None, None, 32]],
+            "default": ["float32", [None, 32]],
+            "sequence_len": ["int32", [None]],
+        }
+
+
+@pytest.mark.parametrize(
+    "call", ["default", "positional", "elmo", "call", "call_training"])
+def test_outputs_equal_the_in_process_model(hub_load_run, reference, call):
+    _, arrays = hub_load_run
+    for key in KEYS:
+        got = arrays[f"{call}/{key}"]
+        assert got.shape == reference[key].shape, key
+        np.testing.assert_allclose(got, reference[key], atol=ATOL,
+                                   err_msg=f"{call}/{key}")
+
+
+def test_tokens_signature_keeps_the_input_width(hub_load_run, reference):
+    _, arrays = hub_load_run
+    for key in KEYS:
+        got, want = arrays[f"tokens/{key}"], reference[key]
+        if got.ndim == 3:  # one extra all-"" column -> one extra zero step
+            assert got.shape[1] == want.shape[1] + 1
+            assert not got[:, -1].any()
+            got = got[:, :-1]
+        np.testing.assert_allclose(got, want, atol=ATOL, err_msg=key)
+
+
+def test_first_fixture_batch_matches_bilm_tf(hub_load_run, model_dir):
+    # bilm-tf was stateful: its first batch started from zero states, as
+    # every call of the stateless export does
+    _, arrays = hub_load_run
+    _, expected = load_reference_embeddings(model_dir)
+    for k in range(3):
+        want = expected[k][0]
+        np.testing.assert_allclose(
+            arrays["default/lstm_outputs2"][k, : len(want)], want, atol=ATOL)
+
+
+def test_edge_sentences(hub_load_run, sentences):
+    _, arrays = hub_load_run
+    empty = sentences.index("")
+    assert arrays["default/sequence_len"][empty] == 0
+    assert not arrays["default/default"][empty].any()
+    assert not arrays["default/elmo"][empty].any()
+    lengths = arrays["default/sequence_len"]
+    for row, n in enumerate(lengths):  # zero past every row's length
+        assert not arrays["default/elmo"][row, n:].any()
+        assert not arrays["default/word_emb"][row, n:].any()
+
+
+def test_empty_batch_gives_empty_outputs(hub_load_run):
+    report, _ = hub_load_run
+    assert report["empty_batch"] == {
+        "word_emb": [0, 0, 16], "lstm_outputs1": [0, 0, 32],
+        "lstm_outputs2": [0, 0, 32], "elmo": [0, 0, 32],
+        "default": [0, 32], "sequence_len": [0],
+    }
+
+
+def test_bad_input_at_the_signatures(hub_load_run):
+    errors = hub_load_run[0]["errors"]
+    assert all(errors.values()), errors  # every bad call raised
+    # wrong dtype: TensorFlow names the expected and the found dtype
+    assert "expected to be a string tensor but is a int32" in (
+        errors["default_int"])
+    assert "expected to be a int32 tensor but is a float" in (
+        errors["tokens_float_len"])
+    assert "expected to be a int32 tensor but is a float" in (
+        errors["elmo_float"])
+    # values and sizes: our in-graph checks name the input
+    assert "input must be a vector, got shape: [1,1]" in (
+        errors["default_rank2"])
+    assert "char_ids: expected 50 characters per token" in (
+        errors["elmo_max_chars"]) and "[49]" in errors["elmo_max_chars"]
+    assert "sequence_len: expected values <= tokens.shape[1]" in (
+        errors["tokens_len_too_long"])
+    assert "char_ids: expected values < 262" in errors["elmo_out_of_range"]
+    assert errors["elmo_rank2"].startswith("InvalidArgumentError")
+    # the root's tf.functions reject wrong ranks/dtypes by their TensorSpec
+    for name in ("fn_default_rank2", "fn_elmo_rank2", "fn_tokens_int"):
+        assert errors[name].startswith("TypeError"), errors[name]
+        assert "TensorSpec(shape=(" in errors[name], errors[name]
+    assert "TensorSpec(shape=(None,), dtype=tf.string" in errors["call_int"]
+
+
+def test_trainable_variables_and_assets(hub_load_run):
+    report, _ = hub_load_run
+    assert sorted(report["trainable"]) == [
+        "scalar_mix/gamma:0", "scalar_mix/scalar_weights:0"]
+    assert report["trainable_flags"] == 2  # the saved tf.Variables agree
+    assert report["regularization_losses"] == 0
+    assert report["assets"] == ["options.json", "vocab_test.txt"]
+    n = report["trainable_lm_variables"]
+    assert n == report["variables"] > 2
+    assert report["trainable_lm"] == report["trainable_lm_flags"] == n
+
+
+def test_export_is_reproducible(hub_load_run, exports):
+    report, arrays = hub_load_run
+    assert report["signatures_again"] == ["default", "elmo", "tokens"]
+    for key in KEYS:
+        np.testing.assert_array_equal(arrays[f"again/{key}"],
+                                      arrays[f"default/{key}"])
+    assert report["signatures_again_specs"] == report["signatures"]
+
+
+# --------------------------------------------------------------- Keras 3
+def test_keras3_fit_trains_the_scalar_mix(exports, sentences, reference,
+                                          tmp_path):
+    report, arrays = _run_consumer(
+        "keras3", _train_cfg(exports, sentences, epochs=8), tmp_path)
+    assert report["trainable"] == ["scalar_mix_gamma",
+                                   "scalar_mix_scalar_weights"]
+    loss = report["loss"]
+    assert loss[-1] < loss[0] - 1e-3, loss
+    assert report["changed"] == ["scalar_mix_gamma",
+                                 "scalar_mix_scalar_weights"]
+    assert np.abs(arrays["mix_after"]).max() > 1e-3
+    assert report["config"]["signature"] == "default"
+    assert arrays["clone_default"].shape == reference["default"].shape
+    for key in KEYS:  # TFSMLayer: inference through the signature
+        np.testing.assert_allclose(arrays[f"tfsm/{key}"], reference[key],
+                                   atol=ATOL, err_msg=key)
+
+
+# ------------------------------------------------------------- tf_keras 2
+def test_tf_keras_hub_keras_layer(exports, sentences, reference, tmp_path):
+    report, arrays = _run_consumer(
+        "tf_keras", _train_cfg(exports, sentences, epochs=8), tmp_path,
+        env={"TF_USE_LEGACY_KERAS": "1"})
+    assert report["trainable"] == ["scalar_mix/gamma:0",
+                                   "scalar_mix/scalar_weights:0"]
+    assert report["n_weights"] > 2  # the frozen LM weights are there too
+    loss = report["loss"]
+    assert loss[-1] < loss[0] - 1e-3, loss
+    assert report["changed"] == report["trainable"]
+    np.testing.assert_allclose(arrays["signature_default"],
+                               reference["default"], atol=ATOL)
+    assert "unsupported when calling a SavedModel signature" in (
+        report["signature_trainable_error"])
+
+
+# ------------------------------------------------ the export directory
+def test_non_empty_outdir_is_refused(model_dir, tmp_path):
+    outdir = tmp_path / "elmo"
+    outdir.mkdir()
+    (outdir / "keep.txt").write_text("old")
+    with pytest.raises(ExportError, match="exists and is not empty"):
+        export_hub(outdir=outdir, **_files(model_dir))
+    with pytest.raises(ExportError, match="exists and is not empty"):
+        _cli().main(["--options_file", str(model_dir / "options.json"),
+                     "--weight_file", str(model_dir / "lm_weights.hdf5"),
+                     "--outdir", str(outdir)])
+    # a failing export leaves the old directory whole, and no temp dirs
+    with pytest.raises(WeightFileError, match="missing.hdf5"):
+        export_hub(outdir=outdir, overwrite=True,
+                   options_file=str(model_dir / "options.json"),
+                   weight_file=str(tmp_path / "missing.hdf5"))
+    assert sorted(os.listdir(outdir)) == ["keep.txt"]
+    assert sorted(os.listdir(tmp_path)) == ["elmo"]
+
+
+def test_overwrite_replaced_the_directory(exports):
+    again = pathlib.Path(exports["dir_again"])
+    assert not (again / "keep.txt").exists()
+    assert (again / "saved_model.pb").exists()
+    assert sorted(os.listdir(exports["root"])) == [
+        "elmo", "elmo_again", "elmo_lm"]  # no temp dirs left
+    assert (pathlib.Path(exports["dir"]) / "saved_model.pb").exists()
+
+
+def test_bad_export_arguments(model_dir, tmp_path):
+    (tmp_path / "file").write_text("x")
+    with pytest.raises(ExportError, match="is not a directory"):
+        export_hub(outdir=tmp_path / "file", **_files(model_dir))
+    with pytest.raises(ExportError, match="vocabulary not found"):
+        export_hub(outdir=tmp_path / "a",
+                   options_file=str(model_dir / "options.json"),
+                   weight_file=str(model_dir / "lm_weights.hdf5"),
+                   vocab_file=str(tmp_path / "nope.txt"))
+    token_options = json.loads((model_dir / "options.json").read_text())
+    del token_options["char_cnn"]
+    token_options["n_tokens_vocab"] = 10
+    (tmp_path / "tok.json").write_text(json.dumps(token_options))
+    with pytest.raises(ExportError, match="need character input"):
+        export_hub(outdir=tmp_path / "b",
+                   options_file=str(tmp_path / "tok.json"),
+                   weight_file=str(model_dir / "lm_weights.hdf5"))
+    with pytest.raises(ExportError, match="no options.json"):
+        export_hub_from_save_dir(save_dir=tmp_path, outdir=tmp_path / "c")
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_cli_flag_combinations(tmp_path):
+    cli = _cli()
+    with pytest.raises(SystemExit):
+        cli.main(["--options_file", "o.json", "--outdir", str(tmp_path)])
+    with pytest.raises(SystemExit):
+        cli.main(["--save_dir", "s", "--weight_file", "w.hdf5",
+                  "--outdir", str(tmp_path)])
