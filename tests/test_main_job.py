@@ -1,0 +1,36 @@
+"""The README's main command, in a small size: vocabulary -> train ->
+heldout perplexity -> HDF5 -> embeddings, on the stdlib corpus."""
+
+import os
+import re
+import subprocess
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from conftest import REPO_ROOT
+
+
+@pytest.mark.slow
+def test_run_pipeline_end_to_end(tmp_path):
+    out = tmp_path / "run"
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    result = subprocess.run(
+        [sys.executable, "bin/run_pipeline.py", "--out_dir", str(out),
+         "--max_sentences", "400", "--n_epochs", "1"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    text = result.stdout
+    mean = float(re.search(r"mean perplexity: ([\d.]+)", text).group(1))
+    vocab_size = int(re.search(r"vocabulary: (\d+) tokens", text).group(1))
+    # trained for one epoch: better than uniform, and finite
+    assert 1.0 < mean < vocab_size
+    assert re.search(r"ELMo layers \(3, 7, \d+\) for: return the value",
+                     text)
+    with h5py.File(out / "model" / "lm_weights.hdf5", "r") as f:
+        assert f["char_embed"].shape[0] == 261
+        assert "softmax" not in f
+        assert np.isfinite(f["CNN_proj/W_proj"][...]).all()
+    assert (out / "model" / "options.json").exists()
