@@ -6,7 +6,7 @@ import tensorflow as tf
 from bilm_keras.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
 
-def run_recurrence(cell, z_inputs, lengths, c0, h0):
+def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
     """Runs ``cell.step`` over time with ``dynamic_rnn``'s length semantics.
 
     Past a row's length the output is zero and the state is carried
@@ -15,16 +15,22 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0):
 
     Args:
         cell: a built :class:`LSTMCellWithProjection`.
-        z_inputs: `(batch, time, 4 * units)` input contributions.
+        z_inputs: `(batch, time, 4 * units)` input contributions, or
+            `(time, batch, 4 * units)` with ``time_major``.
         lengths: `(batch,)` int32.
         c0, h0: `(batch, units)`, `(batch, output_dim)` initial state.
+        time_major: layout of ``z_inputs`` and of the returned outputs.
 
     Returns:
-        ``outputs (batch, time, output_dim), (c, h)``.
+        ``outputs (batch, time, output_dim)`` (time first with
+        ``time_major``), ``(c, h)``.
     """
     # B=batch, T=time, U=units, P=output dim
-    z_time_major = tf.transpose(z_inputs, (1, 0, 2))  # (T, B, 4U)
+    z_time_major = (
+        z_inputs if time_major else tf.transpose(z_inputs, (1, 0, 2))
+    )  # (T, B, 4U)
     n_steps = tf.shape(z_time_major)[0]
+    # a TensorArray (not z[t]) keeps the gradient one (B, 4U) slice a step
     z_array = tf.TensorArray(z_inputs.dtype, size=n_steps).unstack(
         z_time_major
     )
@@ -44,7 +50,9 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0):
         body,
         (tf.constant(0), c0, h0, outputs),
     )
-    out = tf.transpose(outputs.stack(), (1, 0, 2))  # (B, T, P)
+    out = outputs.stack()  # (T, B, P)
+    if not time_major:
+        out = tf.transpose(out, (1, 0, 2))  # (B, T, P)
     out = tf.ensure_shape(out, [None, None, cell.output_dim])
     return out, (c, h)
 
@@ -122,24 +130,31 @@ class LSTMStack(keras.layers.Layer):
         ]
 
     def call(self, inputs, lengths, initial_states=None, training=False):
+        # B=batch, T=time, D=input dim, U=units, P=projection dim.
+        # The stack runs time-major: the input contributions (the largest
+        # tensors, (T, B, 4U)) are computed in the recurrence's layout, so
+        # they are never transposed; only the narrow inputs and outputs are.
         if initial_states is None:
             initial_states = self.zero_states(tf.shape(inputs)[0])
-        mask = tf.sequence_mask(lengths, tf.shape(inputs)[1], inputs.dtype)
-        mask = mask[:, :, None]  # (B, T, 1)
+        x = tf.transpose(inputs, (1, 0, 2))  # (T, B, D)
+        mask = tf.sequence_mask(lengths, tf.shape(x)[0], x.dtype)  # (B, T)
+        mask = tf.transpose(mask)[:, :, None]  # (T, B, 1)
         outputs, final_states = [], []
-        x = inputs
         for i, (cell, (c0, h0)) in enumerate(zip(self.cells, initial_states)):
             x_in = x
             if training and self.dropout > 0:
                 x_in = tf.nn.dropout(x_in, rate=self.dropout)
             # one large matmul for all time steps, outside the recurrence
-            z = cell.input_contribution(x_in)  # (B, T, 4U)
-            h, state = run_recurrence(cell, z, lengths, c0, h0)  # (B, T, P)
+            z = cell.input_contribution(x_in)  # (T, B, 4U)
+            h, state = run_recurrence(
+                cell, z, lengths, c0, h0, time_major=True
+            )  # (T, B, P)
             if self.use_skip_connections and i > 0:
                 h = (h + x_in) * mask  # dynamic_rnn zeroes past the length
             outputs.append(h)
             final_states.append(state)
             x = h
+        outputs = [tf.transpose(h, (1, 0, 2)) for h in outputs]  # (B, T, P)
         return outputs, final_states
 
     def get_config(self):

@@ -215,6 +215,11 @@ class BidirectionalLanguageModel:
         return self._states
 
     # ------------------------------------------------------ bulk embedding
+    #: Distinct tokens per call of the token embedder in
+    #: :meth:`embed_sentences` (bounds the char-CNN's activations: the widest
+    #: convolution holds ``chunk * 44 * 1024`` floats at full size).
+    embed_chunk_size = 512
+
     def embed_sentences(
         self,
         sentences: List[List[str]],
@@ -223,12 +228,23 @@ class BidirectionalLanguageModel:
     ) -> List[np.ndarray]:
         """Embeds many tokenized sentences, statelessly, in input order.
 
-        Sentences are sorted by length and batched so that little padding
-        is computed; the results come back in the order given.
+        The fast path, exact (to float32 round-off) to calling the model on
+        each sentence alone, stateless:
+
+        1. every distinct token is embedded once (the char-CNN and highway
+           layers have no context), in chunks of ``embed_chunk_size``;
+        2. sentences are sorted by length and cut into batches of
+           ``batch_size``, so almost no padding is computed;
+        3. each batch gathers its rows of that token table and runs only the
+           LSTMs (:meth:`BiLMBackbone.encode`) in one traced graph with
+           unknown batch and time, so nothing retraces;
+        4. the results come back in the order given.
+
+        A stateful model is not touched: its states stay as they were.
 
         Args:
             sentences: list of token lists (a sentence may be empty).
-            batch_size: sentences per batch.
+            batch_size: sentences per LSTM batch.
             vocab_file: for token input, the vocabulary of the embedding
                 file (``TokenBatcher``). Optional for char input.
 
@@ -237,6 +253,10 @@ class BidirectionalLanguageModel:
             per sentence.
         """
         check_sentences(sentences)
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) \
+                or batch_size < 1:
+            raise ValueError(f"batch_size: expected a positive integer, "
+                             f"found {batch_size!r}")
         if self.use_character_inputs:
             batcher = Batcher(vocab_file,
                               self.backbone.max_characters_per_token)
@@ -245,26 +265,74 @@ class BidirectionalLanguageModel:
                 raise ValueError("vocab_file: token input needs the "
                                  "vocabulary of the embedding file")
             batcher = TokenBatcher(vocab_file)
-        fn = self._stateless_fn()
+        # 1. one row per distinct token: row 0 <S>, rows 1..N the tokens in
+        # order of first appearance, row N + 1 </S> (the batcher's own ids)
+        rows: Dict[str, int] = {}
+        for sentence in sentences:
+            for token in sentence:
+                if token not in rows:
+                    rows[token] = len(rows) + 1
+        table = self._token_table(batcher, list(rows))  # (N + 2, P)
+        eos = len(rows) + 1
+        # 2.-4. sorted batches through the LSTMs
+        fns = self._embed_fns()
         order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
         results: List[Optional[np.ndarray]] = [None] * len(sentences)
         for start in range(0, len(order), batch_size):
             idx = order[start: start + batch_size]
-            ids = batcher.batch_sentences([sentences[i] for i in idx])
-            out = fn(tf.constant(ids, tf.int32))
-            emb = out["lm_embeddings"].numpy()
+            n_max = max(len(sentences[i]) for i in idx)
+            # padding gathers row 0; the LSTMs ignore it (lengths)
+            positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T+2)
+            lengths = np.empty((len(idx),), np.int32)
             for row, i in enumerate(idx):
-                results[i] = emb[row, :, : len(sentences[i])]
+                n = len(sentences[i])
+                positions[row, 1: n + 1] = [rows[t] for t in sentences[i]]
+                positions[row, n + 1] = eos
+                lengths[row] = n + 2
+            emb = fns["encode"](table, positions, lengths).numpy()
+            for row, i in enumerate(idx):
+                # a copy, so one sentence does not keep its batch alive
+                results[i] = emb[row, :, : len(sentences[i])].copy()
         return results
 
-    def _stateless_fn(self):
-        if not self.stateful:
-            return self._call_fn
-        if getattr(self, "_stateless", None) is None:
-            self._stateless = BidirectionalLanguageModel.from_backbone(
-                self.backbone
+    def _token_table(self, batcher, tokens: List[str]) -> tf.Tensor:
+        """`(len(tokens) + 2, projection_dim)`: <S>, tokens, </S> embedded."""
+        ids = batcher.batch_sentences([tokens])[0]  # (N + 2[, C])
+        ids = ids[:, None]  # (N + 2, 1[, C]): each token its own row
+        fn = self._embed_fns()["tokens"]
+        chunk = self.embed_chunk_size
+        parts = [
+            fn(tf.constant(ids[i: i + chunk], tf.int32))[:, 0]  # (n, P)
+            for i in range(0, len(ids), chunk)
+        ]
+        return tf.concat(parts, axis=0)
+
+    def _embed_fns(self):
+        """The two traced graphs of :meth:`embed_sentences` (built once)."""
+        fns = getattr(self, "_embed_fns_cache", None)
+        if fns is None:
+            backbone = self.backbone
+            dim = backbone.projection_dim
+
+            def encode(table, positions, lengths):
+                token_embeddings = tf.gather(table, positions)  # (B, T+2, P)
+                outputs, _ = backbone.encode(token_embeddings, lengths)
+                layers = lm_layers(
+                    dict(token_embeddings=token_embeddings, **outputs)
+                )  # (B, L + 1, T + 2, D)
+                return layers[:, :, 1:-1]  # (B, L + 1, T, D)
+
+            fns = self._embed_fns_cache = dict(
+                tokens=tf.function(
+                    backbone.embed_tokens, input_signature=[self.input_spec]
+                ),
+                encode=tf.function(encode, input_signature=[
+                    tf.TensorSpec((None, dim), tf.float32),
+                    tf.TensorSpec((None, None), tf.int32),
+                    tf.TensorSpec((None,), tf.int32),
+                ]),
             )
-        return self._stateless._call_fn
+        return fns
 
 
 def _embedding_rows(embedding_weight_file) -> int:

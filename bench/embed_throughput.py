@@ -1,0 +1,362 @@
+"""Embedding throughput of ``BidirectionalLanguageModel.embed_sentences``.
+
+Measures, on random weights of the published model's size
+(``elmo_2x4096_512_2048cnn_2xhighway``), how many real tokens per second
+(no padding, no ``<S>``/``</S>``) the bulk embedding path produces for a
+deterministic corpus of 256 sentences of 5-40 tokens, all three layers,
+stateless, batch 32, in the order given. Prints ONE JSON line.
+
+Usage::
+
+    python bench/embed_throughput.py                 # full size, oneDNN default
+    python bench/embed_throughput.py --baseline      # + padded, given order
+    python bench/embed_throughput.py --onednn both   # oneDNN off vs on
+    python bench/embed_throughput.py --quick         # tiny model (CI smoke)
+
+How it measures:
+
+* The weights are written by a separate process (a randomly initialised
+  :class:`~bilm_keras.BiLMBackbone` saved with
+  :func:`~bilm_keras.weights.save_bilm_tf_hdf5`), so the measuring process
+  loads them through the real loader and its peak RSS is its own.
+* ``TF_ENABLE_ONEDNN_OPTS`` is read when TensorFlow is imported, so each
+  setting runs in its own process (``--onednn both`` runs two).
+* start-up = ``BidirectionalLanguageModel(options, weights)`` + the first
+  batch of 32 sentences (the TensorFlow import is reported separately).
+* ``tokens_per_s`` is the median over ``--passes`` timed passes after one
+  warm-up pass; ``peak_rss_mb`` is the process's peak after the fast
+  passes (before the baseline and the matmul peaks run).
+* GFLOP/s: ``gflops_nominal`` = tokens/s x the full per-token cost
+  (char-CNN + highway + projection + all LSTMs, as if every token were
+  computed once); ``gflops_executed`` counts what the path really computes
+  (boundaries and padding included; the char-CNN once per unique token for
+  the fast path). Each is also given as a fraction of the matmul peaks
+  measured in the same process: a 4096x4096 float32 matmul and the
+  recurrence's per-step shape (32 x 512) . (512 x 16384).
+
+The machine may be shared: figures are medians, and the baseline runs
+interleaved with the fast path so that their ratio sees the same load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+FULL_OPTIONS = {
+    "lstm": {
+        "dim": 4096, "projection_dim": 512, "n_layers": 2,
+        "cell_clip": 3, "proj_clip": 3, "use_skip_connections": True,
+    },
+    "char_cnn": {
+        "embedding": {"dim": 16},
+        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256],
+                    [6, 512], [7, 1024]],
+        "n_highway": 2, "n_characters": 262,
+        "max_characters_per_token": 50, "activation": "relu",
+    },
+    "bidirectional": True,
+    "dropout": 0.1,
+    "n_tokens_vocab": 793471,
+    "unroll_steps": 20,
+    "n_negative_samples_batch": 8192,
+    "all_clip_norm_val": 10.0,
+}
+
+QUICK_OPTIONS = {
+    "lstm": {
+        "dim": 64, "projection_dim": 16, "n_layers": 2,
+        "cell_clip": 3, "proj_clip": 3, "use_skip_connections": True,
+    },
+    "char_cnn": {
+        "embedding": {"dim": 4},
+        "filters": [[1, 4], [2, 8], [3, 8]],
+        "n_highway": 1, "n_characters": 262,
+        "max_characters_per_token": 50, "activation": "relu",
+    },
+    "bidirectional": True,
+    "dropout": 0.1,
+    "n_tokens_vocab": 1000,
+    "unroll_steps": 20,
+    "n_negative_samples_batch": 64,
+    "all_clip_norm_val": 10.0,
+}
+
+
+# ------------------------------------------------------------------ corpus
+def make_corpus(n_sentences=256, min_len=5, max_len=40, mean_len=25.0,
+                vocab_size=20000, seed=1234):
+    """Deterministic sentences with Zipfian word frequencies.
+
+    Lengths: normal(mean_len, 9) rounded and clipped to [min_len, max_len].
+    Words: ``vocab_size`` random lower-case strings of 1-12 letters drawn
+    with probability proportional to 1 / rank (as in running text, so short
+    frequent words repeat).
+    """
+    import numpy as np
+
+    rng = np.random.default_rng(seed)
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    word_lens = np.clip(rng.poisson(5, vocab_size), 1, 12)
+    words = ["".join(rng.choice(letters, n)) for n in word_lens]
+    p = 1.0 / np.arange(1, vocab_size + 1)
+    p /= p.sum()
+    lengths = np.clip(np.rint(rng.normal(mean_len, 9.0, n_sentences)),
+                      min_len, max_len).astype(int)
+    return [[words[i] for i in rng.choice(vocab_size, n, p=p)]
+            for n in lengths]
+
+
+# ------------------------------------------------------------ FLOP counts
+def flop_counts(options: dict) -> dict:
+    """FLOPs (multiply-add = 2) of one token through each part."""
+    cnn, lstm = options["char_cnn"], options["lstm"]
+    c, e = cnn["max_characters_per_token"], cnn["embedding"]["dim"]
+    f = sum(n for _, n in cnn["filters"])
+    p, u = lstm["projection_dim"], lstm["dim"]
+    conv = sum(2 * w * e * n * (c - w + 1) for w, n in cnn["filters"])
+    highway = cnn["n_highway"] * 2 * (2 * f * f)
+    proj = 2 * f * p if f != p else 0
+    n_dir = 2 if options.get("bidirectional", True) else 1
+    per_layer = 2 * p * 4 * u + 2 * p * 4 * u + 2 * u * p
+    lstms = n_dir * lstm["n_layers"] * per_layer
+    return dict(char_cnn=conv, highway=highway, projection=proj,
+                token_embedding=conv + highway + proj, lstm=lstms,
+                total=conv + highway + proj + lstms)
+
+
+# ------------------------------------------------------------- processes
+def write_model(workdir: str, quick: bool) -> None:
+    """Writes options.json and random weights (own process: own memory)."""
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    import keras
+
+    from bilm_keras import BiLMBackbone, BiLMOptions
+    from bilm_keras.weights import save_bilm_tf_hdf5
+
+    keras.utils.set_random_seed(0)
+    options_file = os.path.join(workdir, "options.json")
+    with open(options_file, "w") as f:
+        json.dump(QUICK_OPTIONS if quick else FULL_OPTIONS, f)
+    backbone = BiLMBackbone.from_options(BiLMOptions.from_json(options_file),
+                                         name="bilm").build_all()
+    save_bilm_tf_hdf5(backbone, os.path.join(workdir, "weights.hdf5"))
+
+
+def _median_time(fn, n):
+    times = []
+    for _ in range(n):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def matmul_peaks(quick: bool) -> dict:
+    """GFLOP/s of a square matmul and of the recurrence's per-step shape."""
+    import tensorflow as tf
+
+    mm = tf.function(lambda a, b: tf.matmul(a, b))
+    shapes = {"square": (512, 512, 512) if quick else (4096, 4096, 4096),
+              "step": (32, 512, 16384)}
+    out = {}
+    for name, (m, k, n) in shapes.items():
+        a, b = tf.random.normal((m, k)), tf.random.normal((k, n))
+        mm(a, b).numpy()
+        reps = 5 if name == "square" and not quick else 30
+        t = _median_time(lambda: mm(a, b).numpy(), reps)
+        out[f"matmul_{name}_{m}x{k}x{n}_gflops"] = 2 * m * k * n / t / 1e9
+    return out
+
+
+def measure(workdir: str, args) -> dict:
+    """Runs in a fresh process with TF_ENABLE_ONEDNN_OPTS already set."""
+    t0 = time.perf_counter()
+    import tensorflow as tf
+
+    from bilm_keras import Batcher, BidirectionalLanguageModel
+    import_s = time.perf_counter() - t0
+
+    options = json.load(open(os.path.join(workdir, "options.json")))
+    corpus = make_corpus(n_sentences=args.n_sentences)
+    n_tokens = sum(len(s) for s in corpus)
+    n_unique = len({w for s in corpus for w in s})
+    bs = args.batch_size
+    flops = flop_counts(options)
+
+    t0 = time.perf_counter()
+    model = BidirectionalLanguageModel(
+        os.path.join(workdir, "options.json"),
+        os.path.join(workdir, "weights.hdf5"),
+    )
+    model.embed_sentences(corpus[:bs], batch_size=bs)
+    startup_s = time.perf_counter() - t0
+
+    def fast_pass():
+        out = model.embed_sentences(corpus, batch_size=bs)
+        assert len(out) == len(corpus)
+
+    batcher = Batcher(None, options["char_cnn"]["max_characters_per_token"])
+
+    def baseline_pass():
+        # the straightforward way: given order, padded to each batch's max
+        out = []
+        for i in range(0, len(corpus), bs):
+            batch = corpus[i: i + bs]
+            emb = model(batcher.batch_sentences(batch))["lm_embeddings"]
+            emb = emb.numpy()
+            out.extend(emb[k, :, : len(s)] for k, s in enumerate(batch))
+        assert len(out) == len(corpus)
+
+    fast_pass()  # warm-up (traces every shape class once)
+    fast_times = []
+    for _ in range(args.passes):
+        t = time.perf_counter()
+        fast_pass()
+        fast_times.append(time.perf_counter() - t)
+    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+    result = {}
+    if args.baseline:
+        baseline_pass()  # warm-up
+        base_times, ratios = [], []
+        for _ in range(args.passes):
+            t = time.perf_counter()
+            baseline_pass()
+            base_times.append(time.perf_counter() - t)
+            t = time.perf_counter()
+            fast_pass()
+            fast_times.append(time.perf_counter() - t)
+            ratios.append(base_times[-1] / fast_times[-1])
+        base_tps = n_tokens / statistics.median(base_times)
+        padded = sum(
+            len(corpus[i: i + bs]) * (max(len(s) for s in corpus[i: i + bs])
+                                      + 2)
+            for i in range(0, len(corpus), bs)
+        )
+        base_exec = padded * (flops["token_embedding"] + flops["lstm"])
+        base_exec_s = base_exec * len(corpus) / len(corpus)  # per pass
+        result["baseline"] = dict(
+            tokens_per_s=base_tps,
+            pass_s=statistics.median(base_times),
+            gflops_nominal=base_tps * flops["total"] / 1e9,
+            gflops_executed=base_exec_s / statistics.median(base_times) / 1e9,
+            padded_positions=padded,
+        )
+        result["speedup_vs_baseline_median"] = statistics.median(ratios)
+
+    fast_s = statistics.median(fast_times)
+    tps = n_tokens / fast_s
+    executed = ((n_tokens + 2 * len(corpus)) * flops["lstm"]
+                + (n_unique + 2) * flops["token_embedding"])
+    peaks = matmul_peaks(args.quick)
+    fast = dict(
+        tokens_per_s=tps,
+        pass_s=fast_s,
+        pass_s_all=[round(t, 3) for t in fast_times],
+        gflops_nominal=tps * flops["total"] / 1e9,
+        gflops_executed=executed / fast_s / 1e9,
+    )
+    for mode in [fast] + ([result["baseline"]] if args.baseline else []):
+        for key, peak in peaks.items():
+            tag = key.split("_")[1]
+            mode[f"fraction_of_{tag}_peak_nominal"] = (
+                mode["gflops_nominal"] / peak)
+            mode[f"fraction_of_{tag}_peak_executed"] = (
+                mode["gflops_executed"] / peak)
+    return dict(
+        fast=fast,
+        **result,
+        peak_rss_mb=peak_rss_mb,
+        startup_s=startup_s,
+        tf_import_s=import_s,
+        **peaks,
+        corpus=dict(sentences=len(corpus), tokens=n_tokens,
+                    unique_tokens=n_unique, batch_size=bs),
+        gflop_per_token={k: v / 1e9 for k, v in flops.items()},
+        settings=dict(
+            TF_ENABLE_ONEDNN_OPTS=os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
+            BILM_EMBED_JIT=os.environ.get("BILM_EMBED_JIT"),
+            tensorflow=tf.__version__,
+            intra_op_threads=tf.config.threading.get_intra_op_parallelism_threads(),
+            cpu_count=os.cpu_count(),
+            load_avg_1min=os.getloadavg()[0],
+            quick=args.quick,
+            passes=args.passes,
+        ),
+    )
+
+
+# ------------------------------------------------------------------ main
+def _child(argv, env_updates):
+    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
+    env.update(env_updates)
+    proc = subprocess.run([sys.executable, os.path.abspath(__file__)] + argv,
+                          env=env, capture_output=True, text=True)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[0]} failed:\n{proc.stderr[-4000:]}")
+    return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny model and corpus; asserts nothing")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also time the padded, given-order __call__ loop")
+    parser.add_argument("--onednn", choices=["0", "1", "both", "default"],
+                        default="default",
+                        help="TF_ENABLE_ONEDNN_OPTS for the measuring "
+                             "process(es); default: leave the environment")
+    parser.add_argument("--passes", type=int, default=None)
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--n_sentences", type=int, default=None)
+    parser.add_argument("--workdir", default=None,
+                        help="reuse/keep options.json + weights.hdf5 here")
+    parser.add_argument("--_write", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--_measure", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.passes is None:
+        args.passes = 2 if args.quick else 5
+    if args.n_sentences is None:
+        args.n_sentences = 64 if args.quick else 256
+
+    if args._write:
+        write_model(args._write, args.quick)
+        return
+    if args._measure:
+        print(json.dumps(measure(args._measure, args)))
+        return
+
+    quick = ["--quick"] if args.quick else []
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = args.workdir or tmp
+        os.makedirs(workdir, exist_ok=True)
+        if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
+            _child(["--_write", workdir] + quick, {})
+        settings = {"0": ["0"], "1": ["1"], "both": ["0", "1"],
+                    "default": [None]}[args.onednn]
+        runs = {}
+        for value in settings:
+            env = {} if value is None else {"TF_ENABLE_ONEDNN_OPTS": value}
+            child = ["--_measure", workdir, "--passes", str(args.passes),
+                     "--batch_size", str(args.batch_size),
+                     "--n_sentences", str(args.n_sentences)] + quick
+            if args.baseline:
+                child.append("--baseline")
+            runs[f"onednn={value or 'env'}"] = json.loads(_child(child, env))
+    if len(runs) == 1:
+        print(json.dumps(next(iter(runs.values()))))
+    else:
+        print(json.dumps(runs))
+
+
+if __name__ == "__main__":
+    main()
