@@ -116,7 +116,7 @@ def hdf5_shape(row: WeightRow) -> tuple:
     return tuple(row.to_hdf5(view).shape)
 
 
-def _read_checked(fin, path_name: str, row: WeightRow) -> np.ndarray:
+def _checked_dataset(fin, path_name: str, row: WeightRow) -> h5py.Dataset:
     expected = hdf5_shape(row)
     ds = fin.get(row.hdf5_path)
     if not isinstance(ds, h5py.Dataset):
@@ -129,6 +129,11 @@ def _read_checked(fin, path_name: str, row: WeightRow) -> np.ndarray:
             f"{path_name}: dataset '{row.hdf5_path}' has shape "
             f"{tuple(ds.shape)}, expected {expected}"
         )
+    return ds
+
+
+def _read_checked(fin, path_name: str, row: WeightRow) -> np.ndarray:
+    ds = _checked_dataset(fin, path_name, row)
     return row.to_keras(ds[...].astype(np.float32))
 
 
@@ -155,25 +160,28 @@ def load_bilm_tf_hdf5(
     files = {"weights": os.fspath(weight_file)}
     if embedding_weight_file is not None:
         files["embedding"] = os.fspath(embedding_weight_file)
-    values = []
     handles = {}
     try:
         for key, name in files.items():
             if not os.path.exists(name):
                 raise WeightFileError(f"{name}: weight file not found")
             handles[key] = h5py.File(name, "r")
-        for row in rows:
-            key = (
-                "embedding"
-                if row.hdf5_path == "embedding" and "embedding" in handles
-                else "weights"
-            )
-            values.append(_read_checked(handles[key], files[key], row))
+        keys = [
+            "embedding"
+            if row.hdf5_path == "embedding" and "embedding" in handles
+            else "weights"
+            for row in rows
+        ]
+        # every shape is checked before anything is assigned; then one
+        # dataset at a time is read and assigned, so loading never holds a
+        # second copy of all the weights (the full-size model: 375 MB)
+        for row, key in zip(rows, keys):
+            _checked_dataset(handles[key], files[key], row)
+        for row, key in zip(rows, keys):
+            row.variable.assign(_read_checked(handles[key], files[key], row))
     finally:
         for h in handles.values():
             h.close()
-    for row, value in zip(rows, values):
-        row.variable.assign(value)
 
 
 def save_bilm_tf_hdf5(
