@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from bilm_keras.options import N_CHARACTERS_WITH_PADDING
@@ -24,11 +25,9 @@ def dump_weights(save_dir: str, outfile: str) -> dict:
     outfile = os.fspath(outfile)
     options, lm, _ = load_trained_model(save_dir)
     if options.char_cnn is not None:
-        char_cnn = options.char_cnn.__class__(**{
-            **options.char_cnn.__dict__,
-            "n_characters": N_CHARACTERS_WITH_PADDING,
-        })
-        options = options.replace(char_cnn=char_cnn)
+        # 262 loads in bilm-tf and AllenNLP too (bilm_keras takes either)
+        options = options.replace(char_cnn=dataclasses.replace(
+            options.char_cnn, n_characters=N_CHARACTERS_WITH_PADDING))
     out_dir = os.path.dirname(os.path.abspath(outfile))
     os.makedirs(out_dir, exist_ok=True)
     save_bilm_tf_hdf5(lm.backbone, outfile)
