@@ -1,5 +1,6 @@
 """Export a biLM as a TF-Hub-style SavedModel (see :mod:`.hub_module`)."""
 
+from bilm_keras.export.elmo_hub_layer import ELMoHubLayer
 from bilm_keras.export.graph_char_ids import (
     padded_tokens_to_char_ids,
     sentences_to_char_ids,
@@ -14,6 +15,7 @@ from bilm_keras.export.hub_module import (
 )
 
 __all__ = [
+    "ELMoHubLayer",
     "ELMoHubModule",
     "ExportError",
     "export_hub",

@@ -74,15 +74,17 @@ class ELMoHubLayer(keras.layers.Layer):
         self.signature = signature
         self.output_key = output_key
         if not os.path.isdir(self.savedmodel_path):
-            raise FileNotFoundError(f"{self.savedmodel_path}: SavedModel not found")
+            raise FileNotFoundError(
+                f"{self.savedmodel_path}: SavedModel not found"
+            )
         # A SavedModel is a file format whose reading *is* the layer, as for
         # TFSMLayer and hub.KerasLayer.
         self._module = tf.saved_model.load(self.savedmodel_path)
         for attr in ("variables", "trainable_variables", *SIGNATURES):
             if not hasattr(self._module, attr):
                 raise ValueError(
-                    f"{self.savedmodel_path}: expected a SavedModel from export_hub "
-                    f"(with '{attr}'), found one without it"
+                    f"{self.savedmodel_path}: expected a SavedModel from "
+                    f"export_hub (with '{attr}'), found one without it"
                 )
         trainable_ids = {id(v) for v in self._module.trainable_variables}
         self._hub_weights = [

@@ -1,8 +1,11 @@
 """Export a biLM as a TF-Hub-style SavedModel (google/elmo/3's interface).
 
 The SavedModel has three signatures and the Reusable SavedModel attributes
-on its root, so ``hub.load``, ``hub.KerasLayer`` (tf_keras 2) and Keras 3's
-``keras.layers.TFSMLayer`` all consume it.
+on its root, so ``hub.load``, ``hub.KerasLayer`` (tf_keras 2, trainable or
+through a signature) and Keras 3's ``keras.layers.TFSMLayer`` (inference)
+all consume it; to fine-tune in Keras 3 use
+:class:`~bilm_keras.export.ELMoHubLayer` (Keras 3.15's optimizers cannot
+train ``TFSMLayer``'s weights: their names keep TensorFlow's ``:0``).
 
 Signatures (``B`` = batch, ``T`` = tokens, ``C`` = max_characters_per_token,
 ``P`` = projection_dim)::
@@ -292,13 +295,18 @@ def _variables_trainable(trainable: bool):
         yield
 
 
-def build_backbone(options: BiLMOptions, trainable_lm: bool) -> BiLMBackbone:
-    """A built char-input backbone whose variables are trainable or not."""
+def build_backbone(
+    options: BiLMOptions, trainable_lm: bool, source: str = "options"
+) -> BiLMBackbone:
+    """A built char-input backbone whose variables are trainable or not.
+
+    Args:
+        source: the options' file, for error messages.
+    """
     if options.char_cnn is None:
         raise ExportError(
-            f"{options.source if hasattr(options, 'source') else 'options'}"
-            ": the hub signatures need character input, but the options "
-            "have no 'char_cnn' section"
+            f"{source}: the hub signatures need character input, but the "
+            "options have no 'char_cnn' section"
         )
     backbone = BiLMBackbone.from_options(
         options, use_character_inputs=True, name="bilm"
@@ -390,7 +398,8 @@ def export_hub(
     if vocab_file is not None and not os.path.isfile(vocab_file):
         raise ExportError(f"{os.fspath(vocab_file)}: vocabulary not found")
     options = BiLMOptions.from_json(options_file)
-    backbone = build_backbone(options, trainable_lm)
+    backbone = build_backbone(options, trainable_lm,
+                              source=os.fspath(options_file))
     load_bilm_tf_hdf5(backbone, weight_file)
     module = ELMoHubModule(
         backbone, options_file=os.fspath(options_file),

@@ -132,6 +132,8 @@ def hub_load(cfg, arrays, report):
     report["trainable_lm"] = len(lm.trainable_variables)
     report["trainable_lm_flags"] = sum(v.trainable for v in lm.variables)
     report["trainable_lm_variables"] = len(lm.variables)
+    report["trainable_lm_regularization"] = [
+        float(loss()) for loss in lm.regularization_losses]
 
 
 def keras3(cfg, arrays, report):

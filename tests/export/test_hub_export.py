@@ -24,11 +24,11 @@ from bilm_keras.export.hub_module import (
     export_hub_from_save_dir,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError
+from export_fixtures import REPO_ROOT, fixture_export  # noqa: F401
 from helpers import load_reference_embeddings
 
 ATOL = 1e-5
 CONSUMERS = pathlib.Path(__file__).with_name("hub_consumers.py")
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 KEYS = ("word_emb", "lstm_outputs1", "lstm_outputs2", "elmo", "default",
         "sequence_len")
 
@@ -65,15 +65,14 @@ def _files(model_dir):
 
 
 @pytest.fixture(scope="module")
-def exports(model_dir, tmp_path_factory):
+def exports(model_dir, tmp_path_factory, fixture_export):
     """The fixture model exported three times: twice the same way (the
-    second time through ``bin/export_hub.py --overwrite`` over a non-empty
-    directory), once with ``trainable_lm``. The first goes into an existing
-    empty directory."""
+    shared export, in an existing empty directory, and again through
+    ``bin/export_hub.py --overwrite`` over a non-empty directory), once
+    with ``trainable_lm`` and ``l2_coef``."""
     root = tmp_path_factory.mktemp("hub")
     files = _files(model_dir)
-    (root / "elmo").mkdir()
-    first = export_hub(outdir=root / "elmo", **files)
+    first = fixture_export
     (root / "elmo_again").mkdir()
     (root / "elmo_again" / "keep.txt").write_text("old")
     again = _cli().main([
@@ -83,6 +82,7 @@ def exports(model_dir, tmp_path_factory):
         "--outdir", str(root / "elmo_again"), "--overwrite",
     ])
     trainable = export_hub(outdir=root / "elmo_lm", trainable_lm=True,
+                           l2_coef=0.25,
                            options_file=files["options_file"],
                            weight_file=files["weight_file"])
     return dict(dir=first, dir_again=again, dir_trainable_lm=trainable,
@@ -270,6 +270,8 @@ def test_trainable_variables_and_assets(hub_load_run):
     n = report["trainable_lm_variables"]
     assert n == report["variables"] > 2
     assert report["trainable_lm"] == report["trainable_lm_flags"] == n
+    # l2_coef: 0.25 * sum(w**2) of the mix weights, zero as exported
+    assert report["trainable_lm_regularization"] == [0.0]
 
 
 def test_export_is_reproducible(hub_load_run, exports):
@@ -342,8 +344,10 @@ def test_overwrite_replaced_the_directory(exports):
     assert not (again / "keep.txt").exists()
     assert (again / "saved_model.pb").exists()
     assert sorted(os.listdir(exports["root"])) == [
-        "elmo", "elmo_again", "elmo_lm"]  # no temp dirs left
-    assert (pathlib.Path(exports["dir"]) / "saved_model.pb").exists()
+        "elmo_again", "elmo_lm"]  # no temp dirs left
+    shared = pathlib.Path(exports["dir"])
+    assert sorted(os.listdir(shared.parent)) == ["elmo"]
+    assert (shared / "saved_model.pb").exists()
 
 
 def test_bad_export_arguments(model_dir, tmp_path):
