@@ -18,7 +18,10 @@ same ids for its words.
 
 Sentences are split into tokens on the characters for which Python's
 ``str.isspace()`` is true, i.e. exactly as ``sentence.split()``; runs of
-whitespace and leading/trailing whitespace produce no empty tokens.
+whitespace and leading/trailing whitespace produce no empty tokens. (TF-Hub's
+google/elmo/3 split on ``" "`` only.) Input bytes are used as given: bytes
+that are not valid UTF-8 (which a Python ``str`` cannot hold) pass through
+as their byte values.
 """
 
 from __future__ import annotations

@@ -295,8 +295,13 @@ def test_keras3_fit_trains_the_scalar_mix(exports, sentences, reference,
     assert report["changed"] == ["scalar_mix_gamma",
                                  "scalar_mix_scalar_weights"]
     assert np.abs(arrays["mix_after"]).max() > 1e-3
-    assert report["config"]["signature"] == "default"
-    assert arrays["clone_default"].shape == reference["default"].shape
+    # the layer rebuilt from its config loads the SavedModel afresh: the
+    # exported (unfitted) mix, so the reference numbers
+    np.testing.assert_allclose(arrays["clone_default"], reference["default"],
+                               atol=ATOL)
+    assert report["config"] == {"savedmodel_path": exports["dir"],
+                                "signature": "default",
+                                "output_key": "default"}
     for key in KEYS:  # TFSMLayer: inference through the signature
         np.testing.assert_allclose(arrays[f"tfsm/{key}"], reference[key],
                                    atol=ATOL, err_msg=key)
