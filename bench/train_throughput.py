@@ -61,14 +61,88 @@ def write_corpus(folder: str, n_vocab: int, n_sentences: int, seed=0):
     return vocab_file, os.path.join(folder, "train.txt")
 
 
+def flops_per_token(c: dict, max_chars: int = 50, char_dim: int = 16,
+                    n_highway: int = 2, n_layers: int = 2) -> dict:
+    """Forward FLOPs of one token in one direction, by part (x2 per
+    multiply-add); a training step costs about 3x (forward + backward)."""
+    n_filters = sum(n for _, n in c["filters"])
+    cnn = sum(2 * (max_chars - w + 1) * w * char_dim * n
+              for w, n in c["filters"])
+    cnn += n_highway * 2 * 2 * n_filters * n_filters
+    cnn += 2 * n_filters * c["proj"]
+    lstm = n_layers * 2 * (2 * c["proj"] * 4 * c["dim"]
+                           + c["dim"] * c["proj"])
+    softmax = 2 * (c["negatives"] + 1) * c["proj"]
+    return dict(char_cnn=cnn, lstm=lstm, softmax=softmax)
+
+
+def matmul_peak_gflops(n: int, repeats: int = 5) -> float:
+    """Best GFLOP/s of an ``n x n`` float32 matmul (this process's TF
+    settings: oneDNN and threads as configured)."""
+    a = tf.random.stateless_normal((n, n), seed=(0, 1))
+    matmul = tf.function(lambda x: tf.matmul(x, x))
+    float(tf.reduce_sum(matmul(a)))
+    best = float("inf")
+    for _ in range(repeats):
+        start = time.perf_counter()
+        float(tf.reduce_sum(matmul(a)))
+        best = min(best, time.perf_counter() - start)
+    return 2 * n**3 / best / 1e9
+
+
+class Runner:
+    """One model, its train step, data and states: ``run(n)`` -> seconds."""
+
+    def __init__(self, options, c, corpus, vocab, **model_kwargs):
+        tf.keras.utils.set_random_seed(0)
+        self.c = c
+        strategy = tf.distribute.get_strategy()
+        self.lm, optimizer = build_model(options, seed=0, **model_kwargs)
+        self.step = make_train_step(self.lm, optimizer, strategy, options)
+        data = make_dataset(corpus, vocab, options, seed=0)
+        self.batches = iter(make_tf_dataset(data, c["batch"], c["unroll"]))
+        self.states = self.lm.zero_states(c["batch"])
+        self.n_tokens = 0  # char-CNN inputs seen (both streams)
+        self.n_distinct = 0  # distinct ones per batch, summed
+
+    def run(self, n_steps: int) -> float:
+        start = time.perf_counter()
+        for _ in range(n_steps):
+            batch = next(self.batches)
+            self.loss, _, self.states = self.step(batch, self.states)
+        float(self.loss)  # wait for the last step
+        elapsed = time.perf_counter() - start
+        chars = np.concatenate([
+            batch["tokens_characters"].numpy().reshape(-1, 50),
+            batch["tokens_characters_reverse"].numpy().reshape(-1, 50)])
+        self.n_tokens += len(chars)
+        self.n_distinct += len(np.unique(chars, axis=0))
+        return elapsed
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--passes", type=int, default=3)
+    parser.add_argument("--passes", type=int, default=5)
     parser.add_argument("--steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--quick", action="store_true",
                         help="tiny sizes, for CI (no claim about speed)")
+    parser.add_argument("--compare", action="store_true",
+                        help="also run the plain path (while loop, no "
+                        "dedup), passes alternating, and report the ratio")
+    parser.add_argument("--no_unroll", action="store_true",
+                        help="LanguageModel(unroll_windows=False)")
+    parser.add_argument("--no_dedup", action="store_true",
+                        help="LanguageModel(dedup_tokens=False)")
+    parser.add_argument("--intra_threads", type=int, default=0)
+    parser.add_argument("--inter_threads", type=int, default=0)
     args = parser.parse_args(argv)
+    if args.intra_threads:
+        tf.config.threading.set_intra_op_parallelism_threads(
+            args.intra_threads)
+    if args.inter_threads:
+        tf.config.threading.set_inter_op_parallelism_threads(
+            args.inter_threads)
     c = config(args.quick)
     options = BiLMOptions.from_dict({
         "lstm": {"dim": c["dim"], "projection_dim": c["proj"], "n_layers": 2,
@@ -81,38 +155,69 @@ def main(argv=None):
         "n_negative_samples_batch": c["negatives"],
         "batch_size": c["batch"], "unroll_steps": c["unroll"],
     }, source="bench")
+    fast_kwargs = dict(unroll_windows=not args.no_unroll,
+                       dedup_tokens=not args.no_dedup)
+    tokens_per_step = c["batch"] * c["unroll"]
     with tempfile.TemporaryDirectory() as folder:
         vocab_file, corpus = write_corpus(folder, c["vocab"], 3000)
         vocab = load_vocab(vocab_file, options)
-        tf.keras.utils.set_random_seed(0)
-        strategy = tf.distribute.get_strategy()
-        lm, optimizer = build_model(options, seed=0)
-        step = make_train_step(lm, optimizer, strategy, options)
-        data = make_dataset(corpus, vocab, options, seed=0)
-        batches = iter(make_tf_dataset(data, c["batch"], c["unroll"]))
-        states = lm.zero_states(c["batch"])
-        for _ in range(args.warmup):  # trace + first runs
-            loss, _, states = step(next(batches), states)
-        float(loss)
-        rates = []
-        for _ in range(args.passes):
-            start = time.perf_counter()
-            for _ in range(args.steps):
-                loss, _, states = step(next(batches), states)
-            float(loss)  # wait for the last step
-            elapsed = time.perf_counter() - start
-            rates.append(args.steps * c["batch"] * c["unroll"] / elapsed)
-    print(json.dumps({
+        runners = {"fast": Runner(options, c, corpus, vocab, **fast_kwargs)}
+        if args.compare:
+            runners["plain"] = Runner(options, c, corpus, vocab,
+                                      unroll_windows=False,
+                                      dedup_tokens=False)
+        for runner in runners.values():
+            runner.run(args.warmup)  # trace + first runs
+            runner.n_tokens = runner.n_distinct = 0
+        rates = {name: [] for name in runners}
+        for _ in range(args.passes):  # alternate: contention hits both
+            for name, runner in runners.items():
+                seconds = runner.run(args.steps)
+                rates[name].append(args.steps * tokens_per_step / seconds)
+        peak = matmul_peak_gflops(512 if args.quick else 2048)
+    fast = runners["fast"]
+    rate = statistics.median(rates["fast"])
+    parts = flops_per_token(c)
+    # per word: both directions, forward + backward (3x forward); the
+    # char-CNN runs on distinct tokens only with dedup
+    distinct = fast.n_distinct / fast.n_tokens if fast_kwargs[
+        "dedup_tokens"] else 1.0
+    dense_flops = 2 * 3 * sum(parts.values())
+    computed_flops = dense_flops - 2 * 3 * parts["char_cnn"] * (1 - distinct)
+    result = {
         "benchmark": "train_throughput",
         "quick": args.quick,
         "config": c,
-        "tokens_per_second": round(statistics.median(rates), 1),
-        "passes": [round(r, 1) for r in rates],
-        "final_loss": round(float(loss), 4),
+        "tokens_per_second": round(rate, 1),
+        "passes": [round(r, 1) for r in rates["fast"]],
+        "final_loss": round(float(fast.loss), 4),
         "peak_rss_mb": round(
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "settings": dict(
+            **fast_kwargs,
+            TF_ENABLE_ONEDNN_OPTS=os.environ.get("TF_ENABLE_ONEDNN_OPTS",
+                                                 "default"),
+            intra_threads=tf.config.threading
+            .get_intra_op_parallelism_threads(),
+            inter_threads=tf.config.threading
+            .get_inter_op_parallelism_threads(),
+            steps_per_pass=args.steps,
+        ),
+        "distinct_token_fraction": round(distinct, 3),
+        "gflop_per_token": round(computed_flops / 1e9, 4),
+        "achieved_gflops": round(rate * computed_flops / 1e9, 1),
+        "matmul_peak_gflops": round(peak, 1),
+        "peak_fraction": round(rate * computed_flops / 1e9 / peak, 3),
         "device": "GPU" if tf.config.list_physical_devices("GPU") else "CPU",
-    }))
+    }
+    if args.compare:
+        ratios = [f / p for f, p in zip(rates["fast"], rates["plain"])]
+        result["plain_tokens_per_second"] = round(
+            statistics.median(rates["plain"]), 1)
+        result["plain_passes"] = [round(r, 1) for r in rates["plain"]]
+        result["speedup_median_of_pass_ratios"] = round(
+            statistics.median(ratios), 2)
+    print(json.dumps(result))
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@ import keras
 import tensorflow as tf
 
 from bilm_keras.layers.sampled_softmax import SampledSoftmaxLoss
+from bilm_keras.layers.training_recurrence import run_stack_unrolled
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 
@@ -34,6 +35,13 @@ class LanguageModel(keras.Model):
         share_embedding_softmax: bool. Use the token embedding table
             (without its padding row) as ``softmax/W``; token input only.
         seed: int or None. Op seed of the softmax sampler.
+        unroll_windows: bool. Run the LSTMs statically unrolled over the
+            window (:func:`run_stack_unrolled`, bilm-tf's ``static_rnn``)
+            when its length is known at trace time; False: the
+            backbone's length-aware ``tf.while_loop``. Same numbers.
+        dedup_tokens: bool. Run the char-CNN once per distinct token of
+            the batch (both directions' streams together) and gather; exact,
+            since a token's embedding has no context. Char input only.
 
     Call arguments:
         inputs: a batch dict from ``LMDataset``: ``token_ids`` or
@@ -58,6 +66,8 @@ class LanguageModel(keras.Model):
         dropout=0.0,
         share_embedding_softmax=False,
         seed=None,
+        unroll_windows=True,
+        dedup_tokens=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -74,6 +84,8 @@ class LanguageModel(keras.Model):
         self.dropout = dropout
         self.share_embedding_softmax = share_embedding_softmax
         self.seed = seed
+        self.unroll_windows = unroll_windows
+        self.dedup_tokens = dedup_tokens
         self.softmax = SampledSoftmaxLoss(
             n_vocab,
             backbone.projection_dim,
@@ -144,6 +156,38 @@ class LanguageModel(keras.Model):
         # the table's row 0 is the padding id of the +1-shifted inputs
         return self.backbone.token_embedder.embeddings[1:]  # (V, P)
 
+    def embed_streams(self, ids_list):
+        """Token embeddings of several streams of ids, one list entry each.
+
+        With ``dedup_tokens`` (char input) the char-CNN sees each distinct
+        token of all the streams once; its outputs are gathered back, and
+        the gradient of the gather sums the copies' gradients.
+
+        Args:
+            ids_list: list of `(batch, time, max_chars)` char ids or
+                `(batch, time)` token ids.
+
+        Returns:
+            list of `(batch, time, projection_dim)`.
+        """
+        if not (self.dedup_tokens and self.backbone.use_character_inputs):
+            return [self.backbone.embed_tokens(ids) for ids in ids_list]
+        # B=batch, T=time, C=max chars, N=tokens of all streams, U=distinct
+        n_chars = self.backbone.max_characters_per_token
+        flat = tf.concat(
+            [tf.reshape(ids, (-1, n_chars)) for ids in ids_list], axis=0
+        )  # (N, C)
+        distinct, index = tf.raw_ops.UniqueV2(
+            x=flat, axis=tf.constant([0], tf.int64)
+        )  # (U, C), (N,)
+        embedded = self.backbone.embed_tokens(distinct[None])[0]  # (U, P)
+        tokens = tf.gather(embedded, index)  # (N, P)
+        sizes = [tf.reduce_prod(tf.shape(ids)[:2]) for ids in ids_list]
+        return [
+            tf.reshape(part, tf.concat([tf.shape(ids)[:2], [-1]], axis=0))
+            for part, ids in zip(tf.split(tokens, sizes), ids_list)
+        ]  # each (B, T, P)
+
     def call(self, inputs, initial_states=None, training=False):
         # B=batch, T=time (unroll_steps), C=max chars, P=projection dim
         input_key = (
@@ -151,19 +195,26 @@ class LanguageModel(keras.Model):
             else "token_ids"
         )
         initial_states = initial_states or {}
+        all_embeddings = self.embed_streams(
+            [inputs[input_key + DIRECTION_SUFFIX[d]] for d in self.directions]
+        )  # per direction (B, T, P)
         loss_sum, n_tokens, final_states, mean_losses = {}, {}, {}, []
-        for direction in self.directions:
+        for direction, embeddings in zip(self.directions, all_embeddings):
             suffix = DIRECTION_SUFFIX[direction]
-            ids = inputs[input_key + suffix]  # (B, T) or (B, T, C)
             targets = inputs["next_token_id" + suffix]  # (B, T)
             mask = tf.cast(inputs["mask" + suffix], tf.float32)  # (B, T)
-            embeddings = self.backbone.embed_tokens(ids)  # (B, T, P)
             # training windows are full: every row runs all T steps
-            lengths = tf.fill(tf.shape(targets)[:1], tf.shape(targets)[1])
-            layers, final_states[direction] = self.backbone.run_direction(
-                direction, embeddings, lengths,
-                initial_states.get(direction), training=training,
-            )
+            if self.unroll_windows and embeddings.shape[1] is not None:
+                layers, final_states[direction] = run_stack_unrolled(
+                    self.backbone.stacks[direction], embeddings,
+                    initial_states.get(direction), training=training,
+                )
+            else:
+                lengths = tf.fill(tf.shape(targets)[:1], tf.shape(targets)[1])
+                layers, final_states[direction] = self.backbone.run_direction(
+                    direction, embeddings, lengths,
+                    initial_states.get(direction), training=training,
+                )
             top = layers[-1]  # (B, T, P)
             if training and self.dropout > 0:
                 top = tf.nn.dropout(top, rate=self.dropout)
@@ -192,5 +243,7 @@ class LanguageModel(keras.Model):
             dropout=self.dropout,
             share_embedding_softmax=self.share_embedding_softmax,
             seed=self.seed,
+            unroll_windows=self.unroll_windows,
+            dedup_tokens=self.dedup_tokens,
         )
         return config

@@ -101,9 +101,15 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
     )
 
 
-def build_model(options: BiLMOptions, *, training=True, seed=None):
-    """A built :class:`LanguageModel` and its Adagrad (call in scope)."""
-    lm = LanguageModel.from_options(options, training=training, seed=seed)
+def build_model(options: BiLMOptions, *, training=True, seed=None,
+                **model_kwargs):
+    """A built :class:`LanguageModel` and its Adagrad (call in scope).
+
+    ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
+    ``dedup_tokens``: the training fast path, on by default).
+    """
+    lm = LanguageModel.from_options(options, training=training, seed=seed,
+                                    **model_kwargs)
     lm.build_all()
     optimizer = make_optimizer(options)
     optimizer.build(lm.trainable_variables)

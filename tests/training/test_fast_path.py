@@ -1,0 +1,115 @@
+"""The training fast path (static unroll, one char-CNN pass per distinct
+token) gives the plain path's loss, gradients and states."""
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bilm_keras.layers.training_recurrence import (
+    run_stack_unrolled,
+    run_unrolled,
+)
+from bilm_keras.models.language_model import LanguageModel
+from train_helpers import fixture_options
+
+B, T, C = 3, 6, 10
+
+
+def _batch(seed, use_chars):
+    """Both directions' streams; tokens repeat (so dedup has work)."""
+    rng = np.random.default_rng(seed)
+    words = rng.integers(1, 262, size=(9, C))
+    words[:, 4:] = 0  # padded chars, as the Batcher writes them
+    batch = {}
+    for suffix in ("", "_reverse"):
+        token = rng.integers(0, 9, size=(B, T))
+        batch["token_ids" + suffix] = tf.constant(token + 1, tf.int32)
+        batch["tokens_characters" + suffix] = tf.constant(words[token],
+                                                          tf.int32)
+        batch["next_token_id" + suffix] = tf.constant(
+            rng.integers(0, 32, size=(B, T)), tf.int32)
+        mask = np.ones((B, T), np.float32)
+        mask[0, -2:] = 0.0
+        batch["mask" + suffix] = tf.constant(mask)
+    if not use_chars:
+        del batch["tokens_characters"], batch["tokens_characters_reverse"]
+    return batch
+
+
+def _loss_grads_states(lm, batch, states, training):
+    with tf.GradientTape() as tape:
+        out = lm(batch, initial_states=states, training=training)
+    grads = tape.gradient(out["loss"], lm.trainable_variables)
+    return out, [tf.convert_to_tensor(g) for g in grads]
+
+
+@pytest.mark.parametrize("use_chars,skip", [(True, True), (False, False)])
+def test_fast_path_matches_plain_path(use_chars, skip):
+    # dropout 0: the two paths would draw different dropout masks
+    options = fixture_options(use_chars=use_chars, skip=skip, dropout=0.0,
+                              n_tokens_vocab=32, unroll_steps=T)
+    tf.keras.utils.set_random_seed(3)
+    fast = LanguageModel.from_options(options).build_all()
+    plain = LanguageModel.from_options(options, unroll_windows=False,
+                                       dedup_tokens=False).build_all()
+    assert fast.unroll_windows and fast.dedup_tokens
+    for source, target in zip(fast.variables, plain.variables):
+        target.assign(source)
+    batch = _batch(0, use_chars)
+    rng = np.random.default_rng(1)
+    states = {
+        d: [(tf.constant(rng.normal(size=(B, 16)), tf.float32),
+             tf.constant(rng.normal(size=(B, 8)), tf.float32))
+            for _ in range(2)]
+        for d in ("forward", "backward")
+    }
+    # full softmax (training=False): same loss function, no sampling noise
+    for fn in (_loss_grads_states, tf.function(_loss_grads_states)):
+        out_fast, grads_fast = fn(fast, batch, states, False)
+        out_plain, grads_plain = fn(plain, batch, states, False)
+        np.testing.assert_allclose(out_fast["loss"], out_plain["loss"],
+                                   rtol=1e-6)
+        assert len(grads_fast) == len(grads_plain) == len(
+            fast.trainable_variables)
+        for v, gf, gp in zip(fast.trainable_variables, grads_fast,
+                             grads_plain):
+            assert float(tf.reduce_max(tf.abs(gp))) > 0, v.path
+            np.testing.assert_allclose(gf, gp, rtol=1e-5, atol=1e-6,
+                                       err_msg=v.path)
+        for d in ("forward", "backward"):
+            for (cf, hf), (cp, hp) in zip(out_fast["final_states"][d],
+                                          out_plain["final_states"][d]):
+                np.testing.assert_allclose(cf, cp, rtol=1e-5, atol=1e-6)
+                np.testing.assert_allclose(hf, hp, rtol=1e-5, atol=1e-6)
+
+
+def test_unrolled_stack_matches_while_loop_stack():
+    options = fixture_options(skip=True, dropout=0.0, n_tokens_vocab=32)
+    stack = LanguageModel.from_options(options).build_all().backbone.stacks[
+        "forward"]
+    x = tf.random.stateless_normal((B, T, 8), seed=(1, 2))
+    expected, expected_states = stack(x, tf.fill([B], T))
+    got, got_states = run_stack_unrolled(stack, x)
+    for e, g in zip(expected, got):
+        np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
+    for (ec, eh), (gc, gh) in zip(expected_states, got_states):
+        np.testing.assert_allclose(gc, ec, rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(gh, eh, rtol=1e-5, atol=1e-6)
+
+
+def test_unrolled_needs_a_static_window():
+    options = fixture_options(dropout=0.0, n_tokens_vocab=32)
+    cell = LanguageModel.from_options(options).build_all().backbone.stacks[
+        "forward"].cells[0]
+    fn = tf.function(lambda z: run_unrolled(
+        cell, z, tf.zeros((1, 16)), tf.zeros((1, 8))))
+    with pytest.raises(ValueError, match="window length .* must be static"):
+        fn.get_concrete_function(tf.TensorSpec((1, None, 64)))
+
+
+def test_config_round_trip_keeps_the_switches():
+    options = fixture_options(use_chars=True, n_tokens_vocab=32)
+    lm = LanguageModel.from_options(options, unroll_windows=False)
+    clone = LanguageModel.from_config(lm.get_config())
+    assert clone.unroll_windows is False and clone.dedup_tokens is True
+    assert clone.get_config() == lm.get_config()
