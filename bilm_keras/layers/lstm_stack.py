@@ -57,6 +57,45 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
     return out, (c, h)
 
 
+def run_recurrence_inference(cell, z_inputs, lengths, c0, h0):
+    """Inference-only :func:`run_recurrence`, time-major, lighter on memory.
+
+    Reads step ``t``'s input contribution as ``z_inputs[t]`` (a view of the
+    time-major tensor, no copy) instead of unstacking ``z_inputs`` into a
+    TensorArray (a second `(T, B, 4U)` buffer). Same values; but the
+    gradient of ``z[t]`` inside a loop is a dense `(T, B, 4U)` tensor per
+    step, so training uses :func:`run_recurrence`.
+
+    Args:
+        cell: a built :class:`LSTMCellWithProjection`.
+        z_inputs: `(time, batch, 4 * units)`.
+        lengths: `(batch,)` int32.
+        c0, h0: `(batch, units)`, `(batch, output_dim)`.
+
+    Returns:
+        ``outputs (time, batch, output_dim), (c, h)``.
+    """
+    n_steps = tf.shape(z_inputs)[0]
+    outputs = tf.TensorArray(z_inputs.dtype, size=n_steps)
+    lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
+
+    def body(t, c, h, outputs):
+        c_new, h_new = cell.step(z_inputs[t], c, h)
+        active = t < lengths  # (B, 1)
+        c = tf.where(active, c_new, c)
+        h = tf.where(active, h_new, h)
+        outputs = outputs.write(t, tf.where(active, h_new, 0.0))
+        return t + 1, c, h, outputs
+
+    _, c, h, outputs = tf.while_loop(
+        lambda t, *_: t < n_steps,
+        body,
+        (tf.constant(0), c0, h0, outputs),
+    )
+    out = tf.ensure_shape(outputs.stack(), [None, None, cell.output_dim])
+    return out, (c, h)
+
+
 @keras.saving.register_keras_serializable(package="bilm_keras")
 class LSTMStack(keras.layers.Layer):
     """``n_layers`` :class:`LSTMCellWithProjection` layers run in one direction.
@@ -156,6 +195,40 @@ class LSTMStack(keras.layers.Layer):
             x = h
         outputs = [tf.transpose(h, (1, 0, 2)) for h in outputs]  # (B, T, P)
         return outputs, final_states
+
+    def infer(self, inputs, lengths):
+        """Inference only: zero initial states, time-major, no dropout.
+
+        The same values as :meth:`call` (``training=False``), through
+        :func:`run_recurrence_inference`, which needs less memory but is not
+        meant for gradients. Used by the bulk embedding path.
+
+        Args:
+            inputs: `(time, batch, input_dim)`.
+            lengths: `(batch,)` int32.
+
+        Returns:
+            A list of `(time, batch, projection_dim)` per layer, zero past
+            each row's length.
+        """
+        # T=time, B=batch
+        batch = tf.shape(inputs)[1]
+        mask = tf.sequence_mask(lengths, tf.shape(inputs)[0], inputs.dtype)
+        mask = tf.transpose(mask)[:, :, None]  # (T, B, 1)
+        outputs = []
+        x = inputs
+        for i, cell in enumerate(self.cells):
+            z = cell.input_contribution(x)  # (T, B, 4U)
+            h, _ = run_recurrence_inference(
+                cell, z, lengths,
+                tf.zeros((batch, cell.units), x.dtype),
+                tf.zeros((batch, cell.output_dim), x.dtype),
+            )  # (T, B, P)
+            if self.use_skip_connections and i > 0:
+                h = (h + x) * mask
+            outputs.append(h)
+            x = h
+        return outputs
 
     def get_config(self):
         config = super().get_config()

@@ -218,7 +218,7 @@ class BidirectionalLanguageModel:
     #: Distinct tokens per call of the token embedder in
     #: :meth:`embed_sentences` (bounds the char-CNN's activations: the widest
     #: convolution holds ``chunk * 44 * 1024`` floats at full size).
-    embed_chunk_size = 512
+    embed_chunk_size = 256
 
     def embed_sentences(
         self,
@@ -315,12 +315,33 @@ class BidirectionalLanguageModel:
             dim = backbone.projection_dim
 
             def encode(table, positions, lengths):
-                token_embeddings = tf.gather(table, positions)  # (B, T+2, P)
-                outputs, _ = backbone.encode(token_embeddings, lengths)
+                # B=batch, T=time with boundaries, P=projection dim
+                token_embeddings = tf.gather(table, positions)  # (B, T, P)
+                x = tf.gather(table, tf.transpose(positions))  # (T, B, P)
+                outputs = {}
+                for direction, stack in backbone.stacks.items():
+                    inputs = x
+                    if direction == "backward":
+                        inputs = tf.reverse_sequence(x, lengths, seq_axis=0,
+                                                     batch_axis=1)
+                    if outputs and not _CONCURRENT_DIRECTIONS:
+                        # one direction at a time: half the peak memory
+                        with tf.control_dependencies([outputs["forward"][-1]]):
+                            inputs = tf.identity(inputs)
+                    layers = stack.infer(inputs, lengths)  # [(T, B, P)]
+                    if direction == "backward":
+                        layers = [
+                            tf.reverse_sequence(h, lengths, seq_axis=0,
+                                                batch_axis=1)
+                            for h in layers
+                        ]
+                    outputs[direction] = [
+                        tf.transpose(h, (1, 0, 2)) for h in layers
+                    ]  # (B, T, P)
                 layers = lm_layers(
                     dict(token_embeddings=token_embeddings, **outputs)
-                )  # (B, L + 1, T + 2, D)
-                return layers[:, :, 1:-1]  # (B, L + 1, T, D)
+                )  # (B, L + 1, T, D)
+                return layers[:, :, 1:-1]  # (B, L + 1, T - 2, D)
 
             fns = self._embed_fns_cache = dict(
                 tokens=tf.function(
@@ -333,6 +354,11 @@ class BidirectionalLanguageModel:
                 ]),
             )
         return fns
+
+
+#: Run the forward and backward stacks of :meth:`embed_sentences` at once
+#: (True) or one after the other (False, the default: half the peak memory).
+_CONCURRENT_DIRECTIONS = os.environ.get("BILM_EMBED_CONCURRENT", "0") == "1"
 
 
 def _embedding_rows(embedding_weight_file) -> int:

@@ -1,0 +1,31 @@
+"""``bench/embed_throughput.py --quick`` runs end to end (no speed asserted):
+it writes random weights through the real saver, loads them through the
+real loader, and reports one JSON line with every figure."""
+
+import json
+import os
+import subprocess
+import sys
+
+from conftest import REPO_ROOT
+
+
+def test_quick_bench_reports_one_json_line(tmp_path):
+    env = dict(os.environ, KERAS_BACKEND="tensorflow",
+               TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / "embed_throughput.py"),
+         "--quick", "--baseline", "--passes", "1", "--n_sentences", "20",
+         "--workdir", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1
+    report = json.loads(lines[0])
+    for mode in ("fast", "baseline"):
+        assert report[mode]["tokens_per_s"] > 0
+        assert 0 < report[mode]["fraction_of_step_peak_nominal"]
+    assert report["corpus"]["sentences"] == 20
+    assert 5 * 20 <= report["corpus"]["tokens"] <= 40 * 20
+    assert report["peak_rss_mb"] > 0 and report["startup_s"] > 0
+    assert (tmp_path / "weights.hdf5").exists()
