@@ -21,54 +21,139 @@ dropout, so losses and gradients agree to float rounding
 import tensorflow as tf
 
 
-def run_unrolled(cell, z_inputs, c0, h0):
-    """:meth:`LSTMCellWithProjection.step` over every step of a window of
-    static length.
+def _clip(x, bound):
+    """``clip_by_value(x, -bound, bound)`` and its gradient mask (TF's
+    ``minimum``/``maximum`` gradients pass where ``-bound <= x <= bound``)."""
+    if not bound:
+        return x, None
+    inside = tf.cast(tf.abs(x) <= bound, x.dtype)
+    return tf.clip_by_value(x, -bound, bound), inside
 
-    The step's math is the cell's, written out here so that the recurrent
-    kernel ``kernel[input_dim:]`` is sliced once per window, not once per
-    step: in the backward pass every slice of a variable becomes a dense
-    zero-padded gradient of the whole kernel, and 20 of them per layer cost
-    more than the matmuls.
+
+def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
+                forget_bias=1.0, cell_clip=None, proj_clip=None):
+    """One LSTM layer over a window of static length, with a hand-written
+    backward pass.
+
+    The forward pass is :meth:`LSTMCellWithProjection.step` at every step.
+    The backward pass runs the recurrence backwards keeping only what must
+    be sequential (``dm = dp W_P^T`` and ``dh = dz W_h^T`` per step) and
+    computes the weight gradients after the loop as two large matmuls,
+    ``H^T dZ`` and ``M^T dP`` over all `batch * time` rows, where
+    automatic differentiation would do ``2 * time`` small ones and add them
+    up. It gives autodiff's gradients to float rounding.
 
     Args:
-        cell: a built :class:`LSTMCellWithProjection`.
-        z_inputs: `(batch, time, 4 * units)` input contributions; ``time``
-            must be known when the function is traced.
+        z_inputs: `(batch, time, 4 * units)` input contributions
+            ``x W_x + b`` (gate order i, j, f, o); ``time`` static.
         c0, h0: `(batch, units)`, `(batch, output_dim)` initial state.
+        recurrent_kernel: `(output_dim, 4 * units)`, the cell's
+            ``kernel[input_dim:]``.
+        projection_kernel: `(units, output_dim)` or None (no projection).
+        forget_bias, cell_clip, proj_clip: the cell's.
 
     Returns:
-        ``outputs (batch, time, output_dim), (c, h)``: the state after the
-        last step (every row runs all ``time`` steps).
+        ``outputs (batch, time, output_dim), (c, h)`` after the last step.
     """
-    # B=batch, T=time, U=units, P=output dim
+    # B=batch, T=time, U=units, P=output dim, G=4U
     n_steps = z_inputs.shape[1]
     if n_steps is None:
         raise ValueError(
-            "run_unrolled: the window length (axis 1 of z_inputs) must be "
+            "lstm_window: the window length (axis 1 of z_inputs) must be "
             f"static, found shape {z_inputs.shape}"
         )
-    recurrent_kernel = cell.kernel[cell.input_dim:]  # (P, 4U), once
-    projection = (
-        tf.convert_to_tensor(cell.projection_kernel)  # (U, P), once
-        if cell.projection_dim else None
+    has_projection = projection_kernel is not None
+
+    @tf.custom_gradient
+    def window(z_inputs, c0, h0, w_h, w_p):
+        c, h = c0, h0
+        saved = []  # per step: what the backward pass needs
+        outputs = []
+        for z_t in tf.unstack(z_inputs, num=n_steps, axis=1):  # (B, G)
+            h_prev, c_prev = h, c
+            z = z_t + tf.matmul(h_prev, w_h)  # (B, G)
+            i, j, f, o = tf.split(z, 4, axis=1)  # 4 x (B, U)
+            i, j = tf.sigmoid(i), tf.tanh(j)
+            f, o = tf.sigmoid(f + forget_bias), tf.sigmoid(o)
+            c, c_inside = _clip(f * c_prev + i * j, cell_clip)  # (B, U)
+            tanh_c = tf.tanh(c)
+            m = o * tanh_c  # (B, U)
+            p = tf.matmul(m, w_p) if has_projection else m  # (B, P)
+            h, h_inside = _clip(p, proj_clip)
+            saved.append((h_prev, c_prev, i, j, f, o, c_inside, tanh_c, m,
+                          h_inside))
+            outputs.append(h)
+
+        def grad(d_outputs, d_c, d_h):
+            # d_outputs (B, T, P); d_c (B, U), d_h (B, P): final-state grads
+            d_out = tf.unstack(d_outputs, num=n_steps, axis=1)
+            d_z_steps, d_p_steps = [None] * n_steps, [None] * n_steps
+            for t in reversed(range(n_steps)):
+                (h_prev, c_prev, i, j, f, o, c_inside, tanh_c, _,
+                 h_inside) = saved[t]
+                d_p = d_out[t] + d_h  # (B, P)
+                if h_inside is not None:
+                    d_p = d_p * h_inside
+                d_p_steps[t] = d_p
+                d_m = (tf.matmul(d_p, w_p, transpose_b=True)
+                       if has_projection else d_p)  # (B, U)
+                d_c = d_c + d_m * o * (1.0 - tanh_c * tanh_c)
+                if c_inside is not None:
+                    d_c = d_c * c_inside
+                d_z = tf.concat([
+                    d_c * j * i * (1.0 - i),  # d i
+                    d_c * i * (1.0 - j * j),  # d j
+                    d_c * c_prev * f * (1.0 - f),  # d f
+                    d_m * tanh_c * o * (1.0 - o),  # d o
+                ], axis=1)  # (B, G)
+                d_z_steps[t] = d_z
+                d_c = d_c * f  # to c_prev
+                d_h = tf.matmul(d_z, w_h, transpose_b=True)  # (B, P)
+            # weight gradients: one matmul over every (row, step)
+            d_z_all = tf.stack(d_z_steps, axis=1)  # (B, T, G)
+            h_prev_all = tf.stack([s[0] for s in saved], axis=1)  # (B, T, P)
+            d_w_h = tf.matmul(
+                tf.reshape(h_prev_all, (-1, h_prev_all.shape[-1])),
+                tf.reshape(d_z_all, (-1, d_z_all.shape[-1])),
+                transpose_a=True,
+            )  # (P, G)
+            d_w_p = None
+            if has_projection:
+                m_all = tf.stack([s[8] for s in saved], axis=1)  # (B, T, U)
+                d_p_all = tf.stack(d_p_steps, axis=1)  # (B, T, P)
+                d_w_p = tf.matmul(
+                    tf.reshape(m_all, (-1, m_all.shape[-1])),
+                    tf.reshape(d_p_all, (-1, d_p_all.shape[-1])),
+                    transpose_a=True,
+                )  # (U, P)
+            return d_z_all, d_c, d_h, d_w_h, d_w_p
+
+        return (tf.stack(outputs, axis=1), c, h), grad  # (B, T, P)
+
+    # the weights go in as tensors (read here): their gradients flow back
+    # to the variables through ordinary autodiff
+    recurrent_kernel = tf.convert_to_tensor(recurrent_kernel)
+    if has_projection:
+        projection_kernel = tf.convert_to_tensor(projection_kernel)
+    else:  # a placeholder input; its gradient is None
+        projection_kernel = tf.zeros((0,), z_inputs.dtype)
+    outputs, c, h = window(z_inputs, c0, h0, recurrent_kernel,
+                           projection_kernel)
+    return outputs, (c, h)
+
+
+def run_unrolled(cell, z_inputs, c0, h0):
+    """:func:`lstm_window` with the weights of ``cell`` (a built
+    :class:`LSTMCellWithProjection`); see there for shapes."""
+    _, recurrent_kernel = tf.split(
+        cell.kernel, [cell.input_dim, cell.output_dim]
     )
-    c, h = c0, h0
-    outputs = []
-    for z_t in tf.unstack(z_inputs, num=n_steps, axis=1):  # T x (B, 4U)
-        z = z_t + tf.matmul(h, recurrent_kernel)  # (B, 4U)
-        i, j, f, o = tf.split(z, 4, axis=1)  # 4 x (B, U), TF1 gate order
-        c = (tf.sigmoid(f + cell.forget_bias) * c
-             + tf.sigmoid(i) * tf.tanh(j))
-        if cell.cell_clip:
-            c = tf.clip_by_value(c, -cell.cell_clip, cell.cell_clip)
-        h = tf.sigmoid(o) * tf.tanh(c)  # (B, U)
-        if projection is not None:
-            h = tf.matmul(h, projection)  # (B, P)
-        if cell.proj_clip:
-            h = tf.clip_by_value(h, -cell.proj_clip, cell.proj_clip)
-        outputs.append(h)
-    return tf.stack(outputs, axis=1), (c, h)  # (B, T, P)
+    return lstm_window(
+        z_inputs, c0, h0, recurrent_kernel,
+        cell.projection_kernel if cell.projection_dim else None,
+        forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
+        proj_clip=cell.proj_clip,
+    )
 
 
 def run_stack_unrolled(stack, inputs, initial_states=None, training=False):
@@ -92,8 +177,18 @@ def run_stack_unrolled(stack, inputs, initial_states=None, training=False):
         x_in = x
         if training and stack.dropout > 0:
             x_in = tf.nn.dropout(x_in, rate=stack.dropout)
-        z = cell.input_contribution(x_in)  # (B, T, 4U), one matmul
-        h, state = run_unrolled(cell, z, c0, h0)  # (B, T, P)
+        # kernel split once (its gradient is one concat, where slices
+        # would each give a dense zero-padded kernel-sized gradient)
+        input_kernel, recurrent_kernel = tf.split(
+            cell.kernel, [cell.input_dim, cell.output_dim]
+        )
+        z = tf.tensordot(x_in, input_kernel, 1) + cell.bias  # (B, T, 4U)
+        h, state = lstm_window(
+            z, c0, h0, recurrent_kernel,
+            cell.projection_kernel if cell.projection_dim else None,
+            forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
+            proj_clip=cell.proj_clip,
+        )  # (B, T, P)
         if stack.use_skip_connections and i > 0:
             h = h + x_in  # no padding to zero: every row is full
         outputs.append(h)

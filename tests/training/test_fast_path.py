@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bilm_keras.layers.lstm_stack import LSTMStack
 from bilm_keras.layers.training_recurrence import (
     run_stack_unrolled,
     run_unrolled,
@@ -83,18 +84,43 @@ def test_fast_path_matches_plain_path(use_chars, skip):
                 np.testing.assert_allclose(hf, hp, rtol=1e-5, atol=1e-6)
 
 
-def test_unrolled_stack_matches_while_loop_stack():
-    options = fixture_options(skip=True, dropout=0.0, n_tokens_vocab=32)
-    stack = LanguageModel.from_options(options).build_all().backbone.stacks[
-        "forward"]
-    x = tf.random.stateless_normal((B, T, 8), seed=(1, 2))
-    expected, expected_states = stack(x, tf.fill([B], T))
-    got, got_states = run_stack_unrolled(stack, x)
-    for e, g in zip(expected, got):
+@pytest.mark.parametrize("projection_dim,clip", [(8, 0.1), (16, None)])
+def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip):
+    """Outputs, final states and every gradient (the hand-written backward
+    pass) against autodiff of :class:`LSTMStack`, with binding clips."""
+    stack = LSTMStack(16, projection_dim, 2, cell_clip=clip, proj_clip=clip,
+                      use_skip_connections=True, name="s")
+    stack.build((None, None, projection_dim))
+    rng = np.random.default_rng(5)
+    x = tf.constant(rng.normal(size=(B, T, projection_dim)), tf.float32)
+    states = [(tf.constant(rng.normal(size=(B, 16)), tf.float32),
+               tf.constant(rng.normal(size=(B, projection_dim)), tf.float32))
+              for _ in range(2)]
+    # a loss that weighs every output and final state differently
+    weights = [tf.constant(rng.normal(size=(B, T, projection_dim)),
+                           tf.float32) for _ in range(2)]
+
+    def loss_and_grads(run):
+        with tf.GradientTape() as tape:
+            tape.watch([x, states])
+            outputs, final = run()
+            loss = sum(tf.reduce_sum(o * w) for o, w in zip(outputs, weights))
+            loss += sum(tf.reduce_sum(tf.sin(c)) + tf.reduce_sum(h * h)
+                        for c, h in final)
+        grads = tape.gradient(loss, [x, states, stack.trainable_variables])
+        return outputs, final, tf.nest.flatten(grads)
+
+    expected = loss_and_grads(lambda: stack(x, tf.fill([B], T), states))
+    got = loss_and_grads(lambda: run_stack_unrolled(stack, x, states))
+    if clip:  # the clips bind somewhere, so their gradient masks matter
+        layer0_c = expected[1][0][0]  # (B, U)
+        layer0_h = expected[0][0]  # (B, T, P)
+        for clipped in (layer0_c, layer0_h):
+            assert float(tf.reduce_max(tf.abs(clipped))) == pytest.approx(
+                clip)
+    for e, g in zip(tf.nest.flatten(expected), tf.nest.flatten(got)):
+        assert e.shape == g.shape
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
-    for (ec, eh), (gc, gh) in zip(expected_states, got_states):
-        np.testing.assert_allclose(gc, ec, rtol=1e-5, atol=1e-6)
-        np.testing.assert_allclose(gh, eh, rtol=1e-5, atol=1e-6)
 
 
 def test_unrolled_needs_a_static_window():
