@@ -24,7 +24,6 @@ from typing import Callable, List, Optional
 
 import h5py
 import numpy as np
-import tensorflow as tf
 
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 
@@ -138,29 +137,6 @@ def _read_checked(fin, path_name: str, row: WeightRow) -> np.ndarray:
     return row.to_keras(ds[...].astype(np.float32))
 
 
-def _assign_in_blocks(ds: h5py.Dataset, variable, block_bytes=16 << 20):
-    """Copies a large dataset into its variable block by block, in place.
-
-    A whole-tensor ``assign`` of a 64 MB LSTM kernel holds the file's copy,
-    a tensor copy and the variable at once; sliced assigns into the
-    backend ``tf.Variable`` keep the transient to one block. Returns False
-    (nothing done) for small datasets or another backend.
-    """
-    target = getattr(variable, "value", None)
-    if (
-        not isinstance(target, tf.Variable)
-        or len(ds.shape) == 0
-        or ds.size * 4 <= block_bytes
-    ):
-        return False
-    row_bytes = max(1, (ds.size // ds.shape[0]) * 4)
-    step = max(1, block_bytes // row_bytes)
-    for start in range(0, ds.shape[0], step):
-        block = ds[start: start + step].astype(np.float32)
-        target[start: start + step].assign(block)
-    return True
-
-
 def load_bilm_tf_hdf5(
     backbone: BiLMBackbone,
     weight_file: str | os.PathLike,
@@ -202,10 +178,6 @@ def load_bilm_tf_hdf5(
         for row, key in zip(rows, keys):
             _checked_dataset(handles[key], files[key], row)
         for row, key in zip(rows, keys):
-            if row.to_keras is _identity and _assign_in_blocks(
-                handles[key][row.hdf5_path], row.variable
-            ):
-                continue
             row.variable.assign(_read_checked(handles[key], files[key], row))
     finally:
         for h in handles.values():
