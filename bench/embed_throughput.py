@@ -176,6 +176,60 @@ def matmul_peaks(quick: bool) -> dict:
     return out
 
 
+def measure_levers(model, corpus, batch_size, reps=3) -> dict:
+    """XLA (``jit_compile=True``) against plain graphs, alternating runs.
+
+    * char-CNN + highway of 1024 distinct tokens (the token table);
+    * the LSTMs of one sorted batch (``batch_size`` x 27 positions).
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    from bilm_keras import Batcher
+
+    backbone = model.backbone
+    words = list(dict.fromkeys(w for s in corpus for w in s))[:1024]
+    ids = Batcher(None, backbone.max_characters_per_token).batch_sentences(
+        [words])[0][:, None]  # (N + 2, 1, C)
+    ids = tf.constant(ids[:256], tf.int32)
+    plain = model._embed_fns()["tokens"]
+    xla = tf.function(backbone.embed_tokens, jit_compile=True)
+    encode = model._embed_fns()["encode"]
+    encode_xla = tf.function(encode.python_function, jit_compile=True)
+    import bilm_keras.models.bidirectional_language_model as blm
+
+    table = plain(ids)[:, 0]
+    rng = np.random.default_rng(0)
+    positions = tf.constant(
+        rng.integers(0, table.shape[0], (batch_size, 27)), tf.int32)
+    lengths = tf.fill([batch_size], 27)
+    blm._CONCURRENT_DIRECTIONS = True  # read when the graph is traced
+    encode_concurrent = tf.function(encode.python_function)
+    encode_concurrent(table, positions, lengths)
+    blm._CONCURRENT_DIRECTIONS = False
+    cases = {
+        "char_cnn_256_tokens_s": lambda: plain(ids).numpy(),
+        "char_cnn_256_tokens_xla_s": lambda: xla(ids).numpy(),
+        "lstms_batch_27_s": lambda: encode(table, positions, lengths).numpy(),
+        "lstms_batch_27_xla_s": lambda: encode_xla(
+            table, positions, lengths).numpy(),
+    }
+    cases["lstms_batch_27_directions_concurrent_s"] = (
+        lambda: encode_concurrent(table, positions, lengths).numpy())
+    times = {k: [] for k in cases}
+    for fn in cases.values():
+        fn()  # trace / compile
+    for _ in range(reps):
+        for key, fn in cases.items():
+            t = time.perf_counter()
+            fn()
+            times[key].append(time.perf_counter() - t)
+    out = {k: statistics.median(v) for k, v in times.items()}
+    out["char_cnn_xla_max_abs_diff"] = float(
+        np.abs(plain(ids).numpy() - xla(ids).numpy()).max())
+    return out
+
+
 def measure(workdir: str, args) -> dict:
     """Runs in a fresh process with TF_ENABLE_ONEDNN_OPTS already set."""
     t0 = time.perf_counter()
@@ -242,15 +296,18 @@ def measure(workdir: str, args) -> dict:
             for i in range(0, len(corpus), bs)
         )
         base_exec = padded * (flops["token_embedding"] + flops["lstm"])
-        base_exec_s = base_exec * len(corpus) / len(corpus)  # per pass
         result["baseline"] = dict(
             tokens_per_s=base_tps,
             pass_s=statistics.median(base_times),
+            best_tokens_per_s=n_tokens / min(base_times),
             gflops_nominal=base_tps * flops["total"] / 1e9,
-            gflops_executed=base_exec_s / statistics.median(base_times) / 1e9,
+            gflops_executed=base_exec / statistics.median(base_times) / 1e9,
             padded_positions=padded,
         )
         result["speedup_vs_baseline_median"] = statistics.median(ratios)
+
+    if args.levers:
+        result["levers"] = measure_levers(model, corpus, bs)
 
     fast_s = statistics.median(fast_times)
     tps = n_tokens / fast_s
@@ -260,6 +317,7 @@ def measure(workdir: str, args) -> dict:
     fast = dict(
         tokens_per_s=tps,
         pass_s=fast_s,
+        best_tokens_per_s=n_tokens / min(fast_times),
         pass_s_all=[round(t, 3) for t in fast_times],
         gflops_nominal=tps * flops["total"] / 1e9,
         gflops_executed=executed / fast_s / 1e9,
@@ -305,6 +363,32 @@ def _child(argv, env_updates):
     return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
 
 
+def _merge_rounds(rounds: list) -> dict:
+    """One report from several processes: medians over all their passes."""
+    if len(rounds) == 1:
+        return rounds[0]
+    out = dict(rounds[0])
+    for mode in ("fast", "baseline"):
+        if mode not in out:
+            continue
+        merged = dict(out[mode])
+        for key in merged:
+            values = [r[mode][key] for r in rounds]
+            if key == "pass_s_all":
+                merged[key] = [t for v in values for t in v]
+            elif key == "best_tokens_per_s":
+                merged[key] = max(values)
+            elif isinstance(merged[key], (int, float)):
+                merged[key] = statistics.median(values)
+        out[mode] = merged
+    for key in ("peak_rss_mb", "startup_s", "tf_import_s",
+                "speedup_vs_baseline_median"):
+        if key in out:
+            out[key] = statistics.median(r[key] for r in rounds)
+    out["rounds"] = len(rounds)
+    return out
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -315,8 +399,15 @@ def main(argv=None):
                         default="default",
                         help="TF_ENABLE_ONEDNN_OPTS for the measuring "
                              "process(es); default: leave the environment")
-    parser.add_argument("--passes", type=int, default=None)
+    parser.add_argument("--passes", type=int, default=None,
+                        help="timed passes per process (after a warm-up)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="with --onednn both: alternating processes "
+                             "per setting")
     parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--levers", action="store_true",
+                        help="also time XLA (jit_compile) on the char-CNN "
+                             "and on the LSTMs against plain graphs")
     parser.add_argument("--n_sentences", type=int, default=None)
     parser.add_argument("--workdir", default=None,
                         help="reuse/keep options.json + weights.hdf5 here")
@@ -343,15 +434,22 @@ def main(argv=None):
             _child(["--_write", workdir] + quick, {})
         settings = {"0": ["0"], "1": ["1"], "both": ["0", "1"],
                     "default": [None]}[args.onednn]
+        child = ["--_measure", workdir, "--batch_size", str(args.batch_size),
+                 "--n_sentences", str(args.n_sentences)] + quick
+        if args.baseline:
+            child.append("--baseline")
+        if args.levers:
+            child.append("--levers")
         runs = {}
-        for value in settings:
-            env = {} if value is None else {"TF_ENABLE_ONEDNN_OPTS": value}
-            child = ["--_measure", workdir, "--passes", str(args.passes),
-                     "--batch_size", str(args.batch_size),
-                     "--n_sentences", str(args.n_sentences)] + quick
-            if args.baseline:
-                child.append("--baseline")
-            runs[f"onednn={value or 'env'}"] = json.loads(_child(child, env))
+        # with several settings, rounds alternate between them so that each
+        # sees the same load of a shared machine
+        for _ in range(args.rounds if len(settings) > 1 else 1):
+            for value in settings:
+                env = {} if value is None else {"TF_ENABLE_ONEDNN_OPTS": value}
+                passes = ["--passes", str(args.passes)]
+                out = json.loads(_child(child + passes, env))
+                runs.setdefault(f"onednn={value or 'env'}", []).append(out)
+    runs = {key: _merge_rounds(rounds) for key, rounds in runs.items()}
     if len(runs) == 1:
         print(json.dumps(next(iter(runs.values()))))
     else:

@@ -236,9 +236,14 @@ class BidirectionalLanguageModel:
         2. sentences are sorted by length and cut into batches of
            ``batch_size``, so almost no padding is computed;
         3. each batch gathers its rows of that token table and runs only the
-           LSTMs (:meth:`BiLMBackbone.encode`) in one traced graph with
-           unknown batch and time, so nothing retraces;
+           LSTMs, time-major, one direction after the other, through the
+           inference-only :meth:`LSTMStack.infer` (the same weights and
+           arithmetic as :meth:`BiLMBackbone.encode`, less memory), in one
+           traced graph with unknown batch and time, so nothing retraces;
         4. the results come back in the order given.
+
+        ``bench/embed_throughput.py`` measures it (full-size model, 2-core
+        CPU: see ``bench/README.md``).
 
         A stateful model is not touched: its states stay as they were.
 

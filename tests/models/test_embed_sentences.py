@@ -176,3 +176,10 @@ def test_bad_sentences(model_dir):
         model.embed_sentences([])
     with pytest.raises(TypeError, match=r"sentences\[1\]"):
         model.embed_sentences([["a"], "not a list"])
+
+
+def test_only_empty_sentences(model_dir):
+    model = BidirectionalLanguageModel(model_dir / "options.json",
+                                       model_dir / "lm_weights.hdf5")
+    got = model.embed_sentences([[], []])
+    assert [g.shape for g in got] == [(3, 0, 32), (3, 0, 32)]
