@@ -1,15 +1,20 @@
-"""A statically unrolled LSTM stack for fixed-length training windows.
+"""Statically unrolled LSTM stacks for fixed-length training windows.
 
 Training reads windows of exactly ``unroll_steps`` tokens, every row full
 (``LanguageModel`` gives every row the window's length), so the
 length-aware ``tf.while_loop`` of :func:`~bilm_keras.layers.lstm_stack.
 run_recurrence` can become a Python loop over a static number of steps, as
-bilm-tf's ``static_rnn`` did in training. The graph then holds every step's
-ops side by side: no ``TensorArray`` reads/writes, no per-iteration loop
-bookkeeping in the forward and backward passes, and the runtime may run
-the two directions' steps in parallel. On the 2-core CPU the forward +
-backward of the mid-size model's LSTMs is about 2x faster this way (see
-``bench/train_throughput.py --compare``).
+bilm-tf's ``static_rnn`` did in training. Three things make it fast on a
+CPU (``bench/train_throughput.py --compare`` measures them):
+
+* no ``TensorArray`` reads/writes and no loop bookkeeping per step;
+* a hand-written backward pass (:func:`lstm_window`) that keeps only the
+  sequential part inside the loop and computes the weight gradients as two
+  large matmuls after it, where autodiff does two small ones per step and
+  adds them up;
+* the forward and backward directions' stacks (same shapes, their own
+  weights) run as one batched computation: every step is one batched
+  matmul and one set of elementwise ops for both directions.
 
 The math is the same as :class:`~bilm_keras.layers.LSTMStack` on
 full-length rows: the same cells (the same variables), the input
@@ -32,71 +37,76 @@ def _clip(x, bound):
 
 def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
                 forget_bias=1.0, cell_clip=None, proj_clip=None):
-    """One LSTM layer over a window of static length, with a hand-written
-    backward pass.
+    """LSTM layers of ``D`` directions over a window of static length, with
+    a hand-written backward pass.
 
-    The forward pass is :meth:`LSTMCellWithProjection.step` at every step.
-    The backward pass runs the recurrence backwards keeping only what must
-    be sequential (``dm = dp W_P^T`` and ``dh = dz W_h^T`` per step) and
-    computes the weight gradients after the loop as two large matmuls,
-    ``H^T dZ`` and ``M^T dP`` over all `batch * time` rows, where
-    automatic differentiation would do ``2 * time`` small ones and add them
-    up. It gives autodiff's gradients to float rounding.
+    The forward pass is :meth:`LSTMCellWithProjection.step` at every step,
+    batched over the leading direction axis. The backward pass runs the
+    recurrence backwards keeping only what must be sequential
+    (``dm = dp W_P^T`` and ``dh = dz W_h^T`` per step) and computes the
+    weight gradients after the loop as two large matmuls, ``H^T dZ`` and
+    ``M^T dP`` over all `batch * time` rows. It gives autodiff's gradients
+    to float rounding.
 
     Args:
-        z_inputs: `(batch, time, 4 * units)` input contributions
+        z_inputs: `(D, batch, time, 4 * units)` input contributions
             ``x W_x + b`` (gate order i, j, f, o); ``time`` static.
-        c0, h0: `(batch, units)`, `(batch, output_dim)` initial state.
-        recurrent_kernel: `(output_dim, 4 * units)`, the cell's
+        c0, h0: `(D, batch, units)`, `(D, batch, output_dim)` initial state.
+        recurrent_kernel: `(D, output_dim, 4 * units)`, the cells'
             ``kernel[input_dim:]``.
-        projection_kernel: `(units, output_dim)` or None (no projection).
-        forget_bias, cell_clip, proj_clip: the cell's.
+        projection_kernel: `(D, units, output_dim)` or None (no
+            projection).
+        forget_bias, cell_clip, proj_clip: the cells' (the same for all).
 
     Returns:
-        ``outputs (batch, time, output_dim), (c, h)`` after the last step.
+        ``outputs (D, batch, time, output_dim), (c, h)`` after the last
+        step, `(D, batch, units)` and `(D, batch, output_dim)`.
     """
-    # B=batch, T=time, U=units, P=output dim, G=4U
-    n_steps = z_inputs.shape[1]
+    # D=directions, B=batch, T=time, U=units, P=output dim, G=4U
+    n_steps = z_inputs.shape[2]
     if n_steps is None:
         raise ValueError(
-            "lstm_window: the window length (axis 1 of z_inputs) must be "
+            "lstm_window: the window length (axis 2 of z_inputs) must be "
             f"static, found shape {z_inputs.shape}"
         )
     has_projection = projection_kernel is not None
+
+    def flat_rows(x):  # (D, B, T, K) -> (D, B*T, K)
+        return tf.reshape(x, (tf.shape(x)[0], -1, x.shape[-1]))
 
     @tf.custom_gradient
     def window(z_inputs, c0, h0, w_h, w_p):
         c, h = c0, h0
         saved = []  # per step: what the backward pass needs
         outputs = []
-        for z_t in tf.unstack(z_inputs, num=n_steps, axis=1):  # (B, G)
+        for z_t in tf.unstack(z_inputs, num=n_steps, axis=2):  # (D, B, G)
             h_prev, c_prev = h, c
-            z = z_t + tf.matmul(h_prev, w_h)  # (B, G)
-            i, j, f, o = tf.split(z, 4, axis=1)  # 4 x (B, U)
+            z = z_t + tf.matmul(h_prev, w_h)  # (D, B, G)
+            i, j, f, o = tf.split(z, 4, axis=-1)  # 4 x (D, B, U)
             i, j = tf.sigmoid(i), tf.tanh(j)
             f, o = tf.sigmoid(f + forget_bias), tf.sigmoid(o)
-            c, c_inside = _clip(f * c_prev + i * j, cell_clip)  # (B, U)
+            c, c_inside = _clip(f * c_prev + i * j, cell_clip)  # (D, B, U)
             tanh_c = tf.tanh(c)
-            m = o * tanh_c  # (B, U)
-            p = tf.matmul(m, w_p) if has_projection else m  # (B, P)
+            m = o * tanh_c  # (D, B, U)
+            p = tf.matmul(m, w_p) if has_projection else m  # (D, B, P)
             h, h_inside = _clip(p, proj_clip)
             saved.append((h_prev, c_prev, i, j, f, o, c_inside, tanh_c, m,
                           h_inside))
             outputs.append(h)
 
         def grad(d_outputs, d_c, d_h):
-            # d_outputs (B, T, P); d_c (B, U), d_h (B, P): final-state grads
-            d_out = tf.unstack(d_outputs, num=n_steps, axis=1)
+            # d_outputs (D, B, T, P); d_c, d_h: the final state's gradients
+            d_out = tf.unstack(d_outputs, num=n_steps, axis=2)
             d_z_steps, d_p_steps = [None] * n_steps, [None] * n_steps
             for t in reversed(range(n_steps)):
                 (h_prev, c_prev, i, j, f, o, c_inside, tanh_c, _,
                  h_inside) = saved[t]
-                d_p = d_out[t] + d_h  # (B, P)
+                d_p = d_out[t] + d_h  # (D, B, P)
                 if h_inside is not None:
                     d_p = d_p * h_inside
                 d_p_steps[t] = d_p
                 d_m = (tf.matmul(d_p, w_p, transpose_b=True)
-                       if has_projection else d_p)  # (B, U)
+                       if has_projection else d_p)  # (D, B, U)
                 d_c = d_c + d_m * o * (1.0 - tanh_c * tanh_c)
                 if c_inside is not None:
                     d_c = d_c * c_inside
@@ -105,33 +115,27 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
                     d_c * i * (1.0 - j * j),  # d j
                     d_c * c_prev * f * (1.0 - f),  # d f
                     d_m * tanh_c * o * (1.0 - o),  # d o
-                ], axis=1)  # (B, G)
+                ], axis=-1)  # (D, B, G)
                 d_z_steps[t] = d_z
                 d_c = d_c * f  # to c_prev
-                d_h = tf.matmul(d_z, w_h, transpose_b=True)  # (B, P)
+                d_h = tf.matmul(d_z, w_h, transpose_b=True)  # (D, B, P)
             # weight gradients: one matmul over every (row, step)
-            d_z_all = tf.stack(d_z_steps, axis=1)  # (B, T, G)
-            h_prev_all = tf.stack([s[0] for s in saved], axis=1)  # (B, T, P)
-            d_w_h = tf.matmul(
-                tf.reshape(h_prev_all, (-1, h_prev_all.shape[-1])),
-                tf.reshape(d_z_all, (-1, d_z_all.shape[-1])),
-                transpose_a=True,
-            )  # (P, G)
+            d_z_all = tf.stack(d_z_steps, axis=2)  # (D, B, T, G)
+            h_prev_all = tf.stack([s[0] for s in saved], axis=2)
+            d_w_h = tf.matmul(flat_rows(h_prev_all), flat_rows(d_z_all),
+                              transpose_a=True)  # (D, P, G)
             d_w_p = None
             if has_projection:
-                m_all = tf.stack([s[8] for s in saved], axis=1)  # (B, T, U)
-                d_p_all = tf.stack(d_p_steps, axis=1)  # (B, T, P)
-                d_w_p = tf.matmul(
-                    tf.reshape(m_all, (-1, m_all.shape[-1])),
-                    tf.reshape(d_p_all, (-1, d_p_all.shape[-1])),
-                    transpose_a=True,
-                )  # (U, P)
+                m_all = tf.stack([s[8] for s in saved], axis=2)
+                d_p_all = tf.stack(d_p_steps, axis=2)  # (D, B, T, P)
+                d_w_p = tf.matmul(flat_rows(m_all), flat_rows(d_p_all),
+                                  transpose_a=True)  # (D, U, P)
             return d_z_all, d_c, d_h, d_w_h, d_w_p
 
-        return (tf.stack(outputs, axis=1), c, h), grad  # (B, T, P)
+        return (tf.stack(outputs, axis=2), c, h), grad  # (D, B, T, P)
 
-    # the weights go in as tensors (read here): their gradients flow back
-    # to the variables through ordinary autodiff
+    # the weights go in as tensors: their gradients flow back to the
+    # variables through ordinary autodiff
     recurrent_kernel = tf.convert_to_tensor(recurrent_kernel)
     if has_projection:
         projection_kernel = tf.convert_to_tensor(projection_kernel)
@@ -142,56 +146,83 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
     return outputs, (c, h)
 
 
-def run_unrolled(cell, z_inputs, c0, h0):
-    """:func:`lstm_window` with the weights of ``cell`` (a built
-    :class:`LSTMCellWithProjection`); see there for shapes."""
-    _, recurrent_kernel = tf.split(
-        cell.kernel, [cell.input_dim, cell.output_dim]
-    )
-    return lstm_window(
-        z_inputs, c0, h0, recurrent_kernel,
-        cell.projection_kernel if cell.projection_dim else None,
-        forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
-        proj_clip=cell.proj_clip,
-    )
+def run_stacks_unrolled(stacks, inputs, initial_states=None,
+                        training=False):
+    """:meth:`LSTMStack.call` of several stacks on full-length rows,
+    statically unrolled and batched over the stacks.
+
+    Args:
+        stacks: built :class:`LSTMStack` s of the same shapes and options
+            (the backbone's forward and backward stacks).
+        inputs: per stack `(batch, time, input_dim)`, static ``time``.
+        initial_states: per stack a list over layers of ``(c, h)``, or
+            None (or a None entry) for zeros.
+        training: bool; input dropout at the stacks' rate.
+
+    Returns:
+        per stack ``(outputs, final_states)`` as :meth:`LSTMStack.call`
+        with every row's length equal to ``time``.
+    """
+    # D=stacks, B=batch, T=time, I=layer input dim, U=units, P=output dim
+    first = stacks[0]
+    for stack in stacks[1:]:
+        if stack.get_config() | {"name": first.name} != first.get_config():
+            raise ValueError(
+                f"run_stacks_unrolled: stack {stack.name} differs from "
+                f"{first.name} in shape or options"
+            )
+    initial_states = initial_states or [None] * len(stacks)
+    initial_states = [
+        states if states is not None
+        else stack.zero_states(tf.shape(x)[0])
+        for stack, x, states in zip(stacks, inputs, initial_states)
+    ]
+    x = tf.stack(inputs)  # (D, B, T, I)
+    outputs, final_states = [], []
+    for layer in range(first.n_layers):
+        cells = [stack.cells[layer] for stack in stacks]
+        cell = cells[0]
+        x_in = x
+        if training and first.dropout > 0:
+            x_in = tf.nn.dropout(x_in, rate=first.dropout)
+        # kernels split once per window (the gradient of a split is one
+        # concat; a slice per step would give a dense kernel-sized gradient
+        # per step)
+        input_kernel, recurrent_kernel = tf.split(
+            tf.stack([tf.convert_to_tensor(c.kernel) for c in cells]),
+            [cell.input_dim, cell.output_dim], axis=1,
+        )  # (D, I, G), (D, P, G)
+        bias = tf.stack([tf.convert_to_tensor(c.bias) for c in cells])
+        bias = bias[:, None, None, :]  # (D, 1, 1, G)
+        # input contribution of every step: one batched matmul
+        z = tf.einsum("dbti,dig->dbtg", x_in, input_kernel) + bias
+        projection = (
+            tf.stack([tf.convert_to_tensor(c.projection_kernel)
+                      for c in cells])
+            if cell.projection_dim else None
+        )  # (D, U, P)
+        c0 = tf.stack([states[layer][0] for states in initial_states])
+        h0 = tf.stack([states[layer][1] for states in initial_states])
+        h, (c_last, h_last) = lstm_window(
+            z, c0, h0, recurrent_kernel, projection,
+            forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
+            proj_clip=cell.proj_clip,
+        )  # (D, B, T, P)
+        if first.use_skip_connections and layer > 0:
+            h = h + x_in  # no padding to zero: every row is full
+        outputs.append(tf.unstack(h, num=len(stacks)))
+        final_states.append(list(zip(tf.unstack(c_last, num=len(stacks)),
+                                     tf.unstack(h_last, num=len(stacks)))))
+        x = h
+    return [
+        ([layer_out[d] for layer_out in outputs],
+         [layer_states[d] for layer_states in final_states])
+        for d in range(len(stacks))
+    ]
 
 
 def run_stack_unrolled(stack, inputs, initial_states=None, training=False):
-    """:meth:`LSTMStack.call` on full-length rows, statically unrolled.
-
-    Args:
-        stack: a built :class:`LSTMStack` (its cells and options are used).
-        inputs: `(batch, time, input_dim)` with a static ``time``.
-        initial_states: list over layers of ``(c, h)``, or None for zeros.
-        training: bool; input dropout as the stack's.
-
-    Returns:
-        ``(outputs, final_states)`` as :meth:`LSTMStack.call` with every
-        row's length equal to ``time``.
-    """
-    if initial_states is None:
-        initial_states = stack.zero_states(tf.shape(inputs)[0])
-    outputs, final_states = [], []
-    x = inputs
-    for i, (cell, (c0, h0)) in enumerate(zip(stack.cells, initial_states)):
-        x_in = x
-        if training and stack.dropout > 0:
-            x_in = tf.nn.dropout(x_in, rate=stack.dropout)
-        # kernel split once (its gradient is one concat, where slices
-        # would each give a dense zero-padded kernel-sized gradient)
-        input_kernel, recurrent_kernel = tf.split(
-            cell.kernel, [cell.input_dim, cell.output_dim]
-        )
-        z = tf.tensordot(x_in, input_kernel, 1) + cell.bias  # (B, T, 4U)
-        h, state = lstm_window(
-            z, c0, h0, recurrent_kernel,
-            cell.projection_kernel if cell.projection_dim else None,
-            forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
-            proj_clip=cell.proj_clip,
-        )  # (B, T, P)
-        if stack.use_skip_connections and i > 0:
-            h = h + x_in  # no padding to zero: every row is full
-        outputs.append(h)
-        final_states.append(state)
-        x = h
-    return outputs, final_states
+    """:func:`run_stacks_unrolled` for one stack: ``(outputs,
+    final_states)`` as :meth:`LSTMStack.call` on full-length rows."""
+    return run_stacks_unrolled([stack], [inputs], [initial_states],
+                               training=training)[0]

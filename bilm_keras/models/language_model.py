@@ -6,7 +6,7 @@ import keras
 import tensorflow as tf
 
 from bilm_keras.layers.sampled_softmax import SampledSoftmaxLoss
-from bilm_keras.layers.training_recurrence import run_stack_unrolled
+from bilm_keras.layers.training_recurrence import run_stacks_unrolled
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 
@@ -198,23 +198,31 @@ class LanguageModel(keras.Model):
         all_embeddings = self.embed_streams(
             [inputs[input_key + DIRECTION_SUFFIX[d]] for d in self.directions]
         )  # per direction (B, T, P)
+        # the LSTM stacks; training windows are full: every row runs all T
+        if self.unroll_windows and all_embeddings[0].shape[1] is not None:
+            # statically unrolled, both directions batched together
+            ran = run_stacks_unrolled(
+                [self.backbone.stacks[d] for d in self.directions],
+                all_embeddings,
+                [initial_states.get(d) for d in self.directions],
+                training=training,
+            )
+        else:
+            lengths = tf.fill(tf.shape(all_embeddings[0])[:1],
+                              tf.shape(all_embeddings[0])[1])
+            ran = [
+                self.backbone.run_direction(
+                    d, embeddings, lengths, initial_states.get(d),
+                    training=training,
+                )
+                for d, embeddings in zip(self.directions, all_embeddings)
+            ]
         loss_sum, n_tokens, final_states, mean_losses = {}, {}, {}, []
-        for direction, embeddings in zip(self.directions, all_embeddings):
+        for direction, (layers, states) in zip(self.directions, ran):
             suffix = DIRECTION_SUFFIX[direction]
             targets = inputs["next_token_id" + suffix]  # (B, T)
             mask = tf.cast(inputs["mask" + suffix], tf.float32)  # (B, T)
-            # training windows are full: every row runs all T steps
-            if self.unroll_windows and embeddings.shape[1] is not None:
-                layers, final_states[direction] = run_stack_unrolled(
-                    self.backbone.stacks[direction], embeddings,
-                    initial_states.get(direction), training=training,
-                )
-            else:
-                lengths = tf.fill(tf.shape(targets)[:1], tf.shape(targets)[1])
-                layers, final_states[direction] = self.backbone.run_direction(
-                    direction, embeddings, lengths,
-                    initial_states.get(direction), training=training,
-                )
+            final_states[direction] = states
             top = layers[-1]  # (B, T, P)
             if training and self.dropout > 0:
                 top = tf.nn.dropout(top, rate=self.dropout)

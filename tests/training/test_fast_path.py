@@ -7,8 +7,9 @@ import tensorflow as tf
 
 from bilm_keras.layers.lstm_stack import LSTMStack
 from bilm_keras.layers.training_recurrence import (
+    lstm_window,
     run_stack_unrolled,
-    run_unrolled,
+    run_stacks_unrolled,
 )
 from bilm_keras.models.language_model import LanguageModel
 from train_helpers import fixture_options
@@ -47,7 +48,10 @@ def _loss_grads_states(lm, batch, states, training):
 @pytest.mark.parametrize("use_chars,skip", [(True, True), (False, False)])
 def test_fast_path_matches_plain_path(use_chars, skip):
     # dropout 0: the two paths would draw different dropout masks
-    options = fixture_options(use_chars=use_chars, skip=skip, dropout=0.0,
+    # clips that bind (random states ~ N(0, 1)): their gradient masks count
+    lstm = {"dim": 16, "projection_dim": 8, "n_layers": 2,
+            "use_skip_connections": skip, "cell_clip": 0.5, "proj_clip": 0.1}
+    options = fixture_options(use_chars=use_chars, dropout=0.0, lstm=lstm,
                               n_tokens_vocab=32, unroll_steps=T)
     tf.keras.utils.set_random_seed(3)
     fast = LanguageModel.from_options(options).build_all()
@@ -124,13 +128,20 @@ def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip):
 
 
 def test_unrolled_needs_a_static_window():
-    options = fixture_options(dropout=0.0, n_tokens_vocab=32)
-    cell = LanguageModel.from_options(options).build_all().backbone.stacks[
-        "forward"].cells[0]
-    fn = tf.function(lambda z: run_unrolled(
-        cell, z, tf.zeros((1, 16)), tf.zeros((1, 8))))
+    fn = tf.function(lambda z: lstm_window(
+        z, tf.zeros((1, 1, 16)), tf.zeros((1, 1, 8)), tf.zeros((1, 8, 64)),
+        tf.zeros((1, 16, 8))))
     with pytest.raises(ValueError, match="window length .* must be static"):
-        fn.get_concrete_function(tf.TensorSpec((1, None, 64)))
+        fn.get_concrete_function(tf.TensorSpec((1, 1, None, 64)))
+
+
+def test_batched_stacks_need_the_same_options():
+    stacks = [LSTMStack(16, 8, 2, name="a"), LSTMStack(16, 8, 1, name="b")]
+    for stack in stacks:
+        stack.build((None, None, 8))
+    x = tf.zeros((1, T, 8))
+    with pytest.raises(ValueError, match="stack b differs from a"):
+        run_stacks_unrolled(stacks, [x, x])
 
 
 def test_config_round_trip_keeps_the_switches():
