@@ -362,8 +362,10 @@ class BidirectionalLanguageModel:
 
 
 #: Run the forward and backward stacks of :meth:`embed_sentences` at once
-#: (True) or one after the other (False, the default: half the peak memory).
-_CONCURRENT_DIRECTIONS = os.environ.get("BILM_EMBED_CONCURRENT", "0") == "1"
+#: (True) or one after the other (False: half the peak activation memory;
+#: on 2 cores at least as fast, see ``bench/embed_throughput.py --levers``).
+#: Read when the graph is traced.
+_CONCURRENT_DIRECTIONS = False
 
 
 def _embedding_rows(embedding_weight_file) -> int:

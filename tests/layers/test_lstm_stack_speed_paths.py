@@ -8,7 +8,10 @@ import tensorflow as tf
 
 import numpy_reference as nr
 from bilm_keras.layers import LSTMStack
-from bilm_keras.layers.lstm_stack import run_recurrence, run_recurrence_inference
+from bilm_keras.layers.lstm_stack import (
+    run_recurrence,
+    run_recurrence_inference,
+)
 from bilm_keras.models import BiLMBackbone
 
 RNG = np.random.default_rng(17)
@@ -78,7 +81,8 @@ def test_recurrence_layouts_agree():
 def test_gradients_reach_every_lstm_weight():
     backbone = BiLMBackbone(lstm_dim=12, projection_dim=5, n_layers=2,
                             cell_clip=3.0, proj_clip=3.0,
-                            use_skip_connections=True, use_character_inputs=False,
+                            use_skip_connections=True,
+                            use_character_inputs=False,
                             vocab_size=9, dropout=0.1)
     backbone.build_all()
     x = tf.constant(RNG.normal(size=(4, 5, 5)).astype("float32"))
