@@ -6,7 +6,8 @@ import tensorflow as tf
 from bilm_keras.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
 
-def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
+def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
+                   for_gradients=True):
     """Runs ``cell.step`` over time with ``dynamic_rnn``'s length semantics.
 
     Past a row's length the output is zero and the state is carried
@@ -20,6 +21,11 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
         lengths: `(batch,)` int32.
         c0, h0: `(batch, units)`, `(batch, output_dim)` initial state.
         time_major: layout of ``z_inputs`` and of the returned outputs.
+        for_gradients: read step ``t``'s input from a TensorArray, whose
+            gradient is one `(batch, 4 * units)` slice a step. False (for
+            inference) reads ``z[t]``, a view: no second `(T, B, 4U)`
+            buffer, but its gradient would be a dense `(T, B, 4U)` tensor a
+            step. Same values either way.
 
     Returns:
         ``outputs (batch, time, output_dim)`` (time first with
@@ -30,15 +36,19 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
         z_inputs if time_major else tf.transpose(z_inputs, (1, 0, 2))
     )  # (T, B, 4U)
     n_steps = tf.shape(z_time_major)[0]
-    # a TensorArray (not z[t]) keeps the gradient one (B, 4U) slice a step
-    z_array = tf.TensorArray(z_inputs.dtype, size=n_steps).unstack(
-        z_time_major
-    )
+    if for_gradients:
+        z_array = tf.TensorArray(z_inputs.dtype, size=n_steps).unstack(
+            z_time_major
+        )
+        read = z_array.read
+    else:
+        def read(t):
+            return z_time_major[t]
     outputs = tf.TensorArray(z_inputs.dtype, size=n_steps)
     lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
 
     def body(t, c, h, outputs):
-        c_new, h_new = cell.step(z_array.read(t), c, h)
+        c_new, h_new = cell.step(read(t), c, h)
         active = t < lengths  # (B, 1)
         c = tf.where(active, c_new, c)
         h = tf.where(active, h_new, h)
@@ -54,45 +64,6 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
     if not time_major:
         out = tf.transpose(out, (1, 0, 2))  # (B, T, P)
     out = tf.ensure_shape(out, [None, None, cell.output_dim])
-    return out, (c, h)
-
-
-def run_recurrence_inference(cell, z_inputs, lengths, c0, h0):
-    """Inference-only :func:`run_recurrence`, time-major, lighter on memory.
-
-    Reads step ``t``'s input contribution as ``z_inputs[t]`` (a view of the
-    time-major tensor, no copy) instead of unstacking ``z_inputs`` into a
-    TensorArray (a second `(T, B, 4U)` buffer). Same values; but the
-    gradient of ``z[t]`` inside a loop is a dense `(T, B, 4U)` tensor per
-    step, so training uses :func:`run_recurrence`.
-
-    Args:
-        cell: a built :class:`LSTMCellWithProjection`.
-        z_inputs: `(time, batch, 4 * units)`.
-        lengths: `(batch,)` int32.
-        c0, h0: `(batch, units)`, `(batch, output_dim)`.
-
-    Returns:
-        ``outputs (time, batch, output_dim), (c, h)``.
-    """
-    n_steps = tf.shape(z_inputs)[0]
-    outputs = tf.TensorArray(z_inputs.dtype, size=n_steps)
-    lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
-
-    def body(t, c, h, outputs):
-        c_new, h_new = cell.step(z_inputs[t], c, h)
-        active = t < lengths  # (B, 1)
-        c = tf.where(active, c_new, c)
-        h = tf.where(active, h_new, h)
-        outputs = outputs.write(t, tf.where(active, h_new, 0.0))
-        return t + 1, c, h, outputs
-
-    _, c, h, outputs = tf.while_loop(
-        lambda t, *_: t < n_steps,
-        body,
-        (tf.constant(0), c0, h0, outputs),
-    )
-    out = tf.ensure_shape(outputs.stack(), [None, None, cell.output_dim])
     return out, (c, h)
 
 
@@ -173,9 +144,39 @@ class LSTMStack(keras.layers.Layer):
         # The stack runs time-major: the input contributions (the largest
         # tensors, (T, B, 4U)) are computed in the recurrence's layout, so
         # they are never transposed; only the narrow inputs and outputs are.
-        if initial_states is None:
-            initial_states = self.zero_states(tf.shape(inputs)[0])
         x = tf.transpose(inputs, (1, 0, 2))  # (T, B, D)
+        outputs, final_states = self._run_time_major(
+            x, lengths, initial_states, training, for_gradients=True
+        )
+        outputs = [tf.transpose(h, (1, 0, 2)) for h in outputs]  # (B, T, P)
+        return outputs, final_states
+
+    def infer(self, inputs, lengths):
+        """Inference only: zero initial states, time-major, no dropout.
+
+        The same values as :meth:`call` (``training=False``), with the
+        recurrence reading its inputs as views (``for_gradients=False`` of
+        :func:`run_recurrence`): less memory, not meant for gradients. Used
+        by the bulk embedding path.
+
+        Args:
+            inputs: `(time, batch, input_dim)`.
+            lengths: `(batch,)` int32.
+
+        Returns:
+            A list of `(time, batch, projection_dim)` per layer, zero past
+            each row's length.
+        """
+        outputs, _ = self._run_time_major(
+            inputs, lengths, None, False, for_gradients=False
+        )
+        return outputs
+
+    def _run_time_major(self, x, lengths, initial_states, training,
+                        for_gradients):
+        """The layers over `(T, B, D)` inputs: outputs `(T, B, P)`, states."""
+        if initial_states is None:
+            initial_states = self.zero_states(tf.shape(x)[1])
         mask = tf.sequence_mask(lengths, tf.shape(x)[0], x.dtype)  # (B, T)
         mask = tf.transpose(mask)[:, :, None]  # (T, B, 1)
         outputs, final_states = [], []
@@ -186,49 +187,15 @@ class LSTMStack(keras.layers.Layer):
             # one large matmul for all time steps, outside the recurrence
             z = cell.input_contribution(x_in)  # (T, B, 4U)
             h, state = run_recurrence(
-                cell, z, lengths, c0, h0, time_major=True
+                cell, z, lengths, c0, h0, time_major=True,
+                for_gradients=for_gradients,
             )  # (T, B, P)
             if self.use_skip_connections and i > 0:
                 h = (h + x_in) * mask  # dynamic_rnn zeroes past the length
             outputs.append(h)
             final_states.append(state)
             x = h
-        outputs = [tf.transpose(h, (1, 0, 2)) for h in outputs]  # (B, T, P)
         return outputs, final_states
-
-    def infer(self, inputs, lengths):
-        """Inference only: zero initial states, time-major, no dropout.
-
-        The same values as :meth:`call` (``training=False``), through
-        :func:`run_recurrence_inference`, which needs less memory but is not
-        meant for gradients. Used by the bulk embedding path.
-
-        Args:
-            inputs: `(time, batch, input_dim)`.
-            lengths: `(batch,)` int32.
-
-        Returns:
-            A list of `(time, batch, projection_dim)` per layer, zero past
-            each row's length.
-        """
-        # T=time, B=batch
-        batch = tf.shape(inputs)[1]
-        mask = tf.sequence_mask(lengths, tf.shape(inputs)[0], inputs.dtype)
-        mask = tf.transpose(mask)[:, :, None]  # (T, B, 1)
-        outputs = []
-        x = inputs
-        for i, cell in enumerate(self.cells):
-            z = cell.input_contribution(x)  # (T, B, 4U)
-            h, _ = run_recurrence_inference(
-                cell, z, lengths,
-                tf.zeros((batch, cell.units), x.dtype),
-                tf.zeros((batch, cell.output_dim), x.dtype),
-            )  # (T, B, P)
-            if self.use_skip_connections and i > 0:
-                h = (h + x) * mask
-            outputs.append(h)
-            x = h
-        return outputs
 
     def get_config(self):
         config = super().get_config()

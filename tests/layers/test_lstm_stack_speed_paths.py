@@ -10,7 +10,6 @@ import numpy_reference as nr
 from bilm_keras.layers import LSTMStack
 from bilm_keras.layers.lstm_stack import (
     run_recurrence,
-    run_recurrence_inference,
 )
 from bilm_keras.models import BiLMBackbone
 
@@ -66,8 +65,9 @@ def test_recurrence_layouts_agree():
     z_tm = np.transpose(z, (1, 0, 2))
     out_tm, (c_tm, h_tm) = run_recurrence(cell, z_tm, LENGTHS, c0, h0,
                                           time_major=True)
-    out_in, (c_in, h_in) = run_recurrence_inference(cell, z_tm, LENGTHS,
-                                                    c0, h0)
+    out_in, (c_in, h_in) = run_recurrence(cell, z_tm, LENGTHS, c0, h0,
+                                          time_major=True,
+                                          for_gradients=False)
     for out in (out_tm, out_in):
         np.testing.assert_allclose(np.transpose(out.numpy(), (1, 0, 2)),
                                    out_bm.numpy(), atol=1e-6)
