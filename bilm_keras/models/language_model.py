@@ -35,10 +35,12 @@ class LanguageModel(keras.Model):
         share_embedding_softmax: bool. Use the token embedding table
             (without its padding row) as ``softmax/W``; token input only.
         seed: int or None. Op seed of the softmax sampler.
-        unroll_windows: bool. Run the LSTMs statically unrolled over the
-            window (:func:`run_stack_unrolled`, bilm-tf's ``static_rnn``)
-            when its length is known at trace time; False: the
-            backbone's length-aware ``tf.while_loop``. Same numbers.
+        unroll_windows: bool. Run both directions' LSTM stacks
+            statically unrolled over the window and batched together, with
+            a hand-written backward pass (:func:`run_stacks_unrolled`;
+            bilm-tf used ``static_rnn`` in training) when the window length
+            is known at trace time; False: the backbone's length-aware
+            ``tf.while_loop`` per direction. Same numbers to float rounding.
         dedup_tokens: bool. Run the char-CNN once per distinct token of
             the batch (both directions' streams together) and gather; exact,
             since a token's embedding has no context. Char input only.

@@ -11,10 +11,18 @@ BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
 def test_train_throughput_quick_runs():
     out = subprocess.run(
         [sys.executable, str(BENCH), "--quick", "--passes", "1", "--steps",
-         "2", "--warmup", "1"],
+         "2", "--warmup", "1", "--compare"],
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
         capture_output=True, text=True, timeout=180, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     assert result["quick"] is True
     assert result["tokens_per_second"] > 0
     assert result["peak_rss_mb"] > 0
+    # the fast path ran, against the plain path in the same process
+    assert result["settings"]["unroll_windows"] is True
+    assert result["settings"]["dedup_tokens"] is True
+    assert result["baseline"] == "plain"
+    assert result["baseline_tokens_per_second"] > 0
+    assert 0 < result["distinct_token_fraction"] <= 1
+    assert result["matmul_peak_gflops"] > 0
+    assert 0 < result["peak_fraction"] < 1
