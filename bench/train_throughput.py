@@ -217,6 +217,7 @@ def main(argv=None):
         ),
         "distinct_token_fraction": round(distinct, 3),
         "gflop_per_token": round(computed_flops / 1e9, 4),
+        "gflop_per_token_without_dedup": round(dense_flops / 1e9, 4),
         "achieved_gflops": round(rate * computed_flops / 1e9, 1),
         "matmul_peak_gflops": round(peak, 1),
         "peak_fraction": round(rate * computed_flops / 1e9 / peak, 3),
