@@ -4,17 +4,21 @@ Training reads windows of exactly ``unroll_steps`` tokens, every row full
 (``LanguageModel`` gives every row the window's length), so the
 length-aware ``tf.while_loop`` of :func:`~bilm_keras.layers.lstm_stack.
 run_recurrence` can become a Python loop over a static number of steps, as
-bilm-tf's ``static_rnn`` did in training. Three things make it fast on a
-CPU (``bench/train_throughput.py --compare`` measures them):
+bilm-tf's ``static_rnn`` did in training. Unrolling alone is not faster on
+a CPU (measured about even with the loop); three things on top of it are
+(in-process A/B on the mid-size model, 2-core CPU, each over the previous):
 
-* no ``TensorArray`` reads/writes and no loop bookkeeping per step;
+* the recurrent kernel is split off the kernel once per window, not sliced
+  at every step: in the backward pass each slice of a variable becomes a
+  dense, zero-padded kernel-sized gradient, added up over the steps
+  (1.39x);
 * a hand-written backward pass (:func:`lstm_window`) that keeps only the
   sequential part inside the loop and computes the weight gradients as two
   large matmuls after it, where autodiff does two small ones per step and
-  adds them up;
+  adds them up (1.23x);
 * the forward and backward directions' stacks (same shapes, their own
   weights) run as one batched computation: every step is one batched
-  matmul and one set of elementwise ops for both directions.
+  matmul and one set of elementwise ops for both directions (1.17-1.34x).
 
 The math is the same as :class:`~bilm_keras.layers.LSTMStack` on
 full-length rows: the same cells (the same variables), the input
