@@ -87,9 +87,19 @@ class LSTMCellWithProjection(keras.layers.Layer):
             tf.tensordot(inputs, self.kernel[: self.input_dim], 1) + self.bias
         )
 
-    def step(self, z_input, c_prev, h_prev):
-        """One step from the precomputed input contribution `(B, 4U)`."""
-        z = z_input + tf.matmul(h_prev, self.kernel[self.input_dim:])
+    def recurrent_kernel(self):
+        """`(output_dim, 4 * units)`: the rows of ``kernel`` that ``h`` meets."""
+        return self.kernel[self.input_dim:]
+
+    def step(self, z_input, c_prev, h_prev, recurrent_kernel=None):
+        """One step from the precomputed input contribution `(B, 4U)`.
+
+        Loops pass ``recurrent_kernel()`` computed once before the loop:
+        slicing ``kernel`` inside it copies the slice at every step.
+        """
+        if recurrent_kernel is None:
+            recurrent_kernel = self.recurrent_kernel()
+        z = z_input + tf.matmul(h_prev, recurrent_kernel)
         i, j, f, o = tf.split(z, 4, axis=1)  # 4 x (B, U)
         c = tf.sigmoid(f + self.forget_bias) * c_prev + tf.sigmoid(i) * tf.tanh(j)
         if self.cell_clip:

@@ -46,9 +46,10 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
             return z_time_major[t]
     outputs = tf.TensorArray(z_inputs.dtype, size=n_steps)
     lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
+    w_h = cell.recurrent_kernel()  # (P, 4U), sliced once, not every step
 
     def body(t, c, h, outputs):
-        c_new, h_new = cell.step(read(t), c, h)
+        c_new, h_new = cell.step(read(t), c, h, w_h)
         active = t < lengths  # (B, 1)
         c = tf.where(active, c_new, c)
         h = tf.where(active, h_new, h)
