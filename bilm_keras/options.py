@@ -1,4 +1,4 @@
-"""Model options: bilm-tf's ``options.json``, parsed once into frozen dataclasses.
+"""Model options: bilm-tf's ``options.json``, parsed once into dataclasses.
 
 bilm-tf passed a nested dict around and looked keys up wherever it needed
 them. Here the JSON is read and validated in one place; every error names
@@ -44,7 +44,7 @@ def _get(d: dict, key: str, source: str, prefix: str, kind, default=...):
         if default is ...:
             raise OptionsError(
                 f"{source}: missing field '{field}' "
-                f"(expected {kind.__name__ if isinstance(kind, type) else kind})"
+                f"(expected {getattr(kind, '__name__', kind)})"
             )
         return default
     value = d[key]

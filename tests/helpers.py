@@ -109,3 +109,18 @@ def load_reference_embeddings(model_dir):
                 for i in range(len(raw[k]))
             ])
     return sentences, expected
+
+
+def write_model_files(folder, options, weights):
+    """Writes ``options.json`` and ``weights.hdf5`` (bilm-tf names) into
+    ``folder``; returns both paths as strings."""
+    import h5py
+
+    options_file = os.path.join(folder, "options.json")
+    with open(options_file, "w") as f:
+        json.dump(options, f)
+    weight_file = os.path.join(folder, "weights.hdf5")
+    with h5py.File(weight_file, "w") as f:
+        for name, value in weights.items():
+            f.create_dataset(name, data=value)
+    return options_file, weight_file

@@ -88,7 +88,7 @@ class LSTMCellWithProjection(keras.layers.Layer):
         )
 
     def recurrent_kernel(self):
-        """`(output_dim, 4 * units)`: the rows of ``kernel`` that ``h`` meets."""
+        """`(output_dim, 4 * units)`: the rows of ``kernel`` for ``h``."""
         return self.kernel[self.input_dim:]
 
     def step(self, z_input, c_prev, h_prev, recurrent_kernel=None):
@@ -101,7 +101,8 @@ class LSTMCellWithProjection(keras.layers.Layer):
             recurrent_kernel = self.recurrent_kernel()
         z = z_input + tf.matmul(h_prev, recurrent_kernel)
         i, j, f, o = tf.split(z, 4, axis=1)  # 4 x (B, U)
-        c = tf.sigmoid(f + self.forget_bias) * c_prev + tf.sigmoid(i) * tf.tanh(j)
+        c = (tf.sigmoid(f + self.forget_bias) * c_prev
+             + tf.sigmoid(i) * tf.tanh(j))
         if self.cell_clip:
             c = tf.clip_by_value(c, -self.cell_clip, self.cell_clip)
         h = tf.sigmoid(o) * tf.tanh(c)  # (B, U)

@@ -1,4 +1,4 @@
-"""ScalarMix: ELMo's learned, softmax-normalised weighting of the biLM layers."""
+"""ScalarMix: ELMo's learned, softmax-normalised mix of the biLM layers."""
 
 import keras
 import tensorflow as tf

@@ -183,10 +183,11 @@ class BidirectionalLanguageModel:
                             f"{ids.dtype.name}")
         expected_rank = self.input_spec.shape.rank
         if ids.shape.rank != expected_rank:
+            layout = ("(batch, time, max_chars)" if expected_rank == 3
+                      else "(batch, time)")
             raise ValueError(
-                f"ids: expected rank {expected_rank} "
-                f"{'(batch, time, max_chars)' if expected_rank == 3 else '(batch, time)'}"
-                f", found shape {tuple(ids.shape)}"
+                f"ids: expected rank {expected_rank} {layout}, found shape "
+                f"{tuple(ids.shape)}"
             )
         if expected_rank == 3 and ids.shape[2] != self.input_spec.shape[2]:
             raise ValueError(

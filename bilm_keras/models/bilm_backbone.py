@@ -192,7 +192,9 @@ class BiLMBackbone(keras.layers.Layer):
 
     def build(self, input_shape=None):
         if self.use_character_inputs:
-            self.token_embedder.build((None, None, self.max_characters_per_token))
+            self.token_embedder.build(
+                (None, None, self.max_characters_per_token)
+            )
         else:
             self.token_embedder.build((None, None))
         for stack in self.stacks.values():

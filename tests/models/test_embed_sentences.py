@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 import numpy_reference as nr
+from helpers import write_model_files
 from bilm_keras import Batcher, BidirectionalLanguageModel
 
 OPTIONS = {
@@ -34,16 +35,6 @@ SENTENCES = [
     "dog".split(),
     "the lazy dog jumps over the quick brown fox again".split(),
 ]
-
-
-def _write(tmp_path, options, weights):
-    opt = tmp_path / "options.json"
-    opt.write_text(json.dumps(options))
-    path = tmp_path / "weights.hdf5"
-    with h5py.File(path, "w") as f:
-        for name, value in weights.items():
-            f.create_dataset(name, data=value)
-    return str(opt), str(path)
 
 
 def _fixture_sentences(model_dir):
@@ -113,7 +104,8 @@ def test_random_weights_match_numpy(tmp_path, activation):
     options = copy.deepcopy(OPTIONS)
     options["char_cnn"]["activation"] = activation
     weights = nr.random_bilm_weights(options, seed=11)
-    model = BidirectionalLanguageModel(*_write(tmp_path, options, weights))
+    model = BidirectionalLanguageModel(
+        *write_model_files(tmp_path, options, weights))
     got = model.embed_sentences(SENTENCES, batch_size=3)
     char_ids = nr.sentence_char_ids(SENTENCES, 20)
     ref = nr.bilm_forward(weights, options, char_ids=char_ids)
@@ -130,7 +122,7 @@ def test_token_input_matches_numpy(tmp_path):
     (tmp_path / "vocab.txt").write_text("\n".join(vocab) + "\n")
     emb = np.random.default_rng(3).normal(size=(len(vocab), 8))
     emb = emb.astype(np.float32)
-    opt, wfile = _write(tmp_path, OPTIONS, weights)
+    opt, wfile = write_model_files(tmp_path, OPTIONS, weights)
     with h5py.File(tmp_path / "embedding.hdf5", "w") as f:
         f.create_dataset("embedding", data=emb)
     model = BidirectionalLanguageModel(
@@ -151,7 +143,8 @@ def test_token_input_matches_numpy(tmp_path):
 def test_many_distinct_tokens_cross_chunks(tmp_path):
     # more distinct tokens than one token-embedder call holds
     weights = nr.random_bilm_weights(OPTIONS, seed=13)
-    model = BidirectionalLanguageModel(*_write(tmp_path, OPTIONS, weights))
+    model = BidirectionalLanguageModel(
+        *write_model_files(tmp_path, OPTIONS, weights))
     model.embed_chunk_size = 7
     sentences = [[f"w{i}", f"v{i % 5}", "the"] for i in range(12)]
     got = model.embed_sentences(sentences, batch_size=5)

@@ -3,13 +3,13 @@ random weights, for the paths the fixture model does not use: skip
 connections, tanh, three layers, tight clipping, token input."""
 
 import copy
-import json
 
 import h5py
 import numpy as np
 import pytest
 
 import numpy_reference as nr
+from helpers import write_model_files
 from bilm_keras import BidirectionalLanguageModel
 from bilm_keras.weights import save_bilm_tf_hdf5
 
@@ -29,16 +29,6 @@ SENTENCES = [
     ["a-very-long-token-that-exceeds-the-character-limit-by-far"] * 3,
     "a b".split(),
 ]
-
-
-def _write(tmp_path, options, weights):
-    opt = tmp_path / "options.json"
-    opt.write_text(json.dumps(options))
-    path = tmp_path / "weights.hdf5"
-    with h5py.File(path, "w") as f:
-        for name, value in weights.items():
-            f.create_dataset(name, data=value)
-    return str(opt), str(path)
 
 
 def _options(**changes):
@@ -61,7 +51,8 @@ def _options(**changes):
 def test_char_model_matches_numpy(tmp_path, changes):
     options = _options(**changes)
     weights = nr.random_bilm_weights(options, seed=1)
-    model = BidirectionalLanguageModel(*_write(tmp_path, options, weights))
+    model = BidirectionalLanguageModel(
+        *write_model_files(tmp_path, options, weights))
     char_ids = nr.sentence_char_ids(SENTENCES, 20)
     out = model(char_ids)
     ref = nr.bilm_forward(weights, options, char_ids=char_ids)
@@ -83,7 +74,7 @@ def test_token_model_matches_numpy(tmp_path):
     vocab = ["<S>", "</S>", "<UNK>", "the", "fox", "a", "b"]
     emb = np.random.default_rng(3).normal(size=(len(vocab), 8))
     emb = emb.astype(np.float32)
-    opt, wfile = _write(tmp_path, options, weights)
+    opt, wfile = write_model_files(tmp_path, options, weights)
     emb_file = tmp_path / "embedding.hdf5"
     with h5py.File(emb_file, "w") as f:
         f.create_dataset("embedding", data=emb)
@@ -102,7 +93,8 @@ def test_token_model_matches_numpy(tmp_path):
 def test_save_bilm_tf_hdf5_round_trip(tmp_path):
     options = _options()
     weights = nr.random_bilm_weights(options, seed=4)
-    model = BidirectionalLanguageModel(*_write(tmp_path, options, weights))
+    model = BidirectionalLanguageModel(
+        *write_model_files(tmp_path, options, weights))
     out = tmp_path / "saved.hdf5"
     save_bilm_tf_hdf5(model.backbone, out)
     saved = nr.load_hdf5_weights(out)
