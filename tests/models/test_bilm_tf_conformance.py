@@ -59,11 +59,15 @@ def _make(model_dir, token_files, stateful, max_batch_size=4):
     return model, batcher
 
 
-@pytest.mark.parametrize("input_kind", ["characters", "tokens"])
-def test_stateful_batches_match_bilm_tf(model_dir, reference, input_kind,
-                                        request):
-    token_files = (None if input_kind == "characters"
-                   else request.getfixturevalue("token_model_files"))
+@pytest.fixture(params=["characters", "tokens"])
+def token_files(request):
+    """None for character input, else the token-input files."""
+    if request.param == "characters":
+        return None
+    return request.getfixturevalue("token_model_files")
+
+
+def test_stateful_batches_match_bilm_tf(model_dir, reference, token_files):
     sentences, expected = reference
     model, batcher = _make(model_dir, token_files, stateful=True)
     for i in range(10):
@@ -91,7 +95,7 @@ def test_stateful_batches_match_bilm_tf(model_dir, reference, input_kind,
                 assert np.abs(state[2]).sum() > 0
                 third_rows.append(state[2].copy())
     # ... and a batch of 2 leaves row 3 (index 2) as it was.
-    shape = (2, 5, 50) if input_kind == "characters" else (2, 5)
+    shape = (2, 5, 50) if token_files is None else (2, 5)
     model(np.ones(shape, np.int32))
     k = 0
     for direction in ("forward", "backward"):
@@ -102,11 +106,7 @@ def test_stateful_batches_match_bilm_tf(model_dir, reference, input_kind,
     assert model.trace_count == 1
 
 
-@pytest.mark.parametrize("input_kind", ["characters", "tokens"])
-def test_first_batch_matches_statelessly(model_dir, reference, input_kind,
-                                         request):
-    token_files = (None if input_kind == "characters"
-                   else request.getfixturevalue("token_model_files"))
+def test_first_batch_matches_statelessly(model_dir, reference, token_files):
     sentences, expected = reference
     model, batcher = _make(model_dir, token_files, stateful=False)
     batch = [sentences[k][0] for k in range(3)]
