@@ -44,31 +44,18 @@ import argparse
 import json
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
 
-FULL_OPTIONS = {
-    "lstm": {
-        "dim": 4096, "projection_dim": 512, "n_layers": 2,
-        "cell_clip": 3, "proj_clip": 3, "use_skip_connections": True,
-    },
-    "char_cnn": {
-        "embedding": {"dim": 16},
-        "filters": [[1, 32], [2, 32], [3, 64], [4, 128], [5, 256],
-                    [6, 512], [7, 1024]],
-        "n_highway": 2, "n_characters": 262,
-        "max_characters_per_token": 50, "activation": "relu",
-    },
-    "bidirectional": True,
-    "dropout": 0.1,
-    "n_tokens_vocab": 793471,
-    "unroll_steps": 20,
-    "n_negative_samples_batch": 8192,
-    "all_clip_norm_val": 10.0,
-}
+#: the published model's options, the one definition in options/
+FULL_OPTIONS_FILE = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "options",
+    "elmo_2x4096_512_2048cnn_2xhighway.json",
+)
 
 QUICK_OPTIONS = {
     "lstm": {
@@ -143,8 +130,11 @@ def write_model(workdir: str, quick: bool) -> None:
 
     keras.utils.set_random_seed(0)
     options_file = os.path.join(workdir, "options.json")
-    with open(options_file, "w") as f:
-        json.dump(QUICK_OPTIONS if quick else FULL_OPTIONS, f)
+    if quick:
+        with open(options_file, "w") as f:
+            json.dump(QUICK_OPTIONS, f)
+    else:
+        shutil.copyfile(FULL_OPTIONS_FILE, options_file)
     backbone = BiLMBackbone.from_options(BiLMOptions.from_json(options_file),
                                          name="bilm").build_all()
     save_bilm_tf_hdf5(backbone, os.path.join(workdir, "weights.hdf5"))
