@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from typing import Iterator, List, Optional, Sequence
@@ -11,16 +10,11 @@ import h5py
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras.atomic_files import atomic_path
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary
 from bilm_keras.models.bidirectional_language_model import (
     BidirectionalLanguageModel,
 )
-
-
-def _atomic_h5(outfile: str):
-    """Opens ``outfile + .tmp`` for writing; commit with ``os.replace``."""
-    tmp = f"{outfile}.tmp-{os.getpid()}"
-    return tmp, h5py.File(tmp, "w")
 
 
 def dump_token_embeddings(
@@ -59,15 +53,8 @@ def dump_token_embeddings(
         np.concatenate(pieces)
         if pieces else np.zeros((0, backbone.projection_dim), np.float32)
     )
-    outfile = os.fspath(outfile)
-    tmp, fout = _atomic_h5(outfile)
-    try:
-        with fout:
-            fout.create_dataset("embedding", data=embeddings.astype(np.float32))
-        os.replace(tmp, outfile)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+        fout.create_dataset("embedding", data=embeddings.astype(np.float32))
 
 
 def _read_sentences(dataset_file: str) -> Iterator[List[str]]:
@@ -118,33 +105,25 @@ def dump_bilm_embeddings(
     ):
         raise ValueError(f"layers: expected indices in 0..{n_layers - 1}, "
                          f"found {list(layers)}")
-    outfile = os.fspath(outfile)
-    tmp, fout = _atomic_h5(outfile)
     n_done, started = 0, time.time()
-    try:
-        with fout:
-            chunk: List[List[str]] = []
-            sentences = _read_sentences(dataset_file)
-            while True:
-                chunk = [s for _, s in zip(range(chunk_size), sentences)]
-                if not chunk:
-                    break
-                embeddings = bilm.embed_sentences(
-                    chunk, batch_size=batch_size, vocab_file=vocab_file
-                )
-                for emb in embeddings:
-                    if layers is not None:
-                        emb = emb[list(layers)]
-                    fout.create_dataset(str(n_done), data=emb.astype(dtype))
-                    n_done += 1
-                if progress:
-                    rate = n_done / max(time.time() - started, 1e-9)
-                    print(f"\r{dataset_file}: {n_done} sentences "
-                          f"({rate:.1f}/s)", end="", file=sys.stderr)
-        if progress and n_done:
-            print(file=sys.stderr)
-        os.replace(tmp, outfile)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+        sentences = _read_sentences(dataset_file)
+        while True:
+            chunk = [s for _, s in zip(range(chunk_size), sentences)]
+            if not chunk:
+                break
+            embeddings = bilm.embed_sentences(
+                chunk, batch_size=batch_size, vocab_file=vocab_file
+            )
+            for emb in embeddings:
+                if layers is not None:
+                    emb = emb[list(layers)]
+                fout.create_dataset(str(n_done), data=emb.astype(dtype))
+                n_done += 1
+            if progress:
+                rate = n_done / max(time.time() - started, 1e-9)
+                print(f"\r{dataset_file}: {n_done} sentences "
+                      f"({rate:.1f}/s)", end="", file=sys.stderr)
+    if progress and n_done:
+        print(file=sys.stderr)
     return n_done

@@ -22,6 +22,8 @@ import json
 import os
 from typing import Any, Optional
 
+from bilm_keras.atomic_files import write_text_atomic
+
 #: Character ids a char-CNN sees: 256 byte values + 5 specials (bilm-tf's
 #: training vocabulary) and one more row for padding id 0 at inference.
 N_CHARACTERS_TRAIN = 261
@@ -296,10 +298,6 @@ class BiLMOptions:
 
     def to_json(self, path: str | os.PathLike) -> None:
         """Write bilm-tf-compatible ``options.json`` (atomically)."""
-        path = os.fspath(path)
-        tmp = f"{path}.tmp-{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(self.to_dict(), f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
+        text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+        write_text_atomic(path, text)
 

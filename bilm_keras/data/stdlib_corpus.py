@@ -18,9 +18,10 @@ import os
 import random
 import re
 import sysconfig
-import tempfile
 import warnings
 from typing import Iterator, List, Optional
+
+from bilm_keras.atomic_files import write_text_atomic
 
 # Modules whose docstrings are English prose (not generated tables, not
 # tests). Sorted; a module missing from this Python version is skipped.
@@ -180,16 +181,7 @@ def _stdlib_sentences(lowercase: bool, modules: tuple) -> tuple:
 
 
 def _write_lines(path: str, lines: List[str]) -> None:
-    folder = os.path.dirname(path)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write("".join(line + "\n" for line in lines))
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    write_text_atomic(path, "".join(line + "\n" for line in lines))
 
 
 def write_stdlib_corpus(out_dir, *, n_train_shards: int = 2,

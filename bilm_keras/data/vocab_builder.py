@@ -13,9 +13,9 @@ from __future__ import annotations
 import collections
 import json
 import os
-import tempfile
 from typing import Optional
 
+from bilm_keras.atomic_files import write_text_atomic
 from bilm_keras.data.lm_dataset import list_shards, read_lines
 from bilm_keras.data.vocabulary import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 
@@ -34,23 +34,6 @@ def read_vocab_stats(vocab_file) -> Optional[dict]:
         return None
     with open(path, encoding="utf-8") as f:
         return json.load(f)
-
-
-def _atomic_write(path: str, text: str) -> None:
-    folder = os.path.dirname(os.path.abspath(path))
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        dir=folder, prefix=os.path.basename(path) + ".", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def build_vocab(train_prefix, vocab_file, *, min_count: int = 1,
@@ -120,7 +103,7 @@ def build_vocab(train_prefix, vocab_file, *, min_count: int = 1,
         max_size=max_size,
     )
     lines = list(SPECIAL_TOKENS) + words
-    _atomic_write(vocab_file, "\n".join(lines) + "\n")
-    _atomic_write(sidecar_path(vocab_file),
+    write_text_atomic(vocab_file, "\n".join(lines) + "\n")
+    write_text_atomic(sidecar_path(vocab_file),
                   json.dumps(stats, indent=2, ensure_ascii=False) + "\n")
     return stats

@@ -25,6 +25,7 @@ from typing import Callable, List, Optional
 import h5py
 import numpy as np
 
+from bilm_keras.atomic_files import atomic_path
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 
 
@@ -188,16 +189,7 @@ def save_bilm_tf_hdf5(
     backbone: BiLMBackbone, outfile: str | os.PathLike
 ) -> None:
     """Writes a backbone's weights in bilm-tf's HDF5 layout (atomically)."""
-    outfile = os.fspath(outfile)
-    tmp = f"{outfile}.tmp-{os.getpid()}"
-    try:
-        with h5py.File(tmp, "w") as fout:
-            for row in weight_table(backbone):
-                value = row.to_hdf5(np.asarray(row.variable.numpy()))
-                fout.create_dataset(
-                    row.hdf5_path, data=value.astype(np.float32)
-                )
-        os.replace(tmp, outfile)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+        for row in weight_table(backbone):
+            value = row.to_hdf5(np.asarray(row.variable.numpy()))
+            fout.create_dataset(row.hdf5_path, data=value.astype(np.float32))
