@@ -4,6 +4,7 @@ import keras
 import tensorflow as tf
 
 from bilm_keras.layers.highway import Highway
+from bilm_keras.layers.initialization import initial
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
@@ -88,7 +89,7 @@ class CharCNNEmbedder(keras.layers.Layer):
         self.char_embedding = self.add_weight(
             name="char_embedding",
             shape=(self.n_characters, self.char_embedding_dim),
-            initializer=keras.initializers.RandomUniform(-1.0, 1.0),
+            initializer=initial(keras.initializers.RandomUniform(-1.0, 1.0)),
         )
         for i, (width, num) in enumerate(self.filters):
             if self.activation == "relu":
@@ -99,7 +100,7 @@ class CharCNNEmbedder(keras.layers.Layer):
             setattr(self, f"conv_{i}_kernel", self.add_weight(
                 name=f"conv_{i}_kernel",
                 shape=(width, self.char_embedding_dim, num),
-                initializer=init,
+                initializer=initial(init),
             ))
             setattr(self, f"conv_{i}_bias", self.add_weight(
                 name=f"conv_{i}_bias", shape=(num,), initializer="zeros"
@@ -110,9 +111,9 @@ class CharCNNEmbedder(keras.layers.Layer):
             self.projection_kernel = self.add_weight(
                 name="projection_kernel",
                 shape=(self.n_filters, self.projection_dim),
-                initializer=keras.initializers.RandomNormal(
+                initializer=initial(keras.initializers.RandomNormal(
                     stddev=(1.0 / self.n_filters) ** 0.5
-                ),
+                )),
             )
             self.projection_bias = self.add_weight(
                 name="projection_bias",

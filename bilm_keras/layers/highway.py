@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers.initialization import initial
+
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
 class Highway(keras.layers.Layer):
@@ -43,7 +45,7 @@ class Highway(keras.layers.Layer):
         dim = int(input_shape[-1])
         init = keras.initializers.RandomNormal(stddev=(1.0 / dim) ** 0.5)
         self.carry_kernel = self.add_weight(
-            name="carry_kernel", shape=(dim, dim), initializer=init
+            name="carry_kernel", shape=(dim, dim), initializer=initial(init)
         )
         self.carry_bias = self.add_weight(
             name="carry_bias",
@@ -53,7 +55,8 @@ class Highway(keras.layers.Layer):
             ),
         )
         self.transform_kernel = self.add_weight(
-            name="transform_kernel", shape=(dim, dim), initializer=init
+            name="transform_kernel", shape=(dim, dim),
+            initializer=initial(init),
         )
         self.transform_bias = self.add_weight(
             name="transform_bias", shape=(dim,), initializer="zeros"

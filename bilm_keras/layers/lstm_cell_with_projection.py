@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers.initialization import initial
+
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
 class LSTMCellWithProjection(keras.layers.Layer):
@@ -68,7 +70,7 @@ class LSTMCellWithProjection(keras.layers.Layer):
         self.kernel = self.add_weight(
             name="kernel",
             shape=(self.input_dim + self.output_dim, 4 * self.units),
-            initializer="glorot_uniform",
+            initializer=initial("glorot_uniform"),
         )
         self.bias = self.add_weight(
             name="bias", shape=(4 * self.units,), initializer="zeros"
@@ -77,15 +79,22 @@ class LSTMCellWithProjection(keras.layers.Layer):
             self.projection_kernel = self.add_weight(
                 name="projection_kernel",
                 shape=(self.units, self.projection_dim),
-                initializer="glorot_uniform",
+                initializer=initial("glorot_uniform"),
             )
 
-    def input_contribution(self, inputs):
-        """``inputs @ kernel[:input_dim] + bias`` for `(..., input_dim)`."""
+    def input_contribution(self, inputs, input_kernel=None):
+        """``inputs @ kernel[:input_dim] + bias`` for `(..., input_dim)`.
+
+        Loops pass ``input_kernel()`` computed once before the loop.
+        """
+        if input_kernel is None:
+            input_kernel = self.input_kernel()
         # (B, T, D) @ (D, 4U) -> (B, T, 4U)
-        return (
-            tf.tensordot(inputs, self.kernel[: self.input_dim], 1) + self.bias
-        )
+        return tf.tensordot(inputs, input_kernel, 1) + self.bias
+
+    def input_kernel(self):
+        """`(input_dim, 4 * units)`: the rows of ``kernel`` for ``x``."""
+        return self.kernel[: self.input_dim]
 
     def recurrent_kernel(self):
         """`(output_dim, 4 * units)`: the rows of ``kernel`` for ``h``."""

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers.initialization import initial
+
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
 class TokenEmbedder(keras.layers.Layer):
@@ -31,7 +33,7 @@ class TokenEmbedder(keras.layers.Layer):
         self.embeddings = self.add_weight(
             name="embeddings",
             shape=(self.vocab_size, self.embedding_dim),
-            initializer=keras.initializers.RandomNormal(stddev=1.0),
+            initializer=initial(keras.initializers.RandomNormal(stddev=1.0)),
         )
 
     def call(self, inputs):

@@ -24,8 +24,10 @@ from typing import Callable, List, Optional
 
 import h5py
 import numpy as np
+import tensorflow as tf
 
 from bilm_keras.atomic_files import atomic_path
+from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 
 
@@ -63,6 +65,10 @@ class WeightRow:
     variable: object
     to_keras: Callable = _identity
     to_hdf5: Callable = _identity
+    #: where the file's row 0 goes in the variable when ``to_keras`` only
+    #: shifts rows (0, or 1 after a padding row); None: ``to_keras``
+    #: reshapes, so the dataset is read whole
+    keras_row_offset: Optional[int] = 0
 
 
 def lstm_hdf5_prefix(direction_index: int, layer: int) -> str:
@@ -76,12 +82,13 @@ def weight_table(backbone: BiLMBackbone) -> List[WeightRow]:
     emb = backbone.token_embedder
     if backbone.use_character_inputs:
         rows.append(WeightRow("char_embed", emb.char_embedding,
-                              _add_padding_row, _drop_padding_row))
+                              _add_padding_row, _drop_padding_row, 1))
         for i, (kernel, bias) in enumerate(
             zip(emb.conv_kernels, emb.conv_biases)
         ):
             rows.append(WeightRow(f"CNN/W_cnn_{i}", kernel,
-                                  _conv1d_from_conv2d, _conv2d_from_conv1d))
+                                  _conv1d_from_conv2d, _conv2d_from_conv1d,
+                                  None))
             rows.append(WeightRow(f"CNN/b_cnn_{i}", bias))
         for i, highway in enumerate(emb.highways):
             p = f"CNN_high_{i}"
@@ -98,7 +105,7 @@ def weight_table(backbone: BiLMBackbone) -> List[WeightRow]:
             ]
     else:
         rows.append(WeightRow("embedding", emb.embeddings,
-                              _add_padding_row, _drop_padding_row))
+                              _add_padding_row, _drop_padding_row, 1))
     for d, stack in enumerate(backbone.stacks.values()):
         for layer, cell in enumerate(stack.cells):
             p = lstm_hdf5_prefix(d, layer)
@@ -133,9 +140,39 @@ def _checked_dataset(fin, path_name: str, row: WeightRow) -> h5py.Dataset:
     return ds
 
 
-def _read_checked(fin, path_name: str, row: WeightRow) -> np.ndarray:
-    ds = _checked_dataset(fin, path_name, row)
-    return row.to_keras(ds[...].astype(np.float32))
+#: Largest block of a dataset read and assigned at once (bytes)
+LOAD_BLOCK_BYTES = 8 << 20
+
+
+def _assign_from_dataset(ds: h5py.Dataset, row: WeightRow) -> None:
+    """``row.variable = row.to_keras(ds)``, a block of rows at a time.
+
+    Reading a whole dataset and assigning it holds two extra copies of it
+    (the array and the tensor made from it; 64 MB each for an LSTM kernel
+    of the published model, 1.6 GB for an 800k-token embedding table);
+    blocks of at most :data:`LOAD_BLOCK_BYTES` are written into the
+    variable in place instead.
+    """
+    if (row.keras_row_offset is None or ds.ndim == 0
+            or tf.distribute.has_strategy()):
+        value = np.empty(ds.shape, np.float32)
+        ds.read_direct(value)
+        row.variable.assign(row.to_keras(value))
+        return
+    target = row.variable.value  # the tf.Variable: sliced assignment
+    offset = row.keras_row_offset
+    if offset:
+        target[:offset].assign(tf.zeros_like(target[:offset]))
+    row_bytes = 4 * int(np.prod(ds.shape[1:], dtype=np.int64))
+    step = max(1, LOAD_BLOCK_BYTES // max(row_bytes, 1))
+    for start in range(0, ds.shape[0], step):
+        stop = min(start + step, ds.shape[0])
+        block = np.empty((stop - start,) + ds.shape[1:], np.float32)
+        ds.read_direct(block, np.s_[start:stop])
+        target[offset + start: offset + stop].assign(block)
+    # a sliced assignment leaves the variable copying itself on every read
+    # (TensorFlow's guard for sparse updates); nothing else holds it now
+    tf.raw_ops.DisableCopyOnRead(resource=target.handle)
 
 
 def load_bilm_tf_hdf5(
@@ -146,7 +183,9 @@ def load_bilm_tf_hdf5(
     """Assigns bilm-tf HDF5 weights to a backbone.
 
     Args:
-        backbone: a (built or not) :class:`BiLMBackbone`.
+        backbone: a (built or not) :class:`BiLMBackbone`. An unbuilt one is
+            built with zeros as placeholders (no random initialisers: less
+            time and memory), so after a failed load it holds zeros.
         weight_file: ``lm_weights.hdf5`` in bilm-tf's layout.
         embedding_weight_file: for token input, the file with the
             ``embedding`` dataset (from :func:`dump_token_embeddings`);
@@ -157,6 +196,10 @@ def load_bilm_tf_hdf5(
             message names the file, the dataset and both shapes. Nothing is
             assigned unless every dataset fits.
     """
+    if not backbone.built:
+        # every variable is about to be assigned: skip random initialisers
+        with placeholder_weights():
+            backbone.build_all()
     rows = weight_table(backbone)
     files = {"weights": os.fspath(weight_file)}
     if embedding_weight_file is not None:
@@ -173,13 +216,13 @@ def load_bilm_tf_hdf5(
             else "weights"
             for row in rows
         ]
-        # every shape is checked before anything is assigned; then one
-        # dataset at a time is read and assigned, so loading never holds a
-        # second copy of all the weights (the full-size model: 375 MB)
+        # every shape is checked before anything is assigned; then the
+        # datasets are read and assigned a block at a time, so loading
+        # never holds a second copy of the weights
         for row, key in zip(rows, keys):
             _checked_dataset(handles[key], files[key], row)
         for row, key in zip(rows, keys):
-            row.variable.assign(_read_checked(handles[key], files[key], row))
+            _assign_from_dataset(handles[key][row.hdf5_path], row)
     finally:
         for h in handles.values():
             h.close()

@@ -1,0 +1,86 @@
+"""Loading bilm-tf HDF5 weights a block of rows at a time, into variables
+built with placeholder zeros: every variable must end up equal to its
+dataset (read here with h5py and numpy alone) and read without copies."""
+
+import h5py
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bilm_keras import BiLMBackbone, BiLMOptions
+from bilm_keras.layers import LSTMCellWithProjection
+from bilm_keras.layers.initialization import placeholder_weights
+from bilm_keras.weights import bilm_tf_hdf5, load_bilm_tf_hdf5
+
+
+def _buffer_address(variable):
+    """Where a read of ``variable`` points: the same address twice unless
+    TensorFlow copies the variable on every read."""
+    return variable.value.read_value().numpy().__array_interface__["data"][0]
+
+
+def _expected(fin, hdf5_path):
+    """The Keras value of a dataset, worked out from the layout rules."""
+    value = fin[hdf5_path][...]
+    if hdf5_path == "char_embed":  # padding row 0 for the +1-shifted ids
+        return np.concatenate([np.zeros((1, value.shape[1])), value])
+    if hdf5_path.startswith("CNN/W_cnn_"):  # conv2d (1, w, in, out)
+        return value[0]
+    return value
+
+
+@pytest.mark.parametrize("block_bytes", [4096, 64 << 20])
+def test_every_variable_equals_its_dataset(model_dir, monkeypatch,
+                                           block_bytes):
+    # 4096 bytes: the LSTM kernels (and char_embed, 64 bytes a row) load in
+    # many blocks, the last one short; 64 MB: each dataset in one block
+    monkeypatch.setattr(bilm_tf_hdf5, "LOAD_BLOCK_BYTES", block_bytes)
+    options = BiLMOptions.from_json(model_dir / "options.json")
+    backbone = BiLMBackbone.from_options(options, name="bilm")
+    assert not backbone.built
+    load_bilm_tf_hdf5(backbone, model_dir / "lm_weights.hdf5")
+    rows = bilm_tf_hdf5.weight_table(backbone)
+    assert {id(r.variable) for r in rows} == {id(v) for v in
+                                              backbone.weights}
+    with h5py.File(model_dir / "lm_weights.hdf5", "r") as fin:
+        for row in rows:
+            np.testing.assert_array_equal(
+                row.variable.numpy(), _expected(fin, row.hdf5_path),
+                err_msg=row.hdf5_path)
+    # a sliced assignment leaves a variable copying itself on every read
+    # unless the loader turns that off (small tensors are copied to numpy
+    # anyway, so the probe looks at the large ones)
+    large = [row.variable for row in rows
+             if row.keras_row_offset is not None
+             and row.variable.numpy().nbytes >= 16384]
+    assert len(large) >= 4
+    for variable in large:
+        assert _buffer_address(variable) == _buffer_address(variable), (
+            f"{variable.path} copies itself on every read")
+
+
+def test_placeholder_weights_are_zeros_only_inside_the_context():
+    with placeholder_weights():
+        inside = LSTMCellWithProjection(8, 4)
+        inside.build((None, 3))
+    outside = LSTMCellWithProjection(8, 4)
+    outside.build((None, 3))
+    assert not np.any(inside.kernel.numpy())
+    assert not np.any(inside.projection_kernel.numpy())
+    assert np.any(outside.kernel.numpy())
+    assert np.any(outside.projection_kernel.numpy())
+
+
+def test_built_backbone_keeps_its_variables(model_dir):
+    options = BiLMOptions.from_json(model_dir / "options.json")
+    keras.utils.set_random_seed(3)
+    backbone = BiLMBackbone.from_options(options, name="bilm").build_all()
+    before = [id(v) for v in backbone.weights]
+    load_bilm_tf_hdf5(backbone, model_dir / "lm_weights.hdf5")
+    assert [id(v) for v in backbone.weights] == before
+    with h5py.File(model_dir / "lm_weights.hdf5", "r") as fin:
+        kernel = fin["RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"][...]
+    cell = backbone.stacks["forward"].cells[0]
+    np.testing.assert_array_equal(cell.kernel.numpy(), kernel)
+    assert tf.reduce_all(tf.equal(cell.kernel.value, kernel))
