@@ -222,6 +222,10 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
 
 def measure(workdir: str, args) -> dict:
     """Runs in a fresh process with TF_ENABLE_ONEDNN_OPTS already set."""
+    from bilm_keras.memory import return_freed_memory
+
+    # as bin/dump_bilm_embeddings.py does (unless --glibc_default)
+    mmap_threshold_fixed = (not args.glibc_default) and return_freed_memory()
     t0 = time.perf_counter()
     import tensorflow as tf
 
@@ -338,6 +342,7 @@ def measure(workdir: str, args) -> dict:
             load_avg_1min=os.getloadavg()[0],
             quick=args.quick,
             passes=args.passes,
+            mmap_threshold_fixed=mmap_threshold_fixed,
         ),
     )
 
@@ -400,6 +405,10 @@ def main(argv=None):
                         help="also time XLA (jit_compile) on the char-CNN "
                              "and on the LSTMs against plain graphs")
     parser.add_argument("--n_sentences", type=int, default=None)
+    parser.add_argument("--glibc_default", action="store_true",
+                        help="leave glibc's malloc as it is (the embedding "
+                             "commands fix its mmap threshold: "
+                             "bilm_keras/memory.py)")
     parser.add_argument("--workdir", default=None,
                         help="reuse/keep options.json + weights.hdf5 here")
     parser.add_argument("--_write", default=None, help=argparse.SUPPRESS)
@@ -431,6 +440,8 @@ def main(argv=None):
             child.append("--baseline")
         if args.levers:
             child.append("--levers")
+        if args.glibc_default:
+            child.append("--glibc_default")
         runs = {}
         # with several settings, rounds alternate between them so that each
         # sees the same load of a shared machine

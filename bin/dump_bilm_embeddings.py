@@ -13,6 +13,7 @@ length-sorted internally and written in file order. Usage::
 import argparse
 
 from bilm_keras.dump import dump_bilm_embeddings
+from bilm_keras.memory import return_freed_memory
 
 
 def main(argv=None):
@@ -32,6 +33,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     if args.batch_size < 1:
         parser.error(f"--batch_size: expected >= 1, found {args.batch_size}")
+    return_freed_memory()  # about 40 MB less resident (bilm_keras.memory)
     n = dump_bilm_embeddings(
         args.vocab_file, args.dataset_file, args.options_file,
         args.weight_file, args.outfile, batch_size=args.batch_size,

@@ -6,8 +6,7 @@ import tensorflow as tf
 from bilm_keras.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
 
-def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
-                   for_gradients=True):
+def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
     """Runs ``cell.step`` over time with ``dynamic_rnn``'s length semantics.
 
     Past a row's length the output is zero and the state is carried
@@ -21,11 +20,6 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
         lengths: `(batch,)` int32.
         c0, h0: `(batch, units)`, `(batch, output_dim)` initial state.
         time_major: layout of ``z_inputs`` and of the returned outputs.
-        for_gradients: read step ``t``'s input from a TensorArray, whose
-            gradient is one `(batch, 4 * units)` slice a step. False (for
-            inference) reads ``z[t]``, a view: no second `(T, B, 4U)`
-            buffer, but its gradient would be a dense `(T, B, 4U)` tensor a
-            step. Same values either way.
 
     Returns:
         ``outputs (batch, time, output_dim)`` (time first with
@@ -36,14 +30,12 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
         z_inputs if time_major else tf.transpose(z_inputs, (1, 0, 2))
     )  # (T, B, 4U)
     n_steps = tf.shape(z_time_major)[0]
-    if for_gradients:
-        z_array = tf.TensorArray(z_inputs.dtype, size=n_steps).unstack(
-            z_time_major
-        )
-        read = z_array.read
-    else:
-        def read(t):
-            return z_time_major[t]
+    # step t reads its input from a TensorArray, whose gradient is one
+    # (B, 4U) slice a step (the gradient of z[t] would be a dense (T, B, 4U)
+    # tensor a step)
+    read = tf.TensorArray(z_inputs.dtype, size=n_steps).unstack(
+        z_time_major
+    ).read
     outputs = tf.TensorArray(z_inputs.dtype, size=n_steps)
     lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
     w_h = cell.recurrent_kernel()  # (P, 4U), sliced once, not every step
@@ -66,6 +58,65 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
         out = tf.transpose(out, (1, 0, 2))  # (B, T, P)
     out = tf.ensure_shape(out, [None, None, cell.output_dim])
     return out, (c, h)
+
+
+def run_inference_recurrence(cell, x, lengths, block_steps=16):
+    """Inference only: :func:`run_recurrence` from zero states, with the
+    input contributions computed ``block_steps`` steps at a time.
+
+    The input contributions of all ``T`` steps at once are the largest
+    tensor of inference, `(T, B, 4U)`: 88 MB for the published model at
+    batch 32 and 42 steps. Computing them a block of steps at a time, inside
+    the loop, bounds that buffer at `(block_steps, B, 4U)` while each matmul
+    still covers ``block_steps * B`` rows (``bench/embed_throughput.py``
+    measures the speed and the memory). Same values as :func:`run_recurrence`
+    on ``cell.input_contribution(x)``; no gradients.
+
+    Args:
+        cell: a built :class:`LSTMCellWithProjection`.
+        x: `(time, batch, input_dim)` the layer's inputs.
+        lengths: `(batch,)` int32.
+        block_steps: int, steps per input-contribution matmul; None: all
+            steps in one.
+
+    Returns:
+        ``outputs (time, batch, output_dim)``, zero past each row's length.
+    """
+    # B=batch, T=time, K=block steps, D=input dim, U=units, P=output dim
+    n_steps, batch = tf.shape(x)[0], tf.shape(x)[1]
+    lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
+    w_x = cell.input_kernel()  # (D, 4U), sliced once, not every block
+    w_h = cell.recurrent_kernel()  # (P, 4U)
+    outputs = tf.TensorArray(x.dtype, size=n_steps)
+    if block_steps is None:
+        block_steps = tf.maximum(n_steps, 1)
+
+    def block(start, c, h, outputs):
+        stop = tf.minimum(start + block_steps, n_steps)
+        z = cell.input_contribution(x[start:stop], w_x)  # (K, B, 4U)
+
+        def step(t, c, h, outputs):
+            c_new, h_new = cell.step(z[t - start], c, h, w_h)
+            active = t < lengths  # (B, 1)
+            c = tf.where(active, c_new, c)
+            h = tf.where(active, h_new, h)
+            outputs = outputs.write(t, tf.where(active, h_new, 0.0))
+            return t + 1, c, h, outputs
+
+        _, c, h, outputs = tf.while_loop(
+            lambda t, *_: t < stop, step, (start, c, h, outputs))
+        return stop, c, h, outputs
+
+    c0 = tf.zeros((batch, cell.units), x.dtype)
+    h0 = tf.zeros((batch, cell.output_dim), x.dtype)
+    # one block at a time: a block's input contributions are not computed
+    # before the previous block's steps have used theirs
+    _, _, _, outputs = tf.while_loop(
+        lambda start, *_: start < n_steps, block,
+        (tf.constant(0), c0, h0, outputs), parallel_iterations=1,
+    )
+    out = outputs.stack()  # (T, B, P)
+    return tf.ensure_shape(out, [None, None, cell.output_dim])
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
@@ -147,18 +198,23 @@ class LSTMStack(keras.layers.Layer):
         # they are never transposed; only the narrow inputs and outputs are.
         x = tf.transpose(inputs, (1, 0, 2))  # (T, B, D)
         outputs, final_states = self._run_time_major(
-            x, lengths, initial_states, training, for_gradients=True
+            x, lengths, initial_states, training
         )
         outputs = [tf.transpose(h, (1, 0, 2)) for h in outputs]  # (B, T, P)
         return outputs, final_states
 
+    #: Steps per input-contribution matmul in :meth:`infer` (None: all
+    #: steps at once). 16 bounds that buffer at 33 MB for the published
+    #: model at batch 32; ``bench/embed_throughput.py`` measures the cost.
+    inference_block_steps = 16
+
     def infer(self, inputs, lengths):
         """Inference only: zero initial states, time-major, no dropout.
 
-        The same values as :meth:`call` (``training=False``), with the
-        recurrence reading its inputs as views (``for_gradients=False`` of
-        :func:`run_recurrence`): less memory, not meant for gradients. Used
-        by the bulk embedding path.
+        The same values as :meth:`call` (``training=False``) through
+        :func:`run_inference_recurrence`, which computes the input
+        contributions ``inference_block_steps`` steps at a time: less
+        memory, no gradients. Used by the bulk embedding path.
 
         Args:
             inputs: `(time, batch, input_dim)`.
@@ -168,13 +224,20 @@ class LSTMStack(keras.layers.Layer):
             A list of `(time, batch, projection_dim)` per layer, zero past
             each row's length.
         """
-        outputs, _ = self._run_time_major(
-            inputs, lengths, None, False, for_gradients=False
-        )
+        # B=batch, T=time
+        mask = tf.sequence_mask(lengths, tf.shape(inputs)[0], inputs.dtype)
+        mask = tf.transpose(mask)[:, :, None]  # (T, B, 1)
+        outputs, x = [], inputs
+        for i, cell in enumerate(self.cells):
+            h = run_inference_recurrence(cell, x, lengths,
+                                         self.inference_block_steps)
+            if self.use_skip_connections and i > 0:
+                h = (h + x) * mask  # dynamic_rnn zeroes past the length
+            outputs.append(h)
+            x = h
         return outputs
 
-    def _run_time_major(self, x, lengths, initial_states, training,
-                        for_gradients):
+    def _run_time_major(self, x, lengths, initial_states, training):
         """The layers over `(T, B, D)` inputs: outputs `(T, B, P)`, states."""
         if initial_states is None:
             initial_states = self.zero_states(tf.shape(x)[1])
@@ -189,7 +252,6 @@ class LSTMStack(keras.layers.Layer):
             z = cell.input_contribution(x_in)  # (T, B, 4U)
             h, state = run_recurrence(
                 cell, z, lengths, c0, h0, time_major=True,
-                for_gradients=for_gradients,
             )  # (T, B, P)
             if self.use_skip_connections and i > 0:
                 h = (h + x_in) * mask  # dynamic_rnn zeroes past the length

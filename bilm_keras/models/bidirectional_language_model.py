@@ -103,7 +103,7 @@ class BidirectionalLanguageModel:
             vocab_size=vocab_size,
             name="bilm",
         )
-        backbone.build_all()
+        # built by the loader, without random initial values
         load_bilm_tf_hdf5(backbone, weight_file, embedding_weight_file)
         self.__init_from_backbone(backbone, stateful, max_batch_size)
 
@@ -219,7 +219,7 @@ class BidirectionalLanguageModel:
     #: Distinct tokens per call of the token embedder in
     #: :meth:`embed_sentences` (bounds the char-CNN's activations: the widest
     #: convolution holds ``chunk * 44 * 1024`` floats at full size).
-    embed_chunk_size = 256
+    embed_chunk_size = 128
 
     def embed_sentences(
         self,
@@ -241,7 +241,12 @@ class BidirectionalLanguageModel:
            inference-only :meth:`LSTMStack.infer` (the same weights and
            arithmetic as :meth:`BiLMBackbone.encode`, less memory), in one
            traced graph with unknown batch and time, so nothing retraces;
-        4. the results come back in the order given.
+           the input contributions are computed a block of steps at a time
+           (``LSTMStack.inference_block_steps``), which bounds the largest
+           buffer;
+        4. each sentence's array is assembled in numpy from the layers'
+           time-major outputs and the token table, and the results come
+           back in the order given.
 
         ``bench/embed_throughput.py`` measures it (full-size model, 2-core
         CPU: see ``bench/README.md``).
@@ -282,6 +287,7 @@ class BidirectionalLanguageModel:
         eos = len(rows) + 1
         # 2.-4. sorted batches through the LSTMs
         fns = self._embed_fns()
+        table_rows = table.numpy()  # (N + 2, P)
         order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
         results: List[Optional[np.ndarray]] = [None] * len(sentences)
         for start in range(0, len(order), batch_size):
@@ -295,10 +301,16 @@ class BidirectionalLanguageModel:
                 positions[row, 1: n + 1] = [rows[t] for t in sentences[i]]
                 positions[row, n + 1] = eos
                 lengths[row] = n + 2
-            emb = fns["encode"](table, positions, lengths).numpy()
+            encoded = fns["encode"](table, positions, lengths)
+            layers = [[h.numpy() for h in encoded[direction]]
+                      for direction in self.backbone.directions
+                      ]  # per direction, per LSTM layer (T + 2, B, P)
             for row, i in enumerate(idx):
-                # a copy, so one sentence does not keep its batch alive
-                results[i] = emb[row, :, : len(sentences[i])].copy()
+                results[i] = _sentence_layers(
+                    table_rows[positions[row, 1: len(sentences[i]) + 1]],
+                    [[h[1: len(sentences[i]) + 1, row] for h in direction]
+                     for direction in layers],
+                )
         return results
 
     def _token_table(self, batcher, tokens: List[str]) -> tf.Tensor:
@@ -322,7 +334,6 @@ class BidirectionalLanguageModel:
 
             def encode(table, positions, lengths):
                 # B=batch, T=time with boundaries, P=projection dim
-                token_embeddings = tf.gather(table, positions)  # (B, T, P)
                 x = tf.gather(table, tf.transpose(positions))  # (T, B, P)
                 outputs = {}
                 for direction, stack in backbone.stacks.items():
@@ -341,13 +352,8 @@ class BidirectionalLanguageModel:
                                                 batch_axis=1)
                             for h in layers
                         ]
-                    outputs[direction] = [
-                        tf.transpose(h, (1, 0, 2)) for h in layers
-                    ]  # (B, T, P)
-                layers = lm_layers(
-                    dict(token_embeddings=token_embeddings, **outputs)
-                )  # (B, L + 1, T, D)
-                return layers[:, :, 1:-1]  # (B, L + 1, T - 2, D)
+                    outputs[direction] = layers
+                return outputs  # per direction, per layer (T, B, P)
 
             fns = self._embed_fns_cache = dict(
                 tokens=tf.function(
@@ -360,6 +366,30 @@ class BidirectionalLanguageModel:
                 ]),
             )
         return fns
+
+
+def _sentence_layers(token_embeddings, lstm_layers) -> np.ndarray:
+    """One sentence's result of :meth:`embed_sentences`, as
+    :func:`lm_layers` lays it out.
+
+    Args:
+        token_embeddings: `(n, P)`.
+        lstm_layers: per direction, per LSTM layer `(n, P)`.
+
+    Returns:
+        `(n_lstm_layers + 1, n, n_directions * P)` float32: layer 0 the
+        token embedding once per direction, layer ``l`` the directions'
+        outputs of LSTM layer ``l`` side by side.
+    """
+    n, dim = token_embeddings.shape
+    n_directions, n_layers = len(lstm_layers), len(lstm_layers[0])
+    out = np.empty((n_layers + 1, n, n_directions * dim), np.float32)
+    for d, direction in enumerate(lstm_layers):
+        columns = slice(d * dim, (d + 1) * dim)
+        out[0, :, columns] = token_embeddings
+        for layer, h in enumerate(direction):
+            out[layer + 1, :, columns] = h
+    return out
 
 
 #: Run the forward and backward stacks of :meth:`embed_sentences` at once
