@@ -193,19 +193,44 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
     positions = tf.constant(
         rng.integers(0, table.shape[0], (batch_size, 27)), tf.int32)
     lengths = tf.fill([batch_size], 27)
-    blm._CONCURRENT_DIRECTIONS = True  # read when the graph is traced
+    # variants traced from the same Python function: module and class
+    # settings are read when a graph is traced
+    from bilm_keras.layers import LSTMStack
+
+    blm._CONCURRENT_DIRECTIONS = True
     encode_concurrent = tf.function(encode.python_function)
     encode_concurrent(table, positions, lengths)
     blm._CONCURRENT_DIRECTIONS = False
+    block_steps = LSTMStack.inference_block_steps
+    LSTMStack.inference_block_steps = None
+    encode_one_block = tf.function(encode.python_function)
+    encode_one_block(table, positions, lengths)
+    LSTMStack.inference_block_steps = block_steps
+
+    def run(fn):
+        return lambda: [h.numpy() for layers in fn(table, positions,
+                                                   lengths).values()
+                        for h in layers]
+
     cases = {
         "char_cnn_256_tokens_s": lambda: plain(ids).numpy(),
         "char_cnn_256_tokens_xla_s": lambda: xla(ids).numpy(),
-        "lstms_batch_27_s": lambda: encode(table, positions, lengths).numpy(),
-        "lstms_batch_27_xla_s": lambda: encode_xla(
-            table, positions, lengths).numpy(),
+        "lstms_batch_27_s": run(encode),
+        "lstms_batch_27_xla_s": run(encode_xla),
+        "lstms_batch_27_directions_concurrent_s": run(encode_concurrent),
+        "lstms_batch_27_input_contributions_in_one_block_s": run(
+            encode_one_block),
     }
-    cases["lstms_batch_27_directions_concurrent_s"] = (
-        lambda: encode_concurrent(table, positions, lengths).numpy())
+    # TensorFlow's CPU allocator peak of one batch, each way (MB)
+    allocator_peaks = {}
+    for key in ("lstms_batch_27_s",
+                "lstms_batch_27_input_contributions_in_one_block_s"):
+        tf.config.experimental.reset_memory_stats("CPU:0")
+        before = tf.config.experimental.get_memory_info("CPU:0")["current"]
+        cases[key]()
+        peak = tf.config.experimental.get_memory_info("CPU:0")["peak"]
+        allocator_peaks[key.replace("_s", "_allocator_peak_above_mb")] = (
+            (peak - before) / 2**20)
     times = {k: [] for k in cases}
     for fn in cases.values():
         fn()  # trace / compile
@@ -215,6 +240,7 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
             fn()
             times[key].append(time.perf_counter() - t)
     out = {k: statistics.median(v) for k, v in times.items()}
+    out.update(allocator_peaks)
     out["char_cnn_xla_max_abs_diff"] = float(
         np.abs(plain(ids).numpy() - xla(ids).numpy()).max())
     return out
@@ -222,12 +248,13 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
 
 def measure(workdir: str, args) -> dict:
     """Runs in a fresh process with TF_ENABLE_ONEDNN_OPTS already set."""
+    t0 = time.perf_counter()
+    import tensorflow as tf
+
     from bilm_keras.memory import return_freed_memory
 
     # as bin/dump_bilm_embeddings.py does (unless --glibc_default)
     mmap_threshold_fixed = (not args.glibc_default) and return_freed_memory()
-    t0 = time.perf_counter()
-    import tensorflow as tf
 
     from bilm_keras import Batcher, BidirectionalLanguageModel
     import_s = time.perf_counter() - t0

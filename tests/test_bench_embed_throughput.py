@@ -15,7 +15,8 @@ def test_quick_bench_reports_one_json_line(tmp_path):
                TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "embed_throughput.py"),
-         "--quick", "--baseline", "--passes", "1", "--n_sentences", "20",
+         "--quick", "--baseline", "--levers", "--passes", "1",
+         "--n_sentences", "20",
          "--workdir", str(tmp_path)],
         capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -28,4 +29,10 @@ def test_quick_bench_reports_one_json_line(tmp_path):
     assert report["corpus"]["sentences"] == 20
     assert 5 * 20 <= report["corpus"]["tokens"] <= 40 * 20
     assert report["peak_rss_mb"] > 0 and report["startup_s"] > 0
+    levers = report["levers"]
+    for key in ("lstms_batch_27_s",
+                "lstms_batch_27_input_contributions_in_one_block_s",
+                "lstms_batch_27_directions_concurrent_s"):
+        assert levers[key] > 0
+    assert levers["char_cnn_xla_max_abs_diff"] < 1e-4
     assert (tmp_path / "weights.hdf5").exists()

@@ -82,6 +82,7 @@ from bilm_keras.export.graph_char_ids import (
     padded_tokens_to_char_ids,
     sentences_to_char_ids,
 )
+from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bidirectional_language_model import (
     lm_layers,
@@ -300,6 +301,9 @@ def build_backbone(
 ) -> BiLMBackbone:
     """A built char-input backbone whose variables are trainable or not.
 
+    Its weights are zeros (:func:`placeholder_weights`): the caller assigns
+    them all (:func:`export_hub` from the HDF5 file).
+
     Args:
         source: the options' file, for error messages.
     """
@@ -311,7 +315,7 @@ def build_backbone(
     backbone = BiLMBackbone.from_options(
         options, use_character_inputs=True, name="bilm"
     )
-    with _variables_trainable(trainable_lm):
+    with _variables_trainable(trainable_lm), placeholder_weights():
         backbone.build_all()
     backbone.trainable = trainable_lm
     return backbone

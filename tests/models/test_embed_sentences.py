@@ -176,3 +176,21 @@ def test_only_empty_sentences(model_dir):
                                        model_dir / "lm_weights.hdf5")
     got = model.embed_sentences([[], []])
     assert [g.shape for g in got] == [(3, 0, 32), (3, 0, 32)]
+
+
+def test_long_sentences_cross_input_blocks(tmp_path):
+    # 19, 35 and 42 positions with the boundaries: the LSTMs' input
+    # contributions come in 2 and 3 blocks of 16 steps (LSTMStack.infer)
+    weights = nr.random_bilm_weights(OPTIONS, seed=14)
+    model = BidirectionalLanguageModel(
+        *write_model_files(tmp_path, OPTIONS, weights))
+    words = "the quick brown fox jumps over a lazy dog".split()
+    sentences = [[words[(i * k) % len(words)] for i in range(n)]
+                 for k, n in ((1, 17), (2, 40), (3, 3), (4, 33))]
+    got = model.embed_sentences(sentences, batch_size=2)
+    ref = nr.bilm_forward(weights, OPTIONS,
+                          char_ids=nr.sentence_char_ids(sentences, 20))
+    expected, _ = nr.remove_bos_eos(ref["layers"], ref["lengths"])
+    for k, sentence in enumerate(sentences):
+        np.testing.assert_allclose(got[k], expected[k, :, : len(sentence)],
+                                   atol=1e-5)
