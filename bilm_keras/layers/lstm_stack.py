@@ -6,6 +6,20 @@ import tensorflow as tf
 from bilm_keras.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
 
+def _masked_step(cell, z_t, t, c, h, outputs, lengths, w_h):
+    """Step ``t`` with ``dynamic_rnn``'s length semantics: rows past their
+    length keep their state and output zeros.
+
+    Returns:
+        ``(c, h, outputs)`` with step ``t`` written to the TensorArray.
+    """
+    c_new, h_new = cell.step(z_t, c, h, w_h)
+    active = t < lengths  # (B, 1)
+    c = tf.where(active, c_new, c)
+    h = tf.where(active, h_new, h)
+    return c, h, outputs.write(t, tf.where(active, h_new, 0.0))
+
+
 def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
     """Runs ``cell.step`` over time with ``dynamic_rnn``'s length semantics.
 
@@ -41,12 +55,8 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
     w_h = cell.recurrent_kernel()  # (P, 4U), sliced once, not every step
 
     def body(t, c, h, outputs):
-        c_new, h_new = cell.step(read(t), c, h, w_h)
-        active = t < lengths  # (B, 1)
-        c = tf.where(active, c_new, c)
-        h = tf.where(active, h_new, h)
-        outputs = outputs.write(t, tf.where(active, h_new, 0.0))
-        return t + 1, c, h, outputs
+        return (t + 1,) + _masked_step(cell, read(t), t, c, h, outputs,
+                                       lengths, w_h)
 
     _, c, h, outputs = tf.while_loop(
         lambda t, *_: t < n_steps,
@@ -96,12 +106,8 @@ def run_inference_recurrence(cell, x, lengths, block_steps=16):
         z = cell.input_contribution(x[start:stop], w_x)  # (K, B, 4U)
 
         def step(t, c, h, outputs):
-            c_new, h_new = cell.step(z[t - start], c, h, w_h)
-            active = t < lengths  # (B, 1)
-            c = tf.where(active, c_new, c)
-            h = tf.where(active, h_new, h)
-            outputs = outputs.write(t, tf.where(active, h_new, 0.0))
-            return t + 1, c, h, outputs
+            return (t + 1,) + _masked_step(cell, z[t - start], t, c, h,
+                                           outputs, lengths, w_h)
 
         _, c, h, outputs = tf.while_loop(
             lambda t, *_: t < stop, step, (start, c, h, outputs))
