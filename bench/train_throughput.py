@@ -12,6 +12,7 @@ Usage::
     python bench/train_throughput.py [--passes 5] [--steps 10] [--quick]
     python bench/train_throughput.py --compare            # vs plain path
     python bench/train_throughput.py --compare no_dedup   # one lever off
+    python bench/train_throughput.py --compare dense_gradients --vocab 200000
     TF_ENABLE_ONEDNN_OPTS=0 python bench/train_throughput.py
 
 The training fast path (``LanguageModel(unroll_windows=True,
@@ -101,12 +102,14 @@ def matmul_peak_gflops(n: int, repeats: int = 5) -> float:
 class Runner:
     """One model, its train step, data and states: ``run(n)`` -> seconds."""
 
-    def __init__(self, options, c, corpus, vocab, **model_kwargs):
+    def __init__(self, options, c, corpus, vocab, sparse_gradients=True,
+                 **model_kwargs):
         tf.keras.utils.set_random_seed(0)
         self.c = c
         strategy = tf.distribute.get_strategy()
         self.lm, optimizer = build_model(options, seed=0, **model_kwargs)
-        self.step = make_train_step(self.lm, optimizer, strategy, options)
+        self.step = make_train_step(self.lm, optimizer, strategy, options,
+                                    sparse_gradients=sparse_gradients)
         data = make_dataset(corpus, vocab, options, seed=0)
         self.batches = iter(make_tf_dataset(data, c["batch"], c["unroll"]))
         self.states = self.lm.zero_states(c["batch"])
@@ -136,10 +139,14 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="tiny sizes, for CI (no claim about speed)")
     parser.add_argument("--compare", nargs="?", const="plain",
-                        choices=["plain", "no_unroll", "no_dedup"],
+                        choices=["plain", "no_unroll", "no_dedup",
+                                 "dense_gradients"],
                         help="also run a baseline, passes alternating, and "
                         "report the ratio: plain (while loop, no dedup; the "
-                        "default), no_unroll or no_dedup (one lever off)")
+                        "default), no_unroll, no_dedup or dense_gradients "
+                        "(one lever off)")
+    parser.add_argument("--vocab", type=int, default=None,
+                        help="vocabulary size (default 4000; 200 quick)")
     parser.add_argument("--no_unroll", action="store_true",
                         help="LanguageModel(unroll_windows=False)")
     parser.add_argument("--no_dedup", action="store_true",
@@ -154,6 +161,8 @@ def main(argv=None):
         tf.config.threading.set_inter_op_parallelism_threads(
             args.inter_threads)
     c = config(args.quick)
+    if args.vocab:
+        c["vocab"] = args.vocab
     options = BiLMOptions.from_dict({
         "lstm": {"dim": c["dim"], "projection_dim": c["proj"], "n_layers": 2,
                  "cell_clip": 3, "proj_clip": 3,
@@ -173,11 +182,16 @@ def main(argv=None):
         vocab = load_vocab(vocab_file, options)
         runners = {"fast": Runner(options, c, corpus, vocab, **fast_kwargs)}
         if args.compare:
-            runners["baseline"] = Runner(
-                options, c, corpus, vocab,
-                unroll_windows=args.compare == "no_dedup",
-                dedup_tokens=args.compare == "no_unroll",
-            )
+            baseline = {
+                "plain": dict(unroll_windows=False, dedup_tokens=False),
+                "no_unroll": dict(unroll_windows=False, dedup_tokens=True),
+                "no_dedup": dict(unroll_windows=True, dedup_tokens=False),
+                "dense_gradients": dict(unroll_windows=True,
+                                        dedup_tokens=True,
+                                        sparse_gradients=False),
+            }[args.compare]
+            runners["baseline"] = Runner(options, c, corpus, vocab,
+                                         **baseline)
         for runner in runners.values():
             runner.run(args.warmup)  # trace + first runs
             runner.n_tokens = runner.n_distinct = 0

@@ -90,7 +90,10 @@ class SampledSoftmaxLoss(keras.layers.Layer):
                 )
             weights = softmax_weights
         else:
-            weights = self.W
+            # the tf.Variable itself: the sampled softmax then gathers its
+            # rows (ResourceGather) instead of reading the whole (V, D)
+            # table, which after a sparse update means copying it
+            weights = self.W.value
         # B=batch, T=time, D=dim, N=B*T, V=n_vocab, K=n_negative_samples
         batch_time = tf.shape(targets)
         x = tf.reshape(inputs, (-1, self.dim))  # (N, D)
@@ -98,7 +101,7 @@ class SampledSoftmaxLoss(keras.layers.Layer):
         if training and self.samples:
             losses = tf.nn.sampled_softmax_loss(
                 weights=weights,
-                biases=self.b,
+                biases=self.b.value,
                 labels=labels,
                 inputs=x,
                 num_sampled=self.n_negative_samples,

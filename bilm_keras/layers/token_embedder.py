@@ -37,7 +37,9 @@ class TokenEmbedder(keras.layers.Layer):
         )
 
     def call(self, inputs):
-        return tf.gather(self.embeddings, tf.cast(inputs, tf.int32))
+        # the tf.Variable itself: gather its rows (ResourceGather), not a
+        # read of the whole table (a copy of it after a sparse update)
+        return tf.gather(self.embeddings.value, tf.cast(inputs, tf.int32))
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape) + (self.embedding_dim,)

@@ -203,13 +203,36 @@ def _format_eta(seconds: float) -> str:
 
 
 # ------------------------------------------------------- the training step
+def _sum_repeated_rows(grad):
+    """An ``IndexedSlices`` gradient with each row once (repeats summed);
+    other gradients unchanged.
+
+    A gather's gradient lists a row once per lookup. The global norm and
+    Adagrad's ``accumulator += g * g`` need each row's total, as the dense
+    gradient has it; the update then touches only the rows the batch used
+    (bilm-tf's sparse Adagrad), instead of a `(n_vocab, dim)` dense tensor
+    per step (1.6 GB for the published 793k-token softmax).
+    """
+    if not isinstance(grad, tf.IndexedSlices):
+        return grad
+    rows, position = tf.unique(grad.indices)
+    values = tf.math.unsorted_segment_sum(grad.values, position,
+                                          tf.shape(rows)[0])
+    return tf.IndexedSlices(values, rows, grad.dense_shape)
+
+
 def make_train_step(lm: LanguageModel, optimizer, strategy,
-                    options: BiLMOptions):
+                    options: BiLMOptions, *, sparse_gradients: bool = True):
     """``train_step(batch, states) -> (loss, grad_norm, states)``.
 
     ``batch`` and ``states`` are per-replica values (plain tensors under
     the default strategy); the returned states feed the next call.
+    ``sparse_gradients=False`` makes the softmax's and the embeddings'
+    gradients dense before the all-reduce (the same updates; for
+    comparison, ``bench/train_throughput.py --compare dense_gradients``).
     """
+    rows_once = _sum_repeated_rows if sparse_gradients else (
+        tf.convert_to_tensor)
     variables = lm.trainable_variables
     n_replicas = strategy.num_replicas_in_sync
     sum_op, mean_op = tf.distribute.ReduceOp.SUM, tf.distribute.ReduceOp.MEAN
@@ -221,9 +244,9 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
             # replicas makes the sum over replicas the global-batch gradient
             scaled = out["loss"] * options.unroll_steps / n_replicas
         grads = tape.gradient(scaled, variables)
-        # sampled-softmax / embedding gradients are IndexedSlices: densify
-        # so one all-reduce and one global norm cover every gradient
-        grads = [tf.convert_to_tensor(g) for g in grads]
+        # the softmax's and the embeddings' gradients stay IndexedSlices
+        # (rows the batch touched), each row once
+        grads = [rows_once(g) for g in grads]
         return grads, out["loss"], out["final_states"]
 
     def apply_update(grads):
@@ -244,10 +267,13 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
     def train_step(batch, states):
         # 1. per-replica forward + backward on its rows, with its states
         grads, loss, states = strategy.run(replica_step, args=(batch, states))
-        # 2. sum the replicas' gradients (all-reduce)
-        grads = [strategy.reduce(sum_op, g, axis=None) for g in grads]
-        # 3. clip by global norm, then one Adagrad step on the mirrored
-        #    variables (cross-replica context: no second aggregation)
+        # 2. sum the replicas' gradients (all-reduce; rows of sparse ones
+        #    are gathered, and a row several replicas touched summed)
+        grads = [rows_once(strategy.reduce(sum_op, g, axis=None))
+                 for g in grads]
+        # 3. clip by global norm (sparse rows count once each), then one
+        #    Adagrad step on the mirrored variables (cross-replica context:
+        #    no second aggregation; Keras' Adagrad scatters sparse rows)
         grads, grad_norm = tf.clip_by_global_norm(
             grads, options.all_clip_norm_val
         )

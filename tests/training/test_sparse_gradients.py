@@ -1,0 +1,50 @@
+"""The training step keeps the softmax's and the embeddings' gradients
+sparse (rows the batch touched, each once): the same updates as densifying
+them first, without a `(n_vocab, dim)` tensor per step."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bilm_keras.training import loop
+from train_helpers import fixture_options
+
+
+def _two_steps(train_dir, options, sparse_gradients):
+    """Every variable after two training steps on the fixture corpus,
+    and the step's concrete graph."""
+    keras.utils.set_random_seed(0)
+    vocab = loop.load_vocab(str(train_dir / "vocab.txt"), options)
+    options = options.replace(n_tokens_vocab=vocab.size)
+    lm, optimizer = loop.build_model(options, seed=0)
+    strategy = tf.distribute.get_strategy()
+    step = loop.make_train_step(lm, optimizer, strategy, options,
+                                sparse_gradients=sparse_gradients)
+    data = loop.make_dataset(str(train_dir / "data.txt"), vocab, options,
+                             seed=0)
+    batches = iter(loop.make_tf_dataset(data, options.batch_size,
+                                        options.unroll_steps))
+    states = lm.zero_states(options.batch_size)
+    for _ in range(2):
+        batch = next(batches)
+        _, _, states = step(batch, states)
+    graph = step.get_concrete_function(batch, states).graph
+    return {v.path: v.numpy() for v in lm.variables}, graph
+
+
+@pytest.mark.parametrize("share", [False, True])
+def test_sparse_update_equals_dense_update(train_dir, share):
+    # dropout 0 and a tight clip: the global norm must count every row once
+    options = fixture_options(share=share, dropout=0.0,
+                              all_clip_norm_val=0.05)
+    sparse, graph = _two_steps(train_dir, options, sparse_gradients=True)
+    scatters = {op.type for op in graph.get_operations()
+                if "Scatter" in op.type}
+    assert {"ResourceScatterAdd", "ResourceScatterSub"} <= scatters
+    dense, graph = _two_steps(train_dir, options, sparse_gradients=False)
+    assert not any("Scatter" in op.type for op in graph.get_operations())
+    assert sparse.keys() == dense.keys()
+    for path in sparse:
+        np.testing.assert_allclose(sparse[path], dense[path], atol=1e-6,
+                                   err_msg=path)
