@@ -5,7 +5,8 @@ shared :class:`BiLMBackbone`):
 
 * Adagrad (``learning_rate``, initial accumulator 1.0) on the gradients of
   ``loss * unroll_steps``, clipped by their global norm
-  ``all_clip_norm_val``;
+  ``all_clip_norm_val``; the softmax's and the embeddings' gradients stay
+  sparse, and :class:`RowSparseAdagrad` updates only their rows;
 * every replica carries its own LSTM states from one window of
   ``unroll_steps`` tokens to the next (truncated backpropagation through
   time): the states go into the step function and come back out of it, as
@@ -46,6 +47,7 @@ from bilm_keras.data.lm_dataset import (
 )
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
 from bilm_keras.models.language_model import LanguageModel
+from bilm_keras.training.adagrad import RowSparseAdagrad
 from bilm_keras.options import BiLMOptions, OptionsError
 from bilm_keras.training.strategy import (
     cluster_workers,
@@ -93,8 +95,9 @@ def steps_per_epoch(options: BiLMOptions) -> int:
 
 
 def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
-    # bilm-tf: tf.train.AdagradOptimizer(lr, initial_accumulator_value=1.0)
-    return keras.optimizers.Adagrad(
+    # bilm-tf: tf.train.AdagradOptimizer(lr, initial_accumulator_value=1.0),
+    # with its sparse update of the softmax's rows
+    return RowSparseAdagrad(
         learning_rate=options.learning_rate,
         initial_accumulator_value=1.0,
         epsilon=1e-7,
@@ -273,7 +276,7 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
                  for g in grads]
         # 3. clip by global norm (sparse rows count once each), then one
         #    Adagrad step on the mirrored variables (cross-replica context:
-        #    no second aggregation; Keras' Adagrad scatters sparse rows)
+        #    no second aggregation; sparse gradients update their rows only)
         grads, grad_norm = tf.clip_by_global_norm(
             grads, options.all_clip_norm_val
         )

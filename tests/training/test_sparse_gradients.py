@@ -8,6 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras.training import loop
+from bilm_keras.training.adagrad import RowSparseAdagrad
 from train_helpers import fixture_options
 
 
@@ -48,3 +49,31 @@ def test_sparse_update_equals_dense_update(train_dir, share):
     for path in sparse:
         np.testing.assert_allclose(sparse[path], dense[path], atol=1e-6,
                                    err_msg=path)
+
+
+def test_row_sparse_adagrad_equals_keras_adagrad():
+    rng = np.random.default_rng(0)
+    start = rng.normal(size=(10, 3)).astype("float32")
+    rows = np.array([7, 1, 4], np.int64)
+    steps = [rng.normal(size=(3, 3)).astype("float32") for _ in range(3)]
+    result = {}
+    for name, cls in (("keras", keras.optimizers.Adagrad),
+                      ("rows", RowSparseAdagrad)):
+        variable = keras.Variable(start.copy())
+        optimizer = cls(learning_rate=0.2, initial_accumulator_value=1.0,
+                        epsilon=1e-7)
+        optimizer.build([variable])
+
+        @tf.function
+        def update(values):
+            gradient = tf.IndexedSlices(values, tf.constant(rows),
+                                        tf.constant([10, 3], tf.int64))
+            optimizer.update_step(gradient, variable, tf.constant(0.2))
+
+        for values in steps:
+            update(tf.constant(values))
+        result[name] = variable.numpy()
+    np.testing.assert_allclose(result["rows"], result["keras"], atol=1e-6)
+    untouched = np.setdiff1d(np.arange(10), rows)
+    np.testing.assert_array_equal(result["rows"][untouched], start[untouched])
+    assert np.abs(result["rows"][rows] - start[rows]).min() > 0

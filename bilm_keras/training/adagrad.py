@@ -1,0 +1,36 @@
+"""Adagrad that updates only the rows of a sparse gradient."""
+
+import keras
+import tensorflow as tf
+
+
+class RowSparseAdagrad(keras.optimizers.Adagrad):
+    """Keras' Adagrad, with bilm-tf's sparse update for ``IndexedSlices``.
+
+    Keras' Adagrad scatters a sparse gradient's rows but divides by
+    ``sqrt(accumulator + epsilon)`` over the whole accumulator, reading
+    (and, after a scatter, copying) a `(n_vocab, dim)` table every step.
+    Here a sparse gradient touches only its rows::
+
+        accumulator[rows] += g * g
+        variable[rows] -= lr * g / sqrt(accumulator[rows] + epsilon)
+
+    the same numbers as the dense update on those rows (the others do not
+    move in either). The gradient must list each row once (the training
+    step sums repeats first); dense gradients take Keras' path. The
+    variables and their checkpoint names are Adagrad's.
+    """
+
+    def update_step(self, gradient, variable, learning_rate):
+        if not isinstance(gradient, tf.IndexedSlices):
+            return super().update_step(gradient, variable, learning_rate)
+        # R = rows in the gradient, D = the variable's row size
+        accumulator = self._accumulators[self._get_variable_index(variable)]
+        lr = tf.cast(learning_rate, variable.dtype)
+        rows = gradient.indices  # (R,)
+        values = tf.cast(gradient.values, variable.dtype)  # (R, D)
+        self.assign_add(accumulator, tf.IndexedSlices(values * values, rows))
+        # the rows of the (tf.)Variable: a gather, not a read of the table
+        sums = tf.gather(accumulator.value, rows)  # (R, D)
+        step = lr * values / tf.sqrt(sums + self.epsilon)
+        self.assign_sub(variable, tf.IndexedSlices(step, rows))
