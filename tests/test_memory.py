@@ -1,0 +1,46 @@
+"""``bilm_keras.memory``: glibc's mmap threshold is fixed where glibc is the
+C library, and nothing happens elsewhere."""
+
+import platform
+import subprocess
+import sys
+
+import pytest
+
+from bilm_keras import memory
+
+
+@pytest.mark.skipif(platform.libc_ver()[0] != "glibc",
+                    reason="mallopt is glibc's")
+def test_threshold_is_set_on_glibc():
+    assert memory.return_freed_memory() is True
+
+
+def test_freed_large_blocks_leave_the_process():
+    # a freed 1 MB block raises glibc's dynamic threshold; 128 KB blocks
+    # then come from the heap and, with small blocks kept between them,
+    # stay resident when freed (0 MB returned without the fix, measured)
+    code = """
+import numpy as np
+from bilm_keras.memory import return_freed_memory
+fixed = return_freed_memory()
+def rss():
+    return int(open("/proc/self/statm").read().split()[1]) * 4096
+a = np.ones(1 << 20, np.uint8); del a
+before = rss()
+blocks, kept = [], []
+for _ in range(128):
+    blocks.append(np.ones(1 << 17, np.uint8))
+    kept.append(np.ones(1000, np.float64))
+during = rss()
+del blocks
+print(fixed, during - before, during - rss())
+"""
+    if platform.libc_ver()[0] != "glibc":
+        pytest.skip("mallopt is glibc's")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True, timeout=60).stdout.split()
+    fixed, grown, returned = out[0] == "True", int(out[1]), int(out[2])
+    assert fixed
+    assert grown >= 12 << 20
+    assert returned >= 4 << 20
