@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
-import tempfile
+import secrets
 from typing import Iterator
 
 
@@ -19,16 +19,24 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yields a temporary path beside ``path`` to write to.
 
     On a normal exit the temporary file replaces ``path`` (``os.replace``);
-    on an exception it is removed. Its name, ``<name>.tmp-XXXX.tmp``, shows
+    on an exception it is removed. It has the permissions of any new file
+    (``0o666`` less the umask). Its name, ``<name>.tmp-XXXX.tmp``, shows
     what it was for should a killed process leave one behind.
     """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
     os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(
-        dir=folder, prefix=os.path.basename(path) + ".tmp-", suffix=".tmp"
-    )
-    os.close(fd)
+    # created like any file (0o666 less the umask; mkstemp's would be
+    # private), under a name no other writer has
+    while True:
+        tmp = os.path.join(folder, f"{os.path.basename(path)}.tmp-"
+                                   f"{secrets.token_hex(4)}.tmp")
+        try:
+            os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY,
+                             0o666))
+            break
+        except FileExistsError:
+            continue
     try:
         yield tmp
         os.replace(tmp, path)

@@ -1,5 +1,8 @@
 """atomic_path / write_text_atomic: all or nothing."""
 
+import os
+import stat
+
 import pytest
 
 from bilm_keras.atomic_files import atomic_path, write_text_atomic
@@ -24,3 +27,13 @@ def test_failure_keeps_the_old_file_and_no_temp(tmp_path):
             raise RuntimeError("interrupted")
     assert target.read_text() == "complete"
     assert [p.name for p in tmp_path.iterdir()] == ["out.hdf5"]
+
+
+def test_file_gets_the_usual_permissions(tmp_path):
+    target = tmp_path / "options.json"
+    old = os.umask(0o022)
+    try:
+        write_text_atomic(target, "{}\n")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644
