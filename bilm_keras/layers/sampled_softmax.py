@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers.initialization import initial
+
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
 class SampledSoftmaxLoss(keras.layers.Layer):
@@ -73,9 +75,9 @@ class SampledSoftmaxLoss(keras.layers.Layer):
             self.W = self.add_weight(
                 name="W",
                 shape=(self.n_vocab, self.dim),
-                initializer=keras.initializers.RandomNormal(
+                initializer=initial(keras.initializers.RandomNormal(
                     stddev=1.0 / self.dim**0.5
-                ),
+                )),
             )
         self.b = self.add_weight(
             name="b", shape=(self.n_vocab,), initializer="zeros"

@@ -23,6 +23,7 @@ shuffle of the training shards (seeded with ``seed + step``).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import os
@@ -46,9 +47,10 @@ from bilm_keras.data.lm_dataset import (
     make_tf_dataset,
 )
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
+from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
-from bilm_keras.training.adagrad import RowSparseAdagrad
 from bilm_keras.options import BiLMOptions, OptionsError
+from bilm_keras.training.adagrad import RowSparseAdagrad
 from bilm_keras.training.strategy import (
     cluster_workers,
     is_chief,
@@ -389,7 +391,10 @@ def train(
 
     with strategy.scope():
         # ---- model, optimizer, checkpoint (restored when resuming)
-        lm, optimizer = build_model(options, seed=seed)
+        # resuming restores every variable: no random initial values
+        with (placeholder_weights() if _resume
+              else contextlib.nullcontext()):
+            lm, optimizer = build_model(options, seed=seed)
         step = optimizer.iterations
         checkpoint = model_checkpoint(lm, optimizer=optimizer)
         if _resume:
@@ -532,7 +537,10 @@ def load_trained_model(save_dir: str, *, vocab_file=None):
         vocab = load_vocab(vocab_file, options)
         _check_vocab_fits(options, vocab, vocab_file, options_file)
     lm = LanguageModel.from_options(options, training=False)
-    lm.build_all()
+    # the checkpoint holds every variable (restore_checkpoint checks):
+    # no random initial values to compute and keep
+    with placeholder_weights():
+        lm.build_all()
     restore_checkpoint(model_checkpoint(lm), lm, save_dir, partial=True)
     return options, lm, vocab
 
