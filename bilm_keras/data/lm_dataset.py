@@ -41,6 +41,7 @@ on padding), so every target of the heldout data is seen exactly once.
 from __future__ import annotations
 
 import glob
+import itertools
 import logging
 import os
 import random
@@ -478,7 +479,8 @@ class BidirectionalLMDataset:
                                suffixes=("", "_reverse"))
 
 
-def make_tf_dataset(dataset, batch_size: int, num_steps: int):
+def make_tf_dataset(dataset, batch_size: int, num_steps: int,
+                    skip_batches: int = 0):
     """A prefetching ``tf.data.Dataset`` of ``dataset``'s batches.
 
     Python packs the batches in tf.data's background thread while the
@@ -488,6 +490,8 @@ def make_tf_dataset(dataset, batch_size: int, num_steps: int):
         dataset: an :class:`LMDataset` or :class:`BidirectionalLMDataset`.
         batch_size: rows per batch of this input pipeline.
         num_steps: tokens per row per batch (``unroll_steps``).
+        skip_batches: batches of the stream to pass over first (a resumed
+            run continues where its checkpoint left the data).
 
     Returns:
         ``tf.data.Dataset`` of dicts with the keys and static shapes of
@@ -509,7 +513,8 @@ def make_tf_dataset(dataset, batch_size: int, num_steps: int):
 
     signature = dataset.output_signature(batch_size, num_steps)
     ds = tf.data.Dataset.from_generator(
-        lambda: dataset.iter_batches(batch_size, num_steps),
+        lambda: itertools.islice(
+            dataset.iter_batches(batch_size, num_steps), skip_batches, None),
         output_signature=signature,
     )
     return ds.prefetch(tf.data.AUTOTUNE)
@@ -518,7 +523,7 @@ def make_tf_dataset(dataset, batch_size: int, num_steps: int):
 def lm_dataset_fn(filepattern, vocab: Vocabulary, *, global_batch_size: int,
                   num_steps: int, bidirectional: bool = True,
                   test: bool = False, shuffle_on_load: bool = False,
-                  seed: Optional[int] = None):
+                  seed: Optional[int] = None, skip_batches: int = 0):
     """A ``dataset_fn(input_context)`` for
     ``strategy.distribute_datasets_from_function``.
 
@@ -526,7 +531,8 @@ def lm_dataset_fn(filepattern, vocab: Vocabulary, *, global_batch_size: int,
     ``num_input_pipelines`` (one per worker) reads its disjoint part of the
     corpus and yields batches of ``global_batch_size / num_replicas`` rows
     per replica (``input_context.get_per_replica_batch_size``). Pipeline
-    ``i`` uses seed ``seed + i``. Meant for one replica per worker (each
+    ``i`` uses seed ``seed + i`` and passes over its first
+    ``skip_batches`` batches. Meant for one replica per worker (each
     row then stays continuous on its replica); with several replicas per
     worker use ``experimental_distribute_dataset`` (see
     :func:`make_tf_dataset`).
@@ -546,6 +552,6 @@ def lm_dataset_fn(filepattern, vocab: Vocabulary, *, global_batch_size: int,
             data = BidirectionalLMDataset(filepattern, vocab, **kwargs)
         else:
             data = LMDataset(filepattern, vocab, **kwargs)
-        return make_tf_dataset(data, batch_size, num_steps)
+        return make_tf_dataset(data, batch_size, num_steps, skip_batches)
 
     return dataset_fn

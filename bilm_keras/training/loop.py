@@ -17,8 +17,8 @@ shared :class:`BiLMBackbone`):
 * checkpoints (model, optimizer, step) in ``save_dir`` with the resolved
   ``options.json`` beside them, TensorBoard scalars in ``save_dir/logs``.
 
-The data position is not checkpointed: a restarted run draws a fresh
-shuffle of the training shards (seeded with ``seed + step``).
+The data stream is checkpointed too (:class:`DataStream`): a run resumed
+after a crash continues it where the checkpoint left it.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ import contextlib
 import logging
 import math
 import os
+import random
 import shutil
 import tempfile
 import time
@@ -288,9 +289,11 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
     return train_step
 
 
-def distributed_batches(strategy, train_prefix, vocab, options, seed):
+def distributed_batches(strategy, train_prefix, vocab, options, seed,
+                        skip_batches=0):
     """An iterator of per-replica batches; every replica's rows stay
-    continuous streams from one batch to the next."""
+    continuous streams from one batch to the next. The stream of ``seed``
+    starts after its first ``skip_batches`` batches (per input pipeline)."""
     n_workers = cluster_workers() if isinstance(
         strategy, tf.distribute.MultiWorkerMirroredStrategy) else 1
     if n_workers > 1:
@@ -303,14 +306,59 @@ def distributed_batches(strategy, train_prefix, vocab, options, seed):
             train_prefix, vocab, global_batch_size=options.batch_size,
             num_steps=options.unroll_steps,
             bidirectional=options.bidirectional, shuffle_on_load=True,
-            seed=seed,
+            seed=seed, skip_batches=skip_batches,
         ))
     else:
         data = make_dataset(train_prefix, vocab, options, seed=seed)
         dataset = strategy.experimental_distribute_dataset(
-            make_tf_dataset(data, options.batch_size, options.unroll_steps)
+            make_tf_dataset(data, options.batch_size, options.unroll_steps,
+                            skip_batches)
         )
     return iter(dataset)
+
+
+class DataStream:
+    """Where a run's training data comes from, kept in its checkpoints.
+
+    ``seed`` fixes the stream (shard order and shuffles), ``start_step`` is
+    the global step at which it started, ``batch_size`` its global batch. A
+    run resumed after a crash (:func:`restart` without ``n_epochs``)
+    rebuilds the same stream and passes over the ``step - start_step``
+    batches already trained on, so no sentence is seen twice or skipped
+    (bilm-tf reshuffled). A new stream starts when there is none to
+    continue: a fresh run, new epochs (fine-tuning), another batch size,
+    or a checkpoint written before streams were saved.
+    """
+
+    def __init__(self):
+        self.variables = {
+            name: tf.Variable(0, dtype=tf.int64, trainable=False,
+                              name=f"data_{name}")
+            for name in ("seed", "start_step", "batch_size")
+        }
+
+    @staticmethod
+    def in_checkpoint(path: str) -> bool:
+        return any(name.startswith("data_stream/")
+                   for name, _ in tf.train.list_variables(path))
+
+    def resolve(self, *, restored: bool, continue_stream: bool, step: int,
+                batch_size: int, seed: Optional[int]) -> tuple:
+        """``(stream seed, batches to skip)``, recorded for the next
+        checkpoint."""
+        v = self.variables
+        if (restored and continue_stream
+                and int(v["batch_size"].numpy()) == batch_size):
+            stream_seed = int(v["seed"].numpy())
+            skip = step - int(v["start_step"].numpy())
+        else:
+            base = seed if seed is not None else random.SystemRandom(
+            ).randrange(2**31)
+            stream_seed, skip = base + step, 0
+            v["seed"].assign(stream_seed)
+            v["start_step"].assign(step)
+            v["batch_size"].assign(batch_size)
+        return stream_seed, skip
 
 
 # ---------------------------------------------------------------- training
@@ -396,7 +444,12 @@ def train(
               else contextlib.nullcontext()):
             lm, optimizer = build_model(options, seed=seed)
         step = optimizer.iterations
+        stream = DataStream()
+        latest = tf.train.latest_checkpoint(save_dir) if _resume else None
+        stream_saved = latest is not None and DataStream.in_checkpoint(latest)
         checkpoint = model_checkpoint(lm, optimizer=optimizer)
+        if stream_saved:
+            checkpoint.data_stream = stream.variables
         if _resume:
             restored = restore_checkpoint(checkpoint, lm, save_dir)
             print(f"restored {restored} at step {int(step.numpy())}",
@@ -406,6 +459,8 @@ def train(
                 f"{save_dir}: already holds a checkpoint; continue it with "
                 "restart.py or choose an empty --save_dir"
             )
+        # saved from now on (also when resuming an older checkpoint)
+        checkpoint.data_stream = stream.variables
         # non-chief workers write to a scratch directory (collective saves)
         ckpt_dir = save_dir if chief else tempfile.mkdtemp(prefix="bilm_w")
         manager = tf.train.CheckpointManager(
@@ -425,10 +480,15 @@ def train(
             last_step = start_step + _extra_steps
         else:
             last_step = options.n_epochs * steps_per_epoch(options)
-        batches = distributed_batches(
-            strategy, train_prefix, vocab, options,
-            None if seed is None else seed + start_step,
+        stream_seed, skip = stream.resolve(
+            restored=stream_saved, continue_stream=_extra_steps is None,
+            step=start_step, batch_size=options.batch_size, seed=seed,
         )
+        if skip:
+            print(f"continuing the data stream after its first {skip} "
+                  "batches", flush=True)
+        batches = distributed_batches(
+            strategy, train_prefix, vocab, options, stream_seed, skip)
         train_step = make_train_step(lm, optimizer, strategy, options)
         per_replica = options.batch_size // n_replicas
         states = strategy.experimental_distribute_values_from_function(

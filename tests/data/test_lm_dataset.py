@@ -283,6 +283,23 @@ def test_sharding_by_files_and_by_sentences(tmp_path):
             assert not seen[i] & seen[j]
 
 
+def test_tf_dataset_skips_the_first_batches(tmp_path):
+    # a resumed run's stream: the same seed, the first batches passed over
+    _, vocab_file = write_corpus(tmp_path, 3, 10)
+    vocab = Vocabulary(vocab_file, validate_file=True)
+    pattern = str(tmp_path / "shard_*.txt")
+
+    def batches(skip, n):
+        data = BidirectionalLMDataset(pattern, vocab, shuffle_on_load=True,
+                                      seed=5)
+        ds = make_tf_dataset(data, 2, 4, skip_batches=skip)
+        return [b["token_ids_reverse"].numpy() for b in ds.take(n)]
+
+    whole, resumed = batches(0, 12), batches(7, 5)
+    for x, y in zip(whole[7:], resumed):
+        np.testing.assert_array_equal(x, y)
+
+
 def test_tf_dataset_signature_and_values(tiny):
     import tensorflow as tf
 

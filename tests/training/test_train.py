@@ -8,9 +8,10 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras import Batcher, BidirectionalLanguageModel
-from bilm_keras.data.lm_dataset import CorpusError
+from bilm_keras.data.lm_dataset import CorpusError, make_tf_dataset
 from bilm_keras.data.vocabulary import VocabularyError
 from bilm_keras.options import BiLMOptions
+from bilm_keras.training import loop
 from bilm_keras.training import (
     CheckpointError,
     dump_weights,
@@ -188,3 +189,45 @@ def test_train_refuses_a_save_dir_with_a_checkpoint(train_dir, char_model):
     save_dir, _ = char_model
     with pytest.raises(CheckpointError, match="restart.py"):
         _train(train_dir, save_dir, fixture_options(use_chars=True))
+
+
+def _stream(path):
+    """The data stream a checkpoint records: seed, start step, batch."""
+    return [int(tf.train.load_variable(
+        path, f"data_stream/{name}/.ATTRIBUTES/VARIABLE_VALUE"))
+        for name in ("seed", "start_step", "batch_size")]
+
+
+def test_restart_continues_the_data_stream(train_dir, tmp_path, capsys,
+                                          monkeypatch):
+    made = []  # (seed, skip_batches) of every training dataset made
+
+    def recording_make_tf_dataset(data, batch_size, num_steps,
+                                  skip_batches=0):
+        made.append((data.forward.seed, skip_batches))
+        return make_tf_dataset(data, batch_size, num_steps, skip_batches)
+
+    monkeypatch.setattr(loop, "make_tf_dataset", recording_make_tf_dataset)
+    options = fixture_options(n_epochs=1)  # 6 steps of 2 x 10 tokens
+    first = _train(train_dir, tmp_path, options, seed=None,
+                   _extra_steps=2)  # as if killed after step 2
+    seed, start, batch = _stream(first["checkpoint"])
+    assert (start, batch) == (0, options.batch_size)
+    # after a crash: the same stream, its first 2 batches passed over
+    after_crash = restart(save_dir=str(tmp_path),
+                          train_prefix=str(train_dir / "data.txt"),
+                          vocab_file=str(train_dir / "vocab.txt"),
+                          log_every=1000)
+    assert after_crash["step"] == 6
+    assert "after its first 2 batches" in capsys.readouterr().out
+    assert _stream(after_crash["checkpoint"]) == [seed, 0, batch]
+    assert made == [(seed, 0), (seed, 2)]
+    # new epochs (fine-tuning): a new stream from the current step
+    more = restart(save_dir=str(tmp_path),
+                   train_prefix=str(train_dir / "data.txt"),
+                   vocab_file=str(train_dir / "vocab.txt"), n_epochs=1,
+                   log_every=1000)
+    assert "after its first" not in capsys.readouterr().out
+    assert _stream(more["checkpoint"])[1:] == [6, batch]
+    assert made[-1] == (_stream(more["checkpoint"])[0], 0)
+
