@@ -231,3 +231,22 @@ def test_restart_continues_the_data_stream(train_dir, tmp_path, capsys,
     assert _stream(more["checkpoint"])[1:] == [6, batch]
     assert made[-1] == (_stream(more["checkpoint"])[0], 0)
 
+
+
+def test_restart_with_another_batch_size_starts_a_new_stream(train_dir,
+                                                             tmp_path,
+                                                             capsys):
+    # an epoch is 6 steps of 2 x 10 tokens, 3 of 4 x 10: after the crash at
+    # step 2, batch 4 trains step 3
+    options = fixture_options(n_epochs=1)
+    first = _train(train_dir, tmp_path, options, seed=None, _extra_steps=2)
+    seed = _stream(first["checkpoint"])[0]
+    resumed = restart(save_dir=str(tmp_path),
+                      train_prefix=str(train_dir / "data.txt"),
+                      vocab_file=str(train_dir / "vocab.txt"),
+                      batch_size=4, log_every=1000)
+    assert resumed["step"] == 3
+    assert "after its first" not in capsys.readouterr().out
+    new_seed, start, batch = _stream(resumed["checkpoint"])
+    assert (start, batch) == (2, 4)
+    assert new_seed != seed
