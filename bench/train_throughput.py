@@ -120,7 +120,8 @@ class Runner:
         start = time.perf_counter()
         for _ in range(n_steps):
             batch = next(self.batches)
-            self.loss, _, self.states = self.step(batch, self.states)
+            self.loss, _, self.states, _ = self.step(batch,
+                                                     self.states)
         float(self.loss)  # wait for the last step
         elapsed = time.perf_counter() - start
         chars = np.concatenate([

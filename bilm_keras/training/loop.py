@@ -229,10 +229,14 @@ def _sum_repeated_rows(grad):
 
 def make_train_step(lm: LanguageModel, optimizer, strategy,
                     options: BiLMOptions, *, sparse_gradients: bool = True):
-    """``train_step(batch, states) -> (loss, grad_norm, states)``.
+    """``train_step(batch, states) -> (loss, grad_norm, states,
+    direction_losses)``.
 
     ``batch`` and ``states`` are per-replica values (plain tensors under
     the default strategy); the returned states feed the next call.
+    ``loss`` is the training loss (the mean over directions) and
+    ``direction_losses`` ``{direction: ()}`` each direction's mean token
+    loss, both averaged over the replicas.
     ``sparse_gradients=False`` makes the softmax's and the embeddings'
     gradients dense before the all-reduce (the same updates; for
     comparison, ``bench/train_throughput.py --compare dense_gradients``).
@@ -253,7 +257,11 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
         # the softmax's and the embeddings' gradients stay IndexedSlices
         # (rows the batch touched), each row once
         grads = [rows_once(g) for g in grads]
-        return grads, out["loss"], out["final_states"]
+        direction_losses = {
+            d: out["loss_sum"][d] / tf.maximum(out["n_tokens"][d], 1.0)
+            for d in lm.directions
+        }
+        return grads, out["loss"], out["final_states"], direction_losses
 
     def apply_update(grads):
         # Keras' apply_gradients all-reduces again and needs replica
@@ -272,7 +280,8 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
     @tf.function
     def train_step(batch, states):
         # 1. per-replica forward + backward on its rows, with its states
-        grads, loss, states = strategy.run(replica_step, args=(batch, states))
+        grads, loss, states, direction_losses = strategy.run(
+            replica_step, args=(batch, states))
         # 2. sum the replicas' gradients (all-reduce; rows of sparse ones
         #    are gathered, and a row several replicas touched summed)
         grads = [rows_once(strategy.reduce(sum_op, g, axis=None))
@@ -284,7 +293,10 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
             grads, options.all_clip_norm_val
         )
         apply_update(grads)
-        return strategy.reduce(mean_op, loss, axis=None), grad_norm, states
+        direction_losses = {d: strategy.reduce(mean_op, v, axis=None)
+                            for d, v in direction_losses.items()}
+        return (strategy.reduce(mean_op, loss, axis=None), grad_norm, states,
+                direction_losses)
 
     return train_step
 
@@ -398,7 +410,9 @@ def train(
 
     Returns:
         dict: ``step`` (final global step), ``perplexity`` (train, last
-        log window), ``tokens_per_second``, ``checkpoint``, ``options``
+        log window, sampled softmax: the mean over directions),
+        ``direction_perplexity`` (``{direction: perplexity}``, the same
+        window), ``tokens_per_second``, ``checkpoint``, ``options``
         and ``model`` (the trained :class:`LanguageModel`).
     """
     save_dir = os.fspath(save_dir)
@@ -500,29 +514,44 @@ def train(
 
         # ---- the loop: step, log, checkpoint
         window_loss, window_steps = 0.0, 0
+        window_direction = {d: 0.0 for d in lm.directions}
         window_start = run_start = time.perf_counter()
         perplexity, tokens_per_second = float("nan"), float("nan")
+        direction_perplexity = {d: float("nan") for d in lm.directions}
         path = None
         for current in range(start_step + 1, last_step + 1):
-            loss, grad_norm, states = train_step(next(batches), states)
+            loss, grad_norm, states, direction_losses = train_step(
+                next(batches), states)
             window_loss += loss  # stays a tensor: no sync per step
+            for d in lm.directions:
+                window_direction[d] += direction_losses[d]
             window_steps += 1
             if current % log_every == 0 or current == last_step:
                 elapsed = time.perf_counter() - window_start
                 perplexity = math.exp(float(window_loss) / window_steps)
+                direction_perplexity = {
+                    d: math.exp(float(v) / window_steps)
+                    for d, v in window_direction.items()
+                }
                 tokens_per_second = window_steps * tokens_per_step / elapsed
                 eta = (last_step - current) * elapsed / window_steps
+                each = "".join(
+                    f"  {d} {p:.2f}" for d, p in direction_perplexity.items()
+                ) if len(direction_perplexity) > 1 else ""
                 print(f"step {current}/{last_step}  "
-                      f"train_perplexity {perplexity:.2f}  "
+                      f"train_perplexity {perplexity:.2f}{each}  "
                       f"grad_norm {float(grad_norm):.3f}  "
                       f"tokens/s {tokens_per_second:.0f}  "
                       f"ETA {_format_eta(eta)}", flush=True)
                 with writer.as_default(step=current):
                     _scalar_summary("train_perplexity", perplexity, current)
+                    for d, p in direction_perplexity.items():
+                        _scalar_summary(f"train_perplexity/{d}", p, current)
                     _scalar_summary("grad_norm", grad_norm, current)
                     _scalar_summary("tokens_per_second", tokens_per_second,
                                     current)
                 window_loss, window_steps = 0.0, 0
+                window_direction = {d: 0.0 for d in lm.directions}
                 window_start = time.perf_counter()
             if current % save_every == 0 or current == last_step:
                 path = manager.save(checkpoint_number=current)
@@ -532,6 +561,7 @@ def train(
     return dict(
         step=int(step.numpy()),
         perplexity=perplexity,
+        direction_perplexity=direction_perplexity,
         tokens_per_second=tokens_per_second,
         seconds=time.perf_counter() - run_start,
         checkpoint=path if chief else None,

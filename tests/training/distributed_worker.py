@@ -56,7 +56,7 @@ def mirrored(train_dir, out_file):
                                       (ctx.replica_id_in_sync_group + 1)
                                       * 4 // n]
                                  for k, v in batch.items()})
-                loss, _, states = step(dist, states)
+                loss, _, states, _ = step(dist, states)
                 losses.append(float(loss))
         return lm, losses
 

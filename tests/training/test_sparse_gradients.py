@@ -29,7 +29,7 @@ def _two_steps(train_dir, options, sparse_gradients):
     states = lm.zero_states(options.batch_size)
     for _ in range(2):
         batch = next(batches)
-        _, _, states = step(batch, states)
+        _, _, states, _ = step(batch, states)
     graph = step.get_concrete_function(batch, states).graph
     return {v.path: v.numpy() for v in lm.variables}, graph
 
