@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers.dropout import dropout, fold_seed
 from bilm_keras.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
 
@@ -146,6 +147,9 @@ class LSTMStack(keras.layers.Layer):
         lengths: `(batch,)` int; positions past a row's length give zeros.
         initial_states: list over layers of ``(c, h)``, or None for zeros.
         training: bool.
+        dropout_seed: None or a `(2,)` int seed; layer ``l``'s input mask
+            is then drawn from ``fold_seed(dropout_seed, l)``
+            (:mod:`bilm_keras.layers.dropout`).
 
     Returns:
         ``(outputs, final_states)``: a list of `(batch, time, projection_dim)`
@@ -197,14 +201,15 @@ class LSTMStack(keras.layers.Layer):
             for cell in self.cells
         ]
 
-    def call(self, inputs, lengths, initial_states=None, training=False):
+    def call(self, inputs, lengths, initial_states=None, training=False,
+             dropout_seed=None):
         # B=batch, T=time, D=input dim, U=units, P=projection dim.
         # The stack runs time-major: the input contributions (the largest
         # tensors, (T, B, 4U)) are computed in the recurrence's layout, so
         # they are never transposed; only the narrow inputs and outputs are.
         x = tf.transpose(inputs, (1, 0, 2))  # (T, B, D)
         outputs, final_states = self._run_time_major(
-            x, lengths, initial_states, training
+            x, lengths, initial_states, training, dropout_seed
         )
         outputs = [tf.transpose(h, (1, 0, 2)) for h in outputs]  # (B, T, P)
         return outputs, final_states
@@ -243,7 +248,8 @@ class LSTMStack(keras.layers.Layer):
             x = h
         return outputs
 
-    def _run_time_major(self, x, lengths, initial_states, training):
+    def _run_time_major(self, x, lengths, initial_states, training,
+                        dropout_seed=None):
         """The layers over `(T, B, D)` inputs: outputs `(T, B, P)`, states."""
         if initial_states is None:
             initial_states = self.zero_states(tf.shape(x)[1])
@@ -253,7 +259,8 @@ class LSTMStack(keras.layers.Layer):
         for i, (cell, (c0, h0)) in enumerate(zip(self.cells, initial_states)):
             x_in = x
             if training and self.dropout > 0:
-                x_in = tf.nn.dropout(x_in, rate=self.dropout)
+                x_in = dropout(x_in, self.dropout,
+                               fold_seed(dropout_seed, i), time_major=True)
             # one large matmul for all time steps, outside the recurrence
             z = cell.input_contribution(x_in)  # (T, B, 4U)
             h, state = run_recurrence(

@@ -29,6 +29,8 @@ dropout, so losses and gradients agree to float rounding
 
 import tensorflow as tf
 
+from bilm_keras.layers.dropout import dropout, fold_seed
+
 
 def _clip(x, bound):
     """``clip_by_value(x, -bound, bound)`` and its gradient mask (TF's
@@ -151,7 +153,7 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
 
 
 def run_stacks_unrolled(stacks, inputs, initial_states=None,
-                        training=False):
+                        training=False, dropout_seeds=None):
     """:meth:`LSTMStack.call` of several stacks on full-length rows,
     statically unrolled and batched over the stacks.
 
@@ -162,6 +164,10 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
         initial_states: per stack a list over layers of ``(c, h)``, or
             None (or a None entry) for zeros.
         training: bool; input dropout at the stacks' rate.
+        dropout_seeds: None, or per stack a `(2,)` int seed: stack ``d``'s
+            layer ``l`` input mask is then drawn from
+            ``fold_seed(dropout_seeds[d], l)``, the mask
+            :meth:`LSTMStack.call` draws with the same seed.
 
     Returns:
         per stack ``(outputs, final_states)`` as :meth:`LSTMStack.call`
@@ -187,8 +193,15 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
         cells = [stack.cells[layer] for stack in stacks]
         cell = cells[0]
         x_in = x
-        if training and first.dropout > 0:
+        if training and first.dropout > 0 and dropout_seeds is None:
             x_in = tf.nn.dropout(x_in, rate=first.dropout)
+        elif training and first.dropout > 0:
+            # each stack's own mask, as LSTMStack.call draws it
+            x_in = tf.stack([
+                dropout(x_d, first.dropout, fold_seed(seed, layer))
+                for x_d, seed in zip(tf.unstack(x, num=len(stacks)),
+                                     dropout_seeds)
+            ])  # (D, B, T, I)
         # kernels split once per window (the gradient of a split is one
         # concat; a slice per step would give a dense kernel-sized gradient
         # per step)
@@ -225,8 +238,11 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
     ]
 
 
-def run_stack_unrolled(stack, inputs, initial_states=None, training=False):
+def run_stack_unrolled(stack, inputs, initial_states=None, training=False,
+                       dropout_seed=None):
     """:func:`run_stacks_unrolled` for one stack: ``(outputs,
     final_states)`` as :meth:`LSTMStack.call` on full-length rows."""
-    return run_stacks_unrolled([stack], [inputs], [initial_states],
-                               training=training)[0]
+    return run_stacks_unrolled(
+        [stack], [inputs], [initial_states], training=training,
+        dropout_seeds=None if dropout_seed is None else [dropout_seed],
+    )[0]

@@ -5,6 +5,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers.dropout import dropout, fold_seed
 from bilm_keras.layers.sampled_softmax import SampledSoftmaxLoss
 from bilm_keras.layers.training_recurrence import run_stacks_unrolled
 from bilm_keras.models.bilm_backbone import BiLMBackbone
@@ -53,6 +54,10 @@ class LanguageModel(keras.Model):
             the backward direction.
         initial_states: ``{direction: [(c, h), ...]}`` or None for zeros.
         training: bool.
+        dropout_seed: None or a `(2,)` int seed (the training loop passes
+            one a step): every dropout mask is then a stateless function of
+            it, the direction and the layer, so the fast and the plain path
+            draw the same masks (:mod:`bilm_keras.layers.dropout`).
 
     Returns:
         A dict: ``loss`` () the training loss, ``loss_sum`` and
@@ -190,13 +195,18 @@ class LanguageModel(keras.Model):
             for part, ids in zip(tf.split(tokens, sizes), ids_list)
         ]  # each (B, T, P)
 
-    def call(self, inputs, initial_states=None, training=False):
+    def call(self, inputs, initial_states=None, training=False,
+             dropout_seed=None):
         # B=batch, T=time (unroll_steps), C=max chars, P=projection dim
         input_key = (
             "tokens_characters" if self.backbone.use_character_inputs
             else "token_ids"
         )
         initial_states = initial_states or {}
+        # direction k's masks: layer l's input fold_seed(seed, k, l), the
+        # top output's fold_seed(seed, k, n_layers)
+        seeds = None if dropout_seed is None else [
+            fold_seed(dropout_seed, k) for k in range(len(self.directions))]
         all_embeddings = self.embed_streams(
             [inputs[input_key + DIRECTION_SUFFIX[d]] for d in self.directions]
         )  # per direction (B, T, P)
@@ -207,7 +217,7 @@ class LanguageModel(keras.Model):
                 [self.backbone.stacks[d] for d in self.directions],
                 all_embeddings,
                 [initial_states.get(d) for d in self.directions],
-                training=training,
+                training=training, dropout_seeds=seeds,
             )
         else:
             lengths = tf.fill(tf.shape(all_embeddings[0])[:1],
@@ -216,18 +226,22 @@ class LanguageModel(keras.Model):
                 self.backbone.run_direction(
                     d, embeddings, lengths, initial_states.get(d),
                     training=training,
+                    dropout_seed=None if seeds is None else seeds[k],
                 )
-                for d, embeddings in zip(self.directions, all_embeddings)
+                for k, (d, embeddings) in enumerate(
+                    zip(self.directions, all_embeddings))
             ]
         loss_sum, n_tokens, final_states, mean_losses = {}, {}, {}, []
-        for direction, (layers, states) in zip(self.directions, ran):
+        for k, (direction, (layers, states)) in enumerate(
+                zip(self.directions, ran)):
             suffix = DIRECTION_SUFFIX[direction]
             targets = inputs["next_token_id" + suffix]  # (B, T)
             mask = tf.cast(inputs["mask" + suffix], tf.float32)  # (B, T)
             final_states[direction] = states
             top = layers[-1]  # (B, T, P)
             if training and self.dropout > 0:
-                top = tf.nn.dropout(top, rate=self.dropout)
+                top = dropout(top, self.dropout, None if seeds is None else
+                              fold_seed(seeds[k], len(layers)))
             token_losses = self.softmax(
                 top, targets, training=training,
                 softmax_weights=self._softmax_weights(),

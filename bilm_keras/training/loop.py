@@ -48,6 +48,7 @@ from bilm_keras.data.lm_dataset import (
     make_tf_dataset,
 )
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
+from bilm_keras.layers.dropout import fold_seed
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions, OptionsError
@@ -228,7 +229,8 @@ def _sum_repeated_rows(grad):
 
 
 def make_train_step(lm: LanguageModel, optimizer, strategy,
-                    options: BiLMOptions, *, sparse_gradients: bool = True):
+                    options: BiLMOptions, *, sparse_gradients: bool = True,
+                    dropout_seed: Optional[int] = None):
     """``train_step(batch, states) -> (loss, grad_norm, states,
     direction_losses)``.
 
@@ -240,16 +242,29 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
     ``sparse_gradients=False`` makes the softmax's and the embeddings'
     gradients dense before the all-reduce (the same updates; for
     comparison, ``bench/train_throughput.py --compare dense_gradients``).
+    Dropout masks are a function of ``dropout_seed`` (None: drawn once
+    from the system), the global step and the replica, the same in the
+    fast and the plain LSTM path (:mod:`bilm_keras.layers.dropout`).
     """
     rows_once = _sum_repeated_rows if sparse_gradients else (
         tf.convert_to_tensor)
     variables = lm.trainable_variables
     n_replicas = strategy.num_replicas_in_sync
     sum_op, mean_op = tf.distribute.ReduceOp.SUM, tf.distribute.ReduceOp.MEAN
+    if dropout_seed is None:
+        dropout_seed = random.SystemRandom().randrange(2**31)
 
     def replica_step(batch, states):
+        # this step's and this replica's dropout masks
+        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+        step_seed = fold_seed(
+            tf.stack([tf.constant(dropout_seed, tf.int64),
+                      tf.cast(optimizer.iterations, tf.int64)]),
+            replica,
+        )
         with tf.GradientTape() as tape:
-            out = lm(batch, initial_states=states, training=True)
+            out = lm(batch, initial_states=states, training=True,
+                     dropout_seed=step_seed)
             # bilm-tf differentiates loss * unroll_steps; dividing by the
             # replicas makes the sum over replicas the global-batch gradient
             scaled = out["loss"] * options.unroll_steps / n_replicas
@@ -503,7 +518,8 @@ def train(
                   "batches", flush=True)
         batches = distributed_batches(
             strategy, train_prefix, vocab, options, stream_seed, skip)
-        train_step = make_train_step(lm, optimizer, strategy, options)
+        train_step = make_train_step(lm, optimizer, strategy, options,
+                                     dropout_seed=seed)
         per_replica = options.batch_size // n_replicas
         states = strategy.experimental_distribute_values_from_function(
             lambda ctx: lm.zero_states(per_replica)

@@ -12,6 +12,7 @@ from bilm_keras.layers.training_recurrence import (
     run_stacks_unrolled,
 )
 from bilm_keras.models.language_model import LanguageModel
+from bilm_keras.training import loop
 from train_helpers import fixture_options
 
 B, T, C = 3, 6, 10
@@ -150,3 +151,50 @@ def test_config_round_trip_keeps_the_switches():
     clone = LanguageModel.from_config(lm.get_config())
     assert clone.unroll_windows is False and clone.dedup_tokens is True
     assert clone.get_config() == lm.get_config()
+
+
+def _train_direction_losses(train_dir, options, n_steps, dropout_seed,
+                            **model_kwargs):
+    """Per-step ``{direction: loss}`` of whole training steps (sampled
+    softmax, dropout, global-norm clip, Adagrad) on the fixture corpus."""
+    tf.keras.utils.set_random_seed(0)
+    vocab = loop.load_vocab(str(train_dir / "vocab.txt"), options)
+    options = options.replace(n_tokens_vocab=vocab.size)
+    lm, optimizer = loop.build_model(options, seed=0, **model_kwargs)
+    strategy = tf.distribute.get_strategy()
+    step = loop.make_train_step(lm, optimizer, strategy, options,
+                                dropout_seed=dropout_seed)
+    data = loop.make_dataset(str(train_dir / "data.txt"), vocab, options,
+                             seed=0)
+    batches = iter(loop.make_tf_dataset(data, options.batch_size,
+                                        options.unroll_steps))
+    states = lm.zero_states(options.batch_size)
+    losses = []
+    for _ in range(n_steps):
+        _, _, states, direction_losses = step(next(batches), states)
+        losses.append({d: float(v) for d, v in direction_losses.items()})
+    return losses
+
+
+@pytest.mark.parametrize("use_chars,skip", [(True, True), (False, False)])
+def test_fast_and_plain_training_agree_with_dropout(train_dir, use_chars,
+                                                     skip):
+    # 5 sentences of 134 tokens are 139 targets a pass, 20 a step: the
+    # stream wraps into its second epoch (a reshuffle) during step 7
+    options = fixture_options(use_chars=use_chars, skip=skip, dropout=0.3,
+                              all_clip_norm_val=1.0)
+    n_steps = 12
+    fast = _train_direction_losses(train_dir, options, n_steps, 7)
+    plain = _train_direction_losses(train_dir, options, n_steps, 7,
+                                    unroll_windows=False, dedup_tokens=False)
+    for step, (f, p) in enumerate(zip(fast, plain), 1):
+        assert set(f) == {"forward", "backward"}
+        for d in f:
+            np.testing.assert_allclose(
+                f[d], p[d], rtol=2e-5, err_msg=f"step {step}, {d}")
+    # the masks matter: another dropout seed gives other losses
+    other = _train_direction_losses(train_dir, options, 2, 8)
+    assert other[0]["backward"] != pytest.approx(fast[0]["backward"],
+                                                 rel=1e-4)
+    assert other[0]["forward"] != pytest.approx(fast[0]["forward"],
+                                                rel=1e-4)
