@@ -40,6 +40,7 @@ on padding), so every target of the heldout data is seen exactly once.
 
 from __future__ import annotations
 
+import collections
 import glob
 import itertools
 import logging
@@ -49,6 +50,7 @@ from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 
+from bilm_keras.data.unigram import unigram_perplexity
 from bilm_keras.data.vocabulary import (
     UnicodeCharsVocabulary,
     Vocabulary,
@@ -121,27 +123,40 @@ def read_sentences(path: str) -> tuple:
     return lines, skipped
 
 
-def count_tokens(filepattern) -> Dict[str, int]:
+def count_tokens(filepattern, vocab: Optional[Vocabulary] = None) -> dict:
     """Count the training tokens of a corpus glob, as bilm-tf's
     ``n_train_tokens``.
+
+    Args:
+        filepattern: glob of corpus files.
+        vocab: when given (with ``<UNK>``), also the corpus's unigram
+            perplexity over it (:mod:`bilm_keras.data.unigram`).
 
     Returns:
         dict with ``n_tokens`` (whitespace tokens, without ``<S>``/``</S>``),
         ``n_sentences`` (non-blank lines), ``n_skipped_lines`` (empty or
-        whitespace-only lines) and ``n_files``.
+        whitespace-only lines), ``n_files`` and, with ``vocab`` and at least
+        one sentence, ``unigram_perplexity``.
     """
     shards = list_shards(filepattern)
     n_tokens = n_sentences = n_skipped = 0
+    token_counts = collections.Counter()
     for path in shards:
         for _, line in read_lines(path):
-            n = len(line.split())
-            if n:
-                n_tokens += n
+            tokens = line.split()
+            if tokens:
+                n_tokens += len(tokens)
                 n_sentences += 1
+                if vocab is not None:
+                    token_counts.update(tokens)
             else:
                 n_skipped += 1
-    return dict(n_tokens=n_tokens, n_sentences=n_sentences,
-                n_skipped_lines=n_skipped, n_files=len(shards))
+    counts = dict(n_tokens=n_tokens, n_sentences=n_sentences,
+                  n_skipped_lines=n_skipped, n_files=len(shards))
+    if vocab is not None and n_sentences:
+        counts["unigram_perplexity"] = unigram_perplexity(
+            token_counts, n_sentences, vocab)
+    return counts
 
 
 def check_vocab(vocab) -> None:

@@ -17,6 +17,7 @@ from typing import Optional
 
 from bilm_keras.atomic_files import write_text_atomic
 from bilm_keras.data.lm_dataset import list_shards, read_lines
+from bilm_keras.data.unigram import perplexity_of_counts
 from bilm_keras.data.vocabulary import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 
 SPECIAL_TOKENS = (BOS_TOKEN, EOS_TOKEN, UNK_TOKEN)
@@ -54,8 +55,9 @@ def build_vocab(train_prefix, vocab_file, *, min_count: int = 1,
         bilm-tf's training option), ``n_sentences``, ``n_skipped_lines``,
         ``n_files``, ``n_types`` (distinct corpus tokens), ``vocab_size``
         (lines written), ``n_oov_tokens`` (corpus tokens that will map to
-        ``<UNK>``), ``train_prefix``, ``vocab_file``, ``min_count`` and
-        ``max_size``; the same dict is the sidecar file's content.
+        ``<UNK>``), ``unigram_perplexity`` (of the LM targets over this
+        vocabulary, :mod:`bilm_keras.data.unigram`), ``train_prefix``,
+        ``vocab_file``, ``min_count`` and ``max_size``; the same dict is the sidecar file's content.
     """
     if not (isinstance(min_count, int) and min_count >= 1):
         raise ValueError(f"min_count: expected an int >= 1, found "
@@ -89,6 +91,9 @@ def build_vocab(train_prefix, vocab_file, *, min_count: int = 1,
     if max_size is not None:
         words = words[: max_size - len(SPECIAL_TOKENS)]
     kept = set(words)
+    n_oov = sum(c for w, c in counts.items() if w not in kept)
+    # LM targets: kept tokens, <UNK> for the rest, one boundary a sentence
+    targets = [counts[w] for w in words] + [n_oov, n_sentences]
     stats = dict(
         n_train_tokens=n_tokens,
         n_sentences=n_sentences,
@@ -96,7 +101,9 @@ def build_vocab(train_prefix, vocab_file, *, min_count: int = 1,
         n_files=len(shards),
         n_types=len(counts),
         vocab_size=len(words) + len(SPECIAL_TOKENS),
-        n_oov_tokens=sum(c for w, c in counts.items() if w not in kept),
+        n_oov_tokens=n_oov,
+        unigram_perplexity=(perplexity_of_counts(targets) if n_sentences
+                            else None),
         train_prefix=os.fspath(train_prefix),
         vocab_file=vocab_file,
         min_count=min_count,

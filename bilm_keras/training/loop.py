@@ -24,6 +24,7 @@ after a crash continues it where the checkpoint left it.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import math
 import os
@@ -38,6 +39,7 @@ import numpy as np
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
 
+from bilm_keras.atomic_files import write_text_atomic
 from bilm_keras.data.lm_dataset import (
     BidirectionalLMDataset,
     CorpusError,
@@ -47,6 +49,7 @@ from bilm_keras.data.lm_dataset import (
     lm_dataset_fn,
     make_tf_dataset,
 )
+from bilm_keras.data.vocab_builder import sidecar_path
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
 from bilm_keras.layers.dropout import fold_seed
 from bilm_keras.layers.initialization import placeholder_weights
@@ -62,6 +65,9 @@ from bilm_keras.training.strategy import (
 logger = logging.getLogger(__name__)
 
 OPTIONS_FILE = "options.json"
+#: beside the checkpoints: the training corpus's token and sentence counts
+#: and unigram perplexity (the bar evaluate() holds each direction to)
+TRAINING_DATA_FILE = "training_data.json"
 
 
 class CheckpointError(ValueError):
@@ -447,16 +453,18 @@ def train(
         _check_vocab_fits(options, vocab, vocab_file,
                           os.path.join(save_dir, OPTIONS_FILE))
     options = options.replace(n_tokens_vocab=vocab.size)
+    # one pass over the text: the token count (bilm-tf set it by hand) and
+    # the unigram perplexity that evaluate() holds each direction to
+    corpus = count_tokens(train_prefix, vocab=vocab)
+    if corpus["n_tokens"] == 0:
+        raise CorpusError(
+            f"{train_prefix}: no tokens to train on ({corpus['n_files']}"
+            f" file(s), {corpus['n_skipped_lines']} empty or "
+            "whitespace-only line(s) skipped)"
+        )
     if options.n_train_tokens is None or (
             _resume and n_train_tokens is None and _extra_steps is not None):
-        counts = count_tokens(train_prefix)
-        if counts["n_tokens"] == 0:
-            raise CorpusError(
-                f"{train_prefix}: no tokens to train on ({counts['n_files']}"
-                f" file(s), {counts['n_skipped_lines']} empty or "
-                "whitespace-only line(s) skipped)"
-            )
-        options = options.replace(n_train_tokens=counts["n_tokens"])
+        options = options.replace(n_train_tokens=corpus["n_tokens"])
     n_replicas = strategy.num_replicas_in_sync
     if options.batch_size % n_replicas:
         raise ValueError(
@@ -499,6 +507,12 @@ def train(
         if chief:
             os.makedirs(save_dir, exist_ok=True)
             options.to_json(os.path.join(save_dir, OPTIONS_FILE))
+            write_text_atomic(
+                os.path.join(save_dir, TRAINING_DATA_FILE),
+                json.dumps(dict(train_prefix=os.fspath(train_prefix),
+                                vocab_file=os.fspath(vocab_file), **corpus),
+                           indent=2) + "\n",
+            )
             writer = tf.summary.create_file_writer(
                 os.path.join(save_dir, "logs"))
         else:
@@ -651,6 +665,25 @@ def load_trained_model(save_dir: str, *, vocab_file=None):
     return options, lm, vocab
 
 
+def training_unigram_perplexity(save_dir: str, vocab_file=None):
+    """``(perplexity, source file)`` of the training data's unigram
+    perplexity, or ``(None, None)`` when nothing records it.
+
+    ``train`` writes it to ``save_dir/training_data.json``; a vocabulary
+    made by ``build_vocab`` has it in its ``.json`` sidecar too.
+    """
+    candidates = [os.path.join(os.fspath(save_dir), TRAINING_DATA_FILE)]
+    if vocab_file is not None:
+        candidates.append(sidecar_path(vocab_file))
+    for path in candidates:
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                value = json.load(f).get("unigram_perplexity")
+            if value:
+                return float(value), path
+    return None, None
+
+
 def evaluate(
     *,
     save_dir: str,
@@ -658,18 +691,33 @@ def evaluate(
     test_prefix: str,
     batch_size: int = 256,
     log_every: int = 100,
+    unigram_perplexity: Optional[float] = None,
 ) -> dict:
     """Heldout perplexity with the full softmax, every token once.
 
     States carry from batch to batch as in training. Prints the running
     perplexity and, at the end, each direction's and the mean perplexity
-    with the files they came from.
+    with the files they came from, and a warning for every direction whose
+    perplexity is above the unigram perplexity of the training data (it
+    predicts worse than word counts do: broken, whatever its training
+    perplexity said).
+
+    Args:
+        unigram_perplexity: the bar for that warning; None: the training
+            data's, as :func:`training_unigram_perplexity` finds it (no
+            warning when nothing records it).
 
     Returns:
         dict: ``forward_perplexity``, ``backward_perplexity`` (bidirectional
         models), ``perplexity`` (``exp`` of the mean of the directions'
-        mean losses, bilm-tf's number), ``n_tokens``, ``files``.
+        mean losses, bilm-tf's number), ``n_tokens``, ``files``,
+        ``unigram_perplexity`` (the bar, or None) and ``warnings`` (the
+        warning lines printed).
     """
+    source = "given"
+    if unigram_perplexity is None:
+        unigram_perplexity, source = training_unigram_perplexity(
+            save_dir, vocab_file)
     options, lm, vocab = load_trained_model(save_dir, vocab_file=vocab_file)
     data = make_dataset(test_prefix, vocab, options, test=True)
     num_steps = options.unroll_steps
@@ -704,4 +752,18 @@ def evaluate(
         print(f"{d} perplexity: {result[f'{d}_perplexity']:.3f}")
     print(f"mean perplexity: {result['perplexity']:.3f}  "
           f"({result['n_tokens']} tokens)", flush=True)
+    result["unigram_perplexity"] = unigram_perplexity
+    result["warnings"] = [
+        f"WARNING: {d} heldout perplexity {result[f'{d}_perplexity']:.1f} "
+        f"is above the unigram perplexity of the training data "
+        f"({unigram_perplexity:.1f}, from {source}): the {d} LM predicts "
+        "worse than word counts do; do not use its embeddings before "
+        "finding out why (a diverged run, or heldout text unlike the "
+        "training data)"
+        for d in lm.directions
+        if unigram_perplexity
+        and result[f"{d}_perplexity"] > unigram_perplexity
+    ]
+    for line in result["warnings"]:
+        print(line, flush=True)
     return result

@@ -98,6 +98,8 @@ def run_pipeline(
     for sentence, emb in zip(EXAMPLE_SENTENCES, embeddings):
         print(f"ELMo layers {emb.shape} for: {' '.join(sentence)}")
     print(f"pipeline done in {time.perf_counter() - start:.0f} s", flush=True)
+    for line in perplexity["warnings"]:  # repeated where they are seen
+        print(line, flush=True)
     return dict(
         vocab_file=vocab_file, save_dir=save_dir, **dumped,
         perplexity=perplexity, train=trained,

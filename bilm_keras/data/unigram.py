@@ -1,0 +1,51 @@
+"""The unigram perplexity of a corpus: the baseline every LM must beat.
+
+A language model that predicts each next token no better than the
+corpus's own word frequencies has learned nothing about context; one that
+does worse on heldout data than those frequencies do on the training data
+is broken (a direction trained on a stream it does not see at test time,
+a diverged softmax). ``train`` records the training data's unigram
+perplexity, ``build_vocab`` too, and ``evaluate`` warns about any
+direction whose heldout perplexity is above it.
+
+The targets of either direction are the same multiset: every token of a
+sentence (mapped to ``<UNK>`` when out of the vocabulary) and one sentence
+boundary (``</S>`` forward, ``<S>`` backward), so one number serves both.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Mapping
+
+import numpy as np
+
+
+def perplexity_of_counts(counts) -> float:
+    """``exp`` of the entropy of the distribution ``counts / sum(counts)``:
+    the perplexity of the counted targets under their own unigram
+    frequencies. ``counts``: non-negative numbers, one per class."""
+    counts = np.asarray(counts, np.float64)
+    counts = counts[counts > 0]
+    if counts.size == 0:
+        raise ValueError("counts: expected at least one positive count")
+    total = counts.sum()
+    entropy = -float(np.sum(counts * np.log(counts / total))) / total
+    return math.exp(entropy)
+
+
+def unigram_perplexity(token_counts: Mapping[str, int], n_sentences: int,
+                       vocab) -> float:
+    """The unigram perplexity of a corpus's LM targets over ``vocab``.
+
+    Args:
+        token_counts: how often each corpus token occurs.
+        n_sentences: sentences of the corpus (one boundary target each).
+        vocab: a :class:`~bilm_keras.data.vocabulary.Vocabulary` with
+            ``<UNK>`` (tokens it lacks count as ``<UNK>``).
+    """
+    counts = np.zeros(vocab.size + 1, np.float64)  # last slot: boundary
+    for word, count in token_counts.items():
+        counts[vocab.word_to_id(word)] += count
+    counts[-1] += n_sentences
+    return perplexity_of_counts(counts)
