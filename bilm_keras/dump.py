@@ -31,6 +31,8 @@ def dump_token_embeddings(
     ``embedding_weight_file`` of a token-input
     :class:`BidirectionalLanguageModel`. Tokens are embedded
     ``batch_size`` at a time (bilm-tf ran one session call per token).
+    ``vocab_file`` needs no ``<UNK>`` (bilm-tf's ``usage_token.py`` writes
+    ``<S>``, ``</S>`` and the dataset's tokens): row ``i`` embeds line ``i``.
     """
     bilm = BidirectionalLanguageModel(options_file, weight_file)
     backbone = bilm.backbone

@@ -14,7 +14,13 @@ from typing import List, Optional, Sequence
 
 import numpy as np
 
-from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
+from bilm_keras.data.vocabulary import (
+    BOS_TOKEN,
+    EOS_TOKEN,
+    UnicodeCharsVocabulary,
+    Vocabulary,
+    VocabularyError,
+)
 
 
 def check_sentences(sentences) -> None:
@@ -87,23 +93,92 @@ class Batcher:
 
 
 class TokenBatcher:
-    """Token ids for sentences, exactly as bilm-tf's ``TokenBatcher``.
+    """Token ids for sentences, as bilm-tf's ``TokenBatcher``.
 
-    Out-of-vocabulary tokens get ``<UNK>``'s id, so the file must contain
-    ``<S>``, ``</S>`` and ``<UNK>`` (checked).
+    Args:
+        lm_vocab_file: vocabulary file, one token per line (line ``i`` is
+            id ``i``); it must contain ``<S>`` and ``</S>`` (checked).
+            ``<UNK>`` is optional: with it, tokens not in the file get its
+            id, as in bilm-tf; without it (the vocabulary bilm-tf's
+            ``usage_token.py`` writes: ``<S>``, ``</S>`` and the dataset's
+            tokens) every token must be in the file, and one that is not
+            raises :class:`VocabularyError` naming it. (bilm-tf gave such a
+            token id 0, the padding, which silently changed the sentence's
+            vectors.)
+
+    Example:
+        >>> batcher = TokenBatcher("vocab_small.txt")
+        >>> batcher.batch_sentences([["Hello", "world"]]).shape
+        (1, 4)
     """
 
     def __init__(self, lm_vocab_file: str):
-        self._lm_vocab = Vocabulary(lm_vocab_file, validate_file=True)
+        self._lm_vocab = Vocabulary(lm_vocab_file)
+        missing = [
+            tok for tok, idx in ((BOS_TOKEN, self._lm_vocab.bos),
+                                 (EOS_TOKEN, self._lm_vocab.eos))
+            if idx == -1
+        ]
+        if missing:
+            raise VocabularyError(
+                f"{self._lm_vocab.filename}: a token-input vocabulary must "
+                f"contain the special tokens <S> and </S> (<UNK> is "
+                f"optional); missing: {', '.join(missing)}"
+            )
 
     def batch_sentences(self, sentences: List[List[str]]) -> np.ndarray:
-        """``(n_sentences, max_len + 2)`` int64 token ids."""
+        """``(n_sentences, max_len + 2)`` int64 token ids.
+
+        Raises:
+            VocabularyError: the vocabulary has no ``<UNK>`` and a token is
+                not in it (the token, the file and ``sentences[i][j]``
+                named).
+        """
         check_sentences(sentences)
         max_length = max(len(s) for s in sentences) + 2
         x = np.zeros((len(sentences), max_length), dtype=np.int64)
         for k, sentence in enumerate(sentences):
             ids = self._lm_vocab.encode(sentence, split=False)
+            if ids.min() < 0:  # only without <UNK>: -1 would become padding
+                self.check_in_vocabulary(sentences)
             # +1 so that 0 is the mask value
             x[k, : len(sentence) + 2] = ids + 1
         return x
 
+    def check_in_vocabulary(self, sentences: List[List[str]]) -> None:
+        """Raises if a token cannot be mapped to an id.
+
+        Only a vocabulary without ``<UNK>`` can fail: every token must then
+        be in it.
+
+        Args:
+            sentences: list of token lists.
+
+        Raises:
+            VocabularyError: naming the file, the first missing token and
+                its ``sentences[i][j]``, and how many others are missing.
+        """
+        vocab = self._lm_vocab
+        if vocab.unk >= 0:
+            return
+        first, missing = None, {}
+        for i, sentence in enumerate(sentences):
+            for j, token in enumerate(sentence):
+                if vocab.word_to_id(token) < 0:
+                    first = first or (token, i, j)
+                    missing.setdefault(token, None)
+        if first is None:
+            return
+        token, i, j = first
+        others = [t for t in missing if t != token]
+        more = ""
+        if others:
+            shown = ", ".join(repr(t) for t in others[:5])
+            more = (f" ({len(others)} other missing token"
+                    f"{'s' if len(others) > 1 else ''}: {shown}"
+                    f"{', ...' if len(others) > 5 else ''})")
+        raise VocabularyError(
+            f"{vocab.filename}: token {token!r} (sentences[{i}][{j}]) is not "
+            f"in the vocabulary, which has no <UNK> to map it to; add it or "
+            f"<UNK>{more}"
+        )

@@ -257,7 +257,8 @@ class BidirectionalLanguageModel:
             sentences: list of token lists (a sentence may be empty).
             batch_size: sentences per LSTM batch.
             vocab_file: for token input, the vocabulary of the embedding
-                file (``TokenBatcher``). Optional for char input.
+                file (``TokenBatcher``; without ``<UNK>`` every token must be
+                in it). Optional for char input.
 
         Returns:
             One float32 array `(n_lm_layers + 1, n_tokens, 2 * projection_dim)`
@@ -276,6 +277,8 @@ class BidirectionalLanguageModel:
                 raise ValueError("vocab_file: token input needs the "
                                  "vocabulary of the embedding file")
             batcher = TokenBatcher(vocab_file)
+            # names sentences[i][j] as given, not in the table built below
+            batcher.check_in_vocabulary(sentences)
         # 1. one row per distinct token: row 0 <S>, rows 1..N the tokens in
         # order of first appearance, row N + 1 </S> (the batcher's own ids)
         rows: Dict[str, int] = {}

@@ -76,8 +76,61 @@ def test_vocabulary_without_special_tokens(tmp_path, lines, missing):
     path.write_text("\n".join(lines) + "\n")
     with pytest.raises(VocabularyError, match=f"vocab.txt.*missing: {missing}"):
         Vocabulary(str(path), validate_file=True)
-    with pytest.raises(VocabularyError, match="missing"):
+    # TokenBatcher needs only the boundaries (<UNK> is optional)
+    if "<S>" in missing:
+        with pytest.raises(VocabularyError,
+                           match="vocab.txt: a token-input vocabulary must "
+                                 "contain .* missing: <S>, </S>$"):
+            TokenBatcher(str(path))
+    else:
         TokenBatcher(str(path))
+
+
+def _bilm_tf_token_vocab(path, tokens):
+    """The vocabulary of bilm-tf's ``usage_token.py``: a set of ``<S>``,
+    ``</S>`` and the tokens, joined by newlines (no ``<UNK>``, no final
+    newline, set order)."""
+    all_tokens = set(["<S>", "</S>"] + tokens)
+    path.write_text("\n".join(all_tokens))
+    return [line for line in path.read_text().split("\n")]
+
+
+def test_token_batcher_without_unk(tmp_path):
+    path = tmp_path / "vocab_small.txt"
+    lines = _bilm_tf_token_vocab(path, ["What", "are", "biLMs", "?"])
+    ids = TokenBatcher(str(path)).batch_sentences(
+        [["What", "are", "biLMs", "?"], ["?"], []])
+    line = {t: i + 1 for i, t in enumerate(lines)}  # +1: 0 is padding
+    s, e = line["<S>"], line["</S>"]
+    np.testing.assert_array_equal(ids, [
+        [s, line["What"], line["are"], line["biLMs"], line["?"], e],
+        [s, line["?"], e, 0, 0, 0],
+        [s, e, 0, 0, 0, 0],
+    ])
+
+
+def test_token_batcher_without_unk_names_a_missing_token(tmp_path):
+    path = tmp_path / "vocab.txt"
+    _bilm_tf_token_vocab(path, ["a", "b"])
+    batcher = TokenBatcher(str(path))
+    with pytest.raises(
+        VocabularyError,
+        match=r"vocab\.txt: token 'foo' \(sentences\[1\]\[2\]\) is not in "
+              r"the vocabulary, which has no <UNK> to map it to; add it or "
+              r"<UNK>$",
+    ):
+        batcher.batch_sentences([["a"], ["b", "a", "foo", "foo"]])
+    with pytest.raises(VocabularyError,
+                       match=r"token 'x' \(sentences\[0\]\[0\]\).* \(2 other "
+                             r"missing tokens: 'y', 'z'\)$"):
+        batcher.batch_sentences([["x", "a"], ["y", "z", "x"]])
+
+
+def test_token_batcher_with_unk_maps_unknown_tokens(tmp_path):
+    path = tmp_path / "vocab.txt"
+    path.write_text("<S>\n</S>\n<UNK>\na\n")
+    ids = TokenBatcher(str(path)).batch_sentences([["a", "foo"]])
+    np.testing.assert_array_equal(ids, [[1, 4, 3, 2]])
 
 
 def test_missing_vocabulary_file(tmp_path):
