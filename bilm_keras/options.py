@@ -163,6 +163,9 @@ class BiLMOptions:
     n_train_tokens: Optional[int] = None
     learning_rate: float = 0.2
     token_embedding_dim: Optional[int] = None  # token input only
+    # each sentence predicted from zero LSTM states in training and
+    # evaluation, as ELMo embeds it (False: bilm-tf's carried states)
+    reset_states_at_sentence_start: bool = True
 
     @property
     def use_character_inputs(self) -> bool:
@@ -259,6 +262,7 @@ class BiLMOptions:
             ("share_embedding_softmax", bool), ("all_clip_norm_val", float),
             ("unroll_steps", int), ("n_epochs", int), ("batch_size", int),
             ("learning_rate", float),
+            ("reset_states_at_sentence_start", bool),
         ):
             kw[name] = _get(d, name, source, "", kind, getattr(defaults, name))
         for name in ("n_tokens_vocab", "n_train_tokens",

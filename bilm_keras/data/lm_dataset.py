@@ -26,6 +26,9 @@ Batches are dicts of numpy arrays (``B`` = batch_size, ``S`` = num_steps,
                                           <UNK>), 0 on padding
     mask               (B, S)    float32  1.0 where next_token_id is a real
                                           target, 0.0 on padding
+    sentence_start     (B, S)    float32  1.0 where a sentence's first input
+                                          (``<S>``; ``</S>`` backward) is:
+                                          the LM starts it from zero states
 
 Inputs are shifted by +1 like the inference :class:`Batcher` (so one
 embedding table with a padding row serves training and inference); targets
@@ -375,6 +378,7 @@ def get_batches(sentences: Iterator[tuple], batch_size: int, num_steps: int,
         inputs = np.zeros([batch_size, num_steps], np.int32)  # (B, S)
         targets = np.zeros([batch_size, num_steps], np.int32)  # (B, S)
         mask = np.zeros([batch_size, num_steps], np.float32)  # (B, S)
+        starts = np.zeros([batch_size, num_steps], np.float32)  # (B, S)
         char_inputs = (
             np.zeros([batch_size, num_steps, max_word_length], np.int32)
             if use_chars else None
@@ -405,6 +409,8 @@ def get_batches(sentences: Iterator[tuple], batch_size: int, num_steps: int,
                     char_inputs[i, cur_pos:next_pos] = chars[start:stop] + 1
                 targets[i, cur_pos:next_pos] = ids[start + 1:stop + 1]
                 mask[i, cur_pos:next_pos] = 1.0
+                if start == 0:
+                    starts[i, cur_pos] = 1.0
                 n_real += how_many
                 stream[2] = stop
                 cur_pos = next_pos
@@ -412,7 +418,7 @@ def get_batches(sentences: Iterator[tuple], batch_size: int, num_steps: int,
             # bilm-tf: the incomplete batch is dropped; drain: all done
             return
         batch = {"token_ids": inputs, "next_token_id": targets,
-                 "mask": mask}
+                 "mask": mask, "sentence_start": starts}
         if use_chars:
             batch["tokens_characters"] = char_inputs
         yield batch
@@ -431,6 +437,8 @@ def batch_signature(batch_size: int, num_steps: int,
         spec["next_token_id" + suffix] = tf.TensorSpec(
             (batch_size, num_steps), tf.int32)
         spec["mask" + suffix] = tf.TensorSpec(
+            (batch_size, num_steps), tf.float32)
+        spec["sentence_start" + suffix] = tf.TensorSpec(
             (batch_size, num_steps), tf.float32)
         if max_word_length is not None:
             spec["tokens_characters" + suffix] = tf.TensorSpec(

@@ -7,13 +7,17 @@ from bilm_keras.layers.dropout import dropout, fold_seed
 from bilm_keras.layers.lstm_cell_with_projection import LSTMCellWithProjection
 
 
-def _masked_step(cell, z_t, t, c, h, outputs, lengths, w_h):
+def _masked_step(cell, z_t, t, c, h, outputs, lengths, w_h, keep_t=None):
     """Step ``t`` with ``dynamic_rnn``'s length semantics: rows past their
-    length keep their state and output zeros.
+    length keep their state and output zeros. ``keep_t`` `(batch, 1)`:
+    0.0 on rows whose state is zeroed before this step (a sentence starts
+    there), 1.0 elsewhere; None: no reset.
 
     Returns:
         ``(c, h, outputs)`` with step ``t`` written to the TensorArray.
     """
+    if keep_t is not None:
+        c, h = c * keep_t, h * keep_t
     c_new, h_new = cell.step(z_t, c, h, w_h)
     active = t < lengths  # (B, 1)
     c = tf.where(active, c_new, c)
@@ -21,7 +25,8 @@ def _masked_step(cell, z_t, t, c, h, outputs, lengths, w_h):
     return c, h, outputs.write(t, tf.where(active, h_new, 0.0))
 
 
-def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
+def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
+                   resets=None):
     """Runs ``cell.step`` over time with ``dynamic_rnn``'s length semantics.
 
     Past a row's length the output is zero and the state is carried
@@ -35,6 +40,9 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
         lengths: `(batch,)` int32.
         c0, h0: `(batch, units)`, `(batch, output_dim)` initial state.
         time_major: layout of ``z_inputs`` and of the returned outputs.
+        resets: None, or `(batch, time)` (`(time, batch)` with
+            ``time_major``) float, 1.0 where a row's state is zeroed before
+            the step (a sentence starts there).
 
     Returns:
         ``outputs (batch, time, output_dim)`` (time first with
@@ -54,10 +62,15 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False):
     outputs = tf.TensorArray(z_inputs.dtype, size=n_steps)
     lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
     w_h = cell.recurrent_kernel()  # (P, 4U), sliced once, not every step
+    keep = None
+    if resets is not None:
+        resets = resets if time_major else tf.transpose(resets)  # (T, B)
+        keep = 1.0 - tf.cast(resets, z_inputs.dtype)[:, :, None]  # (T, B, 1)
 
     def body(t, c, h, outputs):
-        return (t + 1,) + _masked_step(cell, read(t), t, c, h, outputs,
-                                       lengths, w_h)
+        return (t + 1,) + _masked_step(
+            cell, read(t), t, c, h, outputs, lengths, w_h,
+            None if keep is None else keep[t])
 
     _, c, h, outputs = tf.while_loop(
         lambda t, *_: t < n_steps,
@@ -150,6 +163,9 @@ class LSTMStack(keras.layers.Layer):
         dropout_seed: None or a `(2,)` int seed; layer ``l``'s input mask
             is then drawn from ``fold_seed(dropout_seed, l)``
             (:mod:`bilm_keras.layers.dropout`).
+        resets: None or `(batch, time)` float, 1.0 where a row's states
+            (every layer's) are zeroed before the step: the LM starts each
+            sentence from zero states in training, as embedding does.
 
     Returns:
         ``(outputs, final_states)``: a list of `(batch, time, projection_dim)`
@@ -202,14 +218,16 @@ class LSTMStack(keras.layers.Layer):
         ]
 
     def call(self, inputs, lengths, initial_states=None, training=False,
-             dropout_seed=None):
+             dropout_seed=None, resets=None):
         # B=batch, T=time, D=input dim, U=units, P=projection dim.
         # The stack runs time-major: the input contributions (the largest
         # tensors, (T, B, 4U)) are computed in the recurrence's layout, so
         # they are never transposed; only the narrow inputs and outputs are.
         x = tf.transpose(inputs, (1, 0, 2))  # (T, B, D)
+        if resets is not None:
+            resets = tf.transpose(resets)  # (T, B)
         outputs, final_states = self._run_time_major(
-            x, lengths, initial_states, training, dropout_seed
+            x, lengths, initial_states, training, dropout_seed, resets
         )
         outputs = [tf.transpose(h, (1, 0, 2)) for h in outputs]  # (B, T, P)
         return outputs, final_states
@@ -249,8 +267,9 @@ class LSTMStack(keras.layers.Layer):
         return outputs
 
     def _run_time_major(self, x, lengths, initial_states, training,
-                        dropout_seed=None):
-        """The layers over `(T, B, D)` inputs: outputs `(T, B, P)`, states."""
+                        dropout_seed=None, resets=None):
+        """The layers over `(T, B, D)` inputs (``resets`` `(T, B)`):
+        outputs `(T, B, P)`, states."""
         if initial_states is None:
             initial_states = self.zero_states(tf.shape(x)[1])
         mask = tf.sequence_mask(lengths, tf.shape(x)[0], x.dtype)  # (B, T)
@@ -264,7 +283,7 @@ class LSTMStack(keras.layers.Layer):
             # one large matmul for all time steps, outside the recurrence
             z = cell.input_contribution(x_in)  # (T, B, 4U)
             h, state = run_recurrence(
-                cell, z, lengths, c0, h0, time_major=True,
+                cell, z, lengths, c0, h0, time_major=True, resets=resets,
             )  # (T, B, P)
             if self.use_skip_connections and i > 0:
                 h = (h + x_in) * mask  # dynamic_rnn zeroes past the length

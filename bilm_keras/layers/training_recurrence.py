@@ -42,7 +42,7 @@ def _clip(x, bound):
 
 
 def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
-                forget_bias=1.0, cell_clip=None, proj_clip=None):
+                forget_bias=1.0, cell_clip=None, proj_clip=None, keep=None):
     """LSTM layers of ``D`` directions over a window of static length, with
     a hand-written backward pass.
 
@@ -63,6 +63,9 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
         projection_kernel: `(D, units, output_dim)` or None (no
             projection).
         forget_bias, cell_clip, proj_clip: the cells' (the same for all).
+        keep: None, or `(D, batch, time)` float: 0.0 where a row's state is
+            zeroed before the step (a sentence starts there), 1.0
+            elsewhere; the gradient does not flow back through a reset.
 
     Returns:
         ``outputs (D, batch, time, output_dim), (c, h)`` after the last
@@ -80,12 +83,22 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
     def flat_rows(x):  # (D, B, T, K) -> (D, B*T, K)
         return tf.reshape(x, (tf.shape(x)[0], -1, x.shape[-1]))
 
+    if keep is None:
+        keep_steps = [None] * n_steps
+    else:
+        keep_steps = tf.unstack(
+            tf.cast(keep, z_inputs.dtype)[..., None], num=n_steps, axis=2
+        )  # T x (D, B, 1)
+
     @tf.custom_gradient
     def window(z_inputs, c0, h0, w_h, w_p):
         c, h = c0, h0
         saved = []  # per step: what the backward pass needs
         outputs = []
-        for z_t in tf.unstack(z_inputs, num=n_steps, axis=2):  # (D, B, G)
+        for t, z_t in enumerate(tf.unstack(z_inputs, num=n_steps, axis=2)):
+            # z_t (D, B, G); a sentence start zeroes the state first
+            if keep_steps[t] is not None:
+                c, h = c * keep_steps[t], h * keep_steps[t]
             h_prev, c_prev = h, c
             z = z_t + tf.matmul(h_prev, w_h)  # (D, B, G)
             i, j, f, o = tf.split(z, 4, axis=-1)  # 4 x (D, B, U)
@@ -125,6 +138,8 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
                 d_z_steps[t] = d_z
                 d_c = d_c * f  # to c_prev
                 d_h = tf.matmul(d_z, w_h, transpose_b=True)  # (D, B, P)
+                if keep_steps[t] is not None:  # through the reset
+                    d_c, d_h = d_c * keep_steps[t], d_h * keep_steps[t]
             # weight gradients: one matmul over every (row, step)
             d_z_all = tf.stack(d_z_steps, axis=2)  # (D, B, T, G)
             h_prev_all = tf.stack([s[0] for s in saved], axis=2)
@@ -153,7 +168,7 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
 
 
 def run_stacks_unrolled(stacks, inputs, initial_states=None,
-                        training=False, dropout_seeds=None):
+                        training=False, dropout_seeds=None, resets=None):
     """:meth:`LSTMStack.call` of several stacks on full-length rows,
     statically unrolled and batched over the stacks.
 
@@ -168,6 +183,8 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
             layer ``l`` input mask is then drawn from
             ``fold_seed(dropout_seeds[d], l)``, the mask
             :meth:`LSTMStack.call` draws with the same seed.
+        resets: None, or per stack `(batch, time)` float, 1.0 where a row's
+            states are zeroed before the step (:meth:`LSTMStack.call`).
 
     Returns:
         per stack ``(outputs, final_states)`` as :meth:`LSTMStack.call`
@@ -188,6 +205,8 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
         for stack, x, states in zip(stacks, inputs, initial_states)
     ]
     x = tf.stack(inputs)  # (D, B, T, I)
+    keep = None if resets is None else 1.0 - tf.cast(
+        tf.stack(resets), x.dtype)  # (D, B, T)
     outputs, final_states = [], []
     for layer in range(first.n_layers):
         cells = [stack.cells[layer] for stack in stacks]
@@ -223,7 +242,7 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
         h, (c_last, h_last) = lstm_window(
             z, c0, h0, recurrent_kernel, projection,
             forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
-            proj_clip=cell.proj_clip,
+            proj_clip=cell.proj_clip, keep=keep,
         )  # (D, B, T, P)
         if first.use_skip_connections and layer > 0:
             h = h + x_in  # no padding to zero: every row is full
@@ -239,10 +258,11 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
 
 
 def run_stack_unrolled(stack, inputs, initial_states=None, training=False,
-                       dropout_seed=None):
+                       dropout_seed=None, resets=None):
     """:func:`run_stacks_unrolled` for one stack: ``(outputs,
     final_states)`` as :meth:`LSTMStack.call` on full-length rows."""
     return run_stacks_unrolled(
         [stack], [inputs], [initial_states], training=training,
         dropout_seeds=None if dropout_seed is None else [dropout_seed],
+        resets=None if resets is None else [resets],
     )[0]

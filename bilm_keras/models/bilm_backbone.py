@@ -219,13 +219,13 @@ class BiLMBackbone(keras.layers.Layer):
 
     def run_direction(
         self, direction, embeddings, lengths, initial_states=None,
-        training=False, dropout_seed=None,
+        training=False, dropout_seed=None, resets=None,
     ):
         """Runs one stack on embeddings already in that direction's order
-        (``dropout_seed``: see :meth:`LSTMStack.call`)."""
+        (``dropout_seed``, ``resets``: see :meth:`LSTMStack.call`)."""
         return self.stacks[direction](
             embeddings, lengths, initial_states=initial_states,
-            training=training, dropout_seed=dropout_seed,
+            training=training, dropout_seed=dropout_seed, resets=resets,
         )
 
     def encode(self, token_embeddings, lengths, initial_states=None,

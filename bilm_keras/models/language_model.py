@@ -45,6 +45,14 @@ class LanguageModel(keras.Model):
         dedup_tokens: bool. Run the char-CNN once per distinct token of
             the batch (both directions' streams together) and gather; exact,
             since a token's embedding has no context. Char input only.
+        reset_states_at_sentence_start: bool. Zero a row's LSTM states
+            where a sentence starts (the batches' ``sentence_start``), in
+            training and evaluation, so every sentence is predicted from the
+            zero states ELMo embeddings start from. False: bilm-tf's
+            training, states carried across sentences; its LMs then meet
+            zero states only at their first step and can be badly wrong
+            from them (issue 9 of this project: a backward LM at heldout
+            perplexity 10^6 after a normal-looking training run).
 
     Call arguments:
         inputs: a batch dict from ``LMDataset``: ``token_ids`` or
@@ -75,6 +83,7 @@ class LanguageModel(keras.Model):
         seed=None,
         unroll_windows=True,
         dedup_tokens=True,
+        reset_states_at_sentence_start=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -93,6 +102,7 @@ class LanguageModel(keras.Model):
         self.seed = seed
         self.unroll_windows = unroll_windows
         self.dedup_tokens = dedup_tokens
+        self.reset_states_at_sentence_start = reset_states_at_sentence_start
         self.softmax = SampledSoftmaxLoss(
             n_vocab,
             backbone.projection_dim,
@@ -132,6 +142,8 @@ class LanguageModel(keras.Model):
             n_negative_samples=options.n_negative_samples_batch,
             dropout=dropout,
             share_embedding_softmax=options.share_embedding_softmax,
+            reset_states_at_sentence_start=(
+                options.reset_states_at_sentence_start),
             **{"name": "language_model", **kwargs},
         )
 
@@ -205,6 +217,13 @@ class LanguageModel(keras.Model):
         initial_states = initial_states or {}
         # direction k's masks: layer l's input fold_seed(seed, k, l), the
         # top output's fold_seed(seed, k, n_layers)
+        # zero states where a sentence starts (batches without the key:
+        # states carried throughout)
+        resets = None
+        if (self.reset_states_at_sentence_start
+                and "sentence_start" in inputs):
+            resets = [inputs["sentence_start" + DIRECTION_SUFFIX[d]]
+                      for d in self.directions]  # per direction (B, T)
         seeds = None if dropout_seed is None else [
             fold_seed(dropout_seed, k) for k in range(len(self.directions))]
         all_embeddings = self.embed_streams(
@@ -217,7 +236,7 @@ class LanguageModel(keras.Model):
                 [self.backbone.stacks[d] for d in self.directions],
                 all_embeddings,
                 [initial_states.get(d) for d in self.directions],
-                training=training, dropout_seeds=seeds,
+                training=training, dropout_seeds=seeds, resets=resets,
             )
         else:
             lengths = tf.fill(tf.shape(all_embeddings[0])[:1],
@@ -227,6 +246,7 @@ class LanguageModel(keras.Model):
                     d, embeddings, lengths, initial_states.get(d),
                     training=training,
                     dropout_seed=None if seeds is None else seeds[k],
+                    resets=None if resets is None else resets[k],
                 )
                 for k, (d, embeddings) in enumerate(
                     zip(self.directions, all_embeddings))
@@ -269,5 +289,7 @@ class LanguageModel(keras.Model):
             seed=self.seed,
             unroll_windows=self.unroll_windows,
             dedup_tokens=self.dedup_tokens,
+            reset_states_at_sentence_start=(
+                self.reset_states_at_sentence_start),
         )
         return config

@@ -410,6 +410,7 @@ def train(
     log_every: int = 100,
     max_to_keep: int = 5,
     seed: Optional[int] = None,
+    fast_path: bool = True,
     _resume: bool = False,
     _extra_steps: Optional[int] = None,
 ) -> dict:
@@ -427,7 +428,13 @@ def train(
             gives it.
         save_every: steps between checkpoints (and one at the end).
         log_every: steps between progress lines / TensorBoard points.
-        seed: initialisation and data-order seed (None: random).
+        seed: initialisation, data-order and dropout seed (None: random).
+        fast_path: run the LSTMs statically unrolled, both directions
+            batched, and the char-CNN once per distinct token
+            (:class:`LanguageModel`'s ``unroll_windows`` and
+            ``dedup_tokens``); False: the plain per-direction loop. The
+            same numbers (tests/training/test_fast_path.py); the fast path
+            is about 2x faster on a CPU.
 
     Returns:
         dict: ``step`` (final global step), ``perplexity`` (train, last
@@ -479,7 +486,9 @@ def train(
         # resuming restores every variable: no random initial values
         with (placeholder_weights() if _resume
               else contextlib.nullcontext()):
-            lm, optimizer = build_model(options, seed=seed)
+            lm, optimizer = build_model(options, seed=seed,
+                                        unroll_windows=fast_path,
+                                        dedup_tokens=fast_path)
         step = optimizer.iterations
         stream = DataStream()
         latest = tf.train.latest_checkpoint(save_dir) if _resume else None

@@ -92,8 +92,13 @@ def test_test_mode_batches_by_hand(tiny, reverse):
     expected = BACKWARD if reverse else FORWARD
     assert len(batches) == len(expected)
     for batch, exp in zip(batches, expected):
-        assert sorted(batch) == ["mask", "next_token_id", "token_ids"]
+        assert sorted(batch) == ["mask", "next_token_id", "sentence_start",
+                                 "token_ids"]
         check_batch(batch, exp)
+        # a sentence starts where its first input (<S>, </S> backward) is
+        first = token_vocab(tiny).eos if reverse else token_vocab(tiny).bos
+        np.testing.assert_array_equal(batch["sentence_start"],
+                                      batch["token_ids"] == first + 1)
     assert data.n_skipped_lines == 2
 
 
@@ -117,6 +122,9 @@ def test_training_stream_cycles_and_continues_rows(tiny):
         np.testing.assert_array_equal(
             b["next_token_id"][0], stream_tgt[4 * k: 4 * k + 4])
         np.testing.assert_array_equal(b["mask"], np.ones((1, 4)))
+        np.testing.assert_array_equal(
+            b["sentence_start"][0],
+            np.array(stream_in[4 * k: 4 * k + 4]) == 0)
 
 
 def test_char_inputs_shifted_and_padded(tiny):
@@ -143,7 +151,7 @@ def test_bidirectional_keys_and_values(tiny):
     batches = list(data.iter_batches(batch_size=2, num_steps=3))
     assert sorted(batches[0]) == sorted(
         k + s for k in ("token_ids", "tokens_characters", "next_token_id",
-                        "mask") for s in ("", "_reverse"))
+                        "mask", "sentence_start") for s in ("", "_reverse"))
     for batch, fwd, bwd in zip(batches, FORWARD, BACKWARD):
         check_batch(batch, fwd)
         check_batch(batch, bwd, suffix="_reverse")
@@ -320,7 +328,8 @@ def test_tf_dataset_signature_and_values(tiny):
     # token-only vocabulary: no tokens_characters key
     ds = make_tf_dataset(LMDataset(str(tiny / "corpus.txt"),
                                    token_vocab(tiny), test=True), 2, 3)
-    assert sorted(ds.element_spec) == ["mask", "next_token_id", "token_ids"]
+    assert sorted(ds.element_spec) == ["mask", "next_token_id",
+                                       "sentence_start", "token_ids"]
 
 
 def test_lm_dataset_fn_gives_disjoint_pipelines(tmp_path):

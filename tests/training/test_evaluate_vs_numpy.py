@@ -4,8 +4,9 @@ A model is trained for a few steps with dropout, dumped to bilm-tf's HDF5,
 and each direction's heldout loss is recomputed in numpy
 (``numpy_reference``: char-CNN, highway, projected LSTMs with clips and
 skip connections) from the dumped weights and the checkpoint's softmax,
-over the stream the test data makes: every sentence in file order, states
-carried from one sentence to the next, ``<S> w1 .. wn`` predicting
+over the stream the test data makes: every sentence in file order, each
+from zero states (the default, as ELMo embeds it) or with states carried
+from one sentence to the next (bilm-tf's), ``<S> w1 .. wn`` predicting
 ``w1 .. wn </S>`` forward and ``</S> wn .. w1`` predicting ``wn .. w1 <S>``
 backward, with the full softmax. A backward LM evaluated on anything else
 than what it was trained to predict (a reversal or alignment slip) gives
@@ -38,18 +39,32 @@ def _softmax(save_dir):
     ).astype(np.float64) for name in ("W", "b")]
 
 
-def _numpy_perplexity(weights, options, softmax, vocab, direction):
-    """Perplexity of one direction over the whole heldout stream, batch 1."""
+def _numpy_perplexity(weights, options, softmax, vocab, direction, reset):
+    """Perplexity of one direction over the heldout stream, batch 1: each
+    sentence from zero states (``reset``) or one stream of them all."""
     index = {w: i for i, w in enumerate(vocab)}
-    inputs, targets = [], []
+    segments = []  # (inputs, targets) run from zero states
     for line in HELDOUT:
         words = line.split()
         if direction == 1:
             tokens = ["</S>"] + words[::-1] + ["<S>"]
         else:
             tokens = ["<S>"] + words + ["</S>"]
-        inputs += tokens[:-1]
-        targets += [index.get(w, index["<UNK>"]) for w in tokens[1:]]
+        targets = [index.get(w, index["<UNK>"]) for w in tokens[1:]]
+        if reset or not segments:
+            segments.append((tokens[:-1], targets))
+        else:
+            segments[-1] = (segments[-1][0] + tokens[:-1],
+                            segments[-1][1] + targets)
+    nll = np.concatenate([
+        _numpy_losses(weights, options, softmax, direction, *segment)
+        for segment in segments])
+    return math.exp(nll.mean())
+
+
+def _numpy_losses(weights, options, softmax, direction, inputs, targets):
+    """Per-token losses of one direction over ``inputs`` from zero
+    states."""
     max_chars = options["char_cnn"]["max_characters_per_token"]
     char_ids = np.stack([ref.word_char_ids(w, max_chars) + 1
                          for w in inputs])[None]  # (1, N, C)
@@ -72,16 +87,18 @@ def _numpy_perplexity(weights, options, softmax, vocab, direction):
     logits = x[0] @ W.T + b  # (N, V)
     shift = logits.max(axis=1, keepdims=True)
     log_z = np.log(np.exp(logits - shift).sum(axis=1)) + shift[:, 0]
-    nll = log_z - logits[np.arange(len(targets)), targets]
-    return math.exp(nll.mean())
+    return log_z - logits[np.arange(len(targets)), targets]
 
 
-@pytest.mark.parametrize("skip", [True, False])
-def test_evaluate_equals_numpy_on_dumped_weights(train_dir, tmp_path, skip):
+@pytest.mark.parametrize("skip,reset", [(True, True), (False, True),
+                                        (True, False)])
+def test_evaluate_equals_numpy_on_dumped_weights(train_dir, tmp_path, skip,
+                                                 reset):
     lstm = {"dim": 16, "projection_dim": 8, "n_layers": 2,
             "use_skip_connections": skip, "cell_clip": 3, "proj_clip": 3}
     options = fixture_options(use_chars=True, dropout=0.1, lstm=lstm,
-                              n_epochs=4)
+                              n_epochs=4,
+                              reset_states_at_sentence_start=reset)
     save_dir = tmp_path / "checkpoints"
     train(options=options, train_prefix=str(train_dir / "data.txt"),
           vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
@@ -99,7 +116,8 @@ def test_evaluate_equals_numpy_on_dumped_weights(train_dir, tmp_path, skip):
     vocab = (train_dir / "vocab.txt").read_text().split()
     softmax = _softmax(save_dir)
     expected = {
-        name: _numpy_perplexity(weights, dumped_options, softmax, vocab, k)
+        name: _numpy_perplexity(weights, dumped_options, softmax, vocab, k,
+                                reset)
         for k, name in enumerate(("forward", "backward"))
     }
     # the two directions are different models with different numbers

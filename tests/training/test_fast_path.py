@@ -34,6 +34,10 @@ def _batch(seed, use_chars):
         mask = np.ones((B, T), np.float32)
         mask[0, -2:] = 0.0
         batch["mask" + suffix] = tf.constant(mask)
+        # sentences start mid-window: states are zeroed there
+        starts = np.zeros((B, T), np.float32)
+        starts[0, 2] = starts[1, 0] = starts[1, 4] = starts[2, 3] = 1.0
+        batch["sentence_start" + suffix] = tf.constant(starts)
     if not use_chars:
         del batch["tokens_characters"], batch["tokens_characters_reverse"]
     return batch
@@ -89,10 +93,13 @@ def test_fast_path_matches_plain_path(use_chars, skip):
                 np.testing.assert_allclose(hf, hp, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("projection_dim,clip", [(8, 0.1), (16, None)])
-def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip):
+@pytest.mark.parametrize("projection_dim,clip,with_resets",
+                         [(8, 0.1, False), (16, None, False), (8, 0.1, True)])
+def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip,
+                                                 with_resets):
     """Outputs, final states and every gradient (the hand-written backward
-    pass) against autodiff of :class:`LSTMStack`, with binding clips."""
+    pass) against autodiff of :class:`LSTMStack`, with binding clips and
+    with states zeroed where sentences start."""
     stack = LSTMStack(16, projection_dim, 2, cell_clip=clip, proj_clip=clip,
                       use_skip_connections=True, name="s")
     stack.build((None, None, projection_dim))
@@ -115,8 +122,22 @@ def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip):
         grads = tape.gradient(loss, [x, states, stack.trainable_variables])
         return outputs, final, tf.nest.flatten(grads)
 
-    expected = loss_and_grads(lambda: stack(x, tf.fill([B], T), states))
-    got = loss_and_grads(lambda: run_stack_unrolled(stack, x, states))
+    resets = None
+    if with_resets:
+        starts = np.zeros((B, T), np.float32)
+        starts[0, 0] = starts[0, 3] = starts[1, T - 1] = starts[2, 2] = 1.0
+        resets = tf.constant(starts)
+    expected = loss_and_grads(lambda: stack(x, tf.fill([B], T), states,
+                                            resets=resets))
+    got = loss_and_grads(lambda: run_stack_unrolled(stack, x, states,
+                                                    resets=resets))
+    if with_resets:  # row 0 restarts at step 0: its c0, h0 get no gradient
+        d_c0, d_h0 = expected[2][1], expected[2][2]  # layer 0, (B, U), (B, P)
+        assert float(tf.reduce_max(tf.abs(d_c0[0]))) == 0.0
+        assert float(tf.reduce_max(tf.abs(d_h0[0]))) == 0.0
+        assert float(tf.reduce_max(tf.abs(d_c0[1]))) > 0.0
+        no_reset = loss_and_grads(lambda: stack(x, tf.fill([B], T), states))
+        assert not np.allclose(no_reset[0][1], expected[0][1])
     if clip:  # the clips bind somewhere, so their gradient masks matter
         layer0_c = expected[1][0][0]  # (B, U)
         layer0_h = expected[0][0]  # (B, T, P)
