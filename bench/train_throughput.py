@@ -13,6 +13,7 @@ Usage::
     python bench/train_throughput.py --compare            # vs plain path
     python bench/train_throughput.py --compare no_dedup   # one lever off
     python bench/train_throughput.py --compare dense_gradients --vocab 200000
+    python bench/train_throughput.py --compare no_reset   # carried states
     TF_ENABLE_ONEDNN_OPTS=0 python bench/train_throughput.py
 
 The training fast path (``LanguageModel(unroll_windows=True,
@@ -141,11 +142,12 @@ def main(argv=None):
                         help="tiny sizes, for CI (no claim about speed)")
     parser.add_argument("--compare", nargs="?", const="plain",
                         choices=["plain", "no_unroll", "no_dedup",
-                                 "dense_gradients"],
+                                 "dense_gradients", "no_reset"],
                         help="also run a baseline, passes alternating, and "
                         "report the ratio: plain (while loop, no dedup; the "
-                        "default), no_unroll, no_dedup or dense_gradients "
-                        "(one lever off)")
+                        "default), no_unroll, no_dedup, dense_gradients "
+                        "(one lever off) or no_reset (states carried across "
+                        "sentences, bilm-tf's training)")
     parser.add_argument("--vocab", type=int, default=None,
                         help="vocabulary size (default 4000; 200 quick)")
     parser.add_argument("--no_unroll", action="store_true",
@@ -190,6 +192,8 @@ def main(argv=None):
                 "dense_gradients": dict(unroll_windows=True,
                                         dedup_tokens=True,
                                         sparse_gradients=False),
+                "no_reset": dict(unroll_windows=True, dedup_tokens=True,
+                                 reset_states_at_sentence_start=False),
             }[args.compare]
             runners["baseline"] = Runner(options, c, corpus, vocab,
                                          **baseline)

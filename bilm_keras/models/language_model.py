@@ -142,9 +142,10 @@ class LanguageModel(keras.Model):
             n_negative_samples=options.n_negative_samples_batch,
             dropout=dropout,
             share_embedding_softmax=options.share_embedding_softmax,
-            reset_states_at_sentence_start=(
-                options.reset_states_at_sentence_start),
-            **{"name": "language_model", **kwargs},
+            **{"name": "language_model",
+               "reset_states_at_sentence_start": (
+                   options.reset_states_at_sentence_start),
+               **kwargs},
         )
 
     @property
