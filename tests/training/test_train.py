@@ -250,3 +250,29 @@ def test_restart_with_another_batch_size_starts_a_new_stream(train_dir,
     new_seed, start, batch = _stream(resumed["checkpoint"])
     assert (start, batch) == (2, 4)
     assert new_seed != seed
+
+
+def test_progress_and_tensorboard_show_each_direction(train_dir, tmp_path,
+                                                      capsys):
+    options = fixture_options(n_epochs=1)  # 6 steps
+    trained = train(options=options,
+                    train_prefix=str(train_dir / "data.txt"),
+                    vocab_file=str(train_dir / "vocab.txt"),
+                    save_dir=str(tmp_path), seed=1, log_every=3)
+    lines = [l for l in capsys.readouterr().out.splitlines()
+             if l.startswith("step ")]
+    assert len(lines) == 2
+    for line in lines:
+        assert "  forward " in line and "  backward " in line
+    per_direction = trained["direction_perplexity"]
+    assert set(per_direction) == {"forward", "backward"}
+    # the mean line is exp of the mean of the directions' mean losses
+    mean_loss = np.mean([np.log(p) for p in per_direction.values()])
+    assert trained["perplexity"] == pytest.approx(np.exp(mean_loss),
+                                                  rel=1e-5)
+    tags = set()
+    for event_file in (tmp_path / "logs").iterdir():
+        for record in tf.compat.v1.train.summary_iterator(str(event_file)):
+            tags.update(v.tag for v in record.summary.value)
+    assert {"train_perplexity", "train_perplexity/forward",
+            "train_perplexity/backward"} <= tags
