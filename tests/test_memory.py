@@ -17,9 +17,12 @@ def test_threshold_is_set_on_glibc():
 
 
 def test_freed_large_blocks_leave_the_process():
-    # a freed 1 MB block raises glibc's dynamic threshold; 128 KB blocks
+    # a freed 1 MB block raises glibc's dynamic threshold; 256 KB blocks
     # then come from the heap and, with small blocks kept between them,
-    # stay resident when freed (0 MB returned without the fix, measured)
+    # stay resident when freed (0 MB returned without the fix, measured).
+    # 256 KB, not 128 KB: a block right at the fixed threshold may still
+    # come from the heap's top, so how much of it returns depends on what
+    # the process allocated before (1-4 MB of 16 without TensorFlow).
     code = """
 import numpy as np
 from bilm_keras.memory import return_freed_memory
@@ -30,7 +33,7 @@ a = np.ones(1 << 20, np.uint8); del a
 before = rss()
 blocks, kept = [], []
 for _ in range(128):
-    blocks.append(np.ones(1 << 17, np.uint8))
+    blocks.append(np.ones(1 << 18, np.uint8))
     kept.append(np.ones(1000, np.float64))
 during = rss()
 del blocks
@@ -42,5 +45,5 @@ print(fixed, during - before, during - rss())
                          text=True, check=True, timeout=60).stdout.split()
     fixed, grown, returned = out[0] == "True", int(out[1]), int(out[2])
     assert fixed
-    assert grown >= 12 << 20
-    assert returned >= 4 << 20
+    assert grown >= 24 << 20
+    assert returned >= 16 << 20
