@@ -47,3 +47,52 @@ print(fixed, during - before, during - rss())
     assert fixed
     assert grown >= 24 << 20
     assert returned >= 16 << 20
+
+
+@pytest.mark.parametrize("env_value", [None, "1048576"])
+def test_bulk_embedding_sets_it_once_unless_the_environment_does(
+        env_value):
+    # the user's MALLOC_MMAP_THRESHOLD_ wins: glibc applied it at start-up
+    import os
+
+    env = dict(os.environ)
+    env.pop("MALLOC_MMAP_THRESHOLD_", None)
+    if env_value is not None:
+        env["MALLOC_MMAP_THRESHOLD_"] = env_value
+    code = """
+from bilm_keras import memory
+calls = []
+memory.return_freed_memory = lambda: calls.append(1) or True
+print(memory.return_freed_memory_for_bulk_embedding(),
+      memory.return_freed_memory_for_bulk_embedding(), len(calls))
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True, timeout=60,
+                         env=env).stdout.split()
+    if env_value is None:
+        assert out == ["True", "True", "1"]
+    else:
+        assert out == ["False", "False", "0"]
+
+
+def test_embed_sentences_sets_it(model_dir):
+    from bilm_keras import BidirectionalLanguageModel
+
+    model = BidirectionalLanguageModel(model_dir / "options.json",
+                                       model_dir / "lm_weights.hdf5")
+    model.embed_sentences([["a"]])
+    expected = ("MALLOC_MMAP_THRESHOLD_" not in __import__("os").environ
+                and platform.libc_ver()[0] == "glibc")
+    assert memory._bulk_setting is expected
+
+
+def test_keep_glibc_defaults_stops_the_bulk_path():
+    code = """
+from bilm_keras import memory
+memory.return_freed_memory = lambda: 1 / 0  # must not be called
+memory.keep_glibc_defaults()
+print(memory.return_freed_memory_for_bulk_embedding())
+"""
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True,
+                         text=True, check=True, timeout=60).stdout.split()
+    assert out == ["False"]
