@@ -8,6 +8,8 @@ NAME = "pipeline"
 ALIAS = "run_pipeline.py"
 HELP = "the whole path on one machine: vocabulary, training, perplexity, " \
        "HDF5, embeddings"
+# training.pipeline.TINY_OPTIONS, without importing it (it imports
+# TensorFlow)
 TINY_OPTIONS = os.path.normpath(os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "options",
     "tiny.json"))
