@@ -6,7 +6,7 @@ the threshold rises to that block's size (up to 32 MiB), and blocks below
 it come from heaps that rarely shrink. Tracing TensorFlow graphs and
 building arrays of embeddings free many such blocks, so a long embedding
 run keeps tens of megabytes it no longer uses (20-40 MB for the published
-model: peak RSS 1,175 -> 1,152 MiB in ``bench/embed_throughput.py
+model: peak RSS 1,177 -> 1,153 MiB in ``bench/embed_throughput.py
 --as_user``). Fixing the threshold at its initial 128 KiB keeps every large
 block returnable.
 
@@ -20,10 +20,11 @@ Who sets it:
 
 Nothing is set on import, and nothing on a process whose environment sets
 ``MALLOC_MMAP_THRESHOLD_`` (glibc has then applied the user's value at
-start-up; it wins) or that called :func:`keep_glibc_defaults` first. Setting it is safe at any time: ``mallopt`` is
-thread-safe, changes no allocation already made and only decides how
-later large blocks are served; the cost is an ``mmap``/``munmap`` pair per
-large ``malloc``, too small to measure on the embedding path
+start-up; it wins) or that called :func:`keep_glibc_defaults` first.
+Setting it is safe at any time: ``mallopt`` is thread-safe, changes no
+allocation already made and only decides how later large blocks are
+served. Its cost, an ``mmap``/``munmap`` pair per large ``malloc``, was not
+told apart from the noise of the shared benchmark machine
 (``bench/README.md``). Outside glibc nothing happens.
 """
 
