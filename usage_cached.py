@@ -1,14 +1,17 @@
 """Precompute ELMo for a whole dataset once, then read it from HDF5.
 
 ``dump_bilm_embeddings`` writes every layer of every sentence (one HDF5
-dataset per line, key = line number, shape (n_layers + 1, n_tokens, dim)).
+dataset per line, key = line number, shape (n_layers + 1, n_tokens, dim)),
+and AllenNLP's ``sentence_to_index`` (a JSON map: sentence -> key).
 Training a task model then reads vectors instead of running the biLM each
-epoch. To save space keep only what the task uses — e.g. the weighted
-average, or float16 — see the README::
+epoch. To save space keep only what the task uses — ``output="average"``,
+``"top"`` or ``"sentence_mean"``, some ``layers``, or float16 — see the
+README::
 
     python usage_cached.py [MODEL_DIR]
 """
 
+import json
 import os
 import sys
 import tempfile
@@ -40,7 +43,10 @@ def main(argv=None):
 
         shapes = {}
         with h5py.File(embedding_file, "r") as fin:
-            for key in sorted(fin, key=int):
+            # each sentence's dataset, as in AllenNLP's files
+            index = json.loads(fin["sentence_to_index"][0])
+            for sentence in sentences:
+                key = index[sentence]
                 shapes[key] = fin[key].shape
                 print(f"sentence {key}: {fin[key].shape}"
                       "  (n_layers + 1, n_tokens, 2 * projection_dim)")

@@ -246,15 +246,76 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
     return out
 
 
+def measure_as_user(workdir: str, args) -> dict:
+    """Peak RSS of the bulk path as a user's program runs it.
+
+    Nothing but the public API, in a fresh process: import, construct the
+    model, then ``--passes`` calls of ``embed_sentences`` on the corpus in
+    a loop, each pass's results dropped before the next pass starts (so
+    one pass's results are alive at a time). No benchmark-only set-up: no
+    warm-up batch, no ``return_freed_memory()`` call of its own (the
+    library's bulk path fixes glibc's threshold itself, unless
+    ``--glibc_default``). ``peak_rss_mib`` is ``ru_maxrss`` in MiB.
+    """
+    corpus = make_corpus(n_sentences=args.n_sentences)
+    n_tokens = sum(len(s) for s in corpus)
+    t0 = time.perf_counter()
+    from bilm_keras import BidirectionalLanguageModel, memory
+
+    if args.glibc_default:  # the library as it was before it set it
+        memory.keep_glibc_defaults()
+    import_s = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    model = BidirectionalLanguageModel(
+        os.path.join(workdir, "options.json"),
+        os.path.join(workdir, "weights.hdf5"),
+    )
+    load_s = time.perf_counter() - t0
+    times = []
+    for _ in range(args.passes):
+        t = time.perf_counter()
+        vectors = model.embed_sentences(corpus, batch_size=args.batch_size)
+        times.append(time.perf_counter() - t)
+        assert len(vectors) == len(corpus)
+        del vectors
+    peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    import tensorflow as tf
+
+    return dict(
+        as_user=True,
+        peak_rss_mib=peak_rss_mib,
+        passes=args.passes,
+        pass_s_all=[round(t, 3) for t in times],
+        tokens_per_s_median=n_tokens / statistics.median(times),
+        import_s=import_s,
+        load_s=load_s,
+        corpus=dict(sentences=len(corpus), tokens=n_tokens,
+                    batch_size=args.batch_size),
+        # set by the library's bulk path (bilm_keras/memory.py)
+        bulk_mmap_threshold_fixed=memory._bulk_setting,
+        settings=dict(
+            tensorflow=tf.__version__,
+            cpu_count=os.cpu_count(),
+            load_avg_1min=os.getloadavg()[0],
+            quick=args.quick,
+            MALLOC_MMAP_THRESHOLD_=os.environ.get("MALLOC_MMAP_THRESHOLD_"),
+        ),
+    )
+
+
 def measure(workdir: str, args) -> dict:
     """Runs in a fresh process with TF_ENABLE_ONEDNN_OPTS already set."""
     t0 = time.perf_counter()
     import tensorflow as tf
 
-    from bilm_keras.memory import return_freed_memory
+    from bilm_keras import memory
 
-    # as bin/dump_bilm_embeddings.py does (unless --glibc_default)
-    mmap_threshold_fixed = (not args.glibc_default) and return_freed_memory()
+    # as `bilm-keras embed` does, before the model loads; --glibc_default
+    # also stops the bulk path from doing it on its first call
+    if args.glibc_default:
+        memory.keep_glibc_defaults()
+    mmap_threshold_fixed = (not args.glibc_default) and (
+        memory.return_freed_memory())
 
     from bilm_keras import Batcher, BidirectionalLanguageModel
     import_s = time.perf_counter() - t0
@@ -426,23 +487,30 @@ def main(argv=None):
                         help="timed passes per process (after a warm-up)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="with --onednn both: alternating processes "
-                             "per setting")
+                             "per setting; with --as_user: processes "
+                             "(median peak)")
     parser.add_argument("--batch_size", type=int, default=32)
     parser.add_argument("--levers", action="store_true",
                         help="also time XLA (jit_compile) on the char-CNN "
                              "and on the LSTMs against plain graphs")
     parser.add_argument("--n_sentences", type=int, default=None)
     parser.add_argument("--glibc_default", action="store_true",
-                        help="leave glibc's malloc as it is (the embedding "
-                             "commands fix its mmap threshold: "
+                        help="leave glibc's malloc as it is (the bulk "
+                             "embedding path fixes its mmap threshold: "
                              "bilm_keras/memory.py)")
+    parser.add_argument("--as_user", action="store_true",
+                        help="only the peak RSS of a user's program: "
+                             "import, load, --passes passes (default 3) "
+                             "of embed_sentences, nothing else")
     parser.add_argument("--workdir", default=None,
                         help="reuse/keep options.json + weights.hdf5 here")
     parser.add_argument("--_write", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--_measure", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--_as_user", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.passes is None:
-        args.passes = 2 if args.quick else 5
+        args.passes = 3 if args.as_user or args._as_user else (
+            2 if args.quick else 5)
     if args.n_sentences is None:
         args.n_sentences = 64 if args.quick else 256
 
@@ -452,6 +520,9 @@ def main(argv=None):
     if args._measure:
         print(json.dumps(measure(args._measure, args)))
         return
+    if args._as_user:
+        print(json.dumps(measure_as_user(args._as_user, args)))
+        return
 
     quick = ["--quick"] if args.quick else []
     with tempfile.TemporaryDirectory() as tmp:
@@ -459,6 +530,24 @@ def main(argv=None):
         os.makedirs(workdir, exist_ok=True)
         if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
             _child(["--_write", workdir] + quick, {})
+        if args.as_user:
+            child = ["--_as_user", workdir, "--batch_size",
+                     str(args.batch_size), "--n_sentences",
+                     str(args.n_sentences), "--passes", str(args.passes)]
+            if args.glibc_default:
+                child.append("--glibc_default")
+            rounds = [json.loads(_child(child + quick, {}))
+                      for _ in range(args.rounds)]
+            out = dict(rounds[0])
+            if len(rounds) > 1:  # one process per round: median of peaks
+                out["peak_rss_mib_all"] = [r["peak_rss_mib"] for r in rounds]
+                out["peak_rss_mib"] = statistics.median(
+                    out["peak_rss_mib_all"])
+                out["tokens_per_s_median"] = statistics.median(
+                    r["tokens_per_s_median"] for r in rounds)
+                out["rounds"] = len(rounds)
+            print(json.dumps(out))
+            return
         settings = {"0": ["0"], "1": ["1"], "both": ["0", "1"],
                     "default": [None]}[args.onednn]
         child = ["--_measure", workdir, "--batch_size", str(args.batch_size),

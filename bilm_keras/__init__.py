@@ -3,39 +3,45 @@
 The public API mirrors bilm-tf's, so its usage code keeps working::
 
     from bilm_keras import Batcher, BidirectionalLanguageModel, weight_layers
+
+The names below are imported on first use (PEP 562), so that importing a
+light part of the package (the ``bilm-keras`` command's parser, the
+vocabulary tools) does not import TensorFlow (2-6 s, about 550 MB).
 """
 
+import importlib as _importlib
 import os as _os
 
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
-from bilm_keras.data.batcher import Batcher, TokenBatcher  # noqa: E402
-from bilm_keras.data.vocabulary import (  # noqa: E402
-    UnicodeCharsVocabulary,
-    Vocabulary,
-)
-from bilm_keras.dump import (  # noqa: E402
-    dump_bilm_embeddings,
-    dump_token_embeddings,
-)
-from bilm_keras.elmo import weight_layers  # noqa: E402
-from bilm_keras.models.bidirectional_language_model import (  # noqa: E402
-    BidirectionalLanguageModel,
-)
-from bilm_keras.models.bilm_backbone import BiLMBackbone  # noqa: E402
-from bilm_keras.options import BiLMOptions  # noqa: E402
-
 __version__ = "0.1.0"
 
-__all__ = [
-    "Batcher",
-    "BiLMBackbone",
-    "BiLMOptions",
-    "BidirectionalLanguageModel",
-    "TokenBatcher",
-    "UnicodeCharsVocabulary",
-    "Vocabulary",
-    "dump_bilm_embeddings",
-    "dump_token_embeddings",
-    "weight_layers",
-]
+#: public name -> the module that defines it
+_EXPORTS = {
+    "Batcher": "bilm_keras.data.batcher",
+    "TokenBatcher": "bilm_keras.data.batcher",
+    "UnicodeCharsVocabulary": "bilm_keras.data.vocabulary",
+    "Vocabulary": "bilm_keras.data.vocabulary",
+    "dump_bilm_embeddings": "bilm_keras.dump",
+    "dump_token_embeddings": "bilm_keras.dump",
+    "weight_layers": "bilm_keras.elmo",
+    "BidirectionalLanguageModel":
+        "bilm_keras.models.bidirectional_language_model",
+    "BiLMBackbone": "bilm_keras.models.bilm_backbone",
+    "BiLMOptions": "bilm_keras.options",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'bilm_keras' has no attribute {name!r}")
+    value = getattr(_importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(__all__))

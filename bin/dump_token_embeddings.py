@@ -1,27 +1,23 @@
 """Write the char-CNN embedding of every vocabulary token (bilm-tf's
-``dump_token_embeddings``), for a token-input biLM. Usage::
+``dump_token_embeddings``), for a token-input biLM.
+
+Alias of ``bilm-keras dump-tokens`` (same flags; ``--help`` lists them)::
 
     python bin/dump_token_embeddings.py --vocab_file vocab.txt \\
         --options_file options.json --weight_file lm_weights.hdf5 \\
         --outfile elmo_token_embeddings.hdf5
 """
 
-import argparse
+import sys
 
-from bilm_keras.dump import dump_token_embeddings
+from bilm_keras import cli
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--vocab_file", required=True)
-    parser.add_argument("--options_file", required=True)
-    parser.add_argument("--weight_file", required=True)
-    parser.add_argument("--outfile", required=True)
-    args = parser.parse_args(argv)
-    dump_token_embeddings(args.vocab_file, args.options_file,
-                          args.weight_file, args.outfile)
-    print(f"wrote {args.outfile}")
+    """Runs ``bilm-keras dump-tokens``; raises its errors and returns its result
+    (for programs and tests)."""
+    return cli.run(argv, command="dump-tokens", prog="dump_token_embeddings.py")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.main(command="dump-tokens", prog="dump_token_embeddings.py"))

@@ -1,26 +1,21 @@
 """Continue training from the latest checkpoint (bilm-tf's ``restart.py``).
 
-Usage::
+Alias of ``bilm-keras restart`` (same flags; ``--help`` lists them)::
 
     python bin/restart.py --save_dir checkpoints/ --vocab_file vocab.txt \\
         --train_prefix 'corpus/train/*' [--n_epochs 1] [--batch_size 128]
-
-Without ``--n_epochs`` it finishes the run the saved options describe
-(after a crash); with it, it trains that many more epochs (fine-tuning).
 """
 
-import argparse
+import sys
 
-from bilm_keras.training import restart
-from bilm_keras.training.cli import add_run_arguments, run_kwargs
+from bilm_keras import cli
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    add_run_arguments(parser)
-    args = parser.parse_args(argv)
-    return restart(**run_kwargs(args))
+    """Runs ``bilm-keras restart``; raises its errors and returns its result
+    (for programs and tests)."""
+    return cli.run(argv, command="restart", prog="restart.py")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.main(command="restart", prog="restart.py"))

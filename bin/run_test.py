@@ -1,30 +1,21 @@
 """Heldout perplexity of a trained biLM (bilm-tf's ``run_test.py``).
 
-Usage::
+Alias of ``bilm-keras test`` (same flags; ``--help`` lists them)::
 
     python bin/run_test.py --save_dir checkpoints/ --vocab_file vocab.txt \\
         --test_prefix 'corpus/heldout/*' [--batch_size 256]
 """
 
-import argparse
+import sys
 
-from bilm_keras.training import evaluate
+from bilm_keras import cli
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--save_dir", required=True,
-                        help="Location of checkpoint files")
-    parser.add_argument("--vocab_file", required=True,
-                        help="Vocabulary file")
-    parser.add_argument("--test_prefix", required=True,
-                        help="Prefix (glob) for test files")
-    parser.add_argument("--batch_size", type=int, default=256,
-                        help="Batch size")
-    args = parser.parse_args(argv)
-    return evaluate(save_dir=args.save_dir, vocab_file=args.vocab_file,
-                    test_prefix=args.test_prefix, batch_size=args.batch_size)
+    """Runs ``bilm-keras test``; raises its errors and returns its result
+    (for programs and tests)."""
+    return cli.run(argv, command="test", prog="run_test.py")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.main(command="test", prog="run_test.py"))

@@ -1,38 +1,23 @@
 """Train a biLM (bilm-tf's ``bin/train_elmo.py``, same flags).
 
-Usage::
+Alias of ``bilm-keras train`` (same flags; ``--help`` lists them)::
 
     python bin/train_elmo.py --train_prefix 'corpus/train/*' \\
         --vocab_file vocab.txt --save_dir checkpoints/ \\
         [--options options/elmo_2x4096_512_2048cnn_2xhighway.json] \\
         [--n_gpus 3] [--batch_size 384] [--n_epochs 10]
-
-``--batch_size`` is the global batch (split over the replicas);
-``n_train_tokens`` is counted from the corpus unless given.
 """
 
-import argparse
-import os
+import sys
 
-from bilm_keras.options import BiLMOptions
-from bilm_keras.training import train
-from bilm_keras.training.cli import add_run_arguments, run_kwargs
-
-DEFAULT_OPTIONS = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "options",
-    "elmo_2x4096_512_2048cnn_2xhighway.json",
-)
+from bilm_keras import cli
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    add_run_arguments(parser)
-    parser.add_argument("--options", default=DEFAULT_OPTIONS,
-                        help="options.json of the model to train")
-    args = parser.parse_args(argv)
-    return train(options=BiLMOptions.from_json(args.options),
-                 **run_kwargs(args))
+    """Runs ``bilm-keras train``; raises its errors and returns its result
+    (for programs and tests)."""
+    return cli.run(argv, command="train", prog="train_elmo.py")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(cli.main(command="train", prog="train_elmo.py"))

@@ -36,3 +36,20 @@ def test_quick_bench_reports_one_json_line(tmp_path):
         assert levers[key] > 0
     assert levers["char_cnn_xla_max_abs_diff"] < 1e-4
     assert (tmp_path / "weights.hdf5").exists()
+
+
+def test_quick_as_user_reports_the_peak(tmp_path):
+    # the memory figure of the issue: public API only, passes in a loop
+    env = dict(os.environ, KERAS_BACKEND="tensorflow",
+               TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / "embed_throughput.py"),
+         "--quick", "--as_user", "--n_sentences", "20",
+         "--workdir", str(tmp_path)],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert report["as_user"] is True and report["passes"] == 3
+    assert len(report["pass_s_all"]) == 3
+    assert report["peak_rss_mib"] > 0
+    assert report["bulk_mmap_threshold_fixed"] is True

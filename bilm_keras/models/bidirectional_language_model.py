@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import itertools
 import os
-from typing import Dict, List, Optional
+import re
+from typing import (
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+)
 
 import h5py
 import numpy as np
 import tensorflow as tf
 
 from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
+from bilm_keras.embedding_outputs import (
+    EMBEDDING_OUTPUTS,
+    embedding_layer_ids,
+    reduce_layers,
+)
+from bilm_keras.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
@@ -221,11 +237,18 @@ class BidirectionalLanguageModel:
     #: convolution holds ``chunk * 44 * 1024`` floats at full size).
     embed_chunk_size = 128
 
+    #: the choices of ``output`` in :meth:`embed_sentences`
+    OUTPUTS = tuple(EMBEDDING_OUTPUTS)
+
     def embed_sentences(
         self,
-        sentences: List[List[str]],
+        sentences: Iterable[Sequence[str]],
         batch_size: int = 32,
         vocab_file: Optional[str] = None,
+        *,
+        output: str = "all",
+        layers: Optional[Sequence[int]] = None,
+        on_batch: Optional[Callable[[int, int], None]] = None,
     ) -> List[np.ndarray]:
         """Embeds many tokenized sentences, statelessly, in input order.
 
@@ -245,30 +268,133 @@ class BidirectionalLanguageModel:
            (``LSTMStack.inference_block_steps``), which bounds the largest
            buffer;
         4. each sentence's array is assembled in numpy from the layers'
-           time-major outputs and the token table, and the results come
-           back in the order given.
+           time-major outputs and the token table (only the layers
+           ``output`` needs), reduced as ``output`` asks, and the results
+           come back in the order given.
 
         ``bench/embed_throughput.py`` measures it (full-size model, 2-core
-        CPU: see ``bench/README.md``).
+        CPU: see ``bench/README.md``). The first call fixes glibc's mmap
+        threshold for the process (:mod:`bilm_keras.memory`: freed blocks
+        go back to the system; not when ``MALLOC_MMAP_THRESHOLD_`` is set).
 
         A stateful model is not touched: its states stay as they were.
 
         Args:
-            sentences: list of token lists (a sentence may be empty).
+            sentences: token lists (a sentence may be empty); any iterable
+                (read whole: :meth:`iter_embeddings` streams). No sentence
+                gives ``[]``.
             batch_size: sentences per LSTM batch.
             vocab_file: for token input, the vocabulary of the embedding
                 file (``TokenBatcher``; without ``<UNK>`` every token must be
                 in it). Optional for char input.
+            output: what each sentence's array holds (``L`` = LSTM layers,
+                ``D`` = ``2 * projection_dim``; AllenNLP's ``elmo``
+                command and TF-Hub's ``default`` output):
+
+                * ``"all"``: every layer, `(L + 1, n_tokens, D)` (or the
+                  ``layers`` chosen, in their order: `(len(layers),
+                  n_tokens, D)`);
+                * ``"top"``: the top LSTM layer, `(n_tokens, D)`;
+                * ``"average"``: the mean of the layers (of ``layers``),
+                  `(n_tokens, D)`;
+                * ``"sentence_mean"``: that mean averaged over the tokens
+                  too, `(D,)` (zeros for a sentence of no tokens) — TF-Hub
+                  ELMo's ``default`` with an untrained, equal mix.
+            layers: the layers to keep (``"all"``) or to average
+                (``"average"``, ``"sentence_mean"``), 0 = token layer,
+                ``L`` = top; default all. Not with ``"top"``.
+            on_batch: called after each batch with its number of sentences
+                and of tokens (a progress bar).
 
         Returns:
-            One float32 array `(n_lm_layers + 1, n_tokens, 2 * projection_dim)`
-            per sentence.
+            One float32 array per sentence, shaped as ``output`` says.
         """
+        if isinstance(sentences, str):
+            check_sentences(sentences)  # raises the usual TypeError
+        if not isinstance(sentences, Sequence):
+            if not isinstance(sentences, Iterable):
+                raise TypeError(f"sentences: expected an iterable of token "
+                                f"lists, found {type(sentences).__name__}")
+            sentences = list(sentences)
+        plan = self._embedding_plan(batch_size, vocab_file, output, layers)
+        if len(sentences) == 0:
+            return []
         check_sentences(sentences)
+        return self._embed_chunk(sentences, plan, on_batch)
+
+    def iter_embeddings(
+        self,
+        sentences: Iterable[Sequence[str]],
+        batch_size: int = 32,
+        vocab_file: Optional[str] = None,
+        *,
+        output: str = "all",
+        layers: Optional[Sequence[int]] = None,
+        chunk_size: int = 4096,
+        on_batch: Optional[Callable[[int, int], None]] = None,
+    ) -> Iterator[np.ndarray]:
+        """:meth:`embed_sentences`, streaming: one array per sentence, in
+        input order, reading ``chunk_size`` sentences at a time.
+
+        Memory stays bounded by a chunk whatever the input's length: the
+        input is read ``chunk_size`` sentences at a time, each chunk goes
+        through :meth:`embed_sentences`'s path, and a result is released
+        by the generator as soon as it has been handed out. Arguments are
+        checked when this is called; a bad sentence is reported when its
+        chunk is reached, with its index in the whole input.
+
+        Args:
+            sentences: any iterable of token lists (a generator over a file
+                is read lazily).
+            chunk_size: sentences sorted and embedded together (the token
+                table and the length sorting work within a chunk).
+            batch_size, vocab_file, output, layers, on_batch: as
+                :meth:`embed_sentences`.
+
+        Yields:
+            One float32 array per sentence, shaped as ``output`` says.
+        """
+        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) \
+                or chunk_size < 1:
+            raise ValueError(f"chunk_size: expected a positive integer, "
+                             f"found {chunk_size!r}")
+        if isinstance(sentences, str) or not isinstance(sentences, Iterable):
+            raise TypeError(f"sentences: expected an iterable of token "
+                            f"lists, found {type(sentences).__name__}")
+        plan = self._embedding_plan(batch_size, vocab_file, output, layers)
+        return self._iter_chunks(iter(sentences), plan, chunk_size, on_batch)
+
+    def _iter_chunks(self, sentences, plan, chunk_size, on_batch):
+        offset = 0
+        while True:
+            chunk = list(itertools.islice(sentences, chunk_size))
+            if not chunk:
+                return
+            try:
+                check_sentences(chunk)
+                results = self._embed_chunk(chunk, plan, on_batch)
+            except (TypeError, ValueError) as e:
+                # the index in the whole input, not in the chunk
+                message = re.sub(
+                    r"sentences\[(\d+)\]",
+                    lambda m: f"sentences[{int(m.group(1)) + offset}]",
+                    str(e), count=1)
+                raise type(e)(message) from None
+            del chunk
+            results.reverse()
+            while results:
+                yield results.pop()  # the generator keeps no reference
+            offset += chunk_size
+
+    def _embedding_plan(self, batch_size, vocab_file, output, layers) -> dict:
+        """Checks the arguments of the bulk path; returns what it needs."""
+        return_freed_memory_for_bulk_embedding()
         if isinstance(batch_size, bool) or not isinstance(batch_size, int) \
                 or batch_size < 1:
             raise ValueError(f"batch_size: expected a positive integer, "
                              f"found {batch_size!r}")
+        layer_ids = embedding_layer_ids(layers, self.backbone.n_layers,
+                                        output)
         if self.use_character_inputs:
             batcher = Batcher(vocab_file,
                               self.backbone.max_characters_per_token)
@@ -277,8 +403,16 @@ class BidirectionalLanguageModel:
                 raise ValueError("vocab_file: token input needs the "
                                  "vocabulary of the embedding file")
             batcher = TokenBatcher(vocab_file)
+        return dict(batch_size=batch_size, output=output,
+                    layer_ids=layer_ids, batcher=batcher)
+
+    def _embed_chunk(self, sentences, plan, on_batch) -> List[np.ndarray]:
+        """Steps 1-4 of :meth:`embed_sentences` on a checked, non-empty
+        list of sentences."""
+        batch_size = plan["batch_size"]
+        if isinstance(plan["batcher"], TokenBatcher):
             # names sentences[i][j] as given, not in the table built below
-            batcher.check_in_vocabulary(sentences)
+            plan["batcher"].check_in_vocabulary(sentences)
         # 1. one row per distinct token: row 0 <S>, rows 1..N the tokens in
         # order of first appearance, row N + 1 </S> (the batcher's own ids)
         rows: Dict[str, int] = {}
@@ -286,7 +420,7 @@ class BidirectionalLanguageModel:
             for token in sentence:
                 if token not in rows:
                     rows[token] = len(rows) + 1
-        table = self._token_table(batcher, list(rows))  # (N + 2, P)
+        table = self._token_table(plan["batcher"], list(rows))  # (N + 2, P)
         eos = len(rows) + 1
         # 2.-4. sorted batches through the LSTMs
         fns = self._embed_fns()
@@ -309,11 +443,16 @@ class BidirectionalLanguageModel:
                       for direction in self.backbone.directions
                       ]  # per direction, per LSTM layer (T + 2, B, P)
             for row, i in enumerate(idx):
-                results[i] = _sentence_layers(
-                    table_rows[positions[row, 1: len(sentences[i]) + 1]],
-                    [[h[1: len(sentences[i]) + 1, row] for h in direction]
+                n = len(sentences[i])
+                results[i] = _sentence_output(
+                    table_rows[positions[row, 1: n + 1]],
+                    [[h[1: n + 1, row] for h in direction]
                      for direction in layers],
+                    plan["layer_ids"], plan["output"],
                 )
+            del encoded, layers
+            if on_batch is not None:
+                on_batch(len(idx), int(lengths.sum()) - 2 * len(idx))
         return results
 
     def _token_table(self, batcher, tokens: List[str]) -> tf.Tensor:
@@ -371,28 +510,37 @@ class BidirectionalLanguageModel:
         return fns
 
 
-def _sentence_layers(token_embeddings, lstm_layers) -> np.ndarray:
-    """One sentence's result of :meth:`embed_sentences`, as
-    :func:`lm_layers` lays it out.
+def _sentence_layers(token_embeddings, lstm_layers, layer_ids) -> np.ndarray:
+    """One sentence's layers, as :func:`lm_layers` lays them out.
 
     Args:
         token_embeddings: `(n, P)`.
         lstm_layers: per direction, per LSTM layer `(n, P)`.
+        layer_ids: the layers to build, in this order (0 = token layer,
+            ``l`` = LSTM layer ``l``).
 
     Returns:
-        `(n_lstm_layers + 1, n, n_directions * P)` float32: layer 0 the
-        token embedding once per direction, layer ``l`` the directions'
-        outputs of LSTM layer ``l`` side by side.
+        `(len(layer_ids), n, n_directions * P)` float32: layer 0 the token
+        embedding once per direction, layer ``l`` the directions' outputs
+        of LSTM layer ``l`` side by side.
     """
     n, dim = token_embeddings.shape
-    n_directions, n_layers = len(lstm_layers), len(lstm_layers[0])
-    out = np.empty((n_layers + 1, n, n_directions * dim), np.float32)
+    out = np.empty((len(layer_ids), n, len(lstm_layers) * dim), np.float32)
     for d, direction in enumerate(lstm_layers):
         columns = slice(d * dim, (d + 1) * dim)
-        out[0, :, columns] = token_embeddings
-        for layer, h in enumerate(direction):
-            out[layer + 1, :, columns] = h
+        for k, layer in enumerate(layer_ids):
+            out[k, :, columns] = (token_embeddings if layer == 0
+                                  else direction[layer - 1])
     return out
+
+
+def _sentence_output(token_embeddings, lstm_layers, layer_ids,
+                     output) -> np.ndarray:
+    """One sentence's result of :meth:`~BidirectionalLanguageModel.
+    embed_sentences`: its layers (:func:`_sentence_layers`) reduced as
+    ``output`` asks."""
+    layers = _sentence_layers(token_embeddings, lstm_layers, layer_ids)
+    return reduce_layers(layers, output)
 
 
 #: Run the forward and backward stacks of :meth:`embed_sentences` at once

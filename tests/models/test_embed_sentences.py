@@ -165,10 +165,12 @@ def test_bad_batch_size(model_dir, bad):
 def test_bad_sentences(model_dir):
     model = BidirectionalLanguageModel(model_dir / "options.json",
                                        model_dir / "lm_weights.hdf5")
-    with pytest.raises(ValueError, match="at least one sentence"):
-        model.embed_sentences([])
     with pytest.raises(TypeError, match=r"sentences\[1\]"):
         model.embed_sentences([["a"], "not a list"])
+    with pytest.raises(TypeError, match="expected a list of token lists"):
+        model.embed_sentences("a sentence as one string")
+    with pytest.raises(TypeError, match="expected an iterable"):
+        model.embed_sentences(42)
 
 
 def test_only_empty_sentences(model_dir):
@@ -194,3 +196,105 @@ def test_long_sentences_cross_input_blocks(tmp_path):
     for k, sentence in enumerate(sentences):
         np.testing.assert_allclose(got[k], expected[k, :, : len(sentence)],
                                    atol=1e-5)
+
+
+# ------------------------------------------------------- output choices
+@pytest.fixture(scope="module")
+def fixture_model(model_dir):
+    return BidirectionalLanguageModel(model_dir / "options.json",
+                                      model_dir / "lm_weights.hdf5")
+
+
+@pytest.fixture(scope="module")
+def all_layers(fixture_model):
+    """The ``"all"`` output of SENTENCES, the reference of the others."""
+    return fixture_model.embed_sentences(SENTENCES, batch_size=3)
+
+
+def _numpy_reduction(all_output, output, layers):
+    """The other outputs, computed from ``"all"`` in numpy."""
+    picked = all_output if layers is None else all_output[layers]
+    if output == "all":
+        return picked
+    if output == "top":
+        return all_output[-1]
+    average = np.mean(picked, axis=0)  # (n, D)
+    if output == "average":
+        return average
+    if average.shape[0] == 0:
+        return np.zeros(average.shape[1], np.float32)
+    return np.mean(average, axis=0)  # (D,)
+
+
+@pytest.mark.parametrize("output,layers,shape", [
+    ("all", [2, 0], lambda n: (2, n, 32)),
+    ("top", None, lambda n: (n, 32)),
+    ("average", None, lambda n: (n, 32)),
+    ("average", [1, 2], lambda n: (n, 32)),
+    ("sentence_mean", None, lambda n: (32,)),
+    ("sentence_mean", [2], lambda n: (32,)),
+])
+def test_output_choices_reduce_all(fixture_model, all_layers, output,
+                                   layers, shape):
+    got = fixture_model.embed_sentences(SENTENCES, batch_size=4,
+                                        output=output, layers=layers)
+    for sentence, g, full in zip(SENTENCES, got, all_layers):
+        assert g.dtype == np.float32
+        assert g.shape == shape(len(sentence))
+        np.testing.assert_allclose(
+            g, _numpy_reduction(full, output, layers), atol=1e-6)
+    empty = SENTENCES.index([])
+    if output == "sentence_mean":  # TF-Hub's default: zeros, not NaN
+        np.testing.assert_array_equal(got[empty], np.zeros(32, np.float32))
+
+
+def test_any_iterable_and_streaming(fixture_model, all_layers):
+    # a generator in, the same arrays out, in order
+    got = fixture_model.embed_sentences(s for s in SENTENCES)
+    for g, w in zip(got, all_layers):
+        np.testing.assert_allclose(g, w, atol=1e-6)
+    assert fixture_model.embed_sentences([]) == []
+    assert fixture_model.embed_sentences(iter([])) == []
+    assert list(fixture_model.iter_embeddings([])) == []
+    # chunks of 4 of a lazy input: each chunk sorted and embedded alone
+    batches = []
+    stream = fixture_model.iter_embeddings(
+        (s for s in SENTENCES * 2), batch_size=3, chunk_size=4,
+        output="average", on_batch=lambda n, t: batches.append((n, t)))
+    got = list(stream)
+    assert len(got) == 2 * len(SENTENCES)
+    for g, full in zip(got, all_layers * 2):
+        np.testing.assert_allclose(g, full.mean(axis=0), atol=1e-6)
+    # on_batch: every sentence and every token once, batches of <= 3
+    assert sum(n for n, _ in batches) == 2 * len(SENTENCES)
+    assert sum(t for _, t in batches) == 2 * sum(map(len, SENTENCES))
+    assert all(1 <= n <= 3 for n, _ in batches)
+
+
+def test_iter_embeddings_reports_the_index_in_the_input(fixture_model):
+    stream = fixture_model.iter_embeddings(
+        [["a"]] * 5 + ["not a list"], chunk_size=2)
+    with pytest.raises(TypeError, match=r"^sentences\[5\]: expected a list"):
+        list(stream)
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"output": "mean"}, ValueError, "output: expected one of 'all', 'top'"),
+    ({"layers": [3]}, ValueError, r"layers: expected indices in 0..2, "
+                                  r"found \[3\]"),
+    ({"layers": []}, ValueError, r"layers: expected indices in 0..2"),
+    ({"layers": [True]}, ValueError, r"layers: expected indices"),
+    ({"output": "top", "layers": [1]}, ValueError,
+     "output 'top' is layer 2; expected no layers"),
+])
+def test_bad_output_arguments(fixture_model, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        fixture_model.embed_sentences([["a"]], **kwargs)
+    # checked when called, before any sentence is read
+    with pytest.raises(error, match=match):
+        fixture_model.iter_embeddings(iter([["a"]]), **kwargs)
+
+
+def test_bad_chunk_size(fixture_model):
+    with pytest.raises(ValueError, match="chunk_size: expected a positive"):
+        fixture_model.iter_embeddings([["a"]], chunk_size=0)

@@ -1,0 +1,177 @@
+"""The ``bilm-keras`` command: one program, a subcommand per task.
+
+::
+
+    bilm-keras --help
+    bilm-keras embed --options_file options.json --weight_file weights.hdf5 \\
+        --dataset_file sentences.txt --outfile elmo.hdf5 --average
+
+Each subcommand is a module of this package with ``NAME``, ``HELP``,
+``DESCRIPTION``, ``EPILOG``, ``add_arguments(parser)``, ``check(args)``
+(the inputs, before TensorFlow is imported) and ``run(args)`` (the one
+library call). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
+script names and flags.
+
+The parser imports no TensorFlow, Keras or numpy, so ``--help`` is
+instant; a command imports them only after its arguments are parsed and
+its inputs checked, and silences TensorFlow's start-up lines unless
+``--verbose``. An expected error (a missing, empty or non-UTF-8 input, bad
+options, a weight file of the wrong shape: the project's errors are
+``ValueError``\\ s, plus ``OSError``) prints one line,
+``PROG: error: MESSAGE``, and exits 1; a usage error exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from typing import List, Optional
+
+from bilm_keras import __version__
+from bilm_keras.cli import (
+    build_vocab,
+    dump_tokens,
+    dump_weights,
+    embed,
+    export_hub,
+    pipeline,
+    restart,
+    run_test,
+    train,
+)
+from bilm_keras.cli._common import HelpFormatter, import_tensorflow
+
+PROG = "bilm-keras"
+
+#: the subcommands, in the order ``--help`` lists them
+COMMANDS = (embed, dump_tokens, build_vocab, train, restart, run_test,
+            dump_weights, export_hub, pipeline)
+COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
+
+DESCRIPTION = """\
+ELMo's bidirectional language model (bilm-tf, on TensorFlow 2 / Keras 3)
+from the command line: embed text with a pretrained biLM, or build a
+vocabulary, train, test and export your own.
+
+`bilm-keras COMMAND --help` shows a command's flags and examples."""
+EPILOG = """\
+a typical session:
+  bilm-keras build-vocab --train_prefix 'corpus/train/*' --vocab_file vocab.txt
+  bilm-keras train --train_prefix 'corpus/train/*' --vocab_file vocab.txt \\
+      --save_dir ckpt/ --options options/small.json
+  bilm-keras test --save_dir ckpt/ --vocab_file vocab.txt \\
+      --test_prefix 'corpus/heldout/*'
+  bilm-keras dump-weights --save_dir ckpt/ --outfile model/lm_weights.hdf5
+  bilm-keras embed --options_file model/options.json \\
+      --weight_file model/lm_weights.hdf5 --dataset_file text.txt \\
+      --outfile elmo.hdf5"""
+
+
+def _add_command_arguments(parser: argparse.ArgumentParser, module) -> None:
+    module.add_arguments(parser)
+    parser.add_argument("--verbose", action="store_true",
+                        help="show TensorFlow's start-up and log lines, and "
+                             "the traceback of an error")
+    parser.set_defaults(_command=module, _parser=parser)
+
+
+def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+    """The ``bilm-keras`` parser, every subcommand included."""
+    parser = argparse.ArgumentParser(
+        prog=prog, description=DESCRIPTION, epilog=EPILOG,
+        formatter_class=HelpFormatter)
+    parser.add_argument("--version", action="version",
+                        version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(title="commands", metavar="COMMAND",
+                                     dest="command", required=True)
+    for module in COMMANDS:
+        sub = commands.add_parser(
+            module.NAME, help=module.HELP, description=module.DESCRIPTION,
+            epilog=module.EPILOG, formatter_class=HelpFormatter)
+        _add_command_arguments(sub, module)
+    return parser
+
+
+def build_command_parser(command: str,
+                         prog: Optional[str] = None
+                         ) -> argparse.ArgumentParser:
+    """One subcommand's parser on its own (the ``bin/`` aliases)."""
+    module = COMMANDS_BY_NAME[command]
+    parser = argparse.ArgumentParser(
+        prog=prog or f"{PROG} {command}", description=module.DESCRIPTION,
+        epilog=module.EPILOG, formatter_class=HelpFormatter)
+    _add_command_arguments(parser, module)
+    return parser
+
+
+def parse_args(argv: Optional[List[str]] = None, *,
+               command: Optional[str] = None,
+               prog: Optional[str] = None) -> argparse.Namespace:
+    """Parses ``argv`` (default ``sys.argv[1:]``) and checks flag
+    combinations; a usage error exits 2, as argparse does.
+
+    Args:
+        command: parse the flags of this subcommand alone (no subcommand
+            name in ``argv``), as the ``bin/`` aliases do.
+        prog: the program name shown in help and errors.
+    """
+    if command is None:
+        parser = build_parser(prog or PROG)
+    else:
+        parser = build_command_parser(command, prog)
+    args = parser.parse_args(argv)
+    check_flags = getattr(args._command, "check_flags", None)
+    if check_flags is not None:
+        check_flags(args, args._parser)
+    return args
+
+
+def execute(args: argparse.Namespace):
+    """Checks the inputs, imports TensorFlow (quietly, unless
+    ``--verbose``) if the command needs it, and runs the command.
+
+    Returns:
+        The command's result (the library call's).
+    """
+    module = args._command
+    module.check(args)
+    if getattr(module, "NEEDS_TENSORFLOW", True):
+        before = getattr(module, "before_tensorflow", None)
+        if before is not None:
+            before(args)
+        import_tensorflow(verbose=args.verbose)
+    return module.run(args)
+
+
+def run(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
+        prog: Optional[str] = None):
+    """Parses and runs a command; its errors are raised (for programs and
+    tests). Returns the command's result."""
+    return execute(parse_args(argv, command=command, prog=prog))
+
+
+def main(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
+         prog: Optional[str] = None) -> int:
+    """Parses and runs a command as a program: an expected error is one
+    line on stderr. Returns the exit status (0, 1 error, 130 interrupted;
+    usage errors exit 2 through argparse)."""
+    args = parse_args(argv, command=command, prog=prog)
+    name = args._parser.prog
+    try:
+        execute(args)
+    except KeyboardInterrupt:
+        print(f"{name}: interrupted", file=sys.stderr)
+        return 130
+    except (ValueError, OSError) as e:
+        if args.verbose:
+            traceback.print_exc()
+        message = str(e) or type(e).__name__
+        print(f"{name}: error: {message}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def console_main() -> None:
+    """The ``bilm-keras`` console script."""
+    sys.exit(main())

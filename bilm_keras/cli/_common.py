@@ -1,0 +1,132 @@
+"""Pieces every subcommand shares: the help layout, flag types, input
+checks that run before TensorFlow is imported, and that import itself
+(quiet unless ``--verbose``).
+
+Nothing here imports TensorFlow, Keras or numpy at import time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import os
+import sys
+import tempfile
+
+
+class CommandError(ValueError):
+    """A bad input found by a command's checks (printed as one line)."""
+
+
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Keeps the description's line breaks and shows each option's default.
+
+    A default is shown when there is one to show: not for required flags,
+    switches (``store_true``, ``store_const``) or ``None``.
+    """
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("%(default)" in text or action.required
+                or not action.option_strings
+                or action.default in (None, False, argparse.SUPPRESS)
+                or isinstance(action, argparse._StoreConstAction)):
+            return text
+        return f"{text} (default: %(default)s)"
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: an integer >= 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer >= 1, found {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected an integer >= 1, found {value}")
+    return value
+
+
+def check_file(path: str, flag: str) -> None:
+    """``path`` (given as ``flag``) is an existing file."""
+    if os.path.isdir(path):
+        raise CommandError(f"{flag} {path}: is a directory, expected a file")
+    if not os.path.isfile(path):
+        raise CommandError(f"{flag} {path}: no such file")
+
+
+def check_dir(path: str, flag: str) -> None:
+    """``path`` (given as ``flag``) is an existing directory."""
+    if not os.path.exists(path):
+        raise CommandError(f"{flag} {path}: no such directory")
+    if not os.path.isdir(path):
+        raise CommandError(f"{flag} {path}: is a file, expected a directory")
+
+
+def check_save_dir(path: str, flag: str = "--save_dir") -> None:
+    """``path`` is a training directory (``bilm-keras train`` wrote its
+    ``options.json`` there, beside the checkpoints)."""
+    check_dir(path, flag)
+    if not os.path.isfile(os.path.join(path, "options.json")):
+        raise CommandError(
+            f"{flag} {path}: not a training directory (no options.json; "
+            "expected the --save_dir of `bilm-keras train`)")
+
+
+def check_glob(pattern: str, flag: str) -> None:
+    """At least one file matches ``pattern`` (given as ``flag``)."""
+    if not any(os.path.isfile(p) for p in glob.glob(pattern)):
+        raise CommandError(
+            f"{flag} {pattern!r}: no file matches (expected a glob of text "
+            "files, one tokenized sentence per line; quote it)")
+
+
+def check_options(path: str, flag: str):
+    """Parses ``options.json`` (no TensorFlow); returns the options."""
+    from bilm_keras.options import BiLMOptions
+
+    check_file(path, flag)
+    return BiLMOptions.from_json(path)  # OptionsError names file and field
+
+
+def import_tensorflow(verbose: bool = False) -> None:
+    """Imports TensorFlow and Keras, silencing their start-up lines.
+
+    TensorFlow's C++ libraries write their start-up lines (oneDNN, CUDA,
+    CPU features) to the stderr file descriptor while they load, before
+    ``TF_CPP_MIN_LOG_LEVEL`` is read, so the descriptor itself is pointed
+    at a temporary file for the import; its text is shown if the import
+    fails. Later C++ log lines stay hidden through
+    ``TF_CPP_MIN_LOG_LEVEL=3`` (unless the environment sets it): even its
+    "errors" there are chatter (no CUDA driver, a kernel falling back to
+    Eigen); real failures reach Python as exceptions.
+    ``verbose``: change nothing, show everything.
+    """
+    if verbose or "tensorflow" in sys.modules:
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
+        return
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError, AttributeError):  # no usable stderr
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
+        return
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import keras  # noqa: F401
+            import tensorflow  # noqa: F401
+        except BaseException:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)

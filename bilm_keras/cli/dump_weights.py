@@ -1,0 +1,35 @@
+"""``bilm-keras dump-weights``: a checkpoint as bilm-tf HDF5 (bilm-tf's
+``dump_weights.py``)."""
+
+from bilm_keras.cli._common import check_save_dir
+
+NAME = "dump-weights"
+ALIAS = "dump_weights.py"
+HELP = "write a trained checkpoint as bilm-tf HDF5 weights + options.json"
+DESCRIPTION = """\
+Write the latest checkpoint in --save_dir as bilm-tf's HDF5 weights (no
+softmax), with an options.json for prediction beside it (n_characters 262,
+as bilm-tf and AllenNLP expect). Load both with BidirectionalLanguageModel,
+`bilm-keras embed` or AllenNLP."""
+EPILOG = """\
+example:
+  bilm-keras dump-weights --save_dir ckpt/ --outfile model/lm_weights.hdf5"""
+
+
+def add_arguments(parser):
+    parser.add_argument("--save_dir", required=True,
+                        help="Location of checkpoint files")
+    parser.add_argument("--outfile", required=True,
+                        help="Output hdf5 file with weights")
+
+
+def check(args) -> None:
+    check_save_dir(args.save_dir)
+
+
+def run(args) -> dict:
+    from bilm_keras.training import dump_weights
+
+    result = dump_weights(args.save_dir, args.outfile)
+    print(f"wrote {result['weight_file']} and {result['options_file']}")
+    return result

@@ -1,0 +1,84 @@
+"""``bilm-keras export-hub``: a TF-Hub-style SavedModel."""
+
+from bilm_keras.cli._common import (
+    check_file,
+    check_options,
+    check_save_dir,
+)
+
+NAME = "export-hub"
+ALIAS = "export_hub.py"
+HELP = "export a biLM as a TF-Hub-style SavedModel (google/elmo/3's " \
+       "signatures)"
+DESCRIPTION = """\
+Export a biLM as a SavedModel with google/elmo/3's interface (signatures
+"default", "tokens" and "elmo"; outputs word_emb, lstm_outputs1,
+lstm_outputs2, elmo, default, sequence_len), for hub.load, hub.KerasLayer
+and bilm_keras.export.ELMoHubLayer. From HDF5 files (--options_file and
+--weight_file) or from a training directory (--save_dir).
+
+The scalar-mix weights are trainable; --trainable_lm makes every LM weight
+trainable too. A non-empty --outdir is refused unless --overwrite is given
+(it is then replaced once the new export is complete)."""
+EPILOG = """\
+examples:
+  bilm-keras export-hub --options_file model/options.json \\
+      --weight_file model/lm_weights.hdf5 --vocab_file model/vocab.txt \\
+      --outdir elmo_savedmodel
+  bilm-keras export-hub --save_dir ckpt/ --outdir elmo_savedmodel"""
+
+
+def add_arguments(parser):
+    parser.add_argument("--options_file", help="Options json file")
+    parser.add_argument("--weight_file", help="Weight hdf5 file")
+    parser.add_argument("--save_dir",
+                        help="Training checkpoint directory (instead of "
+                             "--options_file/--weight_file)")
+    parser.add_argument("--outdir", required=True,
+                        help="SavedModel directory to write")
+    parser.add_argument("--vocab_file",
+                        help="Vocabulary shipped as an asset (optional)")
+    parser.add_argument("--trainable_lm", action="store_true",
+                        help="Make the LM weights trainable too")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="Replace a non-empty --outdir")
+
+
+def check_flags(args, parser) -> None:
+    """Flag combinations (usage errors)."""
+    hdf5 = args.options_file is not None or args.weight_file is not None
+    if args.save_dir is not None and hdf5:
+        parser.error("give either --save_dir or --options_file and "
+                     "--weight_file, not both")
+    if args.save_dir is None and (args.options_file is None
+                                  or args.weight_file is None):
+        parser.error("--options_file and --weight_file are both required "
+                     "(or give --save_dir)")
+
+
+def check(args) -> None:
+    if args.save_dir is not None:
+        check_save_dir(args.save_dir)
+    else:
+        check_options(args.options_file, "--options_file")
+        check_file(args.weight_file, "--weight_file")
+    if args.vocab_file is not None:
+        check_file(args.vocab_file, "--vocab_file")
+    # --outdir is export_hub's to check (ExportError: not empty, a file)
+
+
+def run(args) -> str:
+    from bilm_keras.export.hub_module import (
+        export_hub,
+        export_hub_from_save_dir,
+    )
+
+    common = dict(outdir=args.outdir, vocab_file=args.vocab_file,
+                  trainable_lm=args.trainable_lm, overwrite=args.overwrite)
+    if args.save_dir is not None:
+        outdir = export_hub_from_save_dir(save_dir=args.save_dir, **common)
+    else:
+        outdir = export_hub(options_file=args.options_file,
+                            weight_file=args.weight_file, **common)
+    print(f"wrote {outdir}")
+    return outdir

@@ -1,0 +1,73 @@
+"""``bilm-keras pipeline``: vocabulary -> train -> test -> HDF5 -> ELMo."""
+
+import os
+
+from bilm_keras.cli._common import check_glob, check_options, positive_int
+
+NAME = "pipeline"
+ALIAS = "run_pipeline.py"
+HELP = "the whole path on one machine: vocabulary, training, perplexity, " \
+       "HDF5, embeddings"
+# training.pipeline.TINY_OPTIONS, without importing it (it imports
+# TensorFlow)
+TINY_OPTIONS = os.path.normpath(os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "options",
+    "tiny.json"))
+DESCRIPTION = """\
+Build a vocabulary, train a small biLM, measure its heldout perplexity,
+write bilm-tf HDF5 weights and embed two sentences with them. By default it
+trains on the English docstrings of Python's standard library (nothing is
+downloaded; a few minutes on 2 CPU cores); --corpus trains on your own
+text."""
+EPILOG = """\
+examples:
+  bilm-keras pipeline                      # writes runs/pipeline-<timestamp>/
+  bilm-keras pipeline --out_dir out/ --corpus 'my_corpus/*.txt' \\
+      --heldout 'my_heldout/*.txt' --options options/small.json"""
+
+
+def add_arguments(parser):
+    parser.add_argument("--out_dir", default=None,
+                        help="where everything goes (default: a new "
+                             "runs/pipeline-<timestamp>/)")
+    parser.add_argument("--corpus", default=None,
+                        help="glob of training files (default: the "
+                             "standard library's docstrings)")
+    parser.add_argument("--heldout", default=None,
+                        help="glob of heldout files (default: part of the "
+                             "stdlib corpus, or --corpus itself)")
+    parser.add_argument("--options", default=None,
+                        help="options.json of the model (default: "
+                             "options/tiny.json)")
+    parser.add_argument("--n_epochs", type=positive_int, default=None,
+                        help="override the options' epochs")
+    parser.add_argument("--max_sentences", type=positive_int, default=6000,
+                        help="size of the stdlib corpus")
+    parser.add_argument("--min_count", type=positive_int, default=2,
+                        help="vocabulary cut-off")
+    parser.add_argument("--seed", type=int, default=0)
+
+
+def check(args) -> None:
+    if args.options is None:
+        args.options = TINY_OPTIONS
+    check_options(args.options, "--options")
+    if args.corpus is not None:
+        check_glob(args.corpus, "--corpus")
+    if args.heldout is not None:
+        check_glob(args.heldout, "--heldout")
+
+
+def run(args) -> dict:
+    import time
+
+    from bilm_keras.training.pipeline import run_pipeline
+
+    out_dir = args.out_dir or time.strftime("runs/pipeline-%Y%m%d-%H%M%S")
+    print(f"writing to {out_dir}", flush=True)
+    return run_pipeline(
+        out_dir=out_dir, corpus=args.corpus, heldout=args.heldout,
+        options_file=args.options, n_epochs=args.n_epochs,
+        max_sentences=args.max_sentences, min_count=args.min_count,
+        seed=args.seed,
+    )

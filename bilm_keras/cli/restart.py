@@ -1,0 +1,36 @@
+"""``bilm-keras restart``: continue training (bilm-tf's ``restart.py``)."""
+
+from bilm_keras.cli._common import check_file, check_glob, check_save_dir
+from bilm_keras.training.cli import add_run_arguments, run_kwargs
+
+NAME = "restart"
+ALIAS = "restart.py"
+HELP = "continue training from the latest checkpoint (bilm-tf's restart.py)"
+DESCRIPTION = """\
+Continue training from the latest checkpoint in --save_dir. Without
+--n_epochs it finishes the run the saved options describe, continuing the
+saved data stream (after a crash: no sentence seen twice or missed); with
+--n_epochs (new data, fine-tuning) or another --batch_size it trains that
+many more epochs on a new stream."""
+EPILOG = """\
+examples:
+  bilm-keras restart --save_dir ckpt/ --vocab_file vocab.txt \\
+      --train_prefix 'corpus/train/*'
+  bilm-keras restart --save_dir ckpt/ --vocab_file vocab.txt \\
+      --train_prefix 'new_domain/*' --n_epochs 1"""
+
+
+def add_arguments(parser):
+    add_run_arguments(parser)
+
+
+def check(args) -> None:
+    check_save_dir(args.save_dir)
+    check_file(args.vocab_file, "--vocab_file")
+    check_glob(args.train_prefix, "--train_prefix")
+
+
+def run(args) -> dict:
+    from bilm_keras.training import restart
+
+    return restart(**run_kwargs(args))

@@ -1,0 +1,44 @@
+"""``bilm-keras test``: heldout perplexity (bilm-tf's ``run_test.py``)."""
+
+from bilm_keras.cli._common import (
+    check_file,
+    check_glob,
+    check_save_dir,
+    positive_int,
+)
+
+NAME = "test"
+ALIAS = "run_test.py"
+HELP = "heldout perplexity of a trained biLM (bilm-tf's run_test.py)"
+DESCRIPTION = """\
+Compute the perplexity of the latest checkpoint in --save_dir on heldout
+files, with the full softmax, each direction and their mean. Every heldout
+token is seen exactly once (bilm-tf dropped the last incomplete batch)."""
+EPILOG = """\
+example:
+  bilm-keras test --save_dir ckpt/ --vocab_file vocab.txt \\
+      --test_prefix 'corpus/heldout/*'"""
+
+
+def add_arguments(parser):
+    parser.add_argument("--save_dir", required=True,
+                        help="Location of checkpoint files")
+    parser.add_argument("--vocab_file", required=True,
+                        help="Vocabulary file")
+    parser.add_argument("--test_prefix", required=True,
+                        help="Prefix (glob) for test files")
+    parser.add_argument("--batch_size", type=positive_int, default=256,
+                        help="Batch size")
+
+
+def check(args) -> None:
+    check_save_dir(args.save_dir)
+    check_file(args.vocab_file, "--vocab_file")
+    check_glob(args.test_prefix, "--test_prefix")
+
+
+def run(args) -> dict:
+    from bilm_keras.training import evaluate
+
+    return evaluate(save_dir=args.save_dir, vocab_file=args.vocab_file,
+                    test_prefix=args.test_prefix, batch_size=args.batch_size)

@@ -1,0 +1,50 @@
+"""``bilm-keras train``: train a biLM (bilm-tf's ``train_elmo.py``)."""
+
+import os
+
+from bilm_keras.cli._common import check_file, check_glob, check_options
+from bilm_keras.training.cli import add_run_arguments, run_kwargs
+
+NAME = "train"
+ALIAS = "train_elmo.py"
+HELP = "train a biLM (bilm-tf's train_elmo.py, same flags)"
+OPTIONS_DIR = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "..", "options")
+DEFAULT_OPTIONS = "elmo_2x4096_512_2048cnn_2xhighway.json"
+DESCRIPTION = """\
+Train a bidirectional language model on a corpus (one whitespace-tokenized
+sentence per line, UTF-8), with bilm-tf's flags. The model is described by
+an options.json (--options); checkpoints, the resolved options.json and
+TensorBoard logs go to --save_dir. --batch_size is the global batch, split
+over the replicas; n_train_tokens is read from VOCAB_FILE.json (written by
+`bilm-keras build-vocab`) or counted from the corpus."""
+EPILOG = """\
+examples:
+  bilm-keras train --train_prefix 'corpus/train/*' --vocab_file vocab.txt \\
+      --save_dir ckpt/ --options options/small.json
+  bilm-keras train ... --n_gpus 2 --batch_size 256 --n_epochs 3"""
+
+
+def add_arguments(parser):
+    add_run_arguments(parser)
+    parser.add_argument(
+        "--options", default=None,
+        help="options.json of the model to train (default: the published "
+             f"model's, options/{DEFAULT_OPTIONS})")
+
+
+def check(args) -> None:
+    if args.options is None:
+        args.options = os.path.normpath(
+            os.path.join(OPTIONS_DIR, DEFAULT_OPTIONS))
+    check_options(args.options, "--options")
+    check_file(args.vocab_file, "--vocab_file")
+    check_glob(args.train_prefix, "--train_prefix")
+
+
+def run(args) -> dict:
+    from bilm_keras.options import BiLMOptions
+    from bilm_keras.training import train
+
+    return train(options=BiLMOptions.from_json(args.options),
+                 **run_kwargs(args))

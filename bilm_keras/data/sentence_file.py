@@ -1,0 +1,91 @@
+"""A text file of sentences to embed: one whitespace-tokenized sentence per
+line, UTF-8.
+
+Reading it needs no TensorFlow, so the ``bilm-keras embed`` command checks
+its input (missing, not UTF-8, empty) before it loads anything.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Iterator
+
+
+class SentenceFileError(ValueError):
+    """A sentence file that cannot be embedded (the message names the file
+    and, for bad bytes, the line)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class SentenceFileStats:
+    """What :func:`check_sentence_file` counted.
+
+    Attributes:
+        n_lines: sentences (lines; a blank line is a sentence of 0 tokens).
+        n_tokens: whitespace-separated tokens in all lines.
+        n_blank_lines: lines without a token.
+    """
+
+    n_lines: int
+    n_tokens: int
+    n_blank_lines: int
+
+
+def read_sentence_lines(path: str | os.PathLike) -> Iterator[str]:
+    """Yields each line of ``path``, decoded (``\\n`` not removed).
+
+    A UTF-8 byte-order mark at the start is dropped.
+
+    Raises:
+        SentenceFileError: the file is missing, a directory, unreadable, or
+            a line is not valid UTF-8 (file, line and byte named).
+    """
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        raise SentenceFileError(
+            f"{path}: is a directory (expected a text file, one "
+            "whitespace-tokenized sentence per line)")
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        raise SentenceFileError(
+            f"{path}: no such file (expected a text file, one "
+            "whitespace-tokenized sentence per line)") from None
+    except OSError as e:
+        raise SentenceFileError(f"{path}: cannot open ({e.strerror})") \
+            from None
+    with f:
+        for lineno, raw in enumerate(f, 1):
+            try:
+                yield raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
+            except UnicodeDecodeError as e:
+                near = raw[max(e.start - 8, 0): e.end + 8]
+                raise SentenceFileError(
+                    f"{path}, line {lineno}: not valid UTF-8 at byte "
+                    f"{e.start} of the line ({e.reason}; near {near!r}); "
+                    "convert the file to UTF-8 (e.g. iconv -f latin1 -t "
+                    "utf-8)") from None
+
+
+def check_sentence_file(path: str | os.PathLike) -> SentenceFileStats:
+    """Reads ``path`` once and counts its sentences and tokens.
+
+    Raises:
+        SentenceFileError: as :func:`read_sentence_lines`, or the file has
+            no token at all (empty, or blank lines only).
+    """
+    n_lines = n_tokens = n_blank = 0
+    for line in read_sentence_lines(path):
+        n = len(line.split())
+        n_lines += 1
+        n_tokens += n
+        n_blank += n == 0
+    if n_tokens == 0:
+        found = ("0 lines" if n_lines == 0
+                 else f"{n_lines} line{'s' * (n_lines > 1)}, all blank")
+        raise SentenceFileError(
+            f"{os.fspath(path)}: empty input (expected one "
+            f"whitespace-tokenized sentence per line, found {found})")
+    return SentenceFileStats(n_lines=n_lines, n_tokens=n_tokens,
+                             n_blank_lines=n_blank)
