@@ -414,7 +414,8 @@ def test_usage_cached_as_bilm_tf_wrote_it(bilm_tf_cwd):
         for k, n in enumerate(ops["lengths"].numpy())
     ]
     with h5py.File(bilm_tf_cwd / "elmo_embeddings.hdf5", "r") as fin:
-        assert sorted(fin, key=int) == ["0", "1", "2"]
+        # one dataset per line, and AllenNLP's sentence_to_index beside
+        assert sorted(fin) == ["0", "1", "2", "sentence_to_index"]
         for key, (expected, n) in enumerate(in_process):
             cached = fin[str(key)][...]
             assert cached.shape == (3, n, 32)
