@@ -12,8 +12,7 @@ from bilm_keras.layers.training_recurrence import (
     run_stacks_unrolled,
 )
 from bilm_keras.models.language_model import LanguageModel
-from bilm_keras.training import loop
-from train_helpers import fixture_options
+from train_helpers import fixture_options, training_run
 
 B, T, C = 3, 6, 10
 
@@ -178,18 +177,8 @@ def _train_direction_losses(train_dir, options, n_steps, dropout_seed,
                             **model_kwargs):
     """Per-step ``{direction: loss}`` of whole training steps (sampled
     softmax, dropout, global-norm clip, Adagrad) on the fixture corpus."""
-    tf.keras.utils.set_random_seed(0)
-    vocab = loop.load_vocab(str(train_dir / "vocab.txt"), options)
-    options = options.replace(n_tokens_vocab=vocab.size)
-    lm, optimizer = loop.build_model(options, seed=0, **model_kwargs)
-    strategy = tf.distribute.get_strategy()
-    step = loop.make_train_step(lm, optimizer, strategy, options,
-                                dropout_seed=dropout_seed)
-    data = loop.make_dataset(str(train_dir / "data.txt"), vocab, options,
-                             seed=0)
-    batches = iter(loop.make_tf_dataset(data, options.batch_size,
-                                        options.unroll_steps))
-    states = lm.zero_states(options.batch_size)
+    lm, step, batches, states = training_run(
+        train_dir, options, dropout_seed=dropout_seed, **model_kwargs)
     losses = []
     for _ in range(n_steps):
         _, _, states, direction_losses = step(next(batches), states)

@@ -7,26 +7,15 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bilm_keras.training import loop
 from bilm_keras.training.adagrad import RowSparseAdagrad
-from train_helpers import fixture_options
+from train_helpers import fixture_options, training_run
 
 
 def _two_steps(train_dir, options, sparse_gradients):
     """Every variable after two training steps on the fixture corpus,
     and the step's concrete graph."""
-    keras.utils.set_random_seed(0)
-    vocab = loop.load_vocab(str(train_dir / "vocab.txt"), options)
-    options = options.replace(n_tokens_vocab=vocab.size)
-    lm, optimizer = loop.build_model(options, seed=0)
-    strategy = tf.distribute.get_strategy()
-    step = loop.make_train_step(lm, optimizer, strategy, options,
-                                sparse_gradients=sparse_gradients)
-    data = loop.make_dataset(str(train_dir / "data.txt"), vocab, options,
-                             seed=0)
-    batches = iter(loop.make_tf_dataset(data, options.batch_size,
-                                        options.unroll_steps))
-    states = lm.zero_states(options.batch_size)
+    lm, step, batches, states = training_run(
+        train_dir, options, sparse_gradients=sparse_gradients)
     for _ in range(2):
         batch = next(batches)
         _, _, states, _ = step(batch, states)

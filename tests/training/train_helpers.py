@@ -31,3 +31,26 @@ def fixture_options(bidirectional=True, use_chars=False, share=False,
         d["share_embedding_softmax"] = True
     d.update(changes)
     return BiLMOptions.from_dict(d, source="<test options>")
+
+
+def training_run(train_dir, options, *, sparse_gradients=True,
+                 dropout_seed=None, **model_kwargs):
+    """``(lm, train_step, batches, states)`` on the fixture corpus, seeded
+    (model, softmax sampler and data: seed 0) for a step-by-step run."""
+    import keras
+    import tensorflow as tf
+
+    from bilm_keras.training import loop
+
+    keras.utils.set_random_seed(0)
+    vocab = loop.load_vocab(str(train_dir / "vocab.txt"), options)
+    options = options.replace(n_tokens_vocab=vocab.size)
+    lm, optimizer = loop.build_model(options, seed=0, **model_kwargs)
+    step = loop.make_train_step(
+        lm, optimizer, tf.distribute.get_strategy(), options,
+        sparse_gradients=sparse_gradients, dropout_seed=dropout_seed)
+    data = loop.make_dataset(str(train_dir / "data.txt"), vocab, options,
+                             seed=0)
+    batches = iter(loop.make_tf_dataset(data, options.batch_size,
+                                        options.unroll_steps))
+    return lm, step, batches, lm.zero_states(options.batch_size)
