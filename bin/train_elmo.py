@@ -9,6 +9,13 @@ Usage::
 
 ``--batch_size`` is the global batch (split over the replicas);
 ``n_train_tokens`` is counted from the corpus unless given.
+
+Domain adaptation: continue training a published biLM on your text::
+
+    python bin/train_elmo.py --train_prefix 'domain/train/*' \\
+        --vocab_file vocab.txt --save_dir adapted/ \\
+        --options elmo/options.json --init_weights elmo/lm_weights.hdf5 \\
+        --freeze_lm_steps 500 [--softmax_bias unigram] [--n_epochs 1]
 """
 
 import argparse
@@ -16,7 +23,12 @@ import os
 
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training import train
-from bilm_keras.training.cli import add_run_arguments, run_kwargs
+from bilm_keras.training.cli import (
+    adaptation_kwargs,
+    add_adaptation_arguments,
+    add_run_arguments,
+    run_kwargs,
+)
 
 DEFAULT_OPTIONS = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "options",
@@ -29,9 +41,10 @@ def main(argv=None):
     add_run_arguments(parser)
     parser.add_argument("--options", default=DEFAULT_OPTIONS,
                         help="options.json of the model to train")
+    add_adaptation_arguments(parser)
     args = parser.parse_args(argv)
     return train(options=BiLMOptions.from_json(args.options),
-                 **run_kwargs(args))
+                 **run_kwargs(args), **adaptation_kwargs(args))
 
 
 if __name__ == "__main__":

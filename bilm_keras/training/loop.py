@@ -52,6 +52,15 @@ from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions, OptionsError
 from bilm_keras.training.adagrad import RowSparseAdagrad
+from bilm_keras.training.adaptation import (
+    SOFTMAX_BIASES,
+    LMWarmup,
+    check_weight_file,
+    draw_softmax_weights,
+    init_softmax,
+    load_pretrained_lm,
+    softmax_variables,
+)
 from bilm_keras.training.strategy import (
     cluster_workers,
     is_chief,
@@ -108,15 +117,28 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
-                **model_kwargs):
+                init_weights=None, **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad (call in scope).
 
+    ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
+    every variable of the backbone (domain adaptation; each dataset is
+    checked against the options first, see :func:`load_pretrained_lm`);
+    the softmax, which the file does not have, gets its random ``W`` and
+    a zero bias (:func:`init_softmax` sets the bias from the corpus).
     ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
     ``dedup_tokens``: the training fast path, on by default).
     """
     lm = LanguageModel.from_options(options, training=training, seed=seed,
                                     **model_kwargs)
-    lm.build_all()
+    if init_weights is None:
+        lm.build_all()
+    else:
+        # the file fills the backbone: zeros until then, no random values
+        # to compute (published model: 1.16 -> 1.07 GB after loading)
+        with placeholder_weights():
+            lm.build_all()
+        load_pretrained_lm(lm, init_weights)
+        draw_softmax_weights(lm)
     optimizer = make_optimizer(options)
     optimizer.build(lm.trainable_variables)
     return lm, optimizer
@@ -228,7 +250,8 @@ def _sum_repeated_rows(grad):
 
 
 def make_train_step(lm: LanguageModel, optimizer, strategy,
-                    options: BiLMOptions, *, sparse_gradients: bool = True):
+                    options: BiLMOptions, *, sparse_gradients: bool = True,
+                    variables: Optional[Sequence] = None):
     """``train_step(batch, states) -> (loss, grad_norm, states,
     direction_losses)``.
 
@@ -240,10 +263,14 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
     ``sparse_gradients=False`` makes the softmax's and the embeddings'
     gradients dense before the all-reduce (the same updates; for
     comparison, ``bench/train_throughput.py --compare dense_gradients``).
+    ``variables``: the ones to train (default: all trainable ones); the
+    others get no gradient, no update and no accumulator change, and the
+    gradient norm is theirs alone (the warm-up's softmax-only step).
     """
     rows_once = _sum_repeated_rows if sparse_gradients else (
         tf.convert_to_tensor)
-    variables = lm.trainable_variables
+    variables = (lm.trainable_variables if variables is None
+                 else list(variables))
     n_replicas = strategy.num_replicas_in_sync
     sum_op, mean_op = tf.distribute.ReduceOp.SUM, tf.distribute.ReduceOp.MEAN
 
@@ -374,6 +401,29 @@ class DataStream:
 
 
 # ---------------------------------------------------------------- training
+def _check_adaptation(init_weights, freeze_lm_steps, softmax_bias,
+                      resuming) -> None:
+    """The adaptation arguments, checked before any corpus pass."""
+    if not (isinstance(freeze_lm_steps, int) and freeze_lm_steps >= 0):
+        raise ValueError(f"--freeze_lm_steps: expected an integer >= 0, "
+                         f"found {freeze_lm_steps!r}")
+    if softmax_bias not in SOFTMAX_BIASES:
+        raise ValueError(f"--softmax_bias: expected one of "
+                         f"{', '.join(SOFTMAX_BIASES)}, found "
+                         f"{softmax_bias!r}")
+    if init_weights is None:
+        if freeze_lm_steps:
+            raise ValueError("--freeze_lm_steps: expected 0 without "
+                             f"--init_weights, found {freeze_lm_steps}")
+        return
+    if resuming:
+        raise CheckpointError(
+            "--init_weights starts a new run; a checkpoint continues with "
+            "its own weights (restart.py, without --init_weights)"
+        )
+    check_weight_file(init_weights)
+
+
 def train(
     *,
     options: BiLMOptions,
@@ -389,6 +439,9 @@ def train(
     log_every: int = 100,
     max_to_keep: int = 5,
     seed: Optional[int] = None,
+    init_weights: Optional[str] = None,
+    freeze_lm_steps: int = 0,
+    softmax_bias: str = "unigram",
     _resume: bool = False,
     _extra_steps: Optional[int] = None,
 ) -> dict:
@@ -407,6 +460,16 @@ def train(
         save_every: steps between checkpoints (and one at the end).
         log_every: steps between progress lines / TensorBoard points.
         seed: initialisation and data-order seed (None: random).
+        init_weights: domain adaptation: a bilm-tf / AllenNLP
+            ``lm_weights.hdf5`` matching ``options`` whose weights the
+            backbone starts from (:mod:`bilm_keras.training.adaptation`);
+            the softmax is new, for ``vocab_file``.
+        freeze_lm_steps: with ``init_weights``, the first global steps
+            that train only the softmax (kept in the checkpoints: a restart
+            finishes the warm-up). Part of the run's steps, not extra.
+        softmax_bias: with ``init_weights``, the new softmax's bias:
+            ``"unigram"`` (log target frequencies of ``train_prefix``) or
+            ``"zeros"`` (bilm-tf's).
 
     Returns:
         dict: ``step`` (final global step), ``perplexity`` (train, last
@@ -416,6 +479,7 @@ def train(
         and ``model`` (the trained :class:`LanguageModel`).
     """
     save_dir = os.fspath(save_dir)
+    _check_adaptation(init_weights, freeze_lm_steps, softmax_bias, _resume)
     strategy = make_strategy(n_gpus=n_gpus, devices=devices)
     chief = is_chief(strategy)
 
@@ -456,14 +520,22 @@ def train(
         # resuming restores every variable: no random initial values
         with (placeholder_weights() if _resume
               else contextlib.nullcontext()):
-            lm, optimizer = build_model(options, seed=seed)
+            lm, optimizer = build_model(options, seed=seed,
+                                        init_weights=init_weights)
+        if init_weights is not None:
+            init_softmax(lm, softmax_bias, train_prefix=train_prefix,
+                         vocab=vocab)
         step = optimizer.iterations
         stream = DataStream()
+        warmup = LMWarmup(freeze_lm_steps)
         latest = tf.train.latest_checkpoint(save_dir) if _resume else None
         stream_saved = latest is not None and DataStream.in_checkpoint(latest)
+        warmup_saved = latest is not None and LMWarmup.in_checkpoint(latest)
         checkpoint = model_checkpoint(lm, optimizer=optimizer)
         if stream_saved:
             checkpoint.data_stream = stream.variables
+        if warmup_saved:
+            checkpoint.lm_frozen_until = warmup.until
         if _resume:
             restored = restore_checkpoint(checkpoint, lm, save_dir)
             print(f"restored {restored} at step {int(step.numpy())}",
@@ -475,6 +547,7 @@ def train(
             )
         # saved from now on (also when resuming an older checkpoint)
         checkpoint.data_stream = stream.variables
+        checkpoint.lm_frozen_until = warmup.until
         # non-chief workers write to a scratch directory (collective saves)
         ckpt_dir = save_dir if chief else tempfile.mkdtemp(prefix="bilm_w")
         manager = tf.train.CheckpointManager(
@@ -504,6 +577,13 @@ def train(
         batches = distributed_batches(
             strategy, train_prefix, vocab, options, stream_seed, skip)
         train_step = make_train_step(lm, optimizer, strategy, options)
+        # adaptation: the steps up to warmup.until train only the softmax
+        train_step = warmup.wrap(
+            train_step,
+            lambda: make_train_step(lm, optimizer, strategy, options,
+                                    variables=softmax_variables(lm)),
+            start_step=start_step,
+        )
         per_replica = options.batch_size // n_replicas
         states = strategy.experimental_distribute_values_from_function(
             lambda ctx: lm.zero_states(per_replica)
