@@ -15,11 +15,23 @@ Usage::
     python bench/train_throughput.py --compare dense_gradients --vocab 200000
     python bench/train_throughput.py --compare no_reset   # carried states
     TF_ENABLE_ONEDNN_OPTS=0 python bench/train_throughput.py
+    python bench/train_throughput.py --adapt [--batch 16] [--vocab 20000]
 
 The training fast path (``LanguageModel(unroll_windows=True,
 dedup_tokens=True)``, the default) is what runs; ``--compare`` runs a
 baseline in the same process, passes alternating so that other processes'
 load hits both alike, and reports the median of the per-pass ratios.
+
+``--adapt`` measures domain adaptation (issue 10) at the published size
+(``options/elmo_2x4096_512_2048cnn_2xhighway.json``: 2 x 2 LSTMs of 4096
+cells projected to 512, char-CNN 2048 filters, 8192 sampled negatives,
+unroll 20): a child process writes random weights in bilm-tf's HDF5
+layout, then this process starts from them as ``train_elmo.py
+--init_weights`` does (``build_model(init_weights=...)`` + the unigram
+softmax bias) and times the softmax-only warm-up step and the full step,
+alternating. ``peak_rss_mb`` is this process's peak (TensorFlow, the model,
+Adagrad's accumulators, activations); tokens/s count batch * unroll words
+per step.
 """
 
 import argparse
@@ -27,6 +39,8 @@ import json
 import os
 import resource
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 
@@ -38,12 +52,20 @@ import tensorflow as tf  # noqa: E402
 
 from bilm_keras.data.lm_dataset import make_tf_dataset  # noqa: E402
 from bilm_keras.options import BiLMOptions  # noqa: E402
+from bilm_keras.training.adaptation import (  # noqa: E402
+    init_softmax,
+    softmax_variables,
+)
 from bilm_keras.training.loop import (  # noqa: E402
     build_model,
     load_vocab,
     make_dataset,
     make_train_step,
 )
+
+PUBLISHED_OPTIONS = os.path.join(
+    os.path.dirname(os.path.abspath(__file__)), "..", "options",
+    "elmo_2x4096_512_2048cnn_2xhighway.json")
 
 
 def config(quick: bool) -> dict:
@@ -133,6 +155,106 @@ class Runner:
         return elapsed
 
 
+# ---------------------------------------------------- --adapt (issue 10)
+def adapt_options(quick: bool, batch: int, vocab: int) -> BiLMOptions:
+    """The published model's options (tiny LSTMs and CNN with --quick),
+    bilm-tf's training settings, ``batch`` and ``vocab``."""
+    options = BiLMOptions.from_json(PUBLISHED_OPTIONS)
+    if quick:
+        c = config(True)
+        options = BiLMOptions.from_dict({
+            **options.to_dict(),
+            "lstm": {**options.lstm.to_dict(), "dim": c["dim"],
+                     "projection_dim": c["proj"]},
+            "char_cnn": {**options.char_cnn.to_dict(),
+                         "filters": c["filters"]},
+            "n_negative_samples_batch": c["negatives"],
+        }, source="bench --adapt --quick")
+    return options.replace(batch_size=batch, n_tokens_vocab=vocab)
+
+
+def write_random_weights(out: str, quick: bool) -> None:
+    """Random weights in bilm-tf's HDF5 layout (run in a child process, so
+    that the measuring process's memory holds only what adaptation needs).
+    """
+    from bilm_keras.models.bilm_backbone import BiLMBackbone
+    from bilm_keras.weights.bilm_tf_hdf5 import save_bilm_tf_hdf5
+
+    tf.keras.utils.set_random_seed(0)
+    backbone = BiLMBackbone.from_options(
+        adapt_options(quick, 1, 3), name="bilm").build_all()
+    save_bilm_tf_hdf5(backbone, out)
+
+
+def measure_adapt(args) -> dict:
+    c = config(args.quick)
+    batch = args.batch or (4 if args.quick else 16)
+    n_vocab = args.vocab or (200 if args.quick else 20000)
+    options = adapt_options(args.quick, batch, n_vocab)
+    with tempfile.TemporaryDirectory() as folder:
+        weights = os.path.join(folder, "lm_weights.hdf5")
+        subprocess.run(
+            [sys.executable, os.path.abspath(__file__), "--_write_weights",
+             weights] + (["--quick"] if args.quick else []),
+            check=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        hdf5_mb = os.path.getsize(weights) / 2**20
+        vocab_file, corpus = write_corpus(folder, n_vocab, 3000)
+        vocab = load_vocab(vocab_file, options)
+        tf.keras.utils.set_random_seed(0)
+        start = time.perf_counter()
+        lm, optimizer = build_model(options, seed=0, init_weights=weights)
+        init_softmax(lm, "unigram", train_prefix=corpus, vocab=vocab)
+        load_s = time.perf_counter() - start
+        strategy = tf.distribute.get_strategy()
+        steps = {
+            "warmup": make_train_step(lm, optimizer, strategy, options,
+                                      variables=softmax_variables(lm)),
+            "adapt": make_train_step(lm, optimizer, strategy, options),
+        }
+        data = make_dataset(corpus, vocab, options, seed=0)
+        batches = iter(make_tf_dataset(data, batch, options.unroll_steps))
+        states = lm.zero_states(batch)
+
+        def run(name, n_steps):
+            nonlocal states
+            begin = time.perf_counter()
+            for _ in range(n_steps):
+                loss, _, states, _ = steps[name](next(batches), states)
+            float(loss)  # wait for the last step
+            return n_steps * batch * options.unroll_steps / (
+                time.perf_counter() - begin)
+
+        for name in steps:  # trace + first runs
+            run(name, args.warmup)
+        rates = {name: [] for name in steps}
+        for _ in range(args.passes):  # alternate: contention hits both
+            for name in steps:
+                rates[name].append(run(name, args.steps))
+    return {
+        "benchmark": "train_throughput --adapt",
+        "quick": args.quick,
+        "model": "test-size" if args.quick else (
+            "elmo_2x4096_512_2048cnn_2xhighway (random weights)"),
+        "n_parameters_lm": int(sum(np.prod(v.shape)
+                                   for v in lm.backbone.trainable_variables)),
+        "batch": batch, "unroll": options.unroll_steps, "vocab": n_vocab,
+        "negatives": options.n_negative_samples_batch,
+        "tokens_per_second": round(statistics.median(rates["adapt"]), 1),
+        "passes": [round(r, 1) for r in rates["adapt"]],
+        "warmup_tokens_per_second": round(
+            statistics.median(rates["warmup"]), 1),
+        "warmup_passes": [round(r, 1) for r in rates["warmup"]],
+        "load_s": round(load_s, 2),
+        "hdf5_mb": round(hdf5_mb, 1),
+        "peak_rss_mb": round(
+            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "steps_per_pass": args.steps,
+        "intra_threads": tf.config.threading
+        .get_intra_op_parallelism_threads(),
+        "device": "GPU" if tf.config.list_physical_devices("GPU") else "CPU",
+    }
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--passes", type=int, default=5)
@@ -156,6 +278,14 @@ def main(argv=None):
                         help="LanguageModel(dedup_tokens=False)")
     parser.add_argument("--intra_threads", type=int, default=0)
     parser.add_argument("--inter_threads", type=int, default=0)
+    parser.add_argument("--adapt", action="store_true",
+                        help="domain adaptation at the published size "
+                        "(issue 10): --init_weights from random weights in "
+                        "bilm-tf's layout, warm-up and full steps")
+    parser.add_argument("--batch", type=int, default=None,
+                        help="--adapt: batch size (default 16; 4 quick)")
+    parser.add_argument("--_write_weights", default=None,
+                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.intra_threads:
         tf.config.threading.set_intra_op_parallelism_threads(
@@ -163,6 +293,12 @@ def main(argv=None):
     if args.inter_threads:
         tf.config.threading.set_inter_op_parallelism_threads(
             args.inter_threads)
+    if args._write_weights:
+        write_random_weights(args._write_weights, args.quick)
+        return
+    if args.adapt:
+        print(json.dumps(measure_adapt(args)))
+        return
     c = config(args.quick)
     if args.vocab:
         c["vocab"] = args.vocab

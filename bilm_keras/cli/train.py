@@ -3,7 +3,12 @@
 import os
 
 from bilm_keras.cli._common import check_file, check_glob, check_options
-from bilm_keras.training.cli import add_run_arguments, run_kwargs
+from bilm_keras.training.cli import (
+    adaptation_kwargs,
+    add_adaptation_arguments,
+    add_run_arguments,
+    run_kwargs,
+)
 
 NAME = "train"
 ALIAS = "train_elmo.py"
@@ -22,7 +27,10 @@ EPILOG = """\
 examples:
   bilm-keras train --train_prefix 'corpus/train/*' --vocab_file vocab.txt \\
       --save_dir ckpt/ --options options/small.json
-  bilm-keras train ... --n_gpus 2 --batch_size 256 --n_epochs 3"""
+  bilm-keras train ... --n_gpus 2 --batch_size 256 --n_epochs 3
+  bilm-keras train --train_prefix 'domain/*' --vocab_file vocab.txt \
+      --save_dir adapted/ --options elmo/options.json \
+      --init_weights elmo/lm_weights.hdf5 --freeze_lm_steps 500"""
 
 
 def add_arguments(parser):
@@ -31,6 +39,7 @@ def add_arguments(parser):
         "--options", default=None,
         help="options.json of the model to train (default: the published "
              f"model's, options/{DEFAULT_OPTIONS})")
+    add_adaptation_arguments(parser)
 
 
 def check(args) -> None:
@@ -40,6 +49,8 @@ def check(args) -> None:
     check_options(args.options, "--options")
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.train_prefix, "--train_prefix")
+    if args.init_weights is not None:
+        check_file(args.init_weights, "--init_weights")
 
 
 def run(args) -> dict:
@@ -47,4 +58,4 @@ def run(args) -> dict:
     from bilm_keras.training import train
 
     return train(options=BiLMOptions.from_json(args.options),
-                 **run_kwargs(args))
+                 **run_kwargs(args), **adaptation_kwargs(args))

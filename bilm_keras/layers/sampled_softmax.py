@@ -69,14 +69,19 @@ class SampledSoftmaxLoss(keras.layers.Layer):
         """Whether training uses the sampled (not the full) softmax."""
         return self.n_negative_samples < self.n_vocab
 
+    @property
+    def weight_stddev(self) -> float:
+        """``W`` starts as normal(0, ``weight_stddev``): bilm-tf's
+        1 / sqrt(dim), "Glorot-like" for a softmax."""
+        return 1.0 / self.dim**0.5
+
     def build(self, input_shape=None):
         if not self.share_weights:
-            # bilm-tf: normal(0, 1 / sqrt(dim)), "Glorot-like" for a softmax
             self.W = self.add_weight(
                 name="W",
                 shape=(self.n_vocab, self.dim),
                 initializer=initial(keras.initializers.RandomNormal(
-                    stddev=1.0 / self.dim**0.5
+                    stddev=self.weight_stddev
                 )),
             )
         self.b = self.add_weight(

@@ -34,3 +34,36 @@ def run_kwargs(args: argparse.Namespace) -> dict:
         n_train_tokens=args.n_train_tokens, save_every=args.save_every,
         log_every=args.log_every, seed=args.seed,
     )
+
+
+def add_adaptation_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the domain-adaptation flags (``train_elmo.py`` only: a restart
+    continues its checkpoint, warm-up included)."""
+    group = parser.add_argument_group(
+        "domain adaptation",
+        "continue training a published biLM (bilm-tf / AllenNLP "
+        "options.json + lm_weights.hdf5) on your own text",
+    )
+    group.add_argument(
+        "--init_weights", default=None, metavar="LM_WEIGHTS_HDF5",
+        help="start the char-CNN / token embedding and both LSTM stacks "
+        "from this lm_weights.hdf5 (--options must describe the same "
+        "model; n_characters 261 or 262); the softmax is new, for "
+        "--vocab_file")
+    group.add_argument(
+        "--freeze_lm_steps", type=int, default=0, metavar="N",
+        help="with --init_weights: the first N steps train only the "
+        "softmax, so that the pretrained LSTMs never see a random "
+        "softmax's gradients (default 0)")
+    group.add_argument(
+        "--softmax_bias", choices=("unigram", "zeros"), default="unigram",
+        help="with --init_weights: the new softmax's bias: the log "
+        "frequency of each word as a target in --train_prefix (default; "
+        "one pass over the corpus) or zeros (bilm-tf)")
+
+
+def adaptation_kwargs(args: argparse.Namespace) -> dict:
+    """The keyword arguments of ``train`` from those flags."""
+    return dict(init_weights=args.init_weights,
+                freeze_lm_steps=args.freeze_lm_steps,
+                softmax_bias=args.softmax_bias)

@@ -56,6 +56,15 @@ from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions, OptionsError
 from bilm_keras.training.adagrad import RowSparseAdagrad
+from bilm_keras.training.adaptation import (
+    SOFTMAX_BIASES,
+    LMWarmup,
+    check_weight_file,
+    draw_softmax_weights,
+    init_softmax,
+    load_pretrained_lm,
+    softmax_variables,
+)
 from bilm_keras.training.strategy import (
     cluster_workers,
     is_chief,
@@ -115,15 +124,28 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
-                **model_kwargs):
+                init_weights=None, **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad (call in scope).
 
+    ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
+    every variable of the backbone (domain adaptation; each dataset is
+    checked against the options first, see :func:`load_pretrained_lm`);
+    the softmax, which the file does not have, gets its random ``W`` and
+    a zero bias (:func:`init_softmax` sets the bias from the corpus).
     ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
     ``dedup_tokens``: the training fast path, on by default).
     """
     lm = LanguageModel.from_options(options, training=training, seed=seed,
                                     **model_kwargs)
-    lm.build_all()
+    if init_weights is None:
+        lm.build_all()
+    else:
+        # the file fills the backbone: zeros until then, no random values
+        # to compute (published model: 1.16 -> 1.07 GB after loading)
+        with placeholder_weights():
+            lm.build_all()
+        load_pretrained_lm(lm, init_weights)
+        draw_softmax_weights(lm)
     optimizer = make_optimizer(options)
     optimizer.build(lm.trainable_variables)
     return lm, optimizer
@@ -236,7 +258,8 @@ def _sum_repeated_rows(grad):
 
 def make_train_step(lm: LanguageModel, optimizer, strategy,
                     options: BiLMOptions, *, sparse_gradients: bool = True,
-                    dropout_seed: Optional[int] = None):
+                    dropout_seed: Optional[int] = None,
+                    variables: Optional[Sequence] = None):
     """``train_step(batch, states) -> (loss, grad_norm, states,
     direction_losses)``.
 
@@ -251,10 +274,14 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
     Dropout masks are a function of ``dropout_seed`` (None: drawn once
     from the system), the global step and the replica, the same in the
     fast and the plain LSTM path (:mod:`bilm_keras.layers.dropout`).
+    ``variables``: the ones to train (default: all trainable ones); the
+    others get no gradient, no update and no accumulator change, and the
+    gradient norm is theirs alone (the warm-up's softmax-only step).
     """
     rows_once = _sum_repeated_rows if sparse_gradients else (
         tf.convert_to_tensor)
-    variables = lm.trainable_variables
+    variables = (lm.trainable_variables if variables is None
+                 else list(variables))
     n_replicas = strategy.num_replicas_in_sync
     sum_op, mean_op = tf.distribute.ReduceOp.SUM, tf.distribute.ReduceOp.MEAN
     if dropout_seed is None:
@@ -395,6 +422,29 @@ class DataStream:
 
 
 # ---------------------------------------------------------------- training
+def _check_adaptation(init_weights, freeze_lm_steps, softmax_bias,
+                      resuming) -> None:
+    """The adaptation arguments, checked before any corpus pass."""
+    if not (isinstance(freeze_lm_steps, int) and freeze_lm_steps >= 0):
+        raise ValueError(f"--freeze_lm_steps: expected an integer >= 0, "
+                         f"found {freeze_lm_steps!r}")
+    if softmax_bias not in SOFTMAX_BIASES:
+        raise ValueError(f"--softmax_bias: expected one of "
+                         f"{', '.join(SOFTMAX_BIASES)}, found "
+                         f"{softmax_bias!r}")
+    if init_weights is None:
+        if freeze_lm_steps:
+            raise ValueError("--freeze_lm_steps: expected 0 without "
+                             f"--init_weights, found {freeze_lm_steps}")
+        return
+    if resuming:
+        raise CheckpointError(
+            "--init_weights starts a new run; a checkpoint continues with "
+            "its own weights (restart.py, without --init_weights)"
+        )
+    check_weight_file(init_weights)
+
+
 def train(
     *,
     options: BiLMOptions,
@@ -411,6 +461,9 @@ def train(
     max_to_keep: int = 5,
     seed: Optional[int] = None,
     fast_path: bool = True,
+    init_weights: Optional[str] = None,
+    freeze_lm_steps: int = 0,
+    softmax_bias: str = "unigram",
     _resume: bool = False,
     _extra_steps: Optional[int] = None,
 ) -> dict:
@@ -435,6 +488,16 @@ def train(
             ``dedup_tokens``); False: the plain per-direction loop. The
             same numbers (tests/training/test_fast_path.py); the fast path
             is about 2x faster on a CPU.
+        init_weights: domain adaptation: a bilm-tf / AllenNLP
+            ``lm_weights.hdf5`` matching ``options`` whose weights the
+            backbone starts from (:mod:`bilm_keras.training.adaptation`);
+            the softmax is new, for ``vocab_file``.
+        freeze_lm_steps: with ``init_weights``, the first global steps
+            that train only the softmax (kept in the checkpoints: a restart
+            finishes the warm-up). Part of the run's steps, not extra.
+        softmax_bias: with ``init_weights``, the new softmax's bias:
+            ``"unigram"`` (log target frequencies of ``train_prefix``) or
+            ``"zeros"`` (bilm-tf's).
 
     Returns:
         dict: ``step`` (final global step), ``perplexity`` (train, last
@@ -444,6 +507,7 @@ def train(
         and ``model`` (the trained :class:`LanguageModel`).
     """
     save_dir = os.fspath(save_dir)
+    _check_adaptation(init_weights, freeze_lm_steps, softmax_bias, _resume)
     strategy = make_strategy(n_gpus=n_gpus, devices=devices)
     chief = is_chief(strategy)
 
@@ -488,14 +552,22 @@ def train(
               else contextlib.nullcontext()):
             lm, optimizer = build_model(options, seed=seed,
                                         unroll_windows=fast_path,
-                                        dedup_tokens=fast_path)
+                                        dedup_tokens=fast_path,
+                                        init_weights=init_weights)
+        if init_weights is not None:
+            init_softmax(lm, softmax_bias, train_prefix=train_prefix,
+                         vocab=vocab)
         step = optimizer.iterations
         stream = DataStream()
+        warmup = LMWarmup(freeze_lm_steps)
         latest = tf.train.latest_checkpoint(save_dir) if _resume else None
         stream_saved = latest is not None and DataStream.in_checkpoint(latest)
+        warmup_saved = latest is not None and LMWarmup.in_checkpoint(latest)
         checkpoint = model_checkpoint(lm, optimizer=optimizer)
         if stream_saved:
             checkpoint.data_stream = stream.variables
+        if warmup_saved:
+            checkpoint.lm_frozen_until = warmup.until
         if _resume:
             restored = restore_checkpoint(checkpoint, lm, save_dir)
             print(f"restored {restored} at step {int(step.numpy())}",
@@ -507,6 +579,7 @@ def train(
             )
         # saved from now on (also when resuming an older checkpoint)
         checkpoint.data_stream = stream.variables
+        checkpoint.lm_frozen_until = warmup.until
         # non-chief workers write to a scratch directory (collective saves)
         ckpt_dir = save_dir if chief else tempfile.mkdtemp(prefix="bilm_w")
         manager = tf.train.CheckpointManager(
@@ -543,6 +616,14 @@ def train(
             strategy, train_prefix, vocab, options, stream_seed, skip)
         train_step = make_train_step(lm, optimizer, strategy, options,
                                      dropout_seed=seed)
+        # adaptation: the steps up to warmup.until train only the softmax
+        train_step = warmup.wrap(
+            train_step,
+            lambda: make_train_step(lm, optimizer, strategy, options,
+                                    dropout_seed=seed,
+                                    variables=softmax_variables(lm)),
+            start_step=start_step,
+        )
         per_replica = options.batch_size // n_replicas
         states = strategy.experimental_distribute_values_from_function(
             lambda ctx: lm.zero_states(per_replica)

@@ -124,13 +124,25 @@ def hdf5_shape(row: WeightRow) -> tuple:
     return tuple(row.to_hdf5(view).shape)
 
 
+#: the dataset that tells a char-CNN file from a token-input one
+_INPUT_KIND = {"char_embed": "a char-CNN", "embedding": "a token-input"}
+
+
 def _checked_dataset(fin, path_name: str, row: WeightRow) -> h5py.Dataset:
     expected = hdf5_shape(row)
     ds = fin.get(row.hdf5_path)
     if not isinstance(ds, h5py.Dataset):
+        hint = ""
+        other = [k for k in _INPUT_KIND if k != row.hdf5_path]
+        if row.hdf5_path in _INPUT_KIND and isinstance(
+                fin.get(other[0]), h5py.Dataset):
+            # the usual mix-up: char options with a token model's file
+            hint = (f"; the file holds {_INPUT_KIND[other[0]]} model "
+                    f"(dataset '{other[0]}'), the options describe "
+                    f"{_INPUT_KIND[row.hdf5_path]} one")
         raise WeightFileError(
             f"{path_name}: missing dataset '{row.hdf5_path}' "
-            f"(expected shape {expected})"
+            f"(expected shape {expected}){hint}"
         )
     if tuple(ds.shape) != expected:
         raise WeightFileError(
@@ -175,10 +187,19 @@ def _assign_from_dataset(ds: h5py.Dataset, row: WeightRow) -> None:
     tf.raw_ops.DisableCopyOnRead(resource=target.handle)
 
 
+def _datasets(fin: h5py.File) -> List[str]:
+    names = []
+    fin.visititems(lambda name, obj: names.append(name)
+                   if isinstance(obj, h5py.Dataset) else None)
+    return names
+
+
 def load_bilm_tf_hdf5(
     backbone: BiLMBackbone,
     weight_file: str | os.PathLike,
     embedding_weight_file: Optional[str | os.PathLike] = None,
+    *,
+    strict: bool = False,
 ) -> None:
     """Assigns bilm-tf HDF5 weights to a backbone.
 
@@ -190,11 +211,16 @@ def load_bilm_tf_hdf5(
         embedding_weight_file: for token input, the file with the
             ``embedding`` dataset (from :func:`dump_token_embeddings`);
             default: ``weight_file``.
+        strict: also require every dataset of ``weight_file`` to have a
+            variable. Without it a file with more than the model needs
+            loads (a forward-only model from a bidirectional file); with
+            it, options with fewer layers or highways than the file fail.
 
     Raises:
-        WeightFileError: a dataset is missing or has the wrong shape; the
-            message names the file, the dataset and both shapes. Nothing is
-            assigned unless every dataset fits.
+        WeightFileError: a dataset is missing or has the wrong shape (or,
+            ``strict``, is left over); the message names the file, the
+            dataset and both shapes. Nothing is assigned unless every
+            dataset fits.
     """
     if not backbone.built:
         # every variable is about to be assigned: skip random initialisers
@@ -221,6 +247,18 @@ def load_bilm_tf_hdf5(
         # never holds a second copy of the weights
         for row, key in zip(rows, keys):
             _checked_dataset(handles[key], files[key], row)
+        if strict:
+            used = {row.hdf5_path for row in rows}
+            extra = [name for name in _datasets(handles["weights"])
+                     if name not in used]
+            if extra:
+                raise WeightFileError(
+                    f"{files['weights']}: dataset(s) "
+                    f"{', '.join(repr(n) for n in extra[:6])}"
+                    f"{' and more' if len(extra) > 6 else ''} have no "
+                    "variable in the model the options describe (fewer "
+                    "layers, highways or directions than the file)"
+                )
         for row, key in zip(rows, keys):
             _assign_from_dataset(handles[key][row.hdf5_path], row)
     finally:

@@ -26,3 +26,19 @@ def test_train_throughput_quick_runs():
     assert 0 < result["distinct_token_fraction"] <= 1
     assert result["matmul_peak_gflops"] > 0
     assert 0 < result["peak_fraction"] < 1
+
+
+def test_train_throughput_adapt_quick_runs():
+    """``--adapt``: random weights written in bilm-tf's layout by a child
+    process, loaded as ``--init_weights``, warm-up and full steps timed."""
+    out = subprocess.run(
+        [sys.executable, str(BENCH), "--adapt", "--quick", "--passes", "1",
+         "--steps", "2", "--warmup", "1"],
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
+        capture_output=True, text=True, timeout=180, check=True)
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    assert result["benchmark"] == "train_throughput --adapt"
+    assert result["tokens_per_second"] > 0
+    assert result["warmup_tokens_per_second"] > 0
+    assert result["peak_rss_mb"] > 0
+    assert result["hdf5_mb"] > 0

@@ -1,0 +1,222 @@
+"""Domain adaptation: continue training a published biLM on new text.
+
+A bilm-tf / AllenNLP ``lm_weights.hdf5`` holds the token embedder and both
+LSTM stacks but no softmax (bilm-tf's ``dump_weights`` leaves it out). To
+continue training one on domain text (:func:`~bilm_keras.training.train`
+with ``init_weights``):
+
+1. the :class:`LanguageModel` the options describe is built, its backbone
+   with placeholder zeros, and :func:`load_bilm_tf_hdf5` fills every
+   backbone variable from the file (``strict``: every dataset of the file
+   must have a variable too). The one weight table of
+   :mod:`bilm_keras.weights.bilm_tf_hdf5` handles the layout: the padding
+   row of ``char_embed``, the conv kernels, ``n_characters`` 261 or 262
+   (the Keras table always has the padding row).
+2. the softmax is new, for the vocabulary of ``--vocab_file``: ``W`` is
+   drawn from bilm-tf's initialiser, normal(0, 1 / sqrt(projection_dim))
+   (:func:`draw_softmax_weights`, a block of rows at a time); the bias is
+   the log of each class's smoothed frequency as a target in the training
+   text (:func:`target_log_frequencies`; ``softmax_bias="zeros"``:
+   bilm-tf's zeros). A softmax whose bias is the unigram log-probability
+   starts as the unigram model of the domain instead of a uniform guess
+   over the vocabulary, so its first gradients into the LSTMs are not
+   those of a random classifier.
+3. for the first ``freeze_lm_steps`` steps only the softmax trains
+   (:func:`softmax_variables`; the LSTMs and the char-CNN get no update
+   and their Adagrad accumulators stay at their initial value), then
+   everything does. bilm-tf's advice for fine-tuning was to keep the
+   vocabulary and re-learn the softmax; the warm-up is that, before the
+   pretrained LSTMs see any gradient.
+
+The warm-up's end is a global step kept in the checkpoints
+(:class:`LMWarmup`), so a restart during the warm-up finishes it and one
+after it trains everything.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+from typing import Callable, Optional
+
+import h5py
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras.data.lm_dataset import list_shards, read_lines
+from bilm_keras.data.vocabulary import Vocabulary
+from bilm_keras.models.language_model import LanguageModel
+from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
+
+#: ``softmax_bias`` choices of :func:`init_softmax`
+SOFTMAX_BIASES = ("unigram", "zeros")
+
+
+def check_weight_file(weight_file) -> str:
+    """``weight_file`` as a path; fails early (before any corpus pass)
+    when it does not exist."""
+    path = os.fspath(weight_file)
+    if not os.path.isfile(path):
+        raise WeightFileError(f"{path}: weight file not found "
+                              "(--init_weights)")
+    return path
+
+
+def target_log_frequencies(train_prefix, vocab: Vocabulary, *,
+                           bidirectional: bool = True) -> np.ndarray:
+    """Log of each softmax class's frequency as a target in a corpus.
+
+    The targets are what the loss sees: every token of each sentence (OOV
+    ones as ``<UNK>``), plus ``</S>`` (the forward LM's last target) and,
+    for a bidirectional model, ``<S>`` (the backward LM's), both
+    directions sharing the one softmax. Add-one smoothing gives classes
+    the corpus never shows a finite bias.
+
+    Returns:
+        `(vocab.size,)` float32 ``log((count + 1) / (total + vocab.size))``.
+    """
+    words: collections.Counter = collections.Counter()
+    n_sentences = 0
+    for path in list_shards(train_prefix):
+        for _, line in read_lines(path):
+            tokens = line.split()
+            if tokens:
+                words.update(tokens)
+                n_sentences += 1
+    counts = np.zeros(vocab.size, np.float64)
+    per_direction = 2.0 if bidirectional else 1.0
+    for word, n in words.items():
+        counts[vocab.word_to_id(word)] += per_direction * n
+    counts[vocab.eos] += n_sentences
+    if bidirectional:
+        counts[vocab.bos] += n_sentences
+    counts += 1.0
+    return np.log(counts / counts.sum()).astype(np.float32)
+
+
+def init_softmax(lm: LanguageModel, bias: str = "unigram", *,
+                 train_prefix=None, vocab: Optional[Vocabulary] = None
+                 ) -> None:
+    """Sets the new softmax's bias (``W`` keeps its initialiser).
+
+    Args:
+        bias: ``"unigram"`` (log target frequencies of ``train_prefix``,
+            see :func:`target_log_frequencies`) or ``"zeros"`` (bilm-tf).
+    """
+    if bias not in SOFTMAX_BIASES:
+        raise ValueError(f"softmax_bias: expected one of {SOFTMAX_BIASES}, "
+                         f"found {bias!r}")
+    if bias == "zeros":
+        lm.softmax.b.assign(tf.zeros_like(lm.softmax.b))
+        return
+    lm.softmax.b.assign(target_log_frequencies(
+        train_prefix, vocab, bidirectional=lm.backbone.bidirectional))
+
+
+def load_pretrained_lm(lm: LanguageModel, weight_file) -> None:
+    """Fills every variable of ``lm``'s backbone from bilm-tf HDF5.
+
+    Every dataset of the file must have a variable and every variable a
+    dataset of its shape; otherwise :class:`WeightFileError` names the
+    file, the dataset and both shapes, and nothing is assigned.
+    """
+    path = check_weight_file(weight_file)
+    if not lm.backbone.use_character_inputs:
+        # a token model's embedding table is its vocabulary: a token model
+        # adapts with the vocabulary it was trained with
+        with h5py.File(path, "r") as fin:
+            table = fin.get("embedding")
+            if (isinstance(table, h5py.Dataset) and table.ndim == 2
+                    and table.shape[0] != lm.n_vocab):
+                raise WeightFileError(
+                    f"{path}: dataset 'embedding' has {table.shape[0]} rows "
+                    f"(its vocabulary), the --vocab_file {lm.n_vocab}; a "
+                    "token-input model keeps its vocabulary"
+                )
+    load_bilm_tf_hdf5(lm.backbone, path, strict=True)
+
+
+#: rows of the softmax drawn at once (bounds the temporary: the published
+#: vocabulary's ``W`` is 1.6 GB)
+DRAW_BLOCK_BYTES = 8 << 20
+
+
+def draw_softmax_weights(lm: LanguageModel) -> None:
+    """Draws the softmax's ``W`` from its initialiser (normal(0,
+    ``weight_stddev``)) into a model built with placeholders, a block of
+    rows at a time; nothing to do when ``W`` is the shared token table.
+    Seeded by Keras' global seed (``keras.utils.set_random_seed``)."""
+    softmax = lm.softmax
+    if softmax.share_weights:
+        return
+    seed = keras.random.SeedGenerator()
+    n_vocab, dim = softmax.W.shape
+
+    def draw(rows):
+        return keras.random.normal((rows, dim), stddev=softmax.weight_stddev,
+                                   seed=seed)
+
+    step = max(1, DRAW_BLOCK_BYTES // (4 * dim))
+    if n_vocab <= step or tf.distribute.has_strategy():
+        softmax.W.assign(draw(n_vocab))
+        return
+    target = softmax.W.value  # the tf.Variable: sliced assignment
+    for start in range(0, n_vocab, step):
+        stop = min(start + step, n_vocab)
+        target[start:stop].assign(draw(stop - start))
+    # as the HDF5 loader: a sliced assignment leaves the variable copying
+    # itself on every read; nothing else holds it
+    tf.raw_ops.DisableCopyOnRead(resource=target.handle)
+
+
+def softmax_variables(lm: LanguageModel) -> list:
+    """The variables the warm-up trains: the softmax's own (``W`` and
+    ``b``; only ``b`` when ``W`` is the shared token table)."""
+    return list(lm.softmax.trainable_variables)
+
+
+class LMWarmup:
+    """The global step up to which only the softmax trains.
+
+    Kept in the checkpoints (``lm_frozen_until``) so that a restart knows
+    whether the warm-up is over. 0 (no warm-up) for a run from scratch and
+    for checkpoints written before adaptation existed.
+    """
+
+    def __init__(self, freeze_lm_steps: int = 0):
+        self.until = tf.Variable(freeze_lm_steps, dtype=tf.int64,
+                                 trainable=False, name="lm_frozen_until")
+
+    @staticmethod
+    def in_checkpoint(path: str) -> bool:
+        return any(name.startswith("lm_frozen_until")
+                   for name, _ in tf.train.list_variables(path))
+
+    def wrap(self, full_step: Callable, make_warmup_step: Callable, *,
+             start_step: int) -> Callable:
+        """``full_step``, preceded by a softmax-only step for the global
+        steps ``start_step + 1 .. until``.
+
+        The step is counted here, not read from the optimizer, so choosing
+        costs no device round trip; ``make_warmup_step()`` is called (and
+        traced) only if a warm-up step is left.
+        """
+        until = int(self.until.numpy())
+        if until <= start_step:
+            return full_step
+        warmup_step = make_warmup_step()
+        print(f"steps {start_step + 1}..{until}: only the softmax trains "
+              "(the pretrained LM is frozen)", flush=True)
+        current = start_step
+
+        def train_step(batch, states):
+            nonlocal current
+            current += 1
+            if current == until + 1:
+                print(f"step {current}: the whole model trains from now on",
+                      flush=True)
+            step = warmup_step if current <= until else full_step
+            return step(batch, states)
+
+        return train_step
