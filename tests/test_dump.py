@@ -172,6 +172,8 @@ def test_dump_command_layers_and_float16(files, model, tmp_path):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO_ROOT)] + os.environ.get("PYTHONPATH", "").split(
             os.pathsep)))
+    # a user's environment: conftest's TF log level would be respected
+    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
 
     vocab, options, weights = files
     dataset = tmp_path / "sentences.txt"
