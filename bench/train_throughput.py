@@ -50,7 +50,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bilm_keras.data.lm_dataset import make_tf_dataset  # noqa: E402
+from bilm_keras.data.lm_dataset import (  # noqa: E402
+    count_corpus,
+    make_tf_dataset,
+)
 from bilm_keras.options import BiLMOptions  # noqa: E402
 from bilm_keras.training.adaptation import (  # noqa: E402
     init_softmax,
@@ -203,7 +206,9 @@ def measure_adapt(args) -> dict:
         tf.keras.utils.set_random_seed(0)
         start = time.perf_counter()
         lm, optimizer = build_model(options, seed=0, init_weights=weights)
-        init_softmax(lm, "unigram", train_prefix=corpus, vocab=vocab)
+        stats, token_counts = count_corpus(corpus)
+        init_softmax(lm, "unigram", token_counts=token_counts,
+                     n_sentences=stats["n_sentences"], vocab=vocab)
         load_s = time.perf_counter() - start
         strategy = tf.distribute.get_strategy()
         steps = {

@@ -126,20 +126,15 @@ def read_sentences(path: str) -> tuple:
     return lines, skipped
 
 
-def count_tokens(filepattern, vocab: Optional[Vocabulary] = None) -> dict:
-    """Count the training tokens of a corpus glob, as bilm-tf's
-    ``n_train_tokens``.
-
-    Args:
-        filepattern: glob of corpus files.
-        vocab: when given (with ``<UNK>``), also the corpus's unigram
-            perplexity over it (:mod:`bilm_keras.data.unigram`).
+def count_corpus(filepattern) -> tuple:
+    """One pass over a corpus glob: ``(stats, token_counts)``.
 
     Returns:
-        dict with ``n_tokens`` (whitespace tokens, without ``<S>``/``</S>``),
-        ``n_sentences`` (non-blank lines), ``n_skipped_lines`` (empty or
-        whitespace-only lines), ``n_files`` and, with ``vocab`` and at least
-        one sentence, ``unigram_perplexity``.
+        ``stats``: dict with ``n_tokens`` (whitespace tokens, without
+        ``<S>``/``</S>``; bilm-tf's ``n_train_tokens``), ``n_sentences``
+        (non-blank lines), ``n_skipped_lines`` (empty or whitespace-only
+        lines) and ``n_files``; ``token_counts``: a ``Counter`` of the
+        tokens (:mod:`bilm_keras.data.unigram` maps it to softmax classes).
     """
     shards = list_shards(filepattern)
     n_tokens = n_sentences = n_skipped = 0
@@ -150,16 +145,24 @@ def count_tokens(filepattern, vocab: Optional[Vocabulary] = None) -> dict:
             if tokens:
                 n_tokens += len(tokens)
                 n_sentences += 1
-                if vocab is not None:
-                    token_counts.update(tokens)
+                token_counts.update(tokens)
             else:
                 n_skipped += 1
-    counts = dict(n_tokens=n_tokens, n_sentences=n_sentences,
-                  n_skipped_lines=n_skipped, n_files=len(shards))
-    if vocab is not None and n_sentences:
-        counts["unigram_perplexity"] = unigram_perplexity(
-            token_counts, n_sentences, vocab)
-    return counts
+    stats = dict(n_tokens=n_tokens, n_sentences=n_sentences,
+                 n_skipped_lines=n_skipped, n_files=len(shards))
+    return stats, token_counts
+
+
+def count_tokens(filepattern, vocab: Optional[Vocabulary] = None) -> dict:
+    """The ``stats`` of :func:`count_corpus`; with ``vocab`` (holding
+    ``<UNK>``) and at least one sentence, also ``unigram_perplexity``, the
+    corpus's unigram perplexity over it (:mod:`bilm_keras.data.unigram`).
+    """
+    stats, token_counts = count_corpus(filepattern)
+    if vocab is not None and stats["n_sentences"]:
+        stats["unigram_perplexity"] = unigram_perplexity(
+            token_counts, stats["n_sentences"], vocab)
+    return stats
 
 
 def check_vocab(vocab) -> None:

@@ -34,18 +34,35 @@ def perplexity_of_counts(counts) -> float:
     return math.exp(entropy)
 
 
-def unigram_perplexity(token_counts: Mapping[str, int], n_sentences: int,
-                       vocab) -> float:
-    """The unigram perplexity of a corpus's LM targets over ``vocab``.
+def target_counts(token_counts: Mapping[str, int], n_sentences: int,
+                  vocab, *, bidirectional: bool = False) -> np.ndarray:
+    """How often each softmax class is a target, `(vocab.size,)` float64.
+
+    Every token of a sentence is a target (as ``<UNK>`` when ``vocab``
+    lacks it), and so is each sentence's boundary: ``</S>`` for the
+    forward LM, ``<S>`` for the backward one. ``bidirectional``: both
+    directions' targets (the one softmax they share sees both); else one
+    direction's.
 
     Args:
         token_counts: how often each corpus token occurs.
-        n_sentences: sentences of the corpus (one boundary target each).
+        n_sentences: sentences of the corpus.
         vocab: a :class:`~bilm_keras.data.vocabulary.Vocabulary` with
-            ``<UNK>`` (tokens it lacks count as ``<UNK>``).
+            ``<S>``, ``</S>`` and ``<UNK>``.
     """
-    counts = np.zeros(vocab.size + 1, np.float64)  # last slot: boundary
+    directions = 2 if bidirectional else 1
+    counts = np.zeros(vocab.size, np.float64)
     for word, count in token_counts.items():
-        counts[vocab.word_to_id(word)] += count
-    counts[-1] += n_sentences
-    return perplexity_of_counts(counts)
+        counts[vocab.word_to_id(word)] += directions * count
+    counts[vocab.eos] += n_sentences
+    if bidirectional:
+        counts[vocab.bos] += n_sentences
+    return counts
+
+
+def unigram_perplexity(token_counts: Mapping[str, int], n_sentences: int,
+                       vocab) -> float:
+    """The unigram perplexity of a corpus's LM targets over ``vocab``
+    (one direction's, :func:`target_counts`)."""
+    return perplexity_of_counts(
+        target_counts(token_counts, n_sentences, vocab))

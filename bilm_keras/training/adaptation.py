@@ -44,7 +44,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras.data.lm_dataset import list_shards, read_lines
+from bilm_keras.data.unigram import target_counts
 from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
@@ -63,46 +63,38 @@ def check_weight_file(weight_file) -> str:
     return path
 
 
-def target_log_frequencies(train_prefix, vocab: Vocabulary, *,
+def target_log_frequencies(token_counts, n_sentences: int,
+                           vocab: Vocabulary, *,
                            bidirectional: bool = True) -> np.ndarray:
     """Log of each softmax class's frequency as a target in a corpus.
 
-    The targets are what the loss sees: every token of each sentence (OOV
-    ones as ``<UNK>``), plus ``</S>`` (the forward LM's last target) and,
-    for a bidirectional model, ``<S>`` (the backward LM's), both
-    directions sharing the one softmax. Add-one smoothing gives classes
-    the corpus never shows a finite bias.
+    The targets are what the loss sees (:func:`~bilm_keras.data.unigram.
+    target_counts`): every token (OOV ones as ``<UNK>``) and ``</S>`` (the
+    forward LM's last target) and, for a bidirectional model, ``<S>`` (the
+    backward LM's), both directions sharing the one softmax. Add-one
+    smoothing gives classes the corpus never shows a finite bias.
+
+    Args:
+        token_counts, n_sentences: of the corpus
+            (:func:`~bilm_keras.data.lm_dataset.count_corpus`).
 
     Returns:
         `(vocab.size,)` float32 ``log((count + 1) / (total + vocab.size))``.
     """
-    words: collections.Counter = collections.Counter()
-    n_sentences = 0
-    for path in list_shards(train_prefix):
-        for _, line in read_lines(path):
-            tokens = line.split()
-            if tokens:
-                words.update(tokens)
-                n_sentences += 1
-    counts = np.zeros(vocab.size, np.float64)
-    per_direction = 2.0 if bidirectional else 1.0
-    for word, n in words.items():
-        counts[vocab.word_to_id(word)] += per_direction * n
-    counts[vocab.eos] += n_sentences
-    if bidirectional:
-        counts[vocab.bos] += n_sentences
-    counts += 1.0
+    counts = target_counts(token_counts, n_sentences, vocab,
+                           bidirectional=bidirectional) + 1.0
     return np.log(counts / counts.sum()).astype(np.float32)
 
 
 def init_softmax(lm: LanguageModel, bias: str = "unigram", *,
-                 train_prefix=None, vocab: Optional[Vocabulary] = None
-                 ) -> None:
+                 token_counts=None, n_sentences: Optional[int] = None,
+                 vocab: Optional[Vocabulary] = None) -> None:
     """Sets the new softmax's bias (``W`` keeps its initialiser).
 
     Args:
-        bias: ``"unigram"`` (log target frequencies of ``train_prefix``,
-            see :func:`target_log_frequencies`) or ``"zeros"`` (bilm-tf).
+        bias: ``"unigram"`` (log target frequencies of the training corpus
+            whose ``token_counts`` and ``n_sentences`` are given, see
+            :func:`target_log_frequencies`) or ``"zeros"`` (bilm-tf).
     """
     if bias not in SOFTMAX_BIASES:
         raise ValueError(f"softmax_bias: expected one of {SOFTMAX_BIASES}, "
@@ -111,7 +103,8 @@ def init_softmax(lm: LanguageModel, bias: str = "unigram", *,
         lm.softmax.b.assign(tf.zeros_like(lm.softmax.b))
         return
     lm.softmax.b.assign(target_log_frequencies(
-        train_prefix, vocab, bidirectional=lm.backbone.bidirectional))
+        token_counts, n_sentences, vocab,
+        bidirectional=lm.backbone.bidirectional))
 
 
 def load_pretrained_lm(lm: LanguageModel, weight_file) -> None:

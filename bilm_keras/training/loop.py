@@ -44,11 +44,13 @@ from bilm_keras.data.lm_dataset import (
     BidirectionalLMDataset,
     CorpusError,
     LMDataset,
+    count_corpus,
     count_tokens,
     list_shards,
     lm_dataset_fn,
     make_tf_dataset,
 )
+from bilm_keras.data.unigram import unigram_perplexity
 from bilm_keras.data.vocab_builder import sidecar_path
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
 from bilm_keras.layers.dropout import fold_seed
@@ -524,15 +526,18 @@ def train(
         _check_vocab_fits(options, vocab, vocab_file,
                           os.path.join(save_dir, OPTIONS_FILE))
     options = options.replace(n_tokens_vocab=vocab.size)
-    # one pass over the text: the token count (bilm-tf set it by hand) and
-    # the unigram perplexity that evaluate() holds each direction to
-    corpus = count_tokens(train_prefix, vocab=vocab)
+    # one pass over the text: the token count (bilm-tf set it by hand),
+    # the unigram perplexity that evaluate() holds each direction to and,
+    # when adapting, the new softmax's bias
+    corpus, token_counts = count_corpus(train_prefix)
     if corpus["n_tokens"] == 0:
         raise CorpusError(
             f"{train_prefix}: no tokens to train on ({corpus['n_files']}"
             f" file(s), {corpus['n_skipped_lines']} empty or "
             "whitespace-only line(s) skipped)"
         )
+    corpus["unigram_perplexity"] = unigram_perplexity(
+        token_counts, corpus["n_sentences"], vocab)
     if options.n_train_tokens is None or (
             _resume and n_train_tokens is None and _extra_steps is not None):
         options = options.replace(n_train_tokens=corpus["n_tokens"])
@@ -555,8 +560,9 @@ def train(
                                         dedup_tokens=fast_path,
                                         init_weights=init_weights)
         if init_weights is not None:
-            init_softmax(lm, softmax_bias, train_prefix=train_prefix,
-                         vocab=vocab)
+            init_softmax(lm, softmax_bias, token_counts=token_counts,
+                         n_sentences=corpus["n_sentences"], vocab=vocab)
+        del token_counts  # a large corpus's vocabulary, not needed now
         step = optimizer.iterations
         stream = DataStream()
         warmup = LMWarmup(freeze_lm_steps)

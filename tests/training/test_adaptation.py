@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras import Batcher, BidirectionalLanguageModel
-from bilm_keras.data.lm_dataset import make_tf_dataset
+from bilm_keras.data.lm_dataset import count_corpus, make_tf_dataset
 from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
 from bilm_keras.data.vocab_builder import build_vocab
 from bilm_keras.data.vocabulary import Vocabulary
@@ -153,11 +153,14 @@ def test_target_log_frequencies(tmp_path):
     vocab = Vocabulary(str(vocab_file), validate_file=True)
     # both directions' targets: each word twice, </S> and <S> once per
     # sentence, c as <UNK>; then add one: <S> 3, </S> 3, <UNK> 3, a 5, b 5
-    got = target_log_frequencies(str(corpus), vocab, bidirectional=True)
+    stats, token_counts = count_corpus(str(corpus))
+    got = target_log_frequencies(token_counts, stats["n_sentences"], vocab,
+                                 bidirectional=True)
     np.testing.assert_allclose(got, np.log(np.array([3, 3, 3, 5, 5]) / 19),
                                rtol=1e-6)
     # forward only: no <S> target
-    got = target_log_frequencies(str(corpus), vocab, bidirectional=False)
+    got = target_log_frequencies(token_counts, stats["n_sentences"], vocab,
+                                 bidirectional=False)
     np.testing.assert_allclose(got, np.log(np.array([1, 3, 2, 3, 3]) / 12),
                                rtol=1e-6)
 
