@@ -9,7 +9,7 @@ light part of the package (the ``bilm-keras`` command's parser, the
 vocabulary tools) does not import TensorFlow (2-6 s, about 550 MB).
 """
 
-import importlib as _importlib
+from bilm_keras._lazy import lazy_exports as _lazy_exports
 import os as _os
 
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
@@ -34,14 +34,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'bilm_keras' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value  # later look-ups skip this function
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

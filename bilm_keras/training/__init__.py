@@ -4,7 +4,7 @@ The names below are imported on first use (PEP 562): the command-line
 flags in :mod:`bilm_keras.training.cli` must not import TensorFlow.
 """
 
-import importlib as _importlib
+from bilm_keras._lazy import lazy_exports as _lazy_exports
 
 #: public name -> the module that defines it
 _EXPORTS = {
@@ -20,15 +20,4 @@ _EXPORTS = {
 __all__ = sorted(_EXPORTS)
 
 
-def __getattr__(name):
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(
-            f"module 'bilm_keras.training' has no attribute {name!r}")
-    value = getattr(_importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__():
-    return sorted(set(globals()) | set(__all__))
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())
