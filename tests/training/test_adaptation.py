@@ -1,6 +1,7 @@
 """Domain adaptation: continue training bilm-tf's fixture biLM on new text
 (``train(init_weights=..., freeze_lm_steps=...)``, issue 10)."""
 
+import dataclasses
 import importlib.util
 import json
 import math
@@ -312,8 +313,7 @@ def _adapt(model_dir, train_dir, save_dir, options, weights, **kwargs):
 
 def _fixture_options(model_dir, **lstm):
     options = BiLMOptions.from_json(model_dir / "options.json")
-    return options.replace(lstm=options.lstm.__class__(
-        **{**options.lstm.__dict__, **lstm}))
+    return options.replace(lstm=dataclasses.replace(options.lstm, **lstm))
 
 
 def _nothing_written(save_dir):
