@@ -22,8 +22,8 @@ _EXPORTS = {
     "TokenBatcher": "bilm_keras.data.batcher",
     "UnicodeCharsVocabulary": "bilm_keras.data.vocabulary",
     "Vocabulary": "bilm_keras.data.vocabulary",
-    "dump_bilm_embeddings": "bilm_keras.dump",
-    "dump_token_embeddings": "bilm_keras.dump",
+    "dump_bilm_embeddings": "bilm_keras.embedding_dump",
+    "dump_token_embeddings": "bilm_keras.embedding_dump",
     "weight_layers": "bilm_keras.elmo",
     "BidirectionalLanguageModel":
         "bilm_keras.models.bidirectional_language_model",

@@ -107,7 +107,7 @@ def check(args) -> None:
 
 
 def run(args) -> int:
-    from bilm_keras.dump import dump_bilm_embeddings
+    from bilm_keras.embedding_dump import dump_bilm_embeddings
 
     dtype = "float16" if args.float16 else "float32"
     n = dump_bilm_embeddings(

@@ -1,4 +1,7 @@
-"""Dump token embeddings or whole-dataset biLM embeddings to HDF5."""
+"""Embeddings to HDF5 files: the token table of a biLM (bilm-tf's
+``dump_token_embeddings``) and whole-dataset biLM embeddings
+(``dump_bilm_embeddings``). Weights are written by
+:mod:`bilm_keras.weights`."""
 
 from __future__ import annotations
 
