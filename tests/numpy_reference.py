@@ -40,13 +40,13 @@ EOW_CHAR = 259  # <end word>
 PAD_CHAR = 260  # <padding>
 
 
-def word_char_ids(word: str, max_chars: int) -> np.ndarray:
+def word_char_ids(word: str, max_characters_per_token: int) -> np.ndarray:
     """Char ids of one token, UNshifted (0..260), shape ``(C,)``.
 
     ``[BOW, utf-8 bytes truncated to C - 2, EOW, PAD, PAD, ...]``. The
     sentence markers ``<S>`` / ``</S>`` map to ``[BOW, BOS|EOS, EOW, PAD...]``.
     """
-    code = np.full((max_chars,), PAD_CHAR, dtype=np.int32)
+    code = np.full((max_characters_per_token,), PAD_CHAR, dtype=np.int32)
     code[0] = BOW_CHAR
     if word == "<S>":
         code[1] = BOS_CHAR
@@ -56,7 +56,7 @@ def word_char_ids(word: str, max_chars: int) -> np.ndarray:
         code[1] = EOS_CHAR
         code[2] = EOW_CHAR
         return code
-    encoded = word.encode("utf-8", "ignore")[: max_chars - 2]
+    encoded = word.encode("utf-8", "ignore")[: max_characters_per_token - 2]
     for k, byte in enumerate(encoded, start=1):
         code[k] = byte
     code[len(encoded) + 1] = EOW_CHAR
@@ -67,13 +67,13 @@ def _tokenize(sentences) -> list[list[str]]:
     return [s.split() if isinstance(s, str) else list(s) for s in sentences]
 
 
-def sentence_char_ids(sentences, max_chars: int) -> np.ndarray:
+def sentence_char_ids(sentences, max_characters_per_token: int) -> np.ndarray:
     """Batched char ids as bilm-tf's ``Batcher`` makes them.
 
     Args:
         sentences: list of B sentences, each a whitespace-tokenized string or
             a list of token strings.
-        max_chars: C.
+        max_characters_per_token: C.
 
     Returns:
         int32 ``(B, T + 2, C)``: ``<S> tokens </S>`` per row, every id shifted
@@ -81,11 +81,12 @@ def sentence_char_ids(sentences, max_chars: int) -> np.ndarray:
     """
     tokenized = _tokenize(sentences)
     max_len = max(len(t) for t in tokenized)
-    out = np.zeros((len(tokenized), max_len + 2, max_chars), dtype=np.int32)
+    out = np.zeros((len(tokenized), max_len + 2, max_characters_per_token),
+                   dtype=np.int32)
     for b, tokens in enumerate(tokenized):
         words = ["<S>"] + tokens + ["</S>"]
         for t, word in enumerate(words):
-            out[b, t] = word_char_ids(word, max_chars) + 1
+            out[b, t] = word_char_ids(word, max_characters_per_token) + 1
     return out
 
 

@@ -100,7 +100,7 @@ def test_all_batches_match_statefully(weights, options, sentences, expected, dty
 
 
 def test_char_ids_layout():
-    ids = nr.sentence_char_ids(["a bc", "é"], max_chars=6)
+    ids = nr.sentence_char_ids(["a bc", "é"], max_characters_per_token=6)
     assert ids.shape == (2, 4, 6)
     pad = nr.PAD_CHAR + 1
     np.testing.assert_array_equal(ids[0, 0], [259, 257, 260, pad, pad, pad])  # <S>
@@ -108,7 +108,7 @@ def test_char_ids_layout():
     np.testing.assert_array_equal(ids[0, 3], [259, 258, 260, pad, pad, pad])  # </S>
     np.testing.assert_array_equal(ids[1, 1], [259, 0xC3 + 1, 0xA9 + 1, 260, pad, pad])
     assert np.all(ids[1, 3] == 0)  # padding token
-    long = nr.sentence_char_ids(["abcdefgh"], max_chars=6)[0, 1]
+    long = nr.sentence_char_ids(["abcdefgh"], max_characters_per_token=6)[0, 1]
     np.testing.assert_array_equal(long, [259, 98, 99, 100, 101, 260])  # truncated
 
 

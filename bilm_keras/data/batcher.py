@@ -57,9 +57,9 @@ class Batcher:
         lm_vocab_file: vocabulary file; it caches char ids and maps literal
             ``<S>``/``</S>`` tokens to the boundary characters, as in bilm-tf.
             None: no file (every token is spelled out from its bytes).
-        max_token_length: characters per token (``max_characters_per_token``
+        max_characters_per_token: characters per token (the options' value
             of the options); longer tokens keep their first
-            ``max_token_length - 2`` UTF-8 bytes.
+            ``max_characters_per_token - 2`` UTF-8 bytes.
 
     Example:
         >>> batcher = Batcher("vocab.txt", 50)
@@ -67,22 +67,24 @@ class Batcher:
         (1, 4, 50)
     """
 
-    def __init__(self, lm_vocab_file: Optional[str], max_token_length: int):
+    def __init__(self, lm_vocab_file: Optional[str],
+                 max_characters_per_token: int):
         self._lm_vocab = UnicodeCharsVocabulary(
-            lm_vocab_file, max_token_length
+            lm_vocab_file, max_characters_per_token
         )
-        self._max_token_length = max_token_length
+        self._max_characters_per_token = max_characters_per_token
 
     @property
-    def max_token_length(self) -> int:
-        return self._max_token_length
+    def max_characters_per_token(self) -> int:
+        return self._max_characters_per_token
 
     def batch_sentences(self, sentences: List[List[str]]) -> np.ndarray:
-        """``(n_sentences, max_len + 2, max_token_length)`` int64 char ids."""
+        """``(n_sentences, max_len + 2, max_characters_per_token)`` int64
+        char ids."""
         check_sentences(sentences)
         max_length = max(len(s) for s in sentences) + 2
         x = np.zeros(
-            (len(sentences), max_length, self._max_token_length),
+            (len(sentences), max_length, self._max_characters_per_token),
             dtype=np.int64,
         )
         for k, sentence in enumerate(sentences):

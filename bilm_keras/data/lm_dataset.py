@@ -253,8 +253,8 @@ class LMDataset:
             self.shards = all_shards
             self._sentence_stride = num_shards
         self.use_char_inputs = isinstance(vocab, UnicodeCharsVocabulary)
-        self.max_word_length = (
-            vocab.max_word_length if self.use_char_inputs else None
+        self.max_characters_per_token = (
+            vocab.max_characters_per_token if self.use_char_inputs else None
         )
         self.skipped_lines: Dict[str, int] = {}
         self._rng = random.Random(self.seed)
@@ -345,15 +345,16 @@ class LMDataset:
                      ) -> Iterator[Dict[str, np.ndarray]]:
         """Batches of ``num_steps`` tokens per row (see the module doc)."""
         return get_batches(self.iter_encoded(), batch_size, num_steps,
-                           self.max_word_length, drain=self.test)
+                           self.max_characters_per_token, drain=self.test)
 
     def output_signature(self, batch_size: int, num_steps: int) -> dict:
         """``tf.TensorSpec`` of every key of :meth:`iter_batches`."""
-        return batch_signature(batch_size, num_steps, self.max_word_length)
+        return batch_signature(batch_size, num_steps,
+                               self.max_characters_per_token)
 
 
 def get_batches(sentences: Iterator[tuple], batch_size: int, num_steps: int,
-                max_word_length: Optional[int], drain: bool = False
+                max_characters_per_token: Optional[int], drain: bool = False
                 ) -> Iterator[Dict[str, np.ndarray]]:
     """Pack encoded sentences into row-continuous batches (bilm-tf's
     ``_get_batch``).
@@ -372,18 +373,19 @@ def get_batches(sentences: Iterator[tuple], batch_size: int, num_steps: int,
         raise ValueError(
             f"num_steps: expected an int >= 1, found {num_steps!r}"
         )
-    use_chars = max_word_length is not None
+    use_chars = max_characters_per_token is not None
     # cur_stream[i] = [ids, chars, pos]: the rest of row i's sentence
     cur_stream: List[Optional[list]] = [None] * batch_size
     no_more_data = False
     while True:
-        # B=batch_size, S=num_steps, C=max_word_length
+        # B=batch_size, S=num_steps, C=max_characters_per_token
         inputs = np.zeros([batch_size, num_steps], np.int32)  # (B, S)
         targets = np.zeros([batch_size, num_steps], np.int32)  # (B, S)
         mask = np.zeros([batch_size, num_steps], np.float32)  # (B, S)
         starts = np.zeros([batch_size, num_steps], np.float32)  # (B, S)
         char_inputs = (
-            np.zeros([batch_size, num_steps, max_word_length], np.int32)
+            np.zeros([batch_size, num_steps, max_characters_per_token],
+                     np.int32)
             if use_chars else None
         )  # (B, S, C)
         n_real = 0
@@ -428,7 +430,7 @@ def get_batches(sentences: Iterator[tuple], batch_size: int, num_steps: int,
 
 
 def batch_signature(batch_size: int, num_steps: int,
-                    max_word_length: Optional[int],
+                    max_characters_per_token: Optional[int],
                     suffixes=("",)) -> dict:
     """``tf.TensorSpec`` dict of the batches (keys per ``suffixes``)."""
     import tensorflow as tf
@@ -443,9 +445,9 @@ def batch_signature(batch_size: int, num_steps: int,
             (batch_size, num_steps), tf.float32)
         spec["sentence_start" + suffix] = tf.TensorSpec(
             (batch_size, num_steps), tf.float32)
-        if max_word_length is not None:
+        if max_characters_per_token is not None:
             spec["tokens_characters" + suffix] = tf.TensorSpec(
-                (batch_size, num_steps, max_word_length), tf.int32)
+                (batch_size, num_steps, max_characters_per_token), tf.int32)
     return spec
 
 
@@ -478,7 +480,7 @@ class BidirectionalLMDataset:
             shard_index=shard_index, num_shards=num_shards)
         self.vocab = vocab
         self.test = test
-        self.max_word_length = self.forward.max_word_length
+        self.max_characters_per_token = self.forward.max_characters_per_token
         self.use_char_inputs = self.forward.use_char_inputs
 
     @property
@@ -501,7 +503,8 @@ class BidirectionalLMDataset:
             yield x
 
     def output_signature(self, batch_size: int, num_steps: int) -> dict:
-        return batch_signature(batch_size, num_steps, self.max_word_length,
+        return batch_signature(batch_size, num_steps,
+                               self.max_characters_per_token,
                                suffixes=("", "_reverse"))
 
 

@@ -3,10 +3,10 @@
 Char ids (before the +1 mask shift that :class:`Batcher` applies):
 
 * 0-255: the UTF-8 bytes of the token, truncated to
-  ``max_word_length - 2`` bytes (a multi-byte character may be cut);
+  ``max_characters_per_token - 2`` bytes (a multi-byte character may be cut);
 * 256 / 257: begin / end of sentence (the ``<S>`` / ``</S>`` tokens);
 * 258 / 259: begin / end of word, around every token's bytes;
-* 260: padding inside a token's ``max_word_length`` slots.
+* 260: padding inside a token's ``max_characters_per_token`` slots.
 """
 
 from __future__ import annotations
@@ -127,19 +127,20 @@ class Vocabulary:
         return np.array([self.bos] + ids + [self.eos], dtype=np.int32)
 
 
-def word_to_char_ids(word: str, max_word_length: int) -> np.ndarray:
-    """``(max_word_length,)`` char ids of one token, without the +1 shift."""
-    code = np.full([max_word_length], PAD_CHAR, dtype=np.int32)
-    encoded = word.encode("utf-8", "ignore")[: max_word_length - 2]
+def word_to_char_ids(word: str, max_characters_per_token: int) -> np.ndarray:
+    """``(max_characters_per_token,)`` char ids of one token, without the
+    +1 shift."""
+    code = np.full([max_characters_per_token], PAD_CHAR, dtype=np.int32)
+    encoded = word.encode("utf-8", "ignore")[: max_characters_per_token - 2]
     code[0] = BOW_CHAR
     code[1: len(encoded) + 1] = np.frombuffer(encoded, dtype=np.uint8)
     code[len(encoded) + 1] = EOW_CHAR
     return code
 
 
-def special_char_ids(char: int, max_word_length: int) -> np.ndarray:
+def special_char_ids(char: int, max_characters_per_token: int) -> np.ndarray:
     """Char ids of the sentence-boundary pseudo tokens ``<S>``/``</S>``."""
-    code = np.full([max_word_length], PAD_CHAR, dtype=np.int32)
+    code = np.full([max_characters_per_token], PAD_CHAR, dtype=np.int32)
     code[:3] = (BOW_CHAR, char, EOW_CHAR)
     return code
 
@@ -160,19 +161,21 @@ class UnicodeCharsVocabulary(Vocabulary):
     eow_char = EOW_CHAR
     pad_char = PAD_CHAR
 
-    def __init__(self, filename, max_word_length: int, **kwargs):
+    def __init__(self, filename, max_characters_per_token: int, **kwargs):
         super().__init__(filename, **kwargs)
-        if max_word_length < 3:
+        if max_characters_per_token < 3:
             raise VocabularyError(
-                f"max_word_length: expected at least 3, found "
-                f"{max_word_length}"
+                f"max_characters_per_token: expected at least 3, found "
+                f"{max_characters_per_token}"
             )
-        self._max_word_length = max_word_length
-        self.bos_chars = special_char_ids(BOS_CHAR, max_word_length)
-        self.eos_chars = special_char_ids(EOS_CHAR, max_word_length)
+        self._max_characters_per_token = max_characters_per_token
+        self.bos_chars = special_char_ids(BOS_CHAR, max_characters_per_token)
+        self.eos_chars = special_char_ids(EOS_CHAR, max_characters_per_token)
         self._word_char_ids = np.stack(
-            [word_to_char_ids(w, max_word_length) for w in self._id_to_word]
-        ) if self._id_to_word else np.zeros((0, max_word_length), np.int32)
+            [word_to_char_ids(w, max_characters_per_token)
+             for w in self._id_to_word]
+        ) if self._id_to_word else np.zeros((0, max_characters_per_token),
+                                            np.int32)
         # bilm-tf wrote these rows unconditionally, so a file without <S>
         # overwrote the last word's row (index -1); we only do it when present.
         if self._bos >= 0:
@@ -182,12 +185,13 @@ class UnicodeCharsVocabulary(Vocabulary):
 
     @property
     def word_char_ids(self) -> np.ndarray:
-        """``(size, max_word_length)`` char ids of every vocabulary token."""
+        """``(size, max_characters_per_token)`` char ids of every vocabulary
+        token."""
         return self._word_char_ids
 
     @property
-    def max_word_length(self) -> int:
-        return self._max_word_length
+    def max_characters_per_token(self) -> int:
+        return self._max_characters_per_token
 
     def word_to_char_ids(self, word: str) -> np.ndarray:
         idx = self._word_to_id.get(word)
@@ -199,10 +203,11 @@ class UnicodeCharsVocabulary(Vocabulary):
             return self.bos_chars
         if word == EOS_TOKEN:
             return self.eos_chars
-        return word_to_char_ids(word, self._max_word_length)
+        return word_to_char_ids(word, self._max_characters_per_token)
 
     def encode_chars(self, sentence, reverse=False, split=True) -> np.ndarray:
-        """``(n_tokens + 2, max_word_length)`` char ids with boundaries."""
+        """``(n_tokens + 2, max_characters_per_token)`` char ids with
+        boundaries."""
         words = sentence.split() if split else sentence
         rows = [self.word_to_char_ids(w) for w in words]
         if reverse:

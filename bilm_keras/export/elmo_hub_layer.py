@@ -42,7 +42,8 @@ class ELMoHubLayer(keras.layers.Layer):
         inputs: ``default``: `(batch,)` tf.string sentences; ``tokens``: a
             dict ``{"tokens": (batch, max_len) tf.string,
             "sequence_len": (batch,) int32}``; ``elmo``: `(batch, time + 2,
-            max_chars)` int32 char ids from :class:`~bilm_keras.Batcher`.
+            max_characters_per_token)` int32 char ids from
+            :class:`~bilm_keras.Batcher`.
         training: bool (the biLM has no dropout: no effect on values).
 
     Returns:

@@ -2,11 +2,11 @@
 
 Everything here is TensorFlow ops only, so it runs inside a SavedModel with
 no Python. The result is bit-identical to
-``Batcher(vocab, max_chars).batch_sentences(tokens)``:
+``Batcher(vocab, max_characters_per_token).batch_sentences(tokens)``:
 
-* a token's UTF-8 bytes are truncated to ``max_chars - 2`` **bytes** (a
-  multi-byte character may be cut, as ``str.encode(...)[:n]`` does), then
-  wrapped in begin/end-of-word (258/259) and padded with 260;
+* a token's UTF-8 bytes are truncated to ``max_characters_per_token - 2``
+  **bytes** (a multi-byte character may be cut, as ``str.encode(...)[:n]``
+  does), then wrapped in begin/end-of-word (258/259) and padded with 260;
 * the literal tokens ``<S>`` and ``</S>`` become the sentence-boundary
   pseudo tokens (256/257 between 258 and 259), as
   ``UnicodeCharsVocabulary.word_to_char_ids`` makes them;
@@ -61,21 +61,25 @@ def split_sentences(sentences: tf.Tensor) -> tf.RaggedTensor:
     return tf.strings.split(spaced)  # sep=None: collapses runs, no empties
 
 
-def token_char_ids(tokens: tf.Tensor, max_chars: int) -> tf.Tensor:
+def token_char_ids(tokens: tf.Tensor,
+                   max_characters_per_token: int) -> tf.Tensor:
     """Char ids of a flat batch of tokens, **without** the +1 shift.
 
     Args:
         tokens: `(n,)` tf.string, UTF-8.
-        max_chars: ``max_characters_per_token`` (at least 3).
+        max_characters_per_token: the options' value (at least 3).
 
     Returns:
-        `(n, max_chars)` int32, as
-        ``UnicodeCharsVocabulary(None, max_chars).word_to_char_ids``.
+        `(n, max_characters_per_token)` int32, as
+        ``UnicodeCharsVocabulary(None, max_characters_per_token)
+        .word_to_char_ids``.
     """
-    if max_chars < 3:
-        raise ValueError(f"max_chars: expected at least 3, found {max_chars}")
-    # N=tokens, C=max_chars, K=bytes kept per token
-    kept = tf.strings.substr(tokens, 0, max_chars - 2, unit="BYTE")  # (N,)
+    if max_characters_per_token < 3:
+        raise ValueError(f"max_characters_per_token: expected at least 3, "
+                         f"found {max_characters_per_token}")
+    # N=tokens, C=max_characters_per_token, K=bytes kept per token
+    kept = tf.strings.substr(tokens, 0, max_characters_per_token - 2,
+                             unit="BYTE")  # (N,)
     byte_strings = tf.strings.bytes_split(kept)  # (N, (K)) one byte each
     flat = tf.io.decode_raw(byte_strings.flat_values, tf.uint8)  # (sum K, 1)
     byte_ids = byte_strings.with_flat_values(
@@ -85,11 +89,13 @@ def token_char_ids(tokens: tf.Tensor, max_chars: int) -> tf.Tensor:
     bow = tf.fill([n, 1], BOW_CHAR)
     eow = tf.fill([n, 1], EOW_CHAR)
     word = tf.concat([bow, byte_ids, eow], axis=1)  # (N, (K + 2))
-    word = word.to_tensor(default_value=PAD_CHAR, shape=[None, max_chars])
+    word = word.to_tensor(default_value=PAD_CHAR,
+                          shape=[None, max_characters_per_token])
 
     def boundary(char):  # (C,) of <S> or </S>
         return tf.constant(
-            [BOW_CHAR, char, EOW_CHAR] + [PAD_CHAR] * (max_chars - 3),
+            [BOW_CHAR, char, EOW_CHAR]
+            + [PAD_CHAR] * (max_characters_per_token - 3),
             tf.int32,
         )
 
@@ -101,30 +107,33 @@ def token_char_ids(tokens: tf.Tensor, max_chars: int) -> tf.Tensor:
 
 
 def batch_char_ids(
-    tokens: tf.RaggedTensor, max_chars: int, max_tokens=None
+    tokens: tf.RaggedTensor, max_characters_per_token: int, max_tokens=None
 ) -> tf.Tensor:
     """Batcher's array for a ragged batch of tokenized sentences.
 
     Args:
         tokens: `(batch, (n_tokens))` ragged tf.string.
-        max_chars: ``max_characters_per_token``.
+        max_characters_per_token: the options' value.
         max_tokens: pad every row to this many tokens (at least the
             longest row's); default: the longest row's, as Batcher.
 
     Returns:
-        `(batch, max_n_tokens + 2, max_chars)` int32: ``<S>``, the tokens and
-        ``</S>`` per row, +1-shifted, 0 past each row's end (an empty batch
-        gives `(0, 2, max_chars)`).
+        `(batch, max_n_tokens + 2, max_characters_per_token)` int32: ``<S>``,
+        the tokens and ``</S>`` per row, +1-shifted, 0 past each row's end (an
+        empty batch gives `(0, 2, max_characters_per_token)`).
     """
-    # B=batch, N=all tokens, C=max_chars
-    words = token_char_ids(tokens.flat_values, max_chars) + 1  # (N, C)
+    # B=batch, N=all tokens, C=max_characters_per_token
+    words = token_char_ids(tokens.flat_values,
+                           max_characters_per_token) + 1  # (N, C)
     words = tokens.with_flat_values(words)  # (B, (n), C)
     batch = tokens.nrows()
     bos = tf.constant(
-        [BOW_CHAR, BOS_CHAR, EOW_CHAR] + [PAD_CHAR] * (max_chars - 3)
+        [BOW_CHAR, BOS_CHAR, EOW_CHAR]
+        + [PAD_CHAR] * (max_characters_per_token - 3)
     ) + 1
     eos = tf.constant(
-        [BOW_CHAR, EOS_CHAR, EOW_CHAR] + [PAD_CHAR] * (max_chars - 3)
+        [BOW_CHAR, EOS_CHAR, EOW_CHAR]
+        + [PAD_CHAR] * (max_characters_per_token - 3)
     ) + 1
     ones = tf.ones([batch], tf.int64)
     bos = tf.RaggedTensor.from_row_lengths(
@@ -140,17 +149,19 @@ def batch_char_ids(
         )
     time = tf.cast(max_tokens, tf.int64) + 2
     return sentences.to_tensor(
-        default_value=0, shape=tf.stack([batch, time, max_chars])
+        default_value=0, shape=tf.stack([batch, time, max_characters_per_token])
     )
 
 
-def sentences_to_char_ids(sentences: tf.Tensor, max_chars: int) -> tf.Tensor:
-    """`(batch,)` untokenized tf.string -> `(batch, time + 2, max_chars)`."""
-    return batch_char_ids(split_sentences(sentences), max_chars)
+def sentences_to_char_ids(sentences: tf.Tensor,
+                          max_characters_per_token: int) -> tf.Tensor:
+    """`(batch,)` untokenized tf.string -> `(batch, time + 2,
+    max_characters_per_token)`."""
+    return batch_char_ids(split_sentences(sentences), max_characters_per_token)
 
 
 def padded_tokens_to_char_ids(
-    tokens: tf.Tensor, sequence_len: tf.Tensor, max_chars: int
+    tokens: tf.Tensor, sequence_len: tf.Tensor, max_characters_per_token: int
 ) -> tf.Tensor:
     """google/elmo/3's ``tokens`` input -> Batcher's char ids.
 
@@ -160,8 +171,8 @@ def padded_tokens_to_char_ids(
         sequence_len: `(batch,)` integer, each in ``[0, max_len]`` (checked).
 
     Returns:
-        `(batch, max_len + 2, max_chars)` int32: the time axis keeps the
-        input's width, as google/elmo/3's outputs do.
+        `(batch, max_len + 2, max_characters_per_token)` int32: the time
+        axis keeps the input's width, as google/elmo/3's outputs do.
     """
     sequence_len = tf.cast(sequence_len, tf.int64)
     max_len = tf.shape(tokens, out_type=tf.int64)[1]
@@ -176,4 +187,4 @@ def padded_tokens_to_char_ids(
     ]
     with tf.control_dependencies(checks):
         ragged = tf.RaggedTensor.from_tensor(tokens, lengths=sequence_len)
-    return batch_char_ids(ragged, max_chars, max_tokens=max_len)
+    return batch_char_ids(ragged, max_characters_per_token, max_tokens=max_len)

@@ -31,14 +31,14 @@ tokens. ``default`` splits on whitespace exactly as Python's ``str.split()``;
 char ids are those of :class:`~bilm_keras.Batcher` (see
 :mod:`bilm_keras.export.graph_char_ids`). A batch of zero sentences returns
 outputs with batch 0. Bad input raises: a wrong dtype at a signature
-``InvalidArgumentError`` naming the expected and found dtypes; values out
-of range (``sequence_len``, ``char_ids``) or a wrong ``max_chars`` an
-in-graph assertion naming the input; a wrong rank an error from the first
-op that meets it (restored signatures do not check shapes), while the
-root's ``tf.function`` attributes ``default``/``tokens``/``elmo`` reject a
-wrong dtype or rank before running, naming the expected ``TensorSpec``.
-Layer 0 of the mix (``word_emb``) is used twice, once
-per direction, as in bilm-tf's ``weight_layers``.
+``InvalidArgumentError`` naming the expected and found dtypes; values out of
+range (``sequence_len``, ``char_ids``) or a wrong ``max_characters_per_token``
+an in-graph assertion naming the input; a wrong rank an error from the first op
+that meets it (restored signatures do not check shapes), while the root's
+``tf.function`` attributes ``default``/``tokens``/``elmo`` reject a wrong dtype
+or rank before running, naming the expected ``TensorSpec``. Layer 0 of the mix
+(``word_emb``) is used twice, once per direction, as in bilm-tf's
+``weight_layers``.
 
 The root object also has: ``__call__(strings, training=False)`` (a
 ``tf.function`` traced for both values of ``training``; the model has no
@@ -138,7 +138,7 @@ class ELMoHubModule(tf.Module):
                 "(options with a 'char_cnn' section), found token input"
             )
         self.backbone = backbone
-        self.max_chars = backbone.max_characters_per_token
+        self.max_characters_per_token = backbone.max_characters_per_token
         self.n_characters = backbone.n_characters
         self.n_lstm_layers = backbone.n_layers
         self.scalar_mix = ScalarMix(
@@ -178,8 +178,8 @@ class ELMoHubModule(tf.Module):
         self.elmo = tf.function(
             self._elmo,
             input_signature=[
-                tf.TensorSpec([None, None, self.max_chars], tf.int32,
-                              name="char_ids"),
+                tf.TensorSpec([None, None, self.max_characters_per_token],
+                              tf.int32, name="char_ids"),
             ],
         )
 
@@ -219,10 +219,10 @@ class ELMoHubModule(tf.Module):
         # folds it from the spec).
         return [
             tf.debugging.assert_equal(
-                tf.shape(char_ids)[-1], self.max_chars,
+                tf.shape(char_ids)[-1], self.max_characters_per_token,
                 message=(
-                    f"char_ids: expected {self.max_chars} characters per "
-                    "token (max_characters_per_token), found"
+                    f"char_ids: expected {self.max_characters_per_token} "
+                    "characters per token (max_characters_per_token), found"
                 ),
             ),
             tf.debugging.assert_non_negative(
@@ -243,12 +243,13 @@ class ELMoHubModule(tf.Module):
 
     def _default(self, strings):
         return self.embed_char_ids(
-            sentences_to_char_ids(strings, self.max_chars)
+            sentences_to_char_ids(strings, self.max_characters_per_token)
         )
 
     def _tokens(self, tokens, sequence_len):
         return self.embed_char_ids(
-            padded_tokens_to_char_ids(tokens, sequence_len, self.max_chars)
+            padded_tokens_to_char_ids(tokens, sequence_len,
+                                      self.max_characters_per_token)
         )
 
     def _elmo(self, char_ids):
@@ -260,7 +261,8 @@ class ELMoHubModule(tf.Module):
     def __call__(self, strings, training=False):
         """The ``default`` signature's computation, for ``hub.KerasLayer``."""
         return self.embed_char_ids(
-            sentences_to_char_ids(strings, self.max_chars), training=training
+            sentences_to_char_ids(strings, self.max_characters_per_token),
+            training=training,
         )
 
     def signatures(self) -> dict:

@@ -40,8 +40,9 @@ def token_vocab(path):
     return Vocabulary(str(path / "vocab.txt"), validate_file=True)
 
 
-def char_vocab(path, max_chars=5):
-    return UnicodeCharsVocabulary(str(path / "vocab.txt"), max_chars,
+def char_vocab(path, max_characters_per_token=5):
+    return UnicodeCharsVocabulary(str(path / "vocab.txt"),
+                                  max_characters_per_token,
                                   validate_file=True)
 
 

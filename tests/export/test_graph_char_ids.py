@@ -36,8 +36,8 @@ SENTENCES = [
 ]
 
 
-def _batcher_ids(sentences, max_chars, vocab=None):
-    return Batcher(vocab, max_chars).batch_sentences(
+def _batcher_ids(sentences, max_characters_per_token, vocab=None):
+    return Batcher(vocab, max_characters_per_token).batch_sentences(
         [s.split() for s in sentences]
     )
 
@@ -56,10 +56,12 @@ def test_vocabulary_does_not_change_the_ids(model_dir):
     np.testing.assert_array_equal(ids, expected)
 
 
-@pytest.mark.parametrize("max_chars", [3, 5, 12])
-def test_short_max_chars_truncate_by_bytes(max_chars):
-    ids = sentences_to_char_ids(tf.constant(SENTENCES), max_chars).numpy()
-    np.testing.assert_array_equal(ids, _batcher_ids(SENTENCES, max_chars))
+@pytest.mark.parametrize("max_characters_per_token", [3, 5, 12])
+def test_short_max_characters_truncate_by_bytes(max_characters_per_token):
+    ids = sentences_to_char_ids(tf.constant(SENTENCES),
+                                max_characters_per_token).numpy()
+    np.testing.assert_array_equal(
+        ids, _batcher_ids(SENTENCES, max_characters_per_token))
 
 
 def test_multibyte_character_is_cut_as_bilm_tf_does():
@@ -126,7 +128,8 @@ def test_in_a_tf_function_with_unknown_shapes():
 
 
 def test_bad_input():
-    with pytest.raises(ValueError, match="max_chars: expected at least 3"):
+    with pytest.raises(ValueError,
+                       match="max_characters_per_token: expected at least 3"):
         token_char_ids(tf.constant(["a"]), 2)
     with pytest.raises(tf.errors.InvalidArgumentError,
                        match="sequence_len: expected values <= tokens"):

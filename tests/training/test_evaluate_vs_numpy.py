@@ -65,8 +65,8 @@ def _numpy_perplexity(weights, options, softmax, vocab, direction, reset):
 def _numpy_losses(weights, options, softmax, direction, inputs, targets):
     """Per-token losses of one direction over ``inputs`` from zero
     states."""
-    max_chars = options["char_cnn"]["max_characters_per_token"]
-    char_ids = np.stack([ref.word_char_ids(w, max_chars) + 1
+    max_characters_per_token = options["char_cnn"]["max_characters_per_token"]
+    char_ids = np.stack([ref.word_char_ids(w, max_characters_per_token) + 1
                          for w in inputs])[None]  # (1, N, C)
     x = ref.char_cnn_embeddings(weights, options, char_ids)  # (1, N, P)
     lstm = options["lstm"]
