@@ -6,7 +6,7 @@ The public API mirrors bilm-tf's, so its usage code keeps working::
 
 The names below are imported on first use (PEP 562), so that importing a
 light part of the package (the ``bilm-keras`` command's parser, the
-vocabulary tools) does not import TensorFlow (2-6 s, about 550 MB).
+vocabulary tools) does not import TensorFlow (seconds and hundreds of megabytes).
 """
 
 from bilm_keras._lazy import lazy_exports as _lazy_exports

@@ -15,7 +15,7 @@ __all__ = [
     "VocabularyError",
 ]
 
-# training data (issue 3)
+# training data
 from bilm_keras.data.lm_dataset import (  # noqa: E402
     BidirectionalLMDataset,
     CorpusError,

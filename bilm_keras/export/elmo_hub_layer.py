@@ -24,7 +24,7 @@ class ELMoHubLayer(keras.layers.Layer):
     with ``trainable_lm``) train with ``model.fit``.
 
     ``keras.layers.TFSMLayer(path, call_endpoint="default")`` works for
-    inference, but Keras 3.15's optimizers cannot build slot variables for
+    inference, but Keras 3's optimizers cannot build slot variables for
     its weights (their names keep TensorFlow's ``:0``), so fine-tuning
     with Adam fails there; this layer re-wraps the SavedModel's own
     variables under clean names and takes trainability from the

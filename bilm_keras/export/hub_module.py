@@ -4,7 +4,7 @@ The SavedModel has three signatures and the Reusable SavedModel attributes
 on its root, so ``hub.load``, ``hub.KerasLayer`` (tf_keras 2, trainable or
 through a signature) and Keras 3's ``keras.layers.TFSMLayer`` (inference)
 all consume it; to fine-tune in Keras 3 use
-:class:`~bilm_keras.export.ELMoHubLayer` (Keras 3.15's optimizers cannot
+:class:`~bilm_keras.export.ELMoHubLayer` (Keras 3's optimizers cannot
 train ``TFSMLayer``'s weights: their names keep TensorFlow's ``:0``).
 
 Signatures (``B`` = batch, ``T`` = tokens, ``C`` = max_characters_per_token,
