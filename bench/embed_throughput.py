@@ -175,37 +175,32 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
     import numpy as np
     import tensorflow as tf
 
-    from bilm_keras import Batcher
+    from bilm_keras import Batcher, BulkEmbedder
 
     backbone = model.backbone
     words = list(dict.fromkeys(w for s in corpus for w in s))[:1024]
     ids = Batcher(None, backbone.max_characters_per_token).batch_sentences(
         [words])[0][:, None]  # (N + 2, 1, C)
     ids = tf.constant(ids[:256], tf.int32)
-    plain = model._embed_fns()["tokens"]
+    # the graphs of the fast passes (model.embed_sentences), already traced
+    graphs = model.bulk_embedder.graphs
+    plain = graphs["tokens"]
     xla = tf.function(backbone.embed_tokens, jit_compile=True)
-    encode = model._embed_fns()["encode"]
+    encode = graphs["encode"]
     encode_xla = tf.function(encode.python_function, jit_compile=True)
-    import bilm_keras.models.bidirectional_language_model as blm
 
     table = plain(ids)[:, 0]
     rng = np.random.default_rng(0)
     positions = tf.constant(
         rng.integers(0, table.shape[0], (batch_size, 27)), tf.int32)
     lengths = tf.fill([batch_size], 27)
-    # variants traced from the same Python function: module and class
-    # settings are read when a graph is traced
-    from bilm_keras.layers import LSTMStack
-
-    blm._CONCURRENT_DIRECTIONS = True
-    encode_concurrent = tf.function(encode.python_function)
+    # the other settings, each an embedder of its own on the same weights
+    encode_concurrent = BulkEmbedder(
+        backbone, concurrent_directions=True).graphs["encode"]
     encode_concurrent(table, positions, lengths)
-    blm._CONCURRENT_DIRECTIONS = False
-    block_steps = LSTMStack.inference_block_steps
-    LSTMStack.inference_block_steps = None
-    encode_one_block = tf.function(encode.python_function)
+    encode_one_block = BulkEmbedder(
+        backbone, block_steps=None).graphs["encode"]
     encode_one_block(table, positions, lengths)
-    LSTMStack.inference_block_steps = block_steps
 
     def run(fn):
         return lambda: [h.numpy() for layers in fn(table, positions,

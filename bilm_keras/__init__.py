@@ -28,6 +28,7 @@ _EXPORTS = {
     "BidirectionalLanguageModel":
         "bilm_keras.models.bidirectional_language_model",
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",
+    "BulkEmbedder": "bilm_keras.models.bulk_embedder",
     "BiLMOptions": "bilm_keras.options",
 }
 

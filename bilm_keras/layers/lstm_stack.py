@@ -237,7 +237,7 @@ class LSTMStack(keras.layers.Layer):
     #: model at batch 32; ``bench/embed_throughput.py`` measures the cost.
     inference_block_steps = 16
 
-    def infer(self, inputs, lengths):
+    def infer(self, inputs, lengths, block_steps=...):
         """Inference only: zero initial states, time-major, no dropout.
 
         The same values as :meth:`call` (``training=False``) through
@@ -248,6 +248,8 @@ class LSTMStack(keras.layers.Layer):
         Args:
             inputs: `(time, batch, input_dim)`.
             lengths: `(batch,)` int32.
+            block_steps: int, steps per input-contribution matmul; None:
+                all steps in one; default: ``inference_block_steps``.
 
         Returns:
             A list of `(time, batch, projection_dim)` per layer, zero past
@@ -256,10 +258,11 @@ class LSTMStack(keras.layers.Layer):
         # B=batch, T=time
         mask = tf.sequence_mask(lengths, tf.shape(inputs)[0], inputs.dtype)
         mask = tf.transpose(mask)[:, :, None]  # (T, B, 1)
+        if block_steps is ...:
+            block_steps = self.inference_block_steps
         outputs, x = [], inputs
         for i, cell in enumerate(self.cells):
-            h = run_inference_recurrence(cell, x, lengths,
-                                         self.inference_block_steps)
+            h = run_inference_recurrence(cell, x, lengths, block_steps)
             if self.use_skip_connections and i > 0:
                 h = (h + x) * mask  # dynamic_rnn zeroes past the length
             outputs.append(h)

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import itertools
 import os
-import re
 from typing import (
     Callable,
     Dict,
@@ -19,14 +17,8 @@ import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
-from bilm_keras.embedding_outputs import (
-    EMBEDDING_OUTPUTS,
-    embedding_layer_ids,
-    reduce_layers,
-)
-from bilm_keras.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.models.bulk_embedder import BulkEmbedder
 from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
 
@@ -162,6 +154,7 @@ class BidirectionalLanguageModel:
                 for direction, stack in backbone.stacks.items()
             }
         self.trace_count = 0
+        self._bulk_embedder = None
         self._call_fn = tf.function(self._call, input_signature=[spec])
 
     # ----------------------------------------------------------- the graph
@@ -232,13 +225,17 @@ class BidirectionalLanguageModel:
         return self._states
 
     # ------------------------------------------------------ bulk embedding
-    #: Distinct tokens per call of the token embedder in
-    #: :meth:`embed_sentences` (bounds the char-CNN's activations: the widest
-    #: convolution holds ``chunk * 44 * 1024`` floats at full size).
-    embed_chunk_size = 128
-
     #: the choices of ``output`` in :meth:`embed_sentences`
-    OUTPUTS = tuple(EMBEDDING_OUTPUTS)
+    OUTPUTS = BulkEmbedder.OUTPUTS
+
+    @property
+    def bulk_embedder(self) -> BulkEmbedder:
+        """The :class:`BulkEmbedder` of :meth:`embed_sentences` and
+        :meth:`iter_embeddings` (default settings; made on first use).
+        Construct one on :attr:`backbone` for other settings."""
+        if self._bulk_embedder is None:
+            self._bulk_embedder = BulkEmbedder(self.backbone)
+        return self._bulk_embedder
 
     def embed_sentences(
         self,
@@ -250,77 +247,17 @@ class BidirectionalLanguageModel:
         layers: Optional[Sequence[int]] = None,
         on_batch: Optional[Callable[[int, int], None]] = None,
     ) -> List[np.ndarray]:
-        """Embeds many tokenized sentences, statelessly, in input order.
+        """Embeds many tokenized sentences, statelessly, in input order:
+        :meth:`BulkEmbedder.embed_sentences` (arguments and results there).
 
-        The fast path, exact (to float32 round-off) to calling the model on
-        each sentence alone, stateless:
-
-        1. every distinct token is embedded once (the char-CNN and highway
-           layers have no context), in chunks of ``embed_chunk_size``;
-        2. sentences are sorted by length and cut into batches of
-           ``batch_size``, so almost no padding is computed;
-        3. each batch gathers its rows of that token table and runs only the
-           LSTMs, time-major, one direction after the other, through the
-           inference-only :meth:`LSTMStack.infer` (the same weights and
-           arithmetic as :meth:`BiLMBackbone.encode`, less memory), in one
-           traced graph with unknown batch and time, so nothing retraces;
-           the input contributions are computed a block of steps at a time
-           (``LSTMStack.inference_block_steps``), which bounds the largest
-           buffer;
-        4. each sentence's array is assembled in numpy from the layers'
-           time-major outputs and the token table (only the layers
-           ``output`` needs), reduced as ``output`` asks, and the results
-           come back in the order given.
-
-        ``bench/embed_throughput.py`` measures it (full-size model, 2-core
-        CPU: see ``bench/README.md``). The first call fixes glibc's mmap
-        threshold for the process (:mod:`bilm_keras.memory`: freed blocks
-        go back to the system; not when ``MALLOC_MMAP_THRESHOLD_`` is set).
-
-        A stateful model is not touched: its states stay as they were.
-
-        Args:
-            sentences: token lists (a sentence may be empty); any iterable
-                (read whole: :meth:`iter_embeddings` streams). No sentence
-                gives ``[]``.
-            batch_size: sentences per LSTM batch.
-            vocab_file: for token input, the vocabulary of the embedding
-                file (``TokenBatcher``; without ``<UNK>`` every token must be
-                in it). Optional for char input.
-            output: what each sentence's array holds (``L`` = LSTM layers,
-                ``D`` = ``2 * projection_dim``; AllenNLP's ``elmo``
-                command and TF-Hub's ``default`` output):
-
-                * ``"all"``: every layer, `(L + 1, n_tokens, D)` (or the
-                  ``layers`` chosen, in their order: `(len(layers),
-                  n_tokens, D)`);
-                * ``"top"``: the top LSTM layer, `(n_tokens, D)`;
-                * ``"average"``: the mean of the layers (of ``layers``),
-                  `(n_tokens, D)`;
-                * ``"sentence_mean"``: that mean averaged over the tokens
-                  too, `(D,)` (zeros for a sentence of no tokens) — TF-Hub
-                  ELMo's ``default`` with an untrained, equal mix.
-            layers: the layers to keep (``"all"``) or to average
-                (``"average"``, ``"sentence_mean"``), 0 = token layer,
-                ``L`` = top; default all. Not with ``"top"``.
-            on_batch: called after each batch with its number of sentences
-                and of tokens (a progress bar).
-
-        Returns:
-            One float32 array per sentence, shaped as ``output`` says.
+        Exact (to float32 round-off) to calling the model on each sentence
+        alone, stateless, and faster: distinct tokens are embedded once
+        and sentences are sorted by length. A stateful model is not
+        touched: its states stay as they were.
         """
-        if isinstance(sentences, str):
-            check_sentences(sentences)  # raises the usual TypeError
-        if not isinstance(sentences, Sequence):
-            if not isinstance(sentences, Iterable):
-                raise TypeError(f"sentences: expected an iterable of token "
-                                f"lists, found {type(sentences).__name__}")
-            sentences = list(sentences)
-        plan = self._embedding_plan(batch_size, vocab_file, output, layers)
-        if len(sentences) == 0:
-            return []
-        check_sentences(sentences)
-        return self._embed_chunk(sentences, plan, on_batch)
+        return self.bulk_embedder.embed_sentences(
+            sentences, batch_size, vocab_file, output=output, layers=layers,
+            on_batch=on_batch)
 
     def iter_embeddings(
         self,
@@ -333,221 +270,11 @@ class BidirectionalLanguageModel:
         chunk_size: int = 4096,
         on_batch: Optional[Callable[[int, int], None]] = None,
     ) -> Iterator[np.ndarray]:
-        """:meth:`embed_sentences`, streaming: one array per sentence, in
-        input order, reading ``chunk_size`` sentences at a time.
-
-        Memory stays bounded by a chunk whatever the input's length: the
-        input is read ``chunk_size`` sentences at a time, each chunk goes
-        through :meth:`embed_sentences`'s path, and a result is released
-        by the generator as soon as it has been handed out. Arguments are
-        checked when this is called; a bad sentence is reported when its
-        chunk is reached, with its index in the whole input.
-
-        Args:
-            sentences: any iterable of token lists (a generator over a file
-                is read lazily).
-            chunk_size: sentences sorted and embedded together (the token
-                table and the length sorting work within a chunk).
-            batch_size, vocab_file, output, layers, on_batch: as
-                :meth:`embed_sentences`.
-
-        Yields:
-            One float32 array per sentence, shaped as ``output`` says.
-        """
-        if isinstance(chunk_size, bool) or not isinstance(chunk_size, int) \
-                or chunk_size < 1:
-            raise ValueError(f"chunk_size: expected a positive integer, "
-                             f"found {chunk_size!r}")
-        if isinstance(sentences, str) or not isinstance(sentences, Iterable):
-            raise TypeError(f"sentences: expected an iterable of token "
-                            f"lists, found {type(sentences).__name__}")
-        plan = self._embedding_plan(batch_size, vocab_file, output, layers)
-        return self._iter_chunks(iter(sentences), plan, chunk_size, on_batch)
-
-    def _iter_chunks(self, sentences, plan, chunk_size, on_batch):
-        offset = 0
-        while True:
-            chunk = list(itertools.islice(sentences, chunk_size))
-            if not chunk:
-                return
-            try:
-                check_sentences(chunk)
-                results = self._embed_chunk(chunk, plan, on_batch)
-            except (TypeError, ValueError) as e:
-                # the index in the whole input, not in the chunk
-                message = re.sub(
-                    r"sentences\[(\d+)\]",
-                    lambda m: f"sentences[{int(m.group(1)) + offset}]",
-                    str(e), count=1)
-                raise type(e)(message) from None
-            del chunk
-            results.reverse()
-            while results:
-                yield results.pop()  # the generator keeps no reference
-            offset += chunk_size
-
-    def _embedding_plan(self, batch_size, vocab_file, output, layers) -> dict:
-        """Checks the arguments of the bulk path; returns what it needs."""
-        return_freed_memory_for_bulk_embedding()
-        if isinstance(batch_size, bool) or not isinstance(batch_size, int) \
-                or batch_size < 1:
-            raise ValueError(f"batch_size: expected a positive integer, "
-                             f"found {batch_size!r}")
-        layer_ids = embedding_layer_ids(layers, self.backbone.n_layers,
-                                        output)
-        if self.use_character_inputs:
-            batcher = Batcher(vocab_file,
-                              self.backbone.max_characters_per_token)
-        else:
-            if vocab_file is None:
-                raise ValueError("vocab_file: token input needs the "
-                                 "vocabulary of the embedding file")
-            batcher = TokenBatcher(vocab_file)
-        return dict(batch_size=batch_size, output=output,
-                    layer_ids=layer_ids, batcher=batcher)
-
-    def _embed_chunk(self, sentences, plan, on_batch) -> List[np.ndarray]:
-        """Steps 1-4 of :meth:`embed_sentences` on a checked, non-empty
-        list of sentences."""
-        batch_size = plan["batch_size"]
-        if isinstance(plan["batcher"], TokenBatcher):
-            # names sentences[i][j] as given, not in the table built below
-            plan["batcher"].check_in_vocabulary(sentences)
-        # 1. one row per distinct token: row 0 <S>, rows 1..N the tokens in
-        # order of first appearance, row N + 1 </S> (the batcher's own ids)
-        rows: Dict[str, int] = {}
-        for sentence in sentences:
-            for token in sentence:
-                if token not in rows:
-                    rows[token] = len(rows) + 1
-        table = self._token_table(plan["batcher"], list(rows))  # (N + 2, P)
-        eos = len(rows) + 1
-        # 2.-4. sorted batches through the LSTMs
-        fns = self._embed_fns()
-        table_rows = table.numpy()  # (N + 2, P)
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
-        results: List[Optional[np.ndarray]] = [None] * len(sentences)
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
-            n_max = max(len(sentences[i]) for i in idx)
-            # padding gathers row 0; the LSTMs ignore it (lengths)
-            positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T+2)
-            lengths = np.empty((len(idx),), np.int32)
-            for row, i in enumerate(idx):
-                n = len(sentences[i])
-                positions[row, 1: n + 1] = [rows[t] for t in sentences[i]]
-                positions[row, n + 1] = eos
-                lengths[row] = n + 2
-            encoded = fns["encode"](table, positions, lengths)
-            layers = [[h.numpy() for h in encoded[direction]]
-                      for direction in self.backbone.directions
-                      ]  # per direction, per LSTM layer (T + 2, B, P)
-            for row, i in enumerate(idx):
-                n = len(sentences[i])
-                results[i] = _sentence_output(
-                    table_rows[positions[row, 1: n + 1]],
-                    [[h[1: n + 1, row] for h in direction]
-                     for direction in layers],
-                    plan["layer_ids"], plan["output"],
-                )
-            del encoded, layers
-            if on_batch is not None:
-                on_batch(len(idx), int(lengths.sum()) - 2 * len(idx))
-        return results
-
-    def _token_table(self, batcher, tokens: List[str]) -> tf.Tensor:
-        """`(len(tokens) + 2, projection_dim)`: <S>, tokens, </S> embedded."""
-        ids = batcher.batch_sentences([tokens])[0]  # (N + 2[, C])
-        ids = ids[:, None]  # (N + 2, 1[, C]): each token its own row
-        fn = self._embed_fns()["tokens"]
-        chunk = self.embed_chunk_size
-        parts = [
-            fn(tf.constant(ids[i: i + chunk], tf.int32))[:, 0]  # (n, P)
-            for i in range(0, len(ids), chunk)
-        ]
-        return tf.concat(parts, axis=0)
-
-    def _embed_fns(self):
-        """The two traced graphs of :meth:`embed_sentences` (built once)."""
-        fns = getattr(self, "_embed_fns_cache", None)
-        if fns is None:
-            backbone = self.backbone
-            dim = backbone.projection_dim
-
-            def encode(table, positions, lengths):
-                # B=batch, T=time with boundaries, P=projection dim
-                x = tf.gather(table, tf.transpose(positions))  # (T, B, P)
-                outputs = {}
-                for direction, stack in backbone.stacks.items():
-                    inputs = x
-                    if direction == "backward":
-                        inputs = tf.reverse_sequence(x, lengths, seq_axis=0,
-                                                     batch_axis=1)
-                    if outputs and not _CONCURRENT_DIRECTIONS:
-                        # one direction at a time: half the peak memory
-                        with tf.control_dependencies([outputs["forward"][-1]]):
-                            inputs = tf.identity(inputs)
-                    layers = stack.infer(inputs, lengths)  # [(T, B, P)]
-                    if direction == "backward":
-                        layers = [
-                            tf.reverse_sequence(h, lengths, seq_axis=0,
-                                                batch_axis=1)
-                            for h in layers
-                        ]
-                    outputs[direction] = layers
-                return outputs  # per direction, per layer (T, B, P)
-
-            fns = self._embed_fns_cache = dict(
-                tokens=tf.function(
-                    backbone.embed_tokens, input_signature=[self.input_spec]
-                ),
-                encode=tf.function(encode, input_signature=[
-                    tf.TensorSpec((None, dim), tf.float32),
-                    tf.TensorSpec((None, None), tf.int32),
-                    tf.TensorSpec((None,), tf.int32),
-                ]),
-            )
-        return fns
-
-
-def _sentence_layers(token_embeddings, lstm_layers, layer_ids) -> np.ndarray:
-    """One sentence's layers, as :func:`lm_layers` lays them out.
-
-    Args:
-        token_embeddings: `(n, P)`.
-        lstm_layers: per direction, per LSTM layer `(n, P)`.
-        layer_ids: the layers to build, in this order (0 = token layer,
-            ``l`` = LSTM layer ``l``).
-
-    Returns:
-        `(len(layer_ids), n, n_directions * P)` float32: layer 0 the token
-        embedding once per direction, layer ``l`` the directions' outputs
-        of LSTM layer ``l`` side by side.
-    """
-    n, dim = token_embeddings.shape
-    out = np.empty((len(layer_ids), n, len(lstm_layers) * dim), np.float32)
-    for d, direction in enumerate(lstm_layers):
-        columns = slice(d * dim, (d + 1) * dim)
-        for k, layer in enumerate(layer_ids):
-            out[k, :, columns] = (token_embeddings if layer == 0
-                                  else direction[layer - 1])
-    return out
-
-
-def _sentence_output(token_embeddings, lstm_layers, layer_ids,
-                     output) -> np.ndarray:
-    """One sentence's result of :meth:`~BidirectionalLanguageModel.
-    embed_sentences`: its layers (:func:`_sentence_layers`) reduced as
-    ``output`` asks."""
-    layers = _sentence_layers(token_embeddings, lstm_layers, layer_ids)
-    return reduce_layers(layers, output)
-
-
-#: Run the forward and backward stacks of :meth:`embed_sentences` at once
-#: (True) or one after the other (False: half the peak activation memory;
-#: on 2 cores at least as fast, see ``bench/embed_throughput.py --levers``).
-#: Read when the graph is traced.
-_CONCURRENT_DIRECTIONS = False
+        """:meth:`embed_sentences`, streaming ``chunk_size`` sentences at a
+        time: :meth:`BulkEmbedder.iter_embeddings` (arguments there)."""
+        return self.bulk_embedder.iter_embeddings(
+            sentences, batch_size, vocab_file, output=output, layers=layers,
+            chunk_size=chunk_size, on_batch=on_batch)
 
 
 def _embedding_rows(embedding_weight_file) -> int:

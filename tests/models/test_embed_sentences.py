@@ -1,6 +1,8 @@
-"""``embed_sentences``'s fast path (distinct tokens embedded once, sorted
-batches, LSTMs only on gathered embeddings) against the plain padded call
-on the fixture model and against the numpy reference on random weights."""
+""":class:`BulkEmbedder` (distinct tokens embedded once, sorted batches,
+LSTMs only on gathered embeddings), directly and through
+``BidirectionalLanguageModel.embed_sentences``, against the plain padded
+call on the fixture model and against the numpy reference on random
+weights."""
 
 import copy
 import json
@@ -11,7 +13,7 @@ import pytest
 
 import numpy_reference as nr
 from helpers import write_model_files
-from bilm_keras import Batcher, BidirectionalLanguageModel
+from bilm_keras import Batcher, BidirectionalLanguageModel, BulkEmbedder
 
 OPTIONS = {
     "lstm": {"cell_clip": 3, "use_skip_connections": True, "n_layers": 2,
@@ -145,9 +147,9 @@ def test_many_distinct_tokens_cross_chunks(tmp_path):
     weights = nr.random_bilm_weights(OPTIONS, seed=13)
     model = BidirectionalLanguageModel(
         *write_model_files(tmp_path, OPTIONS, weights))
-    model.embed_chunk_size = 7
+    embedder = BulkEmbedder(model.backbone, token_chunk_size=7)
     sentences = [[f"w{i}", f"v{i % 5}", "the"] for i in range(12)]
-    got = model.embed_sentences(sentences, batch_size=5)
+    got = embedder.embed_sentences(sentences, batch_size=5)
     ref = model(Batcher(None, 20).batch_sentences(sentences))
     ref = ref["lm_embeddings"].numpy()
     for k in range(len(sentences)):
@@ -298,3 +300,90 @@ def test_bad_output_arguments(fixture_model, kwargs, error, match):
 def test_bad_chunk_size(fixture_model):
     with pytest.raises(ValueError, match="chunk_size: expected a positive"):
         fixture_model.iter_embeddings([["a"]], chunk_size=0)
+
+
+# ---------------------------------------------------------- BulkEmbedder
+@pytest.fixture(scope="module")
+def padded_reference(fixture_model, model_dir):
+    """Fixture and SENTENCES sentences with their rows of the padded call
+    (given order, batches of 5), each `(3, n_tokens, 32)`."""
+    sentences = _fixture_sentences(model_dir)[:6] + SENTENCES
+    batcher = Batcher(None, 50)
+    expected = []
+    for start in range(0, len(sentences), 5):
+        batch = sentences[start: start + 5]
+        ref = fixture_model(batcher.batch_sentences(batch))["lm_embeddings"]
+        expected += [ref[k, :, : len(s)].numpy() for k, s in enumerate(batch)]
+    return sentences, expected
+
+
+@pytest.mark.parametrize("kwargs", [
+    {},  # the defaults: blocks of 16 steps, one direction after the other
+    {"block_steps": None},  # all input contributions at once
+    {"block_steps": 3},  # 10 + 2 positions: 4 blocks
+    {"concurrent_directions": True},
+    {"block_steps": 3, "concurrent_directions": True,
+     "token_chunk_size": 2},
+    {"token_chunk_size": 2},  # many calls of the token embedder
+])
+def test_embedder_settings_equal_padded_call(fixture_model, padded_reference,
+                                             kwargs):
+    sentences, expected = padded_reference
+    embedder = BulkEmbedder(fixture_model.backbone, **kwargs)
+    got = embedder.embed_sentences(sentences, batch_size=4)
+    assert len(got) == len(sentences)
+    for g, e in zip(got, expected):
+        assert g.dtype == np.float32 and g.shape == e.shape
+        np.testing.assert_allclose(g, e, atol=1e-6)
+
+
+def test_facade_delegates_to_its_embedder(fixture_model, all_layers):
+    embedder = fixture_model.bulk_embedder
+    assert isinstance(embedder, BulkEmbedder)
+    assert fixture_model.bulk_embedder is embedder  # made once
+    assert embedder.backbone is fixture_model.backbone
+    assert (embedder.token_chunk_size, embedder.block_steps,
+            embedder.concurrent_directions) == (128, 16, False)
+    assert fixture_model.OUTPUTS == BulkEmbedder.OUTPUTS
+    for g, w in zip(embedder.embed_sentences(SENTENCES, batch_size=3),
+                    all_layers):
+        np.testing.assert_array_equal(g, w)
+    streamed = embedder.iter_embeddings(SENTENCES, batch_size=3,
+                                        chunk_size=4, output="top")
+    facade = fixture_model.iter_embeddings(SENTENCES, batch_size=3,
+                                           chunk_size=4, output="top")
+    for g, w in zip(streamed, facade, strict=True):
+        np.testing.assert_array_equal(g, w)
+
+
+def test_embedder_pieces(fixture_model):
+    # the pieces the bench times: the token table and one batch's LSTMs
+    embedder = BulkEmbedder(fixture_model.backbone, token_chunk_size=2)
+    table = embedder.embed_token_table(Batcher(None, 50), ["a", "b", "a"])
+    assert table.shape == (5, 16)  # <S>, 3 tokens, </S>
+    ids = Batcher(None, 50).batch_sentences([["a", "b", "a"]])
+    np.testing.assert_allclose(
+        table, fixture_model.backbone.embed_tokens(ids)[0], atol=1e-6)
+    positions = np.array([[0, 1, 2, 1, 4], [0, 2, 4, 0, 0]], np.int32)
+    encoded = embedder.encode(table, positions, np.array([5, 3], np.int32))
+    assert list(encoded) == ["forward", "backward"]
+    for layers in encoded.values():
+        assert [h.shape for h in layers] == [(5, 2, 16)] * 2  # time-major
+        for h in layers:  # zero past each row's length
+            np.testing.assert_array_equal(h[3:, 1], 0)
+    assert set(embedder.graphs) == {"tokens", "encode"}
+
+
+@pytest.mark.parametrize("kwargs,error,match", [
+    ({"token_chunk_size": 0}, ValueError,
+     "token_chunk_size: expected a positive integer, found 0"),
+    ({"token_chunk_size": True}, ValueError, "token_chunk_size: expected"),
+    ({"block_steps": 0}, ValueError,
+     "block_steps: expected a positive integer or None, found 0"),
+    ({"block_steps": 2.0}, ValueError, "block_steps: expected"),
+    ({"concurrent_directions": 1}, TypeError,
+     "concurrent_directions: expected a bool, found 1"),
+])
+def test_bad_embedder_settings(fixture_model, kwargs, error, match):
+    with pytest.raises(error, match=match):
+        BulkEmbedder(fixture_model.backbone, **kwargs)

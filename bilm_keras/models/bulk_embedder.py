@@ -1,0 +1,418 @@
+"""Many sentences embedded by a backbone's LSTMs, with no padding to speak
+of: the path behind :meth:`BidirectionalLanguageModel.embed_sentences`."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
+from bilm_keras.embedding_outputs import (
+    EMBEDDING_OUTPUTS,
+    embedding_layer_ids,
+    reduce_layers,
+)
+from bilm_keras.memory import return_freed_memory_for_bulk_embedding
+from bilm_keras.models.bilm_backbone import BiLMBackbone
+
+
+class BulkEmbedder:
+    """Embeds many tokenized sentences with a backbone, statelessly.
+
+    Exact (to float32 round-off) to calling the backbone on each sentence
+    alone from zero states, and faster:
+
+    1. every distinct token is embedded once (the char-CNN and highway
+       layers have no context), ``token_chunk_size`` tokens per call;
+    2. sentences are sorted by length and cut into batches of
+       ``batch_size``, so almost no padding is computed;
+    3. each batch gathers its rows of that token table and runs only the
+       LSTMs, time-major, through the inference-only
+       :meth:`LSTMStack.infer` (the same weights and arithmetic as
+       :meth:`BiLMBackbone.encode`, less memory), in one traced graph with
+       unknown batch and time, so nothing retraces; the input
+       contributions are computed ``block_steps`` steps at a time, which
+       bounds the largest buffer;
+    4. each sentence's array is assembled in numpy from the layers'
+       time-major outputs and the token table (only the layers ``output``
+       needs), reduced as ``output`` asks, and the results come back in the
+       order given.
+
+    ``bench/embed_throughput.py`` measures it (``bench/README.md``). The
+    first call fixes glibc's mmap threshold for the process
+    (:mod:`bilm_keras.memory`: freed blocks go back to the system; not when
+    ``MALLOC_MMAP_THRESHOLD_`` is set).
+
+    Args:
+        backbone: a :class:`BiLMBackbone` holding its weights (built here
+            if it is not yet).
+        token_chunk_size: int, distinct tokens per call of the token
+            embedder in step 1; bounds the char-CNN's activations (the
+            widest convolution holds ``token_chunk_size * 44 * 1024``
+            floats at full size).
+        block_steps: int, steps per input-contribution matmul of the LSTMs
+            in step 3; None: all steps of a batch in one matmul (faster,
+            a `(time, batch, 4 * lstm_dim)` buffer).
+        concurrent_directions: bool. False: the backward stack runs after
+            the forward one (half the peak activation memory); True: both
+            at once.
+
+    Example:
+        >>> bilm = BidirectionalLanguageModel("options.json", "weights.hdf5")
+        >>> embedder = BulkEmbedder(bilm.backbone)
+        >>> embedder.embed_sentences([["Hi", "!"], []])[0].shape
+        (3, 2, 1024)
+    """
+
+    #: the choices of ``output`` in :meth:`embed_sentences`
+    OUTPUTS = tuple(EMBEDDING_OUTPUTS)
+
+    def __init__(
+        self,
+        backbone: BiLMBackbone,
+        *,
+        token_chunk_size: int = 128,
+        block_steps: int | None = 16,
+        concurrent_directions: bool = False,
+    ):
+        if not _is_positive_int(token_chunk_size):
+            raise ValueError(f"token_chunk_size: expected a positive "
+                             f"integer, found {token_chunk_size!r}")
+        if block_steps is not None and not _is_positive_int(block_steps):
+            raise ValueError(f"block_steps: expected a positive integer or "
+                             f"None, found {block_steps!r}")
+        if not isinstance(concurrent_directions, bool):
+            raise TypeError(f"concurrent_directions: expected a bool, found "
+                            f"{concurrent_directions!r}")
+        self.backbone = backbone.build_all()
+        self.token_chunk_size = token_chunk_size
+        self.block_steps = block_steps
+        self.concurrent_directions = concurrent_directions
+        self._graphs = None
+
+    # ------------------------------------------------------------ public
+    def embed_sentences(
+        self,
+        sentences: Iterable[Sequence[str]],
+        batch_size: int = 32,
+        vocab_file: str | None = None,
+        *,
+        output: str = "all",
+        layers: Sequence[int] | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+    ) -> list[np.ndarray]:
+        """Embeds many tokenized sentences, in input order.
+
+        Args:
+            sentences: token lists (a sentence may be empty); any iterable
+                (read whole: :meth:`iter_embeddings` streams). No sentence
+                gives ``[]``.
+            batch_size: sentences per LSTM batch.
+            vocab_file: for token input, the vocabulary of the embedding
+                file (``TokenBatcher``; without ``<UNK>`` every token must be
+                in it). Optional for char input.
+            output: what each sentence's array holds (``L`` = LSTM layers,
+                ``D`` = ``2 * projection_dim``; AllenNLP's ``elmo``
+                command and TF-Hub's ``default`` output):
+
+                * ``"all"``: every layer, `(L + 1, n_tokens, D)` (or the
+                  ``layers`` chosen, in their order: `(len(layers),
+                  n_tokens, D)`);
+                * ``"top"``: the top LSTM layer, `(n_tokens, D)`;
+                * ``"average"``: the mean of the layers (of ``layers``),
+                  `(n_tokens, D)`;
+                * ``"sentence_mean"``: that mean averaged over the tokens
+                  too, `(D,)` (zeros for a sentence of no tokens) — TF-Hub
+                  ELMo's ``default`` with an untrained, equal mix.
+            layers: the layers to keep (``"all"``) or to average
+                (``"average"``, ``"sentence_mean"``), 0 = token layer,
+                ``L`` = top; default all. Not with ``"top"``.
+            on_batch: called after each batch with its number of sentences
+                and of tokens (a progress bar).
+
+        Returns:
+            One float32 array per sentence, shaped as ``output`` says.
+        """
+        if isinstance(sentences, str):
+            check_sentences(sentences)  # raises the usual TypeError
+        if not isinstance(sentences, Sequence):
+            if not isinstance(sentences, Iterable):
+                raise TypeError(f"sentences: expected an iterable of token "
+                                f"lists, found {type(sentences).__name__}")
+            sentences = list(sentences)
+        plan = self._plan(batch_size, vocab_file, output, layers)
+        if len(sentences) == 0:
+            return []
+        check_sentences(sentences)
+        return self._embed_chunk(sentences, plan, on_batch)
+
+    def iter_embeddings(
+        self,
+        sentences: Iterable[Sequence[str]],
+        batch_size: int = 32,
+        vocab_file: str | None = None,
+        *,
+        output: str = "all",
+        layers: Sequence[int] | None = None,
+        chunk_size: int = 4096,
+        on_batch: Callable[[int, int], None] | None = None,
+    ) -> Iterator[np.ndarray]:
+        """:meth:`embed_sentences`, streaming: one array per sentence, in
+        input order, reading ``chunk_size`` sentences at a time.
+
+        Memory stays bounded by a chunk whatever the input's length: the
+        input is read ``chunk_size`` sentences at a time, each chunk goes
+        through :meth:`embed_sentences`'s path, and a result is released
+        by the generator as soon as it has been handed out. Arguments are
+        checked when this is called; a bad sentence is reported when its
+        chunk is reached, with its index in the whole input.
+
+        Args:
+            sentences: any iterable of token lists (a generator over a file
+                is read lazily).
+            chunk_size: sentences sorted and embedded together (the token
+                table and the length sorting work within a chunk).
+            batch_size, vocab_file, output, layers, on_batch: as
+                :meth:`embed_sentences`.
+
+        Yields:
+            One float32 array per sentence, shaped as ``output`` says.
+        """
+        if not _is_positive_int(chunk_size):
+            raise ValueError(f"chunk_size: expected a positive integer, "
+                             f"found {chunk_size!r}")
+        if isinstance(sentences, str) or not isinstance(sentences, Iterable):
+            raise TypeError(f"sentences: expected an iterable of token "
+                            f"lists, found {type(sentences).__name__}")
+        plan = self._plan(batch_size, vocab_file, output, layers)
+        return self._iter_chunks(iter(sentences), plan, chunk_size, on_batch)
+
+    def embed_token_table(self, batcher: Batcher | TokenBatcher,
+                          tokens: list[str]) -> tf.Tensor:
+        """Step 1: ``<S>``, the ``tokens`` and ``</S>`` embedded, one row
+        each, ``token_chunk_size`` tokens per call of the token embedder.
+
+        Args:
+            batcher: the :class:`Batcher` (char input) or
+                :class:`TokenBatcher` (token input) of the backbone.
+            tokens: distinct tokens.
+
+        Returns:
+            `(len(tokens) + 2, projection_dim)` float32.
+        """
+        ids = batcher.batch_sentences([tokens])[0]  # (N + 2[, C])
+        ids = ids[:, None]  # (N + 2, 1[, C]): each token its own row
+        fn = self.graphs["tokens"]
+        chunk = self.token_chunk_size
+        parts = [
+            fn(tf.constant(ids[i: i + chunk], tf.int32))[:, 0]  # (n, P)
+            for i in range(0, len(ids), chunk)
+        ]
+        return tf.concat(parts, axis=0)
+
+    def encode(self, table: tf.Tensor, positions, lengths
+               ) -> dict[str, list[tf.Tensor]]:
+        """Step 3: the LSTMs of one batch, on rows of a token table.
+
+        Args:
+            table: `(n_rows, projection_dim)` float32, e.g. from
+                :meth:`embed_token_table`.
+            positions: `(batch, time)` int32, each position's row of
+                ``table``, boundaries included; padding may be any row.
+            lengths: `(batch,)` int32, positions per row with boundaries.
+
+        Returns:
+            ``{direction: [(time, batch, projection_dim) per LSTM layer]}``,
+            time-major, in the input's order (the backward outputs
+            reversed back), zero past each row's length.
+        """
+        return self.graphs["encode"](table, positions, lengths)
+
+    @property
+    def graphs(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
+        """The two traced graphs (built on first use, then kept):
+
+        * ``"tokens"``: ids `(batch, time, max_chars)` (or `(batch, time)`
+          for token input) -> `(batch, time, projection_dim)`;
+        * ``"encode"``: :meth:`encode`'s ``(table, positions, lengths)``.
+
+        Their ``python_function`` can be traced anew (e.g. with
+        ``jit_compile=True`` to time XLA).
+        """
+        if self._graphs is None:
+            backbone = self.backbone
+            if backbone.use_character_inputs:
+                ids_spec = tf.TensorSpec(
+                    (None, None, backbone.max_characters_per_token),
+                    tf.int32)
+            else:
+                ids_spec = tf.TensorSpec((None, None), tf.int32)
+            self._graphs = {
+                "tokens": tf.function(backbone.embed_tokens,
+                                      input_signature=[ids_spec]),
+                "encode": tf.function(self._encode, input_signature=[
+                    tf.TensorSpec((None, backbone.projection_dim),
+                                  tf.float32),
+                    tf.TensorSpec((None, None), tf.int32),
+                    tf.TensorSpec((None,), tf.int32),
+                ]),
+            }
+        return dict(self._graphs)
+
+    # ----------------------------------------------------------- private
+    def _plan(self, batch_size, vocab_file, output, layers) -> dict:
+        """Checks the arguments of a call; returns what it needs."""
+        return_freed_memory_for_bulk_embedding()
+        if not _is_positive_int(batch_size):
+            raise ValueError(f"batch_size: expected a positive integer, "
+                             f"found {batch_size!r}")
+        layer_ids = embedding_layer_ids(layers, self.backbone.n_layers,
+                                        output)
+        if self.backbone.use_character_inputs:
+            batcher = Batcher(vocab_file,
+                              self.backbone.max_characters_per_token)
+        else:
+            if vocab_file is None:
+                raise ValueError("vocab_file: token input needs the "
+                                 "vocabulary of the embedding file")
+            batcher = TokenBatcher(vocab_file)
+        return {"batch_size": batch_size, "output": output,
+                "layer_ids": layer_ids, "batcher": batcher}
+
+    def _iter_chunks(self, sentences, plan, chunk_size, on_batch):
+        offset = 0
+        while True:
+            chunk = list(itertools.islice(sentences, chunk_size))
+            if not chunk:
+                return
+            try:
+                check_sentences(chunk)
+                results = self._embed_chunk(chunk, plan, on_batch)
+            except (TypeError, ValueError) as e:
+                # the index in the whole input, not in the chunk
+                message = re.sub(
+                    r"sentences\[(\d+)\]",
+                    lambda m, offset=offset:
+                        f"sentences[{int(m.group(1)) + offset}]",
+                    str(e), count=1)
+                raise type(e)(message) from None
+            del chunk
+            results.reverse()
+            while results:
+                yield results.pop()  # the generator keeps no reference
+            offset += chunk_size
+
+    def _embed_chunk(self, sentences, plan, on_batch) -> list[np.ndarray]:
+        """Steps 1-4 on a checked, non-empty list of sentences."""
+        batch_size = plan["batch_size"]
+        if isinstance(plan["batcher"], TokenBatcher):
+            # names sentences[i][j] as given, not in the table built below
+            plan["batcher"].check_in_vocabulary(sentences)
+        # 1. one row per distinct token: row 0 <S>, rows 1..N the tokens in
+        # order of first appearance, row N + 1 </S> (the batcher's own ids)
+        rows: dict[str, int] = {}
+        for sentence in sentences:
+            for token in sentence:
+                if token not in rows:
+                    rows[token] = len(rows) + 1
+        table = self.embed_token_table(plan["batcher"], list(rows))  # (N+2, P)
+        eos = len(rows) + 1
+        # 2.-4. sorted batches through the LSTMs
+        encode = self.graphs["encode"]
+        table_rows = table.numpy()  # (N + 2, P)
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        results: list[np.ndarray | None] = [None] * len(sentences)
+        for start in range(0, len(order), batch_size):
+            idx = order[start: start + batch_size]
+            n_max = max(len(sentences[i]) for i in idx)
+            # padding gathers row 0; the LSTMs ignore it (lengths)
+            positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T+2)
+            lengths = np.empty((len(idx),), np.int32)
+            for row, i in enumerate(idx):
+                n = len(sentences[i])
+                positions[row, 1: n + 1] = [rows[t] for t in sentences[i]]
+                positions[row, n + 1] = eos
+                lengths[row] = n + 2
+            encoded = encode(table, positions, lengths)
+            layers = [[h.numpy() for h in encoded[direction]]
+                      for direction in self.backbone.directions
+                      ]  # per direction, per LSTM layer (T + 2, B, P)
+            for row, i in enumerate(idx):
+                n = len(sentences[i])
+                results[i] = _sentence_output(
+                    table_rows[positions[row, 1: n + 1]],
+                    [[h[1: n + 1, row] for h in direction]
+                     for direction in layers],
+                    plan["layer_ids"], plan["output"],
+                )
+            del encoded, layers
+            if on_batch is not None:
+                on_batch(len(idx), int(lengths.sum()) - 2 * len(idx))
+        return results
+
+    def _encode(self, table, positions, lengths):
+        """The Python function of the ``"encode"`` graph."""
+        # B=batch, T=time with boundaries, P=projection dim
+        x = tf.gather(table, tf.transpose(positions))  # (T, B, P)
+        outputs = {}
+        for direction, stack in self.backbone.stacks.items():
+            inputs = x
+            if direction == "backward":
+                inputs = tf.reverse_sequence(x, lengths, seq_axis=0,
+                                             batch_axis=1)
+            if outputs and not self.concurrent_directions:
+                # one direction at a time: half the peak memory
+                with tf.control_dependencies([outputs["forward"][-1]]):
+                    inputs = tf.identity(inputs)
+            layers = stack.infer(inputs, lengths,
+                                 block_steps=self.block_steps)  # [(T, B, P)]
+            if direction == "backward":
+                layers = [
+                    tf.reverse_sequence(h, lengths, seq_axis=0,
+                                        batch_axis=1)
+                    for h in layers
+                ]
+            outputs[direction] = layers
+        return outputs  # per direction, per layer (T, B, P)
+
+
+def _is_positive_int(value) -> bool:
+    return (isinstance(value, int) and not isinstance(value, bool)
+            and value >= 1)
+
+
+def _sentence_layers(token_embeddings, lstm_layers, layer_ids) -> np.ndarray:
+    """One sentence's layers, in the layout of
+    :func:`~bilm_keras.models.bidirectional_language_model.lm_layers`.
+
+    Args:
+        token_embeddings: `(n, P)`.
+        lstm_layers: per direction, per LSTM layer `(n, P)`.
+        layer_ids: the layers to build, in this order (0 = token layer,
+            ``l`` = LSTM layer ``l``).
+
+    Returns:
+        `(len(layer_ids), n, n_directions * P)` float32: layer 0 the token
+        embedding once per direction, layer ``l`` the directions' outputs
+        of LSTM layer ``l`` side by side.
+    """
+    n, dim = token_embeddings.shape
+    out = np.empty((len(layer_ids), n, len(lstm_layers) * dim), np.float32)
+    for d, direction in enumerate(lstm_layers):
+        columns = slice(d * dim, (d + 1) * dim)
+        for k, layer in enumerate(layer_ids):
+            out[k, :, columns] = (token_embeddings if layer == 0
+                                  else direction[layer - 1])
+    return out
+
+
+def _sentence_output(token_embeddings, lstm_layers, layer_ids,
+                     output) -> np.ndarray:
+    """One sentence's result of :meth:`BulkEmbedder.embed_sentences`: its
+    layers (:func:`_sentence_layers`) reduced as ``output`` asks."""
+    layers = _sentence_layers(token_embeddings, lstm_layers, layer_ids)
+    return reduce_layers(layers, output)
