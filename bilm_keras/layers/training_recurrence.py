@@ -22,17 +22,19 @@ faster on a CPU; three things on top of it do (``bench/README.md``,
 The math is that of :class:`~bilm_keras.layers.LSTMStack` on full-length
 rows: the same cells (the same variables), the same step
 (:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`), the same
-input dropout and skip connections, so losses and gradients agree to
-float rounding (``tests/training/test_fast_path.py``).
+input dropout and skip connections (:func:`~bilm_keras.layers.lstm_stack.
+layer_input`, :func:`~bilm_keras.layers.lstm_stack.add_skip`), so losses
+and gradients agree to float rounding (``tests/training/
+test_fast_path.py``).
 """
 
 import tensorflow as tf
 
-from bilm_keras.layers.dropout import dropout, fold_seed
 from bilm_keras.layers.lstm_cell_with_projection import (
     lstm_step,
     lstm_step_backward,
 )
+from bilm_keras.layers.lstm_stack import add_skip, layer_input
 
 
 def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
@@ -183,13 +185,12 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
     for layer in range(first.n_layers):
         cells = [stack.cells[layer] for stack in stacks]
         cell = cells[0]
-        x_in = x
-        if training and first.dropout > 0 and dropout_seeds is None:
-            x_in = tf.nn.dropout(x_in, rate=first.dropout)
-        elif training and first.dropout > 0:
-            # each stack's own mask, as LSTMStack.call draws it
+        if dropout_seeds is None or not (training and first.dropout > 0):
+            # no dropout, or one stateful mask over all the stacks
+            x_in = layer_input(x, layer, first.dropout, training=training)
+        else:  # each stack's own mask, as LSTMStack.call draws it
             x_in = tf.stack([
-                dropout(x_d, first.dropout, fold_seed(seed, layer))
+                layer_input(x_d, layer, first.dropout, seed, training)
                 for x_d, seed in zip(tf.unstack(x, num=len(stacks)),
                                      dropout_seeds)
             ])  # (D, B, T, I)
@@ -216,8 +217,8 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
             forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
             proj_clip=cell.proj_clip, keep=keep,
         )  # (D, B, T, P)
-        if first.use_skip_connections and layer > 0:
-            h = h + x_in  # no padding to zero: every row is full
+        # no length mask: every row is full
+        h = add_skip(h, x_in, layer, first.use_skip_connections)
         outputs.append(tf.unstack(h, num=len(stacks)))
         final_states.append(list(zip(tf.unstack(c_last, num=len(stacks)),
                                      tf.unstack(h_last, num=len(stacks)))))
