@@ -2,7 +2,9 @@
 
 Training (:mod:`bilm_keras.training`), inference
 (:class:`~bilm_keras.BidirectionalLanguageModel`), the SavedModel export
-and the bulk embedding path all run this one layer.
+and the bulk embedding path all run this one layer's sublayers; its LSTM
+stacks run by one of three paths (:mod:`bilm_keras.layers.lstm_stack` has
+the table).
 """
 
 from typing import Optional
