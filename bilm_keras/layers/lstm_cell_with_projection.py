@@ -1,9 +1,142 @@
-"""LSTM cell with projection and clipping, in TF1 ``LSTMCell`` semantics."""
+"""LSTM cell with projection and clipping, in TF1 ``LSTMCell`` semantics.
+
+:func:`lstm_step` is the one copy of the gate math: the cell's :meth:`step`
+(the while-loop and inference paths of :mod:`bilm_keras.layers.lstm_stack`)
+and the statically unrolled training window
+(:func:`bilm_keras.layers.training_recurrence.lstm_window`) both run it.
+:func:`lstm_step_backward`, beside it, is its hand-written gradient, which
+the training window uses in its backward pass.
+"""
+
+from typing import NamedTuple
 
 import keras
 import tensorflow as tf
 
 from bilm_keras.layers.initialization import initial
+
+
+class StepTrace(NamedTuple):
+    """What :func:`lstm_step_backward` needs of one :func:`lstm_step`.
+
+    ``h_prev``, ``c_prev``: the step's input state. ``i``, ``j``, ``f``,
+    ``o``: the gates after their nonlinearity (``f`` with the forget
+    bias). ``tanh_c``: ``tanh`` of the clipped cell state. ``m``: the cell
+    output before the projection, ``o * tanh_c``. ``c_inside``,
+    ``h_inside``: 1.0 where the cell and projection clips pass the
+    gradient (``-clip <= x <= clip``), 0.0 elsewhere; None without a clip.
+    """
+
+    h_prev: tf.Tensor
+    c_prev: tf.Tensor
+    i: tf.Tensor
+    j: tf.Tensor
+    f: tf.Tensor
+    o: tf.Tensor
+    tanh_c: tf.Tensor
+    m: tf.Tensor
+    c_inside: tf.Tensor | None
+    h_inside: tf.Tensor | None
+
+
+def _inside(x, bound):
+    """1.0 where ``clip_by_value(x, -bound, bound)`` passes the gradient
+    (TF's ``minimum``/``maximum`` gradients: ``-bound <= x <= bound``)."""
+    return tf.cast(tf.abs(x) <= bound, x.dtype)
+
+
+def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
+              projection_kernel=None, *, forget_bias=1.0, cell_clip=None,
+              proj_clip=None, trace=False):
+    """One TF1 ``LSTMCell`` step from its precomputed input contribution.
+
+    Pure tensor math, batched over any leading axes ``...``: `(batch,)` for
+    one cell, `(directions, batch)` for several cells' stacked weights.
+
+    Args:
+        z_input: `(..., 4 * units)` ``x W_x + b`` (gate order i, j, f, o).
+        c_prev, h_prev: `(..., units)`, `(..., output_dim)` the state.
+        recurrent_kernel: `(output_dim, 4 * units)` (or with the leading
+            axes but the last, e.g. `(directions, output_dim, 4 * units)`),
+            the kernel's rows for ``h``.
+        projection_kernel: `(units, output_dim)` (same rule) or None (no
+            projection).
+        forget_bias, cell_clip, proj_clip: the cell's (clips None or 0:
+            none).
+        trace: also return the :class:`StepTrace` for
+            :func:`lstm_step_backward`; False keeps the per-step loops free
+            of the clip masks.
+
+    Returns:
+        ``(c, h)``, `(..., units)` and `(..., output_dim)`; with ``trace``
+        ``(c, h, StepTrace)``.
+    """
+    # U=units, P=output dim, G=4U; "..." the leading (batch) axes
+    z = z_input + tf.matmul(h_prev, recurrent_kernel)  # (..., G)
+    i, j, f, o = tf.split(z, 4, axis=-1)  # 4 x (..., U)
+    i, j = tf.sigmoid(i), tf.tanh(j)
+    f, o = tf.sigmoid(f + forget_bias), tf.sigmoid(o)
+    c = f * c_prev + i * j  # (..., U)
+    c_inside = h_inside = None
+    if cell_clip:
+        if trace:
+            c_inside = _inside(c, cell_clip)
+        c = tf.clip_by_value(c, -cell_clip, cell_clip)
+    tanh_c = tf.tanh(c)
+    m = o * tanh_c  # (..., U)
+    h = m if projection_kernel is None else tf.matmul(
+        m, projection_kernel)  # (..., P)
+    if proj_clip:
+        if trace:
+            h_inside = _inside(h, proj_clip)
+        h = tf.clip_by_value(h, -proj_clip, proj_clip)
+    if not trace:
+        return c, h
+    return c, h, StepTrace(h_prev, c_prev, i, j, f, o, tanh_c, m, c_inside,
+                           h_inside)
+
+
+def lstm_step_backward(d_h, d_c, step, recurrent_kernel,
+                       projection_kernel=None):
+    """The gradient of one :func:`lstm_step`, written out by hand.
+
+    The chain rule through the forward lines above, in reverse: the
+    projection clip, the projection, ``m = o * tanh(c)``, the cell clip,
+    ``c = f * c_prev + i * j``, the gates' nonlinearities and
+    ``z = z_input + h_prev W_h``. Weight gradients are left to the caller,
+    which can add them up over many steps in one matmul (``h_prev^T dz``,
+    ``m^T dp``).
+
+    Args:
+        d_h: `(..., output_dim)` the gradient reaching the step's output
+            ``h`` (its own output's plus the next step's ``d h_prev``).
+        d_c: `(..., units)` the gradient reaching ``c`` from the next step.
+        step: the step's :class:`StepTrace`.
+        recurrent_kernel, projection_kernel: as given to :func:`lstm_step`.
+
+    Returns:
+        ``(d_z, d_p, d_c_prev, d_h_prev)``: `(..., 4 * units)` the gradient
+        of ``z`` (that of ``z_input``), `(..., output_dim)` that of the
+        projection's output before the clip, and those of the input state.
+    """
+    # U=units, P=output dim, G=4U
+    i, j, f, o, tanh_c = step.i, step.j, step.f, step.o, step.tanh_c
+    d_p = d_h  # (..., P)
+    if step.h_inside is not None:
+        d_p = d_p * step.h_inside
+    d_m = (d_p if projection_kernel is None else tf.matmul(
+        d_p, projection_kernel, transpose_b=True))  # (..., U)
+    d_c = d_c + d_m * o * (1.0 - tanh_c * tanh_c)
+    if step.c_inside is not None:
+        d_c = d_c * step.c_inside
+    d_z = tf.concat([
+        d_c * j * i * (1.0 - i),  # d i
+        d_c * i * (1.0 - j * j),  # d j
+        d_c * step.c_prev * f * (1.0 - f),  # d f
+        d_m * tanh_c * o * (1.0 - o),  # d o
+    ], axis=-1)  # (..., G)
+    d_h_prev = tf.matmul(d_z, recurrent_kernel, transpose_b=True)  # (..., P)
+    return d_z, d_p, d_c * f, d_h_prev
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
@@ -101,25 +234,20 @@ class LSTMCellWithProjection(keras.layers.Layer):
         return self.kernel[self.input_dim:]
 
     def step(self, z_input, c_prev, h_prev, recurrent_kernel=None):
-        """One step from the precomputed input contribution `(B, 4U)`.
+        """One step (:func:`lstm_step`) from the precomputed input
+        contribution `(B, 4U)`: ``(c, h)``.
 
         Loops pass ``recurrent_kernel()`` computed once before the loop:
         slicing ``kernel`` inside it copies the slice at every step.
         """
         if recurrent_kernel is None:
             recurrent_kernel = self.recurrent_kernel()
-        z = z_input + tf.matmul(h_prev, recurrent_kernel)
-        i, j, f, o = tf.split(z, 4, axis=1)  # 4 x (B, U)
-        c = (tf.sigmoid(f + self.forget_bias) * c_prev
-             + tf.sigmoid(i) * tf.tanh(j))
-        if self.cell_clip:
-            c = tf.clip_by_value(c, -self.cell_clip, self.cell_clip)
-        h = tf.sigmoid(o) * tf.tanh(c)  # (B, U)
-        if self.projection_dim:
-            h = tf.matmul(h, self.projection_kernel)  # (B, P)
-        if self.proj_clip:
-            h = tf.clip_by_value(h, -self.proj_clip, self.proj_clip)
-        return c, h
+        return lstm_step(
+            z_input, c_prev, h_prev, recurrent_kernel,
+            self.projection_kernel if self.projection_dim else None,
+            forget_bias=self.forget_bias, cell_clip=self.cell_clip,
+            proj_clip=self.proj_clip,
+        )
 
     def call(self, inputs, states):
         c, h = self.step(self.input_contribution(inputs), *states)

@@ -1,10 +1,114 @@
-"""A stack of projected LSTM layers for one direction, length-aware."""
+"""A stack of projected LSTM layers for one direction, length-aware, and
+the helpers every LSTM path shares.
+
+The biLM's LSTMs run through three paths:
+
+==========  =====================  ===================  ========================
+path        entry point            called by            why it exists
+==========  =====================  ===================  ========================
+while loop  :meth:`LSTMStack.      ``BiLMBackbone``     variable lengths (a row
+            call` ->               (``encode``, the     stops at its length, its
+            :func:`run_            layer call), the     state carried), given
+            recurrence`            SavedModel export,   initial states, autodiff
+                                   ``LanguageModel``    gradients, any graph
+                                   with                 (export, a window length
+                                   ``unroll_windows=    unknown at trace time)
+                                   False``
+infer       :meth:`LSTMStack.      the bulk embedding   bounded memory: the
+            infer` ->              path                 input contributions a
+            :func:`run_            (``embed_            block of steps at a
+            inference_             sentences``)         time; zero states, no
+            recurrence`                                 dropout, no gradients
+unrolled    :func:`~bilm_keras.    ``LanguageModel``    training speed on
+window      layers.training_       (training and        fixed-length windows of
+            recurrence.run_        evaluation, by       full rows: a static
+            stacks_unrolled` ->    default)             loop, both directions
+            ``lstm_window``                             batched, a hand-written
+                                                        backward pass
+==========  =====================  ===================  ========================
+
+All three run the same cells (the same variables) and the same step,
+:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`; each
+layer's input dropout and skip connection come from :func:`layer_input`
+and :func:`add_skip`; the backward direction reads each row reversed within
+its length (:func:`reverse_within_lengths`). ``tests/training/
+test_fast_path.py`` and ``tests/layers/test_lstm_stack_speed_paths.py``
+check that the paths agree.
+"""
 
 import keras
 import tensorflow as tf
 
 from bilm_keras.layers.dropout import dropout, fold_seed
 from bilm_keras.layers.lstm_cell_with_projection import LSTMCellWithProjection
+
+
+def reverse_within_lengths(x, lengths, time_major=False):
+    """Reverses each row's first ``lengths[b]`` positions; the padding past
+    them stays where it is (the backward LM's reading order).
+
+    Args:
+        x: `(batch, time, ...)`, or `(time, batch, ...)` with
+            ``time_major``.
+        lengths: `(batch,)` int.
+        time_major: layout of ``x``.
+
+    Returns:
+        ``x`` reversed within the lengths, same shape and layout.
+    """
+    if time_major:
+        return tf.reverse_sequence(x, lengths, seq_axis=0, batch_axis=1)
+    return tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
+
+
+def layer_input(x, layer, rate, seed=None, training=False,
+                time_major=False):
+    """Layer ``layer``'s input: ``x`` with input dropout in training.
+
+    bilm-tf's ``DropoutWrapper(input_keep_prob)``: each LSTM layer's input
+    is dropped at ``rate``, with the mask drawn from ``fold_seed(seed,
+    layer)`` (:func:`~bilm_keras.layers.dropout.dropout`; None: TF's
+    stateful generator).
+
+    Args:
+        x: `(batch, time, dim)`, or `(time, batch, dim)` with
+            ``time_major``.
+        layer: int, the layer's index in its stack.
+        rate: float, the stack's dropout rate.
+        seed: None or the stack's `(2,)` int seed.
+        training: bool; no dropout otherwise.
+        time_major: layout of ``x``.
+    """
+    if not (training and rate > 0):
+        return x
+    return dropout(x, rate, fold_seed(seed, layer), time_major=time_major)
+
+
+def add_skip(h, x_in, layer, use_skip_connections, mask=None):
+    """Layer ``layer``'s output with its skip connection.
+
+    TF1 ``ResidualWrapper``: layers above the first add their input to
+    their output (the recurrent state keeps the plain cell output).
+
+    Args:
+        h: the layer's cell outputs, zero past each row's length.
+        x_in: the layer's input (after dropout), same shape.
+        layer: int, the layer's index in its stack.
+        use_skip_connections: bool.
+        mask: None (every row full) or a float length mask broadcasting
+            against ``h``: ``dynamic_rnn`` zeroes the output past a row's
+            length, the input added there with it.
+    """
+    if not use_skip_connections or layer == 0:
+        return h
+    h = h + x_in
+    return h if mask is None else h * mask
+
+
+def _time_major_mask(lengths, n_steps, dtype):
+    """`(time, batch, 1)`: 1.0 before each row's length, 0.0 past it."""
+    mask = tf.sequence_mask(lengths, n_steps, dtype)  # (B, T)
+    return tf.transpose(mask)[:, :, None]  # (T, B, 1)
 
 
 def _masked_step(cell, z_t, t, c, h, outputs, lengths, w_h, keep_t=None):
@@ -88,13 +192,12 @@ def run_inference_recurrence(cell, x, lengths, block_steps=16):
     """Inference only: :func:`run_recurrence` from zero states, with the
     input contributions computed ``block_steps`` steps at a time.
 
-    The input contributions of all ``T`` steps at once are the largest
-    tensor of inference, `(T, B, 4U)`: 88 MB for the published model at
-    batch 32 and 42 steps. Computing them a block of steps at a time, inside
-    the loop, bounds that buffer at `(block_steps, B, 4U)` while each matmul
-    still covers ``block_steps * B`` rows (``bench/embed_throughput.py``
-    measures the speed and the memory). Same values as :func:`run_recurrence`
-    on ``cell.input_contribution(x)``; no gradients.
+    The input contributions of all ``T`` steps at once, `(T, B, 4U)`, are
+    the largest tensor of inference. Computing them a block of steps at a
+    time, inside the loop, bounds that buffer at `(block_steps, B, 4U)`
+    while each matmul still covers ``block_steps * B`` rows
+    (``bench/README.md`` has the memory and the speed). Same values as
+    :func:`run_recurrence` on ``cell.input_contribution(x)``; no gradients.
 
     Args:
         cell: a built :class:`LSTMCellWithProjection`.
@@ -137,6 +240,13 @@ def run_inference_recurrence(cell, x, lengths, block_steps=16):
     )
     out = outputs.stack()  # (T, B, P)
     return tf.ensure_shape(out, [None, None, cell.output_dim])
+
+
+#: Steps per input-contribution matmul in :meth:`LSTMStack.infer` by
+#: default (the caller may pass None: all steps at once); it bounds the
+#: largest inference buffer at `(block_steps, batch, 4 * units)`;
+#: ``bench/README.md`` has what it saves and costs.
+INFERENCE_BLOCK_STEPS = 16
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
@@ -232,39 +342,29 @@ class LSTMStack(keras.layers.Layer):
         outputs = [tf.transpose(h, (1, 0, 2)) for h in outputs]  # (B, T, P)
         return outputs, final_states
 
-    #: Steps per input-contribution matmul in :meth:`infer` (None: all
-    #: steps at once). 16 bounds that buffer at 33 MB for the published
-    #: model at batch 32; ``bench/embed_throughput.py`` measures the cost.
-    inference_block_steps = 16
-
-    def infer(self, inputs, lengths, block_steps=...):
+    def infer(self, inputs, lengths, block_steps=INFERENCE_BLOCK_STEPS):
         """Inference only: zero initial states, time-major, no dropout.
 
         The same values as :meth:`call` (``training=False``) through
         :func:`run_inference_recurrence`, which computes the input
-        contributions ``inference_block_steps`` steps at a time: less
-        memory, no gradients. Used by the bulk embedding path.
+        contributions ``block_steps`` steps at a time: less memory, no
+        gradients. Used by the bulk embedding path.
 
         Args:
             inputs: `(time, batch, input_dim)`.
             lengths: `(batch,)` int32.
             block_steps: int, steps per input-contribution matmul; None:
-                all steps in one; default: ``inference_block_steps``.
+                all steps at once.
 
         Returns:
             A list of `(time, batch, projection_dim)` per layer, zero past
             each row's length.
         """
-        # B=batch, T=time
-        mask = tf.sequence_mask(lengths, tf.shape(inputs)[0], inputs.dtype)
-        mask = tf.transpose(mask)[:, :, None]  # (T, B, 1)
-        if block_steps is ...:
-            block_steps = self.inference_block_steps
+        mask = _time_major_mask(lengths, tf.shape(inputs)[0], inputs.dtype)
         outputs, x = [], inputs
         for i, cell in enumerate(self.cells):
             h = run_inference_recurrence(cell, x, lengths, block_steps)
-            if self.use_skip_connections and i > 0:
-                h = (h + x) * mask  # dynamic_rnn zeroes past the length
+            h = add_skip(h, x, i, self.use_skip_connections, mask)
             outputs.append(h)
             x = h
         return outputs
@@ -275,21 +375,17 @@ class LSTMStack(keras.layers.Layer):
         outputs `(T, B, P)`, states."""
         if initial_states is None:
             initial_states = self.zero_states(tf.shape(x)[1])
-        mask = tf.sequence_mask(lengths, tf.shape(x)[0], x.dtype)  # (B, T)
-        mask = tf.transpose(mask)[:, :, None]  # (T, B, 1)
+        mask = _time_major_mask(lengths, tf.shape(x)[0], x.dtype)
         outputs, final_states = [], []
         for i, (cell, (c0, h0)) in enumerate(zip(self.cells, initial_states)):
-            x_in = x
-            if training and self.dropout > 0:
-                x_in = dropout(x_in, self.dropout,
-                               fold_seed(dropout_seed, i), time_major=True)
+            x_in = layer_input(x, i, self.dropout, dropout_seed, training,
+                               time_major=True)
             # one large matmul for all time steps, outside the recurrence
             z = cell.input_contribution(x_in)  # (T, B, 4U)
             h, state = run_recurrence(
                 cell, z, lengths, c0, h0, time_major=True, resets=resets,
             )  # (T, B, P)
-            if self.use_skip_connections and i > 0:
-                h = (h + x_in) * mask  # dynamic_rnn zeroes past the length
+            h = add_skip(h, x_in, i, self.use_skip_connections, mask)
             outputs.append(h)
             final_states.append(state)
             x = h

@@ -4,41 +4,37 @@ Training reads windows of exactly ``unroll_steps`` tokens, every row full
 (``LanguageModel`` gives every row the window's length), so the
 length-aware ``tf.while_loop`` of :func:`~bilm_keras.layers.lstm_stack.
 run_recurrence` can become a Python loop over a static number of steps, as
-bilm-tf's ``static_rnn`` did in training. Unrolling alone is not faster on
-a CPU (measured about even with the loop); three things on top of it are
-(in-process A/B on the mid-size model, 2-core CPU, each over the previous):
+bilm-tf's ``static_rnn`` did in training. Unrolling alone does not make it
+faster on a CPU; three things on top of it do (``bench/README.md``,
+"Training fast path: why each lever", has the measurements):
 
 * the recurrent kernel is split off the kernel once per window, not sliced
   at every step: in the backward pass each slice of a variable becomes a
-  dense, zero-padded kernel-sized gradient, added up over the steps
-  (1.39x);
-* a hand-written backward pass (:func:`lstm_window`) that keeps only the
+  dense, zero-padded kernel-sized gradient, added up over the steps;
+* a hand-written backward pass (:func:`lstm_window`) keeps only the
   sequential part inside the loop and computes the weight gradients as two
   large matmuls after it, where autodiff does two small ones per step and
-  adds them up (1.23x);
+  adds them up;
 * the forward and backward directions' stacks (same shapes, their own
   weights) run as one batched computation: every step is one batched
-  matmul and one set of elementwise ops for both directions (1.17-1.34x).
+  matmul and one set of elementwise ops for both directions.
 
-The math is the same as :class:`~bilm_keras.layers.LSTMStack` on
-full-length rows: the same cells (the same variables), the input
-contribution hoisted out of the loop, the same skip connections and input
-dropout, so losses and gradients agree to float rounding
-(``tests/training/test_fast_path.py``).
+The math is that of :class:`~bilm_keras.layers.LSTMStack` on full-length
+rows: the same cells (the same variables), the same step
+(:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`), the same
+input dropout and skip connections (:func:`~bilm_keras.layers.lstm_stack.
+layer_input`, :func:`~bilm_keras.layers.lstm_stack.add_skip`), so losses
+and gradients agree to float rounding (``tests/training/
+test_fast_path.py``).
 """
 
 import tensorflow as tf
 
-from bilm_keras.layers.dropout import dropout, fold_seed
-
-
-def _clip(x, bound):
-    """``clip_by_value(x, -bound, bound)`` and its gradient mask (TF's
-    ``minimum``/``maximum`` gradients pass where ``-bound <= x <= bound``)."""
-    if not bound:
-        return x, None
-    inside = tf.cast(tf.abs(x) <= bound, x.dtype)
-    return tf.clip_by_value(x, -bound, bound), inside
+from bilm_keras.layers.lstm_cell_with_projection import (
+    lstm_step,
+    lstm_step_backward,
+)
+from bilm_keras.layers.lstm_stack import add_skip, layer_input
 
 
 def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
@@ -46,13 +42,14 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
     """LSTM layers of ``D`` directions over a window of static length, with
     a hand-written backward pass.
 
-    The forward pass is :meth:`LSTMCellWithProjection.step` at every step,
-    batched over the leading direction axis. The backward pass runs the
-    recurrence backwards keeping only what must be sequential
-    (``dm = dp W_P^T`` and ``dh = dz W_h^T`` per step) and computes the
-    weight gradients after the loop as two large matmuls, ``H^T dZ`` and
-    ``M^T dP`` over all `batch * time` rows. It gives autodiff's gradients
-    to float rounding.
+    The forward pass is :func:`~bilm_keras.layers.lstm_cell_with_projection.
+    lstm_step` (the cells' step) at every step, batched over the leading
+    direction axis. The backward pass runs the recurrence backwards through
+    :func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step_backward`,
+    keeping only what must be sequential (``dm = dp W_P^T`` and
+    ``dh = dz W_h^T`` per step), and computes the weight gradients after
+    the loop as two large matmuls, ``H^T dZ`` and ``M^T dP`` over all
+    `batch * time` rows. It gives autodiff's gradients to float rounding.
 
     Args:
         z_inputs: `(D, batch, time, 4 * units)` input contributions
@@ -92,25 +89,19 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
 
     @tf.custom_gradient
     def window(z_inputs, c0, h0, w_h, w_p):
+        w_p = w_p if has_projection else None
         c, h = c0, h0
-        saved = []  # per step: what the backward pass needs
+        steps = []  # per step: the StepTrace the backward pass needs
         outputs = []
         for t, z_t in enumerate(tf.unstack(z_inputs, num=n_steps, axis=2)):
             # z_t (D, B, G); a sentence start zeroes the state first
             if keep_steps[t] is not None:
                 c, h = c * keep_steps[t], h * keep_steps[t]
-            h_prev, c_prev = h, c
-            z = z_t + tf.matmul(h_prev, w_h)  # (D, B, G)
-            i, j, f, o = tf.split(z, 4, axis=-1)  # 4 x (D, B, U)
-            i, j = tf.sigmoid(i), tf.tanh(j)
-            f, o = tf.sigmoid(f + forget_bias), tf.sigmoid(o)
-            c, c_inside = _clip(f * c_prev + i * j, cell_clip)  # (D, B, U)
-            tanh_c = tf.tanh(c)
-            m = o * tanh_c  # (D, B, U)
-            p = tf.matmul(m, w_p) if has_projection else m  # (D, B, P)
-            h, h_inside = _clip(p, proj_clip)
-            saved.append((h_prev, c_prev, i, j, f, o, c_inside, tanh_c, m,
-                          h_inside))
+            c, h, step = lstm_step(
+                z_t, c, h, w_h, w_p, forget_bias=forget_bias,
+                cell_clip=cell_clip, proj_clip=proj_clip, trace=True,
+            )  # (D, B, U), (D, B, P)
+            steps.append(step)
             outputs.append(h)
 
         def grad(d_outputs, d_c, d_h):
@@ -118,36 +109,19 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
             d_out = tf.unstack(d_outputs, num=n_steps, axis=2)
             d_z_steps, d_p_steps = [None] * n_steps, [None] * n_steps
             for t in reversed(range(n_steps)):
-                (h_prev, c_prev, i, j, f, o, c_inside, tanh_c, _,
-                 h_inside) = saved[t]
-                d_p = d_out[t] + d_h  # (D, B, P)
-                if h_inside is not None:
-                    d_p = d_p * h_inside
-                d_p_steps[t] = d_p
-                d_m = (tf.matmul(d_p, w_p, transpose_b=True)
-                       if has_projection else d_p)  # (D, B, U)
-                d_c = d_c + d_m * o * (1.0 - tanh_c * tanh_c)
-                if c_inside is not None:
-                    d_c = d_c * c_inside
-                d_z = tf.concat([
-                    d_c * j * i * (1.0 - i),  # d i
-                    d_c * i * (1.0 - j * j),  # d j
-                    d_c * c_prev * f * (1.0 - f),  # d f
-                    d_m * tanh_c * o * (1.0 - o),  # d o
-                ], axis=-1)  # (D, B, G)
-                d_z_steps[t] = d_z
-                d_c = d_c * f  # to c_prev
-                d_h = tf.matmul(d_z, w_h, transpose_b=True)  # (D, B, P)
+                d_z_steps[t], d_p_steps[t], d_c, d_h = lstm_step_backward(
+                    d_out[t] + d_h, d_c, steps[t], w_h, w_p
+                )  # (D, B, G), (D, B, P), (D, B, U), (D, B, P)
                 if keep_steps[t] is not None:  # through the reset
                     d_c, d_h = d_c * keep_steps[t], d_h * keep_steps[t]
             # weight gradients: one matmul over every (row, step)
             d_z_all = tf.stack(d_z_steps, axis=2)  # (D, B, T, G)
-            h_prev_all = tf.stack([s[0] for s in saved], axis=2)
+            h_prev_all = tf.stack([s.h_prev for s in steps], axis=2)
             d_w_h = tf.matmul(flat_rows(h_prev_all), flat_rows(d_z_all),
                               transpose_a=True)  # (D, P, G)
             d_w_p = None
             if has_projection:
-                m_all = tf.stack([s[8] for s in saved], axis=2)
+                m_all = tf.stack([s.m for s in steps], axis=2)  # (D, B, T, U)
                 d_p_all = tf.stack(d_p_steps, axis=2)  # (D, B, T, P)
                 d_w_p = tf.matmul(flat_rows(m_all), flat_rows(d_p_all),
                                   transpose_a=True)  # (D, U, P)
@@ -211,13 +185,12 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
     for layer in range(first.n_layers):
         cells = [stack.cells[layer] for stack in stacks]
         cell = cells[0]
-        x_in = x
-        if training and first.dropout > 0 and dropout_seeds is None:
-            x_in = tf.nn.dropout(x_in, rate=first.dropout)
-        elif training and first.dropout > 0:
-            # each stack's own mask, as LSTMStack.call draws it
+        if dropout_seeds is None or not (training and first.dropout > 0):
+            # no dropout, or one stateful mask over all the stacks
+            x_in = layer_input(x, layer, first.dropout, training=training)
+        else:  # each stack's own mask, as LSTMStack.call draws it
             x_in = tf.stack([
-                dropout(x_d, first.dropout, fold_seed(seed, layer))
+                layer_input(x_d, layer, first.dropout, seed, training)
                 for x_d, seed in zip(tf.unstack(x, num=len(stacks)),
                                      dropout_seeds)
             ])  # (D, B, T, I)
@@ -244,8 +217,8 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
             forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
             proj_clip=cell.proj_clip, keep=keep,
         )  # (D, B, T, P)
-        if first.use_skip_connections and layer > 0:
-            h = h + x_in  # no padding to zero: every row is full
+        # no length mask: every row is full
+        h = add_skip(h, x_in, layer, first.use_skip_connections)
         outputs.append(tf.unstack(h, num=len(stacks)))
         final_states.append(list(zip(tf.unstack(c_last, num=len(stacks)),
                                      tf.unstack(h_last, num=len(stacks)))))

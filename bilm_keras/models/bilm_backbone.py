@@ -2,7 +2,9 @@
 
 Training (:mod:`bilm_keras.training`), inference
 (:class:`~bilm_keras.BidirectionalLanguageModel`), the SavedModel export
-and the bulk embedding path all run this one layer.
+and the bulk embedding path all run this one layer's sublayers; its LSTM
+stacks run by one of three paths (:mod:`bilm_keras.layers.lstm_stack` has
+the table).
 """
 
 from typing import Optional
@@ -11,7 +13,7 @@ import keras
 import tensorflow as tf
 
 from bilm_keras.layers.char_cnn_embedder import CharCNNEmbedder
-from bilm_keras.layers.lstm_stack import LSTMStack
+from bilm_keras.layers.lstm_stack import LSTMStack, reverse_within_lengths
 from bilm_keras.layers.token_embedder import TokenEmbedder
 from bilm_keras.options import N_CHARACTERS_WITH_PADDING, BiLMOptions
 
@@ -240,16 +242,13 @@ class BiLMBackbone(keras.layers.Layer):
         for direction in self.directions:
             x = token_embeddings
             if direction == "backward":
-                x = tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
+                x = reverse_within_lengths(x, lengths)
             layers, final_states[direction] = self.run_direction(
                 direction, x, lengths, initial_states.get(direction),
                 training=training,
             )
             if direction == "backward":
-                layers = [
-                    tf.reverse_sequence(h, lengths, seq_axis=1, batch_axis=0)
-                    for h in layers
-                ]
+                layers = [reverse_within_lengths(h, lengths) for h in layers]
             outputs[direction] = layers
         return outputs, final_states
 

@@ -16,6 +16,10 @@ from bilm_keras.embedding_outputs import (
     embedding_layer_ids,
     reduce_layers,
 )
+from bilm_keras.layers.lstm_stack import (
+    INFERENCE_BLOCK_STEPS,
+    reverse_within_lengths,
+)
 from bilm_keras.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 
@@ -76,7 +80,7 @@ class BulkEmbedder:
         backbone: BiLMBackbone,
         *,
         token_chunk_size: int = 128,
-        block_steps: int | None = 16,
+        block_steps: int | None = INFERENCE_BLOCK_STEPS,
         concurrent_directions: bool = False,
     ):
         if not _is_positive_int(token_chunk_size):
@@ -362,8 +366,7 @@ class BulkEmbedder:
         for direction, stack in self.backbone.stacks.items():
             inputs = x
             if direction == "backward":
-                inputs = tf.reverse_sequence(x, lengths, seq_axis=0,
-                                             batch_axis=1)
+                inputs = reverse_within_lengths(x, lengths, time_major=True)
             if outputs and not self.concurrent_directions:
                 # one direction at a time: half the peak memory
                 with tf.control_dependencies([outputs["forward"][-1]]):
@@ -371,11 +374,8 @@ class BulkEmbedder:
             layers = stack.infer(inputs, lengths,
                                  block_steps=self.block_steps)  # [(T, B, P)]
             if direction == "backward":
-                layers = [
-                    tf.reverse_sequence(h, lengths, seq_axis=0,
-                                        batch_axis=1)
-                    for h in layers
-                ]
+                layers = [reverse_within_lengths(h, lengths, time_major=True)
+                          for h in layers]
             outputs[direction] = layers
         return outputs  # per direction, per layer (T, B, P)
 

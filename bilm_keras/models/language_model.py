@@ -41,7 +41,8 @@ class LanguageModel(keras.Model):
             a hand-written backward pass (:func:`run_stacks_unrolled`;
             bilm-tf used ``static_rnn`` in training) when the window length
             is known at trace time; False: the backbone's length-aware
-            ``tf.while_loop`` per direction. Same numbers to float rounding.
+            ``tf.while_loop`` per direction. Same numbers to float rounding
+            (the LSTM paths: :mod:`bilm_keras.layers.lstm_stack`).
         dedup_tokens: bool. Run the char-CNN once per distinct token of
             the batch (both directions' streams together) and gather; exact,
             since a token's embedding has no context. Char input only.
@@ -51,8 +52,8 @@ class LanguageModel(keras.Model):
             zero states ELMo embeddings start from. False: bilm-tf's
             training, states carried across sentences; its LMs then meet
             zero states only at their first step and can be badly wrong
-            from them (issue 9 of this project: a backward LM at heldout
-            perplexity 10^6 after a normal-looking training run).
+            from them (a backward LM most of all) while their training
+            perplexity looks normal.
 
     Call arguments:
         inputs: a batch dict from ``LMDataset``: ``token_ids`` or

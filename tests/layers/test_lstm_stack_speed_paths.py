@@ -49,11 +49,11 @@ def _numpy_stack(stack, x, lengths):
 ])
 def test_call_and_infer_match_numpy(skip, block_steps):
     stack = _stack(skip)
-    stack.inference_block_steps = block_steps
     x = RNG.normal(size=(4, 5, 5)).astype("float32")
     expected = _numpy_stack(stack, x, LENGTHS)
     got, _ = stack(x, LENGTHS)
-    inferred = stack.infer(tf.transpose(x, (1, 0, 2)), LENGTHS)
+    inferred = stack.infer(tf.transpose(x, (1, 0, 2)), LENGTHS,
+                           block_steps=block_steps)
     for g, i, e in zip(got, inferred, expected):
         np.testing.assert_allclose(g.numpy(), e, atol=1e-5)
         np.testing.assert_allclose(np.transpose(i.numpy(), (1, 0, 2)), e,
