@@ -14,7 +14,8 @@ from bilm_keras.models.bidirectional_language_model import (
 )
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.dump import dump_weights
-from bilm_keras.training.loop import evaluate, train
+from bilm_keras.training.evaluation import evaluate
+from bilm_keras.training.loop import train
 
 TINY_OPTIONS = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "options",
