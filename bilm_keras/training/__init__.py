@@ -9,7 +9,7 @@ The package's modules, by job:
 * :mod:`.progress`: progress lines and TensorBoard scalars;
 * :mod:`.checkpoints`: what a ``save_dir`` holds, restored;
 * :mod:`.evaluation`: heldout perplexity;
-* :mod:`.dump`: a checkpoint as bilm-tf's HDF5 weights;
+* :mod:`.weight_dump`: a checkpoint as bilm-tf's HDF5 weights;
 * :mod:`.adaptation`: continuing a published biLM on new text;
 * :mod:`.strategy`: the ``tf.distribute`` strategy;
 * :mod:`.cli`: the flags ``train_elmo.py`` and ``restart.py`` share;
@@ -24,7 +24,7 @@ from bilm_keras._lazy import lazy_exports as _lazy_exports
 #: public name -> the module that defines it
 _EXPORTS = {
     "CheckpointError": "bilm_keras.training.checkpoints",
-    "dump_weights": "bilm_keras.training.dump",
+    "dump_weights": "bilm_keras.training.weight_dump",
     "evaluate": "bilm_keras.training.evaluation",
     "load_trained_model": "bilm_keras.training.checkpoints",
     "make_strategy": "bilm_keras.training.strategy",
