@@ -59,12 +59,12 @@ from bilm_keras.training.adaptation import (  # noqa: E402
     init_softmax,
     softmax_variables,
 )
-from bilm_keras.training.loop import (  # noqa: E402
-    build_model,
+from bilm_keras.training.inputs import (  # noqa: E402
     load_vocab,
     make_dataset,
-    make_train_step,
 )
+from bilm_keras.training.model_setup import build_model  # noqa: E402
+from bilm_keras.training.train_step import make_train_step  # noqa: E402
 
 PUBLISHED_OPTIONS = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "options",

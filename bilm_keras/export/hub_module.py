@@ -426,9 +426,10 @@ def export_hub_from_save_dir(
 ) -> str:
     """Exports the latest checkpoint of a training ``save_dir``.
 
-    The checkpoint goes through :func:`bilm_keras.training.dump.dump_weights`
-    (into a temporary directory) and then :func:`export_hub`, so the
-    exported model is exactly the one ``bin/dump_weights.py`` +
+    The checkpoint goes through
+    :func:`bilm_keras.training.weight_dump.dump_weights` (into a temporary
+    directory) and then :func:`export_hub`, so the exported model is
+    exactly the one ``bin/dump_weights.py`` +
     :class:`~bilm_keras.BidirectionalLanguageModel` give, and the
     ``options.json`` asset is the prediction one (``n_characters`` 262).
     Other arguments as :func:`export_hub`.
@@ -438,7 +439,7 @@ def export_hub_from_save_dir(
             not fit its ``options.json``.
     """
     # imported here: the training stack is not needed to export HDF5 files
-    from bilm_keras.training.dump import dump_weights
+    from bilm_keras.training.weight_dump import dump_weights
 
     outdir = os.path.abspath(os.fspath(outdir))
     _check_outdir(outdir, overwrite)

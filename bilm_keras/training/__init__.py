@@ -1,4 +1,19 @@
-"""Training: strategy, custom loop, evaluation and HDF5 dump (issue 3).
+"""Training: the loop, its checkpoints, evaluation and the HDF5 dump.
+
+The package's modules, by job:
+
+* :mod:`.loop`: :func:`train` and :func:`restart`;
+* :mod:`.inputs`: vocabulary, batches, steps per epoch;
+* :mod:`.model_setup`: the model and its Adagrad (:mod:`.adagrad`);
+* :mod:`.train_step`: one distributed training step;
+* :mod:`.progress`: progress lines and TensorBoard scalars;
+* :mod:`.checkpoints`: what a ``save_dir`` holds, restored;
+* :mod:`.evaluation`: heldout perplexity;
+* :mod:`.weight_dump`: a checkpoint as bilm-tf's HDF5 weights;
+* :mod:`.adaptation`: continuing a published biLM on new text;
+* :mod:`.strategy`: the ``tf.distribute`` strategy;
+* :mod:`.cli`: the flags ``train_elmo.py`` and ``restart.py`` share;
+* :mod:`.pipeline`: vocabulary to embeddings in one call.
 
 The names below are imported on first use (PEP 562): the command-line
 flags in :mod:`bilm_keras.training.cli` must not import TensorFlow.
@@ -8,10 +23,10 @@ from bilm_keras._lazy import lazy_exports as _lazy_exports
 
 #: public name -> the module that defines it
 _EXPORTS = {
-    "CheckpointError": "bilm_keras.training.loop",
-    "dump_weights": "bilm_keras.training.dump",
-    "evaluate": "bilm_keras.training.loop",
-    "load_trained_model": "bilm_keras.training.loop",
+    "CheckpointError": "bilm_keras.training.checkpoints",
+    "dump_weights": "bilm_keras.training.weight_dump",
+    "evaluate": "bilm_keras.training.evaluation",
+    "load_trained_model": "bilm_keras.training.checkpoints",
     "make_strategy": "bilm_keras.training.strategy",
     "restart": "bilm_keras.training.loop",
     "train": "bilm_keras.training.loop",

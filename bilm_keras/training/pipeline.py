@@ -13,8 +13,9 @@ from bilm_keras.models.bidirectional_language_model import (
     BidirectionalLanguageModel,
 )
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training.dump import dump_weights
-from bilm_keras.training.loop import evaluate, train
+from bilm_keras.training.evaluation import evaluate
+from bilm_keras.training.loop import train
+from bilm_keras.training.weight_dump import dump_weights
 
 TINY_OPTIONS = os.path.join(
     os.path.dirname(os.path.abspath(__file__)), "..", "..", "options",

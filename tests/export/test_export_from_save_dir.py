@@ -9,11 +9,11 @@ import tensorflow as tf
 from bilm_keras import Batcher, BidirectionalLanguageModel
 from bilm_keras.export.hub_module import export_hub_from_save_dir
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training.loop import (
+from bilm_keras.training.checkpoints import (
     CheckpointError,
-    build_model,
     model_checkpoint,
 )
+from bilm_keras.training.model_setup import build_model
 from export_fixtures import REPO_ROOT
 
 

@@ -19,8 +19,9 @@ def mirrored(train_dir, out_file):
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     from bilm_keras.data.lm_dataset import BidirectionalLMDataset
     from bilm_keras.training import train
-    from bilm_keras.training.loop import (build_model, load_vocab,
-                                          make_train_step)
+    from bilm_keras.training.inputs import load_vocab
+    from bilm_keras.training.model_setup import build_model
+    from bilm_keras.training.train_step import make_train_step
     from train_helpers import fixture_options
 
     devices = ["/cpu:0", "/cpu:1"]

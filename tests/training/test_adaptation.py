@@ -31,13 +31,12 @@ from bilm_keras.training import (
 )
 from bilm_keras.training import adaptation
 from bilm_keras.training.adaptation import target_log_frequencies
-from bilm_keras.training.loop import (
-    build_model,
-    load_vocab,
-    make_dataset,
+from bilm_keras.training.checkpoints import (
     model_checkpoint,
     restore_checkpoint,
 )
+from bilm_keras.training.inputs import load_vocab, make_dataset
+from bilm_keras.training.model_setup import build_model
 from bilm_keras.weights.bilm_tf_hdf5 import (
     WeightFileError,
     save_bilm_tf_hdf5,

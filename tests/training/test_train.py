@@ -11,7 +11,7 @@ from bilm_keras import Batcher, BidirectionalLanguageModel
 from bilm_keras.data.lm_dataset import CorpusError, make_tf_dataset
 from bilm_keras.data.vocabulary import VocabularyError
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training import loop
+from bilm_keras.training import inputs, loop
 from bilm_keras.training import (
     CheckpointError,
     dump_weights,
@@ -31,6 +31,14 @@ def _train(train_dir, save_dir, options, **kwargs):
                  vocab_file=str(train_dir / "vocab.txt"),
                  save_dir=str(save_dir), seed=kwargs.pop("seed", 1),
                  log_every=1000, **kwargs)
+
+
+def _killed_after(steps, train_dir, save_dir, options):
+    """A fresh run that stops after ``steps`` steps, as if killed there."""
+    return loop._run_training(
+        options=options, train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+        log_every=1000, stop_after_steps=steps)
 
 
 def _heldout(train_dir, save_dir):
@@ -207,10 +215,9 @@ def test_restart_continues_the_data_stream(train_dir, tmp_path, capsys,
         made.append((data.forward.seed, skip_batches))
         return make_tf_dataset(data, batch_size, num_steps, skip_batches)
 
-    monkeypatch.setattr(loop, "make_tf_dataset", recording_make_tf_dataset)
+    monkeypatch.setattr(inputs, "make_tf_dataset", recording_make_tf_dataset)
     options = fixture_options(n_epochs=1)  # 6 steps of 2 x 10 tokens
-    first = _train(train_dir, tmp_path, options, seed=None,
-                   _extra_steps=2)  # as if killed after step 2
+    first = _killed_after(2, train_dir, tmp_path, options)
     seed, start, batch = _stream(first["checkpoint"])
     assert (start, batch) == (0, options.batch_size)
     # after a crash: the same stream, its first 2 batches passed over
@@ -239,7 +246,7 @@ def test_restart_with_another_batch_size_starts_a_new_stream(train_dir,
     # an epoch is 6 steps of 2 x 10 tokens, 3 of 4 x 10: after the crash at
     # step 2, batch 4 trains step 3
     options = fixture_options(n_epochs=1)
-    first = _train(train_dir, tmp_path, options, seed=None, _extra_steps=2)
+    first = _killed_after(2, train_dir, tmp_path, options)
     seed = _stream(first["checkpoint"])[0]
     resumed = restart(save_dir=str(tmp_path),
                       train_prefix=str(train_dir / "data.txt"),

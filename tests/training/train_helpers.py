@@ -40,17 +40,19 @@ def training_run(train_dir, options, *, sparse_gradients=True,
     import keras
     import tensorflow as tf
 
-    from bilm_keras.training import loop
+    from bilm_keras.data.lm_dataset import make_tf_dataset
+    from bilm_keras.training.inputs import load_vocab, make_dataset
+    from bilm_keras.training.model_setup import build_model
+    from bilm_keras.training.train_step import make_train_step
 
     keras.utils.set_random_seed(0)
-    vocab = loop.load_vocab(str(train_dir / "vocab.txt"), options)
+    vocab = load_vocab(str(train_dir / "vocab.txt"), options)
     options = options.replace(n_tokens_vocab=vocab.size)
-    lm, optimizer = loop.build_model(options, seed=0, **model_kwargs)
-    step = loop.make_train_step(
+    lm, optimizer = build_model(options, seed=0, **model_kwargs)
+    step = make_train_step(
         lm, optimizer, tf.distribute.get_strategy(), options,
         sparse_gradients=sparse_gradients, dropout_seed=dropout_seed)
-    data = loop.make_dataset(str(train_dir / "data.txt"), vocab, options,
-                             seed=0)
-    batches = iter(loop.make_tf_dataset(data, options.batch_size,
-                                        options.unroll_steps))
+    data = make_dataset(str(train_dir / "data.txt"), vocab, options, seed=0)
+    batches = iter(make_tf_dataset(data, options.batch_size,
+                                   options.unroll_steps))
     return lm, step, batches, lm.zero_states(options.batch_size)

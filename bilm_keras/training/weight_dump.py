@@ -6,7 +6,7 @@ import dataclasses
 import os
 
 from bilm_keras.options import N_CHARACTERS_WITH_PADDING
-from bilm_keras.training.loop import load_trained_model
+from bilm_keras.training.checkpoints import load_trained_model
 from bilm_keras.weights.bilm_tf_hdf5 import save_bilm_tf_hdf5
 
 

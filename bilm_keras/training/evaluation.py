@@ -1,0 +1,129 @@
+"""Heldout perplexity of a trained ``save_dir``, with the full softmax.
+
+The bar a trained biLM must clear is the unigram perplexity of its
+training data (recorded in ``save_dir/training_data.json`` by training):
+a direction above it predicts worse than word counts do.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from typing import Optional
+
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras.data.lm_dataset import make_tf_dataset
+from bilm_keras.data.vocab_builder import sidecar_path
+from bilm_keras.training.checkpoints import (
+    TRAINING_DATA_FILE,
+    load_trained_model,
+)
+from bilm_keras.training.inputs import make_dataset
+
+
+def training_unigram_perplexity(save_dir: str, vocab_file=None):
+    """``(perplexity, source file)`` of the training data's unigram
+    perplexity, or ``(None, None)`` when nothing records it.
+
+    ``train`` writes it to ``save_dir/training_data.json``; a vocabulary
+    made by ``build_vocab`` has it in its ``.json`` sidecar too.
+    """
+    candidates = [os.path.join(os.fspath(save_dir), TRAINING_DATA_FILE)]
+    if vocab_file is not None:
+        candidates.append(sidecar_path(vocab_file))
+    for path in candidates:
+        if os.path.exists(path):
+            with open(path, encoding="utf-8") as f:
+                value = json.load(f).get("unigram_perplexity")
+            if value:
+                return float(value), path
+    return None, None
+
+
+def evaluate(
+    *,
+    save_dir: str,
+    vocab_file: str,
+    test_prefix: str,
+    batch_size: int = 256,
+    log_every: int = 100,
+    unigram_perplexity: Optional[float] = None,
+) -> dict:
+    """Heldout perplexity with the full softmax, every token once.
+
+    The text goes through in ``(batch_size, unroll_steps)`` windows, the
+    LSTM states carried from one to the next as in training. Prints the
+    running perplexity and, at the end, each direction's and the mean
+    perplexity with the files they came from, and a warning for every
+    direction whose perplexity is above the unigram perplexity of the
+    training data (it predicts worse than word counts do: broken, whatever
+    its training perplexity said).
+
+    Args:
+        unigram_perplexity: the bar for that warning; None: the training
+            data's, as :func:`training_unigram_perplexity` finds it (no
+            warning when nothing records it).
+
+    Returns:
+        dict: ``forward_perplexity``, ``backward_perplexity`` (bidirectional
+        models), ``perplexity`` (``exp`` of the mean of the directions'
+        mean losses, bilm-tf's number), ``n_tokens``, ``files``,
+        ``unigram_perplexity`` (the bar, or None) and ``warnings`` (the
+        warning lines printed).
+    """
+    source = "given"
+    if unigram_perplexity is None:
+        unigram_perplexity, source = training_unigram_perplexity(
+            save_dir, vocab_file)
+    options, lm, vocab = load_trained_model(save_dir, vocab_file=vocab_file)
+    data = make_dataset(test_prefix, vocab, options, test=True)
+    num_steps = options.unroll_steps
+
+    @tf.function
+    def eval_step(batch, states):
+        out = lm(batch, initial_states=states, training=False)
+        return out["loss_sum"], out["n_tokens"], out["final_states"]
+
+    states = lm.zero_states(batch_size)
+    loss_sum = {d: 0.0 for d in lm.directions}
+    n_tokens = {d: 0.0 for d in lm.directions}
+    for i, batch in enumerate(make_tf_dataset(data, batch_size, num_steps), 1):
+        sums, counts, states = eval_step(batch, states)
+        for d in lm.directions:
+            loss_sum[d] += float(sums[d])
+            n_tokens[d] += float(counts[d])
+        if i % log_every == 0:
+            running = np.mean([loss_sum[d] / max(n_tokens[d], 1)
+                               for d in lm.directions])
+            print(f"batch {i}  running perplexity {math.exp(running):.3f}",
+                  flush=True)
+    if not n_tokens["forward"]:
+        raise ValueError(f"{test_prefix}: no tokens to evaluate")
+    mean_loss = {d: loss_sum[d] / n_tokens[d] for d in lm.directions}
+    result = {f"{d}_perplexity": math.exp(v) for d, v in mean_loss.items()}
+    result["perplexity"] = math.exp(np.mean(list(mean_loss.values())))
+    result["n_tokens"] = int(n_tokens["forward"])
+    result["files"] = list(data.shards)
+    print(f"heldout files: {', '.join(result['files'])}")
+    for d in lm.directions:
+        print(f"{d} perplexity: {result[f'{d}_perplexity']:.3f}")
+    print(f"mean perplexity: {result['perplexity']:.3f}  "
+          f"({result['n_tokens']} tokens)", flush=True)
+    result["unigram_perplexity"] = unigram_perplexity
+    result["warnings"] = [
+        f"WARNING: {d} heldout perplexity {result[f'{d}_perplexity']:.1f} "
+        f"is above the unigram perplexity of the training data "
+        f"({unigram_perplexity:.1f}, from {source}): the {d} LM predicts "
+        "worse than word counts do; do not use its embeddings before "
+        "finding out why (a diverged run, or heldout text unlike the "
+        "training data)"
+        for d in lm.directions
+        if unigram_perplexity
+        and result[f"{d}_perplexity"] > unigram_perplexity
+    ]
+    for line in result["warnings"]:
+        print(line, flush=True)
+    return result

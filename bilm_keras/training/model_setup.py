@@ -1,0 +1,57 @@
+"""The model a run trains and its optimizer, built together.
+
+bilm-tf trained with ``tf.train.AdagradOptimizer(learning_rate,
+initial_accumulator_value=1.0)``, whose update of the softmax and the
+embeddings is sparse; :class:`RowSparseAdagrad` is that optimizer.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from bilm_keras.layers.initialization import placeholder_weights
+from bilm_keras.models.language_model import LanguageModel
+from bilm_keras.options import BiLMOptions
+from bilm_keras.training.adagrad import RowSparseAdagrad
+from bilm_keras.training.adaptation import (
+    draw_softmax_weights,
+    load_pretrained_lm,
+)
+
+
+def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
+    """bilm-tf's Adagrad: ``options.learning_rate``, accumulators from
+    1.0, sparse updates of the rows a batch touched."""
+    return RowSparseAdagrad(
+        learning_rate=options.learning_rate,
+        initial_accumulator_value=1.0,
+        epsilon=1e-7,
+    )
+
+
+def build_model(options: BiLMOptions, *, training=True, seed=None,
+                init_weights=None, **model_kwargs):
+    """A built :class:`LanguageModel` and its Adagrad (call in scope).
+
+    ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
+    every variable of the backbone (domain adaptation; each dataset is
+    checked against the options first, see :func:`load_pretrained_lm`);
+    the softmax, which the file does not have, gets its random ``W`` and
+    a zero bias (:func:`init_softmax` sets the bias from the corpus).
+    ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
+    ``dedup_tokens``: the training fast path, on by default).
+    """
+    lm = LanguageModel.from_options(options, training=training, seed=seed,
+                                    **model_kwargs)
+    if init_weights is None:
+        lm.build_all()
+    else:
+        # the file fills the backbone: zeros until then, no random values
+        # to compute and hold (bench/README.md has the memory this saves)
+        with placeholder_weights():
+            lm.build_all()
+        load_pretrained_lm(lm, init_weights)
+        draw_softmax_weights(lm)
+    optimizer = make_optimizer(options)
+    optimizer.build(lm.trainable_variables)
+    return lm, optimizer

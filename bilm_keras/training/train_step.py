@@ -1,0 +1,143 @@
+"""One training step: every replica's forward and backward pass, the
+all-reduce, clipping and the Adagrad update.
+
+What bilm-tf's ``training.py`` did, on :class:`LanguageModel`:
+
+* Adagrad on the gradients of ``loss * unroll_steps``, clipped by their
+  global norm ``all_clip_norm_val``; the softmax's and the embeddings'
+  gradients stay sparse, and :class:`RowSparseAdagrad` updates only their
+  rows;
+* every replica carries its own LSTM states from one window of
+  ``unroll_steps`` tokens to the next (truncated backpropagation through
+  time): the states go into the step function and come back out of it, as
+  per-replica values;
+* ``batch_size`` is the *global* batch: each of the ``R`` replicas gets
+  ``batch_size / R`` rows (bilm-tf's ``batch_size`` was per GPU).
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Optional, Sequence
+
+import tensorflow as tf
+
+from bilm_keras.layers.dropout import fold_seed
+from bilm_keras.models.language_model import LanguageModel
+from bilm_keras.options import BiLMOptions
+
+
+def _sum_repeated_rows(grad):
+    """An ``IndexedSlices`` gradient with each row once (repeats summed);
+    other gradients unchanged.
+
+    A gather's gradient lists a row once per lookup. The global norm and
+    Adagrad's ``accumulator += g * g`` need each row's total, as the dense
+    gradient has it; the update then touches only the rows the batch used
+    (bilm-tf's sparse Adagrad), instead of an ``(n_vocab, dim)`` dense
+    tensor per step (793k x 512 floats for the published softmax).
+
+    ``grad.values`` ``(lookups, dim)`` becomes ``(distinct rows, dim)``.
+    """
+    if not isinstance(grad, tf.IndexedSlices):
+        return grad
+    rows, position = tf.unique(grad.indices)
+    values = tf.math.unsorted_segment_sum(grad.values, position,
+                                          tf.shape(rows)[0])
+    return tf.IndexedSlices(values, rows, grad.dense_shape)
+
+
+def make_train_step(lm: LanguageModel, optimizer, strategy,
+                    options: BiLMOptions, *, sparse_gradients: bool = True,
+                    dropout_seed: Optional[int] = None,
+                    variables: Optional[Sequence] = None):
+    """``train_step(batch, states) -> (loss, grad_norm, states,
+    direction_losses)``.
+
+    ``batch`` and ``states`` are per-replica values (plain tensors under
+    the default strategy); the returned states feed the next call. Each
+    replica gets ``(batch / R, time)`` ids (:mod:`.inputs`) and its
+    states ``{direction: [(c, h), ...]}``, ``c`` ``(batch / R, dim)`` and
+    ``h`` ``(batch / R, projection_dim)`` per layer.
+    ``loss`` is the training loss (the mean over directions) and
+    ``direction_losses`` ``{direction: ()}`` each direction's mean token
+    loss, both averaged over the replicas.
+    ``sparse_gradients=False`` makes the softmax's and the embeddings'
+    gradients dense before the all-reduce (the same updates; for
+    comparison, ``bench/train_throughput.py --compare dense_gradients``).
+    Dropout masks are a function of ``dropout_seed`` (None: drawn once
+    from the system), the global step and the replica, the same in the
+    fast and the plain LSTM path (:mod:`bilm_keras.layers.dropout`).
+    ``variables``: the ones to train (default: all trainable ones); the
+    others get no gradient, no update and no accumulator change, and the
+    gradient norm is theirs alone (the warm-up's softmax-only step).
+    """
+    rows_once = _sum_repeated_rows if sparse_gradients else (
+        tf.convert_to_tensor)
+    variables = (lm.trainable_variables if variables is None
+                 else list(variables))
+    n_replicas = strategy.num_replicas_in_sync
+    sum_op, mean_op = tf.distribute.ReduceOp.SUM, tf.distribute.ReduceOp.MEAN
+    if dropout_seed is None:
+        dropout_seed = random.SystemRandom().randrange(2**31)
+
+    def replica_step(batch, states):
+        # this step's and this replica's dropout masks
+        replica = tf.distribute.get_replica_context().replica_id_in_sync_group
+        step_seed = fold_seed(
+            tf.stack([tf.constant(dropout_seed, tf.int64),
+                      tf.cast(optimizer.iterations, tf.int64)]),
+            replica,
+        )
+        with tf.GradientTape() as tape:
+            out = lm(batch, initial_states=states, training=True,
+                     dropout_seed=step_seed)
+            # bilm-tf differentiates loss * unroll_steps; dividing by the
+            # replicas makes the sum over replicas the global-batch gradient
+            scaled = out["loss"] * options.unroll_steps / n_replicas
+        grads = tape.gradient(scaled, variables)
+        # the softmax's and the embeddings' gradients stay IndexedSlices
+        # (rows the batch touched), each row once
+        grads = [rows_once(g) for g in grads]
+        direction_losses = {
+            d: out["loss_sum"][d] / tf.maximum(out["n_tokens"][d], 1.0)
+            for d in lm.directions
+        }
+        return grads, out["loss"], out["final_states"], direction_losses
+
+    def apply_update(grads):
+        # Keras' apply_gradients all-reduces again and needs replica
+        # context; here the gradients are already reduced and clipped, so
+        # each mirrored variable gets the Adagrad update directly, as
+        # Keras' own distributed update does (strategy.extended.update)
+        learning_rate = tf.cast(optimizer.learning_rate, tf.float32)
+        for grad, variable in zip(grads, variables):
+            strategy.extended.update(
+                variable.value,
+                lambda var, g: optimizer.update_step(g, var, learning_rate),
+                args=(grad,), group=False,
+            )
+        optimizer.iterations.assign_add(1)
+
+    @tf.function
+    def train_step(batch, states):
+        # 1. per-replica forward + backward on its rows, with its states
+        grads, loss, states, direction_losses = strategy.run(
+            replica_step, args=(batch, states))
+        # 2. sum the replicas' gradients (all-reduce; rows of sparse ones
+        #    are gathered, and a row several replicas touched summed)
+        grads = [rows_once(strategy.reduce(sum_op, g, axis=None))
+                 for g in grads]
+        # 3. clip by global norm (sparse rows count once each), then one
+        #    Adagrad step on the mirrored variables (cross-replica context:
+        #    no second aggregation; sparse gradients update their rows only)
+        grads, grad_norm = tf.clip_by_global_norm(
+            grads, options.all_clip_norm_val
+        )
+        apply_update(grads)
+        direction_losses = {d: strategy.reduce(mean_op, v, axis=None)
+                            for d, v in direction_losses.items()}
+        return (strategy.reduce(mean_op, loss, axis=None), grad_norm, states,
+                direction_losses)
+
+    return train_step
