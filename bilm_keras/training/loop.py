@@ -61,7 +61,7 @@ from bilm_keras.training.inputs import (
     steps_per_epoch,
 )
 from bilm_keras.training.model_setup import build_model
-from bilm_keras.training.progress import TrainingProgress
+from bilm_keras.training.reporting import TrainingProgress
 from bilm_keras.training.strategy import is_chief, make_strategy
 from bilm_keras.training.train_step import make_train_step
 
