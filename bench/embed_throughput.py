@@ -79,11 +79,11 @@ QUICK_OPTIONS = {
 
 # ------------------------------------------------------------------ corpus
 def make_corpus(n_sentences=256, min_len=5, max_len=40, mean_len=25.0,
-                vocab_size=20000, seed=1234):
+                n_words=20000, seed=1234):
     """Deterministic sentences with Zipfian word frequencies.
 
     Lengths: normal(mean_len, 9) rounded and clipped to [min_len, max_len].
-    Words: ``vocab_size`` random lower-case strings of 1-12 letters drawn
+    Words: ``n_words`` random lower-case strings of 1-12 letters drawn
     with probability proportional to 1 / rank (as in running text, so short
     frequent words repeat).
     """
@@ -91,13 +91,13 @@ def make_corpus(n_sentences=256, min_len=5, max_len=40, mean_len=25.0,
 
     rng = np.random.default_rng(seed)
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
-    word_lens = np.clip(rng.poisson(5, vocab_size), 1, 12)
+    word_lens = np.clip(rng.poisson(5, n_words), 1, 12)
     words = ["".join(rng.choice(letters, n)) for n in word_lens]
-    p = 1.0 / np.arange(1, vocab_size + 1)
+    p = 1.0 / np.arange(1, n_words + 1)
     p /= p.sum()
     lengths = np.clip(np.rint(rng.normal(mean_len, 9.0, n_sentences)),
                       min_len, max_len).astype(int)
-    return [[words[i] for i in rng.choice(vocab_size, n, p=p)]
+    return [[words[i] for i in rng.choice(n_words, n, p=p)]
             for n in lengths]
 
 

@@ -80,9 +80,9 @@ def config(quick: bool) -> dict:
                 vocab=4000)
 
 
-def write_corpus(folder: str, n_vocab: int, n_sentences: int, seed=0):
+def write_corpus(folder: str, n_tokens_vocab: int, n_sentences: int, seed=0):
     rng = np.random.default_rng(seed)
-    words = [f"w{i}" for i in range(n_vocab - 3)]
+    words = [f"w{i}" for i in range(n_tokens_vocab - 3)]
     vocab_file = os.path.join(folder, "vocab.txt")
     with open(vocab_file, "w", encoding="utf-8") as f:
         f.write("\n".join(["<S>", "</S>", "<UNK>"] + words) + "\n")
@@ -192,8 +192,8 @@ def write_random_weights(out: str, quick: bool) -> None:
 def measure_adapt(args) -> dict:
     c = config(args.quick)
     batch = args.batch or (4 if args.quick else 16)
-    n_vocab = args.vocab or (200 if args.quick else 20000)
-    options = adapt_options(args.quick, batch, n_vocab)
+    n_tokens_vocab = args.vocab or (200 if args.quick else 20000)
+    options = adapt_options(args.quick, batch, n_tokens_vocab)
     with tempfile.TemporaryDirectory() as folder:
         weights = os.path.join(folder, "lm_weights.hdf5")
         subprocess.run(
@@ -201,7 +201,7 @@ def measure_adapt(args) -> dict:
              weights] + (["--quick"] if args.quick else []),
             check=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
         hdf5_mb = os.path.getsize(weights) / 2**20
-        vocab_file, corpus = write_corpus(folder, n_vocab, 3000)
+        vocab_file, corpus = write_corpus(folder, n_tokens_vocab, 3000)
         vocab = load_vocab(vocab_file, options)
         tf.keras.utils.set_random_seed(0)
         start = time.perf_counter()
@@ -242,7 +242,7 @@ def measure_adapt(args) -> dict:
             "elmo_2x4096_512_2048cnn_2xhighway (random weights)"),
         "n_parameters_lm": int(sum(np.prod(v.shape)
                                    for v in lm.backbone.trainable_variables)),
-        "batch": batch, "unroll": options.unroll_steps, "vocab": n_vocab,
+        "batch": batch, "unroll": options.unroll_steps, "vocab": n_tokens_vocab,
         "negatives": options.n_negative_samples_batch,
         "tokens_per_second": round(statistics.median(rates["adapt"]), 1),
         "passes": [round(r, 1) for r in rates["adapt"]],

@@ -41,8 +41,8 @@ def dump_token_embeddings(
 ) -> None:
     """Writes the char-CNN embedding of every vocabulary token.
 
-    The result (dataset ``embedding``, `(n_vocab, projection_dim)`) is the
-    ``embedding_weight_file`` of a token-input
+    The result (dataset ``embedding``, `(n_tokens_vocab, projection_dim)`)
+    is the ``embedding_weight_file`` of a token-input
     :class:`BidirectionalLanguageModel`. Tokens are embedded
     ``batch_size`` at a time (bilm-tf ran one session call per token).
     ``vocab_file`` needs no ``<UNK>`` (bilm-tf's ``usage_token.py`` writes

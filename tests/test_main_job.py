@@ -24,9 +24,9 @@ def test_run_pipeline_end_to_end(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     text = result.stdout
     mean = float(re.search(r"mean perplexity: ([\d.]+)", text).group(1))
-    vocab_size = int(re.search(r"vocabulary: (\d+) tokens", text).group(1))
+    n_tokens_vocab = int(re.search(r"vocabulary: (\d+) tokens", text).group(1))
     # trained for one epoch: better than uniform, and finite
-    assert 1.0 < mean < vocab_size
+    assert 1.0 < mean < n_tokens_vocab
     assert re.search(r"ELMo layers \(3, 7, \d+\) for: return the value",
                      text)
     with h5py.File(out / "model" / "lm_weights.hdf5", "r") as f:

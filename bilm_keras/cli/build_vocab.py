@@ -49,7 +49,7 @@ def run(args) -> dict:
 
     stats = build_vocab(args.train_prefix, args.vocab_file,
                         min_count=args.min_count, max_size=args.max_size)
-    print(f"Wrote {stats['vocab_size']} tokens to {args.vocab_file} "
+    print(f"Wrote {stats['n_tokens_vocab']} tokens to {args.vocab_file} "
           f"({stats['n_types']} types, n_train_tokens="
           f"{stats['n_train_tokens']}, {stats['n_sentences']} sentences, "
           f"{stats['n_skipped_lines']} blank lines skipped, "

@@ -9,7 +9,7 @@ HELP = "embed every vocabulary token with the char-CNN (bilm-tf's " \
        "dump_token_embeddings)"
 DESCRIPTION = """\
 Write the character-CNN embedding of every token of a vocabulary to HDF5
-(dataset "embedding", (n_vocab, projection_dim)), as bilm-tf's
+(dataset "embedding", (n_tokens_vocab, projection_dim)), as bilm-tf's
 dump_token_embeddings. The file is the embedding_weight_file of a biLM run
 from token ids (BidirectionalLanguageModel(..., use_character_inputs=False)),
 which gives the same vectors without the char-CNN."""

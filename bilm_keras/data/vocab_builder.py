@@ -53,7 +53,7 @@ def build_vocab(train_prefix, vocab_file, *, min_count: int = 1,
     Returns:
         dict with ``n_train_tokens`` (corpus tokens without ``<S>``/``</S>``,
         bilm-tf's training option), ``n_sentences``, ``n_skipped_lines``,
-        ``n_files``, ``n_types`` (distinct corpus tokens), ``vocab_size``
+        ``n_files``, ``n_types`` (distinct corpus tokens), ``n_tokens_vocab``
         (lines written), ``n_oov_tokens`` (corpus tokens that will map to
         ``<UNK>``), ``unigram_perplexity`` (of the LM targets over this
         vocabulary, :mod:`bilm_keras.data.unigram`), ``train_prefix``,
@@ -100,7 +100,7 @@ def build_vocab(train_prefix, vocab_file, *, min_count: int = 1,
         n_skipped_lines=n_skipped,
         n_files=len(shards),
         n_types=len(counts),
-        vocab_size=len(words) + len(SPECIAL_TOKENS),
+        n_tokens_vocab=len(words) + len(SPECIAL_TOKENS),
         n_oov_tokens=n_oov,
         unigram_perplexity=(perplexity_of_counts(targets) if n_sentences
                             else None),

@@ -14,16 +14,17 @@ class SampledSoftmaxLoss(keras.layers.Layer):
     ``n_negative_samples`` classes drawn by the log-uniform (Zipfian)
     sampler, bilm-tf's choice: the vocabulary file is sorted by descending
     count, so low ids are frequent. In evaluation it is the full softmax
-    cross-entropy. When ``n_negative_samples >= n_vocab`` the full softmax
-    is used in training too (sampling every class only adds noise).
+    cross-entropy. When ``n_negative_samples >= n_tokens_vocab`` the full
+    softmax is used in training too (sampling every class only adds noise).
 
-    The weights keep bilm-tf's layout: ``softmax/W (n_vocab, dim)`` and
-    ``softmax/b (n_vocab,)``. With ``share_weights=True`` the layer owns only
-    the bias; the caller passes the shared ``(n_vocab, dim)`` matrix (the
-    token embedding table without its padding row).
+    The weights keep bilm-tf's layout: ``softmax/W (n_tokens_vocab, dim)``
+    and ``softmax/b (n_tokens_vocab,)``. With ``share_weights=True`` the
+    layer owns only the bias; the caller passes the shared
+    ``(n_tokens_vocab, dim)`` matrix (the token embedding table without its
+    padding row).
 
     Args:
-        n_vocab: int. Number of target classes (vocabulary size).
+        n_tokens_vocab: int. Number of target classes (vocabulary size).
         dim: int. Size of the hidden states scored against ``W``.
         n_negative_samples: int. Sampled classes per batch in training.
         share_weights: bool. Take ``W`` from the caller at call time.
@@ -31,15 +32,17 @@ class SampledSoftmaxLoss(keras.layers.Layer):
 
     Call arguments:
         inputs: `(batch, time, dim)` hidden states.
-        targets: `(batch, time)` int target ids in ``[0, n_vocab)``.
+        targets: `(batch, time)` int target ids in ``[0, n_tokens_vocab)``.
         training: bool. Sampled (True) or full (False) softmax.
-        softmax_weights: `(n_vocab, dim)`, required iff ``share_weights``.
+        softmax_weights: `(n_tokens_vocab, dim)`, required iff
+            ``share_weights``.
 
     Returns:
         `(batch, time)` float32 negative log-likelihoods (unmasked).
 
     Example:
-        >>> loss = SampledSoftmaxLoss(n_vocab=10, dim=4, n_negative_samples=3)
+        >>> loss = SampledSoftmaxLoss(n_tokens_vocab=10, dim=4,
+        ...                           n_negative_samples=3)
         >>> loss(tf.ones((2, 5, 4)), tf.zeros((2, 5), tf.int32)).shape
         TensorShape([2, 5])
 
@@ -50,7 +53,7 @@ class SampledSoftmaxLoss(keras.layers.Layer):
 
     def __init__(
         self,
-        n_vocab,
+        n_tokens_vocab,
         dim,
         n_negative_samples=8192,
         share_weights=False,
@@ -58,7 +61,7 @@ class SampledSoftmaxLoss(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        self.n_vocab = n_vocab
+        self.n_tokens_vocab = n_tokens_vocab
         self.dim = dim
         self.n_negative_samples = n_negative_samples
         self.share_weights = share_weights
@@ -67,7 +70,7 @@ class SampledSoftmaxLoss(keras.layers.Layer):
     @property
     def samples(self) -> bool:
         """Whether training uses the sampled (not the full) softmax."""
-        return self.n_negative_samples < self.n_vocab
+        return self.n_negative_samples < self.n_tokens_vocab
 
     @property
     def weight_stddev(self) -> float:
@@ -79,13 +82,13 @@ class SampledSoftmaxLoss(keras.layers.Layer):
         if not self.share_weights:
             self.W = self.add_weight(
                 name="W",
-                shape=(self.n_vocab, self.dim),
+                shape=(self.n_tokens_vocab, self.dim),
                 initializer=initial(keras.initializers.RandomNormal(
                     stddev=self.weight_stddev
                 )),
             )
         self.b = self.add_weight(
-            name="b", shape=(self.n_vocab,), initializer="zeros"
+            name="b", shape=(self.n_tokens_vocab,), initializer="zeros"
         )
 
     def call(self, inputs, targets, training=False, softmax_weights=None):
@@ -101,7 +104,7 @@ class SampledSoftmaxLoss(keras.layers.Layer):
             # rows (ResourceGather) instead of reading the whole (V, D)
             # table, which after a sparse update means copying it
             weights = self.W.value
-        # B=batch, T=time, D=dim, N=B*T, V=n_vocab, K=n_negative_samples
+        # B=batch, T=time, D=dim, N=B*T, V=n_tokens_vocab, K=n_negative_samples
         batch_time = tf.shape(targets)
         x = tf.reshape(inputs, (-1, self.dim))  # (N, D)
         labels = tf.reshape(tf.cast(targets, tf.int64), (-1, 1))  # (N, 1)
@@ -112,7 +115,7 @@ class SampledSoftmaxLoss(keras.layers.Layer):
                 labels=labels,
                 inputs=x,
                 num_sampled=self.n_negative_samples,
-                num_classes=self.n_vocab,
+                num_classes=self.n_tokens_vocab,
                 num_true=1,
                 seed=self.seed,
             )  # (N,)
@@ -129,7 +132,7 @@ class SampledSoftmaxLoss(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            n_vocab=self.n_vocab,
+            n_tokens_vocab=self.n_tokens_vocab,
             dim=self.dim,
             n_negative_samples=self.n_negative_samples,
             share_weights=self.share_weights,

@@ -10,11 +10,13 @@ from bilm_keras.layers.initialization import initial
 class TokenEmbedder(keras.layers.Layer):
     """A lookup table indexed by +1-shifted token ids (0 is padding).
 
-    bilm-tf's token-input models keep a ``(n_vocab, dim)`` table; with the
-    padding row this layer holds ``(n_vocab + 1, dim)``.
+    bilm-tf's token-input models keep a ``(n_tokens_vocab, dim)`` table;
+    with the padding row (row 0) this layer holds
+    ``(n_tokens_vocab + 1, dim)``.
 
     Args:
-        vocab_size: ``n_vocab + 1`` rows (padding included).
+        n_tokens_vocab: tokens in the vocabulary (the padding row is
+            added).
         embedding_dim: size of a token embedding.
 
     Call arguments:
@@ -24,15 +26,15 @@ class TokenEmbedder(keras.layers.Layer):
         `(batch, time, embedding_dim)` float32.
     """
 
-    def __init__(self, vocab_size, embedding_dim, **kwargs):
+    def __init__(self, n_tokens_vocab, embedding_dim, **kwargs):
         super().__init__(**kwargs)
-        self.vocab_size = vocab_size
+        self.n_tokens_vocab = n_tokens_vocab
         self.embedding_dim = embedding_dim
 
     def build(self, input_shape=None):
         self.embeddings = self.add_weight(
             name="embeddings",
-            shape=(self.vocab_size, self.embedding_dim),
+            shape=(self.n_tokens_vocab + 1, self.embedding_dim),
             initializer=initial(keras.initializers.RandomNormal(stddev=1.0)),
         )
 
@@ -47,6 +49,7 @@ class TokenEmbedder(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(
-            vocab_size=self.vocab_size, embedding_dim=self.embedding_dim
+            n_tokens_vocab=self.n_tokens_vocab,
+            embedding_dim=self.embedding_dim,
         )
         return config

@@ -97,18 +97,18 @@ class BidirectionalLanguageModel:
         max_batch_size: int = 128,
     ):
         options = BiLMOptions.from_json(options_file)
-        vocab_size = None
+        n_tokens_vocab = None
         if not use_character_inputs:
             if embedding_weight_file is None:
                 raise ValueError(
                     "use_character_inputs=False needs embedding_weight_file "
                     "(write one with dump_token_embeddings)"
                 )
-            vocab_size = _embedding_rows(embedding_weight_file) + 1
+            n_tokens_vocab = _embedding_rows(embedding_weight_file)
         backbone = BiLMBackbone.from_options(
             options,
             use_character_inputs=use_character_inputs,
-            vocab_size=vocab_size,
+            n_tokens_vocab=n_tokens_vocab,
             name="bilm",
         )
         # built by the loader, without random initial values

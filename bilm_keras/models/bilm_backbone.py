@@ -35,8 +35,8 @@ class BiLMBackbone(keras.layers.Layer):
         filters, char_embedding_dim, n_highway, activation,
         max_characters_per_token: the char-CNN (``char_cnn`` options).
         n_characters: rows of the character table, padding row included.
-        vocab_size: rows of the token table (padding row included), for
-            token input.
+        n_tokens_vocab: tokens in the vocabulary, for token input (the
+            token table adds a padding row).
         bidirectional: build the backward stack too.
         dropout: LSTM input dropout in training.
 
@@ -71,7 +71,7 @@ class BiLMBackbone(keras.layers.Layer):
         activation="relu",
         max_characters_per_token=50,
         n_characters=N_CHARACTERS_WITH_PADDING,
-        vocab_size=None,
+        n_tokens_vocab=None,
         bidirectional=True,
         dropout=0.0,
         **kwargs,
@@ -90,7 +90,7 @@ class BiLMBackbone(keras.layers.Layer):
         self.activation = activation
         self.max_characters_per_token = max_characters_per_token
         self.n_characters = n_characters
-        self.vocab_size = vocab_size
+        self.n_tokens_vocab = n_tokens_vocab
         self.bidirectional = bidirectional
         self.dropout = dropout
 
@@ -108,10 +108,11 @@ class BiLMBackbone(keras.layers.Layer):
                 name="char_cnn",
             )
         else:
-            if not vocab_size:
-                raise ValueError("vocab_size: token input needs a vocabulary")
+            if not n_tokens_vocab:
+                raise ValueError(
+                    "n_tokens_vocab: token input needs a vocabulary")
             self.token_embedder = TokenEmbedder(
-                vocab_size, projection_dim, name="token_embedding"
+                n_tokens_vocab, projection_dim, name="token_embedding"
             )
         stack_kwargs = dict(
             units=lstm_dim,
@@ -133,7 +134,7 @@ class BiLMBackbone(keras.layers.Layer):
         cls,
         options: BiLMOptions,
         use_character_inputs: Optional[bool] = None,
-        vocab_size: Optional[int] = None,
+        n_tokens_vocab: Optional[int] = None,
         dropout: float = 0.0,
         **kwargs,
     ) -> "BiLMBackbone":
@@ -142,8 +143,8 @@ class BiLMBackbone(keras.layers.Layer):
         Args:
             use_character_inputs: default: the options' own (char-CNN when
                 ``char_cnn`` is present).
-            vocab_size: token-table rows with padding, for token input
-                (default ``n_tokens_vocab + 1``).
+            n_tokens_vocab: tokens in the vocabulary, for token input
+                (default: the options' ``n_tokens_vocab``).
         """
         if use_character_inputs is None:
             use_character_inputs = options.use_character_inputs
@@ -163,8 +164,8 @@ class BiLMBackbone(keras.layers.Layer):
                 activation=cnn.activation,
                 max_characters_per_token=cnn.max_characters_per_token,
             )
-        elif vocab_size is None and options.n_tokens_vocab:
-            vocab_size = options.n_tokens_vocab + 1
+        elif n_tokens_vocab is None:
+            n_tokens_vocab = options.n_tokens_vocab
         return cls(
             lstm_dim=lstm.dim,
             projection_dim=lstm.projection_dim,
@@ -173,7 +174,7 @@ class BiLMBackbone(keras.layers.Layer):
             proj_clip=lstm.proj_clip,
             use_skip_connections=lstm.use_skip_connections,
             use_character_inputs=use_character_inputs,
-            vocab_size=vocab_size,
+            n_tokens_vocab=n_tokens_vocab,
             bidirectional=options.bidirectional,
             dropout=dropout,
             **char_kwargs,
@@ -283,7 +284,7 @@ class BiLMBackbone(keras.layers.Layer):
             activation=self.activation,
             max_characters_per_token=self.max_characters_per_token,
             n_characters=self.n_characters,
-            vocab_size=self.vocab_size,
+            n_tokens_vocab=self.n_tokens_vocab,
             bidirectional=self.bidirectional,
             dropout=self.dropout,
         )

@@ -30,7 +30,7 @@ class LanguageModel(keras.Model):
     Args:
         backbone: a :class:`BiLMBackbone` (its ``dropout`` is the input
             dropout).
-        n_vocab: int. Softmax classes (the vocabulary size).
+        n_tokens_vocab: int. Softmax classes (the vocabulary size).
         n_negative_samples: int. Sampled classes per batch in training.
         dropout: float. Dropout on the top LSTM output in training.
         share_embedding_softmax: bool. Use the token embedding table
@@ -77,7 +77,7 @@ class LanguageModel(keras.Model):
     def __init__(
         self,
         backbone,
-        n_vocab,
+        n_tokens_vocab,
         n_negative_samples=8192,
         dropout=0.0,
         share_embedding_softmax=False,
@@ -96,7 +96,7 @@ class LanguageModel(keras.Model):
                 "model has no token table to share (bilm-tf's rule)"
             )
         self.backbone = backbone
-        self.n_vocab = n_vocab
+        self.n_tokens_vocab = n_tokens_vocab
         self.n_negative_samples = n_negative_samples
         self.dropout = dropout
         self.share_embedding_softmax = share_embedding_softmax
@@ -105,7 +105,7 @@ class LanguageModel(keras.Model):
         self.dedup_tokens = dedup_tokens
         self.reset_states_at_sentence_start = reset_states_at_sentence_start
         self.softmax = SampledSoftmaxLoss(
-            n_vocab,
+            n_tokens_vocab,
             backbone.projection_dim,
             n_negative_samples=n_negative_samples,
             share_weights=share_embedding_softmax,
@@ -115,17 +115,17 @@ class LanguageModel(keras.Model):
 
     @classmethod
     def from_options(
-        cls, options: BiLMOptions, n_vocab: Optional[int] = None,
+        cls, options: BiLMOptions, n_tokens_vocab: Optional[int] = None,
         training: bool = True, **kwargs,
     ) -> "LanguageModel":
         """Builds the task an ``options.json`` describes (no weights).
 
         Args:
-            n_vocab: default ``options.n_tokens_vocab``.
+            n_tokens_vocab: default ``options.n_tokens_vocab``.
             training: False builds it without dropout (evaluation, export).
         """
-        n_vocab = n_vocab or options.n_tokens_vocab
-        if not n_vocab:
+        n_tokens_vocab = n_tokens_vocab or options.n_tokens_vocab
+        if not n_tokens_vocab:
             raise ValueError(
                 "n_tokens_vocab: the options give no vocabulary size "
                 "(train_elmo fills it from the vocabulary file)"
@@ -133,13 +133,14 @@ class LanguageModel(keras.Model):
         dropout = options.dropout if training else 0.0
         backbone = BiLMBackbone.from_options(
             options,
-            vocab_size=None if options.use_character_inputs else n_vocab + 1,
+            n_tokens_vocab=(None if options.use_character_inputs
+                            else n_tokens_vocab),
             dropout=dropout,
             name="bilm",
         )
         return cls(
             backbone,
-            n_vocab,
+            n_tokens_vocab,
             n_negative_samples=options.n_negative_samples_batch,
             dropout=dropout,
             share_embedding_softmax=options.share_embedding_softmax,
@@ -284,7 +285,7 @@ class LanguageModel(keras.Model):
         config = super().get_config()
         config.update(
             backbone=keras.saving.serialize_keras_object(self.backbone),
-            n_vocab=self.n_vocab,
+            n_tokens_vocab=self.n_tokens_vocab,
             n_negative_samples=self.n_negative_samples,
             dropout=self.dropout,
             share_embedding_softmax=self.share_embedding_softmax,

@@ -9,7 +9,7 @@ class RowSparseAdagrad(keras.optimizers.Adagrad):
 
     Keras' Adagrad scatters a sparse gradient's rows but divides by
     ``sqrt(accumulator + epsilon)`` over the whole accumulator, reading
-    (and, after a scatter, copying) a `(n_vocab, dim)` table every step.
+    (and, after a scatter, copying) a `(n_tokens_vocab, dim)` table every step.
     Here a sparse gradient touches only its rows::
 
         accumulator[rows] += g * g

@@ -121,10 +121,11 @@ def load_pretrained_lm(lm: LanguageModel, weight_file) -> None:
         with h5py.File(path, "r") as fin:
             table = fin.get("embedding")
             if (isinstance(table, h5py.Dataset) and table.ndim == 2
-                    and table.shape[0] != lm.n_vocab):
+                    and table.shape[0] != lm.n_tokens_vocab):
                 raise WeightFileError(
                     f"{path}: dataset 'embedding' has {table.shape[0]} rows "
-                    f"(its vocabulary), the --vocab_file {lm.n_vocab}; a "
+                    f"(its vocabulary), the --vocab_file "
+                    f"{lm.n_tokens_vocab}; a "
                     "token-input model keeps its vocabulary"
                 )
     load_bilm_tf_hdf5(lm.backbone, path, strict=True)
@@ -144,19 +145,19 @@ def draw_softmax_weights(lm: LanguageModel) -> None:
     if softmax.share_weights:
         return
     seed = keras.random.SeedGenerator()
-    n_vocab, dim = softmax.W.shape
+    n_tokens_vocab, dim = softmax.W.shape
 
     def draw(rows):
         return keras.random.normal((rows, dim), stddev=softmax.weight_stddev,
                                    seed=seed)
 
     step = max(1, DRAW_BLOCK_BYTES // (4 * dim))
-    if n_vocab <= step or tf.distribute.has_strategy():
-        softmax.W.assign(draw(n_vocab))
+    if n_tokens_vocab <= step or tf.distribute.has_strategy():
+        softmax.W.assign(draw(n_tokens_vocab))
         return
     target = softmax.W.value  # the tf.Variable: sliced assignment
-    for start in range(0, n_vocab, step):
-        stop = min(start + step, n_vocab)
+    for start in range(0, n_tokens_vocab, step):
+        stop = min(start + step, n_tokens_vocab)
         target[start:stop].assign(draw(stop - start))
     # as the HDF5 loader: a sliced assignment leaves the variable copying
     # itself on every read; nothing else holds it

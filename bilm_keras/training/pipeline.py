@@ -76,7 +76,7 @@ def run_pipeline(
     # 2. vocabulary
     vocab_file = os.path.join(out_dir, "vocab.txt")
     vocab_stats = build_vocab(corpus, vocab_file, min_count=min_count)
-    print(f"vocabulary: {vocab_stats['vocab_size']} tokens, "
+    print(f"vocabulary: {vocab_stats['n_tokens_vocab']} tokens, "
           f"{vocab_stats['n_train_tokens']} training tokens", flush=True)
     # 3. train
     save_dir = os.path.join(out_dir, "checkpoints")

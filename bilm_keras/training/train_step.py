@@ -34,7 +34,7 @@ def _sum_repeated_rows(grad):
     A gather's gradient lists a row once per lookup. The global norm and
     Adagrad's ``accumulator += g * g`` need each row's total, as the dense
     gradient has it; the update then touches only the rows the batch used
-    (bilm-tf's sparse Adagrad), instead of an ``(n_vocab, dim)`` dense
+    (bilm-tf's sparse Adagrad), instead of an ``(n_tokens_vocab, dim)`` dense
     tensor per step (793k x 512 floats for the published softmax).
 
     ``grad.values`` ``(lookups, dim)`` becomes ``(distinct rows, dim)``.

@@ -41,7 +41,7 @@ def test_order_and_stats(corpus, tmp_path):
     assert stats["n_sentences"] == 4
     assert stats["n_skipped_lines"] == 2
     assert stats["n_types"] == 7
-    assert stats["vocab_size"] == 10
+    assert stats["n_tokens_vocab"] == 10
     assert stats["n_oov_tokens"] == 0
     assert read_vocab_stats(out) == json.loads(
         (tmp_path / "out" / "vocab.txt.json").read_text())
@@ -62,7 +62,7 @@ def test_min_count_and_max_size(corpus, tmp_path):
     stats = build_vocab(corpus, str(tmp_path / "v3.txt"), max_size=5)
     assert lines(tmp_path / "v3.txt") == ["<S>", "</S>", "<UNK>", "the", "."]
     assert stats["n_oov_tokens"] == 16 - 4 - 3
-    assert stats["vocab_size"] == 5
+    assert stats["n_tokens_vocab"] == 5
 
 
 def test_special_tokens_in_corpus_not_duplicated(tmp_path):

@@ -35,7 +35,7 @@ def test_char_cnn_embedder(tmp_path, activation):
 
 def test_token_embedder(tmp_path):
     ids = RNG.integers(0, 10, size=(4, 5)).astype("int32")
-    run_layer_test(TokenEmbedder, dict(vocab_size=10, embedding_dim=3), ids,
+    run_layer_test(TokenEmbedder, dict(n_tokens_vocab=9, embedding_dim=3), ids,
                    (4, 5, 3), tmp_path)
 
 

@@ -189,7 +189,7 @@ def test_backbone_config_round_trip_same_outputs(use_chars):
                       char_embedding_dim=3, max_characters_per_token=8)
         ids = RNG.integers(1, 262, size=(2, 5, 8)).astype("int32")
     else:
-        kwargs.update(vocab_size=20)
+        kwargs.update(n_tokens_vocab=19)
         ids = RNG.integers(1, 20, size=(2, 5)).astype("int32")
     ids[1, 3:] = 0
     backbone = BiLMBackbone(**kwargs).build_all()

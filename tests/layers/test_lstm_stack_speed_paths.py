@@ -83,7 +83,7 @@ def test_gradients_reach_every_lstm_weight():
                             cell_clip=3.0, proj_clip=3.0,
                             use_skip_connections=True,
                             use_character_inputs=False,
-                            vocab_size=9, dropout=0.1)
+                            n_tokens_vocab=8, dropout=0.1)
     backbone.build_all()
     x = tf.constant(RNG.normal(size=(4, 5, 5)).astype("float32"))
     states = [(tf.constant(RNG.normal(size=(4, 12)).astype("float32")),

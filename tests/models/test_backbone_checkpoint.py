@@ -15,7 +15,7 @@ def test_checkpoint_holds_every_variable(tmp_path, use_chars):
         kwargs.update(filters=[[1, 4], [2, 4], [3, 2]], n_highway=2,
                       char_embedding_dim=3, max_characters_per_token=8)
     else:
-        kwargs.update(vocab_size=11)
+        kwargs.update(n_tokens_vocab=10)
     backbone = BiLMBackbone(**kwargs).build_all()
     path = tf.train.Checkpoint(model=backbone).write(str(tmp_path / "ckpt"))
     saved = [n for n, _ in tf.train.list_variables(path)

@@ -353,7 +353,7 @@ def test_token_weights_with_character_options(model_dir, train_dir,
                                               tmp_path):
     options = BiLMOptions.from_json(model_dir / "options.json")
     token_backbone = BiLMBackbone.from_options(
-        options, use_character_inputs=False, vocab_size=33)
+        options, use_character_inputs=False, n_tokens_vocab=32)
     token_backbone.build_all()
     weights = tmp_path / "token_lm_weights.hdf5"
     save_bilm_tf_hdf5(token_backbone, weights)

@@ -15,7 +15,7 @@ def _log_softmax(x):
 
 
 def test_full_softmax_matches_numpy():
-    layer = SampledSoftmaxLoss(n_vocab=7, dim=4, n_negative_samples=3)
+    layer = SampledSoftmaxLoss(n_tokens_vocab=7, dim=4, n_negative_samples=3)
     layer.build()
     rng = np.random.default_rng(0)
     layer.b.assign(rng.normal(size=7).astype("float32"))
@@ -30,14 +30,15 @@ def test_full_softmax_matches_numpy():
 def test_training_samples_unless_negatives_cover_the_vocabulary():
     x = tf.random.normal((3, 4, 4), seed=2)
     t = tf.zeros((3, 4), tf.int32)
-    sampled = SampledSoftmaxLoss(n_vocab=50, dim=4, n_negative_samples=5,
+    sampled = SampledSoftmaxLoss(n_tokens_vocab=50, dim=4, n_negative_samples=5,
                                  seed=1)
     full = sampled(x, t, training=False)
     got = sampled(x, t, training=True)
     assert got.shape == (3, 4) and np.isfinite(got.numpy()).all()
     assert not np.allclose(got.numpy(), full.numpy())
     # sampling every class would only add noise: the full softmax is used
-    covering = SampledSoftmaxLoss(n_vocab=50, dim=4, n_negative_samples=50)
+    covering = SampledSoftmaxLoss(n_tokens_vocab=50, dim=4,
+                                  n_negative_samples=50)
     covering.build()
     covering.W.assign(sampled.W)
     np.testing.assert_allclose(covering(x, t, training=True).numpy(),
@@ -62,7 +63,7 @@ def test_shared_softmax_needs_weights():
 
 
 def test_language_model_config_round_trip_and_weight_names():
-    lm = LanguageModel.from_options(fixture_options(), n_vocab=32)
+    lm = LanguageModel.from_options(fixture_options(), n_tokens_vocab=32)
     lm.build_all()
     names = {v.path for v in lm.variables}
     assert "language_model/softmax/W" in names
@@ -72,7 +73,8 @@ def test_language_model_config_round_trip_and_weight_names():
 
 
 def test_shared_embedding_softmax_uses_the_token_table():
-    lm = LanguageModel.from_options(fixture_options(share=True), n_vocab=32)
+    lm = LanguageModel.from_options(fixture_options(share=True),
+                                    n_tokens_vocab=32)
     lm.build_all()
     assert not any(v.path.endswith("softmax/W") for v in lm.variables)
     assert lm.softmax.share_weights

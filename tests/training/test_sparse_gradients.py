@@ -1,6 +1,6 @@
 """The training step keeps the softmax's and the embeddings' gradients
 sparse (rows the batch touched, each once): the same updates as densifying
-them first, without a `(n_vocab, dim)` tensor per step."""
+them first, without a `(n_tokens_vocab, dim)` tensor per step."""
 
 import keras
 import numpy as np
