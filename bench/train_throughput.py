@@ -22,7 +22,7 @@ dedup_tokens=True)``, the default) is what runs; ``--compare`` runs a
 baseline in the same process, passes alternating so that other processes'
 load hits both alike, and reports the median of the per-pass ratios.
 
-``--adapt`` measures domain adaptation (issue 10) at the published size
+``--adapt`` measures domain adaptation at the published size
 (``options/elmo_2x4096_512_2048cnn_2xhighway.json``: 2 x 2 LSTMs of 4096
 cells projected to 512, char-CNN 2048 filters, 8192 sampled negatives,
 unroll 20): a child process writes random weights in bilm-tf's HDF5
@@ -158,7 +158,7 @@ class Runner:
         return elapsed
 
 
-# ---------------------------------------------------- --adapt (issue 10)
+# ---------------------------------------------------------------- --adapt
 def adapt_options(quick: bool, batch: int, vocab: int) -> BiLMOptions:
     """The published model's options (tiny LSTMs and CNN with --quick),
     bilm-tf's training settings, ``batch`` and ``vocab``."""
@@ -284,8 +284,8 @@ def main(argv=None):
     parser.add_argument("--intra_threads", type=int, default=0)
     parser.add_argument("--inter_threads", type=int, default=0)
     parser.add_argument("--adapt", action="store_true",
-                        help="domain adaptation at the published size "
-                        "(issue 10): --init_weights from random weights in "
+                        help="domain adaptation at the published size: "
+                        "--init_weights from random weights in "
                         "bilm-tf's layout, warm-up and full steps")
     parser.add_argument("--batch", type=int, default=None,
                         help="--adapt: batch size (default 16; 4 quick)")
