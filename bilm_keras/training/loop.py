@@ -235,24 +235,11 @@ def _run_training(
 
     # 1. options: flags override the file; the vocabulary size and the
     #    token count come from the data, never by hand
-    options = options.replace(**{
-        name: value for name, value in (("batch_size", batch_size),
-                                        ("n_epochs", n_epochs),
-                                        ("n_train_tokens", n_train_tokens))
-        if value is not None
-    })
-    vocab = load_vocab(vocab_file, options)
-    list_shards(train_prefix)  # a missing/empty glob fails here, clearly
-    if resume:
-        check_vocab_fits(options, vocab, vocab_file,
-                         os.path.join(save_dir, OPTIONS_FILE))
-    options = options.replace(n_tokens_vocab=vocab.size)
-    corpus, token_counts = _count_training_corpus(train_prefix, vocab)
-    # counted unless given; more epochs (fine-tuning) are epochs of this
-    # corpus, whatever the checkpoint's options say
-    if options.n_train_tokens is None or (more_epochs
-                                          and n_train_tokens is None):
-        options = options.replace(n_train_tokens=corpus["n_tokens"])
+    options, vocab, corpus, token_counts = _resolve_options(
+        options, dict(batch_size=batch_size, n_epochs=n_epochs,
+                      n_train_tokens=n_train_tokens),
+        train_prefix=train_prefix, vocab_file=vocab_file,
+        save_dir=save_dir, resume=resume, more_epochs=more_epochs)
     _check_batch_splits(options, strategy.num_replicas_in_sync)
     if seed is not None:
         keras.utils.set_random_seed(seed)
@@ -358,6 +345,35 @@ def _check_adaptation(init_weights, freeze_lm_steps, softmax_bias,
             "its own weights (restart.py, without --init_weights)"
         )
     check_weight_file(init_weights)
+
+
+def _resolve_options(options: BiLMOptions, flags: dict, *, train_prefix,
+                     vocab_file, save_dir: str, resume: bool,
+                     more_epochs: bool) -> tuple:
+    """``(options, vocab, corpus, token_counts)``: ``options`` with the
+    flags that are not None (``batch_size``, ``n_epochs``,
+    ``n_train_tokens``), ``n_tokens_vocab`` from ``vocab_file`` and
+    ``n_train_tokens`` counted from ``train_prefix`` unless a flag or the
+    file gives it; with ``more_epochs`` (fine-tuning) the count is always
+    of this corpus, whatever the checkpoint's options say.
+
+    Raises:
+        CorpusError: ``train_prefix`` matches no file, or no tokens.
+        OptionsError: resuming with a vocabulary of another size.
+    """
+    options = options.replace(**{
+        name: value for name, value in flags.items() if value is not None})
+    vocab = load_vocab(vocab_file, options)
+    list_shards(train_prefix)  # a missing/empty glob fails here, clearly
+    if resume:
+        check_vocab_fits(options, vocab, vocab_file,
+                         os.path.join(save_dir, OPTIONS_FILE))
+    options = options.replace(n_tokens_vocab=vocab.size)
+    corpus, token_counts = _count_training_corpus(train_prefix, vocab)
+    if options.n_train_tokens is None or (
+            more_epochs and flags.get("n_train_tokens") is None):
+        options = options.replace(n_train_tokens=corpus["n_tokens"])
+    return options, vocab, corpus, token_counts
 
 
 def _count_training_corpus(train_prefix, vocab) -> tuple:
