@@ -54,6 +54,7 @@ from typing import Dict, Iterator, List, Optional
 import numpy as np
 
 from bilm_keras.data.unigram import unigram_perplexity
+from bilm_keras.data.utf8_lines import read_utf8_lines
 from bilm_keras.data.vocabulary import (
     UnicodeCharsVocabulary,
     Vocabulary,
@@ -85,26 +86,16 @@ def list_shards(filepattern) -> List[str]:
 
 
 def read_lines(path: str) -> Iterator[tuple]:
-    """Yield ``(line_number, line)`` of a UTF-8 file, 1-based.
+    """Yield ``(line_number, line)`` of a UTF-8 corpus file, 1-based
+    (:func:`~bilm_keras.data.utf8_lines.read_utf8_lines`).
 
     A line that is not valid UTF-8 raises :class:`CorpusError` naming the
     file, the line and the offending bytes.
     """
-    try:
-        f = open(path, "rb")
-    except OSError as e:
-        raise CorpusError(f"{path}: cannot open corpus file ({e})") from None
-    with f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                yield lineno, raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                bad = raw[max(e.start - 8, 0): e.end + 8]
-                raise CorpusError(
-                    f"{path}, line {lineno}: not valid UTF-8 at byte "
-                    f"{e.start} ({e.reason}; near {bad!r}); corpus files "
-                    "must be UTF-8"
-                ) from None
+    return read_utf8_lines(
+        path, error=CorpusError,
+        expected="a corpus file, UTF-8, one sentence per line",
+        hint="corpus files must be UTF-8")
 
 
 def read_sentences(path: str) -> tuple:

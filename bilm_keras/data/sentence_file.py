@@ -11,6 +11,8 @@ import dataclasses
 import os
 from typing import Iterator
 
+from bilm_keras.data.utf8_lines import read_utf8_lines
+
 
 class SentenceFileError(ValueError):
     """A sentence file that cannot be embedded (the message names the file
@@ -41,31 +43,11 @@ def read_sentence_lines(path: str | os.PathLike) -> Iterator[str]:
         SentenceFileError: the file is missing, a directory, unreadable, or
             a line is not valid UTF-8 (file, line and byte named).
     """
-    path = os.fspath(path)
-    if os.path.isdir(path):
-        raise SentenceFileError(
-            f"{path}: is a directory (expected a text file, one "
-            "whitespace-tokenized sentence per line)")
-    try:
-        f = open(path, "rb")
-    except FileNotFoundError:
-        raise SentenceFileError(
-            f"{path}: no such file (expected a text file, one "
-            "whitespace-tokenized sentence per line)") from None
-    except OSError as e:
-        raise SentenceFileError(f"{path}: cannot open ({e.strerror})") \
-            from None
-    with f:
-        for lineno, raw in enumerate(f, 1):
-            try:
-                yield raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as e:
-                near = raw[max(e.start - 8, 0): e.end + 8]
-                raise SentenceFileError(
-                    f"{path}, line {lineno}: not valid UTF-8 at byte "
-                    f"{e.start} of the line ({e.reason}; near {near!r}); "
-                    "convert the file to UTF-8 (e.g. iconv -f latin1 -t "
-                    "utf-8)") from None
+    for _, line in read_utf8_lines(
+            path, error=SentenceFileError,
+            expected="a text file, one whitespace-tokenized sentence per "
+                     "line"):
+        yield line
 
 
 def check_sentence_file(path: str | os.PathLike) -> SentenceFileStats:
