@@ -3,7 +3,6 @@ expected error, the subcommands behind the ``bin/`` aliases."""
 
 import configparser
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,16 +11,15 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, user_env
 
 from bilm_keras import cli
 
 ALIASES = {module.NAME: module.ALIAS for module in cli.COMMANDS}
 
-#: this checkout's package, whatever is installed
-ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(
-    [str(REPO_ROOT)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-ENV.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the command's own default
+#: this checkout's package, whatever is installed; the command's own TF
+#: log level
+ENV = user_env()
 
 # runs `bilm-keras ARGS` as main() does, then reports the exit status and
 # which heavy modules were imported

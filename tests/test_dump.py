@@ -166,14 +166,11 @@ def test_dump_command_layers_and_float16(files, model, tmp_path):
     import subprocess
     import sys
 
-    from conftest import REPO_ROOT
+    from conftest import REPO_ROOT, user_env
 
-    # this checkout's package, whatever is installed
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO_ROOT)] + os.environ.get("PYTHONPATH", "").split(
-            os.pathsep)))
-    # a user's environment: conftest's TF log level would be respected
-    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    # a user's environment: this checkout's package, and not conftest's
+    # TF log level (the command respects it)
+    env = user_env()
 
     vocab, options, weights = files
     dataset = tmp_path / "sentences.txt"

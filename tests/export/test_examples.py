@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from export_fixtures import REPO_ROOT, fixture_export  # noqa: F401
+from conftest import REPO_ROOT
 
 
 @pytest.fixture(scope="module")

@@ -14,7 +14,7 @@ from bilm_keras.training.loop import (
     build_model,
     model_checkpoint,
 )
-from export_fixtures import REPO_ROOT
+from conftest import REPO_ROOT
 
 
 def _save_dir(path):

@@ -7,7 +7,6 @@ same weights (and, for the first fixture batch, with bilm-tf's own
 reference embeddings).
 """
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -24,8 +23,7 @@ from bilm_keras.export.hub_module import (
     export_hub_from_save_dir,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError
-from export_fixtures import REPO_ROOT, fixture_export  # noqa: F401
-from helpers import load_reference_embeddings
+from conftest import load_bin_script, load_reference_embeddings
 
 ATOL = 1e-5
 CONSUMERS = pathlib.Path(__file__).with_name("hub_consumers.py")
@@ -49,15 +47,6 @@ TRAIN = [
 ]
 
 
-def _cli():
-    """``bin/export_hub.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(
-        "bin_export_hub", REPO_ROOT / "bin" / "export_hub.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _files(model_dir):
     return dict(options_file=str(model_dir / "options.json"),
                 weight_file=str(model_dir / "lm_weights.hdf5"),
@@ -75,7 +64,7 @@ def exports(model_dir, tmp_path_factory, fixture_export):
     first = fixture_export
     (root / "elmo_again").mkdir()
     (root / "elmo_again" / "keep.txt").write_text("old")
-    again = _cli().main([
+    again = load_bin_script("export_hub.py").main([
         "--options_file", files["options_file"],
         "--weight_file", files["weight_file"],
         "--vocab_file", files["vocab_file"],
@@ -332,7 +321,7 @@ def test_non_empty_outdir_is_refused(model_dir, tmp_path):
     with pytest.raises(ExportError, match="exists and is not empty"):
         export_hub(outdir=outdir, **_files(model_dir))
     with pytest.raises(ExportError, match="exists and is not empty"):
-        _cli().main(["--options_file", str(model_dir / "options.json"),
+        load_bin_script("export_hub.py").main(["--options_file", str(model_dir / "options.json"),
                      "--weight_file", str(model_dir / "lm_weights.hdf5"),
                      "--outdir", str(outdir)])
     # a failing export leaves the old directory whole, and no temp dirs
@@ -378,7 +367,7 @@ def test_bad_export_arguments(model_dir, tmp_path):
 
 
 def test_cli_flag_combinations(tmp_path):
-    cli = _cli()
+    cli = load_bin_script("export_hub.py")
     with pytest.raises(SystemExit):
         cli.main(["--options_file", "o.json", "--outdir", str(tmp_path)])
     with pytest.raises(SystemExit):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import numpy_reference as nr
-from helpers import write_model_files
+from conftest import write_model_files
 from bilm_keras import Batcher, BidirectionalLanguageModel
 
 OPTIONS = {

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras.training.adagrad import RowSparseAdagrad
-from train_helpers import fixture_options, training_run
+from conftest import fixture_options, training_run
 
 
 def _two_steps(train_dir, options, sparse_gradients):

@@ -20,7 +20,7 @@ from bilm_keras.training import (
     restart,
     train,
 )
-from train_helpers import fixture_options
+from conftest import fixture_options
 
 SENTENCES = [["the", "language", "models", "are", "neural", "."],
              ["words", "of", "the", "vocabulary"]]
