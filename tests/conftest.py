@@ -284,3 +284,14 @@ def pytest_configure(config):
         "markers",
         "slow: a long check; CI still runs it, at a small size",
     )
+
+
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
+def pytest_collection_modifyitems(config, items):
+    # tests/bench/ runs the bench/ scripts end to end (each a process that
+    # imports TensorFlow and times passes): slow as a folder, so the files
+    # stay as the benchmarks' owners write them
+    bench = REPO_ROOT / "tests" / "bench"
+    for item in items:
+        if bench in item.path.parents:
+            item.add_marker(pytest.mark.slow)
