@@ -9,6 +9,9 @@ import pytest
 
 from conftest import REPO_ROOT
 
+# each trains a Keras model on the fixture export in a fresh process
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def savedmodel(fixture_export):
