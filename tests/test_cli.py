@@ -202,6 +202,7 @@ def test_expected_errors_are_one_line(model_dir, inputs, case):
     assert not (inputs / "out.hdf5").exists()
 
 
+@pytest.mark.slow
 def test_wrong_shapes_after_loading_is_one_line(model_dir, inputs):
     code, heavy, _, err = _run(
         _embed(model_dir, inputs, "ok.txt", options=inputs / "narrow.json"))
@@ -230,24 +231,30 @@ def test_run_raises_for_programs(model_dir, inputs):
         cli.run([str(a) for a in _embed(model_dir, inputs, "missing.txt")])
 
 
+@pytest.fixture(scope="module")
+def ok_embeddings(model_dir, inputs):
+    """Every layer of ``ok.txt``'s embeddings, from the library."""
+    from bilm_keras import BidirectionalLanguageModel
+
+    model = BidirectionalLanguageModel(model_dir / "options.json",
+                                       model_dir / "lm_weights.hdf5")
+    lines = (inputs / "ok.txt").read_text(encoding="utf-8").splitlines()
+    return model.embed_sentences([line.split() for line in lines])
+
+
 @pytest.mark.parametrize("flag,output", [
     ([], "all"), (["--top"], "top"), (["--average"], "average"),
     (["--sentence_mean", "--float16"], "sentence_mean"),
 ])
-def test_embed_output_flags(model_dir, inputs, tmp_path, capsys, flag,
-                            output):
-    from bilm_keras import BidirectionalLanguageModel
-
+def test_embed_output_flags(model_dir, inputs, ok_embeddings, tmp_path,
+                            capsys, flag, output):
     out = tmp_path / "elmo.hdf5"
     args = [str(a) for a in _embed(model_dir, inputs, "ok.txt", *flag)]
     args[args.index("--outfile") + 1] = str(out)
     assert cli.run(args) == 4
     stdout = capsys.readouterr().out
     assert f"wrote 4 sentences to {out} ({output}" in stdout
-    model = BidirectionalLanguageModel(model_dir / "options.json",
-                                       model_dir / "lm_weights.hdf5")
-    lines = (inputs / "ok.txt").read_text(encoding="utf-8").splitlines()
-    full = model.embed_sentences([line.split() for line in lines])
+    full = ok_embeddings
     with h5py.File(out, "r") as f:
         assert f.attrs["output"] == output
         dtype = np.float16 if "--float16" in flag else np.float32

@@ -98,6 +98,7 @@ def test_dump_bilm_embeddings_bad_input(files, tmp_path, content, match):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+@pytest.mark.slow  # quick tier: test_cli's embed flags make these outputs
 @pytest.mark.parametrize("output,layers,dataset_shape", [
     ("top", None, (7, 32)),
     ("average", [1, 2], (7, 32)),
@@ -162,6 +163,7 @@ def test_dump_token_embeddings(files, model, tmp_path):
     assert not list(tmp_path.glob("*.tmp-*"))
 
 
+@pytest.mark.slow
 def test_dump_command_layers_and_float16(files, model, tmp_path):
     import subprocess
     import sys
