@@ -13,6 +13,7 @@ import os
 import h5py
 import numpy as np
 import pytest
+from conftest import fixture_options
 
 from bilm_keras import Batcher, BidirectionalLanguageModel
 from bilm_keras.options import BiLMOptions
@@ -24,7 +25,6 @@ from bilm_keras.training import (
     restart,
     train,
 )
-from conftest import fixture_options
 
 SENTENCES = [["the", "language", "models", "are", "neural", "."],
              ["words", "of", "the", "vocabulary"]]
