@@ -336,9 +336,10 @@ def test_non_empty_outdir_is_refused(model_dir, tmp_path):
     with pytest.raises(ExportError, match="exists and is not empty"):
         export_hub(outdir=outdir, **_files(model_dir))
     with pytest.raises(ExportError, match="exists and is not empty"):
-        load_bin_script("export_hub.py").main(["--options_file", str(model_dir / "options.json"),
-                     "--weight_file", str(model_dir / "lm_weights.hdf5"),
-                     "--outdir", str(outdir)])
+        load_bin_script("export_hub.py").main([
+            "--options_file", str(model_dir / "options.json"),
+            "--weight_file", str(model_dir / "lm_weights.hdf5"),
+            "--outdir", str(outdir)])
     # a failing export leaves the old directory whole, and no temp dirs
     with pytest.raises(WeightFileError, match="missing.hdf5"):
         export_hub(outdir=outdir, overwrite=True,
