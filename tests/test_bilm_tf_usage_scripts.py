@@ -372,6 +372,7 @@ def test_usage_character_as_bilm_tf_wrote_it(bilm_tf_cwd, model_dir):
         np.testing.assert_allclose(got, expected, atol=ATOL, rtol=0)
 
 
+@pytest.mark.slow
 def test_usage_token_as_bilm_tf_wrote_it(bilm_tf_cwd):
     ns = bilm_tf_usage_token()
     lines = (bilm_tf_cwd / "vocab_small.txt").read_text().split("\n")
@@ -400,6 +401,7 @@ def test_usage_token_as_bilm_tf_wrote_it(bilm_tf_cwd):
                                       chars[op]["lengths"].numpy())
 
 
+@pytest.mark.slow
 def test_usage_cached_as_bilm_tf_wrote_it(bilm_tf_cwd):
     ns = bilm_tf_usage_cached()
     # (n_lm_layers + 1, n_tokens, 2 * projection_dim)

@@ -3,7 +3,6 @@ expected error, the subcommands behind the ``bin/`` aliases."""
 
 import configparser
 import json
-import os
 import re
 import subprocess
 import sys
@@ -12,16 +11,15 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, user_env
 
 from bilm_keras import cli
 
 ALIASES = {module.NAME: module.ALIAS for module in cli.COMMANDS}
 
-#: this checkout's package, whatever is installed
-ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(
-    [str(REPO_ROOT)] + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
-ENV.pop("TF_CPP_MIN_LOG_LEVEL", None)  # the command's own default
+#: this checkout's package, whatever is installed; the command's own TF
+#: log level
+ENV = user_env()
 
 # runs `bilm-keras ARGS` as main() does, then reports the exit status and
 # which heavy modules were imported
@@ -204,6 +202,7 @@ def test_expected_errors_are_one_line(model_dir, inputs, case):
     assert not (inputs / "out.hdf5").exists()
 
 
+@pytest.mark.slow
 def test_wrong_shapes_after_loading_is_one_line(model_dir, inputs):
     code, heavy, _, err = _run(
         _embed(model_dir, inputs, "ok.txt", options=inputs / "narrow.json"))
@@ -232,24 +231,30 @@ def test_run_raises_for_programs(model_dir, inputs):
         cli.run([str(a) for a in _embed(model_dir, inputs, "missing.txt")])
 
 
+@pytest.fixture(scope="module")
+def ok_embeddings(model_dir, inputs):
+    """Every layer of ``ok.txt``'s embeddings, from the library."""
+    from bilm_keras import BidirectionalLanguageModel
+
+    model = BidirectionalLanguageModel(model_dir / "options.json",
+                                       model_dir / "lm_weights.hdf5")
+    lines = (inputs / "ok.txt").read_text(encoding="utf-8").splitlines()
+    return model.embed_sentences([line.split() for line in lines])
+
+
 @pytest.mark.parametrize("flag,output", [
     ([], "all"), (["--top"], "top"), (["--average"], "average"),
     (["--sentence_mean", "--float16"], "sentence_mean"),
 ])
-def test_embed_output_flags(model_dir, inputs, tmp_path, capsys, flag,
-                            output):
-    from bilm_keras import BidirectionalLanguageModel
-
+def test_embed_output_flags(model_dir, inputs, ok_embeddings, tmp_path,
+                            capsys, flag, output):
     out = tmp_path / "elmo.hdf5"
     args = [str(a) for a in _embed(model_dir, inputs, "ok.txt", *flag)]
     args[args.index("--outfile") + 1] = str(out)
     assert cli.run(args) == 4
     stdout = capsys.readouterr().out
     assert f"wrote 4 sentences to {out} ({output}" in stdout
-    model = BidirectionalLanguageModel(model_dir / "options.json",
-                                       model_dir / "lm_weights.hdf5")
-    lines = (inputs / "ok.txt").read_text(encoding="utf-8").splitlines()
-    full = model.embed_sentences([line.split() for line in lines])
+    full = ok_embeddings
     with h5py.File(out, "r") as f:
         assert f.attrs["output"] == output
         dtype = np.float16 if "--float16" in flag else np.float32

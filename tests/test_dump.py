@@ -98,6 +98,7 @@ def test_dump_bilm_embeddings_bad_input(files, tmp_path, content, match):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+@pytest.mark.slow  # quick tier: test_cli's embed flags make these outputs
 @pytest.mark.parametrize("output,layers,dataset_shape", [
     ("top", None, (7, 32)),
     ("average", [1, 2], (7, 32)),
@@ -162,18 +163,16 @@ def test_dump_token_embeddings(files, model, tmp_path):
     assert not list(tmp_path.glob("*.tmp-*"))
 
 
+@pytest.mark.slow
 def test_dump_command_layers_and_float16(files, model, tmp_path):
     import subprocess
     import sys
 
-    from conftest import REPO_ROOT
+    from conftest import REPO_ROOT, user_env
 
-    # this checkout's package, whatever is installed
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO_ROOT)] + os.environ.get("PYTHONPATH", "").split(
-            os.pathsep)))
-    # a user's environment: conftest's TF log level would be respected
-    env.pop("TF_CPP_MIN_LOG_LEVEL", None)
+    # a user's environment: this checkout's package, and not conftest's
+    # TF log level (the command respects it)
+    env = user_env()
 
     vocab, options, weights = files
     dataset = tmp_path / "sentences.txt"

@@ -13,8 +13,12 @@ from conftest import REPO_ROOT
     "script,expected",
     [
         ("usage_character.py", "context ELMo          (2, 11, 32)"),
-        ("usage_token.py", "context ELMo          (2, 11, 32)"),
-        ("usage_cached.py", "sentence 2: (3, 6, 32)"),
+        # the same path as bilm-tf's copies in test_bilm_tf_usage_scripts;
+        # one fresh-process run (above) stays in the quick tier
+        pytest.param("usage_token.py", "context ELMo          (2, 11, 32)",
+                     marks=pytest.mark.slow),
+        pytest.param("usage_cached.py", "sentence 2: (3, 6, 32)",
+                     marks=pytest.mark.slow),
     ],
 )
 def test_usage_script(model_dir, script, expected):

@@ -514,6 +514,7 @@ print("rows kept", n)
 """
 
 
+@pytest.mark.slow
 def test_mirrored_strategy_keeps_rows_on_their_replica(tmp_path):
     # the claim of make_tf_dataset's docstring: experimental_distribute_
     # dataset splits each global batch by rows, in order, so every replica

@@ -68,6 +68,7 @@ def test_size_and_format(corpus):
     assert not train & heldout
 
 
+@pytest.mark.slow
 def test_deterministic_and_seeded(corpus, tmp_path):
     out, info = corpus
     _stdlib_sentences.cache_clear()  # parse the sources again

@@ -1,16 +1,14 @@
 """build_vocab and bin/build_vocab.py: order, limits, sidecar, bad input."""
 
-import importlib.util
 import json
 import pathlib
 
 import pytest
+from conftest import load_bin_script
 
 from bilm_keras.data import Vocabulary
 from bilm_keras.data.lm_dataset import CorpusError
 from bilm_keras.data.vocab_builder import build_vocab, read_vocab_stats
-
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 # counts: the 4, . 3, a 3, cat 2, sat 2, dog 1, ran 1; first occurrence
 # order: the cat sat . a dog ran
@@ -91,10 +89,7 @@ def test_bad_input(tmp_path, corpus):
 
 
 def test_bin_build_vocab(corpus, tmp_path, capsys):
-    spec = importlib.util.spec_from_file_location(
-        "build_vocab_script", REPO_ROOT / "bin" / "build_vocab.py")
-    script = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(script)
+    script = load_bin_script("build_vocab.py")
     out = str(tmp_path / "vocab.txt")
     stats = script.main(["--train_prefix", corpus, "--vocab_file", out,
                          "--min_count", "2", "--max_size", "7"])

@@ -7,7 +7,10 @@ import sys
 
 import pytest
 
-from export_fixtures import REPO_ROOT, fixture_export  # noqa: F401
+from conftest import REPO_ROOT
+
+# each trains a Keras model on the fixture export in a fresh process
+pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")

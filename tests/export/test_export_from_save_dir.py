@@ -1,12 +1,20 @@
-"""Export from a training ``save_dir`` (checkpoint + options.json)."""
+"""Export from a training ``save_dir`` (checkpoint + options.json), and
+the export as a Keras 3 layer.
+
+The quick tier's SavedModel: a tiny random model (``options/tiny.json``),
+exported once for the module. (The fixture model's exports and their
+consumers in fresh processes are in ``test_hub_export.py``, slow.)
+"""
 
 import json
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bilm_keras import Batcher, BidirectionalLanguageModel
+from bilm_keras.export.elmo_hub_layer import ELMoHubLayer
 from bilm_keras.export.hub_module import export_hub_from_save_dir
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.checkpoints import (
@@ -14,7 +22,7 @@ from bilm_keras.training.checkpoints import (
     model_checkpoint,
 )
 from bilm_keras.training.model_setup import build_model
-from export_fixtures import REPO_ROOT
+from conftest import REPO_ROOT
 
 
 def _save_dir(path):
@@ -26,12 +34,21 @@ def _save_dir(path):
     return lm
 
 
-def test_export_equals_the_checkpointed_backbone(tmp_path):
-    lm = _save_dir(tmp_path)
-    tf.train.CheckpointManager(model_checkpoint(lm), str(tmp_path),
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """``(save_dir, lm, SavedModel dir)``: a checkpointed random tiny
+    model and its export."""
+    save_dir = tmp_path_factory.mktemp("save_dir")
+    lm = _save_dir(save_dir)
+    tf.train.CheckpointManager(model_checkpoint(lm), str(save_dir),
                                max_to_keep=1, checkpoint_name="model").save()
-    out = export_hub_from_save_dir(save_dir=tmp_path,
-                                   outdir=tmp_path / "hub")
+    out = export_hub_from_save_dir(save_dir=save_dir,
+                                   outdir=save_dir / "hub")
+    return save_dir, lm, out
+
+
+def test_export_equals_the_checkpointed_backbone(exported):
+    save_dir, lm, out = exported
     module = tf.saved_model.load(out)
     sentences = ["hello world !", "北京 欢迎 你", ""]
     got = module.signatures["default"](strings=tf.constant(sentences))
@@ -43,8 +60,31 @@ def test_export_equals_the_checkpointed_backbone(tmp_path):
         np.testing.assert_allclose(got[f"lstm_outputs{i}"].numpy(),
                                    lm_emb[:, i], atol=1e-5)
     options = json.loads(
-        (tmp_path / "hub" / "assets" / "options.json").read_text())
+        (save_dir / "hub" / "assets" / "options.json").read_text())
     assert options["char_cnn"]["n_characters"] == 262  # prediction options
+
+
+def test_elmo_hub_layer_wraps_the_export(exported):
+    # in-process and small; test_hub_export.py's Keras 3 consumer fits the
+    # layer and rebuilds it from its config, on the fixture model in a
+    # fresh process (slow tier)
+    _, lm, out = exported
+    layer = ELMoHubLayer(out, output_key=None, name="elmo")
+    assert sorted(w.name for w in layer.trainable_weights) == [
+        "scalar_mix_gamma", "scalar_mix_scalar_weights"]
+    sentences = ["hello world !", "北京 欢迎 你", ""]
+    got = layer(tf.constant(sentences))
+    ids = Batcher(None, 20).batch_sentences([s.split() for s in sentences])
+    want = BidirectionalLanguageModel.from_backbone(lm.backbone)(ids)
+    for i in (1, 2):
+        np.testing.assert_allclose(
+            keras.ops.convert_to_numpy(got[f"lstm_outputs{i}"]),
+            want["lm_embeddings"].numpy()[:, i], atol=1e-5)
+    config = layer.get_config()
+    assert {k: config[k] for k in ("savedmodel_path", "signature",
+                                   "output_key")} == {
+        "savedmodel_path": out, "signature": "default",
+        "output_key": None}
 
 
 def test_save_dir_without_checkpoint(tmp_path):

@@ -5,9 +5,12 @@ it with ``hub.load``, Keras 3 and tf_keras 2 in subprocesses, and the
 numbers are compared here with :class:`BidirectionalLanguageModel` on the
 same weights (and, for the first fixture batch, with bilm-tf's own
 reference embeddings).
+
+The exports and their consumers are slow (``-m slow``, ~50 s on 2 cores);
+the argument checks are quick. The quick tier's export is a tiny model's,
+in ``test_export_from_save_dir.py``.
 """
 
-import importlib.util
 import json
 import os
 import pathlib
@@ -24,8 +27,7 @@ from bilm_keras.export.hub_module import (
     export_hub_from_save_dir,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError
-from export_fixtures import REPO_ROOT, fixture_export  # noqa: F401
-from helpers import load_reference_embeddings
+from conftest import load_bin_script, load_reference_embeddings
 
 ATOL = 1e-5
 CONSUMERS = pathlib.Path(__file__).with_name("hub_consumers.py")
@@ -49,15 +51,6 @@ TRAIN = [
 ]
 
 
-def _cli():
-    """``bin/export_hub.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(
-        "bin_export_hub", REPO_ROOT / "bin" / "export_hub.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def _files(model_dir):
     return dict(options_file=str(model_dir / "options.json"),
                 weight_file=str(model_dir / "lm_weights.hdf5"),
@@ -75,7 +68,7 @@ def exports(model_dir, tmp_path_factory, fixture_export):
     first = fixture_export
     (root / "elmo_again").mkdir()
     (root / "elmo_again" / "keep.txt").write_text("old")
-    again = _cli().main([
+    again = load_bin_script("export_hub.py").main([
         "--options_file", files["options_file"],
         "--weight_file", files["weight_file"],
         "--vocab_file", files["vocab_file"],
@@ -159,6 +152,7 @@ def _train_cfg(exports, sentences, epochs):
 
 
 # ------------------------------------------------------------ hub.load
+@pytest.mark.slow
 def test_signatures_and_their_specs(hub_load_run):
     report, _ = hub_load_run
     sigs = report["signatures"]
@@ -180,6 +174,7 @@ def test_signatures_and_their_specs(hub_load_run):
         }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "call", ["default", "positional", "elmo", "call", "call_training"])
 def test_outputs_equal_the_in_process_model(hub_load_run, reference, call):
@@ -191,6 +186,7 @@ def test_outputs_equal_the_in_process_model(hub_load_run, reference, call):
                                    err_msg=f"{call}/{key}")
 
 
+@pytest.mark.slow
 def test_tokens_signature_keeps_the_input_width(hub_load_run, reference):
     _, arrays = hub_load_run
     for key in KEYS:
@@ -202,6 +198,7 @@ def test_tokens_signature_keeps_the_input_width(hub_load_run, reference):
         np.testing.assert_allclose(got, want, atol=ATOL, err_msg=key)
 
 
+@pytest.mark.slow
 def test_first_fixture_batch_matches_bilm_tf(hub_load_run, model_dir):
     # bilm-tf was stateful: its first batch started from zero states, as
     # every call of the stateless export does
@@ -213,6 +210,7 @@ def test_first_fixture_batch_matches_bilm_tf(hub_load_run, model_dir):
             arrays["default/lstm_outputs2"][k, : len(want)], want, atol=ATOL)
 
 
+@pytest.mark.slow
 def test_edge_sentences(hub_load_run, sentences):
     _, arrays = hub_load_run
     empty = sentences.index("")
@@ -225,6 +223,7 @@ def test_edge_sentences(hub_load_run, sentences):
         assert not arrays["default/word_emb"][row, n:].any()
 
 
+@pytest.mark.slow
 def test_empty_batch_gives_empty_outputs(hub_load_run):
     report, _ = hub_load_run
     assert report["empty_batch"] == {
@@ -234,6 +233,7 @@ def test_empty_batch_gives_empty_outputs(hub_load_run):
     }
 
 
+@pytest.mark.slow
 def test_bad_input_at_the_signatures(hub_load_run):
     errors = hub_load_run[0]["errors"]
     assert all(errors.values()), errors  # every bad call raised
@@ -260,6 +260,7 @@ def test_bad_input_at_the_signatures(hub_load_run):
     assert "TensorSpec(shape=(None,), dtype=tf.string" in errors["call_int"]
 
 
+@pytest.mark.slow
 def test_trainable_variables_and_assets(hub_load_run):
     report, _ = hub_load_run
     assert sorted(report["trainable"]) == [
@@ -274,6 +275,7 @@ def test_trainable_variables_and_assets(hub_load_run):
     assert report["trainable_lm_regularization"] == [0.0]
 
 
+@pytest.mark.slow
 def test_export_is_reproducible(hub_load_run, exports):
     report, arrays = hub_load_run
     assert report["signatures_again"] == ["default", "elmo", "tokens"]
@@ -284,6 +286,7 @@ def test_export_is_reproducible(hub_load_run, exports):
 
 
 # --------------------------------------------------------------- Keras 3
+@pytest.mark.slow
 def test_keras3_fit_trains_the_scalar_mix(exports, sentences, reference,
                                           tmp_path):
     report, arrays = _run_consumer(
@@ -308,6 +311,7 @@ def test_keras3_fit_trains_the_scalar_mix(exports, sentences, reference,
 
 
 # ------------------------------------------------------------- tf_keras 2
+@pytest.mark.slow
 def test_tf_keras_hub_keras_layer(exports, sentences, reference, tmp_path):
     report, arrays = _run_consumer(
         "tf_keras", _train_cfg(exports, sentences, epochs=8), tmp_path,
@@ -332,9 +336,10 @@ def test_non_empty_outdir_is_refused(model_dir, tmp_path):
     with pytest.raises(ExportError, match="exists and is not empty"):
         export_hub(outdir=outdir, **_files(model_dir))
     with pytest.raises(ExportError, match="exists and is not empty"):
-        _cli().main(["--options_file", str(model_dir / "options.json"),
-                     "--weight_file", str(model_dir / "lm_weights.hdf5"),
-                     "--outdir", str(outdir)])
+        load_bin_script("export_hub.py").main([
+            "--options_file", str(model_dir / "options.json"),
+            "--weight_file", str(model_dir / "lm_weights.hdf5"),
+            "--outdir", str(outdir)])
     # a failing export leaves the old directory whole, and no temp dirs
     with pytest.raises(WeightFileError, match="missing.hdf5"):
         export_hub(outdir=outdir, overwrite=True,
@@ -344,6 +349,7 @@ def test_non_empty_outdir_is_refused(model_dir, tmp_path):
     assert sorted(os.listdir(tmp_path)) == ["elmo"]
 
 
+@pytest.mark.slow
 def test_overwrite_replaced_the_directory(exports):
     again = pathlib.Path(exports["dir_again"])
     assert not (again / "keep.txt").exists()
@@ -378,7 +384,7 @@ def test_bad_export_arguments(model_dir, tmp_path):
 
 
 def test_cli_flag_combinations(tmp_path):
-    cli = _cli()
+    cli = load_bin_script("export_hub.py")
     with pytest.raises(SystemExit):
         cli.main(["--options_file", "o.json", "--outdir", str(tmp_path)])
     with pytest.raises(SystemExit):

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import numpy_reference as nr
-from helpers import write_model_files
+from conftest import write_model_files
 from bilm_keras import Batcher, BidirectionalLanguageModel, BulkEmbedder
 
 OPTIONS = {
@@ -45,6 +45,7 @@ def _fixture_sentences(model_dir):
     return [s.split() for column in raw for s in column]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 4, 64])
 def test_fixture_model_equals_padded_call(model_dir, batch_size):
     model = BidirectionalLanguageModel(model_dir / "options.json",

@@ -2,10 +2,8 @@
 (``train(init_weights=..., freeze_lm_steps=...)``, issue 10)."""
 
 import dataclasses
-import importlib.util
 import json
 import math
-import pathlib
 
 import h5py
 import numpy as np
@@ -41,8 +39,7 @@ from bilm_keras.weights.bilm_tf_hdf5 import (
     WeightFileError,
     save_bilm_tf_hdf5,
 )
-
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
+from conftest import load_bin_script
 
 # three sentences of the fixture vocabulary, five words each
 SENTENCES = [
@@ -50,15 +47,6 @@ SENTENCES = [
     "words of the vocabulary .",
     "neural networks make their predictions",
 ]
-
-
-def _train_elmo():
-    """``bin/train_elmo.py`` as a module."""
-    spec = importlib.util.spec_from_file_location(
-        "bin_train_elmo", REPO_ROOT / "bin" / "train_elmo.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _options_file(model_dir, tmp_path, **changes):
@@ -192,7 +180,7 @@ def test_warmup_freezes_the_lm_across_restarts(model_dir, train_dir,
     vocab_file = str(train_dir / "vocab.txt")
     data = str(train_dir / "data.txt")
     # 134 tokens // (2 x 10) = 6 steps per epoch; the warm-up is 12 steps
-    result = _train_elmo().main([
+    result = load_bin_script("train_elmo.py").main([
         "--train_prefix", data, "--vocab_file", vocab_file,
         "--save_dir", str(save_dir), "--options", str(options_file),
         "--batch_size", "2", "--n_epochs", "1", "--seed", "1",

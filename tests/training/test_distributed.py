@@ -13,9 +13,9 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
+from conftest import REPO_ROOT, fixture_options
 
 HERE = pathlib.Path(__file__).resolve().parent
-REPO = HERE.parent.parent
 WORKER = str(HERE / "distributed_worker.py")
 
 
@@ -86,14 +86,12 @@ def test_two_workers_end_with_identical_weights(train_dir, tmp_path):
 def test_sigkill_then_restart_continues(train_dir, tmp_path):
     save_dir = tmp_path / "ckpt"
     options = tmp_path / "options.json"
-    sys.path.insert(0, str(HERE))
-    from train_helpers import fixture_options
     fixture_options(n_epochs=400).to_json(options)  # 2400 steps: killed
     common = ["--train_prefix", str(train_dir / "data.txt"),
               "--vocab_file", str(train_dir / "vocab.txt"),
               "--save_dir", str(save_dir)]
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "bin" / "train_elmo.py"), *common,
+        [sys.executable, str(REPO_ROOT / "bin" / "train_elmo.py"), *common,
          "--options", str(options), "--save_every", "20", "--log_every",
          "1000", "--seed", "0"],
         env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -119,7 +117,7 @@ def test_sigkill_then_restart_continues(train_dir, tmp_path):
         "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE")
     # continue for one more epoch (6 steps) on the same data
     done = subprocess.run(
-        [sys.executable, str(REPO / "bin" / "restart.py"), *common,
+        [sys.executable, str(REPO_ROOT / "bin" / "restart.py"), *common,
          "--n_epochs", "1", "--log_every", "1"],
         env=_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]

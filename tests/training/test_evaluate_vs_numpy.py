@@ -22,7 +22,7 @@ import tensorflow as tf
 
 import numpy_reference as ref
 from bilm_keras.training import dump_weights, evaluate, train
-from train_helpers import fixture_options
+from conftest import fixture_options
 
 HELDOUT = [
     "the number of unique words increases .",
@@ -90,8 +90,11 @@ def _numpy_losses(weights, options, softmax, direction, inputs, targets):
     return log_z - logits[np.arange(len(targets)), targets]
 
 
-@pytest.mark.parametrize("skip,reset", [(True, True), (False, True),
-                                        (True, False)])
+@pytest.mark.parametrize("skip,reset", [
+    (True, True),  # the defaults: one case in the quick tier
+    pytest.param(False, True, marks=pytest.mark.slow),
+    pytest.param(True, False, marks=pytest.mark.slow),
+])
 def test_evaluate_equals_numpy_on_dumped_weights(train_dir, tmp_path, skip,
                                                  reset):
     lstm = {"dim": 16, "projection_dim": 8, "n_layers": 2,

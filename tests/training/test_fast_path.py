@@ -12,7 +12,7 @@ from bilm_keras.layers.training_recurrence import (
     run_stacks_unrolled,
 )
 from bilm_keras.models.language_model import LanguageModel
-from train_helpers import fixture_options, training_run
+from conftest import fixture_options, training_run
 
 B, T, C = 3, 6, 10
 
@@ -49,6 +49,7 @@ def _loss_grads_states(lm, batch, states, training):
     return out, [tf.convert_to_tensor(g) for g in grads]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("use_chars,skip", [(True, True), (False, False)])
 def test_fast_path_matches_plain_path(use_chars, skip):
     # dropout 0: the two paths would draw different dropout masks
@@ -186,6 +187,7 @@ def _train_direction_losses(train_dir, options, n_steps, dropout_seed,
     return losses
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("use_chars,skip", [(True, True), (False, False)])
 def test_fast_and_plain_training_agree_with_dropout(train_dir, use_chars,
                                                      skip):

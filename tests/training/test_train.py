@@ -20,7 +20,7 @@ from bilm_keras.training import (
     restart,
     train,
 )
-from train_helpers import fixture_options
+from conftest import fixture_options
 
 SENTENCES = [["the", "language", "models", "are", "neural", "."],
              ["words", "of", "the", "vocabulary"]]
@@ -72,6 +72,7 @@ def test_token_models_reach_heldout_perplexity(train_dir, tmp_path, kind):
         assert set(heldout) >= {"forward_perplexity", "backward_perplexity"}
 
 
+@pytest.mark.slow
 def test_char_model_reaches_heldout_perplexity(train_dir, char_model):
     save_dir, _ = char_model
     heldout = _heldout(train_dir, save_dir)
@@ -86,6 +87,7 @@ def test_char_model_reaches_heldout_perplexity(train_dir, char_model):
     assert saved["n_train_tokens"] == 134
 
 
+@pytest.mark.slow
 def test_dump_round_trip_gives_the_trained_embeddings(train_dir, char_model,
                                                       tmp_path):
     save_dir, _ = char_model
@@ -109,6 +111,7 @@ def test_dump_round_trip_gives_the_trained_embeddings(train_dir, char_model,
     )
 
 
+@pytest.mark.slow
 def test_chinese_corpus_trains_and_dumps(tmp_path):
     corpus = tmp_path / "zh.txt"
     lines = ["我 爱 北京 天安门 。", "   ", "天安门 上 太阳 升 。",
@@ -163,6 +166,7 @@ def test_vocab_without_special_tokens(train_dir, tmp_path):
               vocab_file=str(vocab))
 
 
+@pytest.mark.slow
 def test_options_that_do_not_fit_the_checkpoint(train_dir, char_model,
                                                 tmp_path):
     save_dir, _ = char_model
@@ -182,6 +186,7 @@ def test_options_that_do_not_fit_the_checkpoint(train_dir, char_model,
                  test_prefix=str(train_dir / "data.txt"))
 
 
+@pytest.mark.slow
 def test_restart_with_a_vocab_of_another_size(train_dir, char_model,
                                               tmp_path):
     save_dir, _ = char_model
@@ -193,6 +198,7 @@ def test_restart_with_a_vocab_of_another_size(train_dir, char_model,
                 train_prefix=str(train_dir / "data.txt"))
 
 
+@pytest.mark.slow
 def test_train_refuses_a_save_dir_with_a_checkpoint(train_dir, char_model):
     save_dir, _ = char_model
     with pytest.raises(CheckpointError, match="restart.py"):
@@ -240,6 +246,7 @@ def test_restart_continues_the_data_stream(train_dir, tmp_path, capsys,
 
 
 
+@pytest.mark.slow
 def test_restart_with_another_batch_size_starts_a_new_stream(train_dir,
                                                              tmp_path,
                                                              capsys):
