@@ -12,7 +12,9 @@ from conftest import REPO_ROOT
 @pytest.mark.parametrize(
     "script,expected",
     [
-        ("usage_character.py", "context ELMo          (2, 11, 32)"),
+        pytest.param("usage_character.py",
+                     "context ELMo          (2, 11, 32)",
+                     marks=pytest.mark.slow),
         # the same path as bilm-tf's copies in test_bilm_tf_usage_scripts;
         # one fresh-process run (above) stays in the quick tier
         pytest.param("usage_token.py", "context ELMo          (2, 11, 32)",

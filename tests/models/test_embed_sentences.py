@@ -82,6 +82,7 @@ def test_fixture_matches_bilm_tf_reference(model_dir):
         np.testing.assert_allclose(got[k][2], top, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_stateful_model_states_untouched(model_dir):
     model = BidirectionalLanguageModel(model_dir / "options.json",
                                        model_dir / "lm_weights.hdf5",

@@ -131,6 +131,7 @@ def test_evaluate_equals_numpy_on_dumped_weights(train_dir, tmp_path, skip,
     assert got["n_tokens"] == sum(len(s.split()) + 1 for s in HELDOUT)
 
 
+@pytest.mark.slow
 def test_evaluate_warns_about_a_direction_above_the_unigram_bar(
         train_dir, tmp_path, capsys):
     options = fixture_options(use_chars=False, n_epochs=1)

@@ -1,6 +1,7 @@
 """The training fast path (static unroll, one char-CNN pass per distinct
 token) gives the plain path's loss, gradients and states."""
 
+import keras
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -100,6 +101,7 @@ def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip,
     """Outputs, final states and every gradient (the hand-written backward
     pass) against autodiff of :class:`LSTMStack`, with binding clips and
     with states zeroed where sentences start."""
+    keras.utils.set_random_seed(5)  # the weights, whatever ran before
     stack = LSTMStack(16, projection_dim, 2, cell_clip=clip, proj_clip=clip,
                       use_skip_connections=True, name="s")
     stack.build((None, None, projection_dim))
@@ -135,7 +137,9 @@ def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip,
         d_c0, d_h0 = expected[2][1], expected[2][2]  # layer 0, (B, U), (B, P)
         assert float(tf.reduce_max(tf.abs(d_c0[0]))) == 0.0
         assert float(tf.reduce_max(tf.abs(d_h0[0]))) == 0.0
-        assert float(tf.reduce_max(tf.abs(d_c0[1]))) > 0.0
+        # the other rows' do (a binding cell clip at step 0 can stop it in
+        # one row, not in all)
+        assert float(tf.reduce_max(tf.abs(d_c0[1:]))) > 0.0
         no_reset = loss_and_grads(lambda: stack(x, tf.fill([B], T), states))
         assert not np.allclose(no_reset[0][1], expected[0][1])
     if clip:  # the clips bind somewhere, so their gradient masks matter
