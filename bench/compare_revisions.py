@@ -8,7 +8,8 @@ working tree (base, head, head, base, ...), each run a fresh process with
 its own tree first on ``PYTHONPATH``, so that the load of the moment hits
 both alike. Each run prints one JSON line (every script in ``bench/`` does);
 the result is, for every numeric key, the median at each revision and the
-median of the per-round ratios head / base.
+median of the per-round ratios head / base (each round's ratio listed
+too).
 
 Usage::
 
@@ -96,6 +97,7 @@ def summarize(base_runs: list, head_runs: list) -> dict:
             "head": statistics.median(head),
             "ratio_head_over_base": (round(statistics.median(ratios), 4)
                                      if ratios else None),
+            "round_ratios": [round(r, 4) for r in ratios],
         }
     return summary
 

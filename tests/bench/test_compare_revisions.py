@@ -26,6 +26,7 @@ def test_summarize_medians_and_ratio_skip_constants():
     assert summary["speed"]["head"] == 30.0
     # per-round ratios 2.0, 1.1, 1.5: median 1.5
     assert summary["speed"]["ratio_head_over_base"] == 1.5
+    assert summary["speed"]["round_ratios"] == [2.0, 1.1, 1.5]
 
 
 def test_runs_each_tree_alternating(tmp_path):
@@ -45,6 +46,7 @@ def test_runs_each_tree_alternating(tmp_path):
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["rounds"] == 2
     assert result["summary"]["tree"] == {
-        "base": 1.0, "head": 2.0, "ratio_head_over_base": 2.0}
+        "base": 1.0, "head": 2.0, "ratio_head_over_base": 2.0,
+        "round_ratios": [2.0, 2.0]}
     assert "has_bilm" not in result["summary"]  # 1.0 in both trees
     assert done.stderr.count("done") == 4
