@@ -190,7 +190,6 @@ def write_random_weights(out: str, quick: bool) -> None:
 
 
 def measure_adapt(args) -> dict:
-    c = config(args.quick)
     batch = args.batch or (4 if args.quick else 16)
     n_tokens_vocab = args.vocab or (200 if args.quick else 20000)
     options = adapt_options(args.quick, batch, n_tokens_vocab)

@@ -35,7 +35,6 @@ after it trains everything.
 
 from __future__ import annotations
 
-import collections
 import os
 from typing import Callable, Optional
 

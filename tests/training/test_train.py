@@ -1,22 +1,19 @@
 """End-to-end training on bilm-tf's train fixture, as bilm-tf's tests."""
 
 import json
-import os
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bilm_keras import Batcher, BidirectionalLanguageModel
+from bilm_keras import BidirectionalLanguageModel
 from bilm_keras.data.lm_dataset import CorpusError, make_tf_dataset
 from bilm_keras.data.vocabulary import VocabularyError
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training import inputs, loop
 from bilm_keras.training import (
-    CheckpointError,
     dump_weights,
     evaluate,
-    load_trained_model,
     restart,
     train,
 )
@@ -88,30 +85,6 @@ def test_char_model_reaches_heldout_perplexity(train_dir, char_model):
 
 
 @pytest.mark.slow
-def test_dump_round_trip_gives_the_trained_embeddings(train_dir, char_model,
-                                                      tmp_path):
-    save_dir, _ = char_model
-    out = dump_weights(str(save_dir), str(tmp_path / "lm_weights.hdf5"))
-    options = BiLMOptions.from_json(out["options_file"])
-    assert options.char_cnn.n_characters == 262
-    import h5py
-    with h5py.File(out["weight_file"]) as f:
-        assert f["char_embed"].shape == (261, 4)
-        assert "softmax" not in f and "softmax/W" not in f
-    _, lm, _ = load_trained_model(str(save_dir))
-    ids = Batcher(None, 10).batch_sentences(SENTENCES)
-    trained = BidirectionalLanguageModel.from_backbone(lm.backbone)(ids)
-    loaded = BidirectionalLanguageModel(out["options_file"],
-                                        out["weight_file"])(ids)
-    mask = trained["mask"].numpy()
-    np.testing.assert_allclose(
-        loaded["lm_embeddings"].numpy().transpose(0, 2, 1, 3)[mask],
-        trained["lm_embeddings"].numpy().transpose(0, 2, 1, 3)[mask],
-        atol=1e-5,
-    )
-
-
-@pytest.mark.slow
 def test_chinese_corpus_trains_and_dumps(tmp_path):
     corpus = tmp_path / "zh.txt"
     lines = ["我 爱 北京 天安门 。", "   ", "天安门 上 太阳 升 。",
@@ -166,45 +139,6 @@ def test_vocab_without_special_tokens(train_dir, tmp_path):
               vocab_file=str(vocab))
 
 
-@pytest.mark.slow
-def test_options_that_do_not_fit_the_checkpoint(train_dir, char_model,
-                                                tmp_path):
-    save_dir, _ = char_model
-    bad = tmp_path / "bad"
-    bad.mkdir()
-    for name in os.listdir(save_dir):
-        if os.path.isfile(save_dir / name):
-            (bad / name).write_bytes((save_dir / name).read_bytes())
-    options = json.load(open(bad / "options.json"))
-    options["lstm"]["dim"] = 24
-    json.dump(options, open(bad / "options.json", "w"))
-    with pytest.raises(CheckpointError,
-                       match=r"options.json does not fit checkpoint .*"
-                             r"cell0/kernel: options give shape \(16, 96\)"
-                             r", checkpoint has \(16, 64\)"):
-        evaluate(save_dir=str(bad), vocab_file=str(train_dir / "vocab.txt"),
-                 test_prefix=str(train_dir / "data.txt"))
-
-
-@pytest.mark.slow
-def test_restart_with_a_vocab_of_another_size(train_dir, char_model,
-                                              tmp_path):
-    save_dir, _ = char_model
-    vocab = tmp_path / "vocab.txt"
-    vocab.write_text("<S>\n</S>\n<UNK>\nthe\n", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"n_tokens_vocab.*expected 4.*"
-                                         r"found 32"):
-        restart(save_dir=str(save_dir), vocab_file=str(vocab),
-                train_prefix=str(train_dir / "data.txt"))
-
-
-@pytest.mark.slow
-def test_train_refuses_a_save_dir_with_a_checkpoint(train_dir, char_model):
-    save_dir, _ = char_model
-    with pytest.raises(CheckpointError, match="restart.py"):
-        _train(train_dir, save_dir, fixture_options(use_chars=True))
-
-
 def _stream(path):
     """The data stream a checkpoint records: seed, start step, batch."""
     return [int(tf.train.load_variable(
@@ -243,7 +177,6 @@ def test_restart_continues_the_data_stream(train_dir, tmp_path, capsys,
     assert "after its first" not in capsys.readouterr().out
     assert _stream(more["checkpoint"])[1:] == [6, batch]
     assert made[-1] == (_stream(more["checkpoint"])[0], 0)
-
 
 
 @pytest.mark.slow
