@@ -243,7 +243,9 @@ def ok_embeddings(model_dir, inputs):
 
 
 @pytest.mark.parametrize("flag,output", [
-    ([], "all"), (["--top"], "top"), (["--average"], "average"),
+    ([], "all"),
+    pytest.param(["--top"], "top", marks=pytest.mark.slow),
+    pytest.param(["--average"], "average", marks=pytest.mark.slow),
     (["--sentence_mean", "--float16"], "sentence_mean"),
 ])
 def test_embed_output_flags(model_dir, inputs, ok_embeddings, tmp_path,

@@ -133,6 +133,7 @@ def test_dump_output_choices(files, tmp_path, output, layers,
         assert list(f.attrs["layers"]) == expected_layers
 
 
+@pytest.mark.slow
 def test_dump_progress_bar(files, tmp_path, capsys):
     vocab, options, weights = files
     dataset = tmp_path / "s.txt"

@@ -64,7 +64,6 @@ def test_export_equals_the_checkpointed_backbone(exported):
     assert options["char_cnn"]["n_characters"] == 262  # prediction options
 
 
-@pytest.mark.slow
 def test_elmo_hub_layer_wraps_the_export(exported):
     # in-process and small; test_hub_export.py's Keras 3 consumer fits the
     # layer and rebuilds it from its config, on the fixture model in a

@@ -41,7 +41,9 @@ def test_token_embedder(tmp_path):
 
 @pytest.mark.parametrize(
     "kwargs",
-    [{}, {"do_layer_norm": True}, {"use_top_only": True}, {"l2_coef": 0.1}],
+    [{}, {"do_layer_norm": True},
+     pytest.param({"use_top_only": True}, marks=pytest.mark.slow),
+     pytest.param({"l2_coef": 0.1}, marks=pytest.mark.slow)],
 )
 def test_scalar_mix(tmp_path, kwargs):
     lm = RNG.normal(size=(4, 3, 5, 6)).astype("float32")

@@ -103,7 +103,8 @@ def test_stateful_model_states_untouched(model_dir):
         np.testing.assert_array_equal(b, a)
 
 
-@pytest.mark.parametrize("activation", ["relu", "tanh"])
+@pytest.mark.parametrize("activation", [
+    "relu", pytest.param("tanh", marks=pytest.mark.slow)])
 def test_random_weights_match_numpy(tmp_path, activation):
     options = copy.deepcopy(OPTIONS)
     options["char_cnn"]["activation"] = activation
@@ -321,12 +322,16 @@ def padded_reference(fixture_model, model_dir):
 
 @pytest.mark.parametrize("kwargs", [
     {},  # the defaults: blocks of 16 steps, one direction after the other
-    {"block_steps": None},  # all input contributions at once
-    {"block_steps": 3},  # 10 + 2 positions: 4 blocks
-    {"concurrent_directions": True},
+    # all input contributions at once
+    pytest.param({"block_steps": None}, marks=pytest.mark.slow),
+    # 10 + 2 positions: 4 blocks
+    pytest.param({"block_steps": 3}, marks=pytest.mark.slow),
+    pytest.param({"concurrent_directions": True}, marks=pytest.mark.slow),
+    # every setting off its default at once (the quick tier's second case)
     {"block_steps": 3, "concurrent_directions": True,
      "token_chunk_size": 2},
-    {"token_chunk_size": 2},  # many calls of the token embedder
+    # many calls of the token embedder
+    pytest.param({"token_chunk_size": 2}, marks=pytest.mark.slow),
 ])
 def test_embedder_settings_equal_padded_call(fixture_model, padded_reference,
                                              kwargs):

@@ -42,8 +42,10 @@ def _options(**changes):
     "changes",
     [
         {},
-        {"char_cnn": {"activation": "relu"}},
-        {"lstm": {"use_skip_connections": False}},
+        pytest.param({"char_cnn": {"activation": "relu"}},
+                     marks=pytest.mark.slow),
+        pytest.param({"lstm": {"use_skip_connections": False}},
+                     marks=pytest.mark.slow),
         {"lstm": {"cell_clip": 0.5, "proj_clip": 0.05}},  # clipping active
     ],
     ids=["skip-tanh", "skip-relu", "no-skip", "tight-clip"],
