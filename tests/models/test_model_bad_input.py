@@ -139,3 +139,18 @@ def test_token_input_needs_embedding_file(model_dir):
         BidirectionalLanguageModel(str(model_dir / "options.json"),
                                    str(model_dir / "lm_weights.hdf5"),
                                    use_character_inputs=False)
+
+
+def test_token_backbone_without_a_vocabulary_size(model_dir):
+    from bilm_keras.models.bilm_backbone import BiLMBackbone
+    from bilm_keras.options import BiLMOptions
+
+    options = BiLMOptions.from_json(model_dir / "options.json")
+    assert options.n_tokens_vocab is None  # the fixture's options
+    with pytest.raises(ValueError, match="n_tokens_vocab: token input needs "
+                                         "a vocabulary"):
+        BiLMBackbone.from_options(options, use_character_inputs=False)
+    backbone = BiLMBackbone.from_options(
+        options, use_character_inputs=False, n_tokens_vocab=5).build_all()
+    # the table holds the tokens and the padding row
+    assert backbone.token_embedder.embeddings.shape == (6, 16)
