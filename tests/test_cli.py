@@ -103,6 +103,7 @@ def inputs(model_dir, tmp_path_factory):
                                  encoding="utf-8")
     (root / "latin1.txt").write_bytes(b"good line\ncaf\xe9 au lait\n")
     (root / "empty.txt").write_bytes(b"")
+    (root / "old.hdf5").write_bytes(b"a day of work")
     options = json.loads((model_dir / "options.json").read_text())
     del options["lstm"]["dim"]
     (root / "no_dim.json").write_text(json.dumps(options))
@@ -185,6 +186,16 @@ BEFORE_TENSORFLOW = [
      r"both required"),
     (lambda m, r: ["pipeline", "--corpus", r / "none*.txt"], 1,
      r"bilm-keras pipeline: error: --corpus .*: no file matches"),
+    # tests/test_cli_flags.py has every flag and output file in-process
+    (lambda m, r: ["train", "--train_prefix", r / "corpus" / "*.txt",
+                   "--vocab_file", r / "ok.txt", "--save_dir", r / "ckpt",
+                   "--n_epochs", "0"], 2,
+     r"bilm-keras train: error: argument --n_epochs: expected an integer "
+     r">= 1, found 0"),
+    (lambda m, r: _embed(m, r, "ok.txt")[:-2] + ["--outfile",
+                                                 r / "old.hdf5"], 1,
+     r"bilm-keras embed: error: --outfile .*old.hdf5: file exists \(pass "
+     r"--overwrite to replace it\)"),
 ]
 
 
@@ -200,6 +211,8 @@ def test_expected_errors_are_one_line(model_dir, inputs, case):
     assert re.fullmatch(pattern + ".*", lines[-1]), lines[-1]
     assert "tensorflow" not in heavy and "keras" not in heavy
     assert not (inputs / "out.hdf5").exists()
+    assert not (inputs / "ckpt").exists()
+    assert (inputs / "old.hdf5").read_bytes() == b"a day of work"
 
 
 @pytest.mark.slow
@@ -275,3 +288,19 @@ def test_embed_output_flags(model_dir, inputs, ok_embeddings, tmp_path,
             np.testing.assert_allclose(got.astype(np.float32), want,
                                        atol=2e-3 if dtype == np.float16
                                        else 1e-6)
+
+
+def test_embed_replaces_an_outfile_only_with_overwrite(model_dir, inputs,
+                                                      ok_embeddings,
+                                                      tmp_path):
+    out = tmp_path / "elmo.hdf5"
+    args = [str(a) for a in _embed(model_dir, inputs, "ok.txt", "--top")]
+    args[args.index("--outfile") + 1] = str(out)
+    out.write_bytes(b"a day of work")
+    with pytest.raises(ValueError, match="file exists"):
+        cli.run(args)
+    assert out.read_bytes() == b"a day of work"
+    assert cli.run(args + ["--overwrite"]) == 4
+    with h5py.File(out, "r") as f:
+        np.testing.assert_allclose(f["0"][...], ok_embeddings[0][2],
+                                   atol=1e-6)

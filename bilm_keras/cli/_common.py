@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import argparse
 import glob
+import math
 import os
 import sys
 import tempfile
+from typing import Optional
 
 
 class CommandError(ValueError):
@@ -35,16 +37,54 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
         return f"{text} (default: %(default)s)"
 
 
-def positive_int(text: str) -> int:
-    """An argparse ``type``: an integer >= 1."""
+def int_in_range(minimum: int, maximum: Optional[int] = None,
+                 allowed: Optional[str] = None):
+    """An argparse ``type``: an integer in ``minimum..maximum``.
+
+    A bad value is a usage error (exit 2) that names the flag (argparse
+    adds it), what is allowed and what was found:
+    ``argument --batch_size: expected an integer >= 1, found -4``.
+
+    Args:
+        maximum: the largest value allowed (None: no limit).
+        allowed: what to say is expected (default: the range).
+    """
+    if allowed is None:
+        allowed = (f"an integer >= {minimum}" if maximum is None
+                   else f"an integer in {minimum}..{maximum}")
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(
+                f"expected {allowed}, found {text!r}") from None
+        if value < minimum or (maximum is not None and value > maximum):
+            raise argparse.ArgumentTypeError(
+                f"expected {allowed}, found {value}")
+        return value
+
+    return parse
+
+
+#: an integer >= 1: sizes, counts of epochs and steps, intervals
+positive_int = int_in_range(1)
+#: an integer >= 0: a count that may be zero (steps, GPUs, layer indices)
+non_negative_int = int_in_range(0)
+#: a random seed: NumPy and ``keras.utils.set_random_seed`` take 0..2**32-1
+seed_int = int_in_range(0, 2**32 - 1)
+
+
+def finite_float(text: str) -> float:
+    """An argparse ``type``: a real number, not ``nan`` or ``inf``."""
     try:
-        value = int(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"expected an integer >= 1, found {text!r}") from None
-    if value < 1:
+            f"expected a number, found {text!r}") from None
+    if not math.isfinite(value):
         raise argparse.ArgumentTypeError(
-            f"expected an integer >= 1, found {value}")
+            f"expected a finite number, found {text!r}")
     return value
 
 
@@ -72,6 +112,29 @@ def check_save_dir(path: str, flag: str = "--save_dir") -> None:
         raise CommandError(
             f"{flag} {path}: not a training directory (no options.json; "
             "expected the --save_dir of `bilm-keras train`)")
+
+
+def check_output_file(path: str, flag: str, overwrite: bool) -> None:
+    """``path`` (given as ``flag``) may be written: not a directory, and
+    not an existing file unless ``overwrite`` (``--overwrite``).
+
+    A command calls this in ``check(args)``, before TensorFlow and the
+    hours of work that end in writing ``path``.
+    """
+    if os.path.isdir(path):
+        raise CommandError(f"{flag} {path}: is a directory, expected a "
+                           "file name")
+    if os.path.lexists(path) and not overwrite:
+        raise CommandError(f"{flag} {path}: file exists (pass --overwrite "
+                           "to replace it)")
+
+
+def add_overwrite_argument(
+        parser, help: str = "replace --outfile if it exists") -> None:
+    """The ``--overwrite`` switch of a command that writes a file, for
+    :func:`check_output_file`."""
+    parser.add_argument("--overwrite", action="store_true",
+                        help=f"{help} (default: refuse)")
 
 
 def check_glob(pattern: str, flag: str) -> None:

@@ -1,6 +1,6 @@
 """``bilm-keras build-vocab``: a bilm-tf vocabulary from a corpus."""
 
-from bilm_keras.cli._common import check_glob, positive_int
+from bilm_keras.cli._common import check_glob, int_in_range, positive_int
 
 NAME = "build-vocab"
 ALIAS = "build_vocab.py"
@@ -18,14 +18,8 @@ example:
       --vocab_file vocab.txt --min_count 2"""
 
 
-def _max_size(text: str) -> int:
-    import argparse
-
-    value = positive_int(text)
-    if value < 3:
-        raise argparse.ArgumentTypeError(
-            f"expected an integer >= 3 (<S>, </S>, <UNK>), found {value}")
-    return value
+# the special tokens take the first three lines
+_max_size = int_in_range(3, allowed="an integer >= 3 (<S>, </S>, <UNK>)")
 
 
 def add_arguments(parser):

@@ -1,7 +1,12 @@
 """``bilm-keras dump-tokens``: the char-CNN embedding of every vocabulary
 token, for a token-input biLM."""
 
-from bilm_keras.cli._common import check_file, check_options
+from bilm_keras.cli._common import (
+    add_overwrite_argument,
+    check_file,
+    check_options,
+    check_output_file,
+)
 
 NAME = "dump-tokens"
 ALIAS = "dump_token_embeddings.py"
@@ -27,12 +32,14 @@ def add_arguments(parser):
     parser.add_argument("--weight_file", required=True,
                         help="the biLM's weights (bilm-tf HDF5)")
     parser.add_argument("--outfile", required=True, help="output HDF5 file")
+    add_overwrite_argument(parser)
 
 
 def check(args) -> None:
     check_file(args.vocab_file, "--vocab_file")
     check_options(args.options_file, "--options_file")
     check_file(args.weight_file, "--weight_file")
+    check_output_file(args.outfile, "--outfile", args.overwrite)
 
 
 def run(args) -> None:

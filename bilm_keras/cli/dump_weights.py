@@ -1,7 +1,14 @@
 """``bilm-keras dump-weights``: a checkpoint as bilm-tf HDF5 (bilm-tf's
 ``dump_weights.py``)."""
 
-from bilm_keras.cli._common import check_save_dir
+import os
+
+from bilm_keras.cli._common import (
+    CommandError,
+    add_overwrite_argument,
+    check_output_file,
+    check_save_dir,
+)
 
 NAME = "dump-weights"
 ALIAS = "dump_weights.py"
@@ -10,7 +17,8 @@ DESCRIPTION = """\
 Write the latest checkpoint in --save_dir as bilm-tf's HDF5 weights (no
 softmax), with an options.json for prediction beside it (n_characters 262,
 as bilm-tf and AllenNLP expect). Load both with BidirectionalLanguageModel,
-`bilm-keras embed` or AllenNLP."""
+`bilm-keras embed` or AllenNLP. An existing --outfile, or options.json
+beside it, is refused unless --overwrite is given."""
 EPILOG = """\
 example:
   bilm-keras dump-weights --save_dir ckpt/ --outfile model/lm_weights.hdf5"""
@@ -21,10 +29,20 @@ def add_arguments(parser):
                         help="Location of checkpoint files")
     parser.add_argument("--outfile", required=True,
                         help="Output hdf5 file with weights")
+    add_overwrite_argument(parser, "replace --outfile and the options.json "
+                                   "beside it if they exist")
 
 
 def check(args) -> None:
     check_save_dir(args.save_dir)
+    check_output_file(args.outfile, "--outfile", args.overwrite)
+    # written beside the weights; in --save_dir it is the training options
+    options_file = os.path.join(
+        os.path.dirname(os.path.abspath(args.outfile)), "options.json")
+    if os.path.lexists(options_file) and not args.overwrite:
+        raise CommandError(
+            f"--outfile {args.outfile}: {options_file} exists (written "
+            "beside the weights; pass --overwrite to replace it)")
 
 
 def run(args) -> dict:

@@ -1,11 +1,12 @@
 """``bilm-keras embed``: every sentence of a text file to HDF5."""
 
-import os
-
 from bilm_keras.cli._common import (
     CommandError,
+    add_overwrite_argument,
     check_file,
     check_options,
+    check_output_file,
+    non_negative_int,
     positive_int,
 )
 
@@ -37,8 +38,12 @@ EPILOG = """\
 examples:
   bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
       --dataset_file sentences.txt --outfile elmo.hdf5
-  bilm-keras embed ... --average --float16
-  bilm-keras embed ... --layers 1 2 --sentence_mean
+  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
+      --dataset_file sentences.txt --outfile elmo_mean.hdf5 \\
+      --average --float16
+  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
+      --dataset_file sentences.txt --outfile elmo_sentences.hdf5 \\
+      --layers 1 2 --sentence_mean
 
 read it back (Python):
   f = h5py.File("elmo.hdf5"); index = json.loads(f["sentence_to_index"][0])
@@ -54,6 +59,7 @@ def add_arguments(parser):
                         help="input: one whitespace-tokenized sentence per "
                              "line, UTF-8")
     parser.add_argument("--outfile", required=True, help="output HDF5 file")
+    add_overwrite_argument(parser)
     parser.add_argument("--vocab_file", default=None,
                         help="the model's vocabulary (optional for a "
                              "character model)")
@@ -71,8 +77,8 @@ def add_arguments(parser):
                         help="one vector per sentence: the mean of the "
                              "layers over its tokens")
     parser.set_defaults(output="all")
-    parser.add_argument("--layers", type=int, nargs="+", default=None,
-                        metavar="LAYER",
+    parser.add_argument("--layers", type=non_negative_int, nargs="+",
+                        default=None, metavar="LAYER",
                         help="keep (--all) or average (--average, "
                              "--sentence_mean) only these layers, 0 = the "
                              "token layer (default: all)")
@@ -101,9 +107,7 @@ def check(args) -> None:
     except ValueError as e:  # "layers: expected indices in 0..2, found [3]"
         raise CommandError(f"--{e}") from None
     check_sentence_file(args.dataset_file)
-    if os.path.isdir(args.outfile):
-        raise CommandError(f"--outfile {args.outfile}: is a directory, "
-                           "expected a file name")
+    check_output_file(args.outfile, "--outfile", args.overwrite)
 
 
 def run(args) -> int:

@@ -2,7 +2,12 @@
 
 import os
 
-from bilm_keras.cli._common import check_glob, check_options, positive_int
+from bilm_keras.cli._common import (
+    check_glob,
+    check_options,
+    positive_int,
+    seed_int,
+)
 
 NAME = "pipeline"
 ALIAS = "run_pipeline.py"
@@ -45,7 +50,9 @@ def add_arguments(parser):
                         help="size of the stdlib corpus")
     parser.add_argument("--min_count", type=positive_int, default=2,
                         help="vocabulary cut-off")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=seed_int, default=0,
+                        help="seed of the corpus sample and the training, "
+                             "0..2**32-1 (default: 0)")
 
 
 def check(args) -> None:

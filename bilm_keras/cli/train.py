@@ -27,9 +27,10 @@ EPILOG = """\
 examples:
   bilm-keras train --train_prefix 'corpus/train/*' --vocab_file vocab.txt \\
       --save_dir ckpt/ --options options/small.json
-  bilm-keras train ... --n_gpus 2 --batch_size 256 --n_epochs 3
-  bilm-keras train --train_prefix 'domain/*' --vocab_file vocab.txt \
-      --save_dir adapted/ --options elmo/options.json \
+  bilm-keras train --train_prefix 'corpus/train/*' --vocab_file vocab.txt \\
+      --save_dir ckpt/ --n_gpus 2 --batch_size 256 --n_epochs 3
+  bilm-keras train --train_prefix 'domain/*' --vocab_file vocab.txt \\
+      --save_dir adapted/ --options elmo/options.json \\
       --init_weights elmo/lm_weights.hdf5 --freeze_lm_steps 500"""
 
 
@@ -40,6 +41,13 @@ def add_arguments(parser):
         help="options.json of the model to train (default: the published "
              f"model's, options/{DEFAULT_OPTIONS})")
     add_adaptation_arguments(parser)
+
+
+def check_flags(args, parser) -> None:
+    """Flag combinations (usage errors)."""
+    if args.freeze_lm_steps and args.init_weights is None:
+        parser.error(f"argument --freeze_lm_steps: expected 0 without "
+                     f"--init_weights, found {args.freeze_lm_steps}")
 
 
 def check(args) -> None:

@@ -3,6 +3,8 @@
 
 import argparse
 
+from bilm_keras.cli._common import non_negative_int, positive_int, seed_int
+
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     """Adds bilm-tf's training flags to ``parser``."""
@@ -12,17 +14,25 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Vocabulary file")
     parser.add_argument("--train_prefix", required=True,
                         help="Prefix (glob) for train files")
-    parser.add_argument("--n_gpus", type=int, default=None,
-                        help="GPUs to use (default: all visible)")
-    parser.add_argument("--batch_size", type=int, default=None,
-                        help="global batch, split over the replicas")
-    parser.add_argument("--n_epochs", type=int, default=None)
-    parser.add_argument("--n_train_tokens", type=int, default=None,
-                        help="default: counted from the corpus")
-    parser.add_argument("--save_every", type=int, default=1250,
+    parser.add_argument("--n_gpus", type=non_negative_int, default=None,
+                        help="GPUs to use, 0 = the CPU (default: all "
+                             "visible)")
+    parser.add_argument("--batch_size", type=positive_int, default=None,
+                        help="global batch, split over the replicas "
+                             "(default: the options')")
+    parser.add_argument("--n_epochs", type=positive_int, default=None,
+                        help="epochs to train (default: the options')")
+    parser.add_argument("--n_train_tokens", type=positive_int,
+                        default=None,
+                        help="tokens per epoch (default: counted from the "
+                             "corpus)")
+    parser.add_argument("--save_every", type=positive_int, default=1250,
                         help="steps between checkpoints")
-    parser.add_argument("--log_every", type=int, default=100)
-    parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--log_every", type=positive_int, default=100,
+                        help="steps between progress lines")
+    parser.add_argument("--seed", type=seed_int, default=None,
+                        help="initialisation, data-order and dropout seed, "
+                             "0..2**32-1 (default: random)")
 
 
 def run_kwargs(args: argparse.Namespace) -> dict:
@@ -51,7 +61,8 @@ def add_adaptation_arguments(parser: argparse.ArgumentParser) -> None:
         "model; n_characters 261 or 262); the softmax is new, for "
         "--vocab_file")
     group.add_argument(
-        "--freeze_lm_steps", type=int, default=0, metavar="N",
+        "--freeze_lm_steps", type=non_negative_int, default=0,
+        metavar="N",
         help="with --init_weights: the first N steps train only the "
         "softmax, so that the pretrained LSTMs never see a random "
         "softmax's gradients (default 0)")

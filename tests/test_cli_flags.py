@@ -1,0 +1,264 @@
+"""Every numeric flag of every subcommand, and every output file, is checked
+with the other inputs: before TensorFlow is imported and before anything
+is written. A bad value is one line naming the flag, the value and what is
+allowed; exit 2 for a usage error, 1 for a check against an input file.
+
+The table of bad values must cover every flag the parsers give a ``type``
+(their numeric flags), so a new flag without a row fails here. The
+commands run in-process (``cli.main``), as ``bilm-keras COMMAND`` and as
+their ``bin/`` alias; ``tests/test_cli.py`` runs some of the same checks
+in a fresh interpreter and finds no TensorFlow imported.
+"""
+
+import shlex
+import sys
+
+import pytest
+
+from bilm_keras import cli
+
+ALIASES = {module.NAME: module.ALIAS for module in cli.COMMANDS}
+
+# (command, flag, bad value, exit status, what the line says is allowed)
+BAD_VALUES = [
+    ("embed", "--batch_size", "0", 2, "an integer >= 1"),
+    ("embed", "--batch_size", "two", 2, "an integer >= 1"),
+    ("embed", "--layers", "3", 1, "indices in 0..2"),  # the options' layers
+    ("embed", "--layers", "-1", 2, "an integer >= 0"),
+    ("build-vocab", "--min_count", "0", 2, "an integer >= 1"),
+    ("build-vocab", "--max_size", "2", 2, "an integer >= 3"),
+    ("train", "--n_gpus", "-1", 2, "an integer >= 0"),
+    ("train", "--batch_size", "-4", 2, "an integer >= 1"),
+    ("train", "--n_epochs", "0", 2, "an integer >= 1"),
+    ("train", "--n_epochs", "1.5", 2, "an integer >= 1"),
+    ("train", "--n_train_tokens", "0", 2, "an integer >= 1"),
+    ("train", "--save_every", "0", 2, "an integer >= 1"),
+    ("train", "--log_every", "-100", 2, "an integer >= 1"),
+    ("train", "--seed", "-1", 2, "an integer in 0..4294967295"),
+    ("train", "--seed", "4294967296", 2, "an integer in 0..4294967295"),
+    ("train", "--freeze_lm_steps", "-1", 2, "an integer >= 0"),
+    ("train", "--freeze_lm_steps", "500", 2, "0 without --init_weights"),
+    ("restart", "--n_gpus", "-1", 2, "an integer >= 0"),
+    ("restart", "--batch_size", "0", 2, "an integer >= 1"),
+    ("restart", "--n_epochs", "0", 2, "an integer >= 1"),
+    ("restart", "--n_train_tokens", "-5", 2, "an integer >= 1"),
+    ("restart", "--save_every", "0", 2, "an integer >= 1"),
+    ("restart", "--log_every", "0", 2, "an integer >= 1"),
+    ("restart", "--seed", "-1", 2, "an integer in 0..4294967295"),
+    ("test", "--batch_size", "0", 2, "an integer >= 1"),
+    ("pipeline", "--n_epochs", "0", 2, "an integer >= 1"),
+    ("pipeline", "--max_sentences", "0", 2, "an integer >= 1"),
+    ("pipeline", "--min_count", "0", 2, "an integer >= 1"),
+    ("pipeline", "--seed", "-1", 2, "an integer in 0..4294967295"),
+]
+
+
+def _numeric_flags():
+    """(command, flag) of every action the parsers give a ``type``."""
+    for module in cli.COMMANDS:
+        for action in cli.build_command_parser(module.NAME)._actions:
+            if action.type is not None:
+                yield module.NAME, max(action.option_strings, key=len)
+
+
+def test_the_table_covers_every_numeric_flag():
+    assert {(c, f) for c, f, *_ in BAD_VALUES} == set(_numeric_flags())
+
+
+@pytest.fixture(scope="module")
+def inputs(model_dir, train_dir, tmp_path_factory):
+    """Good inputs for every command, in a folder of their own."""
+    root = tmp_path_factory.mktemp("flag_inputs")
+    (root / "sentences.txt").write_text("a b\n", encoding="utf-8")
+    (root / "ckpt").mkdir()  # a training directory, as the checks see one
+    (root / "ckpt" / "options.json").write_bytes(
+        (model_dir / "options.json").read_bytes())
+    return root
+
+
+def _good_args(command, model_dir, train_dir, inputs, out):
+    """Arguments that pass ``command``'s checks; outputs go to ``out``."""
+    m, t, i = model_dir, train_dir, inputs
+    model = ["--options_file", m / "options.json",
+             "--weight_file", m / "lm_weights.hdf5"]
+    training = ["--vocab_file", t / "vocab.txt",
+                "--train_prefix", t / "data.txt"]
+    args = {
+        "embed": [*model, "--dataset_file", i / "sentences.txt",
+                  "--outfile", out / "elmo.hdf5"],
+        "dump-tokens": [*model, "--vocab_file", m / "vocab_test.txt",
+                        "--outfile", out / "tokens.hdf5"],
+        "build-vocab": ["--train_prefix", t / "data.txt",
+                        "--vocab_file", out / "vocab.txt"],
+        "train": [*training, "--save_dir", out / "ckpt",
+                  "--options", m / "options.json"],
+        "restart": [*training, "--save_dir", i / "ckpt"],
+        "test": ["--save_dir", i / "ckpt", "--vocab_file", t / "vocab.txt",
+                 "--test_prefix", t / "data.txt"],
+        "dump-weights": ["--save_dir", i / "ckpt",
+                         "--outfile", out / "model" / "lm_weights.hdf5"],
+        "export-hub": [*model, "--outdir", out / "hub"],
+        "pipeline": ["--out_dir", out / "run", "--corpus", t / "data.txt"],
+    }[command]
+    return [str(a) for a in args]
+
+
+def _tree(*roots):
+    """Every path under ``roots``, with its size and modification time."""
+    return {p: (p.stat().st_size, p.stat().st_mtime_ns)
+            for root in roots for p in root.rglob("*")}
+
+
+@pytest.fixture
+def no_tensorflow(monkeypatch):
+    """Fails a command that gets past its checks (to import TensorFlow or
+    to run)."""
+    def ran(*args, **kwargs):
+        raise AssertionError("the command got past its checks")
+
+    monkeypatch.setattr(cli, "import_tensorflow", ran)
+    for module in cli.COMMANDS:
+        monkeypatch.setattr(module, "run", ran)
+    before = set(sys.modules)
+    yield
+    assert not {m for m in set(sys.modules) - before
+                if m.split(".")[0] in ("tensorflow", "keras")}
+
+
+def _main(argv, command, alias):
+    """``cli.main`` as ``bilm-keras COMMAND`` or as the ``bin/`` alias;
+    returns the exit status and the program name errors show."""
+    try:
+        if alias:
+            code = cli.main(argv, command=command, prog=ALIASES[command])
+        else:
+            code = cli.main([command, *argv])
+    except SystemExit as e:  # usage errors, from argparse
+        code = e.code
+    return code, ALIASES[command] if alias else f"bilm-keras {command}"
+
+
+@pytest.mark.parametrize("alias", [False, True], ids=["command", "alias"])
+@pytest.mark.parametrize("command,flag,value,status,allowed", BAD_VALUES)
+def test_bad_numeric_flag_is_one_line_and_writes_nothing(
+        model_dir, train_dir, inputs, tmp_path, monkeypatch, capsys,
+        no_tensorflow, command, flag, value, status, allowed, alias):
+    out = tmp_path / "out"
+    out.mkdir()
+    monkeypatch.chdir(out)  # `pipeline` without --out_dir writes here
+    argv = _good_args(command, model_dir, train_dir, inputs, out)
+    argv += [flag, value]
+    before = _tree(tmp_path, inputs)
+    code, prog = _main(argv, command, alias)
+    err = capsys.readouterr().err
+    assert code == status, err
+    errors = [line for line in err.splitlines() if "error:" in line]
+    assert errors == [err.splitlines()[-1]], err  # one line, the last
+    line = errors[0]
+    assert line.startswith(f"{prog}: error: ")
+    assert flag in line and value in line and allowed in line, line
+    if status == 2:
+        assert f"argument {flag}: " in line, line
+    assert _tree(tmp_path, inputs) == before
+
+
+@pytest.mark.parametrize("command", sorted(ALIASES))
+def test_the_good_arguments_pass_the_checks(
+        model_dir, train_dir, inputs, tmp_path, no_tensorflow, command):
+    # the table's failures come from its bad values alone
+    argv = _good_args(command, model_dir, train_dir, inputs, tmp_path)
+    args = cli.parse_args([command, *argv])
+    args._command.check(args)
+    assert _tree(tmp_path) == {}
+
+
+# ---------------------------------------------------------- output files
+OUTPUTS = {"embed": "elmo.hdf5", "dump-tokens": "tokens.hdf5",
+           "dump-weights": "model/lm_weights.hdf5"}
+
+
+@pytest.mark.parametrize("alias", [False, True], ids=["command", "alias"])
+@pytest.mark.parametrize("command", sorted(OUTPUTS))
+def test_an_existing_outfile_is_refused_unless_overwrite(
+        model_dir, train_dir, inputs, tmp_path, capsys, no_tensorflow,
+        command, alias):
+    outfile = tmp_path / OUTPUTS[command]
+    outfile.parent.mkdir(exist_ok=True)
+    outfile.write_bytes(b"a day of work")
+    argv = _good_args(command, model_dir, train_dir, inputs, tmp_path)
+    before = _tree(tmp_path, inputs)
+    code, prog = _main(argv, command, alias)
+    assert code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{prog}: error: --outfile {outfile}: file exists (pass "
+        "--overwrite to replace it)"]
+    assert _tree(tmp_path, inputs) == before
+    # --overwrite: the checks pass (the command would replace it)
+    args = cli.parse_args([command, *argv, "--overwrite"])
+    args._command.check(args)
+
+
+def test_dump_weights_refuses_an_existing_options_json_beside_it(
+        model_dir, train_dir, inputs, tmp_path, capsys, no_tensorflow):
+    # e.g. --outfile in the save_dir, whose options.json is the training's
+    argv = ["--save_dir", str(inputs / "ckpt"),
+            "--outfile", str(inputs / "ckpt" / "lm_weights.hdf5")]
+    before = _tree(inputs)
+    code, prog = _main(argv, "dump-weights", alias=False)
+    assert code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{prog}: error: --outfile {inputs / 'ckpt' / 'lm_weights.hdf5'}: "
+        f"{inputs / 'ckpt' / 'options.json'} exists (written beside the "
+        "weights; pass --overwrite to replace it)"]
+    assert _tree(inputs) == before
+
+
+@pytest.mark.parametrize("command", sorted(OUTPUTS))
+def test_a_directory_as_outfile_is_refused(
+        model_dir, train_dir, inputs, tmp_path, capsys, no_tensorflow,
+        command):
+    argv = _good_args(command, model_dir, train_dir, inputs, tmp_path)
+    outfile = tmp_path / OUTPUTS[command]
+    outfile.mkdir(parents=True)
+    code, _ = _main([*argv, "--overwrite"], command, alias=False)
+    assert code == 1
+    assert capsys.readouterr().err.endswith(
+        f"--outfile {outfile}: is a directory, expected a file name\n")
+
+
+# ------------------------------------------------------- help's examples
+def _printed_help(command):
+    argv = ["--help"] if command is None else [command, "--help"]
+    with pytest.raises(SystemExit):
+        cli.main(argv)
+
+
+def _examples(text):
+    """The ``bilm-keras ...`` commands of a help text, continuation lines
+    joined as a shell joins them."""
+    joined, pending = [], ""
+    for line in text.splitlines():
+        pending += line
+        if pending.endswith("\\"):
+            pending = pending[:-1]
+            continue
+        joined.append(pending.strip())
+        pending = ""
+    return [line for line in joined if line.startswith("bilm-keras ")]
+
+
+@pytest.mark.parametrize("command", [None] + sorted(ALIASES))
+def test_every_printed_example_parses(command, capsys):
+    _printed_help(command)
+    examples = _examples(capsys.readouterr().out)
+    assert examples, f"no example in `bilm-keras {command} --help`"
+    for example in examples:
+        argv = shlex.split(example, comments=True)[1:]
+        assert "..." not in argv, example
+        if command is not None:
+            assert argv[0] == command, example
+        try:
+            cli.parse_args(argv)
+        except SystemExit:
+            pytest.fail(f"example does not parse: {example}\n"
+                        f"{capsys.readouterr().err}")
