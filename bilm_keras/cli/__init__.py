@@ -9,8 +9,19 @@
 Each subcommand is a module of this package with ``NAME``, ``HELP``,
 ``DESCRIPTION``, ``EPILOG``, ``add_arguments(parser)``, ``check(args)``
 (the inputs, before TensorFlow is imported) and ``run(args)`` (the one
-library call). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
+library call); optionally ``check_flags(args, parser)`` (flag combinations,
+usage errors). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
 script names and flags.
+
+Nothing is written before ``run``: every numeric flag has a range type
+from :mod:`._common` (``positive_int``, ``non_negative_int``,
+``seed_int``, ``int_in_range``, ``finite_float``), so argparse rejects a
+bad value in one line naming the flag, the value and what is allowed;
+a value that depends on an input file (``--layers`` against the options'
+layers) is checked in ``check``; an output file goes through
+``check_output_file(path, flag, args.overwrite)`` with
+``add_overwrite_argument(parser)``. ``tests/test_cli_flags.py`` holds a bad
+value for every typed flag and fails for a new one without its row.
 
 The parser imports no TensorFlow, Keras or numpy, so ``--help`` is
 instant; a command imports them only after its arguments are parsed and
