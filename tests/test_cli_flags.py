@@ -10,6 +10,7 @@ their ``bin/`` alias; ``tests/test_cli.py`` runs some of the same checks
 in a fresh interpreter and finds no TensorFlow imported.
 """
 
+import json
 import shlex
 import sys
 
@@ -262,3 +263,35 @@ def test_every_printed_example_parses(command, capsys):
         except SystemExit:
             pytest.fail(f"example does not parse: {example}\n"
                         f"{capsys.readouterr().err}")
+
+
+# ------------------------------------------ the options' training sizes
+@pytest.mark.parametrize("command", ["train", "restart"])
+@pytest.mark.parametrize("field,value", [("n_epochs", 0),
+                                         ("batch_size", -4),
+                                         ("unroll_steps", 0)])
+def test_options_sizes_out_of_range(model_dir, train_dir, tmp_path, capsys,
+                                    no_tensorflow, command, field, value):
+    # what the flags check, checked in the options.json they override
+    options = json.loads((model_dir / "options.json").read_text())
+    options[field] = value
+    folder = tmp_path / "in"
+    folder.mkdir()
+    options_file = folder / "options.json"
+    options_file.write_text(json.dumps(options))
+    argv = _good_args(command, model_dir, train_dir, folder, tmp_path)
+    if command == "train":
+        argv[argv.index("--options") + 1] = str(options_file)
+    else:
+        argv[argv.index("--save_dir") + 1] = str(folder)
+    before = _tree(tmp_path)
+    code, prog = _main(argv, command, alias=False)
+    hint = "" if field == "unroll_steps" else f" (or give --{field})"
+    assert code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        f"{prog}: error: {options_file}: field '{field}': expected an "
+        f"integer >= 1, found {value}{hint}"]
+    assert _tree(tmp_path) == before
+    if field != "unroll_steps":  # the flag overrides the file's value
+        args = cli.parse_args([command, *argv, f"--{field}", "2"])
+        args._command.check(args)

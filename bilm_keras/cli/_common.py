@@ -153,6 +153,23 @@ def check_options(path: str, flag: str):
     return BiLMOptions.from_json(path)  # OptionsError names file and field
 
 
+def check_run_options(options, path: str, args) -> None:
+    """The training sizes of ``options`` (read from ``path``) that no flag
+    of ``args`` overrides are >= 1, as the flags' own types require: an
+    ``options.json`` with ``"n_epochs": 0`` would train nothing, and a
+    negative batch fails only in TensorFlow, after ``save_dir`` is
+    written."""
+    for name in ("batch_size", "n_epochs", "n_train_tokens",
+                 "unroll_steps", "n_negative_samples_batch"):
+        if getattr(args, name, None) is not None:
+            continue  # the flag's value is used; its type checked it
+        value = getattr(options, name)
+        if value is not None and value < 1:
+            hint = f" (or give --{name})" if hasattr(args, name) else ""
+            raise CommandError(f"{path}: field '{name}': expected an "
+                               f"integer >= 1, found {value}{hint}")
+
+
 def import_tensorflow(verbose: bool = False) -> None:
     """Imports TensorFlow and Keras, silencing their start-up lines.
 

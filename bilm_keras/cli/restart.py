@@ -1,6 +1,14 @@
 """``bilm-keras restart``: continue training (bilm-tf's ``restart.py``)."""
 
-from bilm_keras.cli._common import check_file, check_glob, check_save_dir
+import os
+
+from bilm_keras.cli._common import (
+    check_file,
+    check_glob,
+    check_options,
+    check_run_options,
+    check_save_dir,
+)
 from bilm_keras.training.cli import add_run_arguments, run_kwargs
 
 NAME = "restart"
@@ -26,6 +34,9 @@ def add_arguments(parser):
 
 def check(args) -> None:
     check_save_dir(args.save_dir)
+    options_file = os.path.join(args.save_dir, "options.json")
+    check_run_options(check_options(options_file, "--save_dir"),
+                      options_file, args)
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.train_prefix, "--train_prefix")
 

@@ -2,7 +2,12 @@
 
 import os
 
-from bilm_keras.cli._common import check_file, check_glob, check_options
+from bilm_keras.cli._common import (
+    check_file,
+    check_glob,
+    check_options,
+    check_run_options,
+)
 from bilm_keras.training.cli import (
     adaptation_kwargs,
     add_adaptation_arguments,
@@ -54,7 +59,8 @@ def check(args) -> None:
     if args.options is None:
         args.options = os.path.normpath(
             os.path.join(OPTIONS_DIR, DEFAULT_OPTIONS))
-    check_options(args.options, "--options")
+    options = check_options(args.options, "--options")
+    check_run_options(options, args.options, args)
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.train_prefix, "--train_prefix")
     if args.init_weights is not None:
