@@ -295,3 +295,18 @@ def test_options_sizes_out_of_range(model_dir, train_dir, tmp_path, capsys,
     if field != "unroll_steps":  # the flag overrides the file's value
         args = cli.parse_args([command, *argv, f"--{field}", "2"])
         args._command.check(args)
+
+
+def test_finite_float_for_the_float_flags():
+    # no float flag yet: the type the first ones will use
+    import argparse
+
+    from bilm_keras.cli._common import finite_float
+
+    assert finite_float("0.5") == 0.5 and finite_float("-2e-3") == -0.002
+    for text, message in [("x", "expected a number, found 'x'"),
+                          ("nan", "expected a finite number, found 'nan'"),
+                          ("-inf", "expected a finite number, found "
+                                   "'-inf'")]:
+        with pytest.raises(argparse.ArgumentTypeError, match=message):
+            finite_float(text)

@@ -130,11 +130,11 @@ def check_output_file(path: str, flag: str, overwrite: bool) -> None:
 
 
 def add_overwrite_argument(
-        parser, help: str = "replace --outfile if it exists") -> None:
+        parser, text: str = "replace --outfile if it exists") -> None:
     """The ``--overwrite`` switch of a command that writes a file, for
-    :func:`check_output_file`."""
+    :func:`check_output_file`; ``text``: its help."""
     parser.add_argument("--overwrite", action="store_true",
-                        help=f"{help} (default: refuse)")
+                        help=f"{text} (default: refuse)")
 
 
 def check_glob(pattern: str, flag: str) -> None:
