@@ -245,6 +245,9 @@ class BidirectionalLanguageModel:
         *,
         output: str = "all",
         layers: Optional[Sequence[int]] = None,
+        mix_weights: Optional[Sequence[float]] = None,
+        mix_logits: Optional[Sequence[float]] = None,
+        gamma: Optional[float] = None,
         on_batch: Optional[Callable[[int, int], None]] = None,
     ) -> List[np.ndarray]:
         """Embeds many tokenized sentences, statelessly, in input order:
@@ -257,6 +260,7 @@ class BidirectionalLanguageModel:
         """
         return self.bulk_embedder.embed_sentences(
             sentences, batch_size, vocab_file, output=output, layers=layers,
+            mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
             on_batch=on_batch)
 
     def iter_embeddings(
@@ -267,6 +271,9 @@ class BidirectionalLanguageModel:
         *,
         output: str = "all",
         layers: Optional[Sequence[int]] = None,
+        mix_weights: Optional[Sequence[float]] = None,
+        mix_logits: Optional[Sequence[float]] = None,
+        gamma: Optional[float] = None,
         chunk_size: int = 4096,
         on_batch: Optional[Callable[[int, int], None]] = None,
     ) -> Iterator[np.ndarray]:
@@ -274,6 +281,7 @@ class BidirectionalLanguageModel:
         time: :meth:`BulkEmbedder.iter_embeddings` (arguments there)."""
         return self.bulk_embedder.iter_embeddings(
             sentences, batch_size, vocab_file, output=output, layers=layers,
+            mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
             chunk_size=chunk_size, on_batch=on_batch)
 
 
