@@ -11,6 +11,7 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
+from bilm_keras.eager import require_eager
 from bilm_keras.embedding_outputs import (
     EMBEDDING_OUTPUTS,
     embedding_layer_ids,
@@ -84,6 +85,7 @@ class BulkEmbedder:
         block_steps: int | None = INFERENCE_BLOCK_STEPS,
         concurrent_directions: bool = False,
     ):
+        require_eager("BulkEmbedder")
         if not _is_positive_int(token_chunk_size):
             raise ValueError(f"token_chunk_size: expected a positive "
                              f"integer, found {token_chunk_size!r}")
