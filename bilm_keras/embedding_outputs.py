@@ -163,7 +163,8 @@ def layer_mix(
     layer_ids = [int(i) for i in layer_ids]
     if len(values) != len(layer_ids):
         raise ValueError(
-            f"{name}: expected {len(layer_ids)} values, one per layer mixed "
+            f"{name}: expected {len(layer_ids)} "
+            f"value{'s' * (len(layer_ids) != 1)}, one per layer mixed "
             f"{layer_ids}, found {len(values)}: {values.tolist()}")
     if gamma is None:
         gamma = 1.0
