@@ -107,9 +107,9 @@ def add_arguments(parser):
                              "line number")
     parser.add_argument("--layers", type=int, nargs="+", default=None,
                         metavar="LAYER",
-                        help="keep (--all) or average (--average, "
-                             "--sentence_mean) only these layers, 0 = the "
-                             "token layer (default: all)")
+                        help="keep (--all), average (--average, "
+                             "--sentence_mean) or mix (--mix) only these "
+                             "layers, 0 = the token layer (default: all)")
     parser.add_argument("--float16", action="store_true",
                         help="store float16 (half the size, about 3 "
                              "significant digits)")
