@@ -55,8 +55,10 @@ def _embed(model_dir, root, outfile, *extra, dataset="ok.txt"):
 @pytest.mark.parametrize("flags,s,form", [
     (["--mix", "0.2", "0.5", "0.3", "--gamma", "0.7"], [0.2, 0.5, 0.3],
      "weights"),
-    (["--mix_logits", "0.3", "-1.2", "0.8", "--gamma", "0.7"],
-     np.exp([0.3, -1.2, 0.8]) / np.exp([0.3, -1.2, 0.8]).sum(), "logits"),
+    pytest.param(  # quick tier: test_embedding_mix has the logits' math
+        ["--mix_logits", "0.3", "-1.2", "0.8", "--gamma", "0.7"],
+        np.exp([0.3, -1.2, 0.8]) / np.exp([0.3, -1.2, 0.8]).sum(), "logits",
+        marks=pytest.mark.slow),
 ])
 def test_mix_file_is_a_numpy_mix_of_all(model_dir, root, all_layers,
                                         tmp_path, capsys, flags, s, form):
@@ -100,6 +102,43 @@ def test_token_input_equals_character_input(model_dir, root, tmp_path):
             assert t[str(i)].shape == (3, len(LINES[i].split()), 32)
             np.testing.assert_allclose(t[str(i)][...], c[str(i)][...],
                                        atol=1e-5)
+
+
+@pytest.mark.slow
+def test_token_trained_model_reads_its_table_from_weight_file(root,
+                                                              tmp_path):
+    # a model trained on tokens (no char_cnn): its embedding is in its
+    # weight file; the command embeds as the model's own padded call does
+    from bilm_keras import BidirectionalLanguageModel, TokenBatcher
+    from bilm_keras.models.bilm_backbone import BiLMBackbone
+    from bilm_keras.options import BiLMOptions
+    from bilm_keras.weights.bilm_tf_hdf5 import save_bilm_tf_hdf5
+
+    vocab = root / "vocab.txt"
+    n_tokens = TokenBatcher(str(vocab)).vocabulary_size
+    options_file = tmp_path / "options.json"
+    options_file.write_text(json.dumps({
+        "lstm": {"dim": 12, "projection_dim": 6, "n_layers": 2,
+                 "cell_clip": 3, "proj_clip": 3,
+                 "use_skip_connections": True},
+        "n_tokens_vocab": n_tokens, "bidirectional": True}))
+    weight_file = tmp_path / "weights.hdf5"
+    save_bilm_tf_hdf5(BiLMBackbone.from_options(
+        BiLMOptions.from_json(options_file)).build_all(), weight_file)
+    out = tmp_path / "elmo.hdf5"
+    cli.run([str(a) for a in [
+        "embed", "--options_file", options_file, "--weight_file",
+        weight_file, "--dataset_file", root / "ok.txt", "--outfile", out,
+        "--vocab_file", vocab]])
+    model = BidirectionalLanguageModel(
+        options_file, weight_file, use_character_inputs=False,
+        embedding_weight_file=weight_file)
+    with h5py.File(out, "r") as f:
+        assert f.attrs["embedding_weight_file"] == str(weight_file)
+        for i, line in enumerate(LINES):
+            ids = TokenBatcher(str(vocab)).batch_sentences([line.split()])
+            alone = model(ids)["lm_embeddings"].numpy()[0]
+            np.testing.assert_allclose(f[str(i)][...], alone, atol=1e-6)
 
 
 def test_sentence_keys(model_dir, root, all_layers, tmp_path):
