@@ -236,3 +236,19 @@ def test_mix_is_one_output_among_the_others(model_dir, root, capsys):
                               "1", "0", "0"))
     assert ("argument --mix: not allowed with argument --all"
             in capsys.readouterr().err)
+
+
+def test_library_token_input_needs_a_vocabulary(model_dir, root, tmp_path):
+    from bilm_keras import dump_bilm_embeddings
+
+    out = tmp_path / "out.hdf5"
+    with pytest.raises(ValueError, match=r"vocab_file: token input "
+                                         r"\(embedding_weight_file\) needs "
+                                         r"the vocabulary of its token "
+                                         r"table, found None"):
+        dump_bilm_embeddings(
+            None, str(root / "ok.txt"), str(model_dir / "options.json"),
+            str(model_dir / "lm_weights.hdf5"), str(out),
+            embedding_weight_file=str(tmp_path / "table.hdf5"),
+            progress=False)
+    assert not out.exists()
