@@ -207,6 +207,9 @@ def _before_tensorflow(model_dir, root):
         (["--embedding_weight_file", table, "--vocab_file", small],
          r"--embedding_weight_file .*table.hdf5: dataset 'embedding' has "
          r"shape \(5, 16\), expected \(3, 16\)"),
+        (["--embedding_weight_file", small, "--vocab_file", small],
+         r"--embedding_weight_file .*small_vocab.txt: expected an HDF5 "
+         r"token table, found "),
         (["--use_sentence_keys"], None),  # dup.txt
     ]
 

@@ -164,9 +164,12 @@ def _check_token_input(args, options) -> None:
                            "none")
     check_file(table, flag)
     size = TokenBatcher(args.vocab_file).vocabulary_size
-    with h5py.File(table, "r") as f:
-        ds = f.get("embedding")
-        shape = getattr(ds, "shape", None)
+    try:
+        with h5py.File(table, "r") as f:
+            shape = getattr(f.get("embedding"), "shape", None)
+    except OSError as e:
+        raise CommandError(f"{flag} {table}: expected an HDF5 token table, "
+                           f"found {e}") from None
     expected = (size, options.lstm.projection_dim)
     if shape != expected:
         raise CommandError(
