@@ -23,6 +23,7 @@ from bilm_keras.data.vocabulary import UnicodeCharsVocabulary
 from bilm_keras.embedding_outputs import (
     EMBEDDING_OUTPUTS,
     embedding_layer_ids,
+    layer_mix,
 )
 from bilm_keras.models.bidirectional_language_model import (
     BidirectionalLanguageModel,
@@ -85,6 +86,11 @@ def dump_bilm_embeddings(
     layers: Optional[Sequence[int]] = None,
     dtype: str = "float32",
     output: str = "all",
+    mix_weights: Optional[Sequence[float]] = None,
+    mix_logits: Optional[Sequence[float]] = None,
+    gamma: Optional[float] = None,
+    embedding_weight_file: Optional[str] = None,
+    use_sentence_keys: bool = False,
     progress: bool = True,
 ) -> int:
     """Writes the biLM embedding of every sentence of a file to HDF5.
@@ -99,14 +105,26 @@ def dump_bilm_embeddings(
 
     * ``"all"``: `(n_lm_layers + 1, n_tokens, 2 * projection_dim)` (or the
       ``layers`` kept);
-    * ``"top"``, ``"average"``: `(n_tokens, 2 * projection_dim)`;
+    * ``"top"``, ``"average"``, ``"mix"``: `(n_tokens, 2 * projection_dim)`;
     * ``"sentence_mean"``: `(2 * projection_dim,)`.
+
+    With ``use_sentence_keys`` (AllenNLP's ``--use-sentence-keys``) each
+    dataset is named by its line's text (stripped) instead, and there is no
+    ``sentence_to_index`` (AllenNLP writes none then). Every line must be a
+    possible, distinct name, checked before anything is embedded (AllenNLP
+    stopped at a repeat with the file half-written): no blank line, no two
+    lines alike (both line numbers named), no ``/`` (HDF5 would read
+    groups), no NUL, not ``.``.
 
     The file's attributes record how it was made: ``options_file``,
     ``weight_file``, ``vocab_file`` and ``dataset_file`` (absolute paths;
     ``""`` for no vocabulary), ``output``, ``layers`` (the layer ids kept or
-    averaged), ``dtype``, ``layout`` (the datasets' axes), ``n_sentences``
-    and ``bilm_keras_version``.
+    averaged or mixed), ``dtype``, ``layout`` (the datasets' axes),
+    ``n_sentences``, ``keys`` (``"line_number"`` or ``"sentence"``),
+    ``embedding_weight_file`` (``""`` for character input) and
+    ``bilm_keras_version``; for ``"mix"`` also ``mix_weights`` (the ``s_j``
+    applied, float64), ``gamma``, ``mix_form`` (``"weights"`` or
+    ``"logits"``) and, for logits, ``mix_logits`` (the raw weights given).
 
     Stateless, so a sentence's vectors do not depend on the lines before
     it (bilm-tf's dump carried LSTM states from line to line). The input is
@@ -122,8 +140,21 @@ def dump_bilm_embeddings(
         layers: keep only these biLM layers (e.g. ``[1, 2]``), in this
             order, or average only these.
         dtype: ``"float16"`` halves the file (about 3 decimal digits).
-        output: ``"all"``, ``"top"``, ``"average"`` or
-            ``"sentence_mean"`` (above).
+        output: ``"all"``, ``"top"``, ``"average"``, ``"mix"`` or
+            ``"sentence_mean"`` (above). ``"mix"`` stores one vector per
+            token, ``gamma * sum_j s_j h_j``, a third of ``"all"`` for the
+            published model.
+        mix_weights, mix_logits, gamma: the mix of ``"mix"``, as
+            :meth:`~bilm_keras.BidirectionalLanguageModel.embed_sentences`
+            takes them: normalised ``s_j`` as given, or a trained
+            ``ScalarMix``'s raw weights (``softmax(w + 1/K)`` applied).
+        embedding_weight_file: run from token ids with this token table
+            (from :func:`dump_token_embeddings` of ``vocab_file``, as
+            bilm-tf's ``usage_token.py``): the same vectors without the
+            char-CNN. ``vocab_file`` is then required. Default: character
+            input, or for options without ``char_cnn`` (a token-input
+            model) the table in ``weight_file``.
+        use_sentence_keys: name datasets by their sentence (above).
         progress: a progress bar on stderr (sentences, tokens/s, ETA),
             updated after every batch.
 
@@ -134,10 +165,22 @@ def dump_bilm_embeddings(
         raise ValueError(f"dtype: expected 'float32' or 'float16', found "
                          f"{dtype!r}")
     # everything that needs no model first: a bad input fails in seconds
-    layer_ids = embedding_layer_ids(
-        layers, BiLMOptions.from_json(options_file).lstm.n_layers, output)
-    stats = check_sentence_file(dataset_file)
-    bilm = BidirectionalLanguageModel(options_file, weight_file)
+    options = BiLMOptions.from_json(options_file)
+    layer_ids = embedding_layer_ids(layers, options.lstm.n_layers, output)
+    mix = layer_mix(output, layer_ids, mix_weights=mix_weights,
+                    mix_logits=mix_logits, gamma=gamma)
+    if embedding_weight_file is None and options.char_cnn is None:
+        embedding_weight_file = weight_file  # a token-input model's table
+    if embedding_weight_file is not None and vocab_file is None:
+        raise ValueError("vocab_file: token input (embedding_weight_file) "
+                         "needs the vocabulary of its token table, found "
+                         "None")
+    stats = check_sentence_file(dataset_file,
+                                sentence_keys=use_sentence_keys)
+    bilm = BidirectionalLanguageModel(
+        options_file, weight_file,
+        use_character_inputs=embedding_weight_file is None,
+        embedding_weight_file=embedding_weight_file)
     bar = None
     if progress:
         bar = ProgressBar(stats.n_lines, total_tokens=stats.n_tokens,
@@ -152,22 +195,29 @@ def dump_bilm_embeddings(
 
     embeddings = bilm.iter_embeddings(
         sentences(), batch_size=batch_size, vocab_file=vocab_file,
-        output=output, layers=layers, chunk_size=chunk_size,
+        output=output, layers=layers, mix_weights=mix_weights,
+        mix_logits=mix_logits, gamma=gamma, chunk_size=chunk_size,
         on_batch=bar.update if bar is not None else None,
     )
     n_done = 0
     try:
         with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
             for emb in embeddings:
-                fout.create_dataset(str(n_done),
-                                    data=emb.astype(dtype, copy=False))
+                key = texts[n_done] if use_sentence_keys else str(n_done)
+                fout.create_dataset(key, data=emb.astype(dtype, copy=False))
                 n_done += 1
-            # AllenNLP's layout: one JSON string, sentence -> dataset name
-            sentence_to_index = {
-                text: str(i) for i, text in enumerate(texts)}
-            index = fout.create_dataset("sentence_to_index", (1,),
-                                        dtype=h5py.string_dtype())
-            index[0] = json.dumps(sentence_to_index)
+            if not use_sentence_keys:
+                # AllenNLP's layout: one JSON string, sentence -> dataset
+                sentence_to_index = {
+                    text: str(i) for i, text in enumerate(texts)}
+                index = fout.create_dataset("sentence_to_index", (1,),
+                                            dtype=h5py.string_dtype())
+                index[0] = json.dumps(sentence_to_index)
+            if mix is not None:
+                fout.attrs.update(mix_weights=mix.weights, gamma=mix.gamma,
+                                  mix_form=mix.form)
+                if mix.logits is not None:
+                    fout.attrs["mix_logits"] = mix.logits
             fout.attrs.update(
                 options_file=os.path.abspath(options_file),
                 weight_file=os.path.abspath(weight_file),
@@ -178,6 +228,10 @@ def dump_bilm_embeddings(
                 dtype=dtype,
                 layout=EMBEDDING_OUTPUTS[output],
                 n_sentences=n_done,
+                keys="sentence" if use_sentence_keys else "line_number",
+                embedding_weight_file=(
+                    os.path.abspath(embedding_weight_file)
+                    if embedding_weight_file else ""),
                 bilm_keras_version=__version__,
             )
     finally:

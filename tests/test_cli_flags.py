@@ -26,6 +26,10 @@ BAD_VALUES = [
     ("embed", "--batch_size", "two", 2, "an integer >= 1"),
     ("embed", "--layers", "3", 1, "indices in 0..2"),  # the options' layers
     ("embed", "--layers", "-1", 2, "an integer >= 0"),
+    ("embed", "--mix", "nan", 2, "a finite number"),
+    ("embed", "--mix", "0.5", 1, "expected 3 values"),  # one per layer
+    ("embed", "--mix_logits", "inf", 2, "a finite number"),
+    ("embed", "--gamma", "nan", 2, "a finite number"),
     ("build-vocab", "--min_count", "0", 2, "an integer >= 1"),
     ("build-vocab", "--max_size", "2", 2, "an integer >= 3"),
     ("train", "--n_gpus", "-1", 2, "an integer >= 0"),

@@ -61,7 +61,8 @@ def test_dump_bilm_embeddings(files, model, tmp_path):
             weight_file=os.path.abspath(weights),
             vocab_file=os.path.abspath(vocab),
             dataset_file=os.path.abspath(dataset),
-            layout="(n_layers, n_tokens, dim)", bilm_keras_version="0.1.0")
+            layout="(n_layers, n_tokens, dim)", bilm_keras_version="0.1.0",
+            keys="line_number", embedding_weight_file="")
         for i, line in enumerate(LINES):
             tokens = line.split()
             assert f[str(i)].shape == (3, len(tokens), 32)
@@ -203,7 +204,7 @@ def test_dump_command_layers_and_float16(files, model, tmp_path):
     [({"layers": [3]}, r"layers: expected indices in 0..2, found \[3\]"),
      ({"dtype": "int8"}, "dtype: expected 'float32' or 'float16'"),
      ({"output": "mean"}, "output: expected one of 'all', 'top', "
-                          "'average', 'sentence_mean', found 'mean'"),
+                          "'average', 'mix', 'sentence_mean', found 'mean'"),
      ({"output": "top", "layers": [1]}, "output 'top' is layer 2")],
 )
 def test_dump_bad_options(files, tmp_path, kwargs, match):

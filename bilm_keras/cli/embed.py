@@ -6,6 +6,7 @@ from bilm_keras.cli._common import (
     check_file,
     check_options,
     check_output_file,
+    finite_float,
     non_negative_int,
     positive_int,
 )
@@ -26,10 +27,25 @@ model; L = LSTM layers):
   --all            every layer, (L + 1, n_tokens, D)       [default]
   --top            the top LSTM layer, (n_tokens, D)
   --average        the mean of the layers, (n_tokens, D)
+  --mix S0 S1 S2   a task's mix gamma * sum_j s_j h_j, (n_tokens, D): the
+                   normalised s_j, used as given (--gamma G, default 1);
+                   a third of --all for the published model
+  --mix_logits W0 W1 W2
+                   the same from a trained ScalarMix / weight_layers' raw
+                   weights w: s = softmax(w + 1/(L + 1))
   --sentence_mean  one vector per sentence: the mean of the layers over
                    the tokens too, (D,) -- TF-Hub ELMo's "default"
---layers chooses the layers kept (--all) or averaged (--average,
---sentence_mean); --float16 halves the file.
+--layers chooses the layers kept (--all), averaged (--average,
+--sentence_mean) or mixed (--mix: one weight per layer chosen);
+--float16 halves the file. --use_sentence_keys names each dataset by its
+line's text instead (AllenNLP's --use-sentence-keys; no sentence_to_index
+then; every line distinct, non-blank, without '/').
+
+A token-input run (bilm-tf's usage_token.py) takes --vocab_file and
+--embedding_weight_file (the token table `bilm-keras dump-tokens` wrote
+for that vocabulary): the same vectors, without the char-CNN. A model
+trained on tokens (options without char_cnn) reads its table from
+--weight_file.
 
 Sentences are embedded statelessly (a sentence's vectors do not depend on
 the lines around it), length-sorted in chunks and written in file order;
@@ -44,6 +60,12 @@ examples:
   bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
       --dataset_file sentences.txt --outfile elmo_sentences.hdf5 \\
       --layers 1 2 --sentence_mean
+  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
+      --dataset_file sentences.txt --outfile elmo_task_mix.hdf5 \\
+      --mix 0.2 0.5 0.3 --gamma 0.8
+  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
+      --dataset_file sentences.txt --outfile elmo_tokens.hdf5 \\
+      --vocab_file vocab.txt --embedding_weight_file elmo_token_embeddings.hdf5
 
 read it back (Python):
   f = h5py.File("elmo.hdf5"); index = json.loads(f["sentence_to_index"][0])
@@ -76,12 +98,28 @@ def add_arguments(parser):
                         action="store_const", const="sentence_mean",
                         help="one vector per sentence: the mean of the "
                              "layers over its tokens")
+    output.add_argument("--mix", dest="mix_weights", type=finite_float, nargs="+",
+                        metavar="S", help="a task's mix of the layers: the "
+                        "normalised s_j, one per layer, used as given")
+    output.add_argument("--mix_logits", type=finite_float, nargs="+", metavar="W",
+                        help="the mix from a trained ScalarMix's raw "
+                             "weights (softmax applied)")
     parser.set_defaults(output="all")
+    parser.add_argument("--gamma", type=finite_float, default=None,
+                        help="the mix's scale (--mix, --mix_logits; "
+                             "default 1)")
+    parser.add_argument("--embedding_weight_file", default=None,
+                        help="token input: the token table of --vocab_file "
+                             "(bilm-keras dump-tokens)")
+    parser.add_argument("--use_sentence_keys", "--use-sentence-keys",
+                        action="store_true",
+                        help="name datasets by their sentence, not their "
+                             "line number")
     parser.add_argument("--layers", type=non_negative_int, nargs="+",
                         default=None, metavar="LAYER",
-                        help="keep (--all) or average (--average, "
-                             "--sentence_mean) only these layers, 0 = the "
-                             "token layer (default: all)")
+                        help="keep (--all), average (--average, "
+                             "--sentence_mean) or mix (--mix) only these "
+                             "layers, 0 = the token layer (default: all)")
     parser.add_argument("--float16", action="store_true",
                         help="store float16 (half the size, about 3 "
                              "significant digits)")
@@ -90,24 +128,62 @@ def add_arguments(parser):
 def check(args) -> None:
     """Everything that needs no model: files, options, layers, input."""
     from bilm_keras.data.sentence_file import check_sentence_file
-    from bilm_keras.embedding_outputs import embedding_layer_ids
+    from bilm_keras.embedding_outputs import embedding_layer_ids, layer_mix
 
     options = check_options(args.options_file, "--options_file")
-    if options.char_cnn is None:
-        raise CommandError(
-            f"--options_file {args.options_file}: char_cnn: expected a "
-            "character-input model (embed reads text), found none (a "
-            "token-input model: use the Python API with "
-            "use_character_inputs=False)")
     check_file(args.weight_file, "--weight_file")
     if args.vocab_file is not None:
         check_file(args.vocab_file, "--vocab_file")
+    if args.embedding_weight_file is not None or options.char_cnn is None:
+        _check_token_input(args, options)
+    if args.mix_weights is not None or args.mix_logits is not None:
+        args.output = "mix"
+    elif args.gamma is not None:
+        raise CommandError(f"--gamma: expected --mix or --mix_logits with "
+                           f"it, found --{args.output}")
     try:
-        embedding_layer_ids(args.layers, options.lstm.n_layers, args.output)
+        layer_ids = embedding_layer_ids(args.layers, options.lstm.n_layers,
+                                        args.output)
+        layer_mix(args.output, layer_ids, mix_weights=args.mix_weights,
+                  mix_logits=args.mix_logits, gamma=args.gamma)
     except ValueError as e:  # "layers: expected indices in 0..2, found [3]"
-        raise CommandError(f"--{e}") from None
-    check_sentence_file(args.dataset_file)
+        flag = str(e).split(":")[0]
+        flag = {"mix_weights": "mix"}.get(flag, flag)
+        raise CommandError(f"--{flag}:{str(e).split(':', 1)[1]}") from None
+    check_sentence_file(args.dataset_file,
+                        sentence_keys=args.use_sentence_keys)
     check_output_file(args.outfile, "--outfile", args.overwrite)
+
+
+def _check_token_input(args, options) -> None:
+    """Token input: a vocabulary with <S> and </S>, and a token table with
+    one row per line of it and projection_dim columns."""
+    import h5py
+
+    from bilm_keras.data.batcher import TokenBatcher
+
+    flag = "--embedding_weight_file"
+    if args.embedding_weight_file is None:  # a token-input model
+        flag = "--weight_file"
+    table = getattr(args, flag[2:])
+    if args.vocab_file is None:
+        raise CommandError(f"--vocab_file: token input ({flag} {table}) "
+                           "needs the vocabulary of its token table, found "
+                           "none")
+    check_file(table, flag)
+    size = TokenBatcher(args.vocab_file).vocabulary_size
+    try:
+        with h5py.File(table, "r") as f:
+            shape = getattr(f.get("embedding"), "shape", None)
+    except OSError as e:
+        raise CommandError(f"{flag} {table}: expected an HDF5 token table, "
+                           f"found {e}") from None
+    expected = (size, options.lstm.projection_dim)
+    if shape != expected:
+        raise CommandError(
+            f"{flag} {table}: dataset 'embedding' has shape {shape}, "
+            f"expected {expected} (one row per line of --vocab_file "
+            f"{args.vocab_file}, projection_dim columns)")
 
 
 def run(args) -> int:
@@ -117,7 +193,10 @@ def run(args) -> int:
     n = dump_bilm_embeddings(
         args.vocab_file, args.dataset_file, args.options_file,
         args.weight_file, args.outfile, batch_size=args.batch_size,
-        layers=args.layers, dtype=dtype, output=args.output)
+        layers=args.layers, dtype=dtype, output=args.output,
+        mix_weights=args.mix_weights, mix_logits=args.mix_logits,
+        gamma=args.gamma, embedding_weight_file=args.embedding_weight_file,
+        use_sentence_keys=args.use_sentence_keys)
     layers = "" if args.layers is None else f", layers {args.layers}"
     print(f"wrote {n} sentences to {args.outfile} ({args.output}{layers}, "
           f"{dtype})")

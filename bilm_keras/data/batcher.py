@@ -128,6 +128,11 @@ class TokenBatcher:
                 f"optional); missing: {', '.join(missing)}"
             )
 
+    @property
+    def vocabulary_size(self) -> int:
+        """Tokens of the vocabulary file: rows of its token table."""
+        return self._lm_vocab.size
+
     def batch_sentences(self, sentences: List[List[str]]) -> np.ndarray:
         """``(n_sentences, max_len + 2)`` int64 token ids.
 

@@ -50,19 +50,32 @@ def read_sentence_lines(path: str | os.PathLike) -> Iterator[str]:
         yield line
 
 
-def check_sentence_file(path: str | os.PathLike) -> SentenceFileStats:
+def check_sentence_file(path: str | os.PathLike, *,
+                        sentence_keys: bool = False) -> SentenceFileStats:
     """Reads ``path`` once and counts its sentences and tokens.
+
+    Args:
+        sentence_keys: also check that each line's text (stripped) can name
+            its own HDF5 dataset (AllenNLP's ``--use-sentence-keys``): no
+            blank line, no two lines alike, no ``/`` (HDF5's group
+            separator), no NUL character (it would cut the name), not
+            ``.`` (the file's root group).
 
     Raises:
         SentenceFileError: as :func:`read_sentence_lines`, or the file has
-            no token at all (empty, or blank lines only).
+            no token at all (empty, or blank lines only), or, with
+            ``sentence_keys``, a line that cannot be a key (file, line or
+            both lines of a repeat, and the text named).
     """
     n_lines = n_tokens = n_blank = 0
+    first_line = {}  # with sentence_keys: text -> its 1-based line number
     for line in read_sentence_lines(path):
         n = len(line.split())
         n_lines += 1
         n_tokens += n
         n_blank += n == 0
+        if sentence_keys:
+            _check_sentence_key(path, n_lines, line.strip(), first_line)
     if n_tokens == 0:
         found = ("0 lines" if n_lines == 0
                  else f"{n_lines} line{'s' * (n_lines > 1)}, all blank")
@@ -71,3 +84,30 @@ def check_sentence_file(path: str | os.PathLike) -> SentenceFileStats:
             f"whitespace-tokenized sentence per line, found {found})")
     return SentenceFileStats(n_lines=n_lines, n_tokens=n_tokens,
                              n_blank_lines=n_blank)
+
+
+def _check_sentence_key(path, line_number: int, text: str,
+                        first_line: dict) -> None:
+    """``text`` (line ``line_number``) can name a dataset of its own."""
+    where = f"{os.fspath(path)}, line {line_number}"
+    rule = ("with sentence keys each dataset is named by its line's text; "
+            "embed without them to name datasets by line number")
+    if not text:
+        raise SentenceFileError(
+            f"{where}: blank, expected a sentence ({rule})")
+    for char, why in (("/", "HDF5's group separator"),
+                      ("\0", "it would cut the name")):
+        if char in text:
+            raise SentenceFileError(
+                f"{where}: {text!r} contains {char!r} ({why}), expected "
+                f"no {char!r} ({rule})")
+    if text == ".":
+        raise SentenceFileError(
+            f"{where}: '.' names the file's root group in HDF5, expected "
+            f"another text ({rule})")
+    if text in first_line:
+        raise SentenceFileError(
+            f"{os.fspath(path)}, lines {first_line[text]} and "
+            f"{line_number}: the same sentence {text!r}, expected distinct "
+            f"sentences ({rule})")
+    first_line[text] = line_number

@@ -66,6 +66,38 @@ class ScalarMix(keras.layers.Layer):
         """`(n_layers,)` softmax(w + 1/L)."""
         return tf.nn.softmax(self.scalar_weights + 1.0 / self.n_layers)
 
+    def mix_arguments(self) -> dict:
+        """This trained mix as ``embed_sentences``' arguments, to cache
+        its output per token: ``embed_sentences(..., output="mix",
+        **mix.mix_arguments())`` gives, for each sentence, what this layer
+        gives on its layers.
+
+        Returns:
+            ``{"mix_logits": [w_0, ...], "gamma": g}`` (the raw weights,
+            normalised there as here); with ``use_top_only``,
+            ``{"mix_weights": [0, ..., 0, 1], "gamma": g}``.
+
+        Raises:
+            ValueError: ``do_layer_norm``: that normalisation takes one mean
+                and variance over a whole batch, so a sentence's vectors
+                depend on the sentences beside it and cannot be cached one
+                sentence at a time.
+        """
+        if self.do_layer_norm:
+            raise ValueError(
+                f"{self.name}: do_layer_norm=True normalises by statistics "
+                "of the whole batch; expected a mix without it (a "
+                "sentence's cached vectors cannot depend on its batch)")
+        if not self.built:
+            raise ValueError(f"{self.name}: expected a built (trained) "
+                             "ScalarMix, found it unbuilt")
+        gamma = float(keras.ops.convert_to_numpy(self.gamma)[0])
+        if self.use_top_only:
+            weights = [0.0] * (self.n_layers - 1) + [1.0]
+            return {"mix_weights": weights, "gamma": gamma}
+        logits = keras.ops.convert_to_numpy(self.scalar_weights)
+        return {"mix_logits": [float(w) for w in logits], "gamma": gamma}
+
     def regularization(self):
         """The scalar ``l2_coef * sum(w**2)`` (0.0 without l2 or weights)."""
         if self.use_top_only or not self.l2_coef:

@@ -17,6 +17,7 @@ import h5py
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras.eager import require_eager
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.bulk_embedder import BulkEmbedder
 from bilm_keras.options import BiLMOptions
@@ -71,6 +72,12 @@ class BidirectionalLanguageModel:
             rows past the batch keep theirs.
         max_batch_size: rows of the stateful state buffers.
 
+    It runs eagerly (TensorFlow 2): built or called inside
+    ``tf.compat.v1.Graph().as_default()`` or after
+    ``tf.compat.v1.disable_eager_execution()`` it raises
+    :class:`~bilm_keras.eager.GraphModeError` (bilm-tf's session code
+    would silently compute with re-initialised weights).
+
     Calling it on ids (`(batch, time + 2, max_chars)` from :class:`Batcher`
     or `(batch, time + 2)` from :class:`TokenBatcher`, numpy or tensor)
     returns a dict:
@@ -96,6 +103,7 @@ class BidirectionalLanguageModel:
         stateful: bool = False,
         max_batch_size: int = 128,
     ):
+        require_eager("BidirectionalLanguageModel")
         options = BiLMOptions.from_json(options_file)
         n_tokens_vocab = None
         if not use_character_inputs:
@@ -121,6 +129,7 @@ class BidirectionalLanguageModel:
         max_batch_size: int = 128,
     ) -> "BidirectionalLanguageModel":
         """Wraps a backbone already in memory (trained, or random)."""
+        require_eager("BidirectionalLanguageModel.from_backbone")
         self = cls.__new__(cls)
         self.__init_from_backbone(backbone.build_all(), stateful,
                                   max_batch_size)
@@ -186,6 +195,8 @@ class BidirectionalLanguageModel:
         }
 
     def __call__(self, ids) -> Dict[str, tf.Tensor]:
+        require_eager("BidirectionalLanguageModel call",
+                      allow_functions=True)
         ids = tf.convert_to_tensor(ids)
         if not ids.dtype.is_integer:
             raise TypeError(f"ids: expected an integer tensor, found "
@@ -245,6 +256,9 @@ class BidirectionalLanguageModel:
         *,
         output: str = "all",
         layers: Optional[Sequence[int]] = None,
+        mix_weights: Optional[Sequence[float]] = None,
+        mix_logits: Optional[Sequence[float]] = None,
+        gamma: Optional[float] = None,
         on_batch: Optional[Callable[[int, int], None]] = None,
     ) -> List[np.ndarray]:
         """Embeds many tokenized sentences, statelessly, in input order:
@@ -257,6 +271,7 @@ class BidirectionalLanguageModel:
         """
         return self.bulk_embedder.embed_sentences(
             sentences, batch_size, vocab_file, output=output, layers=layers,
+            mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
             on_batch=on_batch)
 
     def iter_embeddings(
@@ -267,6 +282,9 @@ class BidirectionalLanguageModel:
         *,
         output: str = "all",
         layers: Optional[Sequence[int]] = None,
+        mix_weights: Optional[Sequence[float]] = None,
+        mix_logits: Optional[Sequence[float]] = None,
+        gamma: Optional[float] = None,
         chunk_size: int = 4096,
         on_batch: Optional[Callable[[int, int], None]] = None,
     ) -> Iterator[np.ndarray]:
@@ -274,6 +292,7 @@ class BidirectionalLanguageModel:
         time: :meth:`BulkEmbedder.iter_embeddings` (arguments there)."""
         return self.bulk_embedder.iter_embeddings(
             sentences, batch_size, vocab_file, output=output, layers=layers,
+            mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
             chunk_size=chunk_size, on_batch=on_batch)
 
 

@@ -11,9 +11,11 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
+from bilm_keras.eager import require_eager
 from bilm_keras.embedding_outputs import (
     EMBEDDING_OUTPUTS,
     embedding_layer_ids,
+    layer_mix,
     reduce_layers,
 )
 from bilm_keras.layers.lstm_stack import (
@@ -83,6 +85,7 @@ class BulkEmbedder:
         block_steps: int | None = INFERENCE_BLOCK_STEPS,
         concurrent_directions: bool = False,
     ):
+        require_eager("BulkEmbedder")
         if not _is_positive_int(token_chunk_size):
             raise ValueError(f"token_chunk_size: expected a positive "
                              f"integer, found {token_chunk_size!r}")
@@ -107,6 +110,9 @@ class BulkEmbedder:
         *,
         output: str = "all",
         layers: Sequence[int] | None = None,
+        mix_weights: Sequence[float] | None = None,
+        mix_logits: Sequence[float] | None = None,
+        gamma: float | None = None,
         on_batch: Callable[[int, int], None] | None = None,
     ) -> list[np.ndarray]:
         """Embeds many tokenized sentences, in input order.
@@ -129,12 +135,27 @@ class BulkEmbedder:
                 * ``"top"``: the top LSTM layer, `(n_tokens, D)`;
                 * ``"average"``: the mean of the layers (of ``layers``),
                   `(n_tokens, D)`;
+                * ``"mix"``: a task's weighted mix of the layers (of
+                  ``layers``), ``gamma * sum_j s_j h_j``, `(n_tokens, D)`:
+                  ELMo's eq. (1), one vector per token to cache instead of
+                  ``L + 1``;
                 * ``"sentence_mean"``: that mean averaged over the tokens
                   too, `(D,)` (zeros for a sentence of no tokens) — TF-Hub
                   ELMo's ``default`` with an untrained, equal mix.
-            layers: the layers to keep (``"all"``) or to average
-                (``"average"``, ``"sentence_mean"``), 0 = token layer,
-                ``L`` = top; default all. Not with ``"top"``.
+            layers: the layers to keep (``"all"``), to average
+                (``"average"``, ``"sentence_mean"``) or to mix (``"mix"``),
+                0 = token layer, ``L`` = top; default all. Not with
+                ``"top"``.
+            mix_weights: for ``"mix"``: the normalised ``s_j``, one per
+                layer mixed (``L + 1``, or ``len(layers)``), used as given
+                (any finite numbers; a trained mix's sum to 1).
+            mix_logits: for ``"mix"``, instead of ``mix_weights``: raw
+                weights ``w`` of a trained
+                :class:`~bilm_keras.layers.scalar_mix.ScalarMix` /
+                ``weight_layers``, normalised as they are there,
+                ``s = softmax(w + 1/K)``. ``**scalar_mix.mix_arguments()``
+                passes a trained layer's ``w`` and ``gamma``.
+            gamma: for ``"mix"``: the scale (default 1.0).
             on_batch: called after each batch with its number of sentences
                 and of tokens (a progress bar).
 
@@ -148,7 +169,9 @@ class BulkEmbedder:
                 raise TypeError(f"sentences: expected an iterable of token "
                                 f"lists, found {type(sentences).__name__}")
             sentences = list(sentences)
-        plan = self._plan(batch_size, vocab_file, output, layers)
+        plan = self._plan(batch_size, vocab_file, output, layers,
+                          dict(mix_weights=mix_weights,
+                               mix_logits=mix_logits, gamma=gamma))
         if len(sentences) == 0:
             return []
         check_sentences(sentences)
@@ -162,6 +185,9 @@ class BulkEmbedder:
         *,
         output: str = "all",
         layers: Sequence[int] | None = None,
+        mix_weights: Sequence[float] | None = None,
+        mix_logits: Sequence[float] | None = None,
+        gamma: float | None = None,
         chunk_size: int = 4096,
         on_batch: Callable[[int, int], None] | None = None,
     ) -> Iterator[np.ndarray]:
@@ -180,8 +206,8 @@ class BulkEmbedder:
                 is read lazily).
             chunk_size: sentences sorted and embedded together (the token
                 table and the length sorting work within a chunk).
-            batch_size, vocab_file, output, layers, on_batch: as
-                :meth:`embed_sentences`.
+            batch_size, vocab_file, output, layers, mix_weights,
+                mix_logits, gamma, on_batch: as :meth:`embed_sentences`.
 
         Yields:
             One float32 array per sentence, shaped as ``output`` says.
@@ -192,7 +218,9 @@ class BulkEmbedder:
         if isinstance(sentences, str) or not isinstance(sentences, Iterable):
             raise TypeError(f"sentences: expected an iterable of token "
                             f"lists, found {type(sentences).__name__}")
-        plan = self._plan(batch_size, vocab_file, output, layers)
+        plan = self._plan(batch_size, vocab_file, output, layers,
+                          dict(mix_weights=mix_weights,
+                               mix_logits=mix_logits, gamma=gamma))
         return self._iter_chunks(iter(sentences), plan, chunk_size, on_batch)
 
     def embed_token_table(self, batcher: Batcher | TokenBatcher,
@@ -268,7 +296,7 @@ class BulkEmbedder:
         return dict(self._graphs)
 
     # ----------------------------------------------------------- private
-    def _plan(self, batch_size, vocab_file, output, layers) -> dict:
+    def _plan(self, batch_size, vocab_file, output, layers, mix) -> dict:
         """Checks the arguments of a call; returns what it needs."""
         return_freed_memory_for_bulk_embedding()
         if not _is_positive_int(batch_size):
@@ -276,6 +304,7 @@ class BulkEmbedder:
                              f"found {batch_size!r}")
         layer_ids = embedding_layer_ids(layers, self.backbone.n_layers,
                                         output)
+        mix = layer_mix(output, layer_ids, **mix)  # None unless "mix"
         if self.backbone.use_character_inputs:
             batcher = Batcher(vocab_file,
                               self.backbone.max_characters_per_token)
@@ -285,7 +314,7 @@ class BulkEmbedder:
                                  "vocabulary of the embedding file")
             batcher = TokenBatcher(vocab_file)
         return {"batch_size": batch_size, "output": output,
-                "layer_ids": layer_ids, "batcher": batcher}
+                "layer_ids": layer_ids, "mix": mix, "batcher": batcher}
 
     def _iter_chunks(self, sentences, plan, chunk_size, on_batch):
         offset = 0
@@ -351,7 +380,7 @@ class BulkEmbedder:
                     table_rows[positions[row, 1: n + 1]],
                     [[h[1: n + 1, row] for h in direction]
                      for direction in layers],
-                    plan["layer_ids"], plan["output"],
+                    plan["layer_ids"], plan["output"], plan["mix"],
                 )
             del encoded, layers
             if on_batch is not None:
@@ -410,9 +439,9 @@ def _sentence_layers(token_embeddings, lstm_layers, layer_ids) -> np.ndarray:
     return out
 
 
-def _sentence_output(token_embeddings, lstm_layers, layer_ids,
-                     output) -> np.ndarray:
+def _sentence_output(token_embeddings, lstm_layers, layer_ids, output,
+                     mix=None) -> np.ndarray:
     """One sentence's result of :meth:`BulkEmbedder.embed_sentences`: its
     layers (:func:`_sentence_layers`) reduced as ``output`` asks."""
     layers = _sentence_layers(token_embeddings, lstm_layers, layer_ids)
-    return reduce_layers(layers, output)
+    return reduce_layers(layers, output, mix)
