@@ -339,3 +339,28 @@ def test_outdir_is_a_file(model_copy):
                        match=r"out: expected a directory to write, found a "
                              r"file"):
         convert_manylangs(model, out)
+
+
+def test_model_without_word_part(model_copy, torch):
+    """word_dim 0: upstream reads no word.dic and projects the char part
+    alone; options.json says so and no word.dic is copied."""
+    model, out = model_copy
+    _edit_json(model / TINY_CONFIG,
+               lambda c: c["token_embedder"].update(word_dim=0))
+
+    def edit(state):
+        state.pop("word_emb_layer.embedding.weight")
+        state["projection.weight"] = state["projection.weight"][:, 8:].clone()
+
+    _resave(torch, model / "token_embedder.pkl", edit)
+    (model / "word.dic").unlink()
+    convert_manylangs(model, out)
+    assert sorted(p.name for p in out.iterdir()) == [
+        "char.dic", "lm_weights.hdf5", "options.json"]
+    options = json.loads((out / "options.json").read_text())
+    assert options["elmoformanylangs"] == {
+        "char_dic": "char.dic", "word_dic": None, "word_embedding_dim": 0,
+        "n_words": 0}
+    with h5py.File(out / "lm_weights.hdf5", "r") as f:
+        assert "word_embed" not in f
+        assert f["CNN_proj/W_proj"].shape == (60, 16)
