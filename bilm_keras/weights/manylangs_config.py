@@ -163,7 +163,7 @@ class _Fields:
             value = value[part]
         return value
 
-    def int(self, field: str, minimum: int) -> int:
+    def integer(self, field: str, minimum: int) -> int:
         value = self.get(field)
         if isinstance(value, bool) or not isinstance(value, int) \
                 or value < minimum:
@@ -195,7 +195,7 @@ def parse_model_config(source: str, data: dict) -> ManyLangsModelConfig:
             f"{source}: field 'token_embedder.name': found {name!r}, not "
             "supported (expected 'cnn'; upstream's 'lstm' token embedder is "
             "another model)")
-    char_dim = f.int("token_embedder.char_dim", 0)
+    char_dim = f.integer("token_embedder.char_dim", 0)
     if char_dim == 0:
         raise ManyLangsConfigError(
             f"{source}: field 'token_embedder.char_dim': found 0 (a model "
@@ -212,7 +212,7 @@ def parse_model_config(source: str, data: dict) -> ManyLangsModelConfig:
         raise f.fail("token_embedder.filters",
                      "a list of [width, count] positive integer pairs",
                      filters)
-    max_chars = f.int("token_embedder.max_characters_per_token", 1)
+    max_chars = f.integer("token_embedder.max_characters_per_token", 1)
     # '<bos>' alone takes 7 slots with its markers (upstream asserts it)
     widest = max(w for w, _ in filters)
     if max_chars < max(7, widest):
@@ -225,15 +225,15 @@ def parse_model_config(source: str, data: dict) -> ManyLangsModelConfig:
         raise f.fail("dropout", "a number in [0, 1)", dropout)
     return ManyLangsModelConfig(
         source=source,
-        projection_dim=f.int("encoder.projection_dim", 1),
-        lstm_dim=f.int("encoder.dim", 1),
-        n_layers=f.int("encoder.n_layers", 1),
+        projection_dim=f.integer("encoder.projection_dim", 1),
+        lstm_dim=f.integer("encoder.dim", 1),
+        n_layers=f.integer("encoder.n_layers", 1),
         cell_clip=f.clip("encoder.cell_clip"),
         proj_clip=f.clip("encoder.proj_clip"),
         activation=activation,
         filters=tuple((w, n) for w, n in filters),
-        n_highway=f.int("token_embedder.n_highway", 0),
-        word_dim=f.int("token_embedder.word_dim", 0),
+        n_highway=f.integer("token_embedder.n_highway", 0),
+        word_dim=f.integer("token_embedder.word_dim", 0),
         char_dim=char_dim,
         max_characters_per_token=max_chars,
         dropout=float(dropout),

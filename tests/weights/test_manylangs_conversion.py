@@ -364,3 +364,21 @@ def test_model_without_word_part(model_copy, torch):
     with h5py.File(out / "lm_weights.hdf5", "r") as f:
         assert "word_embed" not in f
         assert f["CNN_proj/W_proj"].shape == (60, 16)
+
+
+def test_pkl_saved_on_a_gpu(model_copy, converted):
+    """Released files were saved from CUDA tensors: their storages name
+    'cuda:0'. map_location='cpu' reads them on a machine without one."""
+    model, out = model_copy
+    for name in ("token_embedder.pkl", "encoder.pkl"):
+        raw = (model / name).read_bytes()
+        # the legacy pickle stores the location string once (memoized)
+        assert raw.count(b"X\x03\x00\x00\x00cpu") == 1
+        (model / name).write_bytes(
+            raw.replace(b"X\x03\x00\x00\x00cpu", b"X\x06\x00\x00\x00cuda:0"))
+    convert_manylangs(model, out)
+    expected = nr.load_hdf5_weights(converted[0] / "lm_weights.hdf5")
+    got = nr.load_hdf5_weights(out / "lm_weights.hdf5")
+    assert sorted(got) == sorted(expected)
+    for key in expected:
+        np.testing.assert_array_equal(got[key], expected[key])
