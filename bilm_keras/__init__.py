@@ -30,6 +30,7 @@ _EXPORTS = {
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",
     "BulkEmbedder": "bilm_keras.models.bulk_embedder",
     "BiLMOptions": "bilm_keras.options",
+    "convert_manylangs": "bilm_keras.weights.manylangs_conversion",
 }
 
 __all__ = sorted(_EXPORTS)
