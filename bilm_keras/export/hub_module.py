@@ -374,12 +374,12 @@ def graph_ids_for_options(
 ) -> Optional[ManyLangsGraphIds]:
     """The in-graph ids of a converted ELMoForManyLangs model (its
     dictionaries read as upstream reads them); None for a bilm-tf model."""
-    manylangs = getattr(options, "manylangs", None)
+    manylangs = options.manylangs
     if manylangs is None:
         return None
     return ManyLangsGraphIds.from_files(
         manylangs.char_dic,
-        manylangs.word_dic if manylangs.word_embedding_dim else None,
+        manylangs.word_dic if manylangs.has_word_part else None,
         options.char_cnn.max_characters_per_token,
     )
 
@@ -469,7 +469,7 @@ def export_hub(
     backbone = build_backbone(options, trainable_lm,
                               source=os.fspath(options_file))
     load_bilm_tf_hdf5(backbone, weight_file)
-    manylangs = getattr(options, "manylangs", None)
+    manylangs = options.manylangs
     module = ELMoHubModule(
         backbone, options_file=os.fspath(options_file),
         vocab_file=None if vocab_file is None else os.fspath(vocab_file),

@@ -36,11 +36,11 @@ def load_vocab(vocab_file, options: BiLMOptions) -> Vocabulary:
         ManyLangsDictionaryError: a ``char.dic``/``word.dic`` upstream
             could not read as ids.
     """
-    manylangs = getattr(options, "manylangs", None)
+    manylangs = options.manylangs
     if manylangs is not None:
         return ManyLangsCharsVocabulary.from_files(
             vocab_file, manylangs.char_dic,
-            manylangs.word_dic if manylangs.word_embedding_dim else None,
+            manylangs.word_dic if manylangs.has_word_part else None,
             options.char_cnn.max_characters_per_token, validate_file=True,
         )
     if options.use_character_inputs:

@@ -34,7 +34,7 @@ def write_options(options: BiLMOptions,
     """
     options_file = os.path.abspath(os.fspath(options_file))
     folder = os.path.dirname(options_file)
-    manylangs = getattr(options, "manylangs", None)
+    manylangs = options.manylangs
     if manylangs is None:
         options.to_json(options_file)
         return options

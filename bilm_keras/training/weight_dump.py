@@ -27,8 +27,7 @@ def dump_weights(save_dir: str, outfile: str) -> dict:
     """
     outfile = os.fspath(outfile)
     options, lm, _ = load_trained_model(save_dir)
-    if options.char_cnn is not None and getattr(
-            options, "manylangs", None) is None:
+    if options.char_cnn is not None and options.manylangs is None:
         # 262 loads in bilm-tf and AllenNLP too (bilm_keras takes either)
         options = options.replace(char_cnn=dataclasses.replace(
             options.char_cnn, n_characters=N_CHARACTERS_WITH_PADDING))
