@@ -3,12 +3,14 @@ rows are upstream's own ids (``reference.hdf5``'s ``char_ids``/``word_ids``),
 for words in ``vocab.txt`` and out of it, in both directions."""
 
 import json
+import random
 
 import h5py
 import numpy as np
 import pytest
 
 from bilm_keras.data.lm_dataset import LMDataset
+from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
 from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
 from bilm_keras.data.vocabulary import VocabularyError
 
@@ -74,3 +76,24 @@ def test_without_word_part_rows_are_char_ids(manylangs_fixtures, tmp_path,
 def test_too_short_max_characters_is_named(manylangs_fixtures, tmp_path):
     with pytest.raises(VocabularyError, match="expected at least 7"):
         ManyLangsCharsVocabulary(None, {}, None, 6)
+
+
+def test_rows_equal_manylangs_batcher(manylangs_fixtures, tmp_path):
+    """Training and inference spell a token alike: random strings (emoji,
+    kana, CJK, combining marks, over-long, the specials as text)."""
+    rng = random.Random(7)
+    alphabet = list("abcXYZ<>/今天好我们ひらカタ") + ["\u0301", "\u3000",
+                                                  "😀", "🏽", "𠀋"]
+    tokens = ["<bos>", "<eos>", "<oov>", "<pad>", "<S>", "</S>"] + [
+        "".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 25)))
+        for _ in range(200)
+    ]
+    vocab = _vocab(manylangs_fixtures, tmp_path, tokens[::3])
+    model = manylangs_fixtures / "tiny.model"
+    batcher = ManyLangsBatcher.from_files(model / "char.dic",
+                                          model / "word.dic", MC)
+    for token in tokens:
+        want = (batcher.token_ids({"<S>": "<bos>", "</S>": "<eos>"}.get(
+            token, token)))
+        np.testing.assert_array_equal(vocab.word_to_char_ids(token), want,
+                                      err_msg=repr(token))

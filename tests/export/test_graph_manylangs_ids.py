@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
+from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
 from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 
@@ -139,6 +140,16 @@ def test_random_strings_follow_the_readme(graph_ids, dictionaries):
         np.testing.assert_array_equal(ids[i, :n] - 1, expected,
                                       err_msg=f"sentence {tokens!r}")
         assert not ids[i, n:].any()
+
+
+def test_random_strings_equal_manylangs_batcher(graph_ids, dictionaries):
+    """The in-graph ids are the Python batcher's, bit for bit."""
+    sentences = [s for s in _random_sentences(random.Random(61), 40) if s]
+    ids = graph_ids.batch_ids(
+        tf.ragged.constant(sentences, dtype=tf.string, ragged_rank=1)
+    ).numpy()
+    np.testing.assert_array_equal(
+        ids, ManyLangsBatcher(*dictionaries, MC).batch_sentences(sentences))
 
 
 def test_without_word_part_the_ids_are_the_char_rows(dictionaries,

@@ -19,6 +19,7 @@ from bilm_keras.options import BiLMOptions
 from bilm_keras.training import evaluate, load_trained_model, train
 from bilm_keras.training.inputs import load_vocab, make_dataset
 from bilm_keras.training.model_setup import build_model
+from bilm_keras.training.options_file import write_options
 
 P = 16  # the fixture's projection_dim
 #: fixture sentences of 9 tokens, none with whitespace inside a token
@@ -105,6 +106,26 @@ def test_loaded_training_model_equals_upstream(converted, corpus,
         np.testing.assert_allclose(
             backward[layer].numpy()[:, ::-1][:, :-1],
             want[:, layer + 1, :, P:], atol=1e-5)
+
+
+def test_written_options_name_copies_of_the_dictionaries(converted,
+                                                        tmp_path):
+    options = BiLMOptions.from_json(converted["options_file"])
+    written = write_options(options, tmp_path / "run" / "options.json")
+    section = json.loads(
+        (tmp_path / "run" / "options.json").read_text())["elmoformanylangs"]
+    assert (section["char_dic"], section["word_dic"]) == ("char.dic",
+                                                          "word.dic")
+    for name in ("char.dic", "word.dic"):
+        assert (tmp_path / "run" / name).read_bytes() == (
+            pathlib.Path(converted["outdir"]) / name).read_bytes()
+    assert written.manylangs.char_dic == str(tmp_path / "run" / "char.dic")
+    again = BiLMOptions.from_json(tmp_path / "run" / "options.json")
+    assert again == written
+    # writing over the folder the dictionaries are in leaves them alone
+    write_options(again, tmp_path / "run" / "options.json")
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == [
+        "char.dic", "options.json", "word.dic"]
 
 
 @pytest.mark.slow
