@@ -5,6 +5,7 @@ from zero states) through every Python path and ``bilm-keras embed``,
 whatever the batch size and order."""
 
 import json
+import pathlib
 
 import h5py
 import numpy as np
@@ -163,3 +164,76 @@ def test_embed_command(converted, reference, tmp_path, capsys):
     with h5py.File(out, "r") as f:
         _assert_close([f[str(line)][...] for line in range(len(kept))],
                       [reference["all"][i] for i in kept], "embed")
+
+
+def test_model_without_word_part(converted, reference, tmp_path):
+    """word_embedding_dim 0 (upstream's word_dim 0): the char ids alone,
+    the projection over the char part; checked against the independent
+    numpy biLM on the same weights."""
+    import shutil
+
+    import numpy_reference as nr
+
+    folder = pathlib.Path(converted["outdir"])
+    model = tmp_path / "chars-only"
+    model.mkdir()
+    shutil.copyfile(folder / "char.dic", model / "char.dic")
+    options = json.loads((folder / "options.json").read_text())
+    options["elmoformanylangs"] = {"char_dic": "char.dic", "word_dic": None,
+                                   "word_embedding_dim": 0, "n_words": 0}
+    (model / "options.json").write_text(json.dumps(options))
+    with h5py.File(folder / "lm_weights.hdf5", "r") as fin, \
+            h5py.File(model / "lm_weights.hdf5", "w") as fout:
+        for name in nr.load_hdf5_weights(folder / "lm_weights.hdf5"):
+            if name == "word_embed":
+                continue
+            value = fin[name][...]
+            if name == "CNN_proj/W_proj":
+                value = value[8:]  # the char rows: (F, P)
+            fout.create_dataset(name, data=value)
+    bilm = BidirectionalLanguageModel(model / "options.json",
+                                      model / "lm_weights.hdf5")
+    sentences = [reference["sentences"][i] for i in (0, 1, 7, 13)]
+    got = bilm.embed_sentences(sentences, batch_size=2)
+    ids = bilm.make_batcher().batch_sentences(sentences)  # (4, T + 2, MC)
+    assert ids.shape[2] == 20
+    result = nr.bilm_forward(nr.load_hdf5_weights(model / "lm_weights.hdf5"),
+                             options, char_ids=ids)
+    layers, lengths = nr.remove_bos_eos(result["layers"], result["lengths"])
+    _assert_close(got, [layers[i, :, :n] for i, n in enumerate(lengths)],
+                  "no word part")
+    assert bilm.backbone.token_embedder.use_projection
+
+
+def test_always_project_and_word_part_in_config_and_table():
+    """Upstream projects even when the filters add up to projection_dim;
+    the backbone's config keeps the variant, the table names its rows."""
+    from bilm_keras.models.bilm_backbone import BiLMBackbone
+    from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+
+    kwargs = dict(lstm_dim=8, projection_dim=12, n_layers=1,
+                  filters=[[1, 4], [2, 8]], char_embedding_dim=3,
+                  n_characters=30, max_characters_per_token=9)
+    plain = BiLMBackbone(**kwargs)
+    assert not plain.token_embedder.use_projection
+    assert plain.ids_width == 9
+    for extra, width, rows in [
+        (dict(always_project=True), 9, {"CNN_proj/W_proj": (12, 12)}),
+        (dict(word_embedding_dim=5, n_words=7), 10,
+         {"CNN_proj/W_proj": (5 + 12, 12), "word_embed": (7, 5)}),
+    ]:
+        backbone = BiLMBackbone(**kwargs, **extra)
+        assert backbone.ids_width == width
+        again = BiLMBackbone.from_config(backbone.get_config())
+        assert again.get_config() == backbone.get_config()
+        shapes = {row.hdf5_path: hdf5_shape(row)
+                  for row in weight_table(backbone)}
+        assert shapes["char_embed"] == (29, 3)
+        for name, shape in rows.items():
+            assert shapes[name] == shape
+        # the mask reads the char columns only: a word id alone is padding
+        ids = np.zeros((1, 3, width), np.int64)
+        ids[0, 0] = 1
+        ids[0, 1, -1] = 4
+        mask = backbone.input_mask(ids).numpy()
+        assert mask.tolist() == [[True, width == 9, False]]
