@@ -56,9 +56,10 @@ def batcher_for_options(
     char_dic = read_char_dic(manylangs.char_dic)
     # the tables hold one row per dictionary entry (+ the padding row)
     if len(char_dic) + 1 != options.char_cnn.n_characters:
+        expected = options.char_cnn.n_characters - 1
         raise ValueError(
-            f"{manylangs.char_dic}: expected {options.char_cnn.n_characters - 1}"
-            f" entries (char_cnn.n_characters - 1 of the options), found "
+            f"{manylangs.char_dic}: expected {expected} entries "
+            f"(char_cnn.n_characters - 1 of the options), found "
             f"{len(char_dic)}")
     word_dic = None
     if manylangs.has_word_part:
