@@ -439,7 +439,9 @@ def export_hub(
     """Exports bilm-tf files as a TF-Hub-style SavedModel.
 
     Args:
-        options_file: bilm-tf ``options.json`` (must have ``char_cnn``).
+        options_file: bilm-tf ``options.json`` (must have ``char_cnn``),
+            or a converted ELMoForManyLangs model's (its dictionaries are
+            read from the paths it names).
         weight_file: bilm-tf ``lm_weights.hdf5``.
         outdir: the SavedModel directory to write.
         vocab_file: vocabulary shipped as an asset (the char ids do not
@@ -496,7 +498,9 @@ def export_hub_from_save_dir(
     directory) and then :func:`export_hub`, so the exported model is
     exactly the one ``bin/dump_weights.py`` +
     :class:`~bilm_keras.BidirectionalLanguageModel` give, and the
-    ``options.json`` asset is the prediction one (``n_characters`` 262).
+    ``options.json`` asset is the prediction one (``n_characters`` 262;
+    a converted ELMoForManyLangs model keeps its own, and its dictionaries
+    ship too).
     Other arguments as :func:`export_hub`.
 
     Raises:

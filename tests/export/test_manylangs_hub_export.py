@@ -17,11 +17,10 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bilm_keras import convert_manylangs
+from bilm_keras import cli, convert_manylangs
 from bilm_keras.export.hub_module import (
     ELMoHubModule,
     build_backbone,
-    export_hub,
     graph_ids_for_options,
 )
 from bilm_keras.options import BiLMOptions
@@ -129,9 +128,10 @@ def test_savedmodel_in_a_fresh_process_equals_upstream(converted,
                                                        fixture_data,
                                                        tmp_path):
     sentences, layers, ids = fixture_data
-    savedmodel = export_hub(options_file=converted["options_file"],
-                            weight_file=converted["weight_file"],
-                            outdir=tmp_path / "sm")
+    savedmodel = cli.run([
+        "export-hub", "--options_file", converted["options_file"],
+        "--weight_file", converted["weight_file"],
+        "--outdir", str(tmp_path / "sm")])
     cfg, kept = consumer_config(savedmodel, sentences, ids)
     assert len(kept) == 13  # "New York" and "你好\u3000世界" need `tokens`
     report, out = _consume("hub_load", cfg, tmp_path)
