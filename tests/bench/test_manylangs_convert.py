@@ -1,7 +1,7 @@
 """``bench/manylangs_convert.py --quick`` runs end to end (no speed
 asserted): it writes a model in ELMoForManyLangs' released format (legacy
-.pkl), converts it in a process without TensorFlow, and reports one JSON
-line."""
+.pkl), converts it in a process without TensorFlow, embeds with the result
+and with a bilm-tf model, and reports one JSON line."""
 
 import json
 import subprocess
@@ -17,7 +17,7 @@ pytest.importorskip("torch")
 def test_quick_bench_reports_one_json_line(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "manylangs_convert.py"),
-         "--quick", "--convert_only", "--convert_rounds", "1",
+         "--quick", "--rounds", "1", "--convert_rounds", "1",
          "--workdir", str(tmp_path)],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
@@ -28,3 +28,7 @@ def test_quick_bench_reports_one_json_line(tmp_path):
     assert report["convert"]["tensorflow_imported"] is False
     assert sorted(p.name for p in (tmp_path / "converted").iterdir()) == [
         "char.dic", "lm_weights.hdf5", "options.json", "word.dic"]
+    for model in ("manylangs", "bilm_tf"):
+        assert report[model]["tokens_per_s"] > 0
+        assert report[model]["peak_rss_mib"] > 0
+    assert len(report["tokens_per_s_ratio_by_round"]) == 1
