@@ -20,6 +20,8 @@ __version__ = "0.1.0"
 _EXPORTS = {
     "Batcher": "bilm_keras.data.batcher",
     "TokenBatcher": "bilm_keras.data.batcher",
+    "ManyLangsBatcher": "bilm_keras.data.manylangs_batcher",
+    "batcher_for_options": "bilm_keras.data.batcher_for_options",
     "UnicodeCharsVocabulary": "bilm_keras.data.vocabulary",
     "Vocabulary": "bilm_keras.data.vocabulary",
     "dump_bilm_embeddings": "bilm_keras.embedding_dump",
@@ -30,6 +32,7 @@ _EXPORTS = {
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",
     "BulkEmbedder": "bilm_keras.models.bulk_embedder",
     "BiLMOptions": "bilm_keras.options",
+    "convert_manylangs": "bilm_keras.weights.manylangs_conversion",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -52,3 +52,68 @@ def write_text_atomic(path: str | os.PathLike, text: str) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+
+
+class OutputDirectoryError(ValueError):
+    """An output directory that must not be replaced."""
+
+
+def check_output_directory(outdir: str | os.PathLike,
+                           overwrite: bool) -> None:
+    """Refuses a file, or a non-empty directory unless ``overwrite``."""
+    outdir = os.fspath(outdir)
+    if os.path.exists(outdir) and not os.path.isdir(outdir):
+        raise OutputDirectoryError(
+            f"{outdir}: expected a directory to write, found a file")
+    if os.path.isdir(outdir) and os.listdir(outdir) and not overwrite:
+        raise OutputDirectoryError(
+            f"{outdir}: expected a new or empty directory, found one with "
+            "files (pass overwrite=True / --overwrite to replace it)")
+
+
+@contextlib.contextmanager
+def atomic_directory(outdir: str | os.PathLike, *,
+                     overwrite: bool = False) -> Iterator[str]:
+    """Yields a new temporary directory beside ``outdir`` to write to.
+
+    On a normal exit it is renamed to ``outdir``; a non-empty ``outdir``
+    (allowed only with ``overwrite``) is replaced only then. On an
+    exception the temporary directory is removed and ``outdir`` stays as
+    it was (not created, if it did not exist). Checked with
+    :func:`check_output_directory` before and after the writing.
+    """
+    import shutil
+    import tempfile
+
+    outdir = os.path.abspath(os.fspath(outdir))
+    check_output_directory(outdir, overwrite)
+    parent = os.path.dirname(outdir)
+    os.makedirs(parent, exist_ok=True)
+    base = os.path.basename(outdir)
+    # created like any directory (0o777 less the umask; mkdtemp's would
+    # be private), under a name no other writer has
+    while True:
+        tmp = os.path.join(parent, f".{base}.tmp-{secrets.token_hex(4)}")
+        try:
+            os.mkdir(tmp)
+            break
+        except FileExistsError:
+            continue
+    old = None
+    try:
+        yield tmp
+        check_output_directory(outdir, overwrite)
+        if os.path.isdir(outdir) and os.listdir(outdir):
+            old = tempfile.mkdtemp(prefix=f".{base}.old-", dir=parent)
+            os.rmdir(old)
+            os.replace(outdir, old)
+        elif os.path.isdir(outdir):
+            os.rmdir(outdir)
+        os.replace(tmp, outdir)
+        tmp = None
+    finally:
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+        if old is not None:
+            shutil.rmtree(old, ignore_errors=True)
+

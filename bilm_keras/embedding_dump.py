@@ -19,6 +19,7 @@ from bilm_keras.data.sentence_file import (
     check_sentence_file,
     read_sentence_lines,
 )
+from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary
 from bilm_keras.embedding_outputs import (
     EMBEDDING_OUTPUTS,
@@ -48,16 +49,26 @@ def dump_token_embeddings(
     ``batch_size`` at a time (bilm-tf ran one session call per token).
     ``vocab_file`` needs no ``<UNK>`` (bilm-tf's ``usage_token.py`` writes
     ``<S>``, ``</S>`` and the dataset's tokens): row ``i`` embeds line ``i``.
+    A converted ELMoForManyLangs model spells each token with its own
+    dictionaries (``<S>``/``</S>`` as its ``<bos>``/``<eos>``).
     """
     bilm = BidirectionalLanguageModel(options_file, weight_file)
     backbone = bilm.backbone
-    vocab = UnicodeCharsVocabulary(
-        vocab_file, backbone.max_characters_per_token
-    )
-    char_ids = vocab.word_char_ids + 1  # (V, C), +1: 0 is the mask
+    manylangs = bilm.options.manylangs
+    if manylangs is None:
+        vocab = UnicodeCharsVocabulary(
+            vocab_file, backbone.max_characters_per_token
+        )
+    else:
+        vocab = ManyLangsCharsVocabulary.from_files(
+            vocab_file, manylangs.char_dic,
+            manylangs.word_dic if manylangs.has_word_part else None,
+            backbone.max_characters_per_token,
+        )
+    char_ids = vocab.word_char_ids + 1  # (V, W), +1: 0 is the mask
 
     @tf.function(input_signature=[
-        tf.TensorSpec((None, backbone.max_characters_per_token), tf.int32)
+        tf.TensorSpec((None, backbone.ids_width), tf.int32)
     ])
     def embed(ids):
         return backbone.embed_tokens(ids[:, None, :])[:, 0, :]  # (N, P)

@@ -13,6 +13,17 @@ The JSON layout is bilm-tf's own, so its ``options.json`` files load as-is::
                   "n_highway": 2, "n_characters": 261,
                   "max_characters_per_token": 50, "activation": "relu"},
      "bidirectional": true, "dropout": 0.1, "n_tokens_vocab": 793471, ...}
+
+A converted ELMoForManyLangs model (``bilm-keras convert-manylangs``) adds
+one section, parsed into :class:`ManyLangsOptions` at
+``BiLMOptions.manylangs`` (None for a bilm-tf model)::
+
+     "elmoformanylangs": {"char_dic": "char.dic", "word_dic": "word.dic",
+                          "word_embedding_dim": 100, "n_words": 71222}
+
+Its paths are relative to the options file's folder (absolute paths are
+accepted); :meth:`BiLMOptions.from_json` resolves them, and
+:meth:`BiLMOptions.to_json` writes them relative again.
 """
 
 from __future__ import annotations
@@ -142,11 +153,110 @@ class LSTMOptions:
 
 
 @dataclasses.dataclass(frozen=True)
+class ManyLangsOptions:
+    """The ``elmoformanylangs`` section of a converted ELMoForManyLangs model.
+
+    Its char ids come from ``char.dic`` (whole Unicode characters) and its
+    optional word part from ``word.dic``
+    (:class:`~bilm_keras.data.manylangs_batcher.ManyLangsBatcher`); the
+    word embedding is concatenated with the char-CNN output before the
+    projection, which is always present.
+
+    Attributes:
+        char_dic: path of ``char.dic`` (resolved against the options file's
+            folder by :meth:`BiLMOptions.from_json`).
+        word_dic: path of ``word.dic``, or None for a model without a word
+            part.
+        word_embedding_dim: size of a word embedding (0: no word part).
+        n_words: rows of the word embedding in the weight file (without
+            the padding row the model adds; 0 without a word part).
+        base_dir: the folder the paths were resolved against (None when
+            parsed from a dict without one); not part of the JSON.
+    """
+
+    char_dic: str
+    word_dic: Optional[str] = None
+    word_embedding_dim: int = 0
+    n_words: int = 0
+    base_dir: Optional[str] = dataclasses.field(
+        default=None, compare=False, repr=False)
+
+    @property
+    def has_word_part(self) -> bool:
+        return self.word_embedding_dim > 0
+
+    def to_dict(self, relative_to: Optional[str] = None) -> dict:
+        """The JSON section; an absolute path inside ``relative_to``
+        (default: :attr:`base_dir`) is written relative to it, any other
+        path as it is."""
+        folder = self.base_dir if relative_to is None else relative_to
+
+        def written(path):
+            if path is None or folder is None or not os.path.isabs(path):
+                return path
+            rel = os.path.relpath(path, folder)
+            return path if rel.startswith(os.pardir) else rel
+
+        return {
+            "char_dic": written(self.char_dic),
+            "word_dic": written(self.word_dic),
+            "word_embedding_dim": self.word_embedding_dim,
+            "n_words": self.n_words,
+        }
+
+
+#: the JSON key of :class:`ManyLangsOptions`
+MANYLANGS_SECTION = "elmoformanylangs"
+
+
+def _parse_manylangs(d, source: str,
+                     base_dir: Optional[str]) -> ManyLangsOptions:
+    p = MANYLANGS_SECTION + "."
+    if not isinstance(d, dict):
+        raise _fail(source, MANYLANGS_SECTION, "a JSON object", d)
+    char_dic = _get(d, "char_dic", source, p, str)
+    word_dic = _get(d, "word_dic", source, p, str, None)
+    word_dim = _get(d, "word_embedding_dim", source, p, int, 0)
+    n_words = _get(d, "n_words", source, p, int, 0)
+    if not char_dic:
+        raise _fail(source, p + "char_dic", "a path", char_dic)
+    if word_dim < 0:
+        raise _fail(source, p + "word_embedding_dim", "an integer >= 0",
+                    word_dim)
+    if word_dim > 0:
+        if not word_dic:
+            raise _fail(source, p + "word_dic",
+                        "a path (word_embedding_dim > 0)", word_dic)
+        if n_words < 1:
+            raise _fail(source, p + "n_words",
+                        "a positive integer (word_embedding_dim > 0)",
+                        n_words)
+    else:
+        if word_dic is not None:
+            raise _fail(source, p + "word_dic",
+                        "null (word_embedding_dim is 0)", word_dic)
+        if n_words != 0:
+            raise _fail(source, p + "n_words", "0 (word_embedding_dim is 0)",
+                        n_words)
+
+    def resolved(path):
+        if path is None or base_dir is None:
+            return path
+        return os.path.normpath(os.path.join(base_dir, path))
+
+    return ManyLangsOptions(
+        char_dic=resolved(char_dic), word_dic=resolved(word_dic),
+        word_embedding_dim=word_dim, n_words=n_words, base_dir=base_dir,
+    )
+
+
+@dataclasses.dataclass(frozen=True)
 class BiLMOptions:
     """A whole biLM: token embedder, LSTMs and training settings.
 
-    ``char_cnn`` is None for a token-input model. The training fields have
-    bilm-tf's meaning and defaults; inference ignores them.
+    ``char_cnn`` is None for a token-input model. ``manylangs`` describes
+    a converted ELMoForManyLangs model (None for bilm-tf's). The training
+    fields have bilm-tf's meaning and defaults; inference ignores them.
     """
 
     lstm: LSTMOptions = LSTMOptions()
@@ -166,6 +276,7 @@ class BiLMOptions:
     # each sentence predicted from zero LSTM states in training and
     # evaluation, as ELMo embeds it (False: bilm-tf's carried states)
     reset_states_at_sentence_start: bool = True
+    manylangs: Optional[ManyLangsOptions] = None
 
     @property
     def use_character_inputs(self) -> bool:
@@ -176,8 +287,15 @@ class BiLMOptions:
 
     # ------------------------------------------------------------------ I/O
     @classmethod
-    def from_dict(cls, d: dict, source: str = "<options>") -> "BiLMOptions":
-        """Parse bilm-tf's nested options dict; errors name ``source``."""
+    def from_dict(cls, d: dict, source: str = "<options>",
+                  base_dir: Optional[str] = None) -> "BiLMOptions":
+        """Parse bilm-tf's nested options dict; errors name ``source``.
+
+        Args:
+            base_dir: the folder that relative paths (the
+                ``elmoformanylangs`` dictionaries) are resolved against;
+                None keeps them as given.
+        """
         if not isinstance(d, dict):
             raise _fail(source, "<root>", "a JSON object", type(d).__name__)
         lstm_d = _get(d, "lstm", source, "", dict)
@@ -198,6 +316,16 @@ class BiLMOptions:
             if getattr(lstm, name) < 1:
                 raise _fail(source, p + name, "a positive integer",
                             getattr(lstm, name))
+
+        manylangs = None
+        if d.get(MANYLANGS_SECTION) is not None:
+            manylangs = _parse_manylangs(d[MANYLANGS_SECTION], source,
+                                         base_dir)
+            if d.get("char_cnn") is None:
+                raise OptionsError(
+                    f"{source}: missing field 'char_cnn' (expected a JSON "
+                    f"object: an '{MANYLANGS_SECTION}' model reads "
+                    "characters)")
 
         char_cnn = None
         if d.get("char_cnn") is not None:
@@ -231,22 +359,33 @@ class BiLMOptions:
                 ),
                 activation=_get(cd, "activation", source, p, str),
             )
-            if char_cnn.n_characters not in (N_CHARACTERS_TRAIN,
-                                             N_CHARACTERS_WITH_PADDING):
+            if manylangs is not None:
+                # char.dic's rows + the padding row of the +1-shifted ids
+                if char_cnn.n_characters < 2:
+                    raise _fail(source, p + "n_characters",
+                                "rows of char.dic + 1 (at least 2)",
+                                char_cnn.n_characters)
+            elif char_cnn.n_characters not in (N_CHARACTERS_TRAIN,
+                                               N_CHARACTERS_WITH_PADDING):
                 raise _fail(source, p + "n_characters", "261 or 262",
                             char_cnn.n_characters)
             if char_cnn.activation not in ("relu", "tanh"):
                 raise _fail(source, p + "activation", "'relu' or 'tanh'",
                             char_cnn.activation)
             widest = max(w for w, _ in char_cnn.filters)
-            if char_cnn.max_characters_per_token < max(3, widest):
+            # ELMoForManyLangs' <bos> token row takes 7 slots (upstream
+            # asserts len('<bos>') + 2 <= max_characters_per_token)
+            least = max(7 if manylangs is not None else 3, widest)
+            if char_cnn.max_characters_per_token < least:
                 raise _fail(
                     source, p + "max_characters_per_token",
-                    f"at least {max(3, widest)} (begin/end-of-word markers "
+                    f"at least {least} (begin/end-of-word markers "
                     "and the widest filter)",
                     char_cnn.max_characters_per_token,
                 )
-            if char_cnn.n_filters < lstm.projection_dim:
+            # an ELMoForManyLangs model always projects (also upwards)
+            if (manylangs is None
+                    and char_cnn.n_filters < lstm.projection_dim):
                 raise _fail(
                     source, p + "filters",
                     f"at least lstm.projection_dim={lstm.projection_dim} "
@@ -274,7 +413,7 @@ class BiLMOptions:
         if char_cnn is not None and kw["share_embedding_softmax"]:
             raise _fail(source, "share_embedding_softmax",
                         "false for a char-CNN model (bilm-tf's rule)", True)
-        return cls(lstm=lstm, char_cnn=char_cnn, **kw)
+        return cls(lstm=lstm, char_cnn=char_cnn, manylangs=manylangs, **kw)
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> "BiLMOptions":
@@ -287,21 +426,31 @@ class BiLMOptions:
             raise OptionsError(f"{path}: options file not found") from None
         except json.JSONDecodeError as e:
             raise OptionsError(f"{path}: not valid JSON ({e})") from None
-        return cls.from_dict(d, source=path)
+        return cls.from_dict(
+            d, source=path, base_dir=os.path.dirname(os.path.abspath(path)))
 
-    def to_dict(self) -> dict:
+    def to_dict(self, relative_to: Optional[str] = None) -> dict:
+        """bilm-tf's nested dict (plus ``elmoformanylangs``: its paths
+        relative to ``relative_to``, default the folder they were read
+        from, see :meth:`ManyLangsOptions.to_dict`)."""
         d = {"lstm": self.lstm.to_dict()}
         if self.char_cnn is not None:
             d["char_cnn"] = self.char_cnn.to_dict()
+        if self.manylangs is not None:
+            d[MANYLANGS_SECTION] = self.manylangs.to_dict(relative_to)
         for f in dataclasses.fields(self):
-            if f.name not in ("lstm", "char_cnn"):
+            if f.name not in ("lstm", "char_cnn", "manylangs"):
                 value = getattr(self, f.name)
                 if value is not None:
                     d[f.name] = value
         return d
 
     def to_json(self, path: str | os.PathLike) -> None:
-        """Write bilm-tf-compatible ``options.json`` (atomically)."""
-        text = json.dumps(self.to_dict(), indent=2, sort_keys=True) + "\n"
+        """Write bilm-tf-compatible ``options.json`` (atomically); the
+        ``elmoformanylangs`` paths inside its folder are written relative
+        to it."""
+        folder = os.path.dirname(os.path.abspath(os.fspath(path)))
+        text = json.dumps(self.to_dict(relative_to=folder), indent=2,
+                          sort_keys=True) + "\n"
         write_text_atomic(path, text)
 

@@ -47,6 +47,28 @@ def bilm_fixtures() -> pathlib.Path:
     return root
 
 
+def manylangs_fixtures_root() -> pathlib.Path:
+    """The ELMoForManyLangs fixture folder (``tiny.model/``,
+    ``reference.hdf5``, ``sentences.json``): ``MANYLANGS_FIXTURES``, default
+    ``../shared/fixtures/elmoformanylangs``."""
+    default = REPO_ROOT.parent / "shared" / "fixtures" / "elmoformanylangs"
+    return pathlib.Path(os.environ.get("MANYLANGS_FIXTURES", default))
+
+
+@pytest.fixture(scope="session")
+def manylangs_fixtures() -> pathlib.Path:
+    root = manylangs_fixtures_root()
+    if not (root / "reference.hdf5").exists():
+        message = (
+            f"ELMoForManyLangs fixtures not found at {root} "
+            "(set MANYLANGS_FIXTURES to their folder)"
+        )
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(message)
+        pytest.skip(message)
+    return root
+
+
 @pytest.fixture(scope="session")
 def model_dir(bilm_fixtures) -> pathlib.Path:
     """``options.json``, ``lm_weights.hdf5``, ``vocab_test.txt`` and the

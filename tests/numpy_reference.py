@@ -203,15 +203,21 @@ def _relu(x: np.ndarray) -> np.ndarray:
 
 
 def char_cnn_embeddings(
-    weights: dict, options: dict, char_ids: np.ndarray, dtype=np.float64
+    weights: dict, options: dict, char_ids: np.ndarray, dtype=np.float64,
+    word_ids: np.ndarray | None = None,
 ) -> np.ndarray:
     """Char-CNN token embeddings.
 
     Legend: B batch, N = T + 2 positions, C chars, E char dim, F filters,
-    P projection dim.
+    P projection dim, W word embedding dim.
 
     Args:
         char_ids: int ``(B, N, C)``, shifted ids (0 = padding).
+        word_ids: int ``(B, N)``, shifted ids (0 = padding), for an
+            ELMoForManyLangs model's word part: ``word_embed`` (no padding
+            row in the file) is looked up and concatenated BEFORE the
+            highway output, ``[word (W) ; char (F)]``, and the projection
+            ``CNN_proj`` is always applied (upstream always projects).
 
     Returns:
         ``(B, N, P)`` (or ``(B, N, F)`` when F == P, i.e. no projection).
@@ -250,7 +256,10 @@ def char_cnn_embeddings(
         transform = _relu(h @ w_t + b_t)
         h = carry * transform + (1.0 - carry) * h
 
-    if F != options["lstm"]["projection_dim"]:
+    if word_ids is not None:
+        words = token_lookup_embeddings(weights["word_embed"], word_ids, dtype)
+        h = np.concatenate([words.reshape(B * N, -1), h], axis=-1)  # (B*N, W+F)
+    if word_ids is not None or F != options["lstm"]["projection_dim"]:
         h = h @ np.asarray(weights["CNN_proj/W_proj"], dtype) + np.asarray(
             weights["CNN_proj/b_proj"], dtype
         )
@@ -342,6 +351,7 @@ def bilm_forward(
     token_embedding: np.ndarray | None = None,
     initial_states=None,
     dtype=np.float64,
+    word_ids: np.ndarray | None = None,
 ) -> dict:
     """Forward pass of bilm-tf's ``BidirectionalLanguageModel``.
 
@@ -358,6 +368,9 @@ def bilm_forward(
             ``c (B, H)``, ``h (B, P)``; direction 0 forward, 1 backward.
             ``None`` means zeros.
         dtype: computation dtype (float64 is the more independent check).
+        word_ids: int ``(B, N)``, shifted (0 = padding), with char_ids:
+            an ELMoForManyLangs model's word part (see
+            :func:`char_cnn_embeddings`).
 
     Returns:
         dict with
@@ -377,7 +390,8 @@ def bilm_forward(
 
     if char_ids is not None:
         char_ids = np.asarray(char_ids)
-        emb = char_cnn_embeddings(weights, options, char_ids, dtype)
+        emb = char_cnn_embeddings(weights, options, char_ids, dtype,
+                                  word_ids=word_ids)
         lengths = (char_ids > 0).any(axis=2).sum(axis=1)
     else:
         token_ids = np.asarray(token_ids)

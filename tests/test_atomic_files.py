@@ -1,6 +1,7 @@
-"""atomic_path / write_text_atomic: all or nothing."""
+"""atomic_path / write_text_atomic / atomic_directory: all or nothing."""
 
 import os
+import pathlib
 import stat
 
 import pytest
@@ -37,3 +38,24 @@ def test_file_gets_the_usual_permissions(tmp_path):
     finally:
         os.umask(old)
     assert stat.S_IMODE(target.stat().st_mode) == 0o644
+
+
+def test_atomic_directory(tmp_path):
+    from bilm_keras.atomic_files import OutputDirectoryError, atomic_directory
+
+    out = tmp_path / "out"
+    with pytest.raises(RuntimeError):
+        with atomic_directory(out) as tmp:
+            (pathlib.Path(tmp) / "a.txt").write_text("half")
+            raise RuntimeError("interrupted")
+    assert sorted(p.name for p in tmp_path.iterdir()) == []
+    with atomic_directory(out) as tmp:
+        (pathlib.Path(tmp) / "a.txt").write_text("1")
+    assert (out / "a.txt").read_text() == "1"
+    with pytest.raises(OutputDirectoryError, match="found one with files"):
+        with atomic_directory(out):
+            pass
+    with atomic_directory(out, overwrite=True) as tmp:
+        (pathlib.Path(tmp) / "b.txt").write_text("2")
+    assert sorted(p.name for p in out.iterdir()) == ["b.txt"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out"]

@@ -104,6 +104,8 @@ def _good_args(command, model_dir, train_dir, inputs, out):
                          "--outfile", out / "model" / "lm_weights.hdf5"],
         "export-hub": [*model, "--outdir", out / "hub"],
         "pipeline": ["--out_dir", out / "run", "--corpus", t / "data.txt"],
+        "convert-manylangs": ["--model_dir", inputs,
+                              "--outdir", out / "converted"],
     }[command]
     return [str(a) for a in args]
 

@@ -42,6 +42,7 @@ from typing import List, Optional
 from bilm_keras import __version__
 from bilm_keras.cli import (
     build_vocab,
+    convert_manylangs,
     dump_tokens,
     dump_weights,
     embed,
@@ -57,7 +58,7 @@ PROG = "bilm-keras"
 
 #: the subcommands, in the order ``--help`` lists them
 COMMANDS = (embed, dump_tokens, build_vocab, train, restart, run_test,
-            dump_weights, export_hub, pipeline)
+            dump_weights, export_hub, convert_manylangs, pipeline)
 COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
 
 DESCRIPTION = """\

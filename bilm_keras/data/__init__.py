@@ -1,6 +1,8 @@
 """Vocabularies, batchers and training datasets."""
 
 from bilm_keras.data.batcher import Batcher, TokenBatcher
+from bilm_keras.data.batcher_for_options import batcher_for_options
+from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
 from bilm_keras.data.vocabulary import (
     UnicodeCharsVocabulary,
     Vocabulary,
@@ -9,7 +11,9 @@ from bilm_keras.data.vocabulary import (
 
 __all__ = [
     "Batcher",
+    "ManyLangsBatcher",
     "TokenBatcher",
+    "batcher_for_options",
     "UnicodeCharsVocabulary",
     "Vocabulary",
     "VocabularyError",

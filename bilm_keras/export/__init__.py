@@ -7,6 +7,7 @@ from bilm_keras.export.graph_char_ids import (
     split_sentences,
     token_char_ids,
 )
+from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.export.hub_module import (
     ELMoHubModule,
     ExportError,
@@ -18,6 +19,7 @@ __all__ = [
     "ELMoHubLayer",
     "ELMoHubModule",
     "ExportError",
+    "ManyLangsGraphIds",
     "export_hub",
     "export_hub_from_save_dir",
     "padded_tokens_to_char_ids",

@@ -43,7 +43,9 @@ class ELMoHubLayer(keras.layers.Layer):
             dict ``{"tokens": (batch, max_len) tf.string,
             "sequence_len": (batch,) int32}``; ``elmo``: `(batch, time + 2,
             max_characters_per_token)` int32 char ids from
-            :class:`~bilm_keras.Batcher`.
+            :class:`~bilm_keras.Batcher` (a converted ELMoForManyLangs
+            model: ``ManyLangsBatcher``'s ids, one column wider with a
+            word part).
         training: bool (the biLM has no dropout: no effect on values).
 
     Returns:

@@ -25,6 +25,15 @@ Every signature, and the root's ``__call__``, returns the same dict::
     default        tf.float32 (B, 2 * P)     mean of elmo over the real tokens
     sequence_len   tf.int32   (B,)           tokens per row
 
+A converted ELMoForManyLangs model (options with an ``elmoformanylangs``
+section) has the same signatures and outputs; its ids are those of
+``ManyLangsBatcher`` (see :mod:`bilm_keras.export.graph_manylangs_ids`):
+``char_ids`` of ``elmo`` is then `(B, T + 2, W)` with ``W = C + 1`` when
+the model has a word part (column ``C`` the +1-shifted word id), its
+``char.dic``/``word.dic`` lookups are hash tables in the graph, and the
+two files also ship as assets (``root.char_dic_file``,
+``root.word_dic_file``) beside ``options.json``, which names them.
+
 ``<S>``/``</S>`` are not in the outputs (as in google/elmo/3); positions past
 a row's ``sequence_len`` are zero, and so is ``default`` of a row with no
 tokens. ``default`` splits on whitespace exactly as Python's ``str.split()``;
@@ -82,6 +91,7 @@ from bilm_keras.export.graph_char_ids import (
     padded_tokens_to_char_ids,
     sentences_to_char_ids,
 )
+from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bidirectional_language_model import (
@@ -110,6 +120,10 @@ class ELMoHubModule(tf.Module):
             built: see :func:`build_backbone`.)
         l2_coef: float or None. L2 penalty on the scalar-mix weights,
             exposed through ``regularization_losses``.
+        graph_ids: the in-graph ids of a converted ELMoForManyLangs model
+            (:func:`graph_ids_for_options`); None: bilm-tf's char ids.
+        char_dic_file, word_dic_file: that model's dictionaries, shipped
+            as assets.
 
     Calling the module (``module(strings, training=False)``) or its
     ``default``/``tokens``/``elmo`` functions returns the dict described in
@@ -130,6 +144,9 @@ class ELMoHubModule(tf.Module):
         trainable_lm: bool = False,
         l2_coef: Optional[float] = None,
         name: str = "elmo",
+        graph_ids: Optional[ManyLangsGraphIds] = None,
+        char_dic_file: Optional[str] = None,
+        word_dic_file: Optional[str] = None,
     ):
         super().__init__(name=name)
         if not backbone.use_character_inputs:
@@ -145,10 +162,19 @@ class ELMoHubModule(tf.Module):
             backbone.n_layers + 1, l2_coef=l2_coef, name="scalar_mix"
         )
         self.scalar_mix.build()
+        # tracked: its hash tables are saved with the module
+        self.graph_ids = graph_ids
+        # ids per position: chars (+ the word id of a ManyLangs model)
+        self.ids_width = (self.max_characters_per_token if graph_ids is None
+                          else graph_ids.width)
         self.options_file = tf.saved_model.Asset(os.fspath(options_file))
         self.vocab_file = (
             None if vocab_file is None
             else tf.saved_model.Asset(os.fspath(vocab_file))
+        )
+        self.char_dic_file, self.word_dic_file = (
+            None if f is None else tf.saved_model.Asset(os.fspath(f))
+            for f in (char_dic_file, word_dic_file)
         )
 
         # The Keras variables themselves, not their inner tf.Variable (as
@@ -178,7 +204,7 @@ class ELMoHubModule(tf.Module):
         self.elmo = tf.function(
             self._elmo,
             input_signature=[
-                tf.TensorSpec([None, None, self.max_characters_per_token],
+                tf.TensorSpec([None, None, self.ids_width],
                               tf.int32, name="char_ids"),
             ],
         )
@@ -217,22 +243,27 @@ class ELMoHubModule(tf.Module):
         # A restored signature does not check shapes against its spec;
         # these run in the graph (rank is not checkable there: TensorFlow
         # folds it from the spec).
-        return [
+        mc = self.max_characters_per_token
+        if self.graph_ids is None:
+            width = f"{mc} characters per token (max_characters_per_token)"
+            batcher = "Batcher"
+        else:
+            width = (f"{self.ids_width} ids per token (max_characters_per_"
+                     f"token{' + 1 word id' if self.ids_width > mc else ''})")
+            batcher = "ManyLangsBatcher"
+        checks = [
             tf.debugging.assert_equal(
-                tf.shape(char_ids)[-1], self.max_characters_per_token,
-                message=(
-                    f"char_ids: expected {self.max_characters_per_token} "
-                    "characters per token (max_characters_per_token), found"
-                ),
+                tf.shape(char_ids)[-1], self.ids_width,
+                message=f"char_ids: expected {width}, found",
             ),
             tf.debugging.assert_non_negative(
                 char_ids, message="char_ids: expected values >= 0"
             ),
             tf.debugging.assert_less(
-                char_ids, tf.constant(self.n_characters, tf.int32),
+                char_ids[..., :mc], tf.constant(self.n_characters, tf.int32),
                 message=(
                     f"char_ids: expected values < {self.n_characters} "
-                    "(Batcher's +1-shifted ids)"
+                    f"({batcher}'s +1-shifted ids)"
                 ),
             ),
             tf.debugging.assert_greater_equal(
@@ -240,17 +271,34 @@ class ELMoHubModule(tf.Module):
                 message="char_ids: expected time >= 2 (<S> and </S>)",
             ),
         ]
+        if self.ids_width > mc:
+            n_words = self.graph_ids.n_words + 1
+            checks.append(tf.debugging.assert_less(
+                char_ids[..., mc:], tf.constant(n_words, tf.int32),
+                message=(f"char_ids: expected word ids (column {mc}) < "
+                         f"{n_words} (ManyLangsBatcher's +1-shifted ids)"),
+            ))
+        return checks
+
+    def _ids_of_strings(self, strings):
+        """`(B,)` sentences -> the model's ids `(B, T + 2, W)`."""
+        if self.graph_ids is None:
+            return sentences_to_char_ids(strings,
+                                         self.max_characters_per_token)
+        return self.graph_ids.sentences_to_ids(strings)
+
+    def _ids_of_tokens(self, tokens, sequence_len):
+        """`(B, max_len)` tokens -> the model's ids `(B, max_len + 2, W)`."""
+        if self.graph_ids is None:
+            return padded_tokens_to_char_ids(tokens, sequence_len,
+                                             self.max_characters_per_token)
+        return self.graph_ids.padded_tokens_to_ids(tokens, sequence_len)
 
     def _default(self, strings):
-        return self.embed_char_ids(
-            sentences_to_char_ids(strings, self.max_characters_per_token)
-        )
+        return self.embed_char_ids(self._ids_of_strings(strings))
 
     def _tokens(self, tokens, sequence_len):
-        return self.embed_char_ids(
-            padded_tokens_to_char_ids(tokens, sequence_len,
-                                      self.max_characters_per_token)
-        )
+        return self.embed_char_ids(self._ids_of_tokens(tokens, sequence_len))
 
     def _elmo(self, char_ids):
         with tf.control_dependencies(self._check_char_ids(char_ids)):
@@ -260,10 +308,8 @@ class ELMoHubModule(tf.Module):
     @tf.function
     def __call__(self, strings, training=False):
         """The ``default`` signature's computation, for ``hub.KerasLayer``."""
-        return self.embed_char_ids(
-            sentences_to_char_ids(strings, self.max_characters_per_token),
-            training=training,
-        )
+        return self.embed_char_ids(self._ids_of_strings(strings),
+                                   training=training)
 
     def signatures(self) -> dict:
         """The concrete functions to save as SavedModel signatures."""
@@ -323,6 +369,21 @@ def build_backbone(
     return backbone
 
 
+def graph_ids_for_options(
+    options: BiLMOptions,
+) -> Optional[ManyLangsGraphIds]:
+    """The in-graph ids of a converted ELMoForManyLangs model (its
+    dictionaries read as upstream reads them); None for a bilm-tf model."""
+    manylangs = options.manylangs
+    if manylangs is None:
+        return None
+    return ManyLangsGraphIds.from_files(
+        manylangs.char_dic,
+        manylangs.word_dic if manylangs.has_word_part else None,
+        options.char_cnn.max_characters_per_token,
+    )
+
+
 def _check_outdir(outdir: str, overwrite: bool) -> None:
     if os.path.exists(outdir) and not os.path.isdir(outdir):
         raise ExportError(f"{outdir}: exists and is not a directory")
@@ -378,7 +439,9 @@ def export_hub(
     """Exports bilm-tf files as a TF-Hub-style SavedModel.
 
     Args:
-        options_file: bilm-tf ``options.json`` (must have ``char_cnn``).
+        options_file: bilm-tf ``options.json`` (must have ``char_cnn``),
+            or a converted ELMoForManyLangs model's (its dictionaries are
+            read from the paths it names).
         weight_file: bilm-tf ``lm_weights.hdf5``.
         outdir: the SavedModel directory to write.
         vocab_file: vocabulary shipped as an asset (the char ids do not
@@ -404,13 +467,17 @@ def export_hub(
     if vocab_file is not None and not os.path.isfile(vocab_file):
         raise ExportError(f"{os.fspath(vocab_file)}: vocabulary not found")
     options = BiLMOptions.from_json(options_file)
+    graph_ids = graph_ids_for_options(options)
     backbone = build_backbone(options, trainable_lm,
                               source=os.fspath(options_file))
     load_bilm_tf_hdf5(backbone, weight_file)
+    manylangs = options.manylangs
     module = ELMoHubModule(
         backbone, options_file=os.fspath(options_file),
         vocab_file=None if vocab_file is None else os.fspath(vocab_file),
-        trainable_lm=trainable_lm, l2_coef=l2_coef,
+        trainable_lm=trainable_lm, l2_coef=l2_coef, graph_ids=graph_ids,
+        char_dic_file=None if manylangs is None else manylangs.char_dic,
+        word_dic_file=None if manylangs is None else manylangs.word_dic,
     )
     return save_module(module, outdir, overwrite)
 
@@ -431,7 +498,9 @@ def export_hub_from_save_dir(
     directory) and then :func:`export_hub`, so the exported model is
     exactly the one ``bin/dump_weights.py`` +
     :class:`~bilm_keras.BidirectionalLanguageModel` give, and the
-    ``options.json`` asset is the prediction one (``n_characters`` 262).
+    ``options.json`` asset is the prediction one (``n_characters`` 262;
+    a converted ELMoForManyLangs model keeps its own, and its dictionaries
+    ship too).
     Other arguments as :func:`export_hub`.
 
     Raises:

@@ -1,4 +1,5 @@
-"""Character-CNN token embedder: chars -> convolutions -> highway -> proj."""
+"""Character-CNN token embedder: chars -> convolutions -> highway -> proj
+(with ELMoForManyLangs' optional word embedding before the projection)."""
 
 import keras
 import tensorflow as tf
@@ -21,6 +22,14 @@ class CharCNNEmbedder(keras.layers.Layer):
     id of :class:`~bilm_keras.Batcher` (+1-shifted ids) and stays zero when
     loaded from bilm-tf weights.
 
+    A converted ELMoForManyLangs model (``word_embedding_dim > 0``) also
+    has a word embedding: each token's ids end with one more column, its
+    word id (+1-shifted, from
+    :class:`~bilm_keras.data.manylangs_batcher.ManyLangsBatcher`), whose
+    embedding is concatenated *before* the highway output,
+    ``[word ; chars]``, and projected (with bias) to ``projection_dim``.
+    Upstream always projects, so such a model has ``always_project``.
+
     Args:
         filters: list of ``(width, num)``.
         char_embedding_dim: size of a character embedding.
@@ -29,10 +38,18 @@ class CharCNNEmbedder(keras.layers.Layer):
         activation: ``"relu"`` or ``"tanh"``.
         n_characters: rows of the character table (262: 261 + padding).
         max_characters_per_token: characters per token (the input's last
-            axis).
+            axis without a word part).
+        word_embedding_dim: size of a word embedding; 0 (default): no word
+            part (bilm-tf).
+        n_words: words of the word table without its padding row (the
+            table has ``n_words + 1`` rows; row 0 is the padding id).
+        always_project: project even when the filter count equals
+            ``projection_dim`` (ELMoForManyLangs); implied by a word part.
 
     Call arguments:
-        inputs: `(batch, time, max_characters_per_token)` int char ids.
+        inputs: `(batch, time, W)` int ids: the char ids
+            (``W = max_characters_per_token``), then the word id when
+            there is a word part (``W = max_characters_per_token + 1``).
 
     Returns:
         `(batch, time, projection_dim)` float32 token embeddings.
@@ -52,6 +69,9 @@ class CharCNNEmbedder(keras.layers.Layer):
         activation="relu",
         n_characters=262,
         max_characters_per_token=50,
+        word_embedding_dim=0,
+        n_words=0,
+        always_project=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -62,13 +82,29 @@ class CharCNNEmbedder(keras.layers.Layer):
         self.activation = activation
         self.n_characters = n_characters
         self.max_characters_per_token = max_characters_per_token
+        self.word_embedding_dim = word_embedding_dim
+        self.n_words = n_words
+        self.always_project = always_project
+        if word_embedding_dim and n_words < 1:
+            raise ValueError(f"n_words: expected a positive integer with a "
+                             f"word part, found {n_words!r}")
         self._activation_fn = {"relu": tf.nn.relu, "tanh": tf.tanh}[activation]
         self.n_filters = sum(num for _, num in self.filters)
         # Sublayers and variables are single attributes, not lists:
         # tf.train.Checkpoint and SavedModel do not see into Keras 3 lists.
         for i in range(n_highway):
             setattr(self, f"highway_{i}", Highway(name=f"highway_{i}"))
-        self.use_projection = self.n_filters != projection_dim
+        self.use_projection = (always_project or word_embedding_dim > 0
+                               or self.n_filters != projection_dim)
+
+    @property
+    def has_word_part(self) -> bool:
+        return self.word_embedding_dim > 0
+
+    @property
+    def ids_width(self) -> int:
+        """Ids per token (the input's last axis): chars (+ the word id)."""
+        return self.max_characters_per_token + int(self.has_word_part)
 
     @property
     def highways(self):
@@ -107,12 +143,21 @@ class CharCNNEmbedder(keras.layers.Layer):
             ))
         for highway in self.highways:
             highway.build((None, self.n_filters))
+        if self.has_word_part:
+            # row 0: the padding id of the +1-shifted word ids
+            self.word_embedding = self.add_weight(
+                name="word_embedding",
+                shape=(self.n_words + 1, self.word_embedding_dim),
+                initializer=initial(
+                    keras.initializers.RandomUniform(-1.0, 1.0)),
+            )
         if self.use_projection:
+            n_in = self.word_embedding_dim + self.n_filters  # [word ; chars]
             self.projection_kernel = self.add_weight(
                 name="projection_kernel",
-                shape=(self.n_filters, self.projection_dim),
+                shape=(n_in, self.projection_dim),
                 initializer=initial(keras.initializers.RandomNormal(
-                    stddev=(1.0 / self.n_filters) ** 0.5
+                    stddev=(1.0 / n_in) ** 0.5
                 )),
             )
             self.projection_bias = self.add_weight(
@@ -122,10 +167,14 @@ class CharCNNEmbedder(keras.layers.Layer):
             )
 
     def call(self, inputs):
-        # B=batch, T=time, C=max chars, E=char embedding, F=total filters
+        # B=batch, T=time, C=max chars, E=char embedding, F=total filters,
+        # W=ids per token (C, or C + 1 with the word id), D=word embedding
         ids = tf.cast(inputs, tf.int32)
         batch_time = tf.shape(ids)[:2]
-        ids = tf.reshape(ids, (-1, self.max_characters_per_token))  # (B*T, C)
+        ids = tf.reshape(ids, (-1, self.ids_width))  # (B*T, W)
+        if self.has_word_part:
+            word_ids = ids[:, self.max_characters_per_token]  # (B*T,)
+            ids = ids[:, : self.max_characters_per_token]  # (B*T, C)
         chars = tf.gather(self.char_embedding, ids)  # (B*T, C, E)
         pooled = []
         for kernel, bias in zip(self.conv_kernels, self.conv_biases):
@@ -135,6 +184,9 @@ class CharCNNEmbedder(keras.layers.Layer):
         x = tf.concat(pooled, axis=-1)  # (B*T, F)
         for highway in self.highways:
             x = highway(x)
+        if self.has_word_part:
+            words = tf.gather(self.word_embedding, word_ids)  # (B*T, D)
+            x = tf.concat([words, x], axis=-1)  # (B*T, D + F): word first
         if self.use_projection:
             x = tf.matmul(x, self.projection_kernel) + self.projection_bias
         out_shape = tf.concat([batch_time, [self.projection_dim]], axis=0)
@@ -153,5 +205,8 @@ class CharCNNEmbedder(keras.layers.Layer):
             activation=self.activation,
             n_characters=self.n_characters,
             max_characters_per_token=self.max_characters_per_token,
+            word_embedding_dim=self.word_embedding_dim,
+            n_words=self.n_words,
+            always_project=self.always_project,
         )
         return config

@@ -18,6 +18,7 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras.eager import require_eager
+from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.bulk_embedder import BulkEmbedder
 from bilm_keras.options import BiLMOptions
@@ -78,9 +79,16 @@ class BidirectionalLanguageModel:
     :class:`~bilm_keras.eager.GraphModeError` (bilm-tf's session code
     would silently compute with re-initialised weights).
 
-    Calling it on ids (`(batch, time + 2, max_chars)` from :class:`Batcher`
-    or `(batch, time + 2)` from :class:`TokenBatcher`, numpy or tensor)
-    returns a dict:
+    A converted ELMoForManyLangs model (``bilm-keras convert-manylangs``)
+    loads the same way: its options name its dictionaries, and
+    :meth:`embed_sentences` reads tokens through its
+    :class:`~bilm_keras.data.manylangs_batcher.ManyLangsBatcher`.
+
+    Calling it on ids (`(batch, time + 2, max_chars)` from :class:`Batcher`,
+    `(batch, time + 2, max_chars + 1)` from :class:`ManyLangsBatcher` (a
+    model with a word part) or `(batch, time + 2)` from
+    :class:`TokenBatcher`, numpy or tensor; :meth:`make_batcher` gives the
+    right one) returns a dict:
 
     * ``lm_embeddings``: `(batch, n_lm_layers + 1, time, 2 * projection_dim)`,
       ``<S>``/``</S>`` removed, zero past each row's length;
@@ -105,6 +113,7 @@ class BidirectionalLanguageModel:
     ):
         require_eager("BidirectionalLanguageModel")
         options = BiLMOptions.from_json(options_file)
+        self.options = options
         n_tokens_vocab = None
         if not use_character_inputs:
             if embedding_weight_file is None:
@@ -126,11 +135,17 @@ class BidirectionalLanguageModel:
     @classmethod
     def from_backbone(
         cls, backbone: BiLMBackbone, stateful: bool = False,
-        max_batch_size: int = 128,
+        max_batch_size: int = 128, options: Optional[BiLMOptions] = None,
     ) -> "BidirectionalLanguageModel":
-        """Wraps a backbone already in memory (trained, or random)."""
+        """Wraps a backbone already in memory (trained, or random).
+
+        ``options`` (the backbone's) choose the batcher of
+        :meth:`embed_sentences`; required for a converted ELMoForManyLangs
+        model (its dictionaries).
+        """
         require_eager("BidirectionalLanguageModel.from_backbone")
         self = cls.__new__(cls)
+        self.options = options
         self.__init_from_backbone(backbone.build_all(), stateful,
                                   max_batch_size)
         return self
@@ -141,9 +156,7 @@ class BidirectionalLanguageModel:
         self.max_batch_size = max_batch_size
         self.use_character_inputs = backbone.use_character_inputs
         if backbone.use_character_inputs:
-            spec = tf.TensorSpec(
-                (None, None, backbone.max_characters_per_token), tf.int32
-            )
+            spec = tf.TensorSpec((None, None, backbone.ids_width), tf.int32)
         else:
             spec = tf.TensorSpec((None, None), tf.int32)
         self.input_spec = spec
@@ -210,9 +223,13 @@ class BidirectionalLanguageModel:
                 f"{tuple(ids.shape)}"
             )
         if expected_rank == 3 and ids.shape[2] != self.input_spec.shape[2]:
+            what = "characters per token (max_characters_per_token)"
+            if self.backbone.token_embedder.has_word_part:
+                what = ("ids per token (max_characters_per_token + 1 word "
+                        "id)")
             raise ValueError(
-                f"ids: expected {self.input_spec.shape[2]} characters per "
-                f"token (max_characters_per_token), found {ids.shape[2]}"
+                f"ids: expected {self.input_spec.shape[2]} {what}, found "
+                f"{ids.shape[2]}"
             )
         if ids.shape[0] == 0:
             raise ValueError("ids: expected at least one sentence, found 0")
@@ -222,6 +239,26 @@ class BidirectionalLanguageModel:
                 f"{self.max_batch_size} of this stateful model"
             )
         return self._call_fn(tf.cast(ids, tf.int32))
+
+    def make_batcher(self, vocab_file: Optional[str] = None):
+        """The batcher whose ids :meth:`__call__` reads
+        (:func:`~bilm_keras.data.batcher_for_options.batcher_for_options`
+        of the options; without options, :class:`Batcher` or
+        :class:`TokenBatcher`)."""
+        options = self.options
+        if options is None:
+            from bilm_keras.data.batcher import Batcher, TokenBatcher
+
+            if self.use_character_inputs:
+                return Batcher(vocab_file,
+                               self.backbone.max_characters_per_token)
+            if vocab_file is None:
+                raise ValueError("vocab_file: token input needs the "
+                                 "vocabulary of the embedding file")
+            return TokenBatcher(vocab_file)
+        return batcher_for_options(
+            options, vocab_file,
+            use_character_inputs=self.use_character_inputs)
 
     def reset_states(self) -> None:
         """Zeroes the stateful buffers (no-op when stateless)."""
@@ -245,7 +282,8 @@ class BidirectionalLanguageModel:
         :meth:`iter_embeddings` (default settings; made on first use).
         Construct one on :attr:`backbone` for other settings."""
         if self._bulk_embedder is None:
-            self._bulk_embedder = BulkEmbedder(self.backbone)
+            self._bulk_embedder = BulkEmbedder(self.backbone,
+                                               options=self.options)
         return self._bulk_embedder
 
     def embed_sentences(

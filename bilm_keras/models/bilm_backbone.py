@@ -35,14 +35,19 @@ class BiLMBackbone(keras.layers.Layer):
         filters, char_embedding_dim, n_highway, activation,
         max_characters_per_token: the char-CNN (``char_cnn`` options).
         n_characters: rows of the character table, padding row included.
+        word_embedding_dim, n_words, always_project: an ELMoForManyLangs
+            model's word part and projection (see :class:`CharCNNEmbedder`);
+            its ids have one more column, the word id (:attr:`ids_width`).
         n_tokens_vocab: tokens in the vocabulary, for token input (the
             token table adds a padding row).
         bidirectional: build the backward stack too.
         dropout: LSTM input dropout in training.
 
     Call arguments:
-        inputs: `(batch, time, max_chars)` char ids or `(batch, time)` token
-            ids, +1-shifted with 0 for padding, ``<S>``/``</S>`` included.
+        inputs: `(batch, time, ids_width)` char ids (``ids_width`` =
+            max_chars, + 1 for the word id of an ELMoForManyLangs model) or
+            `(batch, time)` token ids, +1-shifted with 0 for padding,
+            ``<S>``/``</S>`` included.
         initial_states: ``{"forward": [(c, h), ...], "backward": [...]}``
             (`(batch, lstm_dim)`, `(batch, projection_dim)` per layer) or None
             for zeros.
@@ -74,6 +79,9 @@ class BiLMBackbone(keras.layers.Layer):
         n_tokens_vocab=None,
         bidirectional=True,
         dropout=0.0,
+        word_embedding_dim=0,
+        n_words=0,
+        always_project=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -93,6 +101,9 @@ class BiLMBackbone(keras.layers.Layer):
         self.n_tokens_vocab = n_tokens_vocab
         self.bidirectional = bidirectional
         self.dropout = dropout
+        self.word_embedding_dim = word_embedding_dim
+        self.n_words = n_words
+        self.always_project = always_project
 
         if use_character_inputs:
             if not filters:
@@ -105,6 +116,9 @@ class BiLMBackbone(keras.layers.Layer):
                 activation=activation,
                 n_characters=n_characters,
                 max_characters_per_token=max_characters_per_token,
+                word_embedding_dim=word_embedding_dim,
+                n_words=n_words,
+                always_project=always_project,
                 name="char_cnn",
             )
         else:
@@ -164,6 +178,15 @@ class BiLMBackbone(keras.layers.Layer):
                 activation=cnn.activation,
                 max_characters_per_token=cnn.max_characters_per_token,
             )
+            if options.manylangs is not None:
+                # ELMoForManyLangs: its own char table, the word part and
+                # the projection upstream always applies
+                char_kwargs.update(
+                    n_characters=cnn.n_characters,
+                    word_embedding_dim=options.manylangs.word_embedding_dim,
+                    n_words=options.manylangs.n_words,
+                    always_project=True,
+                )
         elif n_tokens_vocab is None:
             n_tokens_vocab = options.n_tokens_vocab
         return cls(
@@ -193,11 +216,17 @@ class BiLMBackbone(keras.layers.Layer):
     def directions(self):
         return tuple(self.stacks)
 
+    @property
+    def ids_width(self) -> Optional[int]:
+        """Ids per token of char input (the last axis): chars, + 1 for an
+        ELMoForManyLangs model's word id; None for token input."""
+        if not self.use_character_inputs:
+            return None
+        return self.token_embedder.ids_width
+
     def build(self, input_shape=None):
         if self.use_character_inputs:
-            self.token_embedder.build(
-                (None, None, self.max_characters_per_token)
-            )
+            self.token_embedder.build((None, None, self.ids_width))
         else:
             self.token_embedder.build((None, None))
         for stack in self.stacks.values():
@@ -211,8 +240,11 @@ class BiLMBackbone(keras.layers.Layer):
         return self
 
     def input_mask(self, inputs):
-        """`(batch, time)` bool: positions holding a token (ids > 0)."""
+        """`(batch, time)` bool: positions holding a token (char ids > 0;
+        a word id column is not looked at)."""
         if self.use_character_inputs:
+            if self.token_embedder.has_word_part:
+                inputs = inputs[:, :, : self.max_characters_per_token]
             return tf.reduce_any(inputs > 0, axis=2)
         return inputs > 0
 
@@ -287,5 +319,8 @@ class BiLMBackbone(keras.layers.Layer):
             n_tokens_vocab=self.n_tokens_vocab,
             bidirectional=self.bidirectional,
             dropout=self.dropout,
+            word_embedding_dim=self.word_embedding_dim,
+            n_words=self.n_words,
+            always_project=self.always_project,
         )
         return config

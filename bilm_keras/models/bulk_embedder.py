@@ -12,6 +12,8 @@ import tensorflow as tf
 
 from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
 from bilm_keras.eager import require_eager
+from bilm_keras.data.batcher_for_options import batcher_for_options
+from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
 from bilm_keras.embedding_outputs import (
     EMBEDDING_OUTPUTS,
     embedding_layer_ids,
@@ -24,6 +26,7 @@ from bilm_keras.layers.lstm_stack import (
 )
 from bilm_keras.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.options import BiLMOptions
 
 
 class BulkEmbedder:
@@ -66,6 +69,11 @@ class BulkEmbedder:
         concurrent_directions: bool. False: the backward stack runs after
             the forward one (half the peak activation memory); True: both
             at once.
+        options: the backbone's options, from which the batcher is chosen
+            (:func:`~bilm_keras.data.batcher_for_options.batcher_for_options`);
+            required for a converted ELMoForManyLangs model (its
+            dictionaries). None: :class:`Batcher` (char input) or
+            :class:`TokenBatcher` (token input).
 
     Example:
         >>> bilm = BidirectionalLanguageModel("options.json", "weights.hdf5")
@@ -84,6 +92,7 @@ class BulkEmbedder:
         token_chunk_size: int = 128,
         block_steps: int | None = INFERENCE_BLOCK_STEPS,
         concurrent_directions: bool = False,
+        options: BiLMOptions | None = None,
     ):
         require_eager("BulkEmbedder")
         if not _is_positive_int(token_chunk_size):
@@ -99,7 +108,15 @@ class BulkEmbedder:
         self.token_chunk_size = token_chunk_size
         self.block_steps = block_steps
         self.concurrent_directions = concurrent_directions
+        self.options = options
+        if (options is None and backbone.use_character_inputs
+                and backbone.token_embedder.has_word_part):
+            raise ValueError(
+                "options: a backbone with a word part (a converted "
+                "ELMoForManyLangs model) needs its options, which name "
+                "its char.dic and word.dic, found None")
         self._graphs = None
+        self._manylangs_batcher = None  # read once: it needs no vocab_file
 
     # ------------------------------------------------------------ public
     def embed_sentences(
@@ -223,21 +240,25 @@ class BulkEmbedder:
                                mix_logits=mix_logits, gamma=gamma))
         return self._iter_chunks(iter(sentences), plan, chunk_size, on_batch)
 
-    def embed_token_table(self, batcher: Batcher | TokenBatcher,
-                          tokens: list[str]) -> tf.Tensor:
+    def embed_token_table(
+        self, batcher: Batcher | ManyLangsBatcher | TokenBatcher,
+        tokens: list[str],
+    ) -> tf.Tensor:
         """Step 1: ``<S>``, the ``tokens`` and ``</S>`` embedded, one row
         each, ``token_chunk_size`` tokens per call of the token embedder.
 
         Args:
-            batcher: the :class:`Batcher` (char input) or
-                :class:`TokenBatcher` (token input) of the backbone.
+            batcher: the :class:`Batcher` (char input),
+                :class:`ManyLangsBatcher` (a converted ELMoForManyLangs
+                model) or :class:`TokenBatcher` (token input) of the
+                backbone.
             tokens: distinct tokens.
 
         Returns:
             `(len(tokens) + 2, projection_dim)` float32.
         """
-        ids = batcher.batch_sentences([tokens])[0]  # (N + 2[, C])
-        ids = ids[:, None]  # (N + 2, 1[, C]): each token its own row
+        ids = batcher.batch_sentences([tokens])[0]  # (N + 2[, W])
+        ids = ids[:, None]  # (N + 2, 1[, W]): each token its own row
         fn = self.graphs["tokens"]
         chunk = self.token_chunk_size
         parts = [
@@ -268,7 +289,7 @@ class BulkEmbedder:
     def graphs(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
         """The two traced graphs (built on first use, then kept):
 
-        * ``"tokens"``: ids `(batch, time, max_chars)` (or `(batch, time)`
+        * ``"tokens"``: ids `(batch, time, ids_width)` (or `(batch, time)`
           for token input) -> `(batch, time, projection_dim)`;
         * ``"encode"``: :meth:`encode`'s ``(table, positions, lengths)``.
 
@@ -278,9 +299,8 @@ class BulkEmbedder:
         if self._graphs is None:
             backbone = self.backbone
             if backbone.use_character_inputs:
-                ids_spec = tf.TensorSpec(
-                    (None, None, backbone.max_characters_per_token),
-                    tf.int32)
+                ids_spec = tf.TensorSpec((None, None, backbone.ids_width),
+                                         tf.int32)
             else:
                 ids_spec = tf.TensorSpec((None, None), tf.int32)
             self._graphs = {
@@ -305,7 +325,16 @@ class BulkEmbedder:
         layer_ids = embedding_layer_ids(layers, self.backbone.n_layers,
                                         output)
         mix = layer_mix(output, layer_ids, **mix)  # None unless "mix"
-        if self.backbone.use_character_inputs:
+        use_chars = self.backbone.use_character_inputs
+        if self.options is not None and self.options.manylangs is not None \
+                and use_chars:
+            if self._manylangs_batcher is None:
+                self._manylangs_batcher = batcher_for_options(self.options)
+            batcher = self._manylangs_batcher
+        elif self.options is not None:
+            batcher = batcher_for_options(
+                self.options, vocab_file, use_character_inputs=use_chars)
+        elif use_chars:
             batcher = Batcher(vocab_file,
                               self.backbone.max_characters_per_token)
         else:

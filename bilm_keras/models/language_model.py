@@ -195,7 +195,7 @@ class LanguageModel(keras.Model):
         if not (self.dedup_tokens and self.backbone.use_character_inputs):
             return [self.backbone.embed_tokens(ids) for ids in ids_list]
         # B=batch, T=time, C=max chars, N=tokens of all streams, U=distinct
-        n_chars = self.backbone.max_characters_per_token
+        n_chars = self.backbone.ids_width  # + 1 with a word id column
         flat = tf.concat(
             [tf.reshape(ids, (-1, n_chars)) for ids in ids_list], axis=0
         )  # (N, C)

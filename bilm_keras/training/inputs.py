@@ -18,18 +18,31 @@ from bilm_keras.data.lm_dataset import (
     lm_dataset_fn,
     make_tf_dataset,
 )
+from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
 from bilm_keras.options import BiLMOptions, OptionsError
 from bilm_keras.training.strategy import cluster_workers
 
 
 def load_vocab(vocab_file, options: BiLMOptions) -> Vocabulary:
-    """bilm-tf's ``load_vocab``: chars for a char-CNN model, tokens if not.
+    """bilm-tf's ``load_vocab``: chars for a char-CNN model, tokens if not;
+    a converted ELMoForManyLangs model's own char and word ids
+    (:class:`ManyLangsCharsVocabulary`) when the options name its
+    dictionaries.
 
     Raises:
         VocabularyError: the file is missing or lacks ``<S>``, ``</S>`` or
             ``<UNK>`` (named in the message).
+        ManyLangsDictionaryError: a ``char.dic``/``word.dic`` upstream
+            could not read as ids.
     """
+    manylangs = options.manylangs
+    if manylangs is not None:
+        return ManyLangsCharsVocabulary.from_files(
+            vocab_file, manylangs.char_dic,
+            manylangs.word_dic if manylangs.has_word_part else None,
+            options.char_cnn.max_characters_per_token, validate_file=True,
+        )
     if options.use_character_inputs:
         return UnicodeCharsVocabulary(
             vocab_file, options.char_cnn.max_characters_per_token,

@@ -61,6 +61,7 @@ from bilm_keras.training.inputs import (
     steps_per_epoch,
 )
 from bilm_keras.training.model_setup import build_model
+from bilm_keras.training.options_file import write_options
 from bilm_keras.training.reporting import TrainingProgress
 from bilm_keras.training.strategy import is_chief, make_strategy
 from bilm_keras.training.train_step import make_train_step
@@ -444,10 +445,11 @@ def _prepare_checkpoint(lm, optimizer, stream: DataStream, warmup: LMWarmup,
 
 def _write_run_files(save_dir: str, options: BiLMOptions, corpus: dict, *,
                      train_prefix, vocab_file) -> None:
-    """The resolved ``options.json`` and the corpus's
+    """The resolved ``options.json`` (with copies of the dictionaries a
+    converted ELMoForManyLangs model's options name) and the corpus's
     ``training_data.json``, beside the checkpoints."""
     os.makedirs(save_dir, exist_ok=True)
-    options.to_json(os.path.join(save_dir, OPTIONS_FILE))
+    write_options(options, os.path.join(save_dir, OPTIONS_FILE))
     write_text_atomic(
         os.path.join(save_dir, TRAINING_DATA_FILE),
         json.dumps(dict(train_prefix=os.fspath(train_prefix),

@@ -1,15 +1,21 @@
-"""Weight files: bilm-tf's HDF5 layout."""
+"""Weight files: bilm-tf's HDF5 layout, and ELMoForManyLangs' state dicts
+converted to it.
 
-from bilm_keras.weights.bilm_tf_hdf5 import (
-    WeightFileError,
-    load_bilm_tf_hdf5,
-    save_bilm_tf_hdf5,
-    weight_table,
-)
+The names below are imported on first use (PEP 562), so that converting an
+ELMoForManyLangs model (``weights.manylangs_pkl``) does not import
+TensorFlow.
+"""
 
-__all__ = [
-    "WeightFileError",
-    "load_bilm_tf_hdf5",
-    "save_bilm_tf_hdf5",
-    "weight_table",
-]
+from bilm_keras._lazy import lazy_exports as _lazy_exports
+
+#: public name -> the module that defines it
+_EXPORTS = {
+    "WeightFileError": "bilm_keras.weights.bilm_tf_hdf5",
+    "load_bilm_tf_hdf5": "bilm_keras.weights.bilm_tf_hdf5",
+    "save_bilm_tf_hdf5": "bilm_keras.weights.bilm_tf_hdf5",
+    "weight_table": "bilm_keras.weights.bilm_tf_hdf5",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

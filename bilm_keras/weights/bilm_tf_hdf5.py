@@ -8,6 +8,12 @@ quirk lives here and only here:
 * ``CNN/W_cnn_i`` is a conv2d kernel ``(1, width, char_dim, num)``; Keras
   keeps the conv1d kernel ``(width, char_dim, num)``.
 * ``embedding`` (token input) likewise has no padding row in the file.
+* A converted ELMoForManyLangs model (``bilm-keras convert-manylangs``):
+  ``char_embed`` has char.dic's rows (n_chars, the same padding-row
+  shift); ``word_embed`` (n_words, word_dim) has no padding row either;
+  ``CNN_proj/W_proj`` is ``(word_dim + n_filters, P)`` over
+  ``[word ; chars]`` and always present. (Upstream's own conventions are
+  mapped to these by :mod:`bilm_keras.weights.manylangs_pkl`.)
 * The LSTM kernels keep TF1's layout (``[x, h] @ W_0``, gates i, j, f, o),
   so they copy unchanged.
 
@@ -98,7 +104,11 @@ def weight_table(backbone: BiLMBackbone) -> List[WeightRow]:
                 WeightRow(f"{p}/W_transform", highway.transform_kernel),
                 WeightRow(f"{p}/b_transform", highway.transform_bias),
             ]
+        if emb.has_word_part:
+            rows.append(WeightRow("word_embed", emb.word_embedding,
+                                  _add_padding_row, _drop_padding_row, 1))
         if emb.use_projection:
+            # (word_dim + n_filters, P): word rows first, as upstream
             rows += [
                 WeightRow("CNN_proj/W_proj", emb.projection_kernel),
                 WeightRow("CNN_proj/b_proj", emb.projection_bias),

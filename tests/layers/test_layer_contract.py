@@ -33,6 +33,21 @@ def test_char_cnn_embedder(tmp_path, activation):
     )
 
 
+def test_char_cnn_embedder_with_word_part(tmp_path):
+    """ELMoForManyLangs' variant: the last id column is a word id, and the
+    projection is there although filters == projection_dim."""
+    ids = RNG.integers(1, 30, size=(4, 5, 13)).astype("int32")
+    ids[..., 12] = RNG.integers(0, 10, size=(4, 5))  # word ids 0..9
+    run_layer_test(
+        CharCNNEmbedder,
+        dict(filters=[[1, 4], [3, 8]], char_embedding_dim=4, n_highway=1,
+             projection_dim=12, n_characters=30,
+             max_characters_per_token=12, word_embedding_dim=3, n_words=9,
+             always_project=True),
+        ids, (4, 5, 12), tmp_path,
+    )
+
+
 def test_token_embedder(tmp_path):
     ids = RNG.integers(0, 10, size=(4, 5)).astype("int32")
     run_layer_test(TokenEmbedder, dict(n_tokens_vocab=9, embedding_dim=3), ids,

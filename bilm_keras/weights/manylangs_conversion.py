@@ -1,0 +1,212 @@
+"""Convert an ELMoForManyLangs model directory into a bilm_keras model.
+
+::
+
+    from bilm_keras.weights.manylangs_conversion import convert_manylangs
+    convert_manylangs("zhs.model", "zhs-elmo")
+    # zhs-elmo/options.json, lm_weights.hdf5, char.dic, word.dic
+
+Input: a model directory as HIT-SCIR/ELMoForManyLangs releases it:
+``config.json`` (its ``config_path`` names the model configuration,
+resolved as upstream does: :mod:`bilm_keras.weights.manylangs_config`),
+``char.dic``, ``word.dic`` (:mod:`bilm_keras.data.manylangs_dictionaries`),
+``token_embedder.pkl`` and ``encoder.pkl`` (PyTorch state dicts, often in
+torch 0.4's legacy serialization).
+
+Output: ``options.json`` (bilm-tf's layout plus an ``elmoformanylangs``
+section naming the dictionaries relative to itself), ``lm_weights.hdf5``
+(bilm-tf's layout, the weights transformed by the table in
+:mod:`bilm_keras.weights.manylangs_pkl`) and the dictionaries, copied byte
+for byte. Everything is checked before anything is written, and OUT is
+written as a temporary sibling renamed into place, so a failure leaves OUT
+as it was (not created).
+
+The ``.pkl`` files are read with PyTorch (the ``manylangs`` extra), imported
+here only, through ``torch.load(..., weights_only=True)``: a model file can
+hold tensors, never code.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from typing import Dict
+
+import h5py
+import numpy as np
+
+from bilm_keras.atomic_files import atomic_directory, check_output_directory
+from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
+from bilm_keras.weights.manylangs_config import (
+    ManyLangsModelConfig,
+    read_model_config,
+)
+from bilm_keras.weights.manylangs_pkl import (
+    ENCODER_PKL,
+    TOKEN_EMBEDDER_PKL,
+    ManyLangsSizes,
+    ManyLangsWeightError,
+    convert_state_dicts,
+)
+
+CHAR_DIC = "char.dic"
+WORD_DIC = "word.dic"
+OPTIONS_JSON = "options.json"
+WEIGHT_FILE = "lm_weights.hdf5"
+
+TORCH_MISSING = ("reading ELMoForManyLangs' .pkl files needs PyTorch: "
+                 "pip install -e '.[manylangs]'")
+
+
+class TorchMissingError(ImportError, ValueError):
+    """PyTorch, needed to read a ``.pkl`` file, is not installed."""
+
+
+def manylangs_options(config: ManyLangsModelConfig, *, n_chars: int,
+                      n_words: int) -> dict:
+    """The ``options.json`` of a converted model.
+
+    Args:
+        config: the upstream model configuration.
+        n_chars: rows of char.dic (the char table).
+        n_words: rows of word.dic (0 without a word part).
+    """
+    return {
+        "lstm": {
+            "dim": config.lstm_dim,
+            "projection_dim": config.projection_dim,
+            "n_layers": config.n_layers,
+            "cell_clip": config.cell_clip,
+            "proj_clip": config.proj_clip,
+            # upstream adds each layer's input to layers >= 1's outputs
+            "use_skip_connections": True,
+        },
+        "char_cnn": {
+            "embedding": {"dim": config.char_dim},
+            "filters": [list(pair) for pair in config.filters],
+            "n_highway": config.n_highway,
+            # row 0 is the padding id of the +1-shifted char ids
+            "n_characters": n_chars + 1,
+            "max_characters_per_token": config.max_characters_per_token,
+            "activation": config.activation,
+        },
+        "elmoformanylangs": {
+            "char_dic": CHAR_DIC,
+            "word_dic": WORD_DIC if config.word_dim else None,
+            "word_embedding_dim": config.word_dim,
+            "n_words": n_words,
+        },
+        "bidirectional": True,
+        "dropout": config.dropout,
+    }
+
+
+def _import_torch(path: str):
+    try:
+        import torch
+    except ImportError:
+        raise TorchMissingError(f"{path}: {TORCH_MISSING}") from None
+    return torch
+
+
+def read_state_dict(path: str) -> Dict[str, np.ndarray]:
+    """A ``.pkl`` state dict (legacy or zip serialization) as float32 numpy
+    arrays, read with ``weights_only=True`` onto the CPU (released files
+    may name ``cuda:N``).
+
+    Raises:
+        TorchMissingError: no PyTorch.
+        ManyLangsWeightError: not a state dict of floating-point tensors.
+    """
+    torch = _import_torch(path)
+    try:
+        state = torch.load(path, map_location="cpu", weights_only=True)
+    except Exception as e:  # torch raises many kinds for a bad file
+        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise ManyLangsWeightError(
+            f"{path}: expected a PyTorch state dict, found a file torch "
+            f"cannot load ({type(e).__name__}: {first})") from None
+    if not isinstance(state, dict):
+        raise ManyLangsWeightError(
+            f"{path}: expected a PyTorch state dict, found "
+            f"{type(state).__name__}")
+    arrays = {}
+    for key, value in state.items():
+        if not (torch.is_tensor(value) and value.is_floating_point()):
+            found = (f"dtype {value.dtype}" if torch.is_tensor(value)
+                     else type(value).__name__)
+            raise ManyLangsWeightError(
+                f"{path}: key {key!r}: expected a floating-point tensor, "
+                f"found {found}")
+        arrays[key] = value.detach().to(torch.float32).numpy()
+    return arrays
+
+
+def convert_manylangs(
+    model_dir: str | os.PathLike,
+    outdir: str | os.PathLike,
+    *,
+    overwrite: bool = False,
+) -> Dict[str, str]:
+    """Converts an ELMoForManyLangs model directory (see the module doc).
+
+    Args:
+        model_dir: the released model directory.
+        outdir: the directory to write (created; a non-empty one is
+            refused unless ``overwrite``, and then replaced once the new
+            one is complete).
+        overwrite: replace a non-empty ``outdir``.
+
+    Returns:
+        ``{"outdir", "options_file", "weight_file"}`` paths.
+
+    Raises:
+        ManyLangsConfigError, ManyLangsDictionaryError, ManyLangsWeightError:
+            an input that does not fit, named by file, field, expected and
+            found (all ``ValueError``); nothing is written.
+        TorchMissingError: PyTorch is not installed.
+        OutputDirectoryError: ``outdir`` is a file, or not empty without
+            ``overwrite``.
+    """
+    model_dir = os.fspath(model_dir)
+    outdir = os.path.abspath(os.fspath(outdir))
+    check_output_directory(outdir, overwrite)  # before the heavy work
+    # everything that is cheap to check, before torch and the big files
+    config = read_model_config(model_dir)
+    char_dic = os.path.join(model_dir, CHAR_DIC)
+    word_dic = os.path.join(model_dir, WORD_DIC)
+    n_chars = len(read_char_dic(char_dic))
+    n_words = len(read_word_dic(word_dic)) if config.word_dim else 0
+    pkl = {name: os.path.join(model_dir, name)
+           for name in (TOKEN_EMBEDDER_PKL, ENCODER_PKL)}
+    for path in pkl.values():
+        if not os.path.isfile(path):
+            raise ManyLangsWeightError(
+                f"{path}: expected the model's state dict, found no such "
+                "file")
+    sizes = ManyLangsSizes(
+        n_chars=n_chars, char_dim=config.char_dim, filters=config.filters,
+        n_highway=config.n_highway, n_words=n_words,
+        word_dim=config.word_dim, projection_dim=config.projection_dim,
+        lstm_dim=config.lstm_dim, n_layers=config.n_layers)
+    state_dicts = {name: read_state_dict(path) for name, path in pkl.items()}
+    datasets = convert_state_dicts(state_dicts, sizes, sources=pkl)
+    options = manylangs_options(config, n_chars=n_chars, n_words=n_words)
+
+    with atomic_directory(outdir, overwrite=overwrite) as tmp:
+        with h5py.File(os.path.join(tmp, WEIGHT_FILE), "w") as fout:
+            for hdf5_path, value in datasets:
+                fout.create_dataset(hdf5_path, data=value)
+        with open(os.path.join(tmp, OPTIONS_JSON), "w", encoding="utf-8",
+                  newline="\n") as f:
+            json.dump(options, f, indent=2)
+            f.write("\n")
+        shutil.copyfile(char_dic, os.path.join(tmp, CHAR_DIC))
+        if config.word_dim:
+            shutil.copyfile(word_dic, os.path.join(tmp, WORD_DIC))
+    return {
+        "outdir": outdir,
+        "options_file": os.path.join(outdir, OPTIONS_JSON),
+        "weight_file": os.path.join(outdir, WEIGHT_FILE),
+    }

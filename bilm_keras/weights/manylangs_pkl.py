@@ -1,0 +1,305 @@
+"""ELMoForManyLangs state dicts (``token_embedder.pkl``, ``encoder.pkl``) ->
+bilm-tf HDF5 datasets.
+
+One declarative table: every HDF5 dataset of a converted model, the torch
+keys it is made from, and the transform, each with its one-line reason.
+With these transforms bilm-tf's equations (which :class:`BiLMBackbone`
+computes) give upstream's numbers, so the highway and LSTM layers need no
+variant; see ``../shared/fixtures/elmoformanylangs/README.md``, "bilm-tf
+form". Sizes, in the names of the fixture README:
+
+* ``D`` char_dim, ``F`` total CNN filters, ``W`` word_dim, ``P``
+  projection_dim, ``C`` LSTM cell dim (``dim``), ``L`` layers.
+
+Every expected key and shape is checked (:func:`check_state_dict`) before
+any transform runs, so a file that does not fit the configuration is named
+with the key, the expected and the found shape, and nothing is written.
+This module reads no files and imports no torch or TensorFlow: its inputs
+are numpy arrays.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import (
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Mapping,
+    Sequence,
+    Tuple,
+)
+
+import numpy as np
+
+TOKEN_EMBEDDER_PKL = "token_embedder.pkl"
+ENCODER_PKL = "encoder.pkl"
+
+#: upstream's direction names, in bilm-tf's RNN_0 (forward), RNN_1 order
+DIRECTIONS = ("forward", "backward")
+
+
+def lstm_hdf5_prefix(direction_index: int, layer: int) -> str:
+    """bilm-tf's LSTM group, as ``bilm_tf_hdf5.lstm_hdf5_prefix`` (kept
+    here too: that module imports TensorFlow, which conversion needs not)."""
+    return f"RNN_{direction_index}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+
+
+class ManyLangsWeightError(ValueError):
+    """A state dict whose keys or shapes do not fit the model config."""
+
+
+@dataclasses.dataclass(frozen=True)
+class ManyLangsSizes:
+    """The sizes a model's state dicts must have (plain numbers).
+
+    Args:
+        n_chars: rows of char.dic (the char table, ``<pad>`` included).
+        char_dim: D, the char embedding size.
+        filters: ``[(width, count), ...]`` in config order.
+        n_highway: highway layers.
+        n_words: rows of word.dic (0 without a word part).
+        word_dim: W, the word embedding size (0: no word part).
+        projection_dim: P.
+        lstm_dim: C, the LSTM cell size.
+        n_layers: L.
+    """
+
+    n_chars: int
+    char_dim: int
+    filters: Tuple[Tuple[int, int], ...]
+    n_highway: int
+    n_words: int
+    word_dim: int
+    projection_dim: int
+    lstm_dim: int
+    n_layers: int
+
+    @property
+    def n_filters(self) -> int:
+        return sum(count for _, count in self.filters)
+
+
+# -------------------------------------------------------------- transforms
+def _as_stored(x):
+    # same meaning in both formats: char/word tables (the <pad> row kept,
+    # it is not zero in released models), biases, the projection bias
+    return x
+
+
+def _conv_kernel(w):
+    # torch Conv1d (n, D, w) -> bilm-tf conv2d (1, w, D, n): K[0,k,d,o] =
+    # W[o,d,k]; both are cross-correlations over the char positions
+    return np.transpose(w, (2, 1, 0))[None]
+
+
+def _transposed(w):
+    # torch Linear keeps (out, in) and computes W x; bilm-tf keeps (in, out)
+    # and computes x W
+    return w.T
+
+
+def _transform_half_kernel(w):
+    # upstream's highway rows 0..F-1 are bilm-tf's relu transform
+    return w[: w.shape[0] // 2].T
+
+
+def _transform_half_bias(b):
+    return b[: b.shape[0] // 2]
+
+
+def _negated_carry_kernel(w):
+    # upstream gates the input (g*h + (1-g)*t), bilm-tf the transform
+    # (c*t + (1-c)*h); sigmoid(-z) = 1 - sigmoid(z), so c's logits are -z
+    return -w[w.shape[0] // 2:].T
+
+
+def _negated_carry_bias(b):
+    return -b[b.shape[0] // 2:]
+
+
+def _tf_gate_order(z):
+    # torch LSTM gate blocks [i f g o] -> TF LSTMCell's [i j f o] (j = g),
+    # along the last axis
+    i, f, g, o = np.split(z, 4, axis=-1)
+    return np.concatenate([i, g, f, o], axis=-1)
+
+
+def _lstm_kernel(w_x, w_h):
+    # TF LSTMCell computes [x, h] W_0: input rows first, then recurrent rows
+    return _tf_gate_order(np.concatenate([w_x.T, w_h.T], axis=0))
+
+
+def _lstm_bias(b):
+    # TF's LSTMCell adds forget_bias 1.0 to the f logits; upstream adds
+    # nothing, so the stored f bias is lowered by 1.0 to cancel it
+    b = _tf_gate_order(b).copy()
+    c = b.shape[0] // 4
+    b[2 * c: 3 * c] -= 1.0
+    return b
+
+
+# ------------------------------------------------------------------- table
+@dataclasses.dataclass(frozen=True)
+class PklRow:
+    """One HDF5 dataset: the .pkl file and keys it is made from, and how."""
+
+    hdf5_path: str
+    pkl_file: str
+    keys: Tuple[str, ...]
+    transform: Callable[..., np.ndarray]
+
+
+def manylangs_table(sizes: ManyLangsSizes) -> List[PklRow]:
+    """Every HDF5 dataset of a converted model, in bilm-tf's file order."""
+    t = TOKEN_EMBEDDER_PKL
+    rows = [PklRow("char_embed", t, ("char_emb_layer.embedding.weight",),
+                   _as_stored)]
+    for i in range(len(sizes.filters)):
+        rows += [
+            PklRow(f"CNN/W_cnn_{i}", t, (f"convolutions.{i}.weight",),
+                   _conv_kernel),
+            PklRow(f"CNN/b_cnn_{i}", t, (f"convolutions.{i}.bias",),
+                   _as_stored),
+        ]
+    for k in range(sizes.n_highway):
+        w, b = f"highways._layers.{k}.weight", f"highways._layers.{k}.bias"
+        p = f"CNN_high_{k}"
+        rows += [
+            PklRow(f"{p}/W_carry", t, (w,), _negated_carry_kernel),
+            PklRow(f"{p}/b_carry", t, (b,), _negated_carry_bias),
+            PklRow(f"{p}/W_transform", t, (w,), _transform_half_kernel),
+            PklRow(f"{p}/b_transform", t, (b,), _transform_half_bias),
+        ]
+    if sizes.word_dim:
+        rows.append(PklRow("word_embed", t,
+                           ("word_emb_layer.embedding.weight",), _as_stored))
+    rows += [
+        # projection.weight's columns are [word ; char], as our projection
+        # kernel's rows
+        PklRow("CNN_proj/W_proj", t, ("projection.weight",), _transposed),
+        PklRow("CNN_proj/b_proj", t, ("projection.bias",), _as_stored),
+    ]
+    for d, direction in enumerate(DIRECTIONS):
+        for layer in range(sizes.n_layers):
+            k = f"{direction}_layer_{layer}"
+            p = lstm_hdf5_prefix(d, layer)
+            rows += [
+                PklRow(f"{p}/W_0", ENCODER_PKL,
+                       (f"{k}.input_linearity.weight",
+                        f"{k}.state_linearity.weight"), _lstm_kernel),
+                PklRow(f"{p}/B", ENCODER_PKL,
+                       (f"{k}.state_linearity.bias",), _lstm_bias),
+                PklRow(f"{p}/W_P_0", ENCODER_PKL,
+                       (f"{k}.state_projection.weight",), _transposed),
+            ]
+    return rows
+
+
+def expected_state_dicts(
+    sizes: ManyLangsSizes,
+) -> Dict[str, Dict[str, Tuple[int, ...]]]:
+    """``{pkl_file: {key: shape}}``: upstream's ``state_dict()`` keys and
+    shapes for these sizes, in upstream's key order."""
+    D, F, P, C = (sizes.char_dim, sizes.n_filters, sizes.projection_dim,
+                  sizes.lstm_dim)
+    token: Dict[str, Tuple[int, ...]] = {}
+    if sizes.word_dim:
+        token["word_emb_layer.embedding.weight"] = (sizes.n_words,
+                                                    sizes.word_dim)
+    token["char_emb_layer.embedding.weight"] = (sizes.n_chars, D)
+    for i, (width, count) in enumerate(sizes.filters):
+        token[f"convolutions.{i}.weight"] = (count, D, width)
+        token[f"convolutions.{i}.bias"] = (count,)
+    for k in range(sizes.n_highway):
+        token[f"highways._layers.{k}.weight"] = (2 * F, F)
+        token[f"highways._layers.{k}.bias"] = (2 * F,)
+    token["projection.weight"] = (P, sizes.word_dim + F)
+    token["projection.bias"] = (P,)
+    encoder: Dict[str, Tuple[int, ...]] = {}
+    for layer in range(sizes.n_layers):
+        for direction in DIRECTIONS:
+            k = f"{direction}_layer_{layer}"
+            encoder[f"{k}.input_linearity.weight"] = (4 * C, P)
+            encoder[f"{k}.state_linearity.weight"] = (4 * C, P)
+            encoder[f"{k}.state_linearity.bias"] = (4 * C,)
+            encoder[f"{k}.state_projection.weight"] = (P, C)
+    return {TOKEN_EMBEDDER_PKL: token, ENCODER_PKL: encoder}
+
+
+def _shape_text(shape: Sequence[int]) -> str:
+    return str(tuple(int(n) for n in shape))
+
+
+def check_state_dict(
+    source: str,
+    found: Mapping[str, Tuple[int, ...]],
+    expected: Mapping[str, Tuple[int, ...]],
+) -> None:
+    """Raises :class:`ManyLangsWeightError` (one line: the file, the key,
+    expected and found) unless ``found``'s keys and shapes are exactly
+    ``expected``'s.
+
+    Args:
+        source: the .pkl file, as the message names it.
+        found / expected: ``{key: shape}``.
+    """
+    for key, shape in expected.items():
+        if key not in found:
+            raise ManyLangsWeightError(
+                f"{source}: key {key!r}: expected shape "
+                f"{_shape_text(shape)}, found no such key"
+            )
+        if tuple(found[key]) != tuple(shape):
+            raise ManyLangsWeightError(
+                f"{source}: key {key!r}: expected shape "
+                f"{_shape_text(shape)}, found {_shape_text(found[key])}"
+            )
+    for key in found:
+        if key not in expected:
+            raise ManyLangsWeightError(
+                f"{source}: key {key!r}: expected no such key (the config "
+                f"has no layer for it), found shape "
+                f"{_shape_text(found[key])}"
+            )
+
+
+def convert_state_dicts(
+    state_dicts: Mapping[str, Mapping[str, np.ndarray]],
+    sizes: ManyLangsSizes,
+    *,
+    sources: Mapping[str, str] | None = None,
+) -> Iterator[Tuple[str, np.ndarray]]:
+    """upstream's state dicts -> ``(hdf5_path, float32 array)`` pairs.
+
+    Every key and shape is checked when this is called, before anything is
+    converted; the datasets are then converted one at a time as the
+    iterator is consumed (a released model's tensors are about 400 MB:
+    this keeps at most one converted copy beside them).
+
+    Args:
+        state_dicts: ``{pkl_file: {key: array}}`` for
+            :data:`TOKEN_EMBEDDER_PKL` and :data:`ENCODER_PKL`.
+        sizes: what the config and dictionaries say.
+        sources: the path to name in errors per pkl_file (default the
+            file name).
+
+    Raises:
+        ManyLangsWeightError: a missing or extra key, or a wrong shape.
+    """
+    sources = dict(sources or {})
+    for pkl_file, expected in expected_state_dicts(sizes).items():
+        state = state_dicts[pkl_file]
+        check_state_dict(sources.get(pkl_file, pkl_file),
+                         {k: np.shape(v) for k, v in state.items()},
+                         expected)
+
+    def converted():
+        for row in manylangs_table(sizes):
+            args = [np.asarray(state_dicts[row.pkl_file][k], np.float32)
+                    for k in row.keys]
+            yield row.hdf5_path, np.ascontiguousarray(
+                row.transform(*args), dtype=np.float32)
+
+    return converted()

@@ -1,0 +1,34 @@
+"""``bench/manylangs_convert.py --quick`` runs end to end (no speed
+asserted): it writes a model in ELMoForManyLangs' released format (legacy
+.pkl), converts it in a process without TensorFlow, embeds with the result
+and with a bilm-tf model, and reports one JSON line."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+pytest.importorskip("torch")
+
+
+def test_quick_bench_reports_one_json_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / "manylangs_convert.py"),
+         "--quick", "--rounds", "1", "--convert_rounds", "1",
+         "--workdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1
+    report = json.loads(lines[0])
+    assert report["convert_s"] > 0 and report["convert_peak_rss_mib"] > 0
+    assert report["convert"]["tensorflow_imported"] is False
+    assert sorted(p.name for p in (tmp_path / "converted").iterdir()) == [
+        "char.dic", "lm_weights.hdf5", "options.json", "word.dic"]
+    for model in ("manylangs", "bilm_tf"):
+        assert report[model]["tokens_per_s"] > 0
+        assert report[model]["peak_rss_mib"] > 0
+    assert len(report["tokens_per_s_ratio_by_round"]) == 1
