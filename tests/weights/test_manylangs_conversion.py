@@ -382,3 +382,23 @@ def test_pkl_saved_on_a_gpu(model_copy, converted):
     assert sorted(got) == sorted(expected)
     for key in expected:
         np.testing.assert_array_equal(got[key], expected[key])
+
+
+def test_pkl_that_would_run_code_is_refused(model_copy, torch, tmp_path):
+    """weights_only=True: a .pkl whose pickle calls a function is refused
+    (one line), and the function never runs."""
+    import os
+    import pickle
+
+    model, out = model_copy
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.mkdir, (str(marker),))
+
+    (model / "encoder.pkl").write_bytes(pickle.dumps(Payload(), protocol=2))
+    _fails(model, out, ManyLangsWeightError,
+           r"encoder\.pkl: expected a PyTorch state dict, found a file "
+           r"torch cannot load \(UnpicklingError: ")
+    assert not marker.exists()
