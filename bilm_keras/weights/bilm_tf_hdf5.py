@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Callable, List, Optional
+from typing import TYPE_CHECKING, Callable, List, Optional
 
 import h5py
 import numpy as np
@@ -34,7 +34,9 @@ import tensorflow as tf
 
 from bilm_keras.atomic_files import atomic_path
 from bilm_keras.layers.initialization import placeholder_weights
-from bilm_keras.models.bilm_backbone import BiLMBackbone
+
+if TYPE_CHECKING:  # a runtime import would cycle through bilm_keras.models
+    from bilm_keras.models.bilm_backbone import BiLMBackbone
 
 
 class WeightFileError(ValueError):
