@@ -61,6 +61,20 @@ def train_dir(bilm_fixtures) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def fixture_bilm(model_dir):
+    """bilm-tf's fixture model as a stateless ``BidirectionalLanguageModel``
+    (``options.json`` + ``lm_weights.hdf5``), one for the session: each
+    model traces its graphs on first use (~0.5 CPU s with their first
+    run), so the modules that only call it share one. Stateless, so no
+    test sees another's calls; a test that needs its own settings
+    (stateful, other files) builds its own."""
+    from bilm_keras import BidirectionalLanguageModel
+
+    return BidirectionalLanguageModel(str(model_dir / "options.json"),
+                                      str(model_dir / "lm_weights.hdf5"))
+
+
+@pytest.fixture(scope="session")
 def fixture_export(model_dir, tmp_path_factory) -> str:
     """The bilm-tf fixture model exported (with its vocabulary) into an
     existing empty directory, once per session; returns that directory."""

@@ -60,10 +60,10 @@ def _make(model_dir, token_files, stateful, max_batch_size=4):
 
 
 @pytest.fixture(scope="module")
-def stateless_char_model(model_dir):
-    """``(model, batcher)``: one stateless character-input model, its
-    graph traced once, for the tests that need no state of their own."""
-    return _make(model_dir, None, stateful=False)
+def stateless_char_model(model_dir, fixture_bilm):
+    """``(model, batcher)``: the session's stateless character-input
+    model, for the tests that need no state of their own."""
+    return fixture_bilm, Batcher(str(model_dir / "vocab_test.txt"), 50)
 
 
 @pytest.fixture(params=["characters", "tokens"])

@@ -208,9 +208,8 @@ def test_long_sentences_cross_input_blocks(random_model):
 
 # ------------------------------------------------------- output choices
 @pytest.fixture(scope="module")
-def fixture_model(model_dir):
-    return BidirectionalLanguageModel(model_dir / "options.json",
-                                      model_dir / "lm_weights.hdf5")
+def fixture_model(fixture_bilm):
+    return fixture_bilm
 
 
 @pytest.fixture(scope="module")

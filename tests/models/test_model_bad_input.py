@@ -13,9 +13,8 @@ from bilm_keras.weights import WeightFileError
 
 
 @pytest.fixture(scope="module")
-def model(model_dir):
-    return BidirectionalLanguageModel(str(model_dir / "options.json"),
-                                      str(model_dir / "lm_weights.hdf5"))
+def model(fixture_bilm):
+    return fixture_bilm
 
 
 def test_sentence_without_tokens_has_length_zero(model):

@@ -70,14 +70,12 @@ def _datasets(path):
 
 # ------------------------------------------------- (a) nothing lost on load
 @pytest.fixture(scope="module")
-def bilm_embeddings(model_dir):
+def bilm_embeddings(fixture_bilm):
     """``lm_embeddings`` of SENTENCES from ``BidirectionalLanguageModel``
     on the fixture's own files, once for both cases below (its numbers do
     not depend on n_characters 261/262: test_model_bad_input)."""
     ids = Batcher(None, 50).batch_sentences([s.split() for s in SENTENCES])
-    model = BidirectionalLanguageModel(str(model_dir / "options.json"),
-                                       str(model_dir / "lm_weights.hdf5"))
-    return model(ids)["lm_embeddings"].numpy()
+    return fixture_bilm(ids)["lm_embeddings"].numpy()
 
 
 @pytest.mark.parametrize("n_characters", [261, 262])
