@@ -270,6 +270,27 @@ def fixture_options(bidirectional=True, use_chars=False, share=False,
     return BiLMOptions.from_dict(d, source="<test options>")
 
 
+@pytest.fixture(scope="session")
+def short_char_run(train_dir, tmp_path_factory):
+    """``(save_dir, result)``: a bidirectional char-CNN biLM with clips and
+    skip connections, trained one epoch (6 steps of 2 x 10 tokens, dropout
+    0.1, seed 3) on the fixture corpus. Training is mostly tracing its
+    step (~3 CPU s), so the quick tests that only read a short run's
+    save_dir share this one (test_short_run_save_dir,
+    test_evaluate_vs_numpy); none of them writes into it."""
+    from bilm_keras.training import train
+
+    lstm = {"dim": 16, "projection_dim": 8, "n_layers": 2,
+            "use_skip_connections": True, "cell_clip": 3, "proj_clip": 3}
+    options = fixture_options(use_chars=True, dropout=0.1, lstm=lstm,
+                              n_epochs=1)
+    save_dir = tmp_path_factory.mktemp("short_char_run") / "checkpoints"
+    result = train(options=options, train_prefix=str(train_dir / "data.txt"),
+                   vocab_file=str(train_dir / "vocab.txt"),
+                   save_dir=str(save_dir), seed=3, log_every=1000)
+    return save_dir, result
+
+
 def training_run(train_dir, options, *, sparse_gradients=True,
                  dropout_seed=None, **model_kwargs):
     """``(lm, train_step, batches, states)`` on the fixture corpus, seeded
