@@ -83,6 +83,20 @@ def train_dir(bilm_fixtures) -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def fixture_bilm(model_dir):
+    """bilm-tf's fixture model as a stateless ``BidirectionalLanguageModel``
+    (``options.json`` + ``lm_weights.hdf5``), one for the session: each
+    model traces its graphs on first use (~0.5 CPU s with their first
+    run), so the modules that only call it share one. Stateless, so no
+    test sees another's calls; a test that needs its own settings
+    (stateful, other files) builds its own."""
+    from bilm_keras import BidirectionalLanguageModel
+
+    return BidirectionalLanguageModel(str(model_dir / "options.json"),
+                                      str(model_dir / "lm_weights.hdf5"))
+
+
+@pytest.fixture(scope="session")
 def fixture_export(model_dir, tmp_path_factory) -> str:
     """The bilm-tf fixture model exported (with its vocabulary) into an
     existing empty directory, once per session; returns that directory."""
@@ -276,6 +290,27 @@ def fixture_options(bidirectional=True, use_chars=False, share=False,
         d["share_embedding_softmax"] = True
     d.update(changes)
     return BiLMOptions.from_dict(d, source="<test options>")
+
+
+@pytest.fixture(scope="session")
+def short_char_run(train_dir, tmp_path_factory):
+    """``(save_dir, result)``: a bidirectional char-CNN biLM with clips and
+    skip connections, trained one epoch (6 steps of 2 x 10 tokens, dropout
+    0.1, seed 3) on the fixture corpus. Training is mostly tracing its
+    step (~3 CPU s), so the quick tests that only read a short run's
+    save_dir share this one (test_short_run_save_dir,
+    test_evaluate_vs_numpy); none of them writes into it."""
+    from bilm_keras.training import train
+
+    lstm = {"dim": 16, "projection_dim": 8, "n_layers": 2,
+            "use_skip_connections": True, "cell_clip": 3, "proj_clip": 3}
+    options = fixture_options(use_chars=True, dropout=0.1, lstm=lstm,
+                              n_epochs=1)
+    save_dir = tmp_path_factory.mktemp("short_char_run") / "checkpoints"
+    result = train(options=options, train_prefix=str(train_dir / "data.txt"),
+                   vocab_file=str(train_dir / "vocab.txt"),
+                   save_dir=str(save_dir), seed=3, log_every=1000)
+    return save_dir, result
 
 
 def training_run(train_dir, options, *, sparse_gradients=True,

@@ -245,12 +245,9 @@ def test_run_raises_for_programs(model_dir, inputs):
 
 
 @pytest.fixture(scope="module")
-def ok_embeddings(model_dir, inputs):
+def ok_embeddings(fixture_bilm, inputs):
     """Every layer of ``ok.txt``'s embeddings, from the library."""
-    from bilm_keras import BidirectionalLanguageModel
-
-    model = BidirectionalLanguageModel(model_dir / "options.json",
-                                       model_dir / "lm_weights.hdf5")
+    model = fixture_bilm
     lines = (inputs / "ok.txt").read_text(encoding="utf-8").splitlines()
     return model.embed_sentences([line.split() for line in lines])
 

@@ -9,7 +9,6 @@ import pytest
 
 from bilm_keras import (
     Batcher,
-    BidirectionalLanguageModel,
     UnicodeCharsVocabulary,
     dump_bilm_embeddings,
     dump_token_embeddings,
@@ -33,8 +32,8 @@ def files(model_dir):
 
 
 @pytest.fixture(scope="module")
-def model(files):
-    return BidirectionalLanguageModel(files[1], files[2])
+def model(fixture_bilm):
+    return fixture_bilm  # the model of files[1] and files[2]
 
 
 def test_dump_bilm_embeddings(files, model, tmp_path):

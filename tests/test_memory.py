@@ -75,12 +75,8 @@ print(memory.return_freed_memory_for_bulk_embedding(),
         assert out == ["False", "False", "0"]
 
 
-def test_embed_sentences_sets_it(model_dir):
-    from bilm_keras import BidirectionalLanguageModel
-
-    model = BidirectionalLanguageModel(model_dir / "options.json",
-                                       model_dir / "lm_weights.hdf5")
-    model.embed_sentences([["a"]])
+def test_embed_sentences_sets_it(fixture_bilm):
+    fixture_bilm.embed_sentences([["a"]])
     expected = ("MALLOC_MMAP_THRESHOLD_" not in __import__("os").environ
                 and platform.libc_ver()[0] == "glibc")
     assert memory._bulk_setting is expected

@@ -84,8 +84,10 @@ def test_first_batch_matches_bilm_tf(weights, options, sentences, expected, dtyp
 def test_all_batches_match_statefully(weights, options, sentences, expected, dtype):
     """bilm-tf computed the fixtures with state carried batch to batch: row k
     of batch i starts from row k's final (c, h) of batch i - 1, in both
-    directions and every layer. A stateless run must NOT match from batch 1
-    on, which proves the statefulness is real."""
+    directions and every layer. A stateless run must NOT match batch 1 (the
+    first with a carried state) nor the last, which proves the
+    statefulness is real (the batches between add no check of their own
+    and cost 40% of the test)."""
     states = None
     for i in range(N_BATCHES):
         ids = _batch_char_ids(sentences, options, i)
@@ -94,7 +96,7 @@ def test_all_batches_match_statefully(weights, options, sentences, expected, dty
         )
         states = result["final_states"]
         assert _max_diff_top(result, expected, sentences, i) < 1e-6, i
-        if i > 0:
+        if i in (1, N_BATCHES - 1):
             stateless = nr.bilm_forward(weights, options, char_ids=ids, dtype=dtype)
             assert _max_diff_top(stateless, expected, sentences, i) > 1e-2, i
 

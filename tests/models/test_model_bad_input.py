@@ -13,9 +13,8 @@ from bilm_keras.weights import WeightFileError
 
 
 @pytest.fixture(scope="module")
-def model(model_dir):
-    return BidirectionalLanguageModel(str(model_dir / "options.json"),
-                                      str(model_dir / "lm_weights.hdf5"))
+def model(fixture_bilm):
+    return fixture_bilm
 
 
 def test_sentence_without_tokens_has_length_zero(model):
@@ -58,18 +57,17 @@ def test_stateful_batch_larger_than_buffer(model_dir):
 
 
 @pytest.mark.parametrize("n_characters", [261, 262])
-def test_n_characters_261_or_262(model_dir, tmp_path, n_characters):
+def test_n_characters_261_or_262(model_dir, model, tmp_path, n_characters):
     options = json.loads((model_dir / "options.json").read_text())
     options["char_cnn"]["n_characters"] = n_characters
     path = tmp_path / "options.json"
     path.write_text(json.dumps(options))
-    model = BidirectionalLanguageModel(str(path),
-                                       str(model_dir / "lm_weights.hdf5"))
-    reference = BidirectionalLanguageModel(
-        str(model_dir / "options.json"), str(model_dir / "lm_weights.hdf5"))
+    changed = BidirectionalLanguageModel(str(path),
+                                         str(model_dir / "lm_weights.hdf5"))
     ids = Batcher(None, 50).batch_sentences([["a", "b"]])
-    np.testing.assert_array_equal(model(ids)["lm_embeddings"].numpy(),
-                                  reference(ids)["lm_embeddings"].numpy())
+    # the reference: the module's model, from the fixture's own options
+    np.testing.assert_array_equal(changed(ids)["lm_embeddings"].numpy(),
+                                  model(ids)["lm_embeddings"].numpy())
 
 
 def test_options_missing_key(model_dir, tmp_path):

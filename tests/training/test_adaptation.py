@@ -69,9 +69,18 @@ def _datasets(path):
 
 
 # ------------------------------------------------- (a) nothing lost on load
+@pytest.fixture(scope="module")
+def bilm_embeddings(fixture_bilm):
+    """``lm_embeddings`` of SENTENCES from ``BidirectionalLanguageModel``
+    on the fixture's own files, once for both cases below (its numbers do
+    not depend on n_characters 261/262: test_model_bad_input)."""
+    ids = Batcher(None, 50).batch_sentences([s.split() for s in SENTENCES])
+    return fixture_bilm(ids)["lm_embeddings"].numpy()
+
+
 @pytest.mark.parametrize("n_characters", [261, 262])
 def test_loaded_training_model_equals_bilm(model_dir, train_dir, tmp_path,
-                                           n_characters):
+                                           bilm_embeddings, n_characters):
     """Right after loading, the training path (char-CNN once per distinct
     token, both LSTM stacks unrolled together) gives what
     ``BidirectionalLanguageModel`` gives from the same HDF5."""
@@ -101,8 +110,7 @@ def test_loaded_training_model_equals_bilm(model_dir, train_dir, tmp_path,
         [lm.backbone.stacks[d] for d in lm.directions], embedded,
         training=False)
     (forward, _), (backward, _) = ran
-    want = BidirectionalLanguageModel(str(options_file), weights)(ids)
-    want = want["lm_embeddings"].numpy()  # (3, 3, 5, 32): the five words
+    want = bilm_embeddings  # (3, 3, 5, 32): the five words
     p = options.lstm.projection_dim
     np.testing.assert_allclose(embedded[0].numpy()[:, 1:],
                                want[:, 0, :, :p], atol=1e-5)

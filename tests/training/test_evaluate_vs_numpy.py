@@ -96,16 +96,21 @@ def _numpy_losses(weights, options, softmax, direction, inputs, targets):
     pytest.param(True, False, marks=pytest.mark.slow),
 ])
 def test_evaluate_equals_numpy_on_dumped_weights(train_dir, tmp_path, skip,
-                                                 reset):
-    lstm = {"dim": 16, "projection_dim": 8, "n_layers": 2,
-            "use_skip_connections": skip, "cell_clip": 3, "proj_clip": 3}
-    options = fixture_options(use_chars=True, dropout=0.1, lstm=lstm,
-                              n_epochs=4,
-                              reset_states_at_sentence_start=reset)
-    save_dir = tmp_path / "checkpoints"
-    train(options=options, train_prefix=str(train_dir / "data.txt"),
-          vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
-          seed=3, log_every=1000)
+                                                 reset, request):
+    if skip and reset:
+        # the defaults: conftest's short run (one epoch, these options)
+        save_dir = request.getfixturevalue("short_char_run")[0]
+    else:
+        lstm = {"dim": 16, "projection_dim": 8, "n_layers": 2,
+                "use_skip_connections": skip, "cell_clip": 3,
+                "proj_clip": 3}
+        options = fixture_options(use_chars=True, dropout=0.1, lstm=lstm,
+                                  n_epochs=4,
+                                  reset_states_at_sentence_start=reset)
+        save_dir = tmp_path / "checkpoints"
+        train(options=options, train_prefix=str(train_dir / "data.txt"),
+              vocab_file=str(train_dir / "vocab.txt"),
+              save_dir=str(save_dir), seed=3, log_every=1000)
     heldout = tmp_path / "heldout.txt"
     heldout.write_text("\n".join(HELDOUT) + "\n", encoding="utf-8")
     got = evaluate(save_dir=str(save_dir),

@@ -38,10 +38,11 @@ def _train(train_dir, save_dir):
 
 
 @pytest.fixture(scope="module")
-def save_dir(train_dir, tmp_path_factory):
-    """A bidirectional char-CNN model trained for one epoch."""
-    save_dir = tmp_path_factory.mktemp("short_run")
-    assert _train(train_dir, save_dir)["step"] == 134 // 20
+def save_dir(short_char_run):
+    """A bidirectional char-CNN model trained for one epoch (conftest's,
+    shared with test_evaluate_vs_numpy)."""
+    save_dir, result = short_char_run
+    assert result["step"] == 134 // 20
     return save_dir
 
 
