@@ -5,9 +5,10 @@
 
 from __future__ import annotations
 
-import json
+import collections
+import itertools
 import os
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import h5py
 import numpy as np
@@ -23,6 +24,11 @@ from bilm_keras.data.vocabulary import UnicodeCharsVocabulary
 from bilm_keras.embedding_outputs import (
     EMBEDDING_OUTPUTS,
     embedding_layer_ids,
+)
+from bilm_keras.embedding_runs import (
+    run_durably,
+    run_identity,
+    shard_lines,
 )
 from bilm_keras.models.bidirectional_language_model import (
     BidirectionalLanguageModel,
@@ -86,6 +92,9 @@ def dump_bilm_embeddings(
     dtype: str = "float32",
     output: str = "all",
     progress: bool = True,
+    resume: bool = False,
+    shard: Optional[Tuple[int, int]] = None,
+    devices: Optional[Sequence[str]] = None,
 ) -> int:
     """Writes the biLM embedding of every sentence of a file to HDF5.
 
@@ -126,6 +135,16 @@ def dump_bilm_embeddings(
             ``"sentence_mean"`` (above).
         progress: a progress bar on stderr (sentences, tokens/s, ETA),
             updated after every batch.
+        resume: continue a killed run of the same inputs and flags from
+            its last whole part (:mod:`bilm_keras.embedding_runs`: the
+            run's progress is kept in ``outfile + ".partial/"`` until the
+            output is complete).
+        shard: ``(K, N)``: embed only shard ``K`` of ``N`` (lines
+            ``[K * n // N, (K + 1) * n // N)``, datasets keep their line
+            numbers); :func:`~bilm_keras.embedding_runs.
+            merge_embedding_files` joins the shards.
+        devices: the devices to embed on (e.g. ``["GPU:0", "GPU:1"]``);
+            default: every GPU, else the CPU.
 
     Returns:
         The number of sentences written.
@@ -137,50 +156,51 @@ def dump_bilm_embeddings(
     layer_ids = embedding_layer_ids(
         layers, BiLMOptions.from_json(options_file).lstm.n_layers, output)
     stats = check_sentence_file(dataset_file)
-    bilm = BidirectionalLanguageModel(options_file, weight_file)
-    bar = None
-    if progress:
-        bar = ProgressBar(stats.n_lines, total_tokens=stats.n_tokens,
-                          label=os.path.basename(os.fspath(dataset_file)))
-    lines = read_sentence_lines(dataset_file)
-    texts: List[str] = []  # each line's text, in order
+    first, end = (0, stats.n_lines) if shard is None else shard_lines(
+        *shard, stats.n_lines)
+    identity = run_identity(
+        options_file=options_file, weight_file=weight_file,
+        vocab_file=vocab_file, dataset_file=dataset_file, output=output,
+        layers=layer_ids, dtype=dtype, batch_size=batch_size,
+        chunk_size=chunk_size, n_lines=stats.n_lines)
 
-    def sentences():
-        for line in lines:
-            texts.append(line.strip())
-            yield line.split()
+    def embed_lines(start, stop):  # (text, array) of lines [start, stop)
+        bilm = BidirectionalLanguageModel(options_file, weight_file)
+        bar = None
+        if progress:
+            bar = ProgressBar(stop - start, total_tokens=sum(
+                len(line.split()) for line in itertools.islice(
+                    read_sentence_lines(dataset_file), start, stop)),
+                label=os.path.basename(os.fspath(dataset_file)))
+        texts = collections.deque()  # read, not yet handed out
 
-    embeddings = bilm.iter_embeddings(
-        sentences(), batch_size=batch_size, vocab_file=vocab_file,
-        output=output, layers=layers, chunk_size=chunk_size,
-        on_batch=bar.update if bar is not None else None,
-    )
-    n_done = 0
-    try:
-        with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
-            for emb in embeddings:
-                fout.create_dataset(str(n_done),
-                                    data=emb.astype(dtype, copy=False))
-                n_done += 1
-            # AllenNLP's layout: one JSON string, sentence -> dataset name
-            sentence_to_index = {
-                text: str(i) for i, text in enumerate(texts)}
-            index = fout.create_dataset("sentence_to_index", (1,),
-                                        dtype=h5py.string_dtype())
-            index[0] = json.dumps(sentence_to_index)
-            fout.attrs.update(
-                options_file=os.path.abspath(options_file),
-                weight_file=os.path.abspath(weight_file),
-                vocab_file=os.path.abspath(vocab_file) if vocab_file else "",
-                dataset_file=os.path.abspath(dataset_file),
-                output=output,
-                layers=np.asarray(layer_ids, np.int64),
-                dtype=dtype,
-                layout=EMBEDDING_OUTPUTS[output],
-                n_sentences=n_done,
-                bilm_keras_version=__version__,
-            )
-    finally:
-        if bar is not None:
-            bar.close()  # ends the line, before any error message
-    return n_done
+        def sentences():
+            for line in itertools.islice(
+                    read_sentence_lines(dataset_file), start, stop):
+                texts.append(line.strip())
+                yield line.split()
+
+        try:
+            for emb in bilm.iter_embeddings(
+                    sentences(), batch_size=batch_size,
+                    vocab_file=vocab_file, output=output, layers=layers,
+                    chunk_size=chunk_size,
+                    on_batch=bar.update if bar is not None else None):
+                yield texts.popleft(), emb.astype(dtype, copy=False)
+        finally:
+            if bar is not None:
+                bar.close()  # ends the line, before any error message
+
+    return run_durably(
+        outfile, identity=identity, lines=(first, end), resume=resume,
+        shard=shard, embed_lines=embed_lines, attrs=dict(
+            options_file=os.path.abspath(options_file),
+            weight_file=os.path.abspath(weight_file),
+            vocab_file=os.path.abspath(vocab_file) if vocab_file else "",
+            dataset_file=os.path.abspath(dataset_file),
+            output=output,
+            layers=np.asarray(layer_ids, np.int64),
+            dtype=dtype,
+            layout=EMBEDDING_OUTPUTS[output],
+            bilm_keras_version=__version__,
+        ))

@@ -1,0 +1,66 @@
+"""``bilm-keras merge-embeddings``: the shards of one ``embed`` run, one
+file."""
+
+import os
+
+from bilm_keras.cli._common import CommandError, check_file
+
+NAME = "merge-embeddings"
+ALIAS = "merge_embeddings.py"
+HELP = "join the shards of `embed --shard K/N` into one HDF5 file"
+#: merging copies HDF5 datasets: no TensorFlow
+NEEDS_TENSORFLOW = False
+DESCRIPTION = """\
+Join the N shard files written by `bilm-keras embed --shard K/N` (one per
+process, machine or array task) into one HDF5 file, equal to the output of
+the same `embed` run in one process: every line's dataset, one
+`sentence_to_index` and the run's attributes. The shards are checked
+first: each must be there exactly once and all must come from one run
+(same model, vocabulary, input file and flags); a missing, duplicated or
+foreign shard is an error naming it. Datasets are copied one at a time
+(memory stays flat), into a temporary file renamed onto --outfile when
+complete. An existing --outfile is refused unless --overwrite."""
+EPILOG = """\
+examples:
+  bilm-keras merge-embeddings --outfile elmo.hdf5 part-*.hdf5"""
+
+
+def add_arguments(parser):
+    parser.add_argument("--outfile", required=True,
+                        help="the merged HDF5 file")
+    parser.add_argument("shard_files", nargs="+", metavar="SHARD",
+                        help="the shard files (any order)")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="replace an existing --outfile")
+
+
+def check(args) -> None:
+    """The shards make one whole run; the output may be written."""
+    from bilm_keras.embedding_runs import check_shard_files
+
+    _check_output_file(args.outfile, "--outfile", args.overwrite)
+    for path in args.shard_files:
+        check_file(path, "SHARD")
+        if os.path.abspath(path) == os.path.abspath(args.outfile):
+            raise CommandError(f"--outfile {args.outfile}: is also a shard "
+                               "to merge")
+    check_shard_files(args.shard_files)  # EmbeddingRunError names the file
+
+
+def run(args) -> int:
+    from bilm_keras.embedding_runs import merge_embedding_files
+
+    n = merge_embedding_files(args.outfile, args.shard_files)
+    print(f"wrote {n} sentences from {len(args.shard_files)} shards to "
+          f"{args.outfile}")
+    return n
+
+
+def _check_output_file(path: str, flag: str, overwrite: bool) -> None:
+    # TODO(lead): swap for _common.check_output_file once merged
+    if os.path.isdir(path):
+        raise CommandError(f"{flag} {path}: is a directory, expected a file "
+                           "name")
+    if os.path.exists(path) and not overwrite:
+        raise CommandError(f"{flag} {path}: exists (expected a new file; "
+                           "--overwrite replaces it)")
