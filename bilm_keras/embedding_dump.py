@@ -33,6 +33,7 @@ from bilm_keras.embedding_runs import (
 from bilm_keras.models.bidirectional_language_model import (
     BidirectionalLanguageModel,
 )
+from bilm_keras.models.bulk_embedder import BulkEmbedder
 from bilm_keras.options import BiLMOptions
 from bilm_keras.progress import ProgressBar
 
@@ -166,6 +167,7 @@ def dump_bilm_embeddings(
 
     def embed_lines(start, stop):  # (text, array) of lines [start, stop)
         bilm = BidirectionalLanguageModel(options_file, weight_file)
+        embedder = BulkEmbedder(bilm.backbone, devices=devices)
         bar = None
         if progress:
             bar = ProgressBar(stop - start, total_tokens=sum(
@@ -181,7 +183,7 @@ def dump_bilm_embeddings(
                 yield line.split()
 
         try:
-            for emb in bilm.iter_embeddings(
+            for emb in embedder.iter_embeddings(
                     sentences(), batch_size=batch_size,
                     vocab_file=vocab_file, output=output, layers=layers,
                     chunk_size=chunk_size,

@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import h5py
@@ -215,20 +216,18 @@ def _start(args, pause):
 
 def _wait_for_pause(proc, pause, timeout=120):
     """Reads stderr until the hook says it paused there (bounded)."""
+    seen = []
+    reader = threading.Thread(
+        target=lambda: seen.extend(iter(proc.stderr.readline, "")),
+        daemon=True)
+    reader.start()
     deadline = time.monotonic() + timeout
-    os.set_blocking(proc.stderr.fileno(), False)
-    seen = ""
-    while time.monotonic() < deadline:
-        chunk = proc.stderr.read()
-        if chunk:
-            seen += chunk
-            if f"paused at {pause}" in seen:
-                return
-        if proc.poll() is not None:
-            break
+    while time.monotonic() < deadline and proc.poll() is None:
+        if any(f"paused at {pause}" in line for line in list(seen)):
+            return
         time.sleep(0.1)
     proc.kill()
-    raise AssertionError(f"never paused at {pause}: {seen[-2000:]}")
+    raise AssertionError(f"never paused at {pause}: {''.join(seen)[-2000:]}")
 
 
 @pytest.mark.slow

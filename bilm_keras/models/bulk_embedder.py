@@ -65,6 +65,12 @@ class BulkEmbedder:
         concurrent_directions: bool. False: the backward stack runs after
             the forward one (half the peak activation memory); True: both
             at once.
+        devices: the devices the LSTMs run on, e.g. ``["GPU:0", "GPU:1"]``
+            (TensorFlow's logical device names; ``"all"`` or None: every
+            GPU, else the CPU). With several, the compute batches go
+            ``n_replicas`` at a time, one per device, through a
+            ``tf.distribute.MirroredStrategy`` (results in input order,
+            identical to one device's); with one, nothing changes.
 
     Example:
         >>> bilm = BidirectionalLanguageModel("options.json", "weights.hdf5")
@@ -83,6 +89,7 @@ class BulkEmbedder:
         token_chunk_size: int = 128,
         block_steps: int | None = INFERENCE_BLOCK_STEPS,
         concurrent_directions: bool = False,
+        devices: Sequence[str] | str | None = None,
     ):
         if not _is_positive_int(token_chunk_size):
             raise ValueError(f"token_chunk_size: expected a positive "
@@ -97,7 +104,22 @@ class BulkEmbedder:
         self.token_chunk_size = token_chunk_size
         self.block_steps = block_steps
         self.concurrent_directions = concurrent_directions
+        self.devices = resolve_devices(devices)
+        self._strategy = None
+        if len(self.devices) > 1:
+            self._strategy = tf.distribute.MirroredStrategy(self.devices)
+            # one graph: every replica runs the "encode" graph's function
+            # on its own batch (shapes relaxed after the first traces)
+            self._replicated_encode = tf.function(
+                lambda table, positions, lengths: self._strategy.run(
+                    self._encode, args=(table, positions, lengths)),
+                reduce_retracing=True)
         self._graphs = None
+
+    @property
+    def n_replicas(self) -> int:
+        """Compute batches run at once (one per device)."""
+        return len(self.devices) if self._strategy is not None else 1
 
     # ------------------------------------------------------------ public
     def embed_sentences(
@@ -326,38 +348,63 @@ class BulkEmbedder:
                     rows[token] = len(rows) + 1
         table = self.embed_token_table(plan["batcher"], list(rows))  # (N+2, P)
         eos = len(rows) + 1
-        # 2.-4. sorted batches through the LSTMs
-        encode = self.graphs["encode"]
+        # 2.-4. sorted batches through the LSTMs, n_replicas at a time
         table_rows = table.numpy()  # (N + 2, P)
         batches = plan_compute_batches([len(s) for s in sentences],
                                        max_sentences=batch_size)
         results: list[np.ndarray | None] = [None] * len(sentences)
-        for idx in batches:
-            n_max = max(len(sentences[i]) for i in idx)
-            # padding gathers row 0; the LSTMs ignore it (lengths)
-            positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T+2)
-            lengths = np.empty((len(idx),), np.int32)
-            for row, i in enumerate(idx):
-                n = len(sentences[i])
-                positions[row, 1: n + 1] = [rows[t] for t in sentences[i]]
-                positions[row, n + 1] = eos
-                lengths[row] = n + 2
-            encoded = encode(table, positions, lengths)
-            layers = [[h.numpy() for h in encoded[direction]]
-                      for direction in self.backbone.directions
-                      ]  # per direction, per LSTM layer (T + 2, B, P)
-            for row, i in enumerate(idx):
-                n = len(sentences[i])
-                results[i] = _sentence_output(
-                    table_rows[positions[row, 1: n + 1]],
-                    [[h[1: n + 1, row] for h in direction]
-                     for direction in layers],
-                    plan["layer_ids"], plan["output"],
-                )
-            del encoded, layers
-            if on_batch is not None:
-                on_batch(len(idx), int(lengths.sum()) - 2 * len(idx))
+        group = self.n_replicas
+        for start in range(0, len(batches), group):
+            inputs = [_batch_positions(sentences, idx, rows, eos)
+                      for idx in batches[start: start + group]]
+            for idx, (positions, lengths), encoded in zip(
+                    batches[start: start + group], inputs,
+                    self._encode_batches(table, inputs)):
+                layers = [[h.numpy() for h in encoded[direction]]
+                          for direction in self.backbone.directions
+                          ]  # per direction, per LSTM layer (T + 2, B, P)
+                for row, i in enumerate(idx):
+                    n = len(sentences[i])
+                    results[i] = _sentence_output(
+                        table_rows[positions[row, 1: n + 1]],
+                        [[h[1: n + 1, row] for h in direction]
+                         for direction in layers],
+                        plan["layer_ids"], plan["output"],
+                    )
+                del encoded, layers
+                if on_batch is not None:
+                    on_batch(len(idx), int(lengths.sum()) - 2 * len(idx))
         return results
+
+    def _encode_batches(self, table, inputs) -> list[dict]:
+        """:meth:`encode` of up to ``n_replicas`` batches, one per device;
+        one device: today's single call."""
+        encode = self.graphs["encode"]
+        if self._strategy is None:
+            if self.devices:  # one device chosen
+                with tf.device(self.devices[0]):
+                    return [encode(table, *batch) for batch in inputs]
+            return [encode(table, *batch) for batch in inputs]
+        # idle replicas (the last group) get <S> </S> alone, dropped after
+        idle = (np.zeros((1, 2), np.int32), np.full((1,), 2, np.int32))
+        padded = list(inputs) + [idle] * (self.n_replicas - len(inputs))
+        strategy = self._strategy
+
+        def replica_value(k):
+            return lambda context: tf.constant(
+                padded[context.replica_id_in_sync_group][k])
+
+        positions, lengths = (
+            strategy.experimental_distribute_values_from_function(
+                replica_value(k)) for k in (0, 1))
+        outputs = self._replicated_encode(table, positions, lengths)
+        per_replica = {
+            direction: [strategy.experimental_local_results(h)
+                        for h in layers]
+            for direction, layers in outputs.items()}
+        return [{direction: [h[r] for h in layers]
+                 for direction, layers in per_replica.items()}
+                for r in range(len(inputs))]
 
     def _encode(self, table, positions, lengths):
         """The Python function of the ``"encode"`` graph."""
@@ -379,6 +426,51 @@ class BulkEmbedder:
                           for h in layers]
             outputs[direction] = layers
         return outputs  # per direction, per layer (T, B, P)
+
+
+def resolve_devices(devices: Sequence[str] | str | None) -> list[str]:
+    """``devices`` as TensorFlow's full logical device names.
+
+    None or ``"all"``: every GPU if there are two or more; otherwise ``[]``
+    (one device, chosen by TensorFlow as always). Names are matched without
+    case and without the ``/device:`` prefix (``"gpu:1"``, ``"GPU:1"``).
+
+    Raises:
+        ValueError: a device that is not there (the ones there named).
+    """
+    available = [d.name for d in tf.config.list_logical_devices()]
+    if devices is None or devices == "all" or list(devices) == ["all"]:
+        gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
+        return gpus if len(gpus) > 1 else []
+    if isinstance(devices, str):
+        devices = [devices]
+    short = {name.split("device:")[-1].upper(): name for name in available}
+    resolved = []
+    for device in devices:
+        key = str(device).split("device:")[-1].lstrip("/").upper()
+        if key not in short:
+            raise ValueError(
+                f"devices: expected some of {', '.join(sorted(short))}, "
+                f"found {device!r}")
+        if short[key] in resolved:
+            raise ValueError(f"devices: {device!r} given twice")
+        resolved.append(short[key])
+    return resolved
+
+
+def _batch_positions(sentences, idx, rows, eos):
+    """One compute batch's inputs of :meth:`BulkEmbedder.encode`: each
+    position's row of the token table (boundaries included; padding
+    gathers row 0, which the LSTMs ignore) and the lengths."""
+    n_max = max(len(sentences[i]) for i in idx)
+    positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T + 2)
+    lengths = np.empty((len(idx),), np.int32)
+    for row, i in enumerate(idx):
+        n = len(sentences[i])
+        positions[row, 1: n + 1] = [rows[t] for t in sentences[i]]
+        positions[row, n + 1] = eos
+        lengths[row] = n + 2
+    return positions, lengths
 
 
 def _is_positive_int(value) -> bool:
