@@ -2,7 +2,6 @@
 heldout perplexity -> HDF5 -> embeddings, on the stdlib corpus, tested on
 a Chinese heldout file (the demo embeds the user's own heldout text)."""
 
-import os
 import re
 import subprocess
 import sys
@@ -11,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT
+from conftest import REPO_ROOT, user_env
 
 
 @pytest.mark.slow
@@ -20,7 +19,8 @@ def test_run_pipeline_end_to_end(tmp_path):
     heldout = tmp_path / "heldout.txt"
     heldout.write_text("\n深度 学习 模型 。\n我们 训练 语言 模型 。\n更多\n",
                        encoding="utf-8")
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    # this checkout's package, not the installed one
+    env = dict(user_env(), TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(
         [sys.executable, "bin/run_pipeline.py", "--out_dir", str(out),
          "--max_sentences", "400", "--n_epochs", "1",

@@ -208,6 +208,17 @@ class BulkEmbedder:
 
         Yields:
             One float32 array per sentence, shaped as ``output`` says.
+
+        Example:
+            A share of a large file (shard 3 of 8, as ``bilm-keras embed
+            --shard 3/8``; :func:`bilm_keras.shards.shard_lines`):
+
+            >>> first, end = shard_lines(3, 8, n_lines)
+            >>> with open("corpus.txt", encoding="utf-8") as f:
+            ...     lines = itertools.islice(f, first, end)
+            ...     for i, vectors in enumerate(embedder.iter_embeddings(
+            ...             line.split() for line in lines), first):
+            ...         ...  # line i of the file
         """
         if not _is_positive_int(chunk_size):
             raise ValueError(f"chunk_size: expected a positive integer, "
