@@ -26,6 +26,7 @@ from bilm_keras.embedding_outputs import (
     embedding_layer_ids,
 )
 from bilm_keras.embedding_runs import (
+    file_locations,
     run_durably,
     run_identity,
     shard_lines,
@@ -195,6 +196,9 @@ def dump_bilm_embeddings(
 
     return run_durably(
         outfile, identity=identity, lines=(first, end), resume=resume,
+        locations=file_locations(
+            options_file=options_file, weight_file=weight_file,
+            vocab_file=vocab_file, dataset_file=dataset_file),
         shard=shard, embed_lines=embed_lines, attrs=dict(
             options_file=os.path.abspath(options_file),
             weight_file=os.path.abspath(weight_file),

@@ -5,8 +5,9 @@ and splits across processes or machines (``--shard K/N``, then
 A run writes its progress into a folder beside its output, ``OUT.partial/``:
 
 * ``manifest.json``: what identifies the run (:func:`run_identity`: the
-  model, vocabulary and input files by absolute path, size and mtime; every
-  output choice; the chunking; the lines of the shard);
+  contents of the model, vocabulary and input files, every output choice,
+  the batching; :func:`file_locations`: their paths and mtimes; the lines
+  of the shard);
 * ``part-AAAAAAAAAAAA-BBBBBBBBBBBB.hdf5``: the embeddings of lines
   ``[A, B)`` in input order (datasets named by their global line number, as
   in the final file, plus ``texts``: the lines' stripped text). A part is
@@ -56,15 +57,35 @@ class EmbeddingRunError(ValueError):
 
 
 # ---------------------------------------------------------------- identity
-def file_identity(name: str, path: Optional[str]) -> dict:
-    """``{name: absolute path, name_size: bytes, name_mtime_ns: ...}``; a
-    path of None gives ``{name: ""}`` (no such file in this run)."""
+def file_fingerprint(name: str, path: Optional[str]) -> dict:
+    """What a file holds, wherever it lies: ``{name_size: bytes,
+    name_sha256_ends: a hash of its first and last MiB}`` (2 MiB read,
+    whatever its size); a path of None: ``{name_size: None}``."""
     if not path:
-        return {name: ""}
-    path = os.path.abspath(os.fspath(path))
-    st = os.stat(path)
-    return {name: path, f"{name}_size": st.st_size,
-            f"{name}_mtime_ns": st.st_mtime_ns}
+        return {f"{name}_size": None}
+    size = os.path.getsize(path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        digest.update(f.read(2**20))
+        if size > 2**20:
+            f.seek(max(2**20, size - 2**20))
+            digest.update(f.read())
+    return {f"{name}_size": size,
+            f"{name}_sha256_ends": digest.hexdigest()[:16]}
+
+
+def file_locations(**paths: Optional[str]) -> dict:
+    """Where a run's files lie on this machine: ``{name: absolute path,
+    name_mtime_ns: ...}`` (``""`` for no file). A resumed run must find
+    them unchanged; shards on other machines need not."""
+    locations = {}
+    for name, path in paths.items():
+        if not path:
+            locations[name] = ""
+            continue
+        locations[name] = os.path.abspath(os.fspath(path))
+        locations[f"{name}_mtime_ns"] = os.stat(path).st_mtime_ns
+    return locations
 
 
 def run_identity(*, options_file: str, weight_file: str,
@@ -72,15 +93,17 @@ def run_identity(*, options_file: str, weight_file: str,
                  layers: Sequence[int], dtype: str, batch_size: int,
                  chunk_size: int, n_lines: int) -> dict:
     """What two processes must share for their outputs to be parts of one
-    run: the files (path, size, mtime), the output flags, the batching (a
-    different batch changes the float32 round-off) and the input's lines.
-    A flat dict of JSON scalars, so a difference is named by one key."""
+    run: the files' contents (:func:`file_fingerprint`: shards of one run
+    may read copies at other paths on other machines), the output flags,
+    the batching (another batching may change the float32 round-off) and
+    the input's number of lines. A flat dict of JSON scalars, so a
+    difference is named by one key."""
     identity = {"format": FORMAT}
     for name, path in (("options_file", options_file),
                        ("weight_file", weight_file),
                        ("vocab_file", vocab_file),
                        ("dataset_file", dataset_file)):
-        identity.update(file_identity(name, path))
+        identity.update(file_fingerprint(name, path))
     identity.update(output=output, layers=[int(i) for i in layers],
                     dtype=dtype, batch_size=int(batch_size),
                     chunk_size=int(chunk_size), n_lines=int(n_lines))
@@ -117,6 +140,7 @@ def run_durably(
     outfile: str,
     *,
     identity: dict,
+    locations: dict,
     lines: tuple[int, int],
     attrs: dict,
     embed_lines: Callable[[int, int], Iterator[tuple[str, np.ndarray]]],
@@ -129,6 +153,8 @@ def run_durably(
     Args:
         outfile: the output HDF5 file.
         identity: :func:`run_identity` of this run.
+        locations: :func:`file_locations` of its files (a resumed run
+            must find the same).
         lines: ``(a, b)``: the input lines to embed (global numbers).
         attrs: the output file's attributes (``n_sentences``, the run's
             identity and, for a shard, the shard's are added here).
@@ -152,7 +178,7 @@ def run_durably(
     log = sys.stderr if log is None else log
     folder = partial_dir(outfile)
     manifest = {"run": identity, "run_id": run_id(identity),
-                "lines": list(lines),
+                "files": locations, "lines": list(lines),
                 "shard": None if shard is None else list(shard)}
     first, end = lines
     size = identity["chunk_size"]
@@ -162,10 +188,17 @@ def run_durably(
         with h5py.File(outfile, "r") as f:
             return int(f.attrs["n_sentences"])
     todo = ranges[done:]
-    if todo:
-        stream = embed_lines(todo[0][0], end)
-        for a, b in todo:
-            _write_part(folder, a, b, stream, manifest["run_id"])
+    try:
+        if todo:
+            stream = embed_lines(todo[0][0], end)
+            for a, b in todo:
+                _write_part(folder, a, b, stream, manifest["run_id"])
+    except BaseException:
+        # an error before the first part (a model that does not load, a
+        # device that is not there) leaves no progress to keep
+        if not any(_PART.fullmatch(name) for name in os.listdir(folder)):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
     n = _merge_parts(folder, outfile, ranges, manifest, attrs, shard)
     # the manifest goes first: a folder without one is a finished run's
     # leftover, removed by the next run
@@ -202,11 +235,10 @@ def _prepare(outfile, folder, manifest, ranges, resume, log):
             return None
         return _prepare(outfile, folder, manifest, ranges, resume, log)
     if not same:
-        difference = first_difference(
-            {**recorded.get("run", {}), "lines": recorded.get("lines"),
-             "shard": recorded.get("shard")},
-            {**manifest["run"], "lines": manifest["lines"],
-             "shard": manifest["shard"]})
+        difference = first_difference(*(
+            {**m.get("run", {}), **m.get("files", {}),
+             "lines": m.get("lines"), "shard": m.get("shard")}
+            for m in (recorded, manifest)))
         raise EmbeddingRunError(
             f"{'--resume: ' * resume}{folder}/ holds the progress of an "
             f"interrupted run with other inputs or flags "

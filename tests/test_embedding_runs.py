@@ -254,3 +254,34 @@ def test_sigkill_then_resume(model_dir, corpus, uninterrupted, tmp_path,
     assert cli.run(_args(model_dir, corpus, out, "--resume")) == len(LINES)
     assert_same_file(out, uninterrupted)
     assert sorted(os.listdir(tmp_path)) == ["elmo.hdf5"]
+
+
+def test_an_error_before_the_first_part_leaves_nothing(model_dir, corpus,
+                                                      tmp_path):
+    out = tmp_path / "elmo.hdf5"
+    with pytest.raises(ValueError, match=r"devices: expected some of "
+                                         r".*CPU:0.*, found 'GPU:7'"):
+        cli.run(_args(model_dir, corpus, out, "--devices", "GPU:7"))
+    assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.slow
+def test_shards_of_copies_elsewhere_merge(model_dir, corpus, tmp_path,
+                                          uninterrupted):
+    """Shards on two machines read their own copies of the files (other
+    paths, other mtimes): the contents identify the run."""
+    import shutil
+
+    copy = tmp_path / "node1"
+    shutil.copytree(corpus, copy, ignore=shutil.ignore_patterns("*.hdf5"))
+    os.utime(copy / "sentences.txt", (1, 1))
+    shards = [tmp_path / "p0.hdf5", tmp_path / "p1.hdf5"]
+    cli.run(_args(model_dir, corpus, shards[0], "--shard", "0/2"))
+    cli.run(_args(model_dir, copy, shards[1], "--shard", "1/2"))
+    merged = tmp_path / "all.hdf5"
+    cli.run(["merge-embeddings", "--outfile", str(merged), *map(str, shards)])
+    with h5py.File(merged, "r") as f, h5py.File(uninterrupted, "r") as w:
+        for i in range(len(LINES)):
+            np.testing.assert_array_equal(f[str(i)][...], w[str(i)][...])
+        assert f.attrs["run_id"] == w.attrs["run_id"]
+        assert f.attrs["dataset_file"] == w.attrs["dataset_file"]  # shard 0
