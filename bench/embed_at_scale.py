@@ -18,10 +18,12 @@ What it measures (prints one JSON line, and a table on stderr):
   shards), side by side.
   Model: ``options/small.json`` (LSTM 1024, projection 128) with random
   weights.
-* ``resume``: a run killed (SIGKILL) once two of its parts are on disk,
-  then ``--resume``d, against the uninterrupted run: the time already
-  spent, the time to continue, and the overhead (both runs less the
-  uninterrupted one: a second start-up and the half-written part).
+* ``resume``: a run killed (SIGKILL) once two of its five parts are on
+  disk, then ``--resume``d, against the uninterrupted run (three rounds,
+  interleaved; medians): the time already spent, the time to continue
+  (and its ratio to 3/5 of the uninterrupted run), and the overhead (both
+  runs less the uninterrupted one: a second start-up, the half-written
+  part, checking the kept parts).
 * ``rss``: peak RSS (``wait4``'s ``ru_maxrss``) of ``embed``, of the
   resumed run and of ``merge-embeddings`` at two corpus sizes (10x
   apart): flat means the same at both.
@@ -42,6 +44,7 @@ import os
 import re
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -186,28 +189,41 @@ def shards_vs_threads(work, n_sentences) -> dict:
                 n_tokens / (both + merge["seconds"]))))
 
 
-def resume(work, model, corpus, n_tokens, chunk) -> dict:
-    full = run(embed_args(model, corpus, os.path.join(work, "full.hdf5"),
-                          "--chunk_size", chunk))
-    out = os.path.join(work, "killed.hdf5")
-    started = time.perf_counter()
-    proc = start(embed_args(model, corpus, out, "--chunk_size", chunk))
-    folder = out + ".partial"
-    while proc.poll() is None:
-        parts = [n for n in os.listdir(folder) if n.endswith(".hdf5")] if (
-            os.path.isdir(folder)) else []
-        if len(parts) >= 2:
-            proc.send_signal(signal.SIGKILL)
-            break
-        time.sleep(0.05)
-    killed = wait(proc, started)
-    resumed = run(embed_args(model, corpus, out, "--chunk_size", chunk,
-                             "--resume"))
-    overhead = killed["seconds"] + resumed["seconds"] - full["seconds"]
-    return dict(uninterrupted=full, killed_after_2_parts=killed,
-                resumed=resumed, chunk_size=int(chunk),
-                overhead_seconds=round(overhead, 2),
-                tokens_per_s_uninterrupted=round(n_tokens / full["seconds"]))
+def resume(work, model, corpus, n_tokens, chunk, rounds) -> dict:
+    """``rounds`` times, interleaved (a shared machine's load hits all
+    three alike): uninterrupted, killed after 2 parts, resumed."""
+    runs = {"uninterrupted": [], "killed_after_2_parts": [], "resumed": []}
+    for r in range(rounds):
+        runs["uninterrupted"].append(run(embed_args(
+            model, corpus, os.path.join(work, f"full-{r}.hdf5"),
+            "--chunk_size", chunk)))
+        out = os.path.join(work, f"killed-{r}.hdf5")
+        started = time.perf_counter()
+        proc = start(embed_args(model, corpus, out, "--chunk_size", chunk))
+        folder = out + ".partial"
+        while proc.poll() is None:
+            parts = [n for n in os.listdir(folder) if n.endswith(".hdf5")] \
+                if os.path.isdir(folder) else []
+            if len(parts) >= 2:
+                proc.send_signal(signal.SIGKILL)
+                break
+            time.sleep(0.05)
+        runs["killed_after_2_parts"].append(wait(proc, started))
+        runs["resumed"].append(run(embed_args(
+            model, corpus, out, "--chunk_size", chunk, "--resume")))
+        for path in (out, os.path.join(work, f"full-{r}.hdf5")):
+            os.remove(path)
+    median = {name: dict(
+        seconds=statistics.median(x["seconds"] for x in results),
+        peak_rss_mib=max(x["peak_rss_mib"] for x in results))
+        for name, results in runs.items()}
+    full, killed, resumed = (median[k]["seconds"] for k in runs)
+    return dict(
+        chunk_size=int(chunk), rounds=rounds, runs=runs, median=median,
+        overhead_seconds=round(killed + resumed - full, 2),
+        continue_over_remaining=round(
+            resumed / (full * (1 - 2 * int(chunk) / (5 * int(chunk)))), 2),
+        tokens_per_s_uninterrupted=round(n_tokens / full))
 
 
 def sizes(work, model, n_small, n_large) -> dict:
@@ -247,7 +263,7 @@ def main(argv=None):
         corpus = os.path.join(work, "resume.txt")
         n_tokens = write_corpus(corpus, n_resume, seed=3)
         report["resume"] = resume(work, tiny, corpus, n_tokens,
-                                  str(n_resume // 5))
+                                  str(n_resume // 5), rounds=3)
         report["sizes"] = sizes(work, tiny, n_small, n_large)
         report["loadavg_at_end"] = [round(x, 2) for x in os.getloadavg()]
     finally:
