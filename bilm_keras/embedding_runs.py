@@ -136,6 +136,20 @@ def partial_dir(outfile: str) -> str:
     return os.path.abspath(os.fspath(outfile)) + ".partial"
 
 
+def check_leftover(outfile: str, resume: bool) -> None:
+    """Before anything is loaded: without ``resume``, the progress of an
+    interrupted run writing ``outfile`` is refused (one line saying how to
+    continue or start over), never silently removed or added to."""
+    folder = partial_dir(outfile)
+    if resume or not os.path.isfile(os.path.join(folder, "manifest.json")):
+        return
+    n_parts = sum(bool(_PART.fullmatch(name)) for name in os.listdir(folder))
+    raise EmbeddingRunError(
+        f"{folder}/: progress of an interrupted run ({n_parts} part"
+        f"{'s' * (n_parts != 1)} on disk); add --resume to continue it, or "
+        f"remove the folder to start over")
+
+
 def run_durably(
     outfile: str,
     *,

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from conftest import REPO_ROOT, user_env
 
-from bilm_keras import cli, embedding_runs
+from bilm_keras import cli, dump_bilm_embeddings, embedding_runs
 from bilm_keras.embedding_runs import EmbeddingRunError, partial_dir
 from bilm_keras.shards import parse_shard, shard_lines
 
@@ -100,10 +100,19 @@ def test_interrupted_then_resumed(model_dir, corpus, uninterrupted,
                      "part-000000000003-000000000006.hdf5"]
     assert not out.exists()
     # without --resume: one line saying how to continue; nothing touched
+    # (the command's check, before TensorFlow; the library's own words)
+    with pytest.raises(EmbeddingRunError, match=r"elmo.hdf5.partial/: "
+                       r"progress of an interrupted run \(2 parts on "
+                       r"disk\); add --resume to continue it"):
+        cli.run(_args(model_dir, corpus, out))
     with pytest.raises(EmbeddingRunError, match=r"elmo.hdf5.partial/: "
                        r"progress of an interrupted run \(2 of 4 parts "
                        r"done\); add --resume to continue it"):
-        cli.run(_args(model_dir, corpus, out))
+        dump_bilm_embeddings(
+            str(model_dir / "vocab_test.txt"), str(corpus / "sentences.txt"),
+            str(model_dir / "options.json"),
+            str(model_dir / "lm_weights.hdf5"), str(out), batch_size=2,
+            chunk_size=CHUNK, progress=False)
     # another flag: the difference named
     with pytest.raises(EmbeddingRunError, match=r"--resume: .* other inputs "
                        r"or flags \(dtype: \"float32\", not \"float16\"\)"):
@@ -285,3 +294,21 @@ def test_shards_of_copies_elsewhere_merge(model_dir, corpus, tmp_path,
             np.testing.assert_array_equal(f[str(i)][...], w[str(i)][...])
         assert f.attrs["run_id"] == w.attrs["run_id"]
         assert f.attrs["dataset_file"] == w.attrs["dataset_file"]  # shard 0
+
+
+def test_leftover_refused_before_tensorflow(model_dir, corpus, tmp_path):
+    from test_cli import _run
+
+    out = tmp_path / "elmo.hdf5"
+    folder = tmp_path / "elmo.hdf5.partial"
+    folder.mkdir()
+    (folder / "manifest.json").write_text("{}")
+    (folder / "part-000000000000-000000000003.hdf5").write_bytes(b"")
+    code, heavy, _, err = _run(_args(model_dir, corpus, out))
+    assert (code, "tensorflow" in heavy) == (1, False)
+    assert err.splitlines() == [
+        f"bilm-keras embed: error: {folder}/: progress of an interrupted run "
+        "(1 part on disk); add --resume to continue it, or remove the "
+        "folder to start over"]
+    assert sorted(os.listdir(folder)) == [
+        "manifest.json", "part-000000000000-000000000003.hdf5"]

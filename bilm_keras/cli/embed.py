@@ -150,6 +150,9 @@ def check(args) -> None:
     if os.path.isdir(args.outfile):
         raise CommandError(f"--outfile {args.outfile}: is a directory, "
                            "expected a file name")
+    from bilm_keras.embedding_runs import check_leftover
+
+    check_leftover(args.outfile, args.resume)  # a killed run's progress
 
 
 def run(args) -> int:
