@@ -6,6 +6,7 @@ Usage::
 
     python bench/embed_at_scale.py              # everything, ~10 minutes
     python bench/embed_at_scale.py --quick      # small sizes (a smoke run)
+    python bench/embed_at_scale.py --only shards --rounds 3 [--no_pin]
 
 What it measures (prints one JSON line, and a table on stderr):
 
@@ -157,36 +158,53 @@ def embed_args(model, corpus, outfile, *extra):
 
 
 # ----------------------------------------------------------- the figures
-def shards_vs_threads(work, n_sentences) -> dict:
+def shards_vs_threads(work, n_sentences, rounds=1, pin=True) -> dict:
+    """``rounds`` times, alternately: one process of two threads, then
+    two shards of one thread each at once (+ their merge)."""
     with open(SMALL_OPTIONS_FILE) as f:
         model = write_model(os.path.join(work, "small"), json.load(f))
     corpus = os.path.join(work, "small.txt")
     n_tokens = write_corpus(corpus, n_sentences, seed=7)
-    one = run(embed_args(model, corpus, os.path.join(work, "one.hdf5"),
-                         "--average"), threads=2)
-    started = time.perf_counter()
-    procs = [start(embed_args(model, corpus,
-                              os.path.join(work, f"shard-{k}.hdf5"),
-                              "--average", "--shard", f"{k}/2"),
-                   threads=1, core=k) for k in range(2)]
-    shards = wait_all(procs, started)
-    merge = run(["merge-embeddings", "--outfile",
-                 os.path.join(work, "merged.hdf5"),
-                 *(os.path.join(work, f"shard-{k}.hdf5") for k in range(2))])
-    both = max(s["seconds"] for s in shards)
-    return dict(
-        model="options/small.json, random weights, --average",
-        n_sentences=n_sentences, n_tokens=n_tokens,
-        one_process_two_threads=dict(
-            **one, tokens_per_s=round(n_tokens / one["seconds"])),
-        two_processes_one_thread=dict(
-            seconds=both, shards=shards,
+    ones, twos = [], []
+    for r in range(rounds):
+        one = run(embed_args(model, corpus,
+                             os.path.join(work, f"one-{r}.hdf5"),
+                             "--average"), threads=2)
+        ones.append(dict(**one, tokens_per_s=round(
+            n_tokens / one["seconds"])))
+        started = time.perf_counter()
+        shards = [os.path.join(work, f"shard-{r}-{k}.hdf5")
+                  for k in range(2)]
+        procs = [start(embed_args(model, corpus, shards[k], "--average",
+                                  "--shard", f"{k}/2"),
+                       threads=1, core=k if pin else None)
+                 for k in range(2)]
+        results = wait_all(procs, started)
+        merge = run(["merge-embeddings", "--outfile",
+                     os.path.join(work, f"merged-{r}.hdf5"), *shards])
+        both = max(x["seconds"] for x in results)
+        twos.append(dict(
+            seconds=both, shards=results,
             tokens_per_s=round(n_tokens / both),
-            bar_tokens_per_s_sum=sum(s.get("bar_tokens_per_s", 0)
-                                     for s in shards),
+            bar_tokens_per_s_sum=sum(x.get("bar_tokens_per_s", 0)
+                                     for x in results),
             merge_seconds=merge["seconds"],
             tokens_per_s_with_merge=round(
                 n_tokens / (both + merge["seconds"]))))
+    keys = ("tokens_per_s", "bar_tokens_per_s")
+    return dict(
+        model="options/small.json, random weights, --average",
+        n_sentences=n_sentences, n_tokens=n_tokens, rounds=rounds,
+        pinned=pin,
+        one_process_two_threads=ones, two_processes_one_thread=twos,
+        median_tokens_per_s=dict(
+            one_process_two_threads={k: statistics.median(
+                x.get(k, 0) for x in ones) for k in keys},
+            two_processes_one_thread={
+                "tokens_per_s": statistics.median(
+                    x["tokens_per_s"] for x in twos),
+                "bar_tokens_per_s": statistics.median(
+                    x["bar_tokens_per_s_sum"] for x in twos)}))
 
 
 def resume(work, model, corpus, n_tokens, chunk, rounds) -> dict:
@@ -248,6 +266,12 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true",
                         help="small sizes: a smoke run")
     parser.add_argument("--workdir", default=None)
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="rounds of the shards-vs-threads comparison")
+    parser.add_argument("--no_pin", action="store_true",
+                        help="do not pin each shard to its own core")
+    parser.add_argument("--only", choices=["shards"], default=None,
+                        help="only the shards-vs-threads comparison")
     args = parser.parse_args(argv)
     work = args.workdir or tempfile.mkdtemp(prefix="embed_at_scale-")
     n_threads_corpus = 300 if args.quick else 3000
@@ -257,8 +281,11 @@ def main(argv=None):
     try:
         report = dict(cpu_count=os.cpu_count(),
                       loadavg_at_start=[round(x, 2) for x in load])
-        report["shards_vs_threads"] = shards_vs_threads(work,
-                                                        n_threads_corpus)
+        report["shards_vs_threads"] = shards_vs_threads(
+            work, n_threads_corpus, rounds=args.rounds, pin=not args.no_pin)
+        if args.only == "shards":
+            print(json.dumps(report))
+            return
         tiny = write_model(os.path.join(work, "tiny"), QUICK_OPTIONS)
         corpus = os.path.join(work, "resume.txt")
         n_tokens = write_corpus(corpus, n_resume, seed=3)

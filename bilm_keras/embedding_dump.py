@@ -29,7 +29,6 @@ from bilm_keras.embedding_runs import (
     file_locations,
     run_durably,
     run_identity,
-    shard_lines,
 )
 from bilm_keras.models.bidirectional_language_model import (
     BidirectionalLanguageModel,
@@ -37,6 +36,7 @@ from bilm_keras.models.bidirectional_language_model import (
 from bilm_keras.models.bulk_embedder import BulkEmbedder
 from bilm_keras.options import BiLMOptions
 from bilm_keras.progress import ProgressBar
+from bilm_keras.shards import shard_lines
 
 
 def dump_token_embeddings(
