@@ -126,6 +126,7 @@ def test_interrupted_then_resumed(model_dir, corpus, uninterrupted,
     assert sorted(os.listdir(tmp_path)) == ["elmo.hdf5"]
 
 
+@pytest.mark.slow  # quick tier: test_interrupted_then_resumed
 def test_resume_with_nothing_to_resume_runs(model_dir, corpus, uninterrupted,
                                             tmp_path, capsys):
     out = tmp_path / "elmo.hdf5"
@@ -135,17 +136,24 @@ def test_resume_with_nothing_to_resume_runs(model_dir, corpus, uninterrupted,
     assert_same_file(out, uninterrupted)
 
 
-def test_shards_merge_to_the_single_run(model_dir, corpus, uninterrupted,
-                                        tmp_path, capsys):
-    # 3 shards of 11 lines: [0, 3) [3, 7) [7, 11), each chunked (sorted,
-    # batched) from its own first line: the vectors still come out
-    # bit-identical (a sentence's row does not depend on its batch-mates)
-    shards = []
+@pytest.fixture(scope="module")
+def three_shards(model_dir, corpus):
+    """3 shards of the 11 lines, [0, 3) [3, 7) [7, 11), run in the order 2,
+    0, 1."""
+    paths = {}
     for k in (2, 0, 1):
-        shards.append(tmp_path / f"part-{k}.hdf5")
-        assert cli.run(_args(model_dir, corpus, shards[-1], "--shard",
+        paths[k] = corpus / f"part-{k}.hdf5"
+        assert cli.run(_args(model_dir, corpus, paths[k], "--shard",
                              f"{k}/3")) == len(range(*shard_lines(k, 3, 11)))
-    with h5py.File(shards[0], "r") as f:  # global line numbers
+    return [paths[k] for k in range(3)]
+
+
+def test_shards_merge_to_the_single_run(three_shards, uninterrupted,
+                                        tmp_path, capsys):
+    # each shard was chunked (sorted, batched) from its own first line: the
+    # vectors still come out bit-identical (a sentence's row does not
+    # depend on its batch-mates)
+    with h5py.File(three_shards[2], "r") as f:  # global line numbers
         assert sorted(f.keys(), key=lambda k: (len(k), k)) == [
             "7", "8", "9", "10", "sentence_to_index"]
         assert (f.attrs["shard"], f.attrs["n_shards"],
@@ -153,34 +161,26 @@ def test_shards_merge_to_the_single_run(model_dir, corpus, uninterrupted,
         assert list(f.attrs["shard_lines"]) == [7, 11]
     merged = tmp_path / "all.hdf5"
     assert cli.run(["merge-embeddings", "--outfile", str(merged),
-                    *map(str, shards)]) == len(LINES)
+                    *map(str, three_shards[::-1])]) == len(LINES)
     assert "wrote 11 sentences from 3 shards" in capsys.readouterr().out
     assert_same_file(merged, uninterrupted)
 
 
-@pytest.fixture(scope="module")
-def two_shards(model_dir, corpus):
-    paths = []
-    for k in range(2):
-        paths.append(corpus / f"two-{k}.hdf5")
-        cli.run(_args(model_dir, corpus, paths[-1], "--shard", f"{k}/2"))
-    return paths
-
-
-def test_merge_bad_input(model_dir, corpus, two_shards, tmp_path,
+def test_merge_bad_input(model_dir, corpus, three_shards, tmp_path,
                          uninterrupted):
     out = tmp_path / "all.hdf5"
     foreign = tmp_path / "foreign-1.hdf5"
-    cli.run(_args(model_dir, corpus, foreign, "--shard", "1/2", "--top"))
+    cli.run(_args(model_dir, corpus, foreign, "--shard", "1/3", "--top"))
+    p0, p1, p2 = three_shards
     cases = [
-        ([two_shards[0]], r"shard 1/2 missing \(found 1 of 2 shards of "
-                          r".*two-0.hdf5's run\)"),
-        ([*two_shards, two_shards[1]], r"two-1.hdf5: shard 1/2 again \(also "
-                                       r".*two-1.hdf5\)"),
-        ([two_shards[0], foreign], r"foreign-1.hdf5: a shard of another run "
-                                   r"than .*two-0.hdf5 \(layers: \[0, 1, 2\],"
-                                   r" not \[2\]\)"),
-        ([two_shards[0], uninterrupted], r"uninterrupted.hdf5: not a shard"),
+        ([p0, p2], r"shard 1/3 missing \(found 2 of 3 shards of "
+                   r".*part-0.hdf5's run\)"),
+        ([p0, p1, p2, p1], r"part-1.hdf5: shard 1/3 again \(also "
+                           r".*part-1.hdf5\)"),
+        ([p0, foreign, p2], r"foreign-1.hdf5: a shard of another run than "
+                            r".*part-0.hdf5 \(layers: \[0, 1, 2\], not "
+                            r"\[2\]\)"),
+        ([p0, uninterrupted], r"uninterrupted.hdf5: not a shard"),
     ]
     for shards, match in cases:
         with pytest.raises(EmbeddingRunError, match=match):
@@ -190,7 +190,7 @@ def test_merge_bad_input(model_dir, corpus, two_shards, tmp_path,
     out.write_bytes(b"a day's work")
     code = subprocess.run(
         [sys.executable, "-m", "bilm_keras.cli", "merge-embeddings",
-         "--outfile", str(out), *map(str, two_shards)],
+         "--outfile", str(out), *map(str, three_shards)],
         cwd=REPO_ROOT, env=user_env(), capture_output=True, text=True,
         timeout=120)
     assert code.returncode == 1
@@ -199,7 +199,7 @@ def test_merge_bad_input(model_dir, corpus, two_shards, tmp_path,
         "(expected a new file; --overwrite replaces it)"]
     assert out.read_bytes() == b"a day's work"
     assert cli.run(["merge-embeddings", "--outfile", str(out), "--overwrite",
-                    *map(str, two_shards)]) == len(LINES)
+                    *map(str, three_shards)]) == len(LINES)
     assert_same_file(out, uninterrupted)
 
 
