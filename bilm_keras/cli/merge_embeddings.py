@@ -18,8 +18,9 @@ the same `embed` run in one process: every line's dataset, one
 first: each must be there exactly once and all must come from one run
 (same model, vocabulary, input file and flags); a missing, duplicated or
 foreign shard is an error naming it. Datasets are copied one at a time
-(memory stays flat), into a temporary file renamed onto --outfile when
-complete. An existing --outfile is refused unless --overwrite."""
+(memory stays flat but for sentence_to_index), into a temporary file
+renamed onto --outfile when complete. An existing --outfile is refused
+unless --overwrite."""
 EPILOG = """\
 examples:
   bilm-keras merge-embeddings --outfile elmo.hdf5 part-*.hdf5"""
