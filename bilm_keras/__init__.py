@@ -26,6 +26,7 @@ _EXPORTS = {
     "Vocabulary": "bilm_keras.data.vocabulary",
     "dump_bilm_embeddings": "bilm_keras.embedding_dump",
     "dump_token_embeddings": "bilm_keras.embedding_dump",
+    "merge_embedding_files": "bilm_keras.embedding_runs",
     "weight_layers": "bilm_keras.elmo",
     "BidirectionalLanguageModel":
         "bilm_keras.models.bidirectional_language_model",

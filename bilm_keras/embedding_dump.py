@@ -5,9 +5,10 @@
 
 from __future__ import annotations
 
-import json
+import collections
+import itertools
 import os
-from typing import List, Optional, Sequence
+from typing import Optional, Sequence, Tuple
 
 import h5py
 import numpy as np
@@ -26,11 +27,18 @@ from bilm_keras.embedding_outputs import (
     embedding_layer_ids,
     layer_mix,
 )
+from bilm_keras.embedding_runs import (
+    file_locations,
+    run_durably,
+    run_identity,
+)
 from bilm_keras.models.bidirectional_language_model import (
     BidirectionalLanguageModel,
 )
+from bilm_keras.models.bulk_embedder import BulkEmbedder
 from bilm_keras.options import BiLMOptions
 from bilm_keras.progress import ProgressBar
+from bilm_keras.shards import shard_lines
 
 
 def dump_token_embeddings(
@@ -103,6 +111,9 @@ def dump_bilm_embeddings(
     embedding_weight_file: Optional[str] = None,
     use_sentence_keys: bool = False,
     progress: bool = True,
+    resume: bool = False,
+    shard: Optional[Tuple[int, int]] = None,
+    devices: Optional[Sequence[str]] = None,
 ) -> int:
     """Writes the biLM embedding of every sentence of a file to HDF5.
 
@@ -168,6 +179,16 @@ def dump_bilm_embeddings(
         use_sentence_keys: name datasets by their sentence (above).
         progress: a progress bar on stderr (sentences, tokens/s, ETA),
             updated after every batch.
+        resume: continue a killed run of the same inputs and flags from
+            its last whole part (:mod:`bilm_keras.embedding_runs`: the
+            run's progress is kept in ``outfile + ".partial/"`` until the
+            output is complete).
+        shard: ``(K, N)``: embed only shard ``K`` of ``N`` (lines
+            ``[K * n // N, (K + 1) * n // N)``, datasets keep their line
+            numbers); :func:`~bilm_keras.embedding_runs.
+            merge_embedding_files` joins the shards.
+        devices: the devices to embed on (e.g. ``["GPU:0", "GPU:1"]``);
+            default: every GPU, else the CPU.
 
     Returns:
         The number of sentences written.
@@ -186,66 +207,81 @@ def dump_bilm_embeddings(
         raise ValueError("vocab_file: token input (embedding_weight_file) "
                          "needs the vocabulary of its token table, found "
                          "None")
+    if use_sentence_keys and shard is not None:
+        raise ValueError("use_sentence_keys: not with shard (a shard's "
+                         "datasets keep their line numbers for the merge)")
     stats = check_sentence_file(dataset_file,
                                 sentence_keys=use_sentence_keys)
-    bilm = BidirectionalLanguageModel(
-        options_file, weight_file,
-        use_character_inputs=embedding_weight_file is None,
-        embedding_weight_file=embedding_weight_file)
-    bar = None
-    if progress:
-        bar = ProgressBar(stats.n_lines, total_tokens=stats.n_tokens,
-                          label=os.path.basename(os.fspath(dataset_file)))
-    lines = read_sentence_lines(dataset_file)
-    texts: List[str] = []  # each line's text, in order
+    first, end = (0, stats.n_lines) if shard is None else shard_lines(
+        *shard, stats.n_lines)
+    mix_settings = {} if mix is None else dict(
+        mix_weights=[float(w) for w in mix.weights], gamma=float(mix.gamma),
+        mix_form=mix.form)
+    identity = run_identity(
+        options_file=options_file, weight_file=weight_file,
+        vocab_file=vocab_file, dataset_file=dataset_file, output=output,
+        layers=layer_ids, dtype=dtype, batch_size=batch_size,
+        chunk_size=chunk_size, n_lines=stats.n_lines,
+        embedding_weight_file=embedding_weight_file,
+        keys="sentence" if use_sentence_keys else "line_number",
+        **mix_settings)
 
-    def sentences():
-        for line in lines:
-            texts.append(line.strip())
-            yield line.split()
+    def embed_lines(start, stop):  # (text, array) of lines [start, stop)
+        bilm = BidirectionalLanguageModel(
+            options_file, weight_file,
+            use_character_inputs=embedding_weight_file is None,
+            embedding_weight_file=embedding_weight_file)
+        embedder = BulkEmbedder(bilm.backbone, devices=devices,
+                                options=bilm.options)
+        bar = None
+        if progress:
+            bar = ProgressBar(stop - start, total_tokens=sum(
+                len(line.split()) for line in itertools.islice(
+                    read_sentence_lines(dataset_file), start, stop)),
+                label=os.path.basename(os.fspath(dataset_file)))
+        texts = collections.deque()  # read, not yet handed out
 
-    embeddings = bilm.iter_embeddings(
-        sentences(), batch_size=batch_size, vocab_file=vocab_file,
-        output=output, layers=layers, mix_weights=mix_weights,
-        mix_logits=mix_logits, gamma=gamma, chunk_size=chunk_size,
-        on_batch=bar.update if bar is not None else None,
+        def sentences():
+            for line in itertools.islice(
+                    read_sentence_lines(dataset_file), start, stop):
+                texts.append(line.strip())
+                yield line.split()
+
+        try:
+            for emb in embedder.iter_embeddings(
+                    sentences(), batch_size=batch_size,
+                    vocab_file=vocab_file, output=output, layers=layers,
+                    mix_weights=mix_weights, mix_logits=mix_logits,
+                    gamma=gamma, chunk_size=chunk_size,
+                    on_batch=bar.update if bar is not None else None):
+                yield texts.popleft(), emb.astype(dtype, copy=False)
+        finally:
+            if bar is not None:
+                bar.close()  # ends the line, before any error message
+
+    attrs = dict(
+        options_file=os.path.abspath(options_file),
+        weight_file=os.path.abspath(weight_file),
+        vocab_file=os.path.abspath(vocab_file) if vocab_file else "",
+        dataset_file=os.path.abspath(dataset_file),
+        output=output,
+        layers=np.asarray(layer_ids, np.int64),
+        dtype=dtype,
+        layout=EMBEDDING_OUTPUTS[output],
+        keys="sentence" if use_sentence_keys else "line_number",
+        embedding_weight_file=(os.path.abspath(embedding_weight_file)
+                               if embedding_weight_file else ""),
+        bilm_keras_version=__version__,
     )
-    n_done = 0
-    try:
-        with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
-            for emb in embeddings:
-                key = texts[n_done] if use_sentence_keys else str(n_done)
-                fout.create_dataset(key, data=emb.astype(dtype, copy=False))
-                n_done += 1
-            if not use_sentence_keys:
-                # AllenNLP's layout: one JSON string, sentence -> dataset
-                sentence_to_index = {
-                    text: str(i) for i, text in enumerate(texts)}
-                index = fout.create_dataset("sentence_to_index", (1,),
-                                            dtype=h5py.string_dtype())
-                index[0] = json.dumps(sentence_to_index)
-            if mix is not None:
-                fout.attrs.update(mix_weights=mix.weights, gamma=mix.gamma,
-                                  mix_form=mix.form)
-                if mix.logits is not None:
-                    fout.attrs["mix_logits"] = mix.logits
-            fout.attrs.update(
-                options_file=os.path.abspath(options_file),
-                weight_file=os.path.abspath(weight_file),
-                vocab_file=os.path.abspath(vocab_file) if vocab_file else "",
-                dataset_file=os.path.abspath(dataset_file),
-                output=output,
-                layers=np.asarray(layer_ids, np.int64),
-                dtype=dtype,
-                layout=EMBEDDING_OUTPUTS[output],
-                n_sentences=n_done,
-                keys="sentence" if use_sentence_keys else "line_number",
-                embedding_weight_file=(
-                    os.path.abspath(embedding_weight_file)
-                    if embedding_weight_file else ""),
-                bilm_keras_version=__version__,
-            )
-    finally:
-        if bar is not None:
-            bar.close()  # ends the line, before any error message
-    return n_done
+    if mix is not None:
+        attrs.update(mix_weights=mix.weights, gamma=mix.gamma,
+                     mix_form=mix.form)
+        if mix.logits is not None:
+            attrs["mix_logits"] = mix.logits
+    return run_durably(
+        outfile, identity=identity, lines=(first, end), resume=resume,
+        locations=file_locations(
+            options_file=options_file, weight_file=weight_file,
+            vocab_file=vocab_file, dataset_file=dataset_file,
+            embedding_weight_file=embedding_weight_file),
+        shard=shard, embed_lines=embed_lines, attrs=attrs)

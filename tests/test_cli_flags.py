@@ -14,6 +14,9 @@ import json
 import shlex
 import sys
 
+import h5py
+import numpy as np
+
 import pytest
 
 from bilm_keras import cli
@@ -30,6 +33,10 @@ BAD_VALUES = [
     ("embed", "--mix", "0.5", 1, "expected 3 values"),  # one per layer
     ("embed", "--mix_logits", "inf", 2, "a finite number"),
     ("embed", "--gamma", "nan", 2, "a finite number"),
+    ("embed", "--chunk_size", "0", 2, "an integer >= 1"),
+    ("embed", "--shard", "3/3", 2, "0 <= K < N"),
+    ("embed", "--shard", "1-of-2", 2, "K/N"),
+    ("embed", "--devices", ",", 2, "expected 'all' or devices"),
     ("build-vocab", "--min_count", "0", 2, "an integer >= 1"),
     ("build-vocab", "--max_size", "2", 2, "an integer >= 3"),
     ("train", "--n_gpus", "-1", 2, "an integer >= 0"),
@@ -78,6 +85,15 @@ def inputs(model_dir, train_dir, tmp_path_factory):
     (root / "ckpt").mkdir()  # a training directory, as the checks see one
     (root / "ckpt" / "options.json").write_bytes(
         (model_dir / "options.json").read_bytes())
+    # one shard of a one-shard run, as `embed --shard 0/1` writes it
+    with h5py.File(root / "part-0.hdf5", "w") as f:
+        f.create_dataset("0", data=np.zeros((3, 2, 32), np.float32))
+        index = f.create_dataset("sentence_to_index", (1,),
+                                 dtype=h5py.string_dtype())
+        index[0] = json.dumps({"a b": "0"})
+        f.attrs.update(shard="0/1", n_shards=1, n_lines_total=1,
+                       shard_lines=np.asarray([0, 1], np.int64),
+                       run=json.dumps({"n_lines": 1}), run_id="0" * 16)
     return root
 
 
@@ -104,6 +120,8 @@ def _good_args(command, model_dir, train_dir, inputs, out):
                          "--outfile", out / "model" / "lm_weights.hdf5"],
         "export-hub": [*model, "--outdir", out / "hub"],
         "pipeline": ["--out_dir", out / "run", "--corpus", t / "data.txt"],
+        "merge-embeddings": ["--outfile", out / "all.hdf5",
+                             i / "part-0.hdf5"],
         "convert-manylangs": ["--model_dir", inputs,
                               "--outdir", out / "converted"],
     }[command]
@@ -181,7 +199,8 @@ def test_the_good_arguments_pass_the_checks(
 
 # ---------------------------------------------------------- output files
 OUTPUTS = {"embed": "elmo.hdf5", "dump-tokens": "tokens.hdf5",
-           "dump-weights": "model/lm_weights.hdf5"}
+           "dump-weights": "model/lm_weights.hdf5",
+           "merge-embeddings": "all.hdf5"}
 
 
 @pytest.mark.parametrize("alias", [False, True], ids=["command", "alias"])

@@ -54,6 +54,12 @@ def test_dump_bilm_embeddings(files, model, tmp_path):
                          "深度 学习": "2", "a": "5"}
         recorded = dict(f.attrs)
         assert list(recorded.pop("layers")) == [0, 1, 2]
+        # the run's identity (embedding_runs.run_identity) and its hash
+        run = json.loads(recorded.pop("run"))
+        assert run["weight_file_size"] == os.path.getsize(weights)
+        assert len(run["weight_file_sha256_ends"]) == 16
+        assert (run["batch_size"], run["n_lines"]) == (2, len(LINES))
+        assert len(recorded.pop("run_id")) == 16
         assert recorded == dict(
             output="all", dtype="float32", n_sentences=6,
             options_file=os.path.abspath(options),
@@ -73,6 +79,7 @@ def test_dump_bilm_embeddings(files, model, tmp_path):
         np.testing.assert_array_equal(f["0"][...], f["3"][...])
     assert [p.name for p in tmp_path.iterdir()] != []
     assert not list(tmp_path.glob("*.tmp-*"))
+    assert not list(tmp_path.glob("*.partial"))  # progress removed
 
 
 @pytest.mark.parametrize("content,match", [

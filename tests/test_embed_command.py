@@ -208,6 +208,9 @@ def _before_tensorflow(model_dir, root):
         (["--embedding_weight_file", small, "--vocab_file", small],
          r"--embedding_weight_file .*small_vocab.txt: expected an HDF5 "
          r"token table, found "),
+        (["--use_sentence_keys", "--shard", "0/2"],
+         r"--use_sentence_keys: not with --shard \(a shard's datasets keep "
+         r"their line numbers for merge-embeddings\)"),
         (["--use_sentence_keys"], None),  # dup.txt
     ]
 

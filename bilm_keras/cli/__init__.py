@@ -47,6 +47,7 @@ from bilm_keras.cli import (
     dump_weights,
     embed,
     export_hub,
+    merge_embeddings,
     pipeline,
     restart,
     run_test,
@@ -57,8 +58,9 @@ from bilm_keras.cli._common import HelpFormatter, import_tensorflow
 PROG = "bilm-keras"
 
 #: the subcommands, in the order ``--help`` lists them
-COMMANDS = (embed, dump_tokens, build_vocab, train, restart, run_test,
-            dump_weights, export_hub, convert_manylangs, pipeline)
+COMMANDS = (embed, merge_embeddings, dump_tokens, build_vocab, train,
+            restart, run_test, dump_weights, export_hub, convert_manylangs,
+            pipeline)
 COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
 
 DESCRIPTION = """\

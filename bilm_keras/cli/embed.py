@@ -1,5 +1,8 @@
 """``bilm-keras embed``: every sentence of a text file to HDF5."""
 
+import argparse
+import os
+
 from bilm_keras.cli._common import (
     CommandError,
     add_overwrite_argument,
@@ -49,7 +52,12 @@ trained on tokens (options without char_cnn) reads its table from
 
 Sentences are embedded statelessly (a sentence's vectors do not depend on
 the lines around it), length-sorted in chunks and written in file order;
-the output file appears only when complete."""
+the output file appears only when complete. Until then the run keeps its
+progress in OUTFILE.partial/ (one part per chunk): a killed run
+continues with the same command plus --resume. --shard K/N embeds one
+contiguous share of the lines (N processes or machines, then
+`bilm-keras merge-embeddings`); --devices picks the devices (default:
+every GPU, else the CPU)."""
 EPILOG = """\
 examples:
   bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
@@ -66,6 +74,12 @@ examples:
   bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
       --dataset_file sentences.txt --outfile elmo_tokens.hdf5 \\
       --vocab_file vocab.txt --embedding_weight_file elmo_token_embeddings.hdf5
+  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
+      --dataset_file sentences.txt --outfile elmo.hdf5 --resume
+  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
+      --dataset_file sentences.txt --outfile part-3.hdf5 --shard 3/8
+(then, with every shard written: `bilm-keras merge-embeddings --outfile
+elmo.hdf5 part-*.hdf5`)
 
 read it back (Python):
   f = h5py.File("elmo.hdf5"); index = json.loads(f["sentence_to_index"][0])
@@ -87,6 +101,10 @@ def add_arguments(parser):
                              "character model)")
     parser.add_argument("--batch_size", type=positive_int, default=32,
                         help="sentences per batch")
+    parser.add_argument("--chunk_size", type=positive_int, default=4096,
+                        help="sentences read, length-sorted and embedded "
+                             "together; the run's progress is kept one "
+                             "chunk at a time")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--all", dest="output", action="store_const",
                         const="all", help="every layer (the default)")
@@ -123,6 +141,39 @@ def add_arguments(parser):
     parser.add_argument("--float16", action="store_true",
                         help="store float16 (half the size, about 3 "
                              "significant digits)")
+    parser.add_argument("--resume", action="store_true",
+                        help="continue a killed run of this command from "
+                             "OUTFILE.partial/ (with nothing to continue: "
+                             "say so and start from the first line)")
+    parser.add_argument("--shard", type=shard_arg, default=None,
+                        metavar="K/N",
+                        help="embed only shard K of N (0 <= K < N): a "
+                             "contiguous share of the lines, datasets named "
+                             "by their line in the whole file")
+    parser.add_argument("--devices", type=devices_arg, default=None,
+                        metavar="DEVICES",
+                        help="comma-separated devices to embed on, e.g. "
+                             "GPU:0,GPU:1, or 'all' (default: every GPU, "
+                             "else the CPU)")
+
+
+def shard_arg(text: str):
+    """An argparse ``type``: ``K/N`` with ``0 <= K < N``."""
+    from bilm_keras.shards import parse_shard
+
+    try:
+        return parse_shard(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def devices_arg(text: str):
+    """An argparse ``type``: ``all`` or a comma-separated device list."""
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError(
+            f"expected 'all' or devices such as GPU:0,GPU:1, found {text!r}")
+    return None if names == ["all"] else names
 
 
 def check(args) -> None:
@@ -150,9 +201,18 @@ def check(args) -> None:
         flag = str(e).split(":")[0]
         flag = {"mix_weights": "mix"}.get(flag, flag)
         raise CommandError(f"--{flag}:{str(e).split(':', 1)[1]}") from None
+    if args.use_sentence_keys and args.shard is not None:
+        raise CommandError("--use_sentence_keys: not with --shard (a "
+                           "shard's datasets keep their line numbers for "
+                           "merge-embeddings)")
     check_sentence_file(args.dataset_file,
                         sentence_keys=args.use_sentence_keys)
-    check_output_file(args.outfile, "--outfile", args.overwrite)
+    from bilm_keras.embedding_runs import check_leftover, partial_dir
+
+    if not (args.resume and os.path.isdir(partial_dir(args.outfile))):
+        # (a resumed run killed after its rename finds its output there)
+        check_output_file(args.outfile, "--outfile", args.overwrite)
+    check_leftover(args.outfile, args.resume)  # a killed run's progress
 
 
 def _check_token_input(args, options) -> None:
@@ -193,13 +253,17 @@ def run(args) -> int:
     n = dump_bilm_embeddings(
         args.vocab_file, args.dataset_file, args.options_file,
         args.weight_file, args.outfile, batch_size=args.batch_size,
+        chunk_size=args.chunk_size,
         layers=args.layers, dtype=dtype, output=args.output,
         mix_weights=args.mix_weights, mix_logits=args.mix_logits,
         gamma=args.gamma, embedding_weight_file=args.embedding_weight_file,
-        use_sentence_keys=args.use_sentence_keys)
+        use_sentence_keys=args.use_sentence_keys,
+        resume=args.resume, shard=args.shard, devices=args.devices)
     layers = "" if args.layers is None else f", layers {args.layers}"
+    shard = ("" if args.shard is None
+             else f", shard {args.shard[0]}/{args.shard[1]}")
     print(f"wrote {n} sentences to {args.outfile} ({args.output}{layers}, "
-          f"{dtype})")
+          f"{dtype}{shard})")
     return n
 
 

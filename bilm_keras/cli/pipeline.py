@@ -20,10 +20,10 @@ TINY_OPTIONS = os.path.normpath(os.path.join(
     "tiny.json"))
 DESCRIPTION = """\
 Build a vocabulary, train a small biLM, measure its heldout perplexity,
-write bilm-tf HDF5 weights and embed two sentences with them. By default it
-trains on the English docstrings of Python's standard library (nothing is
-downloaded; a few minutes on 2 CPU cores); --corpus trains on your own
-text."""
+write bilm-tf HDF5 weights and embed two heldout sentences with them. By
+default it trains on the English docstrings of Python's standard library
+(nothing is downloaded; a few minutes on 2 CPU cores); --corpus trains on
+your own text."""
 EPILOG = """\
 examples:
   bilm-keras pipeline                      # writes runs/pipeline-<timestamp>/

@@ -11,9 +11,9 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
-from bilm_keras.eager import require_eager
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
+from bilm_keras.eager import require_eager
 from bilm_keras.embedding_outputs import (
     EMBEDDING_OUTPUTS,
     embedding_layer_ids,
@@ -26,6 +26,7 @@ from bilm_keras.layers.lstm_stack import (
 )
 from bilm_keras.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.models.compute_batches import plan_compute_batches
 from bilm_keras.options import BiLMOptions
 
 
@@ -74,6 +75,12 @@ class BulkEmbedder:
             required for a converted ELMoForManyLangs model (its
             dictionaries). None: :class:`Batcher` (char input) or
             :class:`TokenBatcher` (token input).
+        devices: the devices the LSTMs run on, e.g. ``["GPU:0", "GPU:1"]``
+            (TensorFlow's logical device names; ``"all"`` or None: every
+            GPU, else the CPU). With several, the compute batches go
+            ``n_replicas`` at a time, one per device, through a
+            ``tf.distribute.MirroredStrategy`` (results in input order,
+            identical to one device's); with one, nothing changes.
 
     Example:
         >>> bilm = BidirectionalLanguageModel("options.json", "weights.hdf5")
@@ -93,6 +100,7 @@ class BulkEmbedder:
         block_steps: int | None = INFERENCE_BLOCK_STEPS,
         concurrent_directions: bool = False,
         options: BiLMOptions | None = None,
+        devices: Sequence[str] | str | None = None,
     ):
         require_eager("BulkEmbedder")
         if not _is_positive_int(token_chunk_size):
@@ -115,8 +123,23 @@ class BulkEmbedder:
                 "options: a backbone with a word part (a converted "
                 "ELMoForManyLangs model) needs its options, which name "
                 "its char.dic and word.dic, found None")
+        self.devices = resolve_devices(devices)
+        self._strategy = None
+        if len(self.devices) > 1:
+            self._strategy = tf.distribute.MirroredStrategy(self.devices)
+            # one graph: every replica runs the "encode" graph's function
+            # on its own batch (shapes relaxed after the first traces)
+            self._replicated_encode = tf.function(
+                lambda table, positions, lengths: self._strategy.run(
+                    self._encode, args=(table, positions, lengths)),
+                reduce_retracing=True)
         self._graphs = None
         self._manylangs_batcher = None  # read once: it needs no vocab_file
+
+    @property
+    def n_replicas(self) -> int:
+        """Compute batches run at once (one per device)."""
+        return len(self.devices) if self._strategy is not None else 1
 
     # ------------------------------------------------------------ public
     def embed_sentences(
@@ -228,6 +251,17 @@ class BulkEmbedder:
 
         Yields:
             One float32 array per sentence, shaped as ``output`` says.
+
+        Example:
+            A share of a large file (shard 3 of 8, as ``bilm-keras embed
+            --shard 3/8``; :func:`bilm_keras.shards.shard_lines`):
+
+            >>> first, end = shard_lines(3, 8, n_lines)
+            >>> with open("corpus.txt", encoding="utf-8") as f:
+            ...     lines = itertools.islice(f, first, end)
+            ...     for i, vectors in enumerate(embedder.iter_embeddings(
+            ...             line.split() for line in lines), first):
+            ...         ...  # line i of the file
         """
         if not _is_positive_int(chunk_size):
             raise ValueError(f"chunk_size: expected a positive integer, "
@@ -383,38 +417,63 @@ class BulkEmbedder:
                     rows[token] = len(rows) + 1
         table = self.embed_token_table(plan["batcher"], list(rows))  # (N+2, P)
         eos = len(rows) + 1
-        # 2.-4. sorted batches through the LSTMs
-        encode = self.graphs["encode"]
+        # 2.-4. sorted batches through the LSTMs, n_replicas at a time
         table_rows = table.numpy()  # (N + 2, P)
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        batches = plan_compute_batches([len(s) for s in sentences],
+                                       max_sentences=batch_size)
         results: list[np.ndarray | None] = [None] * len(sentences)
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
-            n_max = max(len(sentences[i]) for i in idx)
-            # padding gathers row 0; the LSTMs ignore it (lengths)
-            positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T+2)
-            lengths = np.empty((len(idx),), np.int32)
-            for row, i in enumerate(idx):
-                n = len(sentences[i])
-                positions[row, 1: n + 1] = [rows[t] for t in sentences[i]]
-                positions[row, n + 1] = eos
-                lengths[row] = n + 2
-            encoded = encode(table, positions, lengths)
-            layers = [[h.numpy() for h in encoded[direction]]
-                      for direction in self.backbone.directions
-                      ]  # per direction, per LSTM layer (T + 2, B, P)
-            for row, i in enumerate(idx):
-                n = len(sentences[i])
-                results[i] = _sentence_output(
-                    table_rows[positions[row, 1: n + 1]],
-                    [[h[1: n + 1, row] for h in direction]
-                     for direction in layers],
-                    plan["layer_ids"], plan["output"], plan["mix"],
-                )
-            del encoded, layers
-            if on_batch is not None:
-                on_batch(len(idx), int(lengths.sum()) - 2 * len(idx))
+        group = self.n_replicas
+        for start in range(0, len(batches), group):
+            inputs = [_batch_positions(sentences, idx, rows, eos)
+                      for idx in batches[start: start + group]]
+            for idx, (positions, lengths), encoded in zip(
+                    batches[start: start + group], inputs,
+                    self._encode_batches(table, inputs)):
+                layers = [[h.numpy() for h in encoded[direction]]
+                          for direction in self.backbone.directions
+                          ]  # per direction, per LSTM layer (T + 2, B, P)
+                for row, i in enumerate(idx):
+                    n = len(sentences[i])
+                    results[i] = _sentence_output(
+                        table_rows[positions[row, 1: n + 1]],
+                        [[h[1: n + 1, row] for h in direction]
+                         for direction in layers],
+                        plan["layer_ids"], plan["output"], plan["mix"],
+                    )
+                del encoded, layers
+                if on_batch is not None:
+                    on_batch(len(idx), int(lengths.sum()) - 2 * len(idx))
         return results
+
+    def _encode_batches(self, table, inputs) -> list[dict]:
+        """:meth:`encode` of up to ``n_replicas`` batches, one per device;
+        one device: today's single call."""
+        encode = self.graphs["encode"]
+        if self._strategy is None:
+            if self.devices:  # one device chosen
+                with tf.device(self.devices[0]):
+                    return [encode(table, *batch) for batch in inputs]
+            return [encode(table, *batch) for batch in inputs]
+        # idle replicas (the last group) get <S> </S> alone, dropped after
+        idle = (np.zeros((1, 2), np.int32), np.full((1,), 2, np.int32))
+        padded = list(inputs) + [idle] * (self.n_replicas - len(inputs))
+        strategy = self._strategy
+
+        def replica_value(k):
+            return lambda context: tf.constant(
+                padded[context.replica_id_in_sync_group][k])
+
+        positions, lengths = (
+            strategy.experimental_distribute_values_from_function(
+                replica_value(k)) for k in (0, 1))
+        outputs = self._replicated_encode(table, positions, lengths)
+        per_replica = {
+            direction: [strategy.experimental_local_results(h)
+                        for h in layers]
+            for direction, layers in outputs.items()}
+        return [{direction: [h[r] for h in layers]
+                 for direction, layers in per_replica.items()}
+                for r in range(len(inputs))]
 
     def _encode(self, table, positions, lengths):
         """The Python function of the ``"encode"`` graph."""
@@ -436,6 +495,51 @@ class BulkEmbedder:
                           for h in layers]
             outputs[direction] = layers
         return outputs  # per direction, per layer (T, B, P)
+
+
+def resolve_devices(devices: Sequence[str] | str | None) -> list[str]:
+    """``devices`` as TensorFlow's full logical device names.
+
+    None or ``"all"``: every GPU if there are two or more; otherwise ``[]``
+    (one device, chosen by TensorFlow as always). Names are matched without
+    case and without the ``/device:`` prefix (``"gpu:1"``, ``"GPU:1"``).
+
+    Raises:
+        ValueError: a device that is not there (the ones there named).
+    """
+    available = [d.name for d in tf.config.list_logical_devices()]
+    if devices is None or devices == "all" or list(devices) == ["all"]:
+        gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
+        return gpus if len(gpus) > 1 else []
+    if isinstance(devices, str):
+        devices = [devices]
+    short = {name.split("device:")[-1].upper(): name for name in available}
+    resolved = []
+    for device in devices:
+        key = str(device).split("device:")[-1].lstrip("/").upper()
+        if key not in short:
+            raise ValueError(
+                f"devices: expected some of {', '.join(sorted(short))}, "
+                f"found {device!r}")
+        if short[key] in resolved:
+            raise ValueError(f"devices: {device!r} given twice")
+        resolved.append(short[key])
+    return resolved
+
+
+def _batch_positions(sentences, idx, rows, eos):
+    """One compute batch's inputs of :meth:`BulkEmbedder.encode`: each
+    position's row of the token table (boundaries included; padding
+    gathers row 0, which the LSTMs ignore) and the lengths."""
+    n_max = max(len(sentences[i]) for i in idx)
+    positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T + 2)
+    lengths = np.empty((len(idx),), np.int32)
+    for row, i in enumerate(idx):
+        n = len(sentences[i])
+        positions[row, 1: n + 1] = [rows[t] for t in sentences[i]]
+        positions[row, n + 1] = eos
+        lengths[row] = n + 2
+    return positions, lengths
 
 
 def _is_positive_int(value) -> bool:

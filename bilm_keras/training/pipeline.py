@@ -1,12 +1,15 @@
 """The whole path on one machine: vocabulary -> train -> heldout
-perplexity -> HDF5 -> embeddings. The README's main job."""
+perplexity -> HDF5 -> embeddings of two heldout sentences. The README's
+main job."""
 
 from __future__ import annotations
 
+import glob
 import os
 import time
 from typing import Optional
 
+from bilm_keras.data.sentence_file import read_sentence_lines
 from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
 from bilm_keras.data.vocab_builder import build_vocab
 from bilm_keras.models.bidirectional_language_model import (
@@ -22,10 +25,20 @@ TINY_OPTIONS = os.path.join(
     "tiny.json",
 )
 
-EXAMPLE_SENTENCES = [
-    ["return", "the", "value", "of", "the", "attribute", "."],
-    ["the", "file", "is", "closed", "when", "the", "block", "ends", "."],
-]
+
+
+def heldout_examples(pattern: str, n: int = 2) -> list:
+    """The first ``n`` sentences (lines with a token) of the heldout files
+    matching ``pattern``, in file-name order: the pipeline's demo embeds
+    the user's own text, whatever its language."""
+    examples = []
+    for path in sorted(glob.glob(pattern)):
+        for line in read_sentence_lines(path):
+            if line.split():
+                examples.append(line.split())
+                if len(examples) == n:
+                    return examples
+    return examples
 
 
 def run_pipeline(
@@ -59,7 +72,7 @@ def run_pipeline(
     Returns:
         dict with the paths written, ``perplexity`` (heldout results of
         :func:`evaluate`), ``train`` (of :func:`train`) and ``embeddings``
-        (shapes of the example sentences' ELMo layers).
+        (shapes of the ELMo layers of two heldout sentences).
     """
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
@@ -92,11 +105,12 @@ def run_pipeline(
     # 5. dump to bilm-tf HDF5 + options.json
     dumped = dump_weights(save_dir, os.path.join(out_dir, "model",
                                                  "lm_weights.hdf5"))
-    # 6. embed a few sentences with the inference model
+    # 6. embed two heldout sentences with the inference model
     bilm = BidirectionalLanguageModel(dumped["options_file"],
                                       dumped["weight_file"])
-    embeddings = bilm.embed_sentences(EXAMPLE_SENTENCES)
-    for sentence, emb in zip(EXAMPLE_SENTENCES, embeddings):
+    examples = heldout_examples(heldout)
+    embeddings = bilm.embed_sentences(examples)
+    for sentence, emb in zip(examples, embeddings):
         print(f"ELMo layers {emb.shape} for: {' '.join(sentence)}")
     print(f"pipeline done in {time.perf_counter() - start:.0f} s", flush=True)
     for line in perplexity["warnings"]:  # repeated where they are seen
