@@ -70,6 +70,41 @@ def manylangs_fixtures() -> pathlib.Path:
 
 
 @pytest.fixture(scope="session")
+def manylangs_converted(manylangs_fixtures, tmp_path_factory) -> dict:
+    """The fixture's ``tiny.model`` as it is, converted once per session
+    (``convert_manylangs``'s result: ``options_file``, ``weight_file``, ...).
+    Read-only: a test that changes the files converts its own."""
+    from bilm_keras import convert_manylangs
+
+    out = tmp_path_factory.mktemp("manylangs") / "converted"
+    return convert_manylangs(manylangs_fixtures / "tiny.model", out)
+
+
+@pytest.fixture(scope="session")
+def manylangs_reference(manylangs_fixtures) -> dict:
+    """Upstream's outputs for the fixture sentences (``reference.hdf5``):
+    ``sentences``; per sentence ``all`` `(3, n, 2P)`, ``average`` `(n, 2P)`,
+    ``carryover`` `(3, n, 2P)` and ``ids`` `(n + 2, MC + 1)`, upstream's raw
+    char ids with the word id as the last column."""
+    import h5py
+    import numpy as np
+
+    sentences = json.loads(
+        (manylangs_fixtures / "sentences.json").read_text("utf-8"))
+    with h5py.File(manylangs_fixtures / "reference.hdf5", "r") as f:
+        n = len(sentences)
+        return dict(
+            sentences=sentences,
+            all=[f[str(i)][...] for i in range(n)],
+            average=[f[f"average/{i}"][...] for i in range(n)],
+            carryover=[f[f"carryover/{i}"][...] for i in range(n)],
+            ids=[np.concatenate([f[f"char_ids/{i}"][...],
+                                 f[f"word_ids/{i}"][...][:, None]], axis=1)
+                 for i in range(n)],
+        )
+
+
+@pytest.fixture(scope="session")
 def model_dir(bilm_fixtures) -> pathlib.Path:
     """``options.json``, ``lm_weights.hdf5``, ``vocab_test.txt`` and the
     reference embeddings ``lm_embeddings_{0,1,2}.hdf5``."""

@@ -81,12 +81,12 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 from typing import Optional
 
 import tensorflow as tf
 
+from bilm_keras.atomic_files import atomic_directory
 from bilm_keras.export.graph_char_ids import (
     padded_tokens_to_char_ids,
     sentences_to_char_ids,
@@ -406,34 +406,17 @@ def _check_outdir(outdir: str, overwrite: bool) -> None:
 
 
 def save_module(module: ELMoHubModule, outdir: str, overwrite: bool) -> str:
-    """Saves atomically: to a temporary sibling, then renamed to ``outdir``.
+    """Saves atomically: to a temporary sibling, then renamed to ``outdir``
+    (:func:`~bilm_keras.atomic_files.atomic_directory`).
 
     A failed save leaves ``outdir`` as it was. With ``overwrite`` an
     existing ``outdir`` is replaced only once the new one is complete.
     """
     outdir = os.path.abspath(os.fspath(outdir))
     _check_outdir(outdir, overwrite)
-    parent = os.path.dirname(outdir)
-    os.makedirs(parent, exist_ok=True)
-    base = os.path.basename(outdir)
-    tmp = tempfile.mkdtemp(prefix=f".{base}.tmp-", dir=parent)
-    old = None
-    try:
+    with atomic_directory(outdir, overwrite=overwrite) as tmp:
         module.trace_call()
         tf.saved_model.save(module, tmp, signatures=module.signatures())
-        if os.path.isdir(outdir) and os.listdir(outdir):
-            old = tempfile.mkdtemp(prefix=f".{base}.old-", dir=parent)
-            os.rmdir(old)
-            os.replace(outdir, old)
-        elif os.path.isdir(outdir):
-            os.rmdir(outdir)
-        os.replace(tmp, outdir)
-        tmp = None
-    finally:
-        if tmp is not None:
-            shutil.rmtree(tmp, ignore_errors=True)
-        if old is not None:
-            shutil.rmtree(old, ignore_errors=True)
     return outdir
 
 

@@ -12,12 +12,11 @@ import json
 import subprocess
 import sys
 
-import h5py
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bilm_keras import cli, convert_manylangs
+from bilm_keras import cli
 from bilm_keras.export.hub_module import (
     ELMoHubModule,
     build_backbone,
@@ -33,21 +32,14 @@ MC = 20
 
 
 @pytest.fixture(scope="module")
-def converted(manylangs_fixtures, tmp_path_factory):
-    out = tmp_path_factory.mktemp("manylangs") / "converted"
-    return convert_manylangs(manylangs_fixtures / "tiny.model", out)
+def converted(manylangs_converted):
+    return manylangs_converted
 
 
 @pytest.fixture(scope="module")
-def fixture_data(manylangs_fixtures):
-    sentences = json.loads(
-        (manylangs_fixtures / "sentences.json").read_text("utf-8"))
-    with h5py.File(manylangs_fixtures / "reference.hdf5", "r") as f:
-        layers = [f[str(i)][...] for i in range(len(sentences))]
-        ids = [np.concatenate([f[f"char_ids/{i}"][...],
-                               f[f"word_ids/{i}"][...][:, None]], axis=1)
-               for i in range(len(sentences))]
-    return sentences, layers, ids
+def fixture_data(manylangs_reference):
+    r = manylangs_reference
+    return r["sentences"], r["all"], r["ids"]
 
 
 def _padded(sentences):

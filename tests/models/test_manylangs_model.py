@@ -13,7 +13,6 @@ import pytest
 
 from bilm_keras import (
     BidirectionalLanguageModel,
-    convert_manylangs,
     dump_token_embeddings,
 )
 from bilm_keras import cli
@@ -25,26 +24,13 @@ P = 16  # the fixture's projection_dim
 
 
 @pytest.fixture(scope="module")
-def converted(manylangs_fixtures, tmp_path_factory):
-    out = tmp_path_factory.mktemp("manylangs") / "converted"
-    return convert_manylangs(manylangs_fixtures / "tiny.model", out)
+def converted(manylangs_converted):
+    return manylangs_converted
 
 
 @pytest.fixture(scope="module")
-def reference(manylangs_fixtures):
-    sentences = json.loads(
-        (manylangs_fixtures / "sentences.json").read_text("utf-8"))
-    with h5py.File(manylangs_fixtures / "reference.hdf5", "r") as f:
-        n = len(sentences)
-        return dict(
-            sentences=sentences,
-            all=[f[str(i)][...] for i in range(n)],
-            average=[f[f"average/{i}"][...] for i in range(n)],
-            carryover=[f[f"carryover/{i}"][...] for i in range(n)],
-            ids=[np.concatenate([f[f"char_ids/{i}"][...],
-                                 f[f"word_ids/{i}"][...][:, None]], axis=1)
-                 for i in range(n)],
-        )
+def reference(manylangs_reference):
+    return manylangs_reference
 
 
 @pytest.fixture(scope="module")

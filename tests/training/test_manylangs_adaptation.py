@@ -7,12 +7,11 @@ import json
 import math
 import pathlib
 
-import h5py
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from bilm_keras import BidirectionalLanguageModel, cli, convert_manylangs
+from bilm_keras import BidirectionalLanguageModel, cli
 from bilm_keras.data.lm_dataset import make_tf_dataset
 from bilm_keras.layers.training_recurrence import run_stacks_unrolled
 from bilm_keras.options import BiLMOptions
@@ -27,21 +26,14 @@ SAME_LENGTH = (3, 5)
 
 
 @pytest.fixture(scope="module")
-def converted(manylangs_fixtures, tmp_path_factory):
-    out = tmp_path_factory.mktemp("manylangs") / "converted"
-    return convert_manylangs(manylangs_fixtures / "tiny.model", out)
+def converted(manylangs_converted):
+    return manylangs_converted
 
 
 @pytest.fixture(scope="module")
-def fixture_data(manylangs_fixtures):
-    sentences = json.loads(
-        (manylangs_fixtures / "sentences.json").read_text("utf-8"))
-    with h5py.File(manylangs_fixtures / "reference.hdf5", "r") as f:
-        layers = [f[str(i)][...] for i in range(len(sentences))]
-        ids = [np.concatenate([f[f"char_ids/{i}"][...],
-                               f[f"word_ids/{i}"][...][:, None]], axis=1)
-               for i in range(len(sentences))]
-    return sentences, layers, ids
+def fixture_data(manylangs_reference):
+    r = manylangs_reference
+    return r["sentences"], r["all"], r["ids"]
 
 
 @pytest.fixture(scope="module")
