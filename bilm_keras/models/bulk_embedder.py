@@ -22,6 +22,7 @@ from bilm_keras.layers.lstm_stack import (
 )
 from bilm_keras.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.models.compute_batches import plan_compute_batches
 
 
 class BulkEmbedder:
@@ -328,10 +329,10 @@ class BulkEmbedder:
         # 2.-4. sorted batches through the LSTMs
         encode = self.graphs["encode"]
         table_rows = table.numpy()  # (N + 2, P)
-        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        batches = plan_compute_batches([len(s) for s in sentences],
+                                       max_sentences=batch_size)
         results: list[np.ndarray | None] = [None] * len(sentences)
-        for start in range(0, len(order), batch_size):
-            idx = order[start: start + batch_size]
+        for idx in batches:
             n_max = max(len(sentences[i]) for i in idx)
             # padding gathers row 0; the LSTMs ignore it (lengths)
             positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T+2)
