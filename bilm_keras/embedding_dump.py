@@ -80,7 +80,7 @@ def dump_bilm_embeddings(
     weight_file: str,
     outfile: str,
     *,
-    batch_size: int = 32,
+    batch_size: Optional[int] = None,
     chunk_size: int = 4096,
     layers: Optional[Sequence[int]] = None,
     dtype: str = "float32",

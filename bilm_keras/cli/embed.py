@@ -63,8 +63,10 @@ def add_arguments(parser):
     parser.add_argument("--vocab_file", default=None,
                         help="the model's vocabulary (optional for a "
                              "character model)")
-    parser.add_argument("--batch_size", type=positive_int, default=32,
-                        help="sentences per batch")
+    parser.add_argument("--batch_size", type=positive_int, default=None,
+                        help="sentences per LSTM batch (default: the "
+                             "embedder groups them by length into its "
+                             "fastest batches)")
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--all", dest="output", action="store_const",
                         const="all", help="every layer (the default)")

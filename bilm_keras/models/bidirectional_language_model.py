@@ -240,7 +240,7 @@ class BidirectionalLanguageModel:
     def embed_sentences(
         self,
         sentences: Iterable[Sequence[str]],
-        batch_size: int = 32,
+        batch_size: int | None = None,
         vocab_file: Optional[str] = None,
         *,
         output: str = "all",
@@ -262,7 +262,7 @@ class BidirectionalLanguageModel:
     def iter_embeddings(
         self,
         sentences: Iterable[Sequence[str]],
-        batch_size: int = 32,
+        batch_size: int | None = None,
         vocab_file: Optional[str] = None,
         *,
         output: str = "all",
