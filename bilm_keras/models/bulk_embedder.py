@@ -54,9 +54,7 @@ class BulkEmbedder:
        :meth:`BiLMBackbone.encode`, less memory), in one traced graph with
        unknown batch and time, so nothing retraces; the input
        contributions are computed a block of steps at a time (about
-       ``block_rows`` rows per matmul), which bounds the largest buffer,
-       and each step's elementwise work runs in two XLA kernels
-       (``fuse_gates``);
+       ``block_rows`` rows per matmul), which bounds the largest buffer;
     4. each sentence's array is assembled in numpy from the layers'
        time-major outputs and the token table (only the layers ``output``
        needs), reduced as ``output`` asks, and the results come back in the
@@ -87,8 +85,10 @@ class BulkEmbedder:
             ``batch_size`` is None.
         fuse_gates: bool, each LSTM step's elementwise work as two
             XLA-compiled kernels around its matmuls
-            (:func:`~bilm_keras.layers.lstm_stack.fused_inference_step`);
-            False: plain TensorFlow ops.
+            (:func:`~bilm_keras.layers.lstm_stack.fused_inference_step`):
+            about 6 % faster LSTMs at the default compute batches on a
+            2-core CPU, but XLA's compiler and runtime add about 75 MiB
+            of resident memory, so off by default (``bench/README.md``).
         concurrent_directions: bool. False: the backward stack runs after
             the forward one (half the peak activation memory); True: both
             at once.
@@ -112,7 +112,7 @@ class BulkEmbedder:
         block_rows: int | None = INFERENCE_BLOCK_ROWS,
         compute_tokens: int = COMPUTE_TOKENS,
         compute_sentences: int = COMPUTE_SENTENCES,
-        fuse_gates: bool = True,
+        fuse_gates: bool = False,
         concurrent_directions: bool = False,
     ):
         if not _is_positive_int(token_chunk_size):

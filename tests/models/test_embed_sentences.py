@@ -321,9 +321,8 @@ def padded_reference(fixture_model, model_dir):
 
 
 @pytest.mark.parametrize("kwargs", [
-    {},  # the defaults: blocks of 512 rows, one direction after the other,
-    # the step's elementwise work in XLA kernels
-    {"fuse_gates": False},  # plain TensorFlow ops
+    {},  # the defaults: blocks of 512 rows, one direction after the other
+    {"fuse_gates": True},  # the step's elementwise work in XLA kernels
     # all input contributions at once
     pytest.param({"block_rows": None}, marks=pytest.mark.slow),
     # 10 + 2 positions: 4 blocks
@@ -355,7 +354,7 @@ def test_facade_delegates_to_its_embedder(fixture_model, all_layers):
             embedder.block_rows, embedder.compute_tokens,
             embedder.compute_sentences, embedder.fuse_gates,
             embedder.concurrent_directions) == (128, None, 512, 2048, 128,
-                                                True, False)
+                                                False, False)
     assert fixture_model.OUTPUTS == BulkEmbedder.OUTPUTS
     for g, w in zip(embedder.embed_sentences(SENTENCES, batch_size=3),
                     all_layers):
