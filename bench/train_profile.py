@@ -17,6 +17,7 @@ runs on tf.data's own threads and is timed apart (``input_s_per_step``:
 Usage::
 
     python bench/train_profile.py [--steps 8]
+    python bench/train_profile.py --quick --steps 2   # CI smoke run
 """
 
 import argparse
@@ -68,8 +69,10 @@ def group_of(scope: str) -> str:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny model (CI smoke run; asserts nothing)")
     args = parser.parse_args(argv)
-    c = tt.config(False)
+    c = tt.config(args.quick)
     options = BiLMOptions.from_dict({
         "lstm": {"dim": c["dim"], "projection_dim": c["proj"],
                  "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
@@ -101,7 +104,7 @@ def main(argv=None):
                          recursive=True)[0]
         with open(path, "rb") as f:
             space.ParseFromString(f.read())
-    peak = tt.matmul_peak_gflops(2048)
+    peak = tt.matmul_peak_gflops(512 if args.quick else 2048)
     seconds = collections.Counter()
     for plane in space.planes:
         for line in plane.lines:
@@ -150,7 +153,8 @@ def main(argv=None):
         gflop_per_step=round(all_flops / 1e9, 2),
         achieved_fraction_of_peak=round(
             all_flops / (plain_s / args.steps) / 1e9 / peak, 3),
-        matmul_2048_peak_gflops=round(peak, 1),
+        matmul_peak_gflops=round(peak, 1),
+        quick=args.quick,
         load_avg_1min=os.getloadavg()[0],
     )))
 

@@ -126,6 +126,9 @@ def dump_bilm_embeddings(
             ``"sentence_mean"`` (above).
         progress: a progress bar on stderr (sentences, tokens/s, ETA),
             updated after every batch.
+        batch_size: None (default): the embedder's own compute batches
+            (:meth:`~bilm_keras.BulkEmbedder.embed_sentences`); an int:
+            that many sentences per LSTM batch.
 
     Returns:
         The number of sentences written.
