@@ -38,6 +38,10 @@ SETTINGS = {
     "batch32_fused": (dict(block_steps=16, fuse_gates=True), 32),
     "budget (default)": ({}, None),
     "budget_fused": (dict(fuse_gates=True), None),
+    "budget1024x64": (dict(compute_tokens=1024,
+                           compute_sentences=64), None),
+    "budget3072x128": (dict(compute_tokens=3072,
+                            compute_sentences=128), None),
     "budget4096x256": (dict(compute_tokens=4096,
                             compute_sentences=256), None),
 }
