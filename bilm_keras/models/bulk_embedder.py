@@ -45,9 +45,10 @@ class BulkEmbedder:
        so almost no padding is computed: by default each batch holds up
        to ``compute_tokens`` positions and ``compute_sentences``
        sentences (many short sentences or fewer long ones: the
-       recurrence's per-step matmuls are efficient only on wide
-       batches); with an explicit ``batch_size``, batches of that many
-       sentences;
+       recurrence's per-step matmuls run faster on wider batches, its
+       elementwise work slower, and 2,048 / 128 was the best balance
+       measured, ``bench/README.md``); with an explicit ``batch_size``,
+       batches of that many sentences;
     3. each batch gathers its rows of that token table and runs only the
        LSTMs, time-major, through the inference-only
        :meth:`LSTMStack.infer` (the same weights and arithmetic as
@@ -86,9 +87,9 @@ class BulkEmbedder:
         fuse_gates: bool, each LSTM step's elementwise work as two
             XLA-compiled kernels around its matmuls
             (:func:`~bilm_keras.layers.lstm_stack.fused_inference_step`):
-            about 6 % faster LSTMs at the default compute batches on a
-            2-core CPU, but XLA's compiler and runtime add about 75 MiB
-            of resident memory, so off by default (``bench/README.md``).
+            4-6 % faster at the default compute batches on a 2-core CPU,
+            but XLA's compiler and runtime add about 75 MiB of resident
+            memory, so off by default (``bench/README.md``).
         concurrent_directions: bool. False: the backward stack runs after
             the forward one (half the peak activation memory); True: both
             at once.
