@@ -56,7 +56,8 @@ def test_budget_every_index_exactly_once(n, tokens):
     assert [lengths[i] for i in joined] == sorted(lengths)
     for b in batches:
         assert 1 <= len(b) <= 7
-        assert len(b) == 1 or len(b) * (max(lengths[i] for i in b) + 2) <= tokens
+        width = max(lengths[i] for i in b) + 2
+        assert len(b) == 1 or len(b) * width <= tokens
 
 
 @pytest.mark.parametrize("kwargs,match", [
