@@ -4,7 +4,9 @@ Measures, on random weights of the published model's size
 (``elmo_2x4096_512_2048cnn_2xhighway``), how many real tokens per second
 (no padding, no ``<S>``/``</S>``) the bulk embedding path produces for a
 deterministic corpus of 256 sentences of 5-40 tokens, all three layers,
-stateless, batch 32, in the order given. Prints ONE JSON line.
+stateless, in the order given, with ``embed_sentences``' default call (no
+``batch_size``: the embedder's compute batches; ``--batch_size N`` passes
+one). Prints ONE JSON line.
 
 Usage::
 
@@ -22,7 +24,7 @@ How it measures:
 * ``TF_ENABLE_ONEDNN_OPTS`` is read when TensorFlow is imported, so each
   setting runs in its own process (``--onednn both`` runs two).
 * start-up = ``BidirectionalLanguageModel(options, weights)`` + the first
-  batch of 32 sentences (the TensorFlow import is reported separately).
+  32 sentences (the TensorFlow import is reported separately).
 * ``tokens_per_s`` is the median over ``--passes`` timed passes after one
   warm-up pass; ``peak_rss_mb`` is the process's peak after the fast
   passes (before the baseline and the matmul peaks run).
@@ -199,7 +201,7 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
         backbone, concurrent_directions=True).graphs["encode"]
     encode_concurrent(table, positions, lengths)
     encode_one_block = BulkEmbedder(
-        backbone, block_steps=None).graphs["encode"]
+        backbone, block_steps=None, block_rows=None).graphs["encode"]
     encode_one_block(table, positions, lengths)
 
     def run(fn):
@@ -319,7 +321,8 @@ def measure(workdir: str, args) -> dict:
     corpus = make_corpus(n_sentences=args.n_sentences)
     n_tokens = sum(len(s) for s in corpus)
     n_unique = len({w for s in corpus for w in s})
-    bs = args.batch_size
+    bs = args.batch_size  # None: embed_sentences' default call
+    bb = bs or 32  # the padded baseline's batches
     flops = flop_counts(options)
 
     t0 = time.perf_counter()
@@ -327,7 +330,7 @@ def measure(workdir: str, args) -> dict:
         os.path.join(workdir, "options.json"),
         os.path.join(workdir, "weights.hdf5"),
     )
-    model.embed_sentences(corpus[:bs], batch_size=bs)
+    model.embed_sentences(corpus[:bb], batch_size=bs)
     startup_s = time.perf_counter() - t0
 
     def fast_pass():
@@ -339,8 +342,8 @@ def measure(workdir: str, args) -> dict:
     def baseline_pass():
         # the straightforward way: given order, padded to each batch's max
         out = []
-        for i in range(0, len(corpus), bs):
-            batch = corpus[i: i + bs]
+        for i in range(0, len(corpus), bb):
+            batch = corpus[i: i + bb]
             emb = model(batcher.batch_sentences(batch))["lm_embeddings"]
             emb = emb.numpy()
             out.extend(emb[k, :, : len(s)] for k, s in enumerate(batch))
@@ -368,9 +371,9 @@ def measure(workdir: str, args) -> dict:
             ratios.append(base_times[-1] / fast_times[-1])
         base_tps = n_tokens / statistics.median(base_times)
         padded = sum(
-            len(corpus[i: i + bs]) * (max(len(s) for s in corpus[i: i + bs])
+            len(corpus[i: i + bb]) * (max(len(s) for s in corpus[i: i + bb])
                                       + 2)
-            for i in range(0, len(corpus), bs)
+            for i in range(0, len(corpus), bb)
         )
         base_exec = padded * (flops["token_embedding"] + flops["lstm"])
         result["baseline"] = dict(
@@ -384,7 +387,7 @@ def measure(workdir: str, args) -> dict:
         result["speedup_vs_baseline_median"] = statistics.median(ratios)
 
     if args.levers:
-        result["levers"] = measure_levers(model, corpus, bs)
+        result["levers"] = measure_levers(model, corpus, bb)
 
     fast_s = statistics.median(fast_times)
     tps = n_tokens / fast_s
@@ -414,7 +417,8 @@ def measure(workdir: str, args) -> dict:
         tf_import_s=import_s,
         **peaks,
         corpus=dict(sentences=len(corpus), tokens=n_tokens,
-                    unique_tokens=n_unique, batch_size=bs),
+                    unique_tokens=n_unique, batch_size=bs,
+                    baseline_batch_size=bb),
         gflop_per_token={k: v / 1e9 for k, v in flops.items()},
         settings=dict(
             TF_ENABLE_ONEDNN_OPTS=os.environ.get("TF_ENABLE_ONEDNN_OPTS"),
@@ -484,7 +488,10 @@ def main(argv=None):
                         help="with --onednn both: alternating processes "
                              "per setting; with --as_user: processes "
                              "(median peak)")
-    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--batch_size", type=int, default=None,
+                        help="embed_sentences' batch_size (default: none "
+                             "given, the embedder's own compute batches; "
+                             "the padded baseline then uses 32)")
     parser.add_argument("--levers", action="store_true",
                         help="also time XLA (jit_compile) on the char-CNN "
                              "and on the LSTMs against plain graphs")
@@ -526,9 +533,10 @@ def main(argv=None):
         if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
             _child(["--_write", workdir] + quick, {})
         if args.as_user:
-            child = ["--_as_user", workdir, "--batch_size",
-                     str(args.batch_size), "--n_sentences",
+            child = ["--_as_user", workdir, "--n_sentences",
                      str(args.n_sentences), "--passes", str(args.passes)]
+            if args.batch_size is not None:
+                child += ["--batch_size", str(args.batch_size)]
             if args.glibc_default:
                 child.append("--glibc_default")
             rounds = [json.loads(_child(child + quick, {}))
@@ -545,8 +553,10 @@ def main(argv=None):
             return
         settings = {"0": ["0"], "1": ["1"], "both": ["0", "1"],
                     "default": [None]}[args.onednn]
-        child = ["--_measure", workdir, "--batch_size", str(args.batch_size),
+        child = ["--_measure", workdir,
                  "--n_sentences", str(args.n_sentences)] + quick
+        if args.batch_size is not None:
+            child += ["--batch_size", str(args.batch_size)]
         if args.baseline:
             child.append("--baseline")
         if args.levers:

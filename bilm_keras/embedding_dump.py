@@ -100,7 +100,7 @@ def dump_bilm_embeddings(
     weight_file: str,
     outfile: str,
     *,
-    batch_size: int = 32,
+    batch_size: Optional[int] = None,
     chunk_size: int = 4096,
     layers: Optional[Sequence[int]] = None,
     dtype: str = "float32",
@@ -189,6 +189,9 @@ def dump_bilm_embeddings(
             merge_embedding_files` joins the shards.
         devices: the devices to embed on (e.g. ``["GPU:0", "GPU:1"]``);
             default: every GPU, else the CPU.
+        batch_size: None (default): the embedder's own compute batches
+            (:meth:`~bilm_keras.BulkEmbedder.embed_sentences`); an int:
+            that many sentences per LSTM batch.
 
     Returns:
         The number of sentences written.

@@ -90,7 +90,8 @@ def file_locations(**paths: Optional[str]) -> dict:
 
 def run_identity(*, options_file: str, weight_file: str,
                  vocab_file: Optional[str], dataset_file: str, output: str,
-                 layers: Sequence[int], dtype: str, batch_size: int,
+                 layers: Sequence[int], dtype: str,
+                 batch_size: Optional[int],
                  chunk_size: int, n_lines: int,
                  embedding_weight_file: Optional[str] = None,
                  **settings) -> dict:
@@ -109,7 +110,8 @@ def run_identity(*, options_file: str, weight_file: str,
                        ("embedding_weight_file", embedding_weight_file)):
         identity.update(file_fingerprint(name, path))
     identity.update(output=output, layers=[int(i) for i in layers],
-                    dtype=dtype, batch_size=int(batch_size),
+                    dtype=dtype,
+                    batch_size=None if batch_size is None else int(batch_size),
                     chunk_size=int(chunk_size), n_lines=int(n_lines),
                     **settings)
     return identity

@@ -78,7 +78,8 @@ def test_help_texts_are_plain_and_show_defaults(capsys):
     with pytest.raises(SystemExit):
         cli.main(["embed", "--help"])
     out = capsys.readouterr().out
-    assert "sentences per batch (default: 32)" in out
+    # no batch flag: the embedder's own compute batches
+    assert "sentences per LSTM batch (default: the embedder groups" in out
     for flag in ("--all", "--top", "--average", "--sentence_mean",
                  "--layers", "--float16", "--verbose"):
         assert flag in out

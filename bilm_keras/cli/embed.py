@@ -99,8 +99,10 @@ def add_arguments(parser):
     parser.add_argument("--vocab_file", default=None,
                         help="the model's vocabulary (optional for a "
                              "character model)")
-    parser.add_argument("--batch_size", type=positive_int, default=32,
-                        help="sentences per batch")
+    parser.add_argument("--batch_size", type=positive_int, default=None,
+                        help="sentences per LSTM batch (default: the "
+                             "embedder groups them by length into its "
+                             "fastest batches)")
     parser.add_argument("--chunk_size", type=positive_int, default=4096,
                         help="sentences read, length-sorted and embedded "
                              "together; the run's progress is kept one "

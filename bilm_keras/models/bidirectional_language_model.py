@@ -289,7 +289,7 @@ class BidirectionalLanguageModel:
     def embed_sentences(
         self,
         sentences: Iterable[Sequence[str]],
-        batch_size: int = 32,
+        batch_size: int | None = None,
         vocab_file: Optional[str] = None,
         *,
         output: str = "all",
@@ -315,7 +315,7 @@ class BidirectionalLanguageModel:
     def iter_embeddings(
         self,
         sentences: Iterable[Sequence[str]],
-        batch_size: int = 32,
+        batch_size: int | None = None,
         vocab_file: Optional[str] = None,
         *,
         output: str = "all",

@@ -20,14 +20,21 @@ from bilm_keras.embedding_outputs import (
     layer_mix,
     reduce_layers,
 )
-from bilm_keras.layers.lstm_stack import (
-    INFERENCE_BLOCK_STEPS,
-    reverse_within_lengths,
-)
+from bilm_keras.layers.lstm_stack import reverse_within_lengths
 from bilm_keras.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.compute_batches import plan_compute_batches
 from bilm_keras.options import BiLMOptions
+
+
+#: Rows per input-contribution matmul of the LSTMs by default (a batch of
+#: 32 sentences: 16 steps); bounds that buffer at `(512, 4 * lstm_dim)`.
+INFERENCE_BLOCK_ROWS = 512
+
+#: Positions per compute batch by default (``batch_size=None``), and
+#: sentences at most: ``bench/README.md`` has the measurements behind them.
+COMPUTE_TOKENS = 2048
+COMPUTE_SENTENCES = 128
 
 
 class BulkEmbedder:
@@ -38,15 +45,22 @@ class BulkEmbedder:
 
     1. every distinct token is embedded once (the char-CNN and highway
        layers have no context), ``token_chunk_size`` tokens per call;
-    2. sentences are sorted by length and cut into batches of
-       ``batch_size``, so almost no padding is computed;
+    2. sentences are sorted by length and cut into compute batches
+       (:func:`~bilm_keras.models.compute_batches.plan_compute_batches`),
+       so almost no padding is computed: by default each batch holds up
+       to ``compute_tokens`` positions and ``compute_sentences``
+       sentences (many short sentences or fewer long ones: the
+       recurrence's per-step matmuls run faster on wider batches, its
+       elementwise work slower, and 2,048 / 128 was the best balance
+       measured, ``bench/README.md``); with an explicit ``batch_size``,
+       batches of that many sentences;
     3. each batch gathers its rows of that token table and runs only the
        LSTMs, time-major, through the inference-only
        :meth:`LSTMStack.infer` (the same weights and arithmetic as
        :meth:`BiLMBackbone.encode`, less memory), in one traced graph with
        unknown batch and time, so nothing retraces; the input
-       contributions are computed ``block_steps`` steps at a time, which
-       bounds the largest buffer;
+       contributions are computed a block of steps at a time (about
+       ``block_rows`` rows per matmul), which bounds the largest buffer;
     4. each sentence's array is assembled in numpy from the layers'
        time-major outputs and the token table (only the layers ``output``
        needs), reduced as ``output`` asks, and the results come back in the
@@ -65,8 +79,22 @@ class BulkEmbedder:
             widest convolution holds ``token_chunk_size * 44 * 1024``
             floats at full size).
         block_steps: int, steps per input-contribution matmul of the LSTMs
-            in step 3; None: all steps of a batch in one matmul (faster,
-            a `(time, batch, 4 * lstm_dim)` buffer).
+            in step 3; None: ``max(1, block_rows // batch)`` steps, or
+            all steps of a batch in one matmul (a `(time, batch, 4 *
+            lstm_dim)` buffer) when ``block_rows`` is None too.
+        block_rows: int or None, rows per input-contribution matmul when
+            ``block_steps`` is None (512: a `(512, 4 * lstm_dim)` buffer,
+            32 MB at full size, whatever the batch).
+        compute_tokens: int, positions (sentences x their longest length
+            plus 2) per compute batch when ``batch_size`` is None.
+        compute_sentences: int, sentences per compute batch at most when
+            ``batch_size`` is None.
+        fuse_gates: bool, each LSTM step's elementwise work as two
+            XLA-compiled kernels around its matmuls
+            (:func:`~bilm_keras.layers.lstm_stack.fused_inference_step`):
+            4-6 % faster at the default compute batches on a 2-core CPU,
+            but XLA's compiler and runtime add about 75 MiB of resident
+            memory, so off by default (``bench/README.md``).
         concurrent_directions: bool. False: the backward stack runs after
             the forward one (half the peak activation memory); True: both
             at once.
@@ -97,7 +125,11 @@ class BulkEmbedder:
         backbone: BiLMBackbone,
         *,
         token_chunk_size: int = 128,
-        block_steps: int | None = INFERENCE_BLOCK_STEPS,
+        block_steps: int | None = None,
+        block_rows: int | None = INFERENCE_BLOCK_ROWS,
+        compute_tokens: int = COMPUTE_TOKENS,
+        compute_sentences: int = COMPUTE_SENTENCES,
+        fuse_gates: bool = False,
         concurrent_directions: bool = False,
         options: BiLMOptions | None = None,
         devices: Sequence[str] | str | None = None,
@@ -106,15 +138,27 @@ class BulkEmbedder:
         if not _is_positive_int(token_chunk_size):
             raise ValueError(f"token_chunk_size: expected a positive "
                              f"integer, found {token_chunk_size!r}")
-        if block_steps is not None and not _is_positive_int(block_steps):
-            raise ValueError(f"block_steps: expected a positive integer or "
-                             f"None, found {block_steps!r}")
-        if not isinstance(concurrent_directions, bool):
-            raise TypeError(f"concurrent_directions: expected a bool, found "
-                            f"{concurrent_directions!r}")
+        for name, value in (("block_steps", block_steps),
+                            ("block_rows", block_rows)):
+            if value is not None and not _is_positive_int(value):
+                raise ValueError(f"{name}: expected a positive integer or "
+                                 f"None, found {value!r}")
+        for name, value in (("compute_tokens", compute_tokens),
+                            ("compute_sentences", compute_sentences)):
+            if not _is_positive_int(value):
+                raise ValueError(f"{name}: expected a positive integer, "
+                                 f"found {value!r}")
+        for name, value in (("fuse_gates", fuse_gates),
+                            ("concurrent_directions", concurrent_directions)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{name}: expected a bool, found {value!r}")
         self.backbone = backbone.build_all()
         self.token_chunk_size = token_chunk_size
         self.block_steps = block_steps
+        self.block_rows = block_rows
+        self.compute_tokens = compute_tokens
+        self.compute_sentences = compute_sentences
+        self.fuse_gates = fuse_gates
         self.concurrent_directions = concurrent_directions
         self.options = options
         if (options is None and backbone.use_character_inputs
@@ -145,7 +189,7 @@ class BulkEmbedder:
     def embed_sentences(
         self,
         sentences: Iterable[Sequence[str]],
-        batch_size: int = 32,
+        batch_size: int | None = None,
         vocab_file: str | None = None,
         *,
         output: str = "all",
@@ -161,7 +205,13 @@ class BulkEmbedder:
             sentences: token lists (a sentence may be empty); any iterable
                 (read whole: :meth:`iter_embeddings` streams). No sentence
                 gives ``[]``.
-            batch_size: sentences per LSTM batch.
+            batch_size: None (default): the embedder groups the sentences
+                into compute batches of about ``compute_tokens`` positions
+                (at most ``compute_sentences`` sentences), the fastest
+                grouping; an int: exactly that many sentences per LSTM
+                batch (the last one fewer), e.g. to bound memory. Either
+                way the results come back in input order and are the same
+                to float32 round-off.
             vocab_file: for token input, the vocabulary of the embedding
                 file (``TokenBatcher``; without ``<UNK>`` every token must be
                 in it). Optional for char input.
@@ -220,7 +270,7 @@ class BulkEmbedder:
     def iter_embeddings(
         self,
         sentences: Iterable[Sequence[str]],
-        batch_size: int = 32,
+        batch_size: int | None = None,
         vocab_file: str | None = None,
         *,
         output: str = "all",
@@ -353,9 +403,9 @@ class BulkEmbedder:
     def _plan(self, batch_size, vocab_file, output, layers, mix) -> dict:
         """Checks the arguments of a call; returns what it needs."""
         return_freed_memory_for_bulk_embedding()
-        if not _is_positive_int(batch_size):
-            raise ValueError(f"batch_size: expected a positive integer, "
-                             f"found {batch_size!r}")
+        if batch_size is not None and not _is_positive_int(batch_size):
+            raise ValueError(f"batch_size: expected a positive integer or "
+                             f"None, found {batch_size!r}")
         layer_ids = embedding_layer_ids(layers, self.backbone.n_layers,
                                         output)
         mix = layer_mix(output, layer_ids, **mix)  # None unless "mix"
@@ -404,7 +454,6 @@ class BulkEmbedder:
 
     def _embed_chunk(self, sentences, plan, on_batch) -> list[np.ndarray]:
         """Steps 1-4 on a checked, non-empty list of sentences."""
-        batch_size = plan["batch_size"]
         if isinstance(plan["batcher"], TokenBatcher):
             # names sentences[i][j] as given, not in the table built below
             plan["batcher"].check_in_vocabulary(sentences)
@@ -419,8 +468,14 @@ class BulkEmbedder:
         eos = len(rows) + 1
         # 2.-4. sorted batches through the LSTMs, n_replicas at a time
         table_rows = table.numpy()  # (N + 2, P)
-        batches = plan_compute_batches([len(s) for s in sentences],
-                                       max_sentences=batch_size)
+        lengths = [len(s) for s in sentences]
+        if plan["batch_size"] is None:  # the embedder's compute batches
+            batches = plan_compute_batches(
+                lengths, max_sentences=self.compute_sentences,
+                max_tokens=self.compute_tokens)
+        else:  # the caller's: batch_size sentences each
+            batches = plan_compute_batches(
+                lengths, max_sentences=plan["batch_size"])
         results: list[np.ndarray | None] = [None] * len(sentences)
         group = self.n_replicas
         for start in range(0, len(batches), group):
@@ -479,6 +534,10 @@ class BulkEmbedder:
         """The Python function of the ``"encode"`` graph."""
         # B=batch, T=time with boundaries, P=projection dim
         x = tf.gather(table, tf.transpose(positions))  # (T, B, P)
+        block_steps = self.block_steps
+        if block_steps is None and self.block_rows is not None:
+            block_steps = tf.maximum(
+                1, self.block_rows // tf.shape(positions)[0])
         outputs = {}
         for direction, stack in self.backbone.stacks.items():
             inputs = x
@@ -488,8 +547,8 @@ class BulkEmbedder:
                 # one direction at a time: half the peak memory
                 with tf.control_dependencies([outputs["forward"][-1]]):
                     inputs = tf.identity(inputs)
-            layers = stack.infer(inputs, lengths,
-                                 block_steps=self.block_steps)  # [(T, B, P)]
+            layers = stack.infer(inputs, lengths, block_steps=block_steps,
+                                 fuse_gates=self.fuse_gates)  # [(T, B, P)]
             if direction == "backward":
                 layers = [reverse_within_lengths(h, lengths, time_major=True)
                           for h in layers]

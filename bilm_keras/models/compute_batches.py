@@ -17,15 +17,21 @@ def plan_compute_batches(
 ) -> list[np.ndarray]:
     """The compute batches of a chunk: index arrays into it.
 
-    Today's policy: the sentences sorted by length (stable: equal lengths
-    keep their input order), cut every ``max_sentences``. Sorting keeps the
-    padding small; every index appears in exactly one batch.
+    The sentences are sorted by length (stable: equal lengths keep their
+    input order) and cut, shortest first, into batches of at most
+    ``max_sentences`` sentences and, with ``max_tokens``, of at most
+    ``max_tokens`` positions, a batch's positions being its sentences
+    times its longest sentence's length plus 2 (``<S>``, ``</S>``: what its
+    LSTMs compute). So short sentences make wide batches and long ones
+    narrow batches, each about as much work; a sentence longer than the
+    budget gets a batch of its own. Sorting keeps the padding small; every
+    index appears in exactly one batch.
 
     Args:
         lengths: tokens per sentence of the chunk, in input order.
-        max_sentences: int >= 1, sentences per batch.
-        max_tokens: a token budget per batch; not used by today's policy
-            (None).
+        max_sentences: int >= 1, sentences per batch at most.
+        max_tokens: None (no budget: batches of ``max_sentences``) or an
+            int >= 1, padded positions per batch at most.
 
     Returns:
         A list of int64 arrays, each a batch's indices into ``lengths``,
@@ -35,16 +41,31 @@ def plan_compute_batches(
         >>> [b.tolist() for b in plan_compute_batches([3, 1, 2],
         ...                                            max_sentences=2)]
         [[1, 2], [0]]
+        >>> [b.tolist() for b in plan_compute_batches(
+        ...     [3, 1, 2, 9], max_sentences=8, max_tokens=12)]
+        [[1, 2], [0], [3]]
     """
-    if (not isinstance(max_sentences, (int, np.integer))
-            or isinstance(max_sentences, bool) or max_sentences < 1):
-        raise ValueError(f"max_sentences: expected a positive integer, "
-                         f"found {max_sentences!r}")
-    if max_tokens is not None:
-        raise ValueError(f"max_tokens: expected None (no token budget in "
-                         f"this policy), found {max_tokens!r}")
+    for name, value in (("max_sentences", max_sentences),
+                        ("max_tokens", max_tokens)):
+        if value is None and name == "max_tokens":
+            continue
+        if (not isinstance(value, (int, np.integer))
+                or isinstance(value, bool) or value < 1):
+            raise ValueError(f"{name}: expected a positive integer, "
+                             f"found {value!r}")
     # Python's sort is stable, as the embedder's always was
     order = np.asarray(sorted(range(len(lengths)), key=lengths.__getitem__),
                        np.int64)
-    return [order[start: start + max_sentences]
-            for start in range(0, len(order), max_sentences)]
+    if max_tokens is None:
+        return [order[start: start + max_sentences]
+                for start in range(0, len(order), max_sentences)]
+    batches, start = [], 0
+    for stop in range(1, len(order) + 1):
+        # sorted: the batch's longest sentence is its last
+        rows, width = stop - start, lengths[order[stop - 1]] + 2
+        if rows > 1 and (rows > max_sentences or rows * width > max_tokens):
+            batches.append(order[start: stop - 1])
+            start = stop - 1
+    if start < len(order):
+        batches.append(order[start:])
+    return batches

@@ -186,17 +186,31 @@ def _assign_from_dataset(ds: h5py.Dataset, row: WeightRow) -> None:
     target = row.variable.value  # the tf.Variable: sliced assignment
     offset = row.keras_row_offset
     if offset:
-        target[:offset].assign(tf.zeros_like(target[:offset]))
+        _assign_rows(target, 0, np.zeros((offset,) + tuple(
+            target.shape[1:]), np.float32))
     row_bytes = 4 * int(np.prod(ds.shape[1:], dtype=np.int64))
     step = max(1, LOAD_BLOCK_BYTES // max(row_bytes, 1))
     for start in range(0, ds.shape[0], step):
         stop = min(start + step, ds.shape[0])
         block = np.empty((stop - start,) + ds.shape[1:], np.float32)
         ds.read_direct(block, np.s_[start:stop])
-        target[offset + start: offset + stop].assign(block)
+        _assign_rows(target, offset + start, block)
     # a sliced assignment leaves the variable copying itself on every read
     # (TensorFlow's guard for sparse updates); nothing else holds it now
     tf.raw_ops.DisableCopyOnRead(resource=target.handle)
+
+
+def _assign_rows(variable: tf.Variable, start: int, block) -> None:
+    """``variable[start: start + len(block)] = block`` without reading the
+    variable: ``variable[a:b].assign`` first reads the slice, and once a
+    sliced assignment has put the variable in copy-on-read mode every read
+    copies it whole (64 MB per LSTM kernel of the published model, kept by
+    TensorFlow's allocator as resident memory)."""
+    block = np.asarray(block, np.float32)
+    tf.raw_ops.ResourceStridedSliceAssign(
+        ref=variable.handle, begin=[start] + [0] * (block.ndim - 1),
+        end=[start + block.shape[0]] + list(block.shape[1:]),
+        strides=[1] * block.ndim, value=block)
 
 
 def _datasets(fin: h5py.File) -> List[str]:

@@ -60,6 +60,23 @@ def test_call_and_infer_match_numpy(skip, block_steps):
                                    atol=1e-5)
 
 
+@pytest.mark.parametrize("skip, clip", [(True, 3.0), (False, None)])
+def test_fused_gates_infer_matches_numpy(skip, clip):
+    # the step's elementwise work in XLA kernels, with and without clips,
+    # blocks of 2 steps given as a tensor (as the bulk embedder does)
+    stack = _stack(skip)
+    for cell in stack.cells:
+        cell.cell_clip = cell.proj_clip = clip
+    stack.cell_clip = stack.proj_clip = clip
+    x = RNG.normal(size=(4, 5, 5)).astype("float32")
+    expected = _numpy_stack(stack, x, LENGTHS)
+    inferred = stack.infer(tf.transpose(x, (1, 0, 2)), LENGTHS,
+                           block_steps=tf.constant(2), fuse_gates=True)
+    for i, e in zip(inferred, expected):
+        np.testing.assert_allclose(np.transpose(i.numpy(), (1, 0, 2)), e,
+                                   atol=1e-5)
+
+
 def test_recurrence_layouts_agree():
     stack = _stack()
     cell = stack.cells[0]

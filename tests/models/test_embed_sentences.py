@@ -323,9 +323,10 @@ def padded_reference(fixture_model, model_dir):
 
 
 @pytest.mark.parametrize("kwargs", [
-    {},  # the defaults: blocks of 16 steps, one direction after the other
+    {},  # the defaults: blocks of 512 rows, one direction after the other
+    {"fuse_gates": True},  # the step's elementwise work in XLA kernels
     # all input contributions at once
-    pytest.param({"block_steps": None}, marks=pytest.mark.slow),
+    pytest.param({"block_rows": None}, marks=pytest.mark.slow),
     # 10 + 2 positions: 4 blocks
     pytest.param({"block_steps": 3}, marks=pytest.mark.slow),
     pytest.param({"concurrent_directions": True}, marks=pytest.mark.slow),
@@ -355,7 +356,10 @@ def test_facade_delegates_to_its_embedder(fixture_model, all_layers):
     assert fixture_model.bulk_embedder is embedder  # made once
     assert embedder.backbone is fixture_model.backbone
     assert (embedder.token_chunk_size, embedder.block_steps,
-            embedder.concurrent_directions) == (128, 16, False)
+            embedder.block_rows, embedder.compute_tokens,
+            embedder.compute_sentences, embedder.fuse_gates,
+            embedder.concurrent_directions) == (128, None, 512, 2048, 128,
+                                                False, False)
     assert fixture_model.OUTPUTS == BulkEmbedder.OUTPUTS
     for g, w in zip(embedder.embed_sentences(SENTENCES, batch_size=3),
                     all_layers):
@@ -393,9 +397,61 @@ def test_embedder_pieces(fixture_model):
     ({"block_steps": 0}, ValueError,
      "block_steps: expected a positive integer or None, found 0"),
     ({"block_steps": 2.0}, ValueError, "block_steps: expected"),
+    ({"block_rows": 0}, ValueError,
+     "block_rows: expected a positive integer or None, found 0"),
+    ({"compute_tokens": None}, ValueError,
+     "compute_tokens: expected a positive integer, found None"),
+    ({"compute_sentences": 0}, ValueError,
+     "compute_sentences: expected a positive integer, found 0"),
+    ({"fuse_gates": 1}, TypeError, "fuse_gates: expected a bool, found 1"),
     ({"concurrent_directions": 1}, TypeError,
      "concurrent_directions: expected a bool, found 1"),
 ])
 def test_bad_embedder_settings(fixture_model, kwargs, error, match):
     with pytest.raises(error, match=match):
         BulkEmbedder(fixture_model.backbone, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [
+    # the defaults: the whole input in one compute batch
+    {},
+    # a budget of 40 positions: batches of 1 to 8 short sentences, the
+    # long ones alone (one is longer than the budget)
+    {"compute_tokens": 40, "compute_sentences": 8},
+    # one sentence per batch
+    {"compute_tokens": 1},
+])
+def test_compute_batches_equal_padded_call(fixture_model, padded_reference,
+                                           kwargs):
+    # the default call (batch_size=None): the embedder's own grouping
+    sentences, expected = padded_reference
+    assert max(map(len, sentences)) > 40 > 2 * min(map(len, sentences))
+    embedder = BulkEmbedder(fixture_model.backbone, **kwargs)
+    got = embedder.embed_sentences(sentences)
+    assert len(got) == len(sentences)
+    for g, e in zip(got, expected):
+        assert g.dtype == np.float32 and g.shape == e.shape
+        np.testing.assert_allclose(g, e, atol=1e-6)
+
+
+def test_one_long_sentence_among_short_ones(fixture_model, padded_reference):
+    # the long sentence shares its compute batch with short ones (no
+    # budget) or is cut off from them (a budget); both equal the padded call
+    sentences, expected = padded_reference
+    longest = max(range(len(sentences)), key=lambda k: len(sentences[k]))
+    short = [k for k in range(len(sentences)) if len(sentences[k]) <= 3]
+    picked = short[:2] + [longest] + short[2:4]
+    assert len(sentences[longest]) > 4 * max(len(sentences[k])
+                                             for k in short)
+    for kwargs in ({}, {"compute_tokens": 3 * len(sentences[longest])}):
+        embedder = BulkEmbedder(fixture_model.backbone, **kwargs)
+        got = embedder.embed_sentences([sentences[k] for k in picked])
+        for g, k in zip(got, picked, strict=True):
+            np.testing.assert_allclose(g, expected[k], atol=1e-6)
+
+
+def test_one_sentence(fixture_model, padded_reference):
+    sentences, expected = padded_reference
+    for k in (0, len(sentences) - 1):
+        (got,) = fixture_model.embed_sentences([sentences[k]])
+        np.testing.assert_allclose(got, expected[k], atol=1e-6)

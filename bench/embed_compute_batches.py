@@ -1,0 +1,160 @@
+"""The bulk embedder's compute-batch levers, side by side in one process.
+
+Each setting is a :class:`~bilm_keras.BulkEmbedder` on the same weights
+(the published model's size, random, loaded through the real loader) and
+the corpus of ``embed_throughput.py`` (256 sentences, 6,297 tokens); the
+settings' passes alternate, round after round, with a 4096x4096 float32
+matmul before each round, so every ratio sees the same load of a shared
+machine. Prints ONE JSON line: per setting the median tokens/s, the median
+of its per-round ratio to the first setting, and the median of its
+per-round nominal GFLOP/s as a fraction of that round's square-matmul
+peak (nominal: the full per-token cost of ``embed_throughput.py``).
+``--steps`` instead times the recurrence's step matmul
+(B x 512) . (512 x 16384) for B in 16..512, alternating, as fractions of
+the square peak.
+
+Usage::
+
+    python bench/embed_compute_batches.py --rounds 3
+    python bench/embed_compute_batches.py --steps --rounds 5
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from embed_throughput import _child, flop_counts, make_corpus  # noqa: E402
+
+#: name -> (BulkEmbedder keyword arguments, embed_sentences batch_size)
+SETTINGS = {
+    "batch32_plain": (dict(block_steps=16, fuse_gates=False), 32),
+    "batch32_fused": (dict(block_steps=16, fuse_gates=True), 32),
+    "budget (default)": ({}, None),
+    "budget_fused": (dict(fuse_gates=True), None),
+    "budget1024x64": (dict(compute_tokens=1024,
+                           compute_sentences=64), None),
+    "budget3072x128": (dict(compute_tokens=3072,
+                            compute_sentences=128), None),
+    "budget4096x256": (dict(compute_tokens=4096,
+                            compute_sentences=256), None),
+}
+
+
+def _square_gflops(tf, mm, a):
+    t = time.perf_counter()
+    mm(a, a).numpy()
+    return 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9
+
+
+def measure_steps(rounds: int) -> dict:
+    import tensorflow as tf
+
+    mm = tf.function(lambda a, b: tf.matmul(a, b))
+
+    @tf.function(reduce_retracing=True)
+    def chain(x, w, n):  # n dependent step matmuls
+        for _ in tf.range(n):
+            x = tf.matmul(x, w)[:, : tf.shape(x)[1]] * 1e-3
+        return x
+
+    a = tf.random.normal((4096, 4096))
+    w = tf.random.normal((512, 16384))
+    sizes = [16, 32, 64, 128, 256, 512]
+    xs = {b: tf.random.normal((b, 512)) for b in sizes}
+    mm(a, a).numpy()
+    for b in sizes:
+        chain(xs[b], w, tf.constant(1)).numpy()
+    fractions = {b: [] for b in sizes}
+    for _ in range(rounds):
+        peak = max(_square_gflops(tf, mm, a) for _ in range(2))
+        for b in sizes:
+            n = max(1, int(2e9 / (2 * b * 512 * 16384)))
+            t = time.perf_counter()
+            chain(xs[b], w, tf.constant(n)).numpy()
+            gflops = n * 2 * b * 512 * 16384 / (time.perf_counter() - t) / 1e9
+            fractions[b].append(gflops / peak)
+    return dict(step_matmul_fraction_of_square_peak={
+        b: round(statistics.median(v), 3) for b, v in fractions.items()},
+        load_avg_1min=os.getloadavg()[0])
+
+
+def measure_settings(workdir: str, rounds: int, names) -> dict:
+    import tensorflow as tf
+
+    from bilm_keras import BidirectionalLanguageModel, BulkEmbedder
+
+    options = json.load(open(os.path.join(workdir, "options.json")))
+    per_token = flop_counts(options)["total"]
+    corpus = make_corpus()
+    n_tokens = sum(map(len, corpus))
+    model = BidirectionalLanguageModel(
+        os.path.join(workdir, "options.json"),
+        os.path.join(workdir, "weights.hdf5"))
+    embedders = {name: (BulkEmbedder(model.backbone, **SETTINGS[name][0]),
+                        SETTINGS[name][1]) for name in names}
+    mm = tf.function(lambda a, b: tf.matmul(a, b))
+    a = tf.random.normal((4096, 4096))
+    mm(a, a).numpy()
+    for embedder, batch_size in embedders.values():  # traces, compiles
+        embedder.embed_sentences(corpus, batch_size)
+    times = {name: [] for name in names}
+    fractions = {name: [] for name in names}
+    loads = []
+    for _ in range(rounds):
+        peak = max(_square_gflops(tf, mm, a) for _ in range(2))
+        loads.append(os.getloadavg()[0])
+        for name, (embedder, batch_size) in embedders.items():
+            t = time.perf_counter()
+            out = embedder.embed_sentences(corpus, batch_size)
+            times[name].append(time.perf_counter() - t)
+            del out
+            fractions[name].append(
+                n_tokens * per_token / times[name][-1] / 1e9 / peak)
+    first = names[0]
+    return dict(
+        settings={
+            name: dict(
+                tokens_per_s=round(n_tokens / statistics.median(times[name])),
+                speedup_vs_first=round(statistics.median(
+                    t0 / t for t0, t in zip(times[first], times[name])), 3),
+                fraction_of_square_peak_nominal=round(
+                    statistics.median(fractions[name]), 3),
+                pass_s_all=[round(t, 2) for t in times[name]],
+            ) for name in names},
+        rounds=rounds,
+        load_avg_1min_per_round=[round(x, 2) for x in loads],
+        tensorflow=tf.__version__,
+    )
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", action="store_true",
+                        help="the step matmul's GFLOP/s for B in 16..512")
+    parser.add_argument("--settings", nargs="+", default=list(SETTINGS),
+                        choices=list(SETTINGS))
+    parser.add_argument("--workdir", default=None,
+                        help="reuse/keep options.json + weights.hdf5 here")
+    args = parser.parse_args(argv)
+    if args.steps:
+        print(json.dumps(measure_steps(args.rounds)))
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        workdir = args.workdir or tmp
+        os.makedirs(workdir, exist_ok=True)
+        if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
+            _child(["--_write", workdir], {})
+        print(json.dumps(measure_settings(workdir, args.rounds,
+                                          args.settings)))
+
+
+if __name__ == "__main__":
+    main()

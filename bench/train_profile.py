@@ -1,0 +1,163 @@
+"""Where a training step's time goes, by op group, on the mid-size
+configuration of ``train_throughput.py`` (its fast path, the default).
+
+Runs ``--steps`` steps under ``tf.profiler``, sums each TensorFlow op's
+time on the executor threads (``tf_Compute``), groups the ops by name
+scope (char-CNN + projection, highway, the LSTM recurrence forward and its
+hand-written backward pass, the sampled softmax, the optimizer with the
+gradient clipping) and prints ONE JSON line: per group its seconds, its
+share of the summed op time, its FLOPs per step (from the options, forward
+and backward, the char-CNN and highway on distinct tokens only) and its
+GFLOP/s as a fraction of a 2048² float32 matmul timed in the same
+process. Op times overlap (two executor threads), so a group's wall time
+is estimated as its share of the profiled wall time. The input pipeline
+runs on tf.data's own threads and is timed apart (``input_s_per_step``:
+``next()`` on the dataset alone).
+
+Usage::
+
+    python bench/train_profile.py [--steps 8]
+    python bench/train_profile.py --quick --steps 2   # CI smoke run
+"""
+
+import argparse
+import collections
+import glob
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import train_throughput as tt  # noqa: E402  (sets the environment first)
+
+import tensorflow as tf  # noqa: E402
+from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
+
+from bilm_keras.options import BiLMOptions  # noqa: E402
+
+#: op scope -> group; the first match wins
+GROUPS = [
+    ("sampled softmax", r".*softmax"),
+    ("highway", r".*char_cnn[^/]*/highway"),
+    ("char-CNN + projection", r".*char_cnn"),
+    ("optimizer + clipping", r"(global_norm|clip_by_global_norm|Square|Sqrt"
+                             r"|truediv|mul|Assign\w*VariableOp"
+                             r"|ResourceScatter\w*|UnsortedSegmentSum"
+                             r"|Unique)(_\d+)?(/|$)"),
+    ("LSTM forward", r"language_model"),
+    # the hand-written backward pass's ops carry no layer scope
+    ("LSTM backward", r".*"),
+]
+
+
+def group_of(scope: str) -> str:
+    backward = scope.startswith("gradient_tape/")
+    name = scope.removeprefix("gradient_tape/")
+    for group, pattern in GROUPS:
+        if re.match(pattern, name):
+            if group == "LSTM forward" and backward:
+                return "LSTM backward"
+            if group in ("highway", "char-CNN + projection"):
+                return f"{group} {'backward' if backward else 'forward'}"
+            return group
+    raise AssertionError(scope)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--steps", type=int, default=8)
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny model (CI smoke run; asserts nothing)")
+    args = parser.parse_args(argv)
+    c = tt.config(args.quick)
+    options = BiLMOptions.from_dict({
+        "lstm": {"dim": c["dim"], "projection_dim": c["proj"],
+                 "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
+                 "use_skip_connections": True},
+        "char_cnn": {"filters": c["filters"], "embedding": {"dim": 16},
+                     "n_highway": 2, "n_characters": 261,
+                     "max_characters_per_token": 50, "activation": "relu"},
+        "bidirectional": True, "dropout": 0.1, "n_tokens_vocab": c["vocab"],
+        "n_negative_samples_batch": c["negatives"],
+        "batch_size": c["batch"], "unroll_steps": c["unroll"],
+    }, source="bench")
+    with tempfile.TemporaryDirectory() as folder:
+        vocab_file, corpus = tt.write_corpus(folder, c["vocab"], 3000)
+        vocab = tt.load_vocab(vocab_file, options)
+        runner = tt.Runner(options, c, corpus, vocab)
+        runner.run(3)
+        runner.n_tokens = runner.n_distinct = 0
+        plain_s = runner.run(args.steps)
+        logdir = os.path.join(folder, "profile")
+        tf.profiler.experimental.start(logdir)
+        profiled_s = runner.run(args.steps)
+        tf.profiler.experimental.stop()
+        start = time.perf_counter()
+        for _ in range(args.steps):
+            next(runner.batches)
+        input_s = (time.perf_counter() - start) / args.steps
+        space = xplane_pb2.XSpace()
+        path = glob.glob(os.path.join(logdir, "**", "*.xplane.pb"),
+                         recursive=True)[0]
+        with open(path, "rb") as f:
+            space.ParseFromString(f.read())
+    peak = tt.matmul_peak_gflops(512 if args.quick else 2048)
+    seconds = collections.Counter()
+    for plane in space.planes:
+        for line in plane.lines:
+            if not line.name.startswith("tf_Compute"):
+                continue
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                if ":" not in name.replace("::", ""):  # bookkeeping
+                    continue
+                seconds[group_of(name.split(":")[0])] += (
+                    event.duration_ps / 1e12)
+    total = sum(seconds.values())
+    # FLOPs per step: batch x unroll words, both directions, 3x forward
+    words = c["batch"] * c["unroll"] * 2
+    per_token = tt.flops_per_token(c)
+    highway = 2 * 2 * 2 * sum(n for _, n in c["filters"]) ** 2
+    distinct = runner.n_distinct / runner.n_tokens
+    flops = {
+        "char-CNN + projection": (per_token["char_cnn"] - highway)
+        * words * distinct,
+        "highway": highway * words * distinct,
+        "LSTM": per_token["lstm"] * words,
+        "sampled softmax": per_token["softmax"] * words,
+    }
+    step_s = profiled_s / args.steps
+    groups = {}
+    for group, s in seconds.most_common():
+        base = group.removesuffix(" forward").removesuffix(" backward")
+        entry = dict(seconds_per_step=round(s / args.steps, 4),
+                     share=round(s / total, 3))
+        if base in flops:
+            # forward 1x, backward 2x the forward FLOPs
+            f = flops[base] * (2 if group.endswith("backward") else 1)
+            wall = step_s * s / total
+            entry["gflop_per_step"] = round(f / 1e9, 3)
+            entry["fraction_of_peak"] = round(f / wall / 1e9 / peak, 3)
+        groups[group] = entry
+    all_flops = 3 * sum(flops.values())
+    print(json.dumps(dict(
+        groups=groups,
+        steps=args.steps,
+        step_s=round(plain_s / args.steps, 4),
+        step_s_profiled=round(step_s, 4),
+        input_s_per_step=round(input_s, 4),
+        distinct_token_fraction=round(distinct, 3),
+        gflop_per_step=round(all_flops / 1e9, 2),
+        achieved_fraction_of_peak=round(
+            all_flops / (plain_s / args.steps) / 1e9 / peak, 3),
+        matmul_peak_gflops=round(peak, 1),
+        quick=args.quick,
+        load_avg_1min=os.getloadavg()[0],
+    )))
+
+
+if __name__ == "__main__":
+    main()
