@@ -4,6 +4,7 @@ LSTMs only on gathered embeddings), directly and through
 call on the fixture model and against the numpy reference on random
 weights."""
 
+import contextlib
 import copy
 import json
 
@@ -412,6 +413,25 @@ def test_bad_embedder_settings(fixture_model, kwargs, error, match):
         BulkEmbedder(fixture_model.backbone, **kwargs)
 
 
+@pytest.fixture(scope="module")
+def budget_embedder(fixture_model):
+    """One embedder whose compute-batch budget a test sets: the budget
+    only feeds the planner, so its traced graphs serve every budget."""
+    return BulkEmbedder(fixture_model.backbone)
+
+
+@contextlib.contextmanager
+def budget(embedder, **settings):
+    saved = {name: getattr(embedder, name) for name in settings}
+    for name, value in settings.items():
+        setattr(embedder, name, value)
+    try:
+        yield embedder
+    finally:
+        for name, value in saved.items():
+            setattr(embedder, name, value)
+
+
 @pytest.mark.parametrize("kwargs", [
     # the defaults: the whole input in one compute batch
     {},
@@ -421,20 +441,21 @@ def test_bad_embedder_settings(fixture_model, kwargs, error, match):
     # one sentence per batch
     {"compute_tokens": 1},
 ])
-def test_compute_batches_equal_padded_call(fixture_model, padded_reference,
+def test_compute_batches_equal_padded_call(budget_embedder, padded_reference,
                                            kwargs):
     # the default call (batch_size=None): the embedder's own grouping
     sentences, expected = padded_reference
     assert max(map(len, sentences)) > 40 > 2 * min(map(len, sentences))
-    embedder = BulkEmbedder(fixture_model.backbone, **kwargs)
-    got = embedder.embed_sentences(sentences)
+    with budget(budget_embedder, **kwargs) as embedder:
+        got = embedder.embed_sentences(sentences)
     assert len(got) == len(sentences)
     for g, e in zip(got, expected):
         assert g.dtype == np.float32 and g.shape == e.shape
         np.testing.assert_allclose(g, e, atol=1e-6)
 
 
-def test_one_long_sentence_among_short_ones(fixture_model, padded_reference):
+def test_one_long_sentence_among_short_ones(budget_embedder,
+                                            padded_reference):
     # the long sentence shares its compute batch with short ones (no
     # budget) or is cut off from them (a budget); both equal the padded call
     sentences, expected = padded_reference
@@ -444,8 +465,8 @@ def test_one_long_sentence_among_short_ones(fixture_model, padded_reference):
     assert len(sentences[longest]) > 4 * max(len(sentences[k])
                                              for k in short)
     for kwargs in ({}, {"compute_tokens": 3 * len(sentences[longest])}):
-        embedder = BulkEmbedder(fixture_model.backbone, **kwargs)
-        got = embedder.embed_sentences([sentences[k] for k in picked])
+        with budget(budget_embedder, **kwargs) as embedder:
+            got = embedder.embed_sentences([sentences[k] for k in picked])
         for g, k in zip(got, picked, strict=True):
             np.testing.assert_allclose(g, expected[k], atol=1e-6)
 

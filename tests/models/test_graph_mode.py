@@ -64,6 +64,8 @@ def test_a_tf2_function_may_call_it(bilm, ids):
                                bilm(ids)["lm_embeddings"].numpy(), atol=1e-6)
 
 
+@pytest.mark.slow  # its own process (~2 s); the v1-graph tests check the
+# same guard in this one
 def test_eager_disabled_is_refused(files):
     # disabling eager execution is process-wide: a process of its own
     code = (
