@@ -226,7 +226,9 @@ def main(argv=None):
                         help="embedding processes per model, alternating")
     parser.add_argument("--passes", type=int, default=None,
                         help="timed passes per embedding process")
-    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--batch_size", type=int, default=None,
+                        help="embed_sentences' batch_size (default: none "
+                             "given, the embedder's own compute batches)")
     parser.add_argument("--n_sentences", type=int, default=None)
     parser.add_argument("--workdir", default=None,
                         help="keep the models here (default: a temp dir)")
@@ -277,8 +279,9 @@ def main(argv=None):
         if not args.convert_only:
             os.makedirs(bilm_tf, exist_ok=True)
             _child_tf(bilm_tf, q)
-            common = ["--passes", str(args.passes), "--batch_size",
-                      str(args.batch_size)] + sizes + quick
+            common = ["--passes", str(args.passes)] + sizes + quick
+            if args.batch_size is not None:
+                common += ["--batch_size", str(args.batch_size)]
             runs = {"manylangs": [], "bilm_tf": []}
             for _ in range(args.rounds):
                 runs["manylangs"].append(_child(

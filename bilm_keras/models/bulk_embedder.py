@@ -27,9 +27,10 @@ from bilm_keras.models.compute_batches import plan_compute_batches
 from bilm_keras.options import BiLMOptions
 
 
-#: Rows per input-contribution matmul of the LSTMs by default (a batch of
-#: 32 sentences: 16 steps); bounds that buffer at `(512, 4 * lstm_dim)`.
-INFERENCE_BLOCK_ROWS = 512
+#: Rows per input-contribution matmul of the LSTMs by default: at least a
+#: step's (1 step at batch 64 or more, 2 at 32). 64 was faster than 128 and
+#: 512 and held less memory (bench/README.md, 2026-11-23 evening).
+INFERENCE_BLOCK_ROWS = 64
 
 #: Positions per compute batch by default (``batch_size=None``), and
 #: sentences at most: ``bench/README.md`` has the measurements behind them.
@@ -83,8 +84,8 @@ class BulkEmbedder:
             all steps of a batch in one matmul (a `(time, batch, 4 *
             lstm_dim)` buffer) when ``block_rows`` is None too.
         block_rows: int or None, rows per input-contribution matmul when
-            ``block_steps`` is None (512: a `(512, 4 * lstm_dim)` buffer,
-            32 MB at full size, whatever the batch).
+            ``block_steps`` is None (at least one step's rows; 512: a
+            `(512, 4 * lstm_dim)` buffer, 32 MB at full size).
         compute_tokens: int, positions (sentences x their longest length
             plus 2) per compute batch when ``batch_size`` is None.
         compute_sentences: int, sentences per compute batch at most when

@@ -359,7 +359,7 @@ def test_facade_delegates_to_its_embedder(fixture_model, all_layers):
     assert (embedder.token_chunk_size, embedder.block_steps,
             embedder.block_rows, embedder.compute_tokens,
             embedder.compute_sentences, embedder.fuse_gates,
-            embedder.concurrent_directions) == (128, None, 512, 2048, 128,
+            embedder.concurrent_directions) == (128, None, 64, 2048, 128,
                                                 False, False)
     assert fixture_model.OUTPUTS == BulkEmbedder.OUTPUTS
     for g, w in zip(embedder.embed_sentences(SENTENCES, batch_size=3),
