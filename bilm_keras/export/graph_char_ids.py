@@ -125,8 +125,6 @@ def batch_char_ids(
     # B=batch, N=all tokens, C=max_characters_per_token
     words = token_char_ids(tokens.flat_values,
                            max_characters_per_token) + 1  # (N, C)
-    words = tokens.with_flat_values(words)  # (B, (n), C)
-    batch = tokens.nrows()
     bos = tf.constant(
         [BOW_CHAR, BOS_CHAR, EOW_CHAR]
         + [PAD_CHAR] * (max_characters_per_token - 3)
@@ -135,22 +133,44 @@ def batch_char_ids(
         [BOW_CHAR, EOS_CHAR, EOW_CHAR]
         + [PAD_CHAR] * (max_characters_per_token - 3)
     ) + 1
+    return with_boundaries(tokens, words, bos, eos, max_tokens)
+
+
+def with_boundaries(tokens: tf.RaggedTensor, rows: tf.Tensor,
+                    bos: tf.Tensor, eos: tf.Tensor,
+                    max_tokens=None) -> tf.Tensor:
+    """Each sentence's token rows between a ``bos`` and an ``eos`` row,
+    zero-padded into one tensor.
+
+    Args:
+        tokens: `(batch, (n_tokens))` ragged: the sentences' shape.
+        rows: `(N, W)` int32, one row per token of ``tokens.flat_values``.
+        bos, eos: `(W,)` int32, the boundary rows.
+        max_tokens: pad every sentence to this many tokens (at least the
+            longest's); default: the longest's.
+
+    Returns:
+        `(batch, max_tokens + 2, W)` int32, 0 past each sentence's end (an
+        empty batch gives `(0, 2, W)`).
+    """
+    # B=batch, W=ids per position
+    batch = tokens.nrows()
     ones = tf.ones([batch], tf.int64)
-    bos = tf.RaggedTensor.from_row_lengths(
-        tf.tile(bos[None], [batch, 1]), ones
-    )  # (B, (1), C)
-    eos = tf.RaggedTensor.from_row_lengths(
-        tf.tile(eos[None], [batch, 1]), ones
-    )
-    sentences = tf.concat([bos, words, eos], axis=1)  # (B, (n + 2), C)
+
+    def boundary(row):  # (B, (1), W)
+        return tf.RaggedTensor.from_row_lengths(
+            tf.tile(row[None], [batch, 1]), ones)
+
+    sentences = tf.concat([boundary(bos), tokens.with_flat_values(rows),
+                           boundary(eos)], axis=1)  # (B, (n + 2), W)
     if max_tokens is None:
         max_tokens = tf.reduce_max(
             tf.concat([tokens.row_lengths(), tf.zeros([1], tf.int64)], 0)
         )
     time = tf.cast(max_tokens, tf.int64) + 2
-    return sentences.to_tensor(
-        default_value=0, shape=tf.stack([batch, time, max_characters_per_token])
-    )
+    width = tf.shape(rows, out_type=tf.int64)[1]
+    return sentences.to_tensor(default_value=0,
+                               shape=tf.stack([batch, time, width]))
 
 
 def sentences_to_char_ids(sentences: tf.Tensor,
@@ -174,6 +194,14 @@ def padded_tokens_to_char_ids(
         `(batch, max_len + 2, max_characters_per_token)` int32: the time
         axis keeps the input's width, as google/elmo/3's outputs do.
     """
+    ragged, max_len = ragged_tokens(tokens, sequence_len)
+    return batch_char_ids(ragged, max_characters_per_token, max_tokens=max_len)
+
+
+def ragged_tokens(tokens: tf.Tensor, sequence_len: tf.Tensor):
+    """google/elmo/3's padded ``tokens`` and ``sequence_len`` (checked:
+    each in ``[0, max_len]``) -> ``(tokens as ragged (batch, (n)), max_len)``.
+    """
     sequence_len = tf.cast(sequence_len, tf.int64)
     max_len = tf.shape(tokens, out_type=tf.int64)[1]
     checks = [
@@ -187,4 +215,4 @@ def padded_tokens_to_char_ids(
     ]
     with tf.control_dependencies(checks):
         ragged = tf.RaggedTensor.from_tensor(tokens, lengths=sequence_len)
-    return batch_char_ids(ragged, max_characters_per_token, max_tokens=max_len)
+    return ragged, max_len

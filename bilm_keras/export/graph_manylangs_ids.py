@@ -35,7 +35,11 @@ from typing import Mapping, Optional
 import tensorflow as tf
 
 from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
-from bilm_keras.export.graph_char_ids import split_sentences
+from bilm_keras.export.graph_char_ids import (
+    ragged_tokens,
+    split_sentences,
+    with_boundaries,
+)
 
 BOS_TOKEN = "<bos>"
 EOS_TOKEN = "<eos>"
@@ -182,28 +186,12 @@ class ManyLangsGraphIds(tf.Module):
             ``<eos>`` per row, +1-shifted, 0 past each row's end (an empty
             batch gives `(0, 2, W)`).
         """
-        # B=batch, N=all tokens, W=ids per position
+        # N=all tokens, W=ids per position
         words = self.token_ids(tokens.flat_values) + 1  # (N, W)
-        words = tokens.with_flat_values(words)  # (B, (n), W)
-        batch = tokens.nrows()
-        ones = tf.ones([batch], tf.int64)
-
-        def boundary(char, word):  # (B, (1), W)
-            row = tf.constant(self._boundary_row(char, word), tf.int32) + 1
-            return tf.RaggedTensor.from_row_lengths(
-                tf.tile(row[None], [batch, 1]), ones)
-
-        bos = boundary(self.bos_char, self.bos_word)
-        eos = boundary(self.eos_char, self.eos_word)
-        sentences = tf.concat([bos, words, eos], axis=1)  # (B, (n + 2), W)
-        if max_tokens is None:
-            max_tokens = tf.reduce_max(
-                tf.concat([tokens.row_lengths(), tf.zeros([1], tf.int64)], 0)
-            )
-        time = tf.cast(max_tokens, tf.int64) + 2
-        return sentences.to_tensor(
-            default_value=0, shape=tf.stack([batch, time, self.width])
-        )
+        bos, eos = (tf.constant(self._boundary_row(char, word), tf.int32) + 1
+                    for char, word in ((self.bos_char, self.bos_word),
+                                       (self.eos_char, self.eos_word)))
+        return with_boundaries(tokens, words, bos, eos, max_tokens)
 
     def sentences_to_ids(self, sentences: tf.Tensor) -> tf.Tensor:
         """`(batch,)` untokenized tf.string, split as ``str.split()`` ->
@@ -224,17 +212,5 @@ class ManyLangsGraphIds(tf.Module):
             `(batch, max_len + 2, W)` int32: the time axis keeps the
             input's width.
         """
-        sequence_len = tf.cast(sequence_len, tf.int64)
-        max_len = tf.shape(tokens, out_type=tf.int64)[1]
-        checks = [
-            tf.debugging.assert_non_negative(
-                sequence_len, message="sequence_len: expected values >= 0"
-            ),
-            tf.debugging.assert_less_equal(
-                sequence_len, max_len,
-                message="sequence_len: expected values <= tokens.shape[1]",
-            ),
-        ]
-        with tf.control_dependencies(checks):
-            ragged = tf.RaggedTensor.from_tensor(tokens, lengths=sequence_len)
+        ragged, max_len = ragged_tokens(tokens, sequence_len)
         return self.batch_ids(ragged, max_tokens=max_len)
