@@ -117,27 +117,12 @@ class ManyLangsBatcher:
     def _shifted_row(self, token: str) -> np.ndarray:
         row = self._rows.get(token)
         if row is None:
-            row = self._row(token) + 1  # 0 is the batch's padding
+            row = upstream_token_ids(
+                token, self.char_dic, self.word_dic, self.chars_per_token,
+            ) + 1  # 0 is the batch's padding
             if len(self._rows) < 1_000_000:  # a bounded cache
                 self._rows[token] = row
         return row
-
-    def _row(self, token: str) -> np.ndarray:
-        mc = self.chars_per_token
-        chars = self.char_dic
-        token = token[: mc - 2]  # code points; the word lookup sees the cut
-        row = np.full([mc], chars["<pad>"], np.int64)
-        row[0] = chars["<eow>"]  # upstream's swapped begin-of-word marker
-        if token in (BOS, EOS):
-            row[1:3] = chars[token], chars["<bow>"]
-        else:
-            oov = chars["<oov>"]
-            row[1: len(token) + 1] = [chars.get(c, oov) for c in token]
-            row[len(token) + 1] = chars["<bow>"]
-        if self.word_dic is None:
-            return row
-        word = self.word_dic.get(token, self.word_dic["<oov>"])
-        return np.append(row, np.int64(word))
 
     def batch_sentences(self, sentences: List[List[str]]) -> np.ndarray:
         """``(n_sentences, max_len + 2, W)`` int64 ids, +1-shifted, 0 past
@@ -152,6 +137,32 @@ class ManyLangsBatcher:
             for t, token in enumerate([BOS, *sentence, EOS]):
                 x[k, t] = self._shifted_row(token)
         return x
+
+
+def upstream_token_ids(token: str, char_dic: Mapping[str, int],
+                       word_dic: Optional[Mapping[str, int]],
+                       max_characters_per_token: int) -> np.ndarray:
+    """Upstream's ids of one token, unshifted (``create_one_batch``): the
+    char row, then the word id when there is a ``word_dic``.
+
+    Returns:
+        `(max_characters_per_token [+ 1],)` int64.
+    """
+    mc = max_characters_per_token
+    chars = char_dic
+    token = token[: mc - 2]  # code points; the word lookup sees the cut
+    row = np.full([mc], chars["<pad>"], np.int64)
+    row[0] = chars["<eow>"]  # upstream's swapped begin-of-word marker
+    if token in (BOS, EOS):
+        row[1:3] = chars[token], chars["<bow>"]
+    else:
+        oov = chars["<oov>"]
+        row[1: len(token) + 1] = [chars.get(c, oov) for c in token]
+        row[len(token) + 1] = chars["<bow>"]
+    if word_dic is None:
+        return row
+    word = word_dic.get(token, word_dic["<oov>"])
+    return np.append(row, np.int64(word))
 
 
 def _check_specials(name: str, lexicon: Mapping[str, int],

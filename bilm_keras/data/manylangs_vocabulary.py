@@ -18,6 +18,7 @@ from typing import Mapping, Optional
 
 import numpy as np
 
+from bilm_keras.data.manylangs_batcher import upstream_token_ids
 from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
 from bilm_keras.data.vocabulary import (
     BOS_TOKEN,
@@ -107,21 +108,8 @@ class ManyLangsCharsVocabulary(UnicodeCharsVocabulary):
 
     def _row(self, token: str) -> np.ndarray:
         """Upstream's unshifted ids of one token: `(W,)` int32."""
-        mc = self.chars_per_token
-        chars = self.char_dic
-        token = token[: mc - 2]  # code points; the word lookup sees the cut
-        row = np.full([mc], chars["<pad>"], np.int32)
-        row[0] = chars["<eow>"]  # upstream's bow_id reads char2id['<eow>']
-        if token in ("<bos>", "<eos>"):
-            row[1:3] = chars[token], chars["<bow>"]
-        else:
-            oov = chars["<oov>"]
-            row[1:len(token) + 1] = [chars.get(c, oov) for c in token]
-            row[len(token) + 1] = chars["<bow>"]
-        if self.word_dic is None:
-            return row
-        word = self.word_dic.get(token, self.word_dic["<oov>"])
-        return np.append(row, np.int32(word))
+        return upstream_token_ids(token, self.char_dic, self.word_dic,
+                                  self.chars_per_token).astype(np.int32)
 
     def word_to_char_ids(self, word: str) -> np.ndarray:
         idx = self._word_to_id.get(word)
