@@ -34,16 +34,19 @@ from embed_throughput import _child, flop_counts, make_corpus  # noqa: E402
 
 #: name -> (BulkEmbedder keyword arguments, embed_sentences batch_size)
 SETTINGS = {
-    "batch32_plain": (dict(block_steps=16, fuse_gates=False), 32),
-    "batch32_fused": (dict(block_steps=16, fuse_gates=True), 32),
+    "batch32": ({}, 32),
     "budget (default)": ({}, None),
-    "budget_fused": (dict(fuse_gates=True), None),
     "budget1024x64": (dict(compute_tokens=1024,
                            compute_sentences=64), None),
     "budget3072x128": (dict(compute_tokens=3072,
                             compute_sentences=128), None),
     "budget4096x256": (dict(compute_tokens=4096,
                             compute_sentences=256), None),
+    "budget4096x128": (dict(compute_tokens=4096,
+                            compute_sentences=128), None),
+    "budget8192x256": (dict(compute_tokens=8192,
+                            compute_sentences=256), None),
+    "directions_concurrent": (dict(concurrent_directions=True), None),
 }
 
 

@@ -200,9 +200,6 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
     encode_concurrent = BulkEmbedder(
         backbone, concurrent_directions=True).graphs["encode"]
     encode_concurrent(table, positions, lengths)
-    encode_one_block = BulkEmbedder(
-        backbone, block_steps=None, block_rows=None).graphs["encode"]
-    encode_one_block(table, positions, lengths)
 
     def run(fn):
         return lambda: [h.numpy() for layers in fn(table, positions,
@@ -215,13 +212,10 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
         "lstms_batch_27_s": run(encode),
         "lstms_batch_27_xla_s": run(encode_xla),
         "lstms_batch_27_directions_concurrent_s": run(encode_concurrent),
-        "lstms_batch_27_input_contributions_in_one_block_s": run(
-            encode_one_block),
     }
     # TensorFlow's CPU allocator peak of one batch, each way (MB)
     allocator_peaks = {}
-    for key in ("lstms_batch_27_s",
-                "lstms_batch_27_input_contributions_in_one_block_s"):
+    for key in ("lstms_batch_27_s",):
         tf.config.experimental.reset_memory_stats("CPU:0")
         before = tf.config.experimental.get_memory_info("CPU:0")["current"]
         cases[key]()

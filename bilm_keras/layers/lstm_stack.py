@@ -36,7 +36,6 @@ test_fast_path.py`` and ``tests/layers/test_lstm_stack_speed_paths.py``
 check that the paths agree.
 """
 
-import functools
 
 import keras
 import tensorflow as tf
@@ -113,7 +112,8 @@ def _time_major_mask(lengths, n_steps, dtype):
     return tf.transpose(mask)[:, :, None]  # (T, B, 1)
 
 
-def _masked_step(cell, z_t, t, c, h, outputs, lengths, w_h, keep_t=None):
+def _masked_step(cell, z_t, t, c, h, outputs, lengths, w_h, w_p,
+                 keep_t=None):
     """Step ``t`` with ``dynamic_rnn``'s length semantics: rows past their
     length keep their state and output zeros. ``keep_t`` `(batch, 1)`:
     0.0 on rows whose state is zeroed before this step (a sentence starts
@@ -124,7 +124,7 @@ def _masked_step(cell, z_t, t, c, h, outputs, lengths, w_h, keep_t=None):
     """
     if keep_t is not None:
         c, h = c * keep_t, h * keep_t
-    c_new, h_new = cell.step(z_t, c, h, w_h)
+    c_new, h_new = cell.step(z_t, c, h, w_h, w_p)
     active = t < lengths  # (B, 1)
     c = tf.where(active, c_new, c)
     h = tf.where(active, h_new, h)
@@ -167,7 +167,9 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
     ).read
     outputs = tf.TensorArray(z_inputs.dtype, size=n_steps)
     lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
-    w_h = cell.recurrent_kernel()  # (P, 4U), sliced once, not every step
+    # (P, 4U), (U, P): sliced and transposed once, not every step
+    w_h = cell.recurrent_kernel()
+    w_p = cell.projection_kernel if cell.projection_dim else None
     keep = None
     if resets is not None:
         resets = resets if time_major else tf.transpose(resets)  # (T, B)
@@ -175,7 +177,7 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
 
     def body(t, c, h, outputs):
         return (t + 1,) + _masked_step(
-            cell, read(t), t, c, h, outputs, lengths, w_h,
+            cell, read(t), t, c, h, outputs, lengths, w_h, w_p,
             None if keep is None else keep[t])
 
     _, c, h, outputs = tf.while_loop(
@@ -190,135 +192,93 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
     return out, (c, h)
 
 
-def run_inference_recurrence(cell, x, lengths, block_steps=16,
-                             fuse_gates=False):
-    """Inference only: :func:`run_recurrence` from zero states, with the
-    input contributions computed ``block_steps`` steps at a time.
+def run_inference_recurrence(cell, x, lengths):
+    """Inference only: :func:`run_recurrence` from zero states, outputs
+    only, with the weights on the left of every product and no step spent
+    on padding.
 
-    The input contributions of all ``T`` steps at once, `(T, B, 4U)`, are
-    the largest tensor of inference. Computing them a block of steps at a
-    time, inside the loop, bounds that buffer at `(block_steps, B, 4U)`
-    while each matmul still covers ``block_steps * B`` rows
-    (``bench/README.md`` has the memory and the speed). Same values as
-    :func:`run_recurrence` on ``cell.input_contribution(x)``; no gradients.
+    Each step is ``z = kernel_t @ [x_t; h] + b`` `(4U, n)` and
+    ``h = projection_kernel_t @ m`` `(P, n)` over the ``n`` rows still
+    inside their length: the rows run longest first (sorted here, put back
+    after), so those are the first ``n`` columns and the state simply
+    loses its last columns as rows end. With the batch as the narrow
+    dimension a CPU runs the product near its square-matmul speed, where
+    ``[x_t, h] @ kernel`` with 64-128 rows does not; the input and
+    recurrent parts are one product (no input-contribution buffer); each
+    gate is a block of rows (no copy to split them); and padding costs
+    nothing, so a compute batch may mix lengths. The same arithmetic as
+    :func:`run_recurrence` (``i, j, f, o`` from ``[x, h] @ kernel + b``,
+    ``f`` plus the forget bias) to float rounding: the bias, the forget
+    bias in it, is added after the whole product, as bilm-tf did. No
+    gradients, no final state.
+
+    A row's outputs do not depend on the other rows of its batch, bit for
+    bit: at least two columns are always computed (a one-column product is
+    a matrix-vector product, whose rounding differs), with a row that has
+    ended, or a zero column for a batch of one, as the second.
 
     Args:
         cell: a built :class:`LSTMCellWithProjection`.
         x: `(time, batch, input_dim)` the layer's inputs.
         lengths: `(batch,)` int32.
-        block_steps: int (or a scalar int32 tensor), steps per
-            input-contribution matmul; None: all steps in one.
-        fuse_gates: bool. True: each step's elementwise part (the gates,
-            the cell update, the clips and the length masks) runs as two
-            XLA-compiled kernels around the two matmuls, which stay
-            TensorFlow's (:func:`fused_inference_step`); the same
-            arithmetic, transcendental functions to XLA's float32
-            round-off.
 
     Returns:
         ``outputs (time, batch, output_dim)``, zero past each row's length.
     """
-    # B=batch, T=time, K=block steps, D=input dim, U=units, P=output dim
+    # T=time, B=batch, D=input dim, U=units, P=output dim, G=4U
     n_steps, batch = tf.shape(x)[0], tf.shape(x)[1]
-    lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
-    w_x = cell.input_kernel()  # (D, 4U), sliced once, not every block
-    w_h = cell.recurrent_kernel()  # (P, 4U)
-    outputs = tf.TensorArray(x.dtype, size=n_steps)
-    if block_steps is None:
-        block_steps = tf.maximum(n_steps, 1)
+    units, output_dim = cell.units, cell.output_dim
+    lengths = tf.cast(lengths, tf.int32)
+    order = tf.argsort(lengths, direction="DESCENDING", stable=True)
+    # (T, D, B'): columns longest first, B' = max(B, 2) with zero columns
+    columns = tf.maximum(batch, 2)
+    x_columns = tf.pad(tf.transpose(tf.gather(x, order, axis=1), (0, 2, 1)),
+                       [[0, 0], [0, 0], [0, columns - batch]])
+    # active[t]: columns computed at step t, the rows with length > t
+    active = tf.reduce_sum(tf.cast(
+        lengths[None, :] > tf.range(n_steps)[:, None], tf.int32), axis=1)
+    active = tf.maximum(active, 2)  # (T,)
+    kernel_t = tf.convert_to_tensor(cell.kernel_t)  # (G, D + P)
+    projection_t = (tf.convert_to_tensor(cell.projection_kernel_t)
+                    if cell.projection_dim else None)  # (P, U)
+    bias = tf.convert_to_tensor(cell.bias)
+    bias = tf.concat([bias[: 2 * units],
+                      bias[2 * units: 3 * units] + cell.forget_bias,
+                      bias[3 * units:]], 0)[:, None]  # (G, 1)
 
-    def block(start, c, h, outputs):
-        stop = tf.minimum(start + block_steps, n_steps)
-        z = cell.input_contribution(x[start:stop], w_x)  # (K, B, 4U)
-
-        def step(t, c, h, outputs):
-            if fuse_gates:
-                c, h, out = fused_inference_step(cell, z[t - start], c, h,
-                                                 t < lengths, w_h)
-                return t + 1, c, h, outputs.write(t, out)
-            return (t + 1,) + _masked_step(cell, z[t - start], t, c, h,
-                                           outputs, lengths, w_h)
-
-        _, c, h, outputs = tf.while_loop(
-            lambda t, *_: t < stop, step, (start, c, h, outputs))
-        return stop, c, h, outputs
-
-    c0 = tf.zeros((batch, cell.units), x.dtype)
-    h0 = tf.zeros((batch, cell.output_dim), x.dtype)
-    # one block at a time: a block's input contributions are not computed
-    # before the previous block's steps have used theirs
-    _, _, _, outputs = tf.while_loop(
-        lambda start, *_: start < n_steps, block,
-        (tf.constant(0), c0, h0, outputs), parallel_iterations=1,
-    )
-    out = outputs.stack()  # (T, B, P)
-    return tf.ensure_shape(out, [None, None, cell.output_dim])
-
-
-def fused_inference_step(cell, z_t, c, h, active, w_h):
-    """One inference step of ``cell`` with ``dynamic_rnn``'s length
-    semantics, its elementwise work in two XLA kernels.
-
-    :func:`_masked_step` runs about fifteen elementwise TensorFlow ops per
-    step over `(B, U)`-sized tensors, each a pass through memory: about a
-    third of a step's time at batch 64 on a 2-core CPU. Here
-    ``z_t + h @ W_h``, the gates, the clipped cell update, ``o * tanh(c)``
-    and the length mask of ``c`` are one XLA kernel, and the projection's
-    clip and the masks of ``h`` and the output another; the two matmuls
-    stay TensorFlow's (oneDNN on CPU: faster than XLA's own).
-
-    Args:
-        cell: a built :class:`LSTMCellWithProjection`.
-        z_t: `(B, 4U)` the step's input contribution (bias included).
-        c, h: `(B, U)`, `(B, P)` the state.
-        active: `(B, 1)` bool, rows still inside their length.
-        w_h: `(P, 4U)` the recurrent kernel.
-
-    Returns:
-        ``(c, h, output)``: the new state (kept where not ``active``) and
-        the step's output (zero where not ``active``).
-    """
-    gates, finish = _fused_step_kernels(
-        float(cell.forget_bias), float(cell.cell_clip or 0.0),
-        float(cell.proj_clip or 0.0))
-    c, m = gates(z_t, tf.matmul(h, w_h), c, active)
-    p = m if not cell.projection_dim else tf.matmul(
-        m, cell.projection_kernel)
-    h, out = finish(p, h, active)
-    return c, h, out
-
-
-@functools.lru_cache(maxsize=None)
-def _fused_step_kernels(forget_bias, cell_clip, proj_clip):
-    """The two XLA-compiled parts of :func:`fused_inference_step` for a
-    cell's constants (0.0: no clip), made once per setting."""
-
-    @tf.function(jit_compile=True)
-    def gates(z_t, z_h, c_prev, active):
-        z = z_t + z_h  # as lstm_step: z_input + h @ W_h
-        i, j, f, o = tf.split(z, 4, axis=-1)
-        i, j = tf.sigmoid(i), tf.tanh(j)
-        f, o = tf.sigmoid(f + forget_bias), tf.sigmoid(o)
-        c = f * c_prev + i * j
-        if cell_clip:
-            c = tf.clip_by_value(c, -cell_clip, cell_clip)
+    def step(t, c, h, outputs):
+        # c (U, n'), h (P, n'): the previous step's columns, n' >= n
+        n = active[t]
+        c, h = c[:, :n], h[:, :n]
+        z = tf.matmul(kernel_t, tf.concat([x_columns[t, :, :n], h], 0))
+        z = z + bias  # (G, n)
+        i, j = tf.sigmoid(z[:units]), tf.tanh(z[units: 2 * units])
+        f, o = tf.split(tf.sigmoid(z[2 * units:]), 2)  # with forget bias
+        c = f * c + i * j  # (U, n)
+        if cell.cell_clip:
+            c = tf.clip_by_value(c, -cell.cell_clip, cell.cell_clip)
         m = o * tf.tanh(c)
-        return tf.where(active, c, c_prev), m
+        h = m if projection_t is None else tf.matmul(projection_t, m)
+        if cell.proj_clip:
+            h = tf.clip_by_value(h, -cell.proj_clip, cell.proj_clip)
+        return t + 1, c, h, outputs.write(
+            t, tf.pad(h, [[0, 0], [0, columns - n]]))
 
-    @tf.function(jit_compile=True)
-    def finish(p, h_prev, active):
-        if proj_clip:
-            p = tf.clip_by_value(p, -proj_clip, proj_clip)
-        return tf.where(active, p, h_prev), tf.where(active, p, 0.0)
-
-    return gates, finish
-
-
-#: Steps per input-contribution matmul in :meth:`LSTMStack.infer` by
-#: default (the caller may pass None: all steps at once); it bounds the
-#: largest inference buffer at `(block_steps, batch, 4 * units)`;
-#: ``bench/README.md`` has what it saves and costs.
-INFERENCE_BLOCK_STEPS = 16
+    _, _, _, outputs = tf.while_loop(
+        lambda t, *_: t < n_steps, step,
+        (tf.constant(0), tf.zeros((units, columns), x.dtype),
+         tf.zeros((output_dim, columns), x.dtype),
+         tf.TensorArray(x.dtype, size=n_steps,
+                        element_shape=(output_dim, None))),
+        shape_invariants=(tf.TensorShape([]), tf.TensorShape([units, None]),
+                          tf.TensorShape([output_dim, None]),
+                          tf.TensorShape(None)),
+    )
+    out = tf.transpose(outputs.stack()[:, :, :batch], (0, 2, 1))  # (T, B, P)
+    # back to the given order; zero past each row's length
+    out = tf.gather(out, tf.math.invert_permutation(order), axis=1)
+    out = out * _time_major_mask(lengths, n_steps, x.dtype)
+    return tf.ensure_shape(out, [None, None, output_dim])
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
@@ -414,22 +374,17 @@ class LSTMStack(keras.layers.Layer):
         outputs = [tf.transpose(h, (1, 0, 2)) for h in outputs]  # (B, T, P)
         return outputs, final_states
 
-    def infer(self, inputs, lengths, block_steps=INFERENCE_BLOCK_STEPS,
-              fuse_gates=False):
+    def infer(self, inputs, lengths):
         """Inference only: zero initial states, time-major, no dropout.
 
-        The same values as :meth:`call` (``training=False``) through
-        :func:`run_inference_recurrence`, which computes the input
-        contributions ``block_steps`` steps at a time: less memory, no
-        gradients. Used by the bulk embedding path.
+        The same values as :meth:`call` (``training=False``) to float
+        rounding, through :func:`run_inference_recurrence`: no gradients,
+        no final states, the faster product layout. Used by the bulk
+        embedding path.
 
         Args:
             inputs: `(time, batch, input_dim)`.
             lengths: `(batch,)` int32.
-            block_steps: int (or a scalar int32 tensor), steps per
-                input-contribution matmul; None: all steps at once.
-            fuse_gates: bool, each step's elementwise work in XLA kernels
-                (:func:`fused_inference_step`).
 
         Returns:
             A list of `(time, batch, projection_dim)` per layer, zero past
@@ -438,8 +393,7 @@ class LSTMStack(keras.layers.Layer):
         mask = _time_major_mask(lengths, tf.shape(inputs)[0], inputs.dtype)
         outputs, x = [], inputs
         for i, cell in enumerate(self.cells):
-            h = run_inference_recurrence(cell, x, lengths, block_steps,
-                                         fuse_gates)
+            h = run_inference_recurrence(cell, x, lengths)
             h = add_skip(h, x, i, self.use_skip_connections, mask)
             outputs.append(h)
             x = h

@@ -27,11 +27,6 @@ from bilm_keras.models.compute_batches import plan_compute_batches
 from bilm_keras.options import BiLMOptions
 
 
-#: Rows per input-contribution matmul of the LSTMs by default: at least a
-#: step's (1 step at batch 64 or more, 2 at 32). 64 was faster than 128 and
-#: 512 and held less memory (bench/README.md, 2026-11-23 evening).
-INFERENCE_BLOCK_ROWS = 64
-
 #: Positions per compute batch by default (``batch_size=None``), and
 #: sentences at most: ``bench/README.md`` has the measurements behind them.
 COMPUTE_TOKENS = 2048
@@ -59,9 +54,9 @@ class BulkEmbedder:
        LSTMs, time-major, through the inference-only
        :meth:`LSTMStack.infer` (the same weights and arithmetic as
        :meth:`BiLMBackbone.encode`, less memory), in one traced graph with
-       unknown batch and time, so nothing retraces; the input
-       contributions are computed a block of steps at a time (about
-       ``block_rows`` rows per matmul), which bounds the largest buffer;
+       unknown batch and time, so nothing retraces; each step is one
+       product with the weights on the left (``kernel_t @ [x; h]``,
+       :func:`~bilm_keras.layers.lstm_stack.run_inference_recurrence`);
     4. each sentence's array is assembled in numpy from the layers'
        time-major outputs and the token table (only the layers ``output``
        needs), reduced as ``output`` asks, and the results come back in the
@@ -79,23 +74,10 @@ class BulkEmbedder:
             embedder in step 1; bounds the char-CNN's activations (the
             widest convolution holds ``token_chunk_size * 44 * 1024``
             floats at full size).
-        block_steps: int, steps per input-contribution matmul of the LSTMs
-            in step 3; None: ``max(1, block_rows // batch)`` steps, or
-            all steps of a batch in one matmul (a `(time, batch, 4 *
-            lstm_dim)` buffer) when ``block_rows`` is None too.
-        block_rows: int or None, rows per input-contribution matmul when
-            ``block_steps`` is None (at least one step's rows; 512: a
-            `(512, 4 * lstm_dim)` buffer, 32 MB at full size).
         compute_tokens: int, positions (sentences x their longest length
             plus 2) per compute batch when ``batch_size`` is None.
         compute_sentences: int, sentences per compute batch at most when
             ``batch_size`` is None.
-        fuse_gates: bool, each LSTM step's elementwise work as two
-            XLA-compiled kernels around its matmuls
-            (:func:`~bilm_keras.layers.lstm_stack.fused_inference_step`):
-            4-6 % faster at the default compute batches on a 2-core CPU,
-            but XLA's compiler and runtime add about 75 MiB of resident
-            memory, so off by default (``bench/README.md``).
         concurrent_directions: bool. False: the backward stack runs after
             the forward one (half the peak activation memory); True: both
             at once.
@@ -126,11 +108,8 @@ class BulkEmbedder:
         backbone: BiLMBackbone,
         *,
         token_chunk_size: int = 128,
-        block_steps: int | None = None,
-        block_rows: int | None = INFERENCE_BLOCK_ROWS,
         compute_tokens: int = COMPUTE_TOKENS,
         compute_sentences: int = COMPUTE_SENTENCES,
-        fuse_gates: bool = False,
         concurrent_directions: bool = False,
         options: BiLMOptions | None = None,
         devices: Sequence[str] | str | None = None,
@@ -139,27 +118,18 @@ class BulkEmbedder:
         if not _is_positive_int(token_chunk_size):
             raise ValueError(f"token_chunk_size: expected a positive "
                              f"integer, found {token_chunk_size!r}")
-        for name, value in (("block_steps", block_steps),
-                            ("block_rows", block_rows)):
-            if value is not None and not _is_positive_int(value):
-                raise ValueError(f"{name}: expected a positive integer or "
-                                 f"None, found {value!r}")
         for name, value in (("compute_tokens", compute_tokens),
                             ("compute_sentences", compute_sentences)):
             if not _is_positive_int(value):
                 raise ValueError(f"{name}: expected a positive integer, "
                                  f"found {value!r}")
-        for name, value in (("fuse_gates", fuse_gates),
-                            ("concurrent_directions", concurrent_directions)):
-            if not isinstance(value, bool):
-                raise TypeError(f"{name}: expected a bool, found {value!r}")
+        if not isinstance(concurrent_directions, bool):
+            raise TypeError(f"concurrent_directions: expected a bool, "
+                            f"found {concurrent_directions!r}")
         self.backbone = backbone.build_all()
         self.token_chunk_size = token_chunk_size
-        self.block_steps = block_steps
-        self.block_rows = block_rows
         self.compute_tokens = compute_tokens
         self.compute_sentences = compute_sentences
-        self.fuse_gates = fuse_gates
         self.concurrent_directions = concurrent_directions
         self.options = options
         if (options is None and backbone.use_character_inputs
@@ -535,10 +505,6 @@ class BulkEmbedder:
         """The Python function of the ``"encode"`` graph."""
         # B=batch, T=time with boundaries, P=projection dim
         x = tf.gather(table, tf.transpose(positions))  # (T, B, P)
-        block_steps = self.block_steps
-        if block_steps is None and self.block_rows is not None:
-            block_steps = tf.maximum(
-                1, self.block_rows // tf.shape(positions)[0])
         outputs = {}
         for direction, stack in self.backbone.stacks.items():
             inputs = x
@@ -548,8 +514,7 @@ class BulkEmbedder:
                 # one direction at a time: half the peak memory
                 with tf.control_dependencies([outputs["forward"][-1]]):
                     inputs = tf.identity(inputs)
-            layers = stack.infer(inputs, lengths, block_steps=block_steps,
-                                 fuse_gates=self.fuse_gates)  # [(T, B, P)]
+            layers = stack.infer(inputs, lengths)  # [(T, B, P)]
             if direction == "backward":
                 layers = [reverse_within_lengths(h, lengths, time_major=True)
                           for h in layers]

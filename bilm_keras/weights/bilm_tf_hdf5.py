@@ -65,6 +65,11 @@ def _conv2d_from_conv1d(x):
     return x[None]
 
 
+def _transpose(x):
+    # W_0, W_P_0: the LSTM cells hold the transposes of TF1's kernels
+    return np.transpose(x)
+
+
 @dataclasses.dataclass(frozen=True)
 class WeightRow:
     """One dataset: its HDF5 path, the variable, and the two transforms."""
@@ -77,6 +82,9 @@ class WeightRow:
     #: shifts rows (0, or 1 after a padding row); None: ``to_keras``
     #: reshapes, so the dataset is read whole
     keras_row_offset: Optional[int] = 0
+    #: the variable is the dataset transposed (``to_keras`` and
+    #: ``to_hdf5`` transpose): the file's rows are the variable's columns
+    transposed: bool = False
 
 
 def lstm_hdf5_prefix(direction_index: int, layer: int) -> str:
@@ -122,11 +130,14 @@ def weight_table(backbone: BiLMBackbone) -> List[WeightRow]:
         for layer, cell in enumerate(stack.cells):
             p = lstm_hdf5_prefix(d, layer)
             rows += [
-                WeightRow(f"{p}/W_0", cell.kernel),
+                WeightRow(f"{p}/W_0", cell.kernel_t, _transpose, _transpose,
+                          transposed=True),
                 WeightRow(f"{p}/B", cell.bias),
             ]
             if cell.projection_dim:
-                rows.append(WeightRow(f"{p}/W_P_0", cell.projection_kernel))
+                rows.append(WeightRow(f"{p}/W_P_0", cell.projection_kernel_t,
+                                      _transpose, _transpose,
+                                      transposed=True))
     return rows
 
 
@@ -194,7 +205,10 @@ def _assign_from_dataset(ds: h5py.Dataset, row: WeightRow) -> None:
         stop = min(start + step, ds.shape[0])
         block = np.empty((stop - start,) + ds.shape[1:], np.float32)
         ds.read_direct(block, np.s_[start:stop])
-        _assign_rows(target, offset + start, block)
+        if row.transposed:  # the file's rows are the variable's columns
+            _assign_columns(target, start, block.T)
+        else:
+            _assign_rows(target, offset + start, block)
     # a sliced assignment leaves the variable copying itself on every read
     # (TensorFlow's guard for sparse updates); nothing else holds it now
     tf.raw_ops.DisableCopyOnRead(resource=target.handle)
@@ -211,6 +225,16 @@ def _assign_rows(variable: tf.Variable, start: int, block) -> None:
         ref=variable.handle, begin=[start] + [0] * (block.ndim - 1),
         end=[start + block.shape[0]] + list(block.shape[1:]),
         strides=[1] * block.ndim, value=block)
+
+
+def _assign_columns(variable: tf.Variable, start: int, block) -> None:
+    """``variable[:, start: start + block.shape[1]] = block`` for a 2-D
+    variable, without reading it (as :func:`_assign_rows`)."""
+    block = np.ascontiguousarray(block, np.float32)
+    tf.raw_ops.ResourceStridedSliceAssign(
+        ref=variable.handle, begin=[0, start],
+        end=[block.shape[0], start + block.shape[1]], strides=[1, 1],
+        value=block)
 
 
 def _datasets(fin: h5py.File) -> List[str]:

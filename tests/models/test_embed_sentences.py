@@ -324,16 +324,10 @@ def padded_reference(fixture_model, model_dir):
 
 
 @pytest.mark.parametrize("kwargs", [
-    {},  # the defaults: blocks of 512 rows, one direction after the other
-    {"fuse_gates": True},  # the step's elementwise work in XLA kernels
-    # all input contributions at once
-    pytest.param({"block_rows": None}, marks=pytest.mark.slow),
-    # 10 + 2 positions: 4 blocks
-    pytest.param({"block_steps": 3}, marks=pytest.mark.slow),
+    {},  # the defaults: one direction after the other
     pytest.param({"concurrent_directions": True}, marks=pytest.mark.slow),
     # every setting off its default at once (the quick tier's second case)
-    {"block_steps": 3, "concurrent_directions": True,
-     "token_chunk_size": 2},
+    {"concurrent_directions": True, "token_chunk_size": 2},
     # many calls of the token embedder
     pytest.param({"token_chunk_size": 2}, marks=pytest.mark.slow),
 ])
@@ -356,11 +350,9 @@ def test_facade_delegates_to_its_embedder(fixture_model, all_layers):
     assert isinstance(embedder, BulkEmbedder)
     assert fixture_model.bulk_embedder is embedder  # made once
     assert embedder.backbone is fixture_model.backbone
-    assert (embedder.token_chunk_size, embedder.block_steps,
-            embedder.block_rows, embedder.compute_tokens,
-            embedder.compute_sentences, embedder.fuse_gates,
-            embedder.concurrent_directions) == (128, None, 64, 2048, 128,
-                                                False, False)
+    assert (embedder.token_chunk_size, embedder.compute_tokens,
+            embedder.compute_sentences,
+            embedder.concurrent_directions) == (128, 2048, 128, False)
     assert fixture_model.OUTPUTS == BulkEmbedder.OUTPUTS
     for g, w in zip(embedder.embed_sentences(SENTENCES, batch_size=3),
                     all_layers):
@@ -395,16 +387,10 @@ def test_embedder_pieces(fixture_model):
     ({"token_chunk_size": 0}, ValueError,
      "token_chunk_size: expected a positive integer, found 0"),
     ({"token_chunk_size": True}, ValueError, "token_chunk_size: expected"),
-    ({"block_steps": 0}, ValueError,
-     "block_steps: expected a positive integer or None, found 0"),
-    ({"block_steps": 2.0}, ValueError, "block_steps: expected"),
-    ({"block_rows": 0}, ValueError,
-     "block_rows: expected a positive integer or None, found 0"),
     ({"compute_tokens": None}, ValueError,
      "compute_tokens: expected a positive integer, found None"),
     ({"compute_sentences": 0}, ValueError,
      "compute_sentences: expected a positive integer, found 0"),
-    ({"fuse_gates": 1}, TypeError, "fuse_gates: expected a bool, found 1"),
     ({"concurrent_directions": 1}, TypeError,
      "concurrent_directions: expected a bool, found 1"),
 ])

@@ -78,8 +78,8 @@ def test_options_that_do_not_fit_the_checkpoint(train_dir, save_dir,
     (bad / "options.json").write_text(json.dumps(options))
     with pytest.raises(CheckpointError,
                        match=r"options.json does not fit checkpoint .*"
-                             r"cell0/kernel: options give shape \(16, 96\)"
-                             r", checkpoint has \(16, 64\)"):
+                             r"cell0/kernel_t: options give shape \(96, 16\)"
+                             r", checkpoint has \(64, 16\)"):
         evaluate(save_dir=str(bad), vocab_file=str(train_dir / "vocab.txt"),
                  test_prefix=str(train_dir / "data.txt"))
 
