@@ -212,10 +212,11 @@ def run_inference_recurrence(cell, x, lengths):
     bias in it, is added after the whole product, as bilm-tf did. No
     gradients, no final state.
 
-    A row's outputs do not depend on the other rows of its batch, bit for
-    bit: at least two columns are always computed (a one-column product is
-    a matrix-vector product, whose rounding differs), with a row that has
-    ended, or a zero column for a batch of one, as the second.
+    At least two columns are always computed, with a row that has ended,
+    or a zero column for a batch of one, as the second: a one-column
+    product is a matrix-vector product, whose rounding differs from the
+    matrix product's, and a sentence's last steps would round otherwise
+    depending on what it was batched with.
 
     Args:
         cell: a built :class:`LSTMCellWithProjection`.
