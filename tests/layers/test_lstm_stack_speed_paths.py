@@ -111,4 +111,3 @@ def test_gradients_reach_every_lstm_weight():
         g = g.numpy()
         assert np.all(np.isfinite(g)), v.path
         assert np.abs(g).max() > 0, v.path
-
