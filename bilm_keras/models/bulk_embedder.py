@@ -336,7 +336,10 @@ class BulkEmbedder:
         Returns:
             ``{direction: [(time, batch, projection_dim) per LSTM layer]}``,
             time-major, in the input's order (the backward outputs
-            reversed back), zero past each row's length.
+            reversed back), zero past each row's length and at the
+            boundary each direction reads last (the forward LM's ``</S>``,
+            the backward LM's ``<S>``): no sentence's vectors use those
+            outputs, so their steps are not run (1 of ``n + 2`` steps).
         """
         return self.graphs["encode"](table, positions, lengths)
 
@@ -514,7 +517,9 @@ class BulkEmbedder:
                 # one direction at a time: half the peak memory
                 with tf.control_dependencies([outputs["forward"][-1]]):
                     inputs = tf.identity(inputs)
-            layers = stack.infer(inputs, lengths)  # [(T, B, P)]
+            # a row's last step (the forward LM's </S>, the backward LM's
+            # <S>) gives the one output no sentence's vectors use
+            layers = stack.infer(inputs, lengths - 1)  # [(T, B, P)]
             if direction == "backward":
                 layers = [reverse_within_lengths(h, lengths, time_major=True)
                           for h in layers]
