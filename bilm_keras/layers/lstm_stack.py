@@ -252,9 +252,12 @@ def run_inference_recurrence(cell, x, lengths):
         n = active[t]
         c, h = c[:, :n], h[:, :n]
         z = tf.matmul(kernel_t, tf.concat([x_columns[t, :, :n], h], 0))
-        z = z + bias  # (G, n)
-        i, j = tf.sigmoid(z[:units]), tf.tanh(z[units: 2 * units])
-        f, o = tf.split(tf.sigmoid(z[2 * units:]), 2)  # with forget bias
+        # (4, U, n): a gate is a block of U * n floats, a slice that shares
+        # the buffer whatever n (slicing z's rows would copy unless n is a
+        # multiple of 16)
+        z = tf.reshape(z + bias, (4, units, n))
+        i, j = tf.sigmoid(z[0]), tf.tanh(z[1])
+        f, o = tf.unstack(tf.sigmoid(z[2:]))  # f with the forget bias
         c = f * c + i * j  # (U, n)
         if cell.cell_clip:
             c = tf.clip_by_value(c, -cell.cell_clip, cell.cell_clip)
