@@ -53,6 +53,16 @@ def _check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
         if name.startswith("weights/")
     }
     wanted = {v.path.replace("/", ":"): tuple(v.shape) for v in lm.variables}
+    old_layout = [k for k in stored
+                  if k.endswith(("kernel", "projection_kernel"))
+                  and k + "_t" in wanted and k not in wanted]
+    if old_layout:
+        raise CheckpointError(
+            f"{path}: written before 2026-11-24, when the LSTM cells held "
+            f"bilm-tf's kernel layout ({old_layout[0].replace(':', '/')}; "
+            "now kernel_t, its transpose): dump it to HDF5 with the "
+            "version that wrote it (dump_weights.py) and continue with "
+            "train --init_weights")
     problems = [
         f"{k.replace(':', '/')}: options give shape {shape}, checkpoint "
         f"{'has none' if k not in stored else 'has ' + str(stored[k])}"

@@ -84,6 +84,30 @@ def test_options_that_do_not_fit_the_checkpoint(train_dir, save_dir,
                  test_prefix=str(train_dir / "data.txt"))
 
 
+def test_checkpoint_of_the_tf1_kernel_layout(train_dir, save_dir,
+                                             monkeypatch):
+    # a checkpoint written before the cells held their kernels transposed
+    # lists .../kernel (TF1's shape) where the model has .../kernel_t
+    from bilm_keras.training import checkpoints
+
+    real = checkpoints.tf.train.list_variables
+
+    def as_written_before(path):
+        return [(name.replace("kernel_t/", "kernel/"),
+                 shape[::-1] if "kernel_t/" in name else shape)
+                for name, shape in real(path)]
+
+    monkeypatch.setattr(checkpoints.tf.train, "list_variables",
+                        as_written_before)
+    with pytest.raises(CheckpointError,
+                       match=r"model-\d+: written before 2026-11-24, when the "
+                             r"LSTM cells held bilm-tf's kernel layout "
+                             r"\(.*cell0/kernel; now kernel_t"):
+        evaluate(save_dir=str(save_dir),
+                 vocab_file=str(train_dir / "vocab.txt"),
+                 test_prefix=str(train_dir / "data.txt"))
+
+
 def test_restart_with_a_vocab_of_another_size(train_dir, save_dir,
                                               tmp_path):
     vocab = tmp_path / "vocab.txt"
