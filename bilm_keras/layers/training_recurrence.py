@@ -197,17 +197,21 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
         # kernels split once per window (the gradient of a split is one
         # concat; a slice per step would give a dense kernel-sized gradient
         # per step)
-        input_kernel, recurrent_kernel = tf.split(
-            tf.stack([tf.convert_to_tensor(c.kernel) for c in cells]),
-            [cell.input_dim, cell.output_dim], axis=1,
-        )  # (D, I, G), (D, P, G)
+        # the cells hold the transposes (kernel_t (G, I + P)): the input
+        # part is used as it is, only the recurrent part is transposed
+        input_kernel_t, recurrent_kernel_t = tf.split(
+            tf.stack([tf.convert_to_tensor(c.kernel_t) for c in cells]),
+            [cell.input_dim, cell.output_dim], axis=2,
+        )  # (D, G, I), (D, G, P)
+        recurrent_kernel = tf.transpose(recurrent_kernel_t, (0, 2, 1))
         bias = tf.stack([tf.convert_to_tensor(c.bias) for c in cells])
         bias = bias[:, None, None, :]  # (D, 1, 1, G)
         # input contribution of every step: one batched matmul
-        z = tf.einsum("dbti,dig->dbtg", x_in, input_kernel) + bias
+        z = tf.einsum("dbti,dgi->dbtg", x_in, input_kernel_t) + bias
         projection = (
-            tf.stack([tf.convert_to_tensor(c.projection_kernel)
-                      for c in cells])
+            tf.transpose(tf.stack([
+                tf.convert_to_tensor(c.projection_kernel_t) for c in cells
+            ]), (0, 2, 1))
             if cell.projection_dim else None
         )  # (D, U, P)
         c0 = tf.stack([states[layer][0] for states in initial_states])
