@@ -205,8 +205,10 @@ def run_inference_recurrence(cell, x, lengths):
     dimension a CPU runs the product near its square-matmul speed, where
     ``[x_t, h] @ kernel`` with 64-128 rows does not; the input and
     recurrent parts are one product (no input-contribution buffer); each
-    gate is a block of rows (no copy to split them); and padding costs
-    nothing, so a compute batch may mix lengths. The same arithmetic as
+    gate is a block of rows (no copy to split them); padding costs
+    nothing, so a compute batch may mix lengths; and the outputs past a
+    row's length are written as zeros, so nothing masks them after. The
+    same arithmetic as
     :func:`run_recurrence` (``i, j, f, o`` from ``[x, h] @ kernel + b``,
     ``f`` plus the forget bias) to float rounding: the bias, the forget
     bias in it, is added after the whole product, as bilm-tf did. No
@@ -236,9 +238,9 @@ def run_inference_recurrence(cell, x, lengths):
     x_columns = tf.pad(tf.transpose(tf.gather(x, order, axis=1), (0, 2, 1)),
                        [[0, 0], [0, 0], [0, columns - batch]])
     # active[t]: columns computed at step t, the rows with length > t
-    active = tf.reduce_sum(tf.cast(
+    inside = tf.reduce_sum(tf.cast(
         lengths[None, :] > tf.range(n_steps)[:, None], tf.int32), axis=1)
-    active = tf.maximum(active, 2)  # (T,)
+    active = tf.maximum(inside, 2)  # (T,)
     kernel_t = tf.convert_to_tensor(cell.kernel_t)  # (G, D + P)
     projection_t = (tf.convert_to_tensor(cell.projection_kernel_t)
                     if cell.projection_dim else None)  # (P, U)
@@ -265,8 +267,11 @@ def run_inference_recurrence(cell, x, lengths):
         h = m if projection_t is None else tf.matmul(projection_t, m)
         if cell.proj_clip:
             h = tf.clip_by_value(h, -cell.proj_clip, cell.proj_clip)
+        # the output: zero for the rows past their length (a second column
+        # kept for the product included), so no mask is needed after
+        out = h[:, :inside[t]]  # (P, n), or fewer columns
         return t + 1, c, h, outputs.write(
-            t, tf.pad(h, [[0, 0], [0, columns - n]]))
+            t, tf.pad(out, [[0, 0], [0, columns - inside[t]]]))
 
     _, _, _, outputs = tf.while_loop(
         lambda t, *_: t < n_steps, step,
@@ -279,9 +284,7 @@ def run_inference_recurrence(cell, x, lengths):
                           tf.TensorShape(None)),
     )
     out = tf.transpose(outputs.stack()[:, :, :batch], (0, 2, 1))  # (T, B, P)
-    # back to the given order; zero past each row's length
     out = tf.gather(out, tf.math.invert_permutation(order), axis=1)
-    out = out * _time_major_mask(lengths, n_steps, x.dtype)
     return tf.ensure_shape(out, [None, None, output_dim])
 
 
@@ -394,11 +397,11 @@ class LSTMStack(keras.layers.Layer):
             A list of `(time, batch, projection_dim)` per layer, zero past
             each row's length.
         """
-        mask = _time_major_mask(lengths, tf.shape(inputs)[0], inputs.dtype)
         outputs, x = [], inputs
         for i, cell in enumerate(self.cells):
             h = run_inference_recurrence(cell, x, lengths)
-            h = add_skip(h, x, i, self.use_skip_connections, mask)
+            # a skip adds the layer below's output, zero where h is: no mask
+            h = add_skip(h, x, i, self.use_skip_connections)
             outputs.append(h)
             x = h
         return outputs
