@@ -9,9 +9,10 @@ machine. Prints ONE JSON line: per setting the median tokens/s, the median
 of its per-round ratio to the first setting, and the median of its
 per-round nominal GFLOP/s as a fraction of that round's square-matmul
 peak (nominal: the full per-token cost of ``embed_throughput.py``).
-``--steps`` instead times the recurrence's step matmul
-(B x 512) . (512 x 16384) for B in 16..512, alternating, as fractions of
-the square peak.
+``--steps`` instead times a full-size LSTM step's products in both
+layouts (B rows on the left of the kernel, or the transposed kernel on
+the left of B columns) for B in 16..256, alternating, as fractions of the
+square peak.
 
 Usage::
 
@@ -57,34 +58,61 @@ def _square_gflops(tf, mm, a):
 
 
 def measure_steps(rounds: int) -> dict:
+    """A step's products of a full-size LSTM layer (input and recurrent
+    parts, 1024 x 16384, and the projection, 4096 x 512), in both layouts,
+    for batches of B rows: ``[x, h] @ kernel`` (B rows on the left, the
+    layout before 2026-11-24) and ``kernel_t @ [x; h]`` (the weights on the
+    left, B columns: :func:`~bilm_keras.layers.lstm_stack.
+    run_inference_recurrence`), as fractions of the square peak of the
+    same round."""
     import tensorflow as tf
 
     mm = tf.function(lambda a, b: tf.matmul(a, b))
 
     @tf.function(reduce_retracing=True)
-    def chain(x, w, n):  # n dependent step matmuls
+    def rows_right(x, kernel, projection, n):  # x (B, 1024)
         for _ in tf.range(n):
-            x = tf.matmul(x, w)[:, : tf.shape(x)[1]] * 1e-3
+            m = tf.matmul(x, kernel)[:, :4096]
+            x = tf.concat([x[:, :512], tf.matmul(m, projection)], 1) * 1e-3
+        return x
+
+    @tf.function(reduce_retracing=True)
+    def weights_left(x, kernel_t, projection_t, n):  # x (1024, B)
+        for _ in tf.range(n):
+            m = tf.matmul(kernel_t, x)[:4096]
+            x = tf.concat([x[:512], tf.matmul(projection_t, m)], 0) * 1e-3
         return x
 
     a = tf.random.normal((4096, 4096))
-    w = tf.random.normal((512, 16384))
-    sizes = [16, 32, 64, 128, 256, 512]
-    xs = {b: tf.random.normal((b, 512)) for b in sizes}
+    kernel = tf.random.normal((1024, 16384))
+    projection = tf.random.normal((4096, 512))
+    kernel_t, projection_t = tf.transpose(kernel), tf.transpose(projection)
+    sizes = [16, 32, 48, 64, 96, 128, 256]
+    layouts = {
+        "rows_right": (rows_right, kernel, projection,
+                       {b: tf.random.normal((b, 1024)) for b in sizes}),
+        "weights_left": (weights_left, kernel_t, projection_t,
+                         {b: tf.random.normal((1024, b)) for b in sizes}),
+    }
     mm(a, a).numpy()
-    for b in sizes:
-        chain(xs[b], w, tf.constant(1)).numpy()
-    fractions = {b: [] for b in sizes}
+    for fn, w, p, xs in layouts.values():
+        for b in sizes:
+            fn(xs[b], w, p, tf.constant(1)).numpy()
+    fractions = {name: {b: [] for b in sizes} for name in layouts}
+    flops_per_row = 2 * (1024 * 16384 + 4096 * 512)
     for _ in range(rounds):
         peak = max(_square_gflops(tf, mm, a) for _ in range(2))
         for b in sizes:
-            n = max(1, int(2e9 / (2 * b * 512 * 16384)))
-            t = time.perf_counter()
-            chain(xs[b], w, tf.constant(n)).numpy()
-            gflops = n * 2 * b * 512 * 16384 / (time.perf_counter() - t) / 1e9
-            fractions[b].append(gflops / peak)
-    return dict(step_matmul_fraction_of_square_peak={
-        b: round(statistics.median(v), 3) for b, v in fractions.items()},
+            n = max(1, int(2e9 / (b * flops_per_row)))
+            for name, (fn, w, p, xs) in layouts.items():
+                t = time.perf_counter()
+                fn(xs[b], w, p, tf.constant(n)).numpy()
+                gflops = n * b * flops_per_row / (
+                    time.perf_counter() - t) / 1e9
+                fractions[name][b].append(gflops / peak)
+    return dict(step_products_fraction_of_square_peak={
+        name: {b: round(statistics.median(v), 3) for b, v in by_b.items()}
+        for name, by_b in fractions.items()},
         load_avg_1min=os.getloadavg()[0])
 
 
