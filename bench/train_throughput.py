@@ -80,6 +80,23 @@ def config(quick: bool) -> dict:
                 vocab=4000)
 
 
+def options_dict(c: dict) -> dict:
+    """The benchmark model's options.json (bilm-tf's format) for a
+    :func:`config`."""
+    return {
+        "lstm": {"dim": c["dim"], "projection_dim": c["proj"], "n_layers": 2,
+                 "cell_clip": 3, "proj_clip": 3,
+                 "use_skip_connections": True},
+        "char_cnn": {"filters": c["filters"], "embedding": {"dim": 16},
+                     "n_highway": 2, "n_characters": 261,
+                     "max_characters_per_token": 50, "activation": "relu"},
+        "bidirectional": True, "dropout": 0.1, "n_tokens_vocab": c["vocab"],
+        "n_negative_samples_batch": c["negatives"],
+        "batch_size": c["batch"], "unroll_steps": c["unroll"],
+        "all_clip_norm_val": 10.0,
+    }
+
+
 def write_corpus(folder: str, n_tokens_vocab: int, n_sentences: int, seed=0):
     rng = np.random.default_rng(seed)
     words = [f"w{i}" for i in range(n_tokens_vocab - 3)]
@@ -306,17 +323,7 @@ def main(argv=None):
     c = config(args.quick)
     if args.vocab:
         c["vocab"] = args.vocab
-    options = BiLMOptions.from_dict({
-        "lstm": {"dim": c["dim"], "projection_dim": c["proj"], "n_layers": 2,
-                 "cell_clip": 3, "proj_clip": 3,
-                 "use_skip_connections": True},
-        "char_cnn": {"filters": c["filters"], "embedding": {"dim": 16},
-                     "n_highway": 2, "n_characters": 261,
-                     "max_characters_per_token": 50, "activation": "relu"},
-        "bidirectional": True, "dropout": 0.1, "n_tokens_vocab": c["vocab"],
-        "n_negative_samples_batch": c["negatives"],
-        "batch_size": c["batch"], "unroll_steps": c["unroll"],
-    }, source="bench")
+    options = BiLMOptions.from_dict(options_dict(c), source="bench")
     fast_kwargs = dict(unroll_windows=not args.no_unroll,
                        dedup_tokens=not args.no_dedup)
     tokens_per_step = c["batch"] * c["unroll"]
@@ -362,6 +369,8 @@ def main(argv=None):
         "tokens_per_second": round(rate, 1),
         "passes": [round(r, 1) for r in rates["fast"]],
         "final_loss": round(float(fast.loss), 4),
+        "trainable_parameters": int(sum(
+            np.prod(v.shape) for v in fast.lm.trainable_variables)),
         "peak_rss_mb": round(
             resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
         "settings": dict(

@@ -1,0 +1,191 @@
+"""Training throughput against bilm-tf's own ``train()``: one run.
+
+Both train the mid-size biLM of ``train_throughput.py`` (char-CNN 512
+filters, 2 highway, 2 x 2 LSTMs of 1024 cells projected to 128, skip
+connections, batch 32, unroll 20, 1024 sampled negatives, 4,000 words) on
+the same synthetic corpus and vocabulary (``train_throughput.py``'s
+``write_corpus``), from random weights, each in its own fresh process,
+the two alternating round after round so that the machine's load hits
+both alike.
+
+* bilm-tf: its ``bilm.training.train(options, data, n_gpus=1, ...)``
+  unchanged, with ``options["n_train_tokens"]`` set so that it stops after
+  ``--steps`` batches. bilm-tf is TensorFlow 1 code: it runs on
+  TensorFlow 2.21 through ``tensorflow.compat.v1`` (graph mode) with
+  ``TF_USE_LEGACY_KERAS=1`` (``tf_keras`` supplies TF1's
+  ``nn.rnn_cell`` classes); the child puts ``tf.compat.v1`` in
+  ``sys.modules["tensorflow"]`` before importing ``bilm``, and that is the
+  only shim. Its step time is the interval between its loop's requests
+  for the next batch (the session run, its feed dict, its summaries),
+  median over the steps after the first ``--skip``.
+* ours: ``train_throughput.py``'s timing of the library's training step
+  (``make_train_step`` over ``make_tf_dataset``; no checkpoints or logs),
+  ``--passes`` passes of 10 steps after 3 warm-up steps.
+
+Tokens/s count ``batch * unroll_steps`` words per step (each predicted in
+both directions), as both projects count them. bilm-tf's source is not in
+this repository: pass a checkout (``git clone
+https://github.com/allenai/bilm-tf``) as ``--bilm_tf_dir``.
+
+Usage::
+
+    python bench/train_vs_bilm_tf.py --bilm_tf_dir ../bilm-tf --rounds 3
+    python bench/train_vs_bilm_tf.py --bilm_tf_dir ../bilm-tf --quick
+
+Prints ONE JSON line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TRAIN_THROUGHPUT = os.path.join(HERE, "train_throughput.py")
+
+
+def bilm_tf_child(workdir: str, args) -> dict:
+    """In a fresh process with TF_USE_LEGACY_KERAS=1: bilm-tf's train()."""
+    import numpy as np
+    import tensorflow
+
+    v1 = tensorflow.compat.v1
+    v1.disable_v2_behavior()
+    v1.logging.set_verbosity(v1.logging.ERROR)
+    sys.modules["tensorflow"] = v1  # bilm's "import tensorflow as tf"
+    sys.path.insert(0, args.bilm_tf_dir)
+    from bilm.data import BidirectionalLMDataset
+    from bilm.training import load_vocab, train
+
+    with open(os.path.join(workdir, "options.json")) as f:
+        options = json.load(f)
+    tokens_per_step = options["batch_size"] * options["unroll_steps"]
+    options["n_epochs"] = 1
+    options["n_train_tokens"] = args.steps * tokens_per_step
+    vocab = load_vocab(os.path.join(workdir, "vocab.txt"), 50)
+    data = BidirectionalLMDataset(os.path.join(workdir, "train.txt"), vocab,
+                                  test=False, shuffle_on_load=True)
+    stamps = []
+    iter_batches = data.iter_batches
+
+    def timed_batches(*a, **k):
+        for batch in iter_batches(*a, **k):
+            stamps.append(time.perf_counter())
+            yield batch
+
+    data.iter_batches = timed_batches
+    save_dir = os.path.join(workdir, "bilm_tf_run")
+    os.makedirs(save_dir, exist_ok=True)
+    with open(os.devnull, "w") as devnull:  # its progress prints
+        stdout, sys.stdout = sys.stdout, devnull
+        try:
+            train(options, data, 1, save_dir, save_dir)
+        finally:
+            sys.stdout = stdout
+    step_s = np.diff(stamps)[args.skip:]
+    n_params = int(sum(np.prod(v.shape.as_list())
+                       for v in v1.trainable_variables()))
+    return dict(tokens_per_s=tokens_per_step / float(np.median(step_s)),
+                steps_timed=len(step_s), trainable_parameters=n_params,
+                tensorflow=tensorflow.__version__)
+
+
+def _json_child(argv, env) -> dict:
+    proc = subprocess.run([sys.executable] + argv, capture_output=True,
+                          text=True, env=dict(os.environ, **env))
+    if proc.returncode != 0:
+        raise RuntimeError(f"{argv[:2]} failed:\n{proc.stderr[-4000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _cpu_model() -> str:
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    return "unknown"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--bilm_tf_dir",
+                        default=os.environ.get("BILM_TF_DIR"),
+                        help="a checkout of allenai/bilm-tf (its bilm/ "
+                             "package is imported from there)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--steps", type=int, default=None,
+                        help="bilm-tf batches per process (default 40; 8 "
+                             "quick)")
+    parser.add_argument("--skip", type=int, default=5,
+                        help="bilm-tf's first steps left out of the timing")
+    parser.add_argument("--passes", type=int, default=3,
+                        help="our timed passes of 10 steps per process")
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny sizes (a smoke check of the script)")
+    parser.add_argument("--_bilm_tf", default=None, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    if args.steps is None:
+        args.steps = 8 if args.quick else 40
+    if args.quick:
+        args.skip = min(args.skip, 2)
+    if not args.bilm_tf_dir or not os.path.isdir(
+            os.path.join(args.bilm_tf_dir, "bilm")):
+        parser.error(f"--bilm_tf_dir: expected a checkout of "
+                     f"allenai/bilm-tf (with bilm/), found "
+                     f"{args.bilm_tf_dir!r}")
+    if args._bilm_tf:
+        print(json.dumps(bilm_tf_child(args._bilm_tf, args)))
+        return
+
+    sys.path.insert(0, HERE)
+    from train_throughput import config, options_dict, write_corpus
+
+    c = config(args.quick)
+    quick = ["--quick"] if args.quick else []
+    rounds = []
+    with tempfile.TemporaryDirectory() as workdir:
+        # the corpus and vocabulary train_throughput.py writes for itself
+        write_corpus(workdir, c["vocab"], 3000)
+        with open(os.path.join(workdir, "options.json"), "w") as f:
+            json.dump(options_dict(c), f)
+        for _ in range(args.rounds):
+            theirs = _json_child(
+                [os.path.abspath(__file__), "--_bilm_tf", workdir,
+                 "--bilm_tf_dir", args.bilm_tf_dir,
+                 "--steps", str(args.steps), "--skip", str(args.skip)],
+                {"TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+            ours = _json_child(
+                [TRAIN_THROUGHPUT, "--passes", str(args.passes)] + quick,
+                {"TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": "tensorflow"})
+            rounds.append(dict(
+                bilm_tf=theirs["tokens_per_s"],
+                ours=ours["tokens_per_second"],
+                bilm_tf_parameters=theirs["trainable_parameters"],
+                our_parameters=ours["trainable_parameters"],
+                load_avg_1min=round(os.getloadavg()[0], 2)))
+
+    def median(key):
+        return statistics.median(r[key] for r in rounds)
+
+    print(json.dumps(dict(
+        date=datetime.datetime.now(datetime.timezone.utc).strftime(
+            "%Y-%m-%d %H:%M UTC"),
+        cpu=_cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
+        config=c, bilm_tf_steps=args.steps, bilm_tf_skipped=args.skip,
+        ours_tokens_per_s=median("ours"),
+        bilm_tf_tokens_per_s=median("bilm_tf"),
+        ratio=statistics.median(r["ours"] / r["bilm_tf"] for r in rounds),
+        ratio_by_round=[round(r["ours"] / r["bilm_tf"], 3) for r in rounds],
+        rounds=rounds,
+    )))
+
+
+if __name__ == "__main__":
+    main()
