@@ -45,8 +45,14 @@ SETTINGS = {
                             compute_sentences=256), None),
     "budget4096x128": (dict(compute_tokens=4096,
                             compute_sentences=128), None),
+    "budget6144x256": (dict(compute_tokens=6144,
+                            compute_sentences=256), None),
+    "budget8192x192": (dict(compute_tokens=8192,
+                            compute_sentences=192), None),
     "budget8192x256": (dict(compute_tokens=8192,
                             compute_sentences=256), None),
+    "budget16384x512": (dict(compute_tokens=16384,
+                             compute_sentences=512), None),
     "directions_concurrent": (dict(concurrent_directions=True), None),
 }
 
@@ -63,7 +69,7 @@ def measure_steps(rounds: int) -> dict:
     for batches of B rows: ``[x, h] @ kernel`` (B rows on the left, the
     layout before 2026-11-24) and ``kernel_t @ [x; h]`` (the weights on the
     left, B columns: :func:`~bilm_keras.layers.lstm_stack.
-    run_inference_recurrence`), as fractions of the square peak of the
+    run_inference_columns`), as fractions of the square peak of the
     same round."""
     import tensorflow as tf
 

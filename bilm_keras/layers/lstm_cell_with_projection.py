@@ -172,7 +172,7 @@ class LSTMCellWithProjection(keras.layers.Layer):
     :attr:`kernel_t` `(4 * units, input_dim + output_dim)` and
     :attr:`projection_kernel_t` `(output_dim, units)`: the inference
     recurrence (:func:`~bilm_keras.layers.lstm_stack.
-    run_inference_recurrence`) multiplies ``kernel_t @ [x; h]``, a product
+    run_inference_columns`) multiplies ``kernel_t @ [x; h]``, a product
     with the weights on the left that a CPU runs 1.2-1.3x faster than
     ``[x, h] @ kernel`` at batch 64-128 (``bench/README.md``), and keeping
     one layout only costs no memory. Training and the Keras path read

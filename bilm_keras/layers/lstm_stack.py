@@ -14,11 +14,13 @@ while loop  :meth:`LSTMStack.      ``BiLMBackbone``     variable lengths (a row
                                    with                 (export, a window length
                                    ``unroll_windows=    unknown at trace time)
                                    False``
-infer       :meth:`LSTMStack.      the bulk embedding   bounded memory: the
-            infer` ->              path                 input contributions a
-            :func:`run_            (``embed_            block of steps at a
-            inference_             sentences``)         time; zero states, no
-            recurrence`                                 dropout, no gradients
+infer       :meth:`LSTMStack.      the bulk embedding   speed: the weights on
+            infer_columns` ->      path                 the left of each
+            :func:`run_            (``embed_            product, no step spent
+            inference_             sentences``)         on padding, rows as
+            columns`                                    columns from layer to
+                                                        layer; zero states, no
+                                                        dropout, no gradients
 unrolled    :func:`~bilm_keras.    ``LanguageModel``    training speed on
 window      layers.training_       (training and        fixed-length windows of
             recurrence.run_        evaluation, by       full rows: a static
@@ -192,54 +194,87 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
     return out, (c, h)
 
 
-def run_inference_recurrence(cell, x, lengths):
+def columns_inside(lengths, n_steps):
+    """`(time,)` int32: how many rows are still inside their length at
+    each step (``lengths`` sorted longest first: the first that many
+    columns of :func:`run_inference_columns`).
+
+    Args:
+        lengths: `(batch,)` int32, steps per row.
+        n_steps: int32 scalar, the steps run.
+    """
+    return tf.reduce_sum(tf.cast(
+        lengths[None, :] > tf.range(n_steps)[:, None], tf.int32), axis=1)
+
+
+def to_columns(x, lengths):
+    """Rows ``(time, batch, dim)`` as the columns :func:`run_inference_
+    columns` reads: ``(time, dim, batch')``, longest row first, ``batch' =
+    max(batch, 2)`` (a batch of one gets a zero column).
+
+    Returns:
+        ``(columns, order, inside)``: the columns, the rows' order
+        (`(batch,)`: column ``k`` is row ``order[k]``) and
+        :func:`columns_inside` of the sorted lengths.
+    """
+    lengths = tf.cast(lengths, tf.int32)
+    batch = tf.shape(x)[1]
+    order = tf.argsort(lengths, direction="DESCENDING", stable=True)
+    columns = tf.transpose(tf.gather(x, order, axis=1), (0, 2, 1))
+    columns = tf.pad(columns, [[0, 0], [0, 0], [0, tf.maximum(2 - batch, 0)]])
+    inside = columns_inside(tf.gather(lengths, order), tf.shape(x)[0])
+    return columns, order, inside
+
+
+def from_columns(h, order):
+    """:func:`to_columns` undone: `(time, dim, batch')` -> `(time, batch,
+    dim)` in the rows' given order."""
+    batch = tf.shape(order)[0]
+    h = tf.transpose(h[:, :, :batch], (0, 2, 1))  # (T, B, P), sorted
+    return tf.gather(h, tf.math.invert_permutation(order), axis=1)
+
+
+def run_inference_columns(cell, x, inside):
     """Inference only: :func:`run_recurrence` from zero states, outputs
     only, with the weights on the left of every product and no step spent
     on padding.
 
     Each step is ``z = kernel_t @ [x_t; h] + b`` `(4U, n)` and
     ``h = projection_kernel_t @ m`` `(P, n)` over the ``n`` rows still
-    inside their length: the rows run longest first (sorted here, put back
-    after), so those are the first ``n`` columns and the state simply
-    loses its last columns as rows end. With the batch as the narrow
-    dimension a CPU runs the product near its square-matmul speed, where
-    ``[x_t, h] @ kernel`` with 64-128 rows does not; the input and
-    recurrent parts are one product (no input-contribution buffer); each
-    gate is a block of rows (no copy to split them); padding costs
-    nothing, so a compute batch may mix lengths; and the outputs past a
-    row's length are written as zeros, so nothing masks them after. The
-    same arithmetic as
-    :func:`run_recurrence` (``i, j, f, o`` from ``[x, h] @ kernel + b``,
-    ``f`` plus the forget bias) to float rounding: the bias, the forget
-    bias in it, is added after the whole product, as bilm-tf did. No
-    gradients, no final state.
+    inside their length: the rows are columns, longest first, so those are
+    the first ``n`` columns and the state simply loses its last columns as
+    rows end. With the batch as the narrow dimension a CPU runs the
+    product near its square-matmul speed, where ``[x, h] @ kernel`` with
+    64-128 rows does not; the input and recurrent parts are one product
+    (no input-contribution buffer); each gate is a block of rows (no copy
+    to split them); padding costs nothing, so a compute batch may mix
+    lengths; and the outputs past a row's length are written as zeros, so
+    nothing masks them after. The layout stays columns from layer to layer
+    (:meth:`LSTMStack.infer_columns`): no transpose or reordering between
+    layers. The same arithmetic as :func:`run_recurrence` (``i, j, f, o``
+    from ``[x, h] @ kernel + b``, ``f`` plus the forget bias) to float
+    rounding: the bias, the forget bias in it, is added after the whole
+    product, as bilm-tf did. No gradients, no final state.
 
     At least two columns are always computed, with a row that has ended,
-    or a zero column for a batch of one, as the second: a one-column
-    product is a matrix-vector product, whose rounding differs from the
-    matrix product's, and a sentence's last steps would round otherwise
-    depending on what it was batched with.
+    or the zero column :func:`to_columns` adds to a batch of one, as the
+    second: a one-column product is a matrix-vector product, whose
+    rounding differs from the matrix product's, and a sentence's last
+    steps would round otherwise depending on what it was batched with.
 
     Args:
         cell: a built :class:`LSTMCellWithProjection`.
-        x: `(time, batch, input_dim)` the layer's inputs.
-        lengths: `(batch,)` int32.
+        x: `(time, input_dim, batch)` the layer's inputs, a column per
+            row, the rows longest first, ``batch >= 2``.
+        inside: `(time,)` int32, :func:`columns_inside` of the rows'
+            lengths: the columns computed at each step.
 
     Returns:
-        ``outputs (time, batch, output_dim)``, zero past each row's length.
+        `(time, output_dim, batch)` outputs, zero past each row's length.
     """
-    # T=time, B=batch, D=input dim, U=units, P=output dim, G=4U
-    n_steps, batch = tf.shape(x)[0], tf.shape(x)[1]
+    # T=time, D=input dim, B=batch, U=units, P=output dim, G=4U
+    n_steps, columns = tf.shape(x)[0], tf.shape(x)[2]
     units, output_dim = cell.units, cell.output_dim
-    lengths = tf.cast(lengths, tf.int32)
-    order = tf.argsort(lengths, direction="DESCENDING", stable=True)
-    # (T, D, B'): columns longest first, B' = max(B, 2) with zero columns
-    columns = tf.maximum(batch, 2)
-    x_columns = tf.pad(tf.transpose(tf.gather(x, order, axis=1), (0, 2, 1)),
-                       [[0, 0], [0, 0], [0, columns - batch]])
-    # active[t]: columns computed at step t, the rows with length > t
-    inside = tf.reduce_sum(tf.cast(
-        lengths[None, :] > tf.range(n_steps)[:, None], tf.int32), axis=1)
     active = tf.maximum(inside, 2)  # (T,)
     kernel_t = tf.convert_to_tensor(cell.kernel_t)  # (G, D + P)
     projection_t = (tf.convert_to_tensor(cell.projection_kernel_t)
@@ -253,7 +288,7 @@ def run_inference_recurrence(cell, x, lengths):
         # c (U, n'), h (P, n'): the previous step's columns, n' >= n
         n = active[t]
         c, h = c[:, :n], h[:, :n]
-        z = tf.matmul(kernel_t, tf.concat([x_columns[t, :, :n], h], 0))
+        z = tf.matmul(kernel_t, tf.concat([x[t, :, :n], h], 0))
         # (4, U, n): a gate is a block of U * n floats, a slice that shares
         # the buffer whatever n (slicing z's rows would copy unless n is a
         # multiple of 16)
@@ -283,9 +318,7 @@ def run_inference_recurrence(cell, x, lengths):
                           tf.TensorShape([output_dim, None]),
                           tf.TensorShape(None)),
     )
-    out = tf.transpose(outputs.stack()[:, :, :batch], (0, 2, 1))  # (T, B, P)
-    out = tf.gather(out, tf.math.invert_permutation(order), axis=1)
-    return tf.ensure_shape(out, [None, None, output_dim])
+    return tf.ensure_shape(outputs.stack(), [None, output_dim, None])
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
@@ -385,9 +418,9 @@ class LSTMStack(keras.layers.Layer):
         """Inference only: zero initial states, time-major, no dropout.
 
         The same values as :meth:`call` (``training=False``) to float
-        rounding, through :func:`run_inference_recurrence`: no gradients,
-        no final states, the faster product layout. Used by the bulk
-        embedding path.
+        rounding, through :meth:`infer_columns` (the rows sorted into
+        columns here, put back after): no gradients, no final states, the
+        faster product layout.
 
         Args:
             inputs: `(time, batch, input_dim)`.
@@ -397,9 +430,26 @@ class LSTMStack(keras.layers.Layer):
             A list of `(time, batch, projection_dim)` per layer, zero past
             each row's length.
         """
-        outputs, x = [], inputs
+        columns, order, inside = to_columns(inputs, lengths)
+        return [from_columns(h, order)
+                for h in self.infer_columns(columns, inside)]
+
+    def infer_columns(self, x, inside):
+        """:meth:`infer` in the layout of :func:`run_inference_columns`,
+        from layer to layer (the bulk embedding path).
+
+        Args:
+            x: `(time, input_dim, batch)` a column per row, the rows
+                longest first, ``batch >= 2``.
+            inside: `(time,)` int32, :func:`columns_inside` of the lengths.
+
+        Returns:
+            A list of `(time, projection_dim, batch)` per layer, zero past
+            each row's length.
+        """
+        outputs = []
         for i, cell in enumerate(self.cells):
-            h = run_inference_recurrence(cell, x, lengths)
+            h = run_inference_columns(cell, x, inside)
             # a skip adds the layer below's output, zero where h is: no mask
             h = add_skip(h, x, i, self.use_skip_connections)
             outputs.append(h)

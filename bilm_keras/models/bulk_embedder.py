@@ -20,7 +20,7 @@ from bilm_keras.embedding_outputs import (
     layer_mix,
     reduce_layers,
 )
-from bilm_keras.layers.lstm_stack import reverse_within_lengths
+from bilm_keras.layers.lstm_stack import columns_inside
 from bilm_keras.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.compute_batches import plan_compute_batches
@@ -56,7 +56,10 @@ class BulkEmbedder:
        :meth:`BiLMBackbone.encode`, less memory), in one traced graph with
        unknown batch and time, so nothing retraces; each step is one
        product with the weights on the left (``kernel_t @ [x; h]``,
-       :func:`~bilm_keras.layers.lstm_stack.run_inference_recurrence`);
+       :func:`~bilm_keras.layers.lstm_stack.run_inference_columns`): a
+       batch's rows run longest first as columns, from layer to layer,
+       and come back in that layout (the backward LM's in its reading
+       order), no copy between the layers or after them;
     4. each sentence's array is assembled in numpy from the layers'
        time-major outputs and the token table (only the layers ``output``
        needs), reduced as ``output`` asks, and the results come back in the
@@ -326,20 +329,32 @@ class BulkEmbedder:
                ) -> dict[str, list[tf.Tensor]]:
         """Step 3: the LSTMs of one batch, on rows of a token table.
 
+        The outputs stay in the layout the recurrence computes them in
+        (:func:`~bilm_keras.layers.lstm_stack.run_inference_columns`):
+        rows as columns, the backward LM's outputs in its own reading
+        order. Row ``b`` of length ``L = n + 2`` has its token ``k``
+        (``1..n``) at ``forward[l][k, :, b]`` and at
+        ``backward[l][L - 1 - k, :, b]``.
+
         Args:
             table: `(n_rows, projection_dim)` float32, e.g. from
                 :meth:`embed_token_table`.
             positions: `(batch, time)` int32, each position's row of
-                ``table``, boundaries included; padding may be any row.
-            lengths: `(batch,)` int32, positions per row with boundaries.
+                ``table``, boundaries included, the rows longest first;
+                padding may be any row.
+            lengths: `(batch,)` int32, positions per row with boundaries,
+                non-increasing.
 
         Returns:
-            ``{direction: [(time, batch, projection_dim) per LSTM layer]}``,
-            time-major, in the input's order (the backward outputs
-            reversed back), zero past each row's length and at the
+            ``{direction: [(time, projection_dim, batch') per LSTM
+            layer]}``, ``batch' = max(batch, 2)`` (a batch of one gets an
+            empty second column), zero past each row's length and at the
             boundary each direction reads last (the forward LM's ``</S>``,
             the backward LM's ``<S>``): no sentence's vectors use those
             outputs, so their steps are not run (1 of ``n + 2`` steps).
+
+        Raises:
+            InvalidArgumentError: ``lengths`` increase somewhere.
         """
         return self.graphs["encode"](table, positions, lengths)
 
@@ -441,7 +456,7 @@ class BulkEmbedder:
         table = self.embed_token_table(plan["batcher"], list(rows))  # (N+2, P)
         eos = len(rows) + 1
         # 2.-4. sorted batches through the LSTMs, n_replicas at a time
-        table_rows = table.numpy()  # (N + 2, P)
+        table_rows = np.asarray(table)  # (N + 2, P), not a copy
         lengths = [len(s) for s in sentences]
         if plan["batch_size"] is None:  # the embedder's compute batches
             batches = plan_compute_batches(
@@ -450,6 +465,7 @@ class BulkEmbedder:
         else:  # the caller's: batch_size sentences each
             batches = plan_compute_batches(
                 lengths, max_sentences=plan["batch_size"])
+        batches = [idx[::-1] for idx in batches]  # longest first (encode)
         results: list[np.ndarray | None] = [None] * len(sentences)
         group = self.n_replicas
         for start in range(0, len(batches), group):
@@ -458,15 +474,18 @@ class BulkEmbedder:
             for idx, (positions, lengths), encoded in zip(
                     batches[start: start + group], inputs,
                     self._encode_batches(table, inputs)):
-                layers = [[h.numpy() for h in encoded[direction]]
+                # np.asarray reads the tensor's buffer (.numpy() copies it)
+                layers = [[np.asarray(h) for h in encoded[direction]]
                           for direction in self.backbone.directions
-                          ]  # per direction, per LSTM layer (T + 2, B, P)
+                          ]  # per direction, per LSTM layer (T + 2, P, B')
                 for row, i in enumerate(idx):
                     n = len(sentences[i])
+                    # tokens 1..n: the backward LM read them n..1
                     results[i] = _sentence_output(
                         table_rows[positions[row, 1: n + 1]],
-                        [[h[1: n + 1, row] for h in direction]
-                         for direction in layers],
+                        [[h[1: n + 1, :, row] for h in layers[0]]]
+                        + [[h[n: 0: -1, :, row] for h in backward]
+                           for backward in layers[1:]],
                         plan["layer_ids"], plan["output"], plan["mix"],
                     )
                 del encoded, layers
@@ -507,24 +526,32 @@ class BulkEmbedder:
     def _encode(self, table, positions, lengths):
         """The Python function of the ``"encode"`` graph."""
         # B=batch, T=time with boundaries, P=projection dim
-        x = tf.gather(table, tf.transpose(positions))  # (T, B, P)
+        tf.debugging.assert_non_negative(
+            lengths[:-1] - lengths[1:],
+            message="lengths: expected the rows longest first")
+        # at least two columns (run_inference_columns): a batch of one
+        # gets a second row of length 0
+        extra = tf.maximum(2 - tf.shape(lengths)[0], 0)
+        positions = tf.pad(positions, [[0, extra], [0, 0]])
+        lengths = tf.pad(lengths, [[0, extra]])
+        x = tf.transpose(tf.gather(table, tf.transpose(positions)),
+                         (0, 2, 1))  # (T, P, B')
+        # a row's last step (the forward LM's </S>, the backward LM's
+        # <S>) gives the one output no sentence's vectors use
+        inside = columns_inside(lengths - 1, tf.shape(x)[0])  # (T,)
         outputs = {}
         for direction, stack in self.backbone.stacks.items():
             inputs = x
-            if direction == "backward":
-                inputs = reverse_within_lengths(x, lengths, time_major=True)
             if outputs and not self.concurrent_directions:
-                # one direction at a time: half the peak memory
+                # one direction at a time: half the peak memory (and the
+                # reversed copy made only once the forward LM is done)
                 with tf.control_dependencies([outputs["forward"][-1]]):
                     inputs = tf.identity(inputs)
-            # a row's last step (the forward LM's </S>, the backward LM's
-            # <S>) gives the one output no sentence's vectors use
-            layers = stack.infer(inputs, lengths - 1)  # [(T, B, P)]
-            if direction == "backward":
-                layers = [reverse_within_lengths(h, lengths, time_major=True)
-                          for h in layers]
-            outputs[direction] = layers
-        return outputs  # per direction, per layer (T, B, P)
+            if direction == "backward":  # its reading order, kept after
+                inputs = tf.reverse_sequence(inputs, lengths, seq_axis=0,
+                                             batch_axis=2)
+            outputs[direction] = stack.infer_columns(inputs, inside)
+        return outputs  # per direction, per layer (T, P, B')
 
 
 def resolve_devices(devices: Sequence[str] | str | None) -> list[str]:

@@ -10,6 +10,7 @@ import json
 
 import h5py
 import numpy as np
+import tensorflow as tf
 import pytest
 
 import numpy_reference as nr
@@ -377,9 +378,24 @@ def test_embedder_pieces(fixture_model):
     encoded = embedder.encode(table, positions, np.array([5, 3], np.int32))
     assert list(encoded) == ["forward", "backward"]
     for layers in encoded.values():
-        assert [h.shape for h in layers] == [(5, 2, 16)] * 2  # time-major
+        # time-major, rows as columns
+        assert [h.shape for h in layers] == [(5, 16, 2)] * 2
         for h in layers:  # zero past each row's length
-            np.testing.assert_array_equal(h[3:, 1], 0)
+            np.testing.assert_array_equal(h[3:, :, 1], 0)
+    # token k of a row of length L: forward[k], backward[L - 1 - k]
+    vectors = embedder.embed_sentences([["a", "b", "a"], ["b"]])
+    for row, n, length in ((0, 3, 5), (1, 1, 3)):
+        for layer in (0, 1):
+            np.testing.assert_allclose(
+                vectors[row][layer + 1, :, :16],
+                encoded["forward"][layer][1: n + 1, :, row], atol=1e-6)
+            np.testing.assert_allclose(
+                vectors[row][layer + 1, :, 16:],
+                encoded["backward"][layer][length - 2: 0: -1, :, row],
+                atol=1e-6)
+    with pytest.raises(tf.errors.InvalidArgumentError,
+                       match="lengths: expected the rows longest first"):
+        embedder.encode(table, positions[::-1], np.array([3, 5], np.int32))
     assert set(embedder.graphs) == {"tokens", "encode"}
 
 
