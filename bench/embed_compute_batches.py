@@ -37,6 +37,8 @@ from embed_throughput import _child, flop_counts, make_corpus  # noqa: E402
 SETTINGS = {
     "batch32": ({}, 32),
     "budget (default)": ({}, None),
+    "budget2048x128": (dict(compute_tokens=2048,
+                            compute_sentences=128), None),
     "budget1024x64": (dict(compute_tokens=1024,
                            compute_sentences=64), None),
     "budget3072x128": (dict(compute_tokens=3072,
@@ -47,6 +49,8 @@ SETTINGS = {
                             compute_sentences=128), None),
     "budget6144x256": (dict(compute_tokens=6144,
                             compute_sentences=256), None),
+    "budget8192x128": (dict(compute_tokens=8192,
+                            compute_sentences=128), None),
     "budget8192x192": (dict(compute_tokens=8192,
                             compute_sentences=192), None),
     "budget8192x256": (dict(compute_tokens=8192,

@@ -30,7 +30,7 @@ from bilm_keras.options import BiLMOptions
 #: Positions per compute batch by default (``batch_size=None``), and
 #: sentences at most: ``bench/README.md`` has the measurements behind them.
 COMPUTE_TOKENS = 8192
-COMPUTE_SENTENCES = 192
+COMPUTE_SENTENCES = 128
 
 
 class BulkEmbedder:
@@ -47,8 +47,8 @@ class BulkEmbedder:
        to ``compute_tokens`` positions and ``compute_sentences``
        sentences (many short sentences or fewer long ones: the
        recurrence's per-step matmuls run faster on wider batches, its
-       and padding costs nothing: 8,192 / 192 was the fastest setting
-       measured whose peak memory stays under the bar of
+       and padding costs nothing: 8,192 / 128 ran as fast as any setting
+       measured whose peak memory stays well under the bar of
        ``bench/README.md``); with an explicit ``batch_size``,
        batches of that many sentences;
     3. each batch gathers its rows of that token table and runs only the
