@@ -14,9 +14,18 @@ is estimated as its share of the profiled wall time. The input pipeline
 runs on tf.data's own threads and is timed apart (``input_s_per_step``:
 ``next()`` on the dataset alone).
 
+``--step_products`` instead times the recurrence's four per-step
+products alone, at the configuration's shapes (both directions batched):
+``h W_h`` and ``m W_P`` forward, ``dz W_h^T`` and ``dp W_P^T`` in the
+hand-written backward pass, each with the batch as rows (as the window
+runs them) and with the weights on the left (as the inference step runs
+them), and their sum over a window (``unroll`` steps, 2 layers): a floor
+under a training step's time that no change around them can lower.
+
 Usage::
 
     python bench/train_profile.py [--steps 8]
+    python bench/train_profile.py --step_products
     python bench/train_profile.py --quick --steps 2   # CI smoke run
 """
 
@@ -66,13 +75,68 @@ def group_of(scope: str) -> str:
     raise AssertionError(scope)
 
 
+def step_products(c: dict, reps: int = 200, rounds: int = 5) -> dict:
+    """Microseconds of each per-step product of the window, both layouts,
+    medians of ``rounds`` (alternating), and the sum over a window."""
+    import statistics
+
+    d, b, p, u = 2, c["batch"], c["proj"], c["dim"]
+    g = 4 * u
+    shapes = {  # name: (rows-right operands, weights-on-left operands)
+        "forward h W_h": (((d, b, p), (d, p, g)), ((d, g, p), (d, p, b))),
+        "forward m W_P": (((d, b, u), (d, u, p)), ((d, p, u), (d, u, b))),
+        "backward dz W_h^T": (((d, b, g), (d, g, p)),
+                              ((d, p, g), (d, g, b))),
+        "backward dp W_P^T": (((d, b, p), (d, p, u)),
+                              ((d, u, p), (d, p, b))),
+    }
+    mm = tf.function(lambda a, w: tf.matmul(a, w))
+    operands = {(name, k): (tf.random.normal(x), tf.random.normal(y))
+                for name, layouts in shapes.items()
+                for k, (x, y) in enumerate(layouts)}
+    times = collections.defaultdict(list)
+    for key, (x, y) in operands.items():
+        mm(x, y).numpy()
+    for _ in range(rounds):
+        for key, (x, y) in operands.items():
+            start = time.perf_counter()
+            for _ in range(reps):
+                out = mm(x, y)
+            out.numpy()
+            times[key].append((time.perf_counter() - start) / reps * 1e6)
+    result = {}
+    for name in shapes:
+        rows, left = (statistics.median(times[(name, k)]) for k in (0, 1))
+        result[name] = dict(rows_right_us=round(rows),
+                            weights_left_us=round(left),
+                            ratio=round(rows / left, 3))
+    per_window = 2 * c["unroll"] / 1e3  # 2 layers, ms
+    return dict(
+        products=result,
+        window_ms_rows_right=round(per_window * sum(
+            r["rows_right_us"] for r in result.values()), 1),
+        window_ms_weights_left=round(per_window * sum(
+            r["weights_left_us"] for r in result.values()), 1),
+        shapes=dict(directions=d, batch=b, projection=p, units=u,
+                    unroll=c["unroll"]),
+        load_avg_1min=os.getloadavg()[0],
+    )
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=8)
     parser.add_argument("--quick", action="store_true",
                         help="tiny model (CI smoke run; asserts nothing)")
+    parser.add_argument("--step_products", action="store_true",
+                        help="only the recurrence's per-step products, "
+                             "both layouts")
     args = parser.parse_args(argv)
     c = tt.config(args.quick)
+    if args.step_products:
+        print(json.dumps(step_products(c, reps=5 if args.quick else 200,
+                                       rounds=1 if args.quick else 5)))
+        return
     options = BiLMOptions.from_dict({
         "lstm": {"dim": c["dim"], "projection_dim": c["proj"],
                  "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
