@@ -353,7 +353,7 @@ def test_facade_delegates_to_its_embedder(fixture_model, all_layers):
     assert embedder.backbone is fixture_model.backbone
     assert (embedder.token_chunk_size, embedder.compute_tokens,
             embedder.compute_sentences,
-            embedder.concurrent_directions) == (128, 2048, 128, False)
+            embedder.concurrent_directions) == (128, 8192, 128, False)
     assert fixture_model.OUTPUTS == BulkEmbedder.OUTPUTS
     for g, w in zip(embedder.embed_sentences(SENTENCES, batch_size=3),
                     all_layers):
