@@ -33,30 +33,18 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from embed_throughput import _child, flop_counts, make_corpus  # noqa: E402
 
+#: (positions, sentences) per compute batch, each a setting "budgetPxS"
+BUDGETS = [(1024, 64), (2048, 128), (3072, 128), (4096, 128), (4096, 256),
+           (6144, 256), (8192, 128), (8192, 192), (8192, 256),
+           (16384, 512)]
+
 #: name -> (BulkEmbedder keyword arguments, embed_sentences batch_size)
 SETTINGS = {
     "batch32": ({}, 32),
     "budget (default)": ({}, None),
-    "budget2048x128": (dict(compute_tokens=2048,
-                            compute_sentences=128), None),
-    "budget1024x64": (dict(compute_tokens=1024,
-                           compute_sentences=64), None),
-    "budget3072x128": (dict(compute_tokens=3072,
-                            compute_sentences=128), None),
-    "budget4096x256": (dict(compute_tokens=4096,
-                            compute_sentences=256), None),
-    "budget4096x128": (dict(compute_tokens=4096,
-                            compute_sentences=128), None),
-    "budget6144x256": (dict(compute_tokens=6144,
-                            compute_sentences=256), None),
-    "budget8192x128": (dict(compute_tokens=8192,
-                            compute_sentences=128), None),
-    "budget8192x192": (dict(compute_tokens=8192,
-                            compute_sentences=192), None),
-    "budget8192x256": (dict(compute_tokens=8192,
-                            compute_sentences=256), None),
-    "budget16384x512": (dict(compute_tokens=16384,
-                             compute_sentences=512), None),
+    **{f"budget{tokens}x{sentences}": (
+        dict(compute_tokens=tokens, compute_sentences=sentences), None)
+       for tokens, sentences in BUDGETS},
     "directions_concurrent": (dict(concurrent_directions=True), None),
 }
 
