@@ -44,12 +44,12 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_processes import cpu_model, run_json_child  # noqa: E402
 from embed_throughput import make_corpus  # noqa: E402
 
 EMBED_THROUGHPUT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -137,24 +137,6 @@ def ours_child(workdir, args) -> dict:
                 load_s=load_s, max_abs_diff_vs_allennlp=max_abs_diff)
 
 
-def _run(python, argv, env=None) -> dict:
-    proc = subprocess.run([python, os.path.abspath(__file__)] + argv,
-                          capture_output=True, text=True,
-                          env=dict(os.environ, **(env or {})))
-    if proc.returncode != 0:
-        raise RuntimeError(f"{python} {argv[0]} failed:\n"
-                           f"{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _cpu_model() -> str:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--allennlp_python",
@@ -188,16 +170,16 @@ def main(argv=None):
              "--passes", str(args.passes)]
     rounds = []
     with tempfile.TemporaryDirectory() as workdir:
-        subprocess.run([sys.executable, EMBED_THROUGHPUT, "--_write", workdir]
+        run_json_child([EMBED_THROUGHPUT, "--_write", workdir]
                        + (["--quick"] if args.quick else []),
-                       check=True, capture_output=True,
-                       env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+                       {"TF_CPP_MIN_LOG_LEVEL": "2"})
         for _ in range(args.rounds):
-            theirs = _run(args.allennlp_python,
-                          ["--_allennlp", workdir] + child)
-            ours = _run(sys.executable, ["--_ours", workdir] + child,
-                        env={"TF_CPP_MIN_LOG_LEVEL": "2",
-                             "KERAS_BACKEND": "tensorflow"})
+            theirs = run_json_child(
+                [os.path.abspath(__file__), "--_allennlp", workdir] + child,
+                python=args.allennlp_python)
+            ours = run_json_child(
+                [os.path.abspath(__file__), "--_ours", workdir] + child,
+                {"TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": "tensorflow"})
             best = max(theirs["tokens_per_s"].values())
             rounds.append(dict(allennlp=theirs, ours=ours,
                                ratio_to_best_allennlp=ours["tokens_per_s"]
@@ -210,7 +192,7 @@ def main(argv=None):
     print(json.dumps(dict(
         date=datetime.datetime.now(datetime.timezone.utc).strftime(
             "%Y-%m-%d %H:%M UTC"),
-        cpu=_cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
+        cpu=cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
         sentences=args.n_sentences, passes=args.passes,
         ours_tokens_per_s=median(lambda r: r["ours"]["tokens_per_s"]),
         allennlp_tokens_per_s={

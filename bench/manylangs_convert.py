@@ -34,7 +34,6 @@ import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -44,6 +43,7 @@ BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(BENCH_DIR)
 sys.path[:0] = [BENCH_DIR, REPO_ROOT]
 import embed_throughput  # noqa: E402  (the corpus, the bilm-tf model)
+from bench_processes import cpu_model, run_json_child  # noqa: E402
 
 #: upstream's released configuration, by the name released config.json
 #: files give (resolved to the packaged copy, as upstream does)
@@ -191,24 +191,7 @@ def _child_env() -> dict:
 
 
 def _child(argv):
-    env = _child_env()
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__)] + argv,
-                          env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{argv[0]} failed:\n{proc.stderr[-4000:]}")
-    lines = proc.stdout.strip().splitlines()
-    return json.loads(lines[-1]) if lines else None
-
-
-def _cpu_model() -> str:
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown"
+    return run_json_child([os.path.abspath(__file__)] + argv, _child_env())
 
 
 def main(argv=None):
@@ -268,7 +251,7 @@ def main(argv=None):
                        for _ in range(args.convert_rounds)]
         report = dict(
             date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            cpu=_cpu_model(), cpu_count=os.cpu_count(),
+            cpu=cpu_model(), cpu_count=os.cpu_count(),
             model=dict(n_chars=args.n_chars, n_words=args.n_words,
                        write_pkl_s=write_s, quick=q),
             convert_s_all=[round(c["convert_s"], 2) for c in conversions],
@@ -311,16 +294,9 @@ def main(argv=None):
 
 def _child_tf(workdir: str, quick: bool) -> None:
     """The bilm-tf model, written by embed_throughput's own writer."""
-    env = _child_env()
     script = os.path.join(BENCH_DIR, "embed_throughput.py")
-    proc = subprocess.run(
-        [sys.executable, script, "--_write", workdir]
-        + (["--quick"] if quick else []),
-        env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"writing the bilm-tf model failed:\n"
-                           f"{proc.stderr[-4000:]}")
-
+    run_json_child([script, "--_write", workdir]
+                   + (["--quick"] if quick else []), _child_env())
 
 if __name__ == "__main__":
     main()

@@ -137,17 +137,7 @@ def main(argv=None):
         print(json.dumps(step_products(c, reps=5 if args.quick else 200,
                                        rounds=1 if args.quick else 5)))
         return
-    options = BiLMOptions.from_dict({
-        "lstm": {"dim": c["dim"], "projection_dim": c["proj"],
-                 "n_layers": 2, "cell_clip": 3, "proj_clip": 3,
-                 "use_skip_connections": True},
-        "char_cnn": {"filters": c["filters"], "embedding": {"dim": 16},
-                     "n_highway": 2, "n_characters": 261,
-                     "max_characters_per_token": 50, "activation": "relu"},
-        "bidirectional": True, "dropout": 0.1, "n_tokens_vocab": c["vocab"],
-        "n_negative_samples_batch": c["negatives"],
-        "batch_size": c["batch"], "unroll_steps": c["unroll"],
-    }, source="bench")
+    options = BiLMOptions.from_dict(tt.options_dict(c), source="bench")
     with tempfile.TemporaryDirectory() as folder:
         vocab_file, corpus = tt.write_corpus(folder, c["vocab"], 3000)
         vocab = tt.load_vocab(vocab_file, options)

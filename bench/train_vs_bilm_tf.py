@@ -42,7 +42,6 @@ import datetime
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -97,22 +96,6 @@ def bilm_tf_child(workdir: str, args) -> dict:
                 tensorflow=tensorflow.__version__)
 
 
-def _json_child(argv, env) -> dict:
-    proc = subprocess.run([sys.executable] + argv, capture_output=True,
-                          text=True, env=dict(os.environ, **env))
-    if proc.returncode != 0:
-        raise RuntimeError(f"{argv[:2]} failed:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
-
-
-def _cpu_model() -> str:
-    with open("/proc/cpuinfo") as f:
-        for line in f:
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    return "unknown"
-
-
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--bilm_tf_dir",
@@ -145,6 +128,7 @@ def main(argv=None):
         return
 
     sys.path.insert(0, HERE)
+    from bench_processes import cpu_model, run_json_child
     from train_throughput import config, options_dict, write_corpus
 
     c = config(args.quick)
@@ -156,12 +140,12 @@ def main(argv=None):
         with open(os.path.join(workdir, "options.json"), "w") as f:
             json.dump(options_dict(c), f)
         for _ in range(args.rounds):
-            theirs = _json_child(
+            theirs = run_json_child(
                 [os.path.abspath(__file__), "--_bilm_tf", workdir,
                  "--bilm_tf_dir", args.bilm_tf_dir,
                  "--steps", str(args.steps), "--skip", str(args.skip)],
                 {"TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
-            ours = _json_child(
+            ours = run_json_child(
                 [TRAIN_THROUGHPUT, "--passes", str(args.passes)] + quick,
                 {"TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": "tensorflow"})
             rounds.append(dict(
@@ -177,7 +161,7 @@ def main(argv=None):
     print(json.dumps(dict(
         date=datetime.datetime.now(datetime.timezone.utc).strftime(
             "%Y-%m-%d %H:%M UTC"),
-        cpu=_cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
+        cpu=cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
         config=c, bilm_tf_steps=args.steps, bilm_tf_skipped=args.skip,
         ours_tokens_per_s=median("ours"),
         bilm_tf_tokens_per_s=median("bilm_tf"),

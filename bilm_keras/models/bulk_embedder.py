@@ -53,7 +53,7 @@ class BulkEmbedder:
        batches of that many sentences;
     3. each batch gathers its rows of that token table and runs only the
        LSTMs, time-major, through the inference-only
-       :meth:`LSTMStack.infer` (the same weights and arithmetic as
+       :meth:`LSTMStack.infer_columns` (the same weights and arithmetic as
        :meth:`BiLMBackbone.encode`, less memory), in one traced graph with
        unknown batch and time, so nothing retraces; each step is one
        product with the weights on the left (``kernel_t @ [x; h]``,
