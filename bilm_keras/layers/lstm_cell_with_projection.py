@@ -1,13 +1,18 @@
 """LSTM cell with projection and clipping, in TF1 ``LSTMCell`` semantics.
 
-:func:`lstm_step` is the one copy of the gate math: the cell's :meth:`step`
-(the while-loop and inference paths of :mod:`bilm_keras.layers.lstm_stack`)
-and the statically unrolled training window
+:func:`lstm_step` is one step: the recurrent product, the gate math
+(:func:`lstm_gates`), the projection and its clip. The cell's :meth:`step`
+(the while-loop path of :mod:`bilm_keras.layers.lstm_stack`) and the
+statically unrolled training window
 (:func:`bilm_keras.layers.training_recurrence.lstm_window`) both run it.
-:func:`lstm_step_backward`, beside it, is its hand-written gradient, which
-the training window uses in its backward pass.
+:func:`lstm_step_backward`, beside it, is its hand-written gradient
+(:func:`lstm_gates_backward` for the gate math), which the training window
+uses in its backward pass. With ``fused=True`` (the training window) the
+gate math and its gradient run as XLA kernels, one fused loop per step
+instead of a dozen elementwise ops.
 """
 
+import functools
 from typing import NamedTuple
 
 import keras
@@ -45,9 +50,82 @@ def _inside(x, bound):
     return tf.cast(tf.abs(x) <= bound, x.dtype)
 
 
+def lstm_gates(z, c_prev, *, forget_bias=1.0, cell_clip=None,
+               clip_mask=True):
+    """The elementwise part of a step: the gates, the cell state and the
+    cell output, from ``z = z_input + h_prev W_h``.
+
+    Args:
+        z: `(..., 4 * units)` (gate order i, j, f, o).
+        c_prev: `(..., units)`.
+        forget_bias, cell_clip: the cell's (clip None or 0: none).
+        clip_mask: compute the cell clip's gradient mask (False: None).
+
+    Returns:
+        ``(c, m, i, j, f, o, tanh_c, c_inside)``, each `(..., units)`:
+        the clipped cell state, the cell output ``o * tanh_c``, the gates
+        after their nonlinearity (``f`` with the forget bias) and the cell
+        clip's gradient mask (None without a clip or ``clip_mask``).
+    """
+    i, j, f, o = tf.split(z, 4, axis=-1)  # 4 x (..., U)
+    i, j = tf.sigmoid(i), tf.tanh(j)
+    f, o = tf.sigmoid(f + forget_bias), tf.sigmoid(o)
+    c = f * c_prev + i * j  # (..., U)
+    c_inside = None
+    if cell_clip:
+        if clip_mask:
+            c_inside = _inside(c, cell_clip)
+        c = tf.clip_by_value(c, -cell_clip, cell_clip)
+    tanh_c = tf.tanh(c)
+    return c, o * tanh_c, i, j, f, o, tanh_c, c_inside
+
+
+def lstm_gates_backward(d_m, d_c, c_prev, i, j, f, o, tanh_c, c_inside):
+    """The gradient of :func:`lstm_gates`: ``(d_z, d_c_prev)``.
+
+    Args:
+        d_m: `(..., units)` the gradient reaching the cell output ``m``.
+        d_c: `(..., units)` the gradient reaching ``c`` from the next step.
+        c_prev, i, j, f, o, tanh_c, c_inside: the step's, as
+            :func:`lstm_gates` saw and returned them.
+
+    Returns:
+        `(..., 4 * units)` the gradient of ``z`` and `(..., units)` that of
+        ``c_prev``.
+    """
+    d_c = d_c + d_m * o * (1.0 - tanh_c * tanh_c)
+    if c_inside is not None:
+        d_c = d_c * c_inside
+    d_z = tf.concat([
+        d_c * j * i * (1.0 - i),  # d i
+        d_c * i * (1.0 - j * j),  # d j
+        d_c * c_prev * f * (1.0 - f),  # d f
+        d_m * tanh_c * o * (1.0 - o),  # d o
+    ], axis=-1)  # (..., G)
+    return d_z, d_c * f
+
+
+@functools.lru_cache(maxsize=None)
+def _compiled_gates(forget_bias, cell_clip):
+    """:func:`lstm_gates` and :func:`lstm_gates_backward` as XLA kernels
+    (``jit_compile=True``) for one cell's constants: each step's dozen
+    elementwise ops become one fused loop."""
+    def gates(z, c_prev):
+        out = lstm_gates(z, c_prev, forget_bias=forget_bias,
+                         cell_clip=cell_clip)
+        return out[:-1] if out[-1] is None else out
+
+    def gates_backward(d_m, d_c, c_prev, i, j, f, o, tanh_c, *c_inside):
+        return lstm_gates_backward(d_m, d_c, c_prev, i, j, f, o, tanh_c,
+                                   c_inside[0] if c_inside else None)
+
+    return (tf.function(gates, jit_compile=True),
+            tf.function(gates_backward, jit_compile=True))
+
+
 def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
               projection_kernel=None, *, forget_bias=1.0, cell_clip=None,
-              proj_clip=None, trace=False):
+              proj_clip=None, trace=False, fused=False):
     """One TF1 ``LSTMCell`` step from its precomputed input contribution.
 
     Pure tensor math, batched over any leading axes ``...``: `(batch,)` for
@@ -66,6 +144,8 @@ def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
         trace: also return the :class:`StepTrace` for
             :func:`lstm_step_backward`; False keeps the per-step loops free
             of the clip masks.
+        fused: run :func:`lstm_gates` as one XLA kernel (the training
+            window; the same math, to float rounding).
 
     Returns:
         ``(c, h)``, `(..., units)` and `(..., output_dim)`; with ``trace``
@@ -73,19 +153,17 @@ def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
     """
     # U=units, P=output dim, G=4U; "..." the leading (batch) axes
     z = z_input + tf.matmul(h_prev, recurrent_kernel)  # (..., G)
-    i, j, f, o = tf.split(z, 4, axis=-1)  # 4 x (..., U)
-    i, j = tf.sigmoid(i), tf.tanh(j)
-    f, o = tf.sigmoid(f + forget_bias), tf.sigmoid(o)
-    c = f * c_prev + i * j  # (..., U)
-    c_inside = h_inside = None
-    if cell_clip:
-        if trace:
-            c_inside = _inside(c, cell_clip)
-        c = tf.clip_by_value(c, -cell_clip, cell_clip)
-    tanh_c = tf.tanh(c)
-    m = o * tanh_c  # (..., U)
+    if fused:
+        c, m, i, j, f, o, tanh_c, *c_inside = _compiled_gates(
+            float(forget_bias), float(cell_clip or 0.0))[0](z, c_prev)
+        c_inside = c_inside[0] if c_inside else None
+    else:
+        c, m, i, j, f, o, tanh_c, c_inside = lstm_gates(
+            z, c_prev, forget_bias=forget_bias, cell_clip=cell_clip,
+            clip_mask=trace)
     h = m if projection_kernel is None else tf.matmul(
         m, projection_kernel)  # (..., P)
+    h_inside = None
     if proj_clip:
         if trace:
             h_inside = _inside(h, proj_clip)
@@ -97,15 +175,15 @@ def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
 
 
 def lstm_step_backward(d_h, d_c, step, recurrent_kernel,
-                       projection_kernel=None):
+                       projection_kernel=None, *, fused=False):
     """The gradient of one :func:`lstm_step`, written out by hand.
 
     The chain rule through the forward lines above, in reverse: the
-    projection clip, the projection, ``m = o * tanh(c)``, the cell clip,
-    ``c = f * c_prev + i * j``, the gates' nonlinearities and
-    ``z = z_input + h_prev W_h``. Weight gradients are left to the caller,
-    which can add them up over many steps in one matmul (``h_prev^T dz``,
-    ``m^T dp``).
+    projection clip, the projection, then :func:`lstm_gates_backward`
+    (``m = o * tanh(c)``, the cell clip, ``c = f * c_prev + i * j``, the
+    gates' nonlinearities) and ``z = z_input + h_prev W_h``. Weight
+    gradients are left to the caller, which can add them up over many steps
+    in one matmul (``h_prev^T dz``, ``m^T dp``).
 
     Args:
         d_h: `(..., output_dim)` the gradient reaching the step's output
@@ -113,6 +191,7 @@ def lstm_step_backward(d_h, d_c, step, recurrent_kernel,
         d_c: `(..., units)` the gradient reaching ``c`` from the next step.
         step: the step's :class:`StepTrace`.
         recurrent_kernel, projection_kernel: as given to :func:`lstm_step`.
+        fused: :func:`lstm_gates_backward` as one XLA kernel.
 
     Returns:
         ``(d_z, d_p, d_c_prev, d_h_prev)``: `(..., 4 * units)` the gradient
@@ -120,23 +199,21 @@ def lstm_step_backward(d_h, d_c, step, recurrent_kernel,
         projection's output before the clip, and those of the input state.
     """
     # U=units, P=output dim, G=4U
-    i, j, f, o, tanh_c = step.i, step.j, step.f, step.o, step.tanh_c
     d_p = d_h  # (..., P)
     if step.h_inside is not None:
         d_p = d_p * step.h_inside
     d_m = (d_p if projection_kernel is None else tf.matmul(
         d_p, projection_kernel, transpose_b=True))  # (..., U)
-    d_c = d_c + d_m * o * (1.0 - tanh_c * tanh_c)
-    if step.c_inside is not None:
-        d_c = d_c * step.c_inside
-    d_z = tf.concat([
-        d_c * j * i * (1.0 - i),  # d i
-        d_c * i * (1.0 - j * j),  # d j
-        d_c * step.c_prev * f * (1.0 - f),  # d f
-        d_m * tanh_c * o * (1.0 - o),  # d o
-    ], axis=-1)  # (..., G)
+    saved = (step.c_prev, step.i, step.j, step.f, step.o, step.tanh_c)
+    if fused:
+        # the constants do not enter the backward kernel
+        d_z, d_c_prev = _compiled_gates(1.0, 0.0)[1](
+            d_m, d_c, *saved,
+            *(() if step.c_inside is None else (step.c_inside,)))
+    else:
+        d_z, d_c_prev = lstm_gates_backward(d_m, d_c, *saved, step.c_inside)
     d_h_prev = tf.matmul(d_z, recurrent_kernel, transpose_b=True)  # (..., P)
-    return d_z, d_p, d_c * f, d_h_prev
+    return d_z, d_p, d_c_prev, d_h_prev
 
 
 def _transposed(initializer):

@@ -29,8 +29,11 @@ window      layers.training_       (training and        fixed-length windows of
                                                         backward pass
 ==========  =====================  ===================  ========================
 
-All three run the same cells (the same variables) and the same step,
-:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`; each
+All three run the same cells (the same variables) and the same gate math:
+the while loop and the window call
+:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step` (the window
+with the gate math as an XLA kernel), the inference path writes it out in
+its columns layout (:func:`run_inference_columns`); each
 layer's input dropout and skip connection come from :func:`layer_input`
 and :func:`add_skip`; the backward direction reads each row reversed within
 its length (:func:`reverse_within_lengths`). ``tests/training/

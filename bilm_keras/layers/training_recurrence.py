@@ -5,7 +5,7 @@ Training reads windows of exactly ``unroll_steps`` tokens, every row full
 length-aware ``tf.while_loop`` of :func:`~bilm_keras.layers.lstm_stack.
 run_recurrence` can become a Python loop over a static number of steps, as
 bilm-tf's ``static_rnn`` did in training. Unrolling alone does not make it
-faster on a CPU; three things on top of it do (``bench/README.md``,
+faster on a CPU; five things on top of it do (``bench/README.md``,
 "Training fast path: why each lever", has the measurements):
 
 * the recurrent kernel is split off the kernel once per window, not sliced
@@ -17,11 +17,20 @@ faster on a CPU; three things on top of it do (``bench/README.md``,
   adds them up;
 * the forward and backward directions' stacks (same shapes, their own
   weights) run as one batched computation: every step is one batched
-  matmul and one set of elementwise ops for both directions.
+  matmul and one set of elementwise ops for both directions;
+* each step's gate math and its gradient run as XLA kernels
+  (``fused=True``): one fused loop instead of a dozen small ops, each a
+  pass over the step's tensors;
+* the layers run as a pipeline over chunks of the window
+  (:func:`run_stacks_unrolled`'s ``chunk_steps``): layer ``l + 1``'s
+  chunk ``k`` runs beside layer ``l``'s chunk ``k + 1``, two sequential
+  chains at once on a CPU's cores, forward and backward.
 
 The math is that of :class:`~bilm_keras.layers.LSTMStack` on full-length
 rows: the same cells (the same variables), the same step
-(:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`), the same
+(:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`, with
+:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_gates` fused or
+not), the same
 input dropout and skip connections (:func:`~bilm_keras.layers.lstm_stack.
 layer_input`, :func:`~bilm_keras.layers.lstm_stack.add_skip`), so losses
 and gradients agree to float rounding (``tests/training/
@@ -38,7 +47,8 @@ from bilm_keras.layers.lstm_stack import add_skip, layer_input
 
 
 def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
-                forget_bias=1.0, cell_clip=None, proj_clip=None, keep=None):
+                forget_bias=1.0, cell_clip=None, proj_clip=None, keep=None,
+                fused=True):
     """LSTM layers of ``D`` directions over a window of static length, with
     a hand-written backward pass.
 
@@ -63,6 +73,9 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
         keep: None, or `(D, batch, time)` float: 0.0 where a row's state is
             zeroed before the step (a sentence starts there), 1.0
             elsewhere; the gradient does not flow back through a reset.
+        fused: each step's elementwise work (:func:`~bilm_keras.layers.
+            lstm_cell_with_projection.lstm_gates` and its gradient) as one
+            XLA kernel; False: plain TensorFlow ops.
 
     Returns:
         ``outputs (D, batch, time, output_dim), (c, h)`` after the last
@@ -100,6 +113,7 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
             c, h, step = lstm_step(
                 z_t, c, h, w_h, w_p, forget_bias=forget_bias,
                 cell_clip=cell_clip, proj_clip=proj_clip, trace=True,
+                fused=fused,
             )  # (D, B, U), (D, B, P)
             steps.append(step)
             outputs.append(h)
@@ -110,7 +124,7 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
             d_z_steps, d_p_steps = [None] * n_steps, [None] * n_steps
             for t in reversed(range(n_steps)):
                 d_z_steps[t], d_p_steps[t], d_c, d_h = lstm_step_backward(
-                    d_out[t] + d_h, d_c, steps[t], w_h, w_p
+                    d_out[t] + d_h, d_c, steps[t], w_h, w_p, fused=fused
                 )  # (D, B, G), (D, B, P), (D, B, U), (D, B, P)
                 if keep_steps[t] is not None:  # through the reset
                     d_c, d_h = d_c * keep_steps[t], d_h * keep_steps[t]
@@ -141,10 +155,53 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
     return outputs, (c, h)
 
 
+#: steps per chunk of the layer pipeline (:func:`run_stacks_unrolled`)
+PIPELINE_CHUNK_STEPS = 5
+
+
+def time_chunks(n_steps, chunk_steps):
+    """``[(start, stop), ...]`` covering ``range(n_steps)`` in chunks of
+    ``chunk_steps`` (the last may be shorter); one chunk when
+    ``chunk_steps`` is None or 0."""
+    if not chunk_steps or chunk_steps >= n_steps:
+        return [(0, n_steps)]
+    return [(start, min(start + chunk_steps, n_steps))
+            for start in range(0, n_steps, chunk_steps)]
+
+
+def _dropout_masks(shape, dtype, layer, rate, dropout_seeds, training):
+    """Layer ``layer``'s input dropout as a multiplier: None (no dropout)
+    or `(D, B, T, I)` holding ``1 / (1 - rate)`` where kept and 0.0 where
+    dropped, the mask :func:`~bilm_keras.layers.lstm_stack.layer_input`
+    applies to an input of ``shape`` `(D, B, T, I)`. It is drawn from ones
+    (no data dependency), so it can be applied a chunk at a time."""
+    if not (training and rate > 0):
+        return None
+    ones = tf.ones(shape, dtype)
+    if dropout_seeds is None:  # one stateful mask over all the stacks
+        return layer_input(ones, layer, rate, training=training)
+    return tf.stack([  # each stack's own mask, as LSTMStack.call draws it
+        layer_input(ones_d, layer, rate, seed, training)
+        for ones_d, seed in zip(tf.unstack(ones, num=len(dropout_seeds)),
+                                dropout_seeds)
+    ])
+
+
 def run_stacks_unrolled(stacks, inputs, initial_states=None,
-                        training=False, dropout_seeds=None, resets=None):
+                        training=False, dropout_seeds=None, resets=None,
+                        chunk_steps=PIPELINE_CHUNK_STEPS, fused_gates=True):
     """:meth:`LSTMStack.call` of several stacks on full-length rows,
     statically unrolled and batched over the stacks.
+
+    The window runs in chunks of ``chunk_steps`` steps, layer by layer
+    within a chunk, each layer's state carried from chunk to chunk: layer
+    ``l + 1``'s chunk ``k`` needs only layer ``l``'s chunk ``k``, so the
+    graph lets it run beside layer ``l``'s chunk ``k + 1`` (a pipeline
+    over the layers; its backward pass runs the same way in reverse), two
+    sequential chains at once on a CPU's cores instead of one twice as
+    long. The numbers are those of one chunk over the whole window
+    (``chunk_steps=None``) to float rounding: the weight gradients are
+    summed over the chunks.
 
     Args:
         stacks: built :class:`LSTMStack` s of the same shapes and options
@@ -159,6 +216,9 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
             :meth:`LSTMStack.call` draws with the same seed.
         resets: None, or per stack `(batch, time)` float, 1.0 where a row's
             states are zeroed before the step (:meth:`LSTMStack.call`).
+        chunk_steps: int, the pipeline's chunk length in steps; None or 0:
+            the whole window as one chunk (no pipeline).
+        fused_gates: bool, :func:`lstm_window`'s ``fused``.
 
     Returns:
         per stack ``(outputs, final_states)`` as :meth:`LSTMStack.call`
@@ -179,21 +239,18 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
         for stack, x, states in zip(stacks, inputs, initial_states)
     ]
     x = tf.stack(inputs)  # (D, B, T, I)
+    chunks = time_chunks(x.shape[2], chunk_steps)
     keep = None if resets is None else 1.0 - tf.cast(
         tf.stack(resets), x.dtype)  # (D, B, T)
+    layer_inputs = [x[:, :, start:stop] for start, stop in chunks]
     outputs, final_states = [], []
     for layer in range(first.n_layers):
         cells = [stack.cells[layer] for stack in stacks]
         cell = cells[0]
-        if dropout_seeds is None or not (training and first.dropout > 0):
-            # no dropout, or one stateful mask over all the stacks
-            x_in = layer_input(x, layer, first.dropout, training=training)
-        else:  # each stack's own mask, as LSTMStack.call draws it
-            x_in = tf.stack([
-                layer_input(x_d, layer, first.dropout, seed, training)
-                for x_d, seed in zip(tf.unstack(x, num=len(stacks)),
-                                     dropout_seeds)
-            ])  # (D, B, T, I)
+        # the input dropout's multiplier over the whole window
+        mask = _dropout_masks(
+            [len(stacks), tf.shape(x)[1], x.shape[2], cell.input_dim],
+            x.dtype, layer, first.dropout, dropout_seeds, training)
         # kernels split once per window (the gradient of a split is one
         # concat; a slice per step would give a dense kernel-sized gradient
         # per step)
@@ -206,40 +263,39 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
         recurrent_kernel = tf.transpose(recurrent_kernel_t, (0, 2, 1))
         bias = tf.stack([tf.convert_to_tensor(c.bias) for c in cells])
         bias = bias[:, None, None, :]  # (D, 1, 1, G)
-        # input contribution of every step: one batched matmul
-        z = tf.einsum("dbti,dgi->dbtg", x_in, input_kernel_t) + bias
         projection = (
             tf.transpose(tf.stack([
                 tf.convert_to_tensor(c.projection_kernel_t) for c in cells
             ]), (0, 2, 1))
             if cell.projection_dim else None
         )  # (D, U, P)
-        c0 = tf.stack([states[layer][0] for states in initial_states])
-        h0 = tf.stack([states[layer][1] for states in initial_states])
-        h, (c_last, h_last) = lstm_window(
-            z, c0, h0, recurrent_kernel, projection,
-            forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
-            proj_clip=cell.proj_clip, keep=keep,
-        )  # (D, B, T, P)
-        # no length mask: every row is full
-        h = add_skip(h, x_in, layer, first.use_skip_connections)
-        outputs.append(tf.unstack(h, num=len(stacks)))
-        final_states.append(list(zip(tf.unstack(c_last, num=len(stacks)),
-                                     tf.unstack(h_last, num=len(stacks)))))
-        x = h
+        c = tf.stack([states[layer][0] for states in initial_states])
+        h = tf.stack([states[layer][1] for states in initial_states])
+        layer_outputs = []
+        for (start, stop), x_chunk in zip(chunks, layer_inputs):
+            # x_chunk (D, B, K, I) for the chunk's K steps
+            x_in = x_chunk if mask is None else (
+                x_chunk * mask[:, :, start:stop])
+            # input contribution of the chunk's steps: one batched matmul
+            z = tf.einsum("dbti,dgi->dbtg", x_in, input_kernel_t) + bias
+            out, (c, h) = lstm_window(
+                z, c, h, recurrent_kernel, projection,
+                forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
+                proj_clip=cell.proj_clip,
+                keep=None if keep is None else keep[:, :, start:stop],
+                fused=fused_gates,
+            )  # (D, B, K, P)
+            # no length mask: every row is full
+            layer_outputs.append(
+                add_skip(out, x_in, layer, first.use_skip_connections))
+        layer_inputs = layer_outputs
+        whole = (layer_outputs[0] if len(chunks) == 1
+                 else tf.concat(layer_outputs, axis=2))  # (D, B, T, P)
+        outputs.append((whole, tf.unstack(whole, num=len(stacks))))
+        final_states.append(list(zip(tf.unstack(c, num=len(stacks)),
+                                     tf.unstack(h, num=len(stacks)))))
     return [
-        ([layer_out[d] for layer_out in outputs],
+        ([layer_out[1][d] for layer_out in outputs],
          [layer_states[d] for layer_states in final_states])
         for d in range(len(stacks))
     ]
-
-
-def run_stack_unrolled(stack, inputs, initial_states=None, training=False,
-                       dropout_seed=None, resets=None):
-    """:func:`run_stacks_unrolled` for one stack: ``(outputs,
-    final_states)`` as :meth:`LSTMStack.call` on full-length rows."""
-    return run_stacks_unrolled(
-        [stack], [inputs], [initial_states], training=training,
-        dropout_seeds=None if dropout_seed is None else [dropout_seed],
-        resets=None if resets is None else [resets],
-    )[0]

@@ -7,7 +7,10 @@ import tensorflow as tf
 
 from bilm_keras.layers.dropout import dropout, fold_seed
 from bilm_keras.layers.sampled_softmax import SampledSoftmaxLoss
-from bilm_keras.layers.training_recurrence import run_stacks_unrolled
+from bilm_keras.layers.training_recurrence import (
+    PIPELINE_CHUNK_STEPS,
+    run_stacks_unrolled,
+)
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 
@@ -43,6 +46,14 @@ class LanguageModel(keras.Model):
             is known at trace time; False: the backbone's length-aware
             ``tf.while_loop`` per direction. Same numbers to float rounding
             (the LSTM paths: :mod:`bilm_keras.layers.lstm_stack`).
+        window_chunk_steps: int or None. With ``unroll_windows``, the
+            layers run as a pipeline over chunks of this many steps, layer
+            ``l + 1``'s chunk beside layer ``l``'s next one (None: each
+            layer over the whole window, then the next).
+        fused_gates: bool. With ``unroll_windows``, each step's
+            elementwise gate math (and its gradient) runs as one XLA
+            kernel; False: plain TensorFlow ops. Same numbers to float
+            rounding.
         dedup_tokens: bool. Run the char-CNN once per distinct token of
             the batch (both directions' streams together) and gather; exact,
             since a token's embedding has no context. Char input only.
@@ -85,6 +96,8 @@ class LanguageModel(keras.Model):
         unroll_windows=True,
         dedup_tokens=True,
         reset_states_at_sentence_start=True,
+        window_chunk_steps=PIPELINE_CHUNK_STEPS,
+        fused_gates=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -104,6 +117,8 @@ class LanguageModel(keras.Model):
         self.unroll_windows = unroll_windows
         self.dedup_tokens = dedup_tokens
         self.reset_states_at_sentence_start = reset_states_at_sentence_start
+        self.window_chunk_steps = window_chunk_steps
+        self.fused_gates = fused_gates
         self.softmax = SampledSoftmaxLoss(
             n_tokens_vocab,
             backbone.projection_dim,
@@ -240,6 +255,8 @@ class LanguageModel(keras.Model):
                 all_embeddings,
                 [initial_states.get(d) for d in self.directions],
                 training=training, dropout_seeds=seeds, resets=resets,
+                chunk_steps=self.window_chunk_steps,
+                fused_gates=self.fused_gates,
             )
         else:
             lengths = tf.fill(tf.shape(all_embeddings[0])[:1],
@@ -294,5 +311,7 @@ class LanguageModel(keras.Model):
             dedup_tokens=self.dedup_tokens,
             reset_states_at_sentence_start=(
                 self.reset_states_at_sentence_start),
+            window_chunk_steps=self.window_chunk_steps,
+            fused_gates=self.fused_gates,
         )
         return config

@@ -110,14 +110,16 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
         # context; here the gradients are already reduced and clipped, so
         # each mirrored variable gets the Adagrad update directly, as
         # Keras' own distributed update does (strategy.extended.update)
-        learning_rate = tf.cast(optimizer.learning_rate, tf.float32)
-        for grad, variable in zip(grads, variables):
-            strategy.extended.update(
-                variable.value,
-                lambda var, g: optimizer.update_step(g, var, learning_rate),
-                args=(grad,), group=False,
-            )
-        optimizer.iterations.assign_add(1)
+        with tf.name_scope("adagrad_update"):
+            learning_rate = tf.cast(optimizer.learning_rate, tf.float32)
+            for grad, variable in zip(grads, variables):
+                strategy.extended.update(
+                    variable.value,
+                    lambda var, g: optimizer.update_step(g, var,
+                                                         learning_rate),
+                    args=(grad,), group=False,
+                )
+            optimizer.iterations.assign_add(1)
 
     @tf.function
     def train_step(batch, states):

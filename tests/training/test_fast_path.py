@@ -9,7 +9,6 @@ import tensorflow as tf
 from bilm_keras.layers.lstm_stack import LSTMStack
 from bilm_keras.layers.training_recurrence import (
     lstm_window,
-    run_stack_unrolled,
     run_stacks_unrolled,
 )
 from bilm_keras.models.language_model import LanguageModel
@@ -94,13 +93,20 @@ def test_fast_path_matches_plain_path(use_chars, skip):
                 np.testing.assert_allclose(hf, hp, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.parametrize("chunk_steps,fused", [
+    (5, True),  # the defaults: chunks of 5 and 1 step, XLA gates
+    (None, False),  # one chunk, plain TensorFlow ops
+    (2, True),  # three chunks
+])
 @pytest.mark.parametrize("projection_dim,clip,with_resets",
                          [(8, 0.1, False), (16, None, False), (8, 0.1, True)])
 def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip,
-                                                 with_resets):
+                                                 with_resets, chunk_steps,
+                                                 fused):
     """Outputs, final states and every gradient (the hand-written backward
     pass) against autodiff of :class:`LSTMStack`, with binding clips and
-    with states zeroed where sentences start."""
+    with states zeroed where sentences start; the window in pipeline
+    chunks or whole, its gate math fused by XLA or not."""
     keras.utils.set_random_seed(5)  # the weights, whatever ran before
     stack = LSTMStack(16, projection_dim, 2, cell_clip=clip, proj_clip=clip,
                       use_skip_connections=True, name="s")
@@ -131,8 +137,9 @@ def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip,
         resets = tf.constant(starts)
     expected = loss_and_grads(lambda: stack(x, tf.fill([B], T), states,
                                             resets=resets))
-    got = loss_and_grads(lambda: run_stack_unrolled(stack, x, states,
-                                                    resets=resets))
+    got = loss_and_grads(lambda: run_stacks_unrolled(
+        [stack], [x], [states], resets=None if resets is None else [resets],
+        chunk_steps=chunk_steps, fused_gates=fused)[0])
     if with_resets:  # row 0 restarts at step 0: its c0, h0 get no gradient
         d_c0, d_h0 = expected[2][1], expected[2][2]  # layer 0, (B, U), (B, P)
         assert float(tf.reduce_max(tf.abs(d_c0[0]))) == 0.0
@@ -172,9 +179,12 @@ def test_batched_stacks_need_the_same_options():
 
 def test_config_round_trip_keeps_the_switches():
     options = fixture_options(use_chars=True, n_tokens_vocab=32)
-    lm = LanguageModel.from_options(options, unroll_windows=False)
+    lm = LanguageModel.from_options(options, unroll_windows=False,
+                                    window_chunk_steps=None,
+                                    fused_gates=False)
     clone = LanguageModel.from_config(lm.get_config())
     assert clone.unroll_windows is False and clone.dedup_tokens is True
+    assert clone.window_chunk_steps is None and clone.fused_gates is False
     assert clone.get_config() == lm.get_config()
 
 
