@@ -52,9 +52,10 @@ GROUPS = [
     ("sampled softmax", r".*softmax"),
     ("highway", r".*char_cnn[^/]*/highway"),
     ("char-CNN + projection", r".*char_cnn"),
-    ("optimizer + clipping", r"(global_norm|clip_by_global_norm|Square|Sqrt"
-                             r"|truediv|mul|Assign\w*VariableOp"
-                             r"|ResourceScatter\w*|UnsortedSegmentSum"
+    # the training step puts the Adagrad update in "adagrad_update"; the
+    # repeated rows of sparse gradients are summed at the top level
+    ("optimizer + clipping", r"(global_norm|clip_by_global_norm"
+                             r"|adagrad_update|UnsortedSegmentSum"
                              r"|Unique)(_\d+)?(/|$)"),
     ("LSTM forward", r"language_model"),
     # the hand-written backward pass's ops carry no layer scope

@@ -14,6 +14,9 @@ Usage::
     python bench/train_throughput.py --compare no_dedup   # one lever off
     python bench/train_throughput.py --compare dense_gradients --vocab 200000
     python bench/train_throughput.py --compare no_reset   # carried states
+    python bench/train_throughput.py --compare no_pipeline     # one lever off
+    python bench/train_throughput.py --compare no_fused_gates  # one lever off
+    python bench/train_throughput.py --compare window_before   # both off
     TF_ENABLE_ONEDNN_OPTS=0 python bench/train_throughput.py
     python bench/train_throughput.py --adapt [--batch 16] [--vocab 20000]
 
@@ -285,11 +288,16 @@ def main(argv=None):
                         help="tiny sizes, for CI (no claim about speed)")
     parser.add_argument("--compare", nargs="?", const="plain",
                         choices=["plain", "no_unroll", "no_dedup",
-                                 "dense_gradients", "no_reset"],
+                                 "dense_gradients", "no_reset",
+                                 "no_pipeline", "no_fused_gates",
+                                 "window_before"],
                         help="also run a baseline, passes alternating, and "
                         "report the ratio: plain (while loop, no dedup; the "
-                        "default), no_unroll, no_dedup, dense_gradients "
-                        "(one lever off) or no_reset (states carried across "
+                        "default), no_unroll, no_dedup, dense_gradients, "
+                        "no_pipeline (the window's layers one after the "
+                        "other), no_fused_gates (the gate math as plain ops; "
+                        "one lever off each), window_before (both of the "
+                        "last two off) or no_reset (states carried across "
                         "sentences, bilm-tf's training)")
     parser.add_argument("--vocab", type=int, default=None,
                         help="vocabulary size (default 4000; 200 quick)")
@@ -341,6 +349,10 @@ def main(argv=None):
                                         sparse_gradients=False),
                 "no_reset": dict(unroll_windows=True, dedup_tokens=True,
                                  reset_states_at_sentence_start=False),
+                "no_pipeline": dict(window_chunk_steps=None),
+                "no_fused_gates": dict(fused_gates=False),
+                "window_before": dict(window_chunk_steps=None,
+                                      fused_gates=False),
             }[args.compare]
             runners["baseline"] = Runner(options, c, corpus, vocab,
                                          **baseline)
