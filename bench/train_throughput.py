@@ -18,6 +18,8 @@ Usage::
     python bench/train_throughput.py --compare no_fused_gates  # one lever off
     python bench/train_throughput.py --compare window_before   # both off
     TF_ENABLE_ONEDNN_OPTS=0 python bench/train_throughput.py
+    python bench/train_throughput.py --intra_threads 0 --inter_threads 0
+                                   # TensorFlow's own thread pools
     python bench/train_throughput.py --adapt [--batch 16] [--vocab 20000]
 
 The training fast path (``LanguageModel(unroll_windows=True,
@@ -67,6 +69,9 @@ from bilm_keras.training.inputs import (  # noqa: E402
     make_dataset,
 )
 from bilm_keras.training.model_setup import build_model  # noqa: E402
+from bilm_keras.training.threads import (  # noqa: E402
+    configure_training_threads,
+)
 from bilm_keras.training.train_step import make_train_step  # noqa: E402
 
 PUBLISHED_OPTIONS = os.path.join(
@@ -305,8 +310,11 @@ def main(argv=None):
                         help="LanguageModel(unroll_windows=False)")
     parser.add_argument("--no_dedup", action="store_true",
                         help="LanguageModel(dedup_tokens=False)")
-    parser.add_argument("--intra_threads", type=int, default=0)
-    parser.add_argument("--inter_threads", type=int, default=0)
+    parser.add_argument("--intra_threads", type=int, default=None,
+                        help="threads per op, 0 = TensorFlow's default "
+                        "(default: what `bilm-keras train` picks)")
+    parser.add_argument("--inter_threads", type=int, default=None,
+                        help="ops at a time, the same conventions")
     parser.add_argument("--adapt", action="store_true",
                         help="domain adaptation at the published size: "
                         "--init_weights from random weights in "
@@ -316,12 +324,8 @@ def main(argv=None):
     parser.add_argument("--_write_weights", default=None,
                         help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args.intra_threads:
-        tf.config.threading.set_intra_op_parallelism_threads(
-            args.intra_threads)
-    if args.inter_threads:
-        tf.config.threading.set_inter_op_parallelism_threads(
-            args.inter_threads)
+    # the thread pools `bilm-keras train` sizes, unless given
+    configure_training_threads(args.intra_threads, args.inter_threads)
     if args._write_weights:
         write_random_weights(args._write_weights, args.quick)
         return

@@ -18,6 +18,12 @@ both alike.
   only shim. Its step time is the interval between its loop's requests
   for the next batch (the session run, its feed dict, its summaries),
   median over the steps after the first ``--skip``.
+* bilm-tf again, its TensorFlow's thread pools sized as ours are
+  (``TF_NUM_INTRAOP_THREADS`` / ``TF_NUM_INTEROP_THREADS``, which its
+  ``train()`` reads through TensorFlow): ``ratio_same_threads``. On a
+  CPU ``bilm-keras train`` sizes them itself
+  (:mod:`bilm_keras.training.threads`); bilm-tf keeps TensorFlow's
+  defaults unless its user sets those variables.
 * ours: ``train_throughput.py``'s timing of the library's training step
   (``make_train_step`` over ``make_tf_dataset``; no checkpoints or logs),
   ``--passes`` passes of 10 steps after 3 warm-up steps.
@@ -139,17 +145,27 @@ def main(argv=None):
         write_corpus(workdir, c["vocab"], 3000)
         with open(os.path.join(workdir, "options.json"), "w") as f:
             json.dump(options_dict(c), f)
+        bilm_tf = [os.path.abspath(__file__), "--_bilm_tf", workdir,
+                   "--bilm_tf_dir", args.bilm_tf_dir,
+                   "--steps", str(args.steps), "--skip", str(args.skip)]
+        bilm_tf_env = {"TF_USE_LEGACY_KERAS": "1",
+                       "TF_CPP_MIN_LOG_LEVEL": "2"}
         for _ in range(args.rounds):
-            theirs = run_json_child(
-                [os.path.abspath(__file__), "--_bilm_tf", workdir,
-                 "--bilm_tf_dir", args.bilm_tf_dir,
-                 "--steps", str(args.steps), "--skip", str(args.skip)],
-                {"TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"})
+            theirs = run_json_child(bilm_tf, bilm_tf_env)
             ours = run_json_child(
                 [TRAIN_THROUGHPUT, "--passes", str(args.passes)] + quick,
                 {"TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": "tensorflow"})
+            # bilm-tf with the thread pools ours picked (through the
+            # variables TensorFlow reads; its train() takes no setting)
+            threads = ours["settings"]
+            theirs_same = run_json_child(bilm_tf, dict(
+                bilm_tf_env,
+                TF_NUM_INTRAOP_THREADS=str(threads["intra_threads"]),
+                TF_NUM_INTEROP_THREADS=str(threads["inter_threads"])))
             rounds.append(dict(
                 bilm_tf=theirs["tokens_per_s"],
+                bilm_tf_same_threads=theirs_same["tokens_per_s"],
+                threads=[threads["intra_threads"], threads["inter_threads"]],
                 ours=ours["tokens_per_second"],
                 bilm_tf_parameters=theirs["trainable_parameters"],
                 our_parameters=ours["trainable_parameters"],
@@ -167,6 +183,9 @@ def main(argv=None):
         bilm_tf_tokens_per_s=median("bilm_tf"),
         ratio=statistics.median(r["ours"] / r["bilm_tf"] for r in rounds),
         ratio_by_round=[round(r["ours"] / r["bilm_tf"], 3) for r in rounds],
+        bilm_tf_same_threads_tokens_per_s=median("bilm_tf_same_threads"),
+        ratio_same_threads=statistics.median(
+            r["ours"] / r["bilm_tf_same_threads"] for r in rounds),
         rounds=rounds,
     )))
 

@@ -28,6 +28,9 @@ def test_run_pipeline_end_to_end(tmp_path):
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
     text = result.stdout
+    # the training run sized TensorFlow's CPU pools (no GPU in the tests)
+    assert re.search(r"TensorFlow CPU threads: \d+ per op, 2 ops at a "
+                     r"time", text)
     mean = float(re.search(r"mean perplexity: ([\d.]+)", text).group(1))
     n_tokens_vocab = int(re.search(r"vocabulary: (\d+) tokens", text).group(1))
     # trained for one epoch: better than uniform, and finite

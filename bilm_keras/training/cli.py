@@ -33,6 +33,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=seed_int, default=None,
                         help="initialisation, data-order and dropout seed, "
                              "0..2**32-1 (default: random)")
+    parser.add_argument("--intra_op_threads", type=non_negative_int,
+                        default=None,
+                        help="threads per TensorFlow op, 0 = TensorFlow's "
+                             "default (default: half the cores when no GPU "
+                             "is visible)")
+    parser.add_argument("--inter_op_threads", type=non_negative_int,
+                        default=None,
+                        help="TensorFlow ops run at a time, 0 = "
+                             "TensorFlow's default (default: 2 when no GPU "
+                             "is visible)")
 
 
 def run_kwargs(args: argparse.Namespace) -> dict:
@@ -43,6 +53,8 @@ def run_kwargs(args: argparse.Namespace) -> dict:
         batch_size=args.batch_size, n_epochs=args.n_epochs,
         n_train_tokens=args.n_train_tokens, save_every=args.save_every,
         log_every=args.log_every, seed=args.seed,
+        intra_op_threads=args.intra_op_threads,
+        inter_op_threads=args.inter_op_threads,
     )
 
 

@@ -64,6 +64,7 @@ from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
 from bilm_keras.training.reporting import TrainingProgress
 from bilm_keras.training.strategy import is_chief, make_strategy
+from bilm_keras.training.threads import configure_training_threads
 from bilm_keras.training.train_step import make_train_step
 
 logger = logging.getLogger(__name__)
@@ -88,6 +89,8 @@ def train(
     init_weights: Optional[str] = None,
     freeze_lm_steps: int = 0,
     softmax_bias: str = "unigram",
+    intra_op_threads: Optional[int] = None,
+    inter_op_threads: Optional[int] = None,
 ) -> dict:
     """Trains a biLM from scratch (:func:`restart` continues one).
 
@@ -122,6 +125,11 @@ def train(
         softmax_bias: with ``init_weights``, the new softmax's bias:
             ``"unigram"`` (log target frequencies of ``train_prefix``) or
             ``"zeros"`` (bilm-tf's).
+        intra_op_threads, inter_op_threads: TensorFlow's CPU thread pools
+            (threads per op, ops at a time; 0 = TensorFlow's default).
+            None: half the cores per op and two ops at a time when no GPU
+            is visible (:mod:`bilm_keras.training.threads`). They can be
+            set only before TensorFlow's first op in the process.
 
     Returns:
         dict: ``step`` (final global step), ``perplexity`` (train, last
@@ -146,6 +154,7 @@ def train(
         log_every=log_every, max_to_keep=max_to_keep, seed=seed,
         fast_path=fast_path, init_weights=init_weights,
         freeze_lm_steps=freeze_lm_steps, softmax_bias=softmax_bias,
+        intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads,
     )
 
 
@@ -210,6 +219,8 @@ def _run_training(
     init_weights: Optional[str] = None,
     freeze_lm_steps: int = 0,
     softmax_bias: str = "unigram",
+    intra_op_threads: Optional[int] = None,
+    inter_op_threads: Optional[int] = None,
     resume: bool = False,
     more_epochs: bool = False,
     stop_after_steps: Optional[int] = None,
@@ -231,6 +242,11 @@ def _run_training(
     """
     save_dir = os.fspath(save_dir)
     _check_adaptation(init_weights, freeze_lm_steps, softmax_bias, resume)
+    # before any op: the thread pools are fixed by TensorFlow's first one
+    threads = configure_training_threads(intra_op_threads, inter_op_threads)
+    if threads is not None:
+        print(f"TensorFlow CPU threads: {threads[0] or 'default'} per op, "
+              f"{threads[1] or 'default'} ops at a time")
     strategy = make_strategy(n_gpus=n_gpus, devices=devices)
     chief = is_chief(strategy)
 

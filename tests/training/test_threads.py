@@ -1,0 +1,89 @@
+"""TensorFlow's CPU thread pools for training (bilm_keras.training.threads).
+
+The pools can be sized only before TensorFlow's first op, so each case
+runs in a fresh interpreter; the child prints what
+``configure_training_threads`` returned and the pools TensorFlow then
+reports.
+"""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from bilm_keras.training.threads import (
+    THREAD_VARIABLES,
+    available_cores,
+    cpu_training_threads,
+)
+
+CHILD = """
+import json, sys
+import tensorflow as tf
+from bilm_keras.training.threads import configure_training_threads
+args = json.loads(sys.argv[1])
+if args.pop("run_op_first"):
+    tf.constant(1.0) + 1.0  # TensorFlow's runtime starts here
+try:
+    result = configure_training_threads(**args)
+except RuntimeError as e:
+    result = "RuntimeError: " + str(e)
+print(json.dumps(dict(
+    result=result,
+    pools=[tf.config.threading.get_intra_op_parallelism_threads(),
+           tf.config.threading.get_inter_op_parallelism_threads()])))
+"""
+
+
+def _child(run_op_first=False, env=None, **kwargs):
+    environ = {k: v for k, v in os.environ.items()
+               if k not in THREAD_VARIABLES}
+    environ.update(env or {}, TF_CPP_MIN_LOG_LEVEL="3",
+                   CUDA_VISIBLE_DEVICES="")
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD,
+         json.dumps(dict(kwargs, run_op_first=run_op_first))],
+        env=environ, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("cores, expected", [
+    (1, (1, 2)), (2, (1, 2)), (3, (1, 2)), (4, (2, 2)), (16, (8, 2)),
+])
+def test_cpu_setting_is_half_the_cores_per_op_two_ops_at_a_time(
+        cores, expected):
+    assert cpu_training_threads(cores) == expected
+
+
+def test_automatic_setting_sizes_the_pools_on_a_cpu():
+    out = _child()
+    expected = list(cpu_training_threads(available_cores()))
+    assert out == dict(result=expected, pools=expected)
+
+
+def test_explicit_counts_win_and_zero_keeps_tensorflows_default():
+    assert _child(intra_op=3, inter_op=5) == dict(result=[3, 5],
+                                                  pools=[3, 5])
+    assert _child(intra_op=0, inter_op=0) == dict(result=[0, 0],
+                                                  pools=[0, 0])
+    # one given: the other is the automatic one
+    auto_inter = cpu_training_threads(available_cores())[1]
+    assert _child(intra_op=2) == dict(result=[2, auto_inter],
+                                      pools=[2, auto_inter])
+
+
+def test_tensorflows_own_variables_are_left_to_it():
+    out = _child(env={"TF_NUM_INTRAOP_THREADS": "2"})
+    assert out == dict(result=None, pools=[0, 0])
+
+
+def test_after_the_first_op_auto_keeps_the_pools_and_explicit_fails():
+    assert _child(run_op_first=True) == dict(result=None, pools=[0, 0])
+    out = _child(run_op_first=True, intra_op=3, inter_op=1)
+    assert out["result"].startswith(
+        "RuntimeError: intra_op_threads=3, inter_op_threads=1: TensorFlow "
+        "has already run in this process")
+    assert out["pools"] == [0, 0]
