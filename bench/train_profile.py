@@ -46,6 +46,9 @@ import tensorflow as tf  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
 
 from bilm_keras.options import BiLMOptions  # noqa: E402
+from bilm_keras.training.threads import (  # noqa: E402
+    configure_training_threads,
+)
 
 #: op scope -> group; the first match wins
 GROUPS = [
@@ -134,6 +137,8 @@ def main(argv=None):
                              "both layouts")
     args = parser.parse_args(argv)
     c = tt.config(args.quick)
+    # the thread pools `bilm-keras train` runs with
+    threads = configure_training_threads()
     if args.step_products:
         print(json.dumps(step_products(c, reps=5 if args.quick else 200,
                                        rounds=1 if args.quick else 5)))
@@ -209,6 +214,7 @@ def main(argv=None):
         achieved_fraction_of_peak=round(
             all_flops / (plain_s / args.steps) / 1e9 / peak, 3),
         matmul_peak_gflops=round(peak, 1),
+        threads=threads,
         quick=args.quick,
         load_avg_1min=os.getloadavg()[0],
     )))

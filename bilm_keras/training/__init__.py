@@ -12,6 +12,7 @@ The package's modules, by job:
 * :mod:`.weight_dump`: a checkpoint as bilm-tf's HDF5 weights;
 * :mod:`.adaptation`: continuing a published biLM on new text;
 * :mod:`.strategy`: the ``tf.distribute`` strategy;
+* :mod:`.threads`: TensorFlow's CPU thread pools for training;
 * :mod:`.cli`: the flags ``train_elmo.py`` and ``restart.py`` share;
 * :mod:`.pipeline`: vocabulary to embeddings in one call.
 
