@@ -178,9 +178,13 @@ class CharCNNEmbedder(keras.layers.Layer):
         chars = tf.gather(self.char_embedding, ids)  # (B*T, C, E)
         pooled = []
         for kernel, bias in zip(self.conv_kernels, self.conv_biases):
-            conv = tf.nn.conv1d(chars, kernel, 1, "VALID") + bias
-            # (B*T, C - width + 1, num) -> max over positions -> (B*T, num)
-            pooled.append(self._activation_fn(tf.reduce_max(conv, axis=1)))
+            conv = tf.nn.conv1d(chars, kernel, 1, "VALID")
+            # (B*T, C - width + 1, num) -> max over positions -> (B*T, num);
+            # the bias after the max: max(x + b) is max(x) + b exactly in
+            # floats (rounding x + b keeps the order), and the add and its
+            # gradient's sum then cover B*T rows, not B*T * (C - width + 1)
+            pooled.append(self._activation_fn(
+                tf.reduce_max(conv, axis=1) + bias))
         x = tf.concat(pooled, axis=-1)  # (B*T, F)
         for highway in self.highways:
             x = highway(x)
