@@ -137,12 +137,12 @@ def main(argv=None):
                              "both layouts")
     args = parser.parse_args(argv)
     c = tt.config(args.quick)
-    # the thread pools `bilm-keras train` runs with
-    threads = configure_training_threads()
-    if args.step_products:
+    if args.step_products:  # TensorFlow's pools, as its figures were taken
         print(json.dumps(step_products(c, reps=5 if args.quick else 200,
                                        rounds=1 if args.quick else 5)))
         return
+    # the thread pools `bilm-keras train` runs with
+    threads = configure_training_threads()
     options = BiLMOptions.from_dict(tt.options_dict(c), source="bench")
     with tempfile.TemporaryDirectory() as folder:
         vocab_file, corpus = tt.write_corpus(folder, c["vocab"], 3000)

@@ -70,6 +70,7 @@ from bilm_keras.training.inputs import (  # noqa: E402
 )
 from bilm_keras.training.model_setup import build_model  # noqa: E402
 from bilm_keras.training.threads import (  # noqa: E402
+    available_cores,
     configure_training_threads,
 )
 from bilm_keras.training.train_step import make_train_step  # noqa: E402
@@ -142,7 +143,7 @@ def matmul_peak_gflops(n: int, repeats: int = 5) -> float:
     independent product per core run at once, best of ``repeats``. With
     one thread per op (training's pools on 2 cores) a single product uses
     one core, so the second measure is what the cores together do."""
-    k = os.cpu_count() or 1
+    k = available_cores()
     a = [tf.random.stateless_normal((n, n), seed=(0, i)) for i in range(k)]
     one = tf.function(lambda x: tf.reduce_sum(tf.matmul(x, x)))
     each = tf.function(lambda xs: tf.add_n(

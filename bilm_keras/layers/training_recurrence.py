@@ -291,11 +291,11 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
         layer_inputs = layer_outputs
         whole = (layer_outputs[0] if len(chunks) == 1
                  else tf.concat(layer_outputs, axis=2))  # (D, B, T, P)
-        outputs.append((whole, tf.unstack(whole, num=len(stacks))))
+        outputs.append(tf.unstack(whole, num=len(stacks)))
         final_states.append(list(zip(tf.unstack(c, num=len(stacks)),
                                      tf.unstack(h, num=len(stacks)))))
     return [
-        ([layer_out[1][d] for layer_out in outputs],
+        ([layer_out[d] for layer_out in outputs],
          [layer_states[d] for layer_states in final_states])
         for d in range(len(stacks))
     ]

@@ -73,24 +73,27 @@ def configure_training_threads(
         in a process where TensorFlow has already run an op.
 
     Raises:
+        ValueError: a count that is not an integer >= 0.
         RuntimeError: explicit counts asked for in a process where
             TensorFlow has already run an op and its pools differ.
     """
+    for name, value in (("intra_op_threads", intra_op),
+                        ("inter_op_threads", inter_op)):
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, int)
+                                  or value < 0):
+            raise ValueError(f"{name}: expected an integer >= 0 or None, "
+                             f"found {value!r}")
     import tensorflow as tf
 
     threading = tf.config.threading
-    if intra_op is None and inter_op is None:
-        if any(os.environ.get(v) for v in THREAD_VARIABLES):
-            return None
-        if tf.config.list_physical_devices("GPU"):
-            return None
-        intra_op, inter_op = cpu_training_threads(available_cores())
-        explicit = False
-    else:
-        auto_intra, auto_inter = cpu_training_threads(available_cores())
-        intra_op = auto_intra if intra_op is None else intra_op
-        inter_op = auto_inter if inter_op is None else inter_op
-        explicit = True
+    explicit = intra_op is not None or inter_op is not None
+    if not explicit and (any(os.environ.get(v) for v in THREAD_VARIABLES)
+                         or tf.config.list_physical_devices("GPU")):
+        return None
+    auto_intra, auto_inter = cpu_training_threads(available_cores())
+    intra_op = auto_intra if intra_op is None else intra_op
+    inter_op = auto_inter if inter_op is None else inter_op
     current = (threading.get_intra_op_parallelism_threads(),
                threading.get_inter_op_parallelism_threads())
     if current == (intra_op, inter_op):

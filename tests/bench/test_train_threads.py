@@ -4,7 +4,11 @@ import pathlib
 import subprocess
 import sys
 
-from bilm_keras.training.threads import available_cores, cpu_training_threads
+from bilm_keras.training.threads import (
+    THREAD_VARIABLES,
+    available_cores,
+    cpu_training_threads,
+)
 
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
     "train_threads.py"
@@ -14,7 +18,7 @@ def test_train_threads_quick_runs():
     """Each setting in its own process: the pools it asked for are the
     ones the child reports, ratios against the first setting."""
     env = {k: v for k, v in os.environ.items()
-           if k not in ("TF_NUM_INTRAOP_THREADS", "TF_NUM_INTEROP_THREADS")}
+           if k not in THREAD_VARIABLES}
     out = subprocess.run(
         [sys.executable, str(BENCH), "--quick", "--rounds", "1",
          "--passes", "1", "--settings", "0,0", "auto"],

@@ -16,6 +16,7 @@ import pytest
 from bilm_keras.training.threads import (
     THREAD_VARIABLES,
     available_cores,
+    configure_training_threads,
     cpu_training_threads,
 )
 
@@ -87,3 +88,18 @@ def test_after_the_first_op_auto_keeps_the_pools_and_explicit_fails():
         "RuntimeError: intra_op_threads=3, inter_op_threads=1: TensorFlow "
         "has already run in this process")
     assert out["pools"] == [0, 0]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(intra_op=-1), "intra_op_threads: expected an integer >= 0 or "
+                        "None, found -1"),
+    (dict(inter_op=1.5), "inter_op_threads: expected an integer >= 0 or "
+                         "None, found 1.5"),
+    (dict(intra_op=True), "intra_op_threads: expected an integer >= 0 or "
+                          "None, found True"),
+])
+def test_a_bad_count_is_refused_before_tensorflow_is_touched(kwargs,
+                                                             message):
+    with pytest.raises(ValueError) as error:
+        configure_training_threads(**kwargs)
+    assert str(error.value) == message
