@@ -10,7 +10,10 @@ share of the summed op time, its FLOPs per step (from the options, forward
 and backward, the char-CNN and highway on distinct tokens only) and its
 GFLOP/s as a fraction of a 2048² float32 matmul timed in the same
 process. Op times overlap (two executor threads), so a group's wall time
-is estimated as its share of the profiled wall time. The input pipeline
+is estimated as its share of the profiled wall time. How full the
+executor threads were: ``threads_busy_ms_per_step`` (the time with 0, 1,
+2 ops running) and ``gaps_over_1ms_ms_per_step`` (no op for over 1 ms:
+between two steps). The input pipeline
 runs on tf.data's own threads and is timed apart (``input_s_per_step``:
 ``next()`` on the dataset alone).
 
@@ -127,6 +130,24 @@ def step_products(c: dict, reps: int = 200, rounds: int = 5) -> dict:
     )
 
 
+def threads_busy(spans) -> dict:
+    """From ops' ``(start, end)`` on the executor threads (picoseconds):
+    ``by_count`` {n: time with exactly n ops running} from the first op's
+    start to the last one's end, and ``long_gaps``, the time in gaps of
+    over 1 ms with no op running."""
+    edges = sorted([(start, 1) for start, _ in spans]
+                   + [(end, -1) for _, end in spans])
+    by_count = collections.Counter()
+    long_gaps, running, previous = 0, 0, edges[0][0]
+    for time_ps, change in edges:
+        by_count[running] += time_ps - previous
+        if running == 0 and time_ps - previous > 1e9:
+            long_gaps += time_ps - previous
+        running += change
+        previous = time_ps
+    return dict(by_count=by_count, long_gaps=long_gaps)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--steps", type=int, default=8)
@@ -166,6 +187,7 @@ def main(argv=None):
             space.ParseFromString(f.read())
     peak = tt.matmul_peak_gflops(512 if args.quick else 2048)
     seconds = collections.Counter()
+    spans = []  # (start, end) of every op, picoseconds
     for plane in space.planes:
         for line in plane.lines:
             if not line.name.startswith("tf_Compute"):
@@ -176,6 +198,8 @@ def main(argv=None):
                     continue
                 seconds[group_of(name.split(":")[0])] += (
                     event.duration_ps / 1e12)
+                start = line.timestamp_ns * 1000 + event.offset_ps
+                spans.append((start, start + event.duration_ps))
     total = sum(seconds.values())
     # FLOPs per step: batch x unroll words, both directions, 3x forward
     words = c["batch"] * c["unroll"] * 2
@@ -203,6 +227,7 @@ def main(argv=None):
             entry["fraction_of_peak"] = round(f / wall / 1e9 / peak, 3)
         groups[group] = entry
     all_flops = 3 * sum(flops.values())
+    busy = threads_busy(spans)
     print(json.dumps(dict(
         groups=groups,
         steps=args.steps,
@@ -214,6 +239,14 @@ def main(argv=None):
         achieved_fraction_of_peak=round(
             all_flops / (plain_s / args.steps) / 1e9 / peak, 3),
         matmul_peak_gflops=round(peak, 1),
+        # of the profiled steps' wall time: how long 0, 1, 2, ... executor
+        # threads ran an op, and the gaps longer than 1 ms with none (the
+        # time between two steps), ms per step
+        threads_busy_ms_per_step={
+            str(n): round(ps / 1e9 / args.steps, 2)
+            for n, ps in sorted(busy["by_count"].items())},
+        gaps_over_1ms_ms_per_step=round(
+            busy["long_gaps"] / 1e9 / args.steps, 2),
         threads=threads,
         quick=args.quick,
         load_avg_1min=os.getloadavg()[0],

@@ -25,6 +25,10 @@ def test_train_profile_quick_runs():
         assert groups[group]["seconds_per_step"] > 0, group
     assert abs(sum(g["share"] for g in groups.values()) - 1) < 0.01
     assert result["gflop_per_step"] > 0 and result["step_s"] > 0
+    # the busy-thread times cover the profiled steps, first op to last
+    busy_s = sum(result["threads_busy_ms_per_step"].values()) / 1e3
+    assert 0.5 * result["step_s_profiled"] < busy_s \
+        <= 1.05 * result["step_s_profiled"]
 
 
 def test_step_products_quick_runs():
@@ -42,3 +46,18 @@ def test_step_products_quick_runs():
     total = sum(p["rows_right_us"] for p in products.values())
     assert abs(result["window_ms_rows_right"]
                - 2 * unroll * total / 1e3) < 0.1
+
+
+def test_threads_busy_counts_overlaps_and_gaps():
+    # ops (picoseconds): two overlapping for 1 ms, then a 2 ms gap (over
+    # 1 ms: a long one), then one op; plus a 0.5 ms gap (not long)
+    sys.path.insert(0, str(BENCH.parent))
+    from train_profile import threads_busy
+
+    ms = 10**9
+    busy = threads_busy([(0, 2 * ms), (1 * ms, 3 * ms), (5 * ms, 6 * ms),
+                         (6.5 * ms, 7 * ms)])
+    assert busy["by_count"][2] == 1 * ms
+    assert busy["by_count"][1] == 2 * ms + 1 * ms + 0.5 * ms
+    assert busy["by_count"][0] == 2 * ms + 0.5 * ms
+    assert busy["long_gaps"] == 2 * ms
