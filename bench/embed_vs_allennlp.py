@@ -27,7 +27,9 @@ own requirements; it runs here from its own venv, made once with::
         torchvision fairscale
 
 (``torchvision`` and ``fairscale`` pull a newer torch; the run reports the
-version it used.)
+version it used. Where pip caps torch, as on this project's machines,
+name the pair it allows: ``torch==2.14.1 torchvision==0.29.1
+fairscale``. ``allennlp.data`` imports ``torchvision``, so it is needed.)
 
 Usage::
 
