@@ -4,8 +4,8 @@ configuration of ``train_throughput.py`` (its fast path, the default).
 Runs ``--steps`` steps under ``tf.profiler``, sums each TensorFlow op's
 time on the executor threads (``tf_Compute``), groups the ops by name
 scope (char-CNN + projection, highway, the LSTM recurrence forward and its
-hand-written backward pass, the sampled softmax, the optimizer with the
-gradient clipping) and prints ONE JSON line: per group its seconds, its
+hand-written backward pass, each with its XLA-compiled gate kernels, the
+sampled softmax, the optimizer with the gradient clipping) and prints ONE JSON line: per group its seconds, its
 share of the summed op time, its FLOPs per step (from the options, forward
 and backward, the char-CNN and highway on distinct tokens only) and its
 GFLOP/s as a fraction of a 2048² float32 matmul timed in the same
@@ -130,6 +130,43 @@ def step_products(c: dict, reps: int = 200, rounds: int = 5) -> dict:
     )
 
 
+#: the event an asynchronous kernel's run is recorded as; its ``name`` stat
+#: is the op's scope (the XLA-compiled gate math of the LSTM step is such
+#: a kernel: a ``PartitionedCall`` whose compiled body runs inside it)
+ASYNC_KERNEL_EVENT = "ExecutorState::ProcessAsync::Start"
+
+
+def executor_ops(space):
+    """``(scope, start_ps, duration_ps)`` of every op run on the executor
+    threads (``tf_Compute``) of a profile's ``XSpace``: the synchronous
+    ops, recorded as ``scope:OpType`` events, and the asynchronous ones
+    (the XLA kernels), recorded as :data:`ASYNC_KERNEL_EVENT` with the
+    scope in their ``name`` stat. The executor's own bookkeeping events
+    (``ExecutorState::Process``, which nest the ops, allocations, ...)
+    are left out."""
+    for plane in space.planes:
+        stat_names = plane.stat_metadata
+        for line in plane.lines:
+            if not line.name.startswith("tf_Compute"):
+                continue
+            for event in line.events:
+                name = plane.event_metadata[event.metadata_id].name
+                if name == ASYNC_KERNEL_EVENT:
+                    scope = next((stat_names[s.ref_value].name
+                                  if s.ref_value else s.str_value
+                                  for s in event.stats
+                                  if stat_names[s.metadata_id].name
+                                  == "name"), None)
+                    if scope is None:
+                        continue
+                elif ":" in name.replace("::", ""):
+                    scope = name.split(":")[0]
+                else:  # bookkeeping
+                    continue
+                start = line.timestamp_ns * 1000 + event.offset_ps
+                yield scope, start, event.duration_ps
+
+
 def threads_busy(spans) -> dict:
     """From ops' ``(start, end)`` on the executor threads (picoseconds):
     ``by_count`` {n: time with exactly n ops running} from the first op's
@@ -188,18 +225,9 @@ def main(argv=None):
     peak = tt.matmul_peak_gflops(512 if args.quick else 2048)
     seconds = collections.Counter()
     spans = []  # (start, end) of every op, picoseconds
-    for plane in space.planes:
-        for line in plane.lines:
-            if not line.name.startswith("tf_Compute"):
-                continue
-            for event in line.events:
-                name = plane.event_metadata[event.metadata_id].name
-                if ":" not in name.replace("::", ""):  # bookkeeping
-                    continue
-                seconds[group_of(name.split(":")[0])] += (
-                    event.duration_ps / 1e12)
-                start = line.timestamp_ns * 1000 + event.offset_ps
-                spans.append((start, start + event.duration_ps))
+    for scope, start, duration in executor_ops(space):
+        seconds[group_of(scope)] += duration / 1e12
+        spans.append((start, start + duration))
     total = sum(seconds.values())
     # FLOPs per step: batch x unroll words, both directions, 3x forward
     words = c["batch"] * c["unroll"] * 2

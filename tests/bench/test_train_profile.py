@@ -61,3 +61,37 @@ def test_threads_busy_counts_overlaps_and_gaps():
     assert busy["by_count"][1] == 2 * ms + 1 * ms + 0.5 * ms
     assert busy["by_count"][0] == 2 * ms + 0.5 * ms
     assert busy["long_gaps"] == 2 * ms
+
+
+def test_executor_ops_counts_xla_kernels_and_skips_bookkeeping():
+    # a hand-built profile: on an executor thread, the executor's own
+    # span nesting a plain op and an XLA kernel (an async kernel whose
+    # scope is its "name" stat), and an allocation; on another line, an
+    # op that is not the executor's
+    sys.path.insert(0, str(BENCH.parent))
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2
+    from train_profile import ASYNC_KERNEL_EVENT, executor_ops
+
+    space = xplane_pb2.XSpace()
+    plane = space.planes.add()
+    for i, name in enumerate(["ExecutorState::Process",
+                              "language_model/lstm/MatMul:_MklMatMul",
+                              ASYNC_KERNEL_EVENT, "MemoryAllocation",
+                              "other:MatMul"], start=1):
+        plane.event_metadata[i].id = i
+        plane.event_metadata[i].name = name
+    plane.stat_metadata[1].name = "name"
+    plane.stat_metadata[2].name = "PartitionedCall_3"  # a ref'd value
+    compute = plane.lines.add(name="tf_Compute", timestamp_ns=1)
+    for metadata_id, offset, duration in [(1, 0, 100), (2, 10, 30),
+                                          (3, 50, 40), (4, 60, 0)]:
+        event = compute.events.add(metadata_id=metadata_id,
+                                   offset_ps=offset, duration_ps=duration)
+        if metadata_id == 3:
+            event.stats.add(metadata_id=1, ref_value=2)
+    plane.lines.add(name="tf_data").events.add(metadata_id=5,
+                                               duration_ps=7)
+    assert list(executor_ops(space)) == [
+        ("language_model/lstm/MatMul", 1010, 30),
+        ("PartitionedCall_3", 1050, 40),
+    ]
