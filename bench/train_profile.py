@@ -5,17 +5,17 @@ Runs ``--steps`` steps under ``tf.profiler``, sums each TensorFlow op's
 time on the executor threads (``tf_Compute``), groups the ops by name
 scope (char-CNN + projection, highway, the LSTM recurrence forward and its
 hand-written backward pass, each with its XLA-compiled gate kernels, the
-sampled softmax, the optimizer with the gradient clipping) and prints ONE JSON line: per group its seconds, its
-share of the summed op time, its FLOPs per step (from the options, forward
-and backward, the char-CNN and highway on distinct tokens only) and its
-GFLOP/s as a fraction of a 2048² float32 matmul timed in the same
-process. Op times overlap (two executor threads), so a group's wall time
-is estimated as its share of the profiled wall time. How full the
-executor threads were: ``threads_busy_ms_per_step`` (the time with 0, 1,
-2 ops running) and ``gaps_over_1ms_ms_per_step`` (no op for over 1 ms:
-between two steps). The input pipeline
-runs on tf.data's own threads and is timed apart (``input_s_per_step``:
-``next()`` on the dataset alone).
+sampled softmax, the optimizer with the gradient clipping) and prints ONE
+JSON line: per group its seconds, its share of the summed op time, its
+FLOPs per step (from the options, forward and backward, the char-CNN and
+highway on distinct tokens only) and its GFLOP/s as a fraction of a 2048²
+float32 matmul timed in the same process. Op times overlap (two executor
+threads), so a group's wall time is estimated as its share of the profiled
+wall time. How full the executor threads were:
+``threads_busy_ms_per_step`` (the time with 0, 1, 2 ops running) and
+``gaps_over_1ms_ms_per_step`` (no op for over 1 ms: between two steps).
+The input pipeline runs on tf.data's own threads and is timed apart
+(``input_s_per_step``: ``next()`` on the dataset alone).
 
 ``--step_products`` instead times the recurrence's four per-step
 products alone, at the configuration's shapes (both directions batched):
@@ -136,6 +136,16 @@ def step_products(c: dict, reps: int = 200, rounds: int = 5) -> dict:
 ASYNC_KERNEL_EVENT = "ExecutorState::ProcessAsync::Start"
 
 
+def _stat(stat_names, event, key):
+    """The string value of ``event``'s stat ``key`` (stored inline or as a
+    reference into the plane's ``stat_names``), or None."""
+    for stat in event.stats:
+        if stat_names[stat.metadata_id].name == key:
+            return (stat_names[stat.ref_value].name if stat.ref_value
+                    else stat.str_value)
+    return None
+
+
 def executor_ops(space):
     """``(scope, start_ps, duration_ps)`` of every op run on the executor
     threads (``tf_Compute``) of a profile's ``XSpace``: the synchronous
@@ -152,11 +162,7 @@ def executor_ops(space):
             for event in line.events:
                 name = plane.event_metadata[event.metadata_id].name
                 if name == ASYNC_KERNEL_EVENT:
-                    scope = next((stat_names[s.ref_value].name
-                                  if s.ref_value else s.str_value
-                                  for s in event.stats
-                                  if stat_names[s.metadata_id].name
-                                  == "name"), None)
+                    scope = _stat(stat_names, event, "name")
                     if scope is None:
                         continue
                 elif ":" in name.replace("::", ""):
