@@ -9,12 +9,12 @@ light part of the package (the ``bilm-keras`` command's parser, the
 vocabulary tools) does not import TensorFlow (seconds and hundreds of megabytes).
 """
 
-from bilm_keras._lazy import lazy_exports as _lazy_exports
 import os as _os
 
-_os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
+from bilm_keras._utils.version import __version__  # noqa: F401
 
-__version__ = "0.1.0"
+_os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 #: public name -> the module that defines it
 _EXPORTS = {

@@ -14,8 +14,8 @@ import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras import __version__
-from bilm_keras.atomic_files import atomic_path
+from bilm_keras._utils.version import __version__
+from bilm_keras._utils.atomic_files import atomic_path
 from bilm_keras.data.sentence_file import (
     check_sentence_file,
     read_sentence_lines,

@@ -40,7 +40,7 @@ from typing import Optional, TextIO
 import h5py
 import numpy as np
 
-from bilm_keras.atomic_files import atomic_path, write_text_atomic
+from bilm_keras._utils.atomic_files import atomic_path, write_text_atomic
 from bilm_keras.shards import parse_shard, shard_lines
 
 #: bump when the partial folder's layout changes (an old folder is then a

@@ -6,7 +6,7 @@ import stat
 
 import pytest
 
-from bilm_keras.atomic_files import atomic_path, write_text_atomic
+from bilm_keras._utils.atomic_files import atomic_path, write_text_atomic
 
 
 def test_success_replaces_the_file(tmp_path):
@@ -41,7 +41,7 @@ def test_file_gets_the_usual_permissions(tmp_path):
 
 
 def test_atomic_directory(tmp_path):
-    from bilm_keras.atomic_files import OutputDirectoryError, atomic_directory
+    from bilm_keras._utils.atomic_files import OutputDirectoryError, atomic_directory
 
     out = tmp_path / "out"
     with pytest.raises(RuntimeError):

@@ -39,7 +39,7 @@ import sys
 import traceback
 from typing import List, Optional
 
-from bilm_keras import __version__
+from bilm_keras._utils.version import __version__
 from bilm_keras.cli import (
     build_vocab,
     convert_manylangs,

@@ -86,7 +86,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from bilm_keras.atomic_files import atomic_directory
+from bilm_keras._utils.atomic_files import atomic_directory
 from bilm_keras.export.graph_char_ids import (
     padded_tokens_to_char_ids,
     sentences_to_char_ids,
@@ -407,7 +407,7 @@ def _check_outdir(outdir: str, overwrite: bool) -> None:
 
 def save_module(module: ELMoHubModule, outdir: str, overwrite: bool) -> str:
     """Saves atomically: to a temporary sibling, then renamed to ``outdir``
-    (:func:`~bilm_keras.atomic_files.atomic_directory`).
+    (:func:`~bilm_keras._utils.atomic_files.atomic_directory`).
 
     A failed save leaves ``outdir`` as it was. With ``overwrite`` an
     existing ``outdir`` is replaced only once the new one is complete.

@@ -17,7 +17,7 @@ import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras.eager import require_eager
+from bilm_keras._utils.eager import require_eager
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.bulk_embedder import BulkEmbedder
@@ -76,7 +76,7 @@ class BidirectionalLanguageModel:
     It runs eagerly (TensorFlow 2): built or called inside
     ``tf.compat.v1.Graph().as_default()`` or after
     ``tf.compat.v1.disable_eager_execution()`` it raises
-    :class:`~bilm_keras.eager.GraphModeError` (bilm-tf's session code
+    :class:`~bilm_keras._utils.eager.GraphModeError` (bilm-tf's session code
     would silently compute with re-initialised weights).
 
     A converted ELMoForManyLangs model (``bilm-keras convert-manylangs``)

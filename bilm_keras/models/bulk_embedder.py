@@ -13,7 +13,7 @@ import tensorflow as tf
 from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
-from bilm_keras.eager import require_eager
+from bilm_keras._utils.eager import require_eager
 from bilm_keras.embedding_outputs import (
     EMBEDDING_OUTPUTS,
     embedding_layer_ids,

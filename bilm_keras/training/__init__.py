@@ -20,7 +20,7 @@ The names below are imported on first use (PEP 562): the command-line
 flags in :mod:`bilm_keras.training.cli` must not import TensorFlow.
 """
 
-from bilm_keras._lazy import lazy_exports as _lazy_exports
+from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 
 #: public name -> the module that defines it
 _EXPORTS = {

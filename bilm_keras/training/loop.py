@@ -34,7 +34,7 @@ from typing import Optional, Sequence
 import keras
 import tensorflow as tf
 
-from bilm_keras.atomic_files import write_text_atomic
+from bilm_keras._utils.atomic_files import write_text_atomic
 from bilm_keras.data.lm_dataset import CorpusError, count_corpus, list_shards
 from bilm_keras.data.unigram import unigram_perplexity
 from bilm_keras.layers.initialization import placeholder_weights

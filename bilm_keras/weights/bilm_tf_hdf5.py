@@ -32,7 +32,7 @@ import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras.atomic_files import atomic_path
+from bilm_keras._utils.atomic_files import atomic_path
 from bilm_keras.layers.initialization import placeholder_weights
 
 if TYPE_CHECKING:  # a runtime import would cycle through bilm_keras.models

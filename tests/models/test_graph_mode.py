@@ -11,7 +11,7 @@ import tensorflow as tf
 from conftest import REPO_ROOT, user_env
 
 from bilm_keras import Batcher, BidirectionalLanguageModel, BulkEmbedder
-from bilm_keras.eager import GraphModeError
+from bilm_keras._utils.eager import GraphModeError
 
 ADVICE = (r"expected TensorFlow 2's eager mode, found a tf.compat.v1 graph; "
           r"bilm_keras runs eagerly \(TF2\): build and call it outside "

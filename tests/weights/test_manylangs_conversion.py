@@ -14,7 +14,7 @@ import pytest
 
 import numpy_reference as nr
 from bilm_keras import cli
-from bilm_keras.atomic_files import OutputDirectoryError
+from bilm_keras._utils.atomic_files import OutputDirectoryError
 from bilm_keras.data.manylangs_dictionaries import ManyLangsDictionaryError
 from bilm_keras.weights import manylangs_conversion as conversion
 from bilm_keras.weights.manylangs_config import (
