@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bilm_keras import BidirectionalLanguageModel
-from bilm_keras.embedding_outputs import layer_mix, mix_weights_from_logits
+from bilm_keras.embedding.outputs import layer_mix, mix_weights_from_logits
 from bilm_keras.layers.scalar_mix import ScalarMix
 
 

@@ -15,9 +15,10 @@ import numpy as np
 import pytest
 from conftest import REPO_ROOT, user_env
 
-from bilm_keras import cli, dump_bilm_embeddings, embedding_runs
-from bilm_keras.embedding_runs import EmbeddingRunError, partial_dir
-from bilm_keras.shards import parse_shard, shard_lines
+from bilm_keras import cli, dump_bilm_embeddings
+from bilm_keras.embedding import runs as embedding_runs
+from bilm_keras.embedding.runs import EmbeddingRunError, partial_dir
+from bilm_keras.embedding.shards import parse_shard, shard_lines
 
 #: 11 lines: a repeat (sentence_to_index keeps the last), blanks, non-ASCII
 LINES = ["The cat sat on the mat .", "", "深度 学习", "a", "b c d e f g",

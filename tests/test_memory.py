@@ -1,5 +1,5 @@
-"""``bilm_keras.memory``: glibc's mmap threshold is fixed where glibc is the
-C library, and nothing happens elsewhere."""
+"""``bilm_keras.embedding.memory``: glibc's mmap threshold is fixed where
+glibc is the C library, and nothing happens elsewhere."""
 
 import platform
 import subprocess
@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from bilm_keras import memory
+from bilm_keras.embedding import memory
 
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc",
@@ -25,7 +25,7 @@ def test_freed_large_blocks_leave_the_process():
     # the process allocated before (1-4 MB of 16 without TensorFlow).
     code = """
 import numpy as np
-from bilm_keras.memory import return_freed_memory
+from bilm_keras.embedding.memory import return_freed_memory
 fixed = return_freed_memory()
 def rss():
     return int(open("/proc/self/statm").read().split()[1]) * 4096
@@ -60,7 +60,7 @@ def test_bulk_embedding_sets_it_once_unless_the_environment_does(
     if env_value is not None:
         env["MALLOC_MMAP_THRESHOLD_"] = env_value
     code = """
-from bilm_keras import memory
+from bilm_keras.embedding import memory
 calls = []
 memory.return_freed_memory = lambda: calls.append(1) or True
 print(memory.return_freed_memory_for_bulk_embedding(),
@@ -84,7 +84,7 @@ def test_embed_sentences_sets_it(fixture_bilm):
 
 def test_keep_glibc_defaults_stops_the_bulk_path():
     code = """
-from bilm_keras import memory
+from bilm_keras.embedding import memory
 memory.return_freed_memory = lambda: 1 / 0  # must not be called
 memory.keep_glibc_defaults()
 print(memory.return_freed_memory_for_bulk_embedding())

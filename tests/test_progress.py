@@ -3,7 +3,7 @@ throttled in a log file."""
 
 import io
 
-from bilm_keras.progress import ProgressBar, format_duration
+from bilm_keras.embedding.progress import ProgressBar, format_duration
 
 
 class Clock:

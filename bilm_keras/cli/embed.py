@@ -161,7 +161,7 @@ def add_arguments(parser):
 
 def shard_arg(text: str):
     """An argparse ``type``: ``K/N`` with ``0 <= K < N``."""
-    from bilm_keras.shards import parse_shard
+    from bilm_keras.embedding.shards import parse_shard
 
     try:
         return parse_shard(text)
@@ -181,7 +181,7 @@ def devices_arg(text: str):
 def check(args) -> None:
     """Everything that needs no model: files, options, layers, input."""
     from bilm_keras.data.sentence_file import check_sentence_file
-    from bilm_keras.embedding_outputs import embedding_layer_ids, layer_mix
+    from bilm_keras.embedding.outputs import embedding_layer_ids, layer_mix
 
     options = check_options(args.options_file, "--options_file")
     check_file(args.weight_file, "--weight_file")
@@ -209,7 +209,7 @@ def check(args) -> None:
                            "merge-embeddings)")
     check_sentence_file(args.dataset_file,
                         sentence_keys=args.use_sentence_keys)
-    from bilm_keras.embedding_runs import check_leftover, partial_dir
+    from bilm_keras.embedding.runs import check_leftover, partial_dir
 
     if not (args.resume and os.path.isdir(partial_dir(args.outfile))):
         # (a resumed run killed after its rename finds its output there)
@@ -249,7 +249,7 @@ def _check_token_input(args, options) -> None:
 
 
 def run(args) -> int:
-    from bilm_keras.embedding_dump import dump_bilm_embeddings
+    from bilm_keras.embedding.dump import dump_bilm_embeddings
 
     dtype = "float16" if args.float16 else "float32"
     n = dump_bilm_embeddings(
@@ -271,7 +271,7 @@ def run(args) -> int:
 
 def before_tensorflow(args) -> None:
     """Fixes glibc's mmap threshold before TensorFlow allocates anything
-    (:mod:`bilm_keras.memory`)."""
-    from bilm_keras.memory import return_freed_memory_for_bulk_embedding
+    (:mod:`bilm_keras.embedding.memory`)."""
+    from bilm_keras.embedding import memory
 
-    return_freed_memory_for_bulk_embedding()
+    memory.return_freed_memory_for_bulk_embedding()

@@ -94,11 +94,8 @@ from bilm_keras.export.graph_char_ids import (
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
-from bilm_keras.models.bidirectional_language_model import (
-    lm_layers,
-    strip_boundaries,
-)
 from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
 from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
 

@@ -4,7 +4,7 @@ budget."""
 import numpy as np
 import pytest
 
-from bilm_keras.models.compute_batches import plan_compute_batches
+from bilm_keras.embedding.compute_batches import plan_compute_batches
 
 
 def test_sorted_by_length_then_cut():

@@ -19,7 +19,7 @@ tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration()] * 3)
 import h5py
 from bilm_keras import BidirectionalLanguageModel, cli
-from bilm_keras.models.bulk_embedder import BulkEmbedder
+from bilm_keras.embedding.bulk_embedder import BulkEmbedder
 
 model, data, out = sys.argv[1:4]
 bilm = BidirectionalLanguageModel(f"{model}/options.json",

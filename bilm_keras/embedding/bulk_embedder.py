@@ -1,5 +1,6 @@
 """Many sentences embedded by a backbone's LSTMs, with no padding to speak
-of: the path behind :meth:`BidirectionalLanguageModel.embed_sentences`."""
+of: the path behind :meth:`BidirectionalLanguageModel.embed_sentences`,
+:func:`~bilm_keras.dump_bilm_embeddings` and ``bilm-keras embed``."""
 
 from __future__ import annotations
 
@@ -10,20 +11,20 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.eager import require_eager
 from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
-from bilm_keras._utils.eager import require_eager
-from bilm_keras.embedding_outputs import (
+from bilm_keras.embedding.compute_batches import plan_compute_batches
+from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
+from bilm_keras.embedding.outputs import (
     EMBEDDING_OUTPUTS,
     embedding_layer_ids,
     layer_mix,
     reduce_layers,
 )
 from bilm_keras.layers.lstm_stack import columns_inside
-from bilm_keras.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.models.bilm_backbone import BiLMBackbone
-from bilm_keras.models.compute_batches import plan_compute_batches
 from bilm_keras.options import BiLMOptions
 
 
@@ -42,7 +43,7 @@ class BulkEmbedder:
     1. every distinct token is embedded once (the char-CNN and highway
        layers have no context), ``token_chunk_size`` tokens per call;
     2. sentences are sorted by length and cut into compute batches
-       (:func:`~bilm_keras.models.compute_batches.plan_compute_batches`),
+       (:func:`~bilm_keras.embedding.compute_batches.plan_compute_batches`),
        so almost no padding is computed: by default each batch holds up
        to ``compute_tokens`` positions and ``compute_sentences``
        sentences (many short sentences or fewer long ones: the
@@ -68,8 +69,8 @@ class BulkEmbedder:
 
     ``bench/embed_throughput.py`` measures it (``bench/README.md``). The
     first call fixes glibc's mmap threshold for the process
-    (:mod:`bilm_keras.memory`: freed blocks go back to the system; not when
-    ``MALLOC_MMAP_THRESHOLD_`` is set).
+    (:mod:`bilm_keras.embedding.memory`: freed blocks go back to the
+    system; not when ``MALLOC_MMAP_THRESHOLD_`` is set).
 
     Args:
         backbone: a :class:`BiLMBackbone` holding its weights (built here
@@ -279,7 +280,7 @@ class BulkEmbedder:
 
         Example:
             A share of a large file (shard 3 of 8, as ``bilm-keras embed
-            --shard 3/8``; :func:`bilm_keras.shards.shard_lines`):
+            --shard 3/8``; :func:`bilm_keras.embedding.shards.shard_lines`):
 
             >>> first, end = shard_lines(3, 8, n_lines)
             >>> with open("corpus.txt", encoding="utf-8") as f:
@@ -405,17 +406,11 @@ class BulkEmbedder:
             if self._manylangs_batcher is None:
                 self._manylangs_batcher = batcher_for_options(self.options)
             batcher = self._manylangs_batcher
-        elif self.options is not None:
-            batcher = batcher_for_options(
-                self.options, vocab_file, use_character_inputs=use_chars)
-        elif use_chars:
-            batcher = Batcher(vocab_file,
-                              self.backbone.max_characters_per_token)
         else:
-            if vocab_file is None:
-                raise ValueError("vocab_file: token input needs the "
-                                 "vocabulary of the embedding file")
-            batcher = TokenBatcher(vocab_file)
+            batcher = batcher_for_options(
+                self.options, vocab_file, use_character_inputs=use_chars,
+                max_characters_per_token=(
+                    self.backbone.max_characters_per_token))
         return {"batch_size": batch_size, "output": output,
                 "layer_ids": layer_ids, "mix": mix, "batcher": batcher}
 
@@ -607,7 +602,7 @@ def _is_positive_int(value) -> bool:
 
 def _sentence_layers(token_embeddings, lstm_layers, layer_ids) -> np.ndarray:
     """One sentence's layers, in the layout of
-    :func:`~bilm_keras.models.bidirectional_language_model.lm_layers`.
+    :func:`~bilm_keras.models.lm_embeddings.lm_layers`.
 
     Args:
         token_embeddings: `(n, P)`.

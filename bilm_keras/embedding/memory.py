@@ -6,8 +6,8 @@ the threshold rises to that block's size (up to 32 MiB), and blocks below
 it come from heaps that rarely shrink. Tracing TensorFlow graphs and
 building arrays of embeddings free many such blocks, so a long embedding
 run keeps tens of megabytes it no longer uses (``bench/embed_throughput.py
---as_user`` measures it; ``bench/README.md`` has the figures). Fixing the threshold at its initial 128 KiB keeps every large
-block returnable.
+--as_user`` measures it; ``bench/README.md`` has the figures). Fixing the
+threshold at its initial 128 KiB keeps every large block returnable.
 
 Who sets it:
 

@@ -1,7 +1,13 @@
 """Embeddings to HDF5 files: the token table of a biLM (bilm-tf's
 ``dump_token_embeddings``) and whole-dataset biLM embeddings
-(``dump_bilm_embeddings``). Weights are written by
-:mod:`bilm_keras.weights`."""
+(``dump_bilm_embeddings``, written through a durable run:
+:mod:`bilm_keras.embedding.runs`). Weights are written by
+:mod:`bilm_keras.weights`.
+
+Both load the backbone from its files
+(:func:`~bilm_keras.models.backbone_loading.load_backbone`) and embed with
+a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder`; neither needs
+the inference facade."""
 
 from __future__ import annotations
 
@@ -14,32 +20,29 @@ import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras._utils.version import __version__
 from bilm_keras._utils.atomic_files import atomic_path
+from bilm_keras._utils.version import __version__
+from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
 from bilm_keras.data.sentence_file import (
     check_sentence_file,
     read_sentence_lines,
 )
-from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary
-from bilm_keras.embedding_outputs import (
+from bilm_keras.embedding.bulk_embedder import BulkEmbedder
+from bilm_keras.embedding.outputs import (
     EMBEDDING_OUTPUTS,
     embedding_layer_ids,
     layer_mix,
 )
-from bilm_keras.embedding_runs import (
+from bilm_keras.embedding.progress import ProgressBar
+from bilm_keras.embedding.runs import (
     file_locations,
     run_durably,
     run_identity,
 )
-from bilm_keras.models.bidirectional_language_model import (
-    BidirectionalLanguageModel,
-)
-from bilm_keras.models.bulk_embedder import BulkEmbedder
+from bilm_keras.embedding.shards import shard_lines
+from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.options import BiLMOptions
-from bilm_keras.progress import ProgressBar
-from bilm_keras.shards import shard_lines
-
 
 def dump_token_embeddings(
     vocab_file: str,
@@ -60,9 +63,9 @@ def dump_token_embeddings(
     A converted ELMoForManyLangs model spells each token with its own
     dictionaries (``<S>``/``</S>`` as its ``<bos>``/``<eos>``).
     """
-    bilm = BidirectionalLanguageModel(options_file, weight_file)
-    backbone = bilm.backbone
-    manylangs = bilm.options.manylangs
+    options = BiLMOptions.from_json(options_file)
+    backbone = load_backbone(options, weight_file)
+    manylangs = options.manylangs
     if manylangs is None:
         vocab = UnicodeCharsVocabulary(
             vocab_file, backbone.max_characters_per_token
@@ -180,12 +183,12 @@ def dump_bilm_embeddings(
         progress: a progress bar on stderr (sentences, tokens/s, ETA),
             updated after every batch.
         resume: continue a killed run of the same inputs and flags from
-            its last whole part (:mod:`bilm_keras.embedding_runs`: the
+            its last whole part (:mod:`bilm_keras.embedding.runs`: the
             run's progress is kept in ``outfile + ".partial/"`` until the
             output is complete).
         shard: ``(K, N)``: embed only shard ``K`` of ``N`` (lines
             ``[K * n // N, (K + 1) * n // N)``, datasets keep their line
-            numbers); :func:`~bilm_keras.embedding_runs.
+            numbers); :func:`~bilm_keras.embedding.runs.
             merge_embedding_files` joins the shards.
         devices: the devices to embed on (e.g. ``["GPU:0", "GPU:1"]``);
             default: every GPU, else the CPU.
@@ -230,12 +233,11 @@ def dump_bilm_embeddings(
         **mix_settings)
 
     def embed_lines(start, stop):  # (text, array) of lines [start, stop)
-        bilm = BidirectionalLanguageModel(
-            options_file, weight_file,
+        backbone = load_backbone(
+            options, weight_file,
             use_character_inputs=embedding_weight_file is None,
             embedding_weight_file=embedding_weight_file)
-        embedder = BulkEmbedder(bilm.backbone, devices=devices,
-                                options=bilm.options)
+        embedder = BulkEmbedder(backbone, devices=devices, options=options)
         bar = None
         if progress:
             bar = ProgressBar(stop - start, total_tokens=sum(

@@ -1,6 +1,6 @@
 """Durable embedding runs: a long ``embed`` survives a crash (``--resume``)
 and splits across processes or machines (``--shard K/N``, then
-``merge-embeddings``).
+``merge-embeddings``: :mod:`bilm_keras.embedding.merge`).
 
 A run writes its progress into a folder beside its output, ``OUT.partial/``:
 
@@ -23,7 +23,7 @@ temporary file inside the folder, which is renamed onto ``OUT``; then the
 folder is removed. The disk holds the parts and the output at once for a
 moment: twice the output's size at the peak.
 
-Nothing here imports TensorFlow: ``merge-embeddings`` needs none.
+Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
@@ -34,14 +34,13 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Optional, TextIO
 
 import h5py
 import numpy as np
 
-from bilm_keras._utils.atomic_files import atomic_path, write_text_atomic
-from bilm_keras.shards import parse_shard, shard_lines
+from bilm_keras._utils.atomic_files import write_text_atomic
 
 #: bump when the partial folder's layout changes (an old folder is then a
 #: mismatch, never misread)
@@ -363,9 +362,9 @@ def _merge_parts(folder, outfile, ranges, manifest, attrs, shard) -> int:
     # --use_sentence_keys: datasets named by their text, no index (the
     # texts were checked to be distinct, non-empty and valid names)
     by_text = attrs.get("keys") == "sentence"
-    with _open_h5(tmp, "w") as fout:
+    with open_hdf5(tmp, "w") as fout:
         for a, b in ranges:
-            with _open_h5(_part_path(folder, a, b), "r") as fin:
+            with open_hdf5(_part_path(folder, a, b), "r") as fin:
                 texts = fin["texts"].asstr()[...]
                 for i in range(a, b):
                     name = texts[i - a] if by_text else str(i)
@@ -413,7 +412,7 @@ def write_index_and_attrs(fout, index_json: Optional[str], attrs: dict):
     fout.attrs.update(attrs)
 
 
-def _open_h5(path, mode) -> h5py.File:
+def open_hdf5(path, mode) -> h5py.File:
     """``h5py.File`` with a metadata cache of at most 1 MiB.
 
     HDF5 caches the headers of the objects a file has touched, up to 32 MiB
@@ -442,95 +441,3 @@ def _test_pause(point: str, count: int) -> None:
 
         print(f"paused at {wanted}", file=sys.stderr, flush=True)
         time.sleep(30)
-
-
-# ------------------------------------------------------------ merging
-def merge_embedding_files(outfile: str, shard_files: Iterable[str]) -> int:
-    """Merges the shards of one run (``embed --shard K/N``) into one file,
-    equal to the output of the same run in one process.
-
-    Datasets are copied one at a time with HDF5's object copy (memory flat
-    in the number of sentences, but for ``sentence_to_index``:
-    :func:`write_index_and_attrs`) into a temporary file beside ``outfile``,
-    renamed onto it when complete.
-
-    Raises:
-        EmbeddingRunError: a file that is not a shard, a shard of another
-            run (the first difference named), a duplicated or missing
-            shard.
-
-    Returns:
-        The number of sentences written.
-    """
-    shards = check_shard_files(shard_files)
-    sentence_to_index = {}
-    with atomic_path(outfile) as tmp, _open_h5(tmp, "w") as fout:
-        for path, attrs in shards:
-            a, b = (int(x) for x in attrs["shard_lines"])
-            with _open_h5(path, "r") as fin:
-                for i in range(a, b):
-                    fin.copy(fin[str(i)], fout, name=str(i))
-                sentence_to_index.update(
-                    json.loads(fin["sentence_to_index"][0]))
-        merged = {k: v for k, v in shards[0][1].items()
-                  if k not in SHARD_ATTRS}
-        merged["n_sentences"] = int(shards[0][1]["n_lines_total"])
-        index_json = json.dumps(sentence_to_index)
-        del sentence_to_index
-        write_index_and_attrs(fout, index_json, merged)
-    return merged["n_sentences"]
-
-
-def check_shard_files(shard_files: Iterable[str]) -> list[tuple[str, dict]]:
-    """Reads the shards' attributes and checks they make one whole run;
-    returns ``(path, attrs)`` in shard order."""
-    found: dict[int, tuple[str, dict]] = {}
-    first = None
-    for path in shard_files:
-        path = os.fspath(path)
-        if not os.path.isfile(path):
-            raise EmbeddingRunError(f"{path}: no such file")
-        try:
-            with h5py.File(path, "r") as f:
-                attrs = dict(f.attrs)
-                complete = "sentence_to_index" in f
-        except OSError:
-            raise EmbeddingRunError(
-                f"{path}: not an HDF5 file (expected a shard written by "
-                f"`bilm-keras embed --shard K/N`)") from None
-        if "shard" not in attrs or "run" not in attrs or not complete:
-            raise EmbeddingRunError(
-                f"{path}: not a shard (expected the output of `bilm-keras "
-                f"embed --shard K/N`, found no shard attribute)")
-        k, n = parse_shard(attrs["shard"])
-        if first is None:
-            first = (path, attrs)
-        elif attrs["run_id"] != first[1]["run_id"]:
-            difference = first_difference(json.loads(first[1]["run"]),
-                                          json.loads(attrs["run"]))
-            raise EmbeddingRunError(
-                f"{path}: a shard of another run than {first[0]} "
-                f"({difference})")
-        elif n != first[1]["n_shards"]:
-            raise EmbeddingRunError(
-                f"{path}: shard {k}/{n}, expected one of {first[0]}'s "
-                f"{first[1]['n_shards']} shards")
-        if k in found:
-            raise EmbeddingRunError(
-                f"{path}: shard {k}/{n} again (also {found[k][0]})")
-        lines = shard_lines(k, n, int(attrs["n_lines_total"]))
-        if [int(x) for x in attrs["shard_lines"]] != list(lines):
-            raise EmbeddingRunError(
-                f"{path}: shard {k}/{n} holds lines "
-                f"{list(attrs['shard_lines'])}, expected {list(lines)}")
-        found[k] = (path, attrs)
-    if first is None:
-        raise EmbeddingRunError("no shard files given")
-    n = int(first[1]["n_shards"])
-    missing = [k for k in range(n) if k not in found]
-    if missing:
-        raise EmbeddingRunError(
-            f"shard{'s' * (len(missing) > 1)} "
-            f"{', '.join(f'{k}/{n}' for k in missing)} missing (found "
-            f"{len(found)} of {n} shards of {first[0]}'s run)")
-    return [found[k] for k in range(n)]

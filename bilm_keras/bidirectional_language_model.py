@@ -1,4 +1,11 @@
-"""Inference facade with bilm-tf's constructor: options + HDF5 weights."""
+"""The inference facade with bilm-tf's constructor: options + HDF5 weights.
+
+It stands above the models, the weight files and the bulk embedding path
+(``docs/architecture.md``) and only composes them:
+:func:`~bilm_keras.models.backbone_loading.load_backbone` builds and loads
+the backbone, a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder`
+embeds many sentences with it.
+"""
 
 from __future__ import annotations
 
@@ -13,48 +20,16 @@ from typing import (
     Sequence,
 )
 
-import h5py
 import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.eager import require_eager
 from bilm_keras.data.batcher_for_options import batcher_for_options
+from bilm_keras.embedding.bulk_embedder import BulkEmbedder
+from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.models.bilm_backbone import BiLMBackbone
-from bilm_keras.models.bulk_embedder import BulkEmbedder
+from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
 from bilm_keras.options import BiLMOptions
-from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
-
-
-def lm_layers(outputs: dict) -> tf.Tensor:
-    """Stacks the backbone's layers: `(batch, n_layers + 1, time, dim)`.
-
-    Layer 0 is the token embedding, duplicated for both directions; layer
-    ``l`` concatenates the forward and backward outputs of LSTM layer ``l``.
-    ``dim`` is ``2 * projection_dim`` (``projection_dim`` for a
-    unidirectional model).
-    """
-    directions = [d for d in ("forward", "backward") if d in outputs]
-    tok = outputs["token_embeddings"]
-    layers = [tf.concat([tok] * len(directions), axis=-1)]
-    for i in range(len(outputs["forward"])):
-        layers.append(tf.concat([outputs[d][i] for d in directions], axis=-1))
-    return tf.stack(layers, axis=1)
-
-
-def strip_boundaries(layers: tf.Tensor, lengths: tf.Tensor):
-    """Drops ``<S>``/``</S>``: `(B, L, T + 2, D)` -> `(B, L, T, D)`.
-
-    ``lengths`` counts the boundaries; positions past a row's last real
-    token come back as zeros (bilm-tf left arbitrary values there).
-
-    Returns:
-        ``(embeddings, lengths_without_boundaries, mask (B, T) bool)``.
-    """
-    lengths = tf.maximum(lengths - 2, 0)
-    inner = layers[:, :, 1:-1]  # (B, L, T, D)
-    mask = tf.sequence_mask(lengths, tf.shape(inner)[2])  # (B, T)
-    inner = inner * tf.cast(mask, inner.dtype)[:, None, :, None]
-    return inner, lengths, mask
 
 
 class BidirectionalLanguageModel:
@@ -112,24 +87,11 @@ class BidirectionalLanguageModel:
         max_batch_size: int = 128,
     ):
         require_eager("BidirectionalLanguageModel")
-        options = BiLMOptions.from_json(options_file)
-        self.options = options
-        n_tokens_vocab = None
-        if not use_character_inputs:
-            if embedding_weight_file is None:
-                raise ValueError(
-                    "use_character_inputs=False needs embedding_weight_file "
-                    "(write one with dump_token_embeddings)"
-                )
-            n_tokens_vocab = _embedding_rows(embedding_weight_file)
-        backbone = BiLMBackbone.from_options(
-            options,
+        self.options = BiLMOptions.from_json(options_file)
+        backbone = load_backbone(
+            self.options, weight_file,
             use_character_inputs=use_character_inputs,
-            n_tokens_vocab=n_tokens_vocab,
-            name="bilm",
-        )
-        # built by the loader, without random initial values
-        load_bilm_tf_hdf5(backbone, weight_file, embedding_weight_file)
+            embedding_weight_file=embedding_weight_file)
         self.__init_from_backbone(backbone, stateful, max_batch_size)
 
     @classmethod
@@ -245,20 +207,10 @@ class BidirectionalLanguageModel:
         (:func:`~bilm_keras.data.batcher_for_options.batcher_for_options`
         of the options; without options, :class:`Batcher` or
         :class:`TokenBatcher`)."""
-        options = self.options
-        if options is None:
-            from bilm_keras.data.batcher import Batcher, TokenBatcher
-
-            if self.use_character_inputs:
-                return Batcher(vocab_file,
-                               self.backbone.max_characters_per_token)
-            if vocab_file is None:
-                raise ValueError("vocab_file: token input needs the "
-                                 "vocabulary of the embedding file")
-            return TokenBatcher(vocab_file)
         return batcher_for_options(
-            options, vocab_file,
-            use_character_inputs=self.use_character_inputs)
+            self.options, vocab_file,
+            use_character_inputs=self.use_character_inputs,
+            max_characters_per_token=self.backbone.max_characters_per_token)
 
     def reset_states(self) -> None:
         """Zeroes the stateful buffers (no-op when stateless)."""
@@ -333,17 +285,3 @@ class BidirectionalLanguageModel:
             mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
             chunk_size=chunk_size, on_batch=on_batch)
 
-
-def _embedding_rows(embedding_weight_file) -> int:
-    path = os.fspath(embedding_weight_file)
-    if not os.path.exists(path):
-        raise WeightFileError(f"{path}: embedding weight file not found")
-    with h5py.File(path, "r") as fin:
-        ds = fin.get("embedding")
-        if not isinstance(ds, h5py.Dataset) or len(ds.shape) != 2:
-            raise WeightFileError(
-                f"{path}: expected a 2-D dataset 'embedding' "
-                f"(n_tokens, dim), found "
-                f"{'none' if ds is None else getattr(ds, 'shape', ds)}"
-            )
-        return int(ds.shape[0])
