@@ -27,7 +27,7 @@ _EXPORTS = {
     "dump_bilm_embeddings": "bilm_keras.embedding.dump",
     "dump_token_embeddings": "bilm_keras.embedding.dump",
     "merge_embedding_files": "bilm_keras.embedding.merge",
-    "weight_layers": "bilm_keras.elmo",
+    "weight_layers": "bilm_keras.layers.weight_layers",
     "BidirectionalLanguageModel":
         "bilm_keras.bidirectional_language_model",
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",

@@ -5,7 +5,7 @@ import pytest
 
 import numpy_reference as nr
 from bilm_keras import Batcher, weight_layers
-from bilm_keras.elmo import reset_weight_layers
+from bilm_keras.layers.weight_layers import reset_weight_layers
 
 
 @pytest.fixture(scope="module")

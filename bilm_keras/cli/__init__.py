@@ -46,11 +46,11 @@ from bilm_keras.cli import (
     dump_tokens,
     dump_weights,
     embed,
+    evaluate,
     export_hub,
     merge_embeddings,
     pipeline,
     restart,
-    run_test,
     train,
 )
 from bilm_keras.cli._common import HelpFormatter, import_tensorflow
@@ -59,7 +59,7 @@ PROG = "bilm-keras"
 
 #: the subcommands, in the order ``--help`` lists them
 COMMANDS = (embed, merge_embeddings, dump_tokens, build_vocab, train,
-            restart, run_test, dump_weights, export_hub, convert_manylangs,
+            restart, evaluate, dump_weights, export_hub, convert_manylangs,
             pipeline)
 COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
 

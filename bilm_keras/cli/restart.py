@@ -9,7 +9,7 @@ from bilm_keras.cli._common import (
     check_run_options,
     check_save_dir,
 )
-from bilm_keras.training.cli import add_run_arguments, run_kwargs
+from bilm_keras.cli._training_flags import add_run_arguments, run_kwargs
 
 NAME = "restart"
 ALIAS = "restart.py"

@@ -8,7 +8,7 @@ from bilm_keras.cli._common import (
     check_options,
     check_run_options,
 )
-from bilm_keras.training.cli import (
+from bilm_keras.cli._training_flags import (
     adaptation_kwargs,
     add_adaptation_arguments,
     add_run_arguments,

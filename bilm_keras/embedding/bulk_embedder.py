@@ -23,7 +23,7 @@ from bilm_keras.embedding.outputs import (
     layer_mix,
     reduce_layers,
 )
-from bilm_keras.layers.lstm_stack import columns_inside
+from bilm_keras.layers.recurrence import columns_inside
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 
@@ -58,7 +58,7 @@ class BulkEmbedder:
        :meth:`BiLMBackbone.encode`, less memory), in one traced graph with
        unknown batch and time, so nothing retraces; each step is one
        product with the weights on the left (``kernel_t @ [x; h]``,
-       :func:`~bilm_keras.layers.lstm_stack.run_inference_columns`): a
+       :func:`~bilm_keras.layers.recurrence.run_inference_columns`): a
        batch's rows run longest first as columns, from layer to layer,
        and come back in that layout (the backward LM's in its reading
        order), no copy between the layers or after them;
@@ -332,7 +332,7 @@ class BulkEmbedder:
         """Step 3: the LSTMs of one batch, on rows of a token table.
 
         The outputs stay in the layout the recurrence computes them in
-        (:func:`~bilm_keras.layers.lstm_stack.run_inference_columns`):
+        (:func:`~bilm_keras.layers.recurrence.run_inference_columns`):
         rows as columns, the backward LM's outputs in its own reading
         order. Row ``b`` of length ``L = n + 2`` has its token ``k``
         (``1..n``) at ``forward[l][k, :, b]`` and at

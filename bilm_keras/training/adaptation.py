@@ -75,7 +75,7 @@ def target_log_frequencies(token_counts, n_sentences: int,
 
     Args:
         token_counts, n_sentences: of the corpus
-            (:func:`~bilm_keras.data.lm_dataset.count_corpus`).
+            (:func:`~bilm_keras.data.corpus.count_corpus`).
 
     Returns:
         `(vocab.size,)` float32 ``log((count + 1) / (total + vocab.size))``.

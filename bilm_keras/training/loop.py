@@ -13,7 +13,7 @@ Both run :func:`_run_training`, which reads top to bottom:
 4. the steps to run and their data stream (:mod:`.inputs`), continued
    where the checkpoint left it after a crash;
 5. the steps (:mod:`.train_step`): a progress line and TensorBoard
-   scalars every ``log_every`` steps (:mod:`.progress`), a checkpoint
+   scalars every ``log_every`` steps (:mod:`.reporting`), a checkpoint
    every ``save_every`` and at the end.
 
 One epoch is ``n_train_tokens / (batch_size * unroll_steps)`` steps of the
@@ -35,7 +35,7 @@ import keras
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import write_text_atomic
-from bilm_keras.data.lm_dataset import CorpusError, count_corpus, list_shards
+from bilm_keras.data.corpus import CorpusError, count_corpus, list_shards
 from bilm_keras.data.unigram import unigram_perplexity
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import BiLMOptions

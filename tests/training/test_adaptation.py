@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras import Batcher, BidirectionalLanguageModel
-from bilm_keras.data.lm_dataset import count_corpus, make_tf_dataset
+from bilm_keras.data.corpus import count_corpus
+from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
 from bilm_keras.data.vocab_builder import build_vocab
 from bilm_keras.data.vocabulary import Vocabulary

@@ -7,7 +7,8 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras import BidirectionalLanguageModel
-from bilm_keras.data.lm_dataset import CorpusError, make_tf_dataset
+from bilm_keras.data.corpus import CorpusError
+from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.vocabulary import VocabularyError
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training import inputs, loop

@@ -1,4 +1,5 @@
-"""``weight_layers``: bilm-tf's ELMo function over the biLM outputs."""
+"""``weight_layers``: bilm-tf's ELMo function over the biLM outputs, a
+:class:`~bilm_keras.layers.scalar_mix.ScalarMix` kept per name."""
 
 from __future__ import annotations
 

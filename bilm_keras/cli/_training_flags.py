@@ -1,5 +1,7 @@
-"""The command-line flags ``train_elmo.py`` and ``restart.py`` share
-(bilm-tf's names), defined once."""
+"""The flags ``bilm-keras train`` and ``bilm-keras restart`` share
+(``train_elmo.py`` and ``restart.py``: bilm-tf's names), defined once, and
+the keyword arguments of :func:`~bilm_keras.training.train` /
+:func:`~bilm_keras.training.restart` they give."""
 
 import argparse
 
