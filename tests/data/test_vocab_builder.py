@@ -4,7 +4,7 @@ import json
 import pathlib
 
 import pytest
-from conftest import load_bin_script
+from helpers import load_bin_script
 
 from bilm_keras.data import Vocabulary
 from bilm_keras.data.corpus import CorpusError

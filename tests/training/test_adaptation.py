@@ -40,7 +40,7 @@ from bilm_keras.weights.bilm_tf_hdf5 import (
     WeightFileError,
     save_bilm_tf_hdf5,
 )
-from conftest import load_bin_script
+from helpers import load_bin_script
 
 # three sentences of the fixture vocabulary, five words each
 SENTENCES = [
@@ -74,7 +74,8 @@ def _datasets(path):
 def bilm_embeddings(fixture_bilm):
     """``lm_embeddings`` of SENTENCES from ``BidirectionalLanguageModel``
     on the fixture's own files, once for both cases below (its numbers do
-    not depend on n_characters 261/262: test_model_bad_input)."""
+    not depend on n_characters 261/262:
+    tests/test_bidirectional_language_model.py)."""
     ids = Batcher(None, 50).batch_sentences([s.split() for s in SENTENCES])
     return fixture_bilm(ids)["lm_embeddings"].numpy()
 

@@ -18,7 +18,7 @@ from bilm_keras.training import (
     restart,
     train,
 )
-from conftest import fixture_options
+from helpers import fixture_options
 
 # for tests of the loop's bookkeeping (data stream, progress lines), not
 # of the model: one LSTM layer traces in two thirds of the CPU time of two

@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 
 import numpy_reference as nr
+from helpers import require_extra
+
 from bilm_keras import cli
 from bilm_keras._utils.atomic_files import OutputDirectoryError
 from bilm_keras.data.manylangs_dictionaries import ManyLangsDictionaryError
@@ -33,7 +35,7 @@ TINY_CONFIG = "cnn_6_8_16_64_tiny.json"
 
 @pytest.fixture(scope="module")
 def torch():
-    return pytest.importorskip("torch")
+    return require_extra("torch", "manylangs")
 
 
 @pytest.fixture(scope="module")

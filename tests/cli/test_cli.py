@@ -4,50 +4,18 @@ expected error, the subcommands behind the ``bin/`` aliases."""
 import configparser
 import json
 import re
-import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, user_env
+from helpers import REPO_ROOT, run_command
 
 from bilm_keras import cli
 
 ALIASES = {module.NAME: module.ALIAS for module in cli.COMMANDS}
 
-#: this checkout's package, whatever is installed; the command's own TF
-#: log level
-ENV = user_env()
-
-# runs `bilm-keras ARGS` as main() does, then reports the exit status and
-# which heavy modules were imported
-RUNNER = """
-import json, runpy, sys
-script, argv = sys.argv[1], sys.argv[2:]
-try:
-    if script == "-":
-        from bilm_keras import cli
-        code = cli.main(argv)
-    else:  # a bin/ alias, as `python bin/x.py ARGS`
-        sys.argv = [script] + argv
-        runpy.run_path(script, run_name="__main__")
-        code = 0
-except SystemExit as e:
-    code = e.code
-heavy = sorted(m for m in ("tensorflow", "keras", "numpy", "h5py")
-               if m in sys.modules)
-print(json.dumps({"code": code, "heavy": heavy}))
-"""
-
-
-def _run(args, script="-"):
-    proc = subprocess.run(
-        [sys.executable, "-c", RUNNER, script, *map(str, args)],
-        cwd=REPO_ROOT, env=ENV, capture_output=True, text=True, timeout=300)
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
-    return report["code"], report["heavy"], proc.stdout, proc.stderr
+_run = run_command  # (exit status, heavy modules, stdout, stderr)
 
 
 @pytest.mark.parametrize("command", [None] + sorted(ALIASES))
@@ -187,7 +155,7 @@ BEFORE_TENSORFLOW = [
      r"both required"),
     (lambda m, r: ["pipeline", "--corpus", r / "none*.txt"], 1,
      r"bilm-keras pipeline: error: --corpus .*: no file matches"),
-    # tests/test_cli_flags.py has every flag and output file in-process
+    # tests/cli/test_flags.py has every flag and output file in-process
     (lambda m, r: ["train", "--train_prefix", r / "corpus" / "*.txt",
                    "--vocab_file", r / "ok.txt", "--save_dir", r / "ckpt",
                    "--n_epochs", "0"], 2,

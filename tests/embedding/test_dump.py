@@ -176,7 +176,7 @@ def test_dump_command_layers_and_float16(files, model, tmp_path):
     import subprocess
     import sys
 
-    from conftest import REPO_ROOT, user_env
+    from helpers import REPO_ROOT, user_env
 
     # a user's environment: this checkout's package, and not conftest's
     # TF log level (the command respects it)

@@ -1,6 +1,7 @@
 """Durable embedding runs: ``embed --resume`` after a kill, ``--shard K/N``
-and ``merge-embeddings``, compared with an uninterrupted run of the
-bilm-tf fixture model."""
+and ``merge-embeddings`` (``bilm_keras/embedding/runs.py`` and
+``merge.py``), compared with an uninterrupted run of the bilm-tf fixture
+model."""
 
 import json
 import os
@@ -13,12 +14,12 @@ import time
 import h5py
 import numpy as np
 import pytest
-from conftest import REPO_ROOT, user_env
+from helpers import REPO_ROOT, run_command, user_env
 
 from bilm_keras import cli, dump_bilm_embeddings
 from bilm_keras.embedding import runs as embedding_runs
 from bilm_keras.embedding.runs import EmbeddingRunError, partial_dir
-from bilm_keras.embedding.shards import parse_shard, shard_lines
+from bilm_keras.embedding.shards import shard_lines
 
 #: 11 lines: a repeat (sentence_to_index keeps the last), blanks, non-ASCII
 LINES = ["The cat sat on the mat .", "", "深度 学习", "a", "b c d e f g",
@@ -68,18 +69,6 @@ def assert_same_file(got, want):
 
 
 # ------------------------------------------------------------ quick tier
-def test_shard_arithmetic():
-    assert parse_shard("2/5") == (2, 5)
-    assert [shard_lines(k, 4, 10) for k in range(4)] == [
-        (0, 2), (2, 5), (5, 7), (7, 10)]
-    assert [shard_lines(k, 3, 2) for k in range(3)] == [
-        (0, 0), (0, 1), (1, 2)]  # more shards than lines: some are empty
-    for bad in ["3/3", "-1/2", "1", "a/b", "1/0", ""]:
-        with pytest.raises(ValueError, match=r"expected K/N with 0 <= K < "
-                                             r"N \(e\.g\. 0/4\), found"):
-            parse_shard(bad)
-
-
 def test_interrupted_then_resumed(model_dir, corpus, uninterrupted,
                                   tmp_path, monkeypatch, capsys):
     """Dies while writing the third part (as a kill would: no clean-up),
@@ -306,14 +295,12 @@ def test_shards_of_copies_elsewhere_merge(model_dir, corpus, tmp_path,
 
 
 def test_leftover_refused_before_tensorflow(model_dir, corpus, tmp_path):
-    from test_cli import _run
-
     out = tmp_path / "elmo.hdf5"
     folder = tmp_path / "elmo.hdf5.partial"
     folder.mkdir()
     (folder / "manifest.json").write_text("{}")
     (folder / "part-000000000000-000000000003.hdf5").write_bytes(b"")
-    code, heavy, _, err = _run(_args(model_dir, corpus, out))
+    code, heavy, _, err = run_command(_args(model_dir, corpus, out))
     assert (code, "tensorflow" in heavy) == (1, False)
     assert err.splitlines() == [
         f"bilm-keras embed: error: {folder}/: progress of an interrupted run "

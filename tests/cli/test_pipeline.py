@@ -10,7 +10,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, user_env
+from helpers import REPO_ROOT, user_env
 
 
 @pytest.mark.slow

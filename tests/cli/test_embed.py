@@ -13,7 +13,7 @@ import h5py
 import numpy as np
 import pytest
 
-from conftest import REPO_ROOT, user_env
+from helpers import REPO_ROOT, user_env
 
 from bilm_keras import cli
 from bilm_keras.data.sentence_file import (
@@ -55,7 +55,7 @@ def _embed(model_dir, root, outfile, *extra, dataset="ok.txt"):
 @pytest.mark.parametrize("flags,s,form", [
     (["--mix", "0.2", "0.5", "0.3", "--gamma", "0.7"], [0.2, 0.5, 0.3],
      "weights"),
-    pytest.param(  # quick tier: test_embedding_mix has the logits' math
+    pytest.param(  # quick tier: tests/embedding/test_outputs.py has the logits' math
         ["--mix_logits", "0.3", "-1.2", "0.8", "--gamma", "0.7"],
         np.exp([0.3, -1.2, 0.8]) / np.exp([0.3, -1.2, 0.8]).sum(), "logits",
         marks=pytest.mark.slow),

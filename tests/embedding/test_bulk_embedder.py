@@ -14,7 +14,7 @@ import tensorflow as tf
 import pytest
 
 import numpy_reference as nr
-from conftest import write_model_files
+from helpers import write_model_files
 from bilm_keras import Batcher, BidirectionalLanguageModel, BulkEmbedder
 
 OPTIONS = {

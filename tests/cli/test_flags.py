@@ -6,7 +6,7 @@ allowed; exit 2 for a usage error, 1 for a check against an input file.
 The table of bad values must cover every flag the parsers give a ``type``
 (their numeric flags), so a new flag without a row fails here. The
 commands run in-process (``cli.main``), as ``bilm-keras COMMAND`` and as
-their ``bin/`` alias; ``tests/test_cli.py`` runs some of the same checks
+their ``bin/`` alias; ``tests/cli/test_cli.py`` runs some of the same checks
 in a fresh interpreter and finds no TensorFlow imported.
 """
 

@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 import pytest
-from conftest import REPO_ROOT, user_env
+from helpers import REPO_ROOT, user_env
 
 SCRIPT = r"""
 import json, sys

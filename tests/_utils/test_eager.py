@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from conftest import REPO_ROOT, user_env
+from helpers import REPO_ROOT, user_env
 
 from bilm_keras import Batcher, BidirectionalLanguageModel, BulkEmbedder
 from bilm_keras._utils.eager import GraphModeError
