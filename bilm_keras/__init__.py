@@ -32,6 +32,8 @@ _EXPORTS = {
         "bilm_keras.bidirectional_language_model",
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",
     "BulkEmbedder": "bilm_keras.embedding.bulk_embedder",
+    "EmbeddingSpec": "bilm_keras.embedding.outputs",
+    "SettingError": "bilm_keras._utils.settings",
     "BiLMOptions": "bilm_keras.options",
     "convert_manylangs": "bilm_keras.weights.manylangs_conversion",
 }

@@ -26,6 +26,7 @@ import tensorflow as tf
 from bilm_keras._utils.eager import require_eager
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.embedding.bulk_embedder import BulkEmbedder
+from bilm_keras.embedding.outputs import EmbeddingSpec
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
@@ -250,6 +251,7 @@ class BidirectionalLanguageModel:
         mix_logits: Optional[Sequence[float]] = None,
         gamma: Optional[float] = None,
         on_batch: Optional[Callable[[int, int], None]] = None,
+        spec: Optional[EmbeddingSpec] = None,
     ) -> List[np.ndarray]:
         """Embeds many tokenized sentences, statelessly, in input order:
         :meth:`BulkEmbedder.embed_sentences` (arguments and results there).
@@ -262,7 +264,7 @@ class BidirectionalLanguageModel:
         return self.bulk_embedder.embed_sentences(
             sentences, batch_size, vocab_file, output=output, layers=layers,
             mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
-            on_batch=on_batch)
+            on_batch=on_batch, spec=spec)
 
     def iter_embeddings(
         self,
@@ -277,11 +279,12 @@ class BidirectionalLanguageModel:
         gamma: Optional[float] = None,
         chunk_size: int = 4096,
         on_batch: Optional[Callable[[int, int], None]] = None,
+        spec: Optional[EmbeddingSpec] = None,
     ) -> Iterator[np.ndarray]:
         """:meth:`embed_sentences`, streaming ``chunk_size`` sentences at a
         time: :meth:`BulkEmbedder.iter_embeddings` (arguments there)."""
         return self.bulk_embedder.iter_embeddings(
             sentences, batch_size, vocab_file, output=output, layers=layers,
             mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
-            chunk_size=chunk_size, on_batch=on_batch)
+            chunk_size=chunk_size, on_batch=on_batch, spec=spec)
 

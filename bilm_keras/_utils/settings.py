@@ -68,6 +68,7 @@ def check_int(field: str, value, minimum: int, *, optional: bool = False,
 def check_choice(field: str, value, choices) -> None:
     """Raises :class:`SettingError` unless ``value`` is one of ``choices``."""
     if value not in choices:
-        raise SettingError(field, f"expected one of "
-                                  f"{', '.join(map(repr, choices))}, found "
-                                  f"{value!r}")
+        names = [repr(c) for c in choices]
+        allowed = (" or ".join(names) if len(names) == 2
+                   else f"one of {', '.join(names)}")
+        raise SettingError(field, f"expected {allowed}, found {value!r}")

@@ -20,7 +20,7 @@ bad value in one line naming the flag, the value and what is allowed;
 a value that depends on an input file (``--layers`` against the options'
 layers) is checked in ``check``; an output file goes through
 ``check_output_file(path, flag, args.overwrite)`` with
-``add_overwrite_argument(parser)``. ``tests/test_cli_flags.py`` holds a bad
+``add_overwrite_argument(parser)``. ``tests/cli/test_flags.py`` holds a bad
 value for every typed flag and fails for a new one without its row.
 
 The parser imports no TensorFlow, Keras or numpy, so ``--help`` is
@@ -53,7 +53,12 @@ from bilm_keras.cli import (
     restart,
     train,
 )
-from bilm_keras.cli._common import HelpFormatter, import_tensorflow
+from bilm_keras._utils.settings import SettingError
+from bilm_keras.cli._common import (
+    CommandError,
+    HelpFormatter,
+    import_tensorflow,
+)
 
 PROG = "bilm-keras"
 
@@ -149,13 +154,29 @@ def execute(args: argparse.Namespace):
         The command's result (the library call's).
     """
     module = args._command
-    module.check(args)
-    if getattr(module, "NEEDS_TENSORFLOW", True):
-        before = getattr(module, "before_tensorflow", None)
-        if before is not None:
-            before(args)
-        import_tensorflow(verbose=args.verbose)
-    return module.run(args)
+    try:
+        module.check(args)
+        if getattr(module, "NEEDS_TENSORFLOW", True):
+            before = getattr(module, "before_tensorflow", None)
+            if before is not None:
+                before(args)
+            import_tensorflow(verbose=args.verbose)
+        return module.run(args)
+    except SettingError as e:
+        raise _as_flag_error(e, module, args._parser) from e
+
+
+def _as_flag_error(error: SettingError, module, parser) -> CommandError:
+    """A library setting's error as the flag's: ``--FLAG: REASON``.
+
+    The field is the flag's name (``--layers``) unless the command's
+    ``FLAGS`` maps it to another (``mix_weights`` -> ``--mix``); a field
+    that is no flag of the command keeps its own name.
+    """
+    flag = getattr(module, "FLAGS", {}).get(error.field, f"--{error.field}")
+    if flag not in parser._option_string_actions:
+        return CommandError(str(error))
+    return CommandError(f"{flag}: {error.reason}")
 
 
 def run(argv: Optional[List[str]] = None, *, command: Optional[str] = None,

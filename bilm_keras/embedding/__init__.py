@@ -11,7 +11,8 @@ The package's modules, by concept:
   layers, the top one, their average, a task's mix, a sentence vector;
   which layers; the dtype), and the reduction of a sentence's layers;
 * :mod:`.dump`: embeddings to HDF5 files (``dump_bilm_embeddings``,
-  ``dump_token_embeddings``);
+  ``dump_token_embeddings``); :mod:`.dump_plan`: what a dump checks before
+  it loads a model (no TensorFlow: ``bilm-keras embed`` runs it first);
 * :mod:`.runs`: durable runs (``--resume``): progress kept in parts
   beside the output;
 * :mod:`.merge`: the shards of one run joined into one file;
@@ -36,6 +37,7 @@ from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 _EXPORTS = {
     "BulkEmbedder": "bilm_keras.embedding.bulk_embedder",
     "EmbeddingRunError": "bilm_keras.embedding.runs",
+    "EmbeddingSpec": "bilm_keras.embedding.outputs",
     "dump_bilm_embeddings": "bilm_keras.embedding.dump",
     "dump_token_embeddings": "bilm_keras.embedding.dump",
     "merge_embedding_files": "bilm_keras.embedding.merge",

@@ -7,11 +7,13 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import NamedTuple, Optional
 
 import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.eager import require_eager
+from bilm_keras._utils.settings import SettingError, is_positive_int
 from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
@@ -19,9 +21,8 @@ from bilm_keras.embedding.compute_batches import plan_compute_batches
 from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.embedding.outputs import (
     EMBEDDING_OUTPUTS,
-    embedding_layer_ids,
-    layer_mix,
-    reduce_layers,
+    EmbeddingSpec,
+    ResolvedEmbedding,
 )
 from bilm_keras.layers.recurrence import columns_inside
 from bilm_keras.models.bilm_backbone import BiLMBackbone
@@ -32,6 +33,18 @@ from bilm_keras.options import BiLMOptions
 #: sentences at most: ``bench/README.md`` has the measurements behind them.
 COMPUTE_TOKENS = 8192
 COMPUTE_SENTENCES = 128
+
+
+class EmbeddingPlan(NamedTuple):
+    """What one call of :meth:`BulkEmbedder.embed_sentences` (or
+    ``iter_embeddings``) needs, checked before any sentence is read."""
+
+    #: sentences per LSTM batch, or None for the embedder's compute batches
+    batch_size: Optional[int]
+    #: the spec, resolved for the backbone's layers
+    embedding: ResolvedEmbedding
+    #: turns the sentences into the backbone's ids
+    batcher: Batcher | ManyLangsBatcher | TokenBatcher
 
 
 class BulkEmbedder:
@@ -120,14 +133,12 @@ class BulkEmbedder:
         devices: Sequence[str] | str | None = None,
     ):
         require_eager("BulkEmbedder")
-        if not _is_positive_int(token_chunk_size):
-            raise ValueError(f"token_chunk_size: expected a positive "
-                             f"integer, found {token_chunk_size!r}")
-        for name, value in (("compute_tokens", compute_tokens),
+        for name, value in (("token_chunk_size", token_chunk_size),
+                            ("compute_tokens", compute_tokens),
                             ("compute_sentences", compute_sentences)):
-            if not _is_positive_int(value):
-                raise ValueError(f"{name}: expected a positive integer, "
-                                 f"found {value!r}")
+            if not is_positive_int(value):
+                raise SettingError(name, f"expected a positive integer, "
+                                         f"found {value!r}")
         if not isinstance(concurrent_directions, bool):
             raise TypeError(f"concurrent_directions: expected a bool, "
                             f"found {concurrent_directions!r}")
@@ -174,6 +185,7 @@ class BulkEmbedder:
         mix_logits: Sequence[float] | None = None,
         gamma: float | None = None,
         on_batch: Callable[[int, int], None] | None = None,
+        spec: EmbeddingSpec | None = None,
     ) -> list[np.ndarray]:
         """Embeds many tokenized sentences, in input order.
 
@@ -224,9 +236,19 @@ class BulkEmbedder:
             gamma: for ``"mix"``: the scale (default 1.0).
             on_batch: called after each batch with its number of sentences
                 and of tokens (a progress bar).
+            spec: instead of ``output``, ``layers``, ``mix_weights``,
+                ``mix_logits`` and ``gamma`` (which then keep their
+                defaults): an :class:`~bilm_keras.embedding.outputs.
+                EmbeddingSpec`, whose ``dtype`` also sets the arrays'.
 
         Returns:
-            One float32 array per sentence, shaped as ``output`` says.
+            One array per sentence (float32, or the spec's ``dtype``),
+            shaped as ``output`` says.
+
+        Raises:
+            SettingError: a bad setting, named
+                (:class:`~bilm_keras._utils.settings.SettingError`: a
+                ``ValueError``), before any sentence is read.
         """
         if isinstance(sentences, str):
             check_sentences(sentences)  # raises the usual TypeError
@@ -235,9 +257,9 @@ class BulkEmbedder:
                 raise TypeError(f"sentences: expected an iterable of token "
                                 f"lists, found {type(sentences).__name__}")
             sentences = list(sentences)
-        plan = self._plan(batch_size, vocab_file, output, layers,
-                          dict(mix_weights=mix_weights,
-                               mix_logits=mix_logits, gamma=gamma))
+        plan = self._plan(batch_size, vocab_file, EmbeddingSpec.from_arguments(
+            spec, output=output, layers=layers, mix_weights=mix_weights,
+            mix_logits=mix_logits, gamma=gamma))
         if len(sentences) == 0:
             return []
         check_sentences(sentences)
@@ -256,6 +278,7 @@ class BulkEmbedder:
         gamma: float | None = None,
         chunk_size: int = 4096,
         on_batch: Callable[[int, int], None] | None = None,
+        spec: EmbeddingSpec | None = None,
     ) -> Iterator[np.ndarray]:
         """:meth:`embed_sentences`, streaming: one array per sentence, in
         input order, reading ``chunk_size`` sentences at a time.
@@ -273,10 +296,12 @@ class BulkEmbedder:
             chunk_size: sentences sorted and embedded together (the token
                 table and the length sorting work within a chunk).
             batch_size, vocab_file, output, layers, mix_weights,
-                mix_logits, gamma, on_batch: as :meth:`embed_sentences`.
+                mix_logits, gamma, on_batch, spec: as
+                :meth:`embed_sentences`.
 
         Yields:
-            One float32 array per sentence, shaped as ``output`` says.
+            One array per sentence (float32, or the spec's ``dtype``),
+            shaped as ``output`` says.
 
         Example:
             A share of a large file (shard 3 of 8, as ``bilm-keras embed
@@ -289,15 +314,15 @@ class BulkEmbedder:
             ...             line.split() for line in lines), first):
             ...         ...  # line i of the file
         """
-        if not _is_positive_int(chunk_size):
-            raise ValueError(f"chunk_size: expected a positive integer, "
-                             f"found {chunk_size!r}")
+        if not is_positive_int(chunk_size):
+            raise SettingError("chunk_size", f"expected a positive integer, "
+                                             f"found {chunk_size!r}")
         if isinstance(sentences, str) or not isinstance(sentences, Iterable):
             raise TypeError(f"sentences: expected an iterable of token "
                             f"lists, found {type(sentences).__name__}")
-        plan = self._plan(batch_size, vocab_file, output, layers,
-                          dict(mix_weights=mix_weights,
-                               mix_logits=mix_logits, gamma=gamma))
+        plan = self._plan(batch_size, vocab_file, EmbeddingSpec.from_arguments(
+            spec, output=output, layers=layers, mix_weights=mix_weights,
+            mix_logits=mix_logits, gamma=gamma))
         return self._iter_chunks(iter(sentences), plan, chunk_size, on_batch)
 
     def embed_token_table(
@@ -391,15 +416,15 @@ class BulkEmbedder:
         return dict(self._graphs)
 
     # ----------------------------------------------------------- private
-    def _plan(self, batch_size, vocab_file, output, layers, mix) -> dict:
+    def _plan(self, batch_size, vocab_file, spec: EmbeddingSpec
+              ) -> EmbeddingPlan:
         """Checks the arguments of a call; returns what it needs."""
         return_freed_memory_for_bulk_embedding()
-        if batch_size is not None and not _is_positive_int(batch_size):
-            raise ValueError(f"batch_size: expected a positive integer or "
-                             f"None, found {batch_size!r}")
-        layer_ids = embedding_layer_ids(layers, self.backbone.n_layers,
-                                        output)
-        mix = layer_mix(output, layer_ids, **mix)  # None unless "mix"
+        if batch_size is not None and not is_positive_int(batch_size):
+            raise SettingError("batch_size", f"expected a positive integer "
+                                             f"or None, found "
+                                             f"{batch_size!r}")
+        embedding = spec.resolve(self.backbone.n_layers)
         use_chars = self.backbone.use_character_inputs
         if self.options is not None and self.options.manylangs is not None \
                 and use_chars:
@@ -411,8 +436,7 @@ class BulkEmbedder:
                 self.options, vocab_file, use_character_inputs=use_chars,
                 max_characters_per_token=(
                     self.backbone.max_characters_per_token))
-        return {"batch_size": batch_size, "output": output,
-                "layer_ids": layer_ids, "mix": mix, "batcher": batcher}
+        return EmbeddingPlan(batch_size, embedding, batcher)
 
     def _iter_chunks(self, sentences, plan, chunk_size, on_batch):
         offset = 0
@@ -439,9 +463,9 @@ class BulkEmbedder:
 
     def _embed_chunk(self, sentences, plan, on_batch) -> list[np.ndarray]:
         """Steps 1-4 on a checked, non-empty list of sentences."""
-        if isinstance(plan["batcher"], TokenBatcher):
+        if isinstance(plan.batcher, TokenBatcher):
             # names sentences[i][j] as given, not in the table built below
-            plan["batcher"].check_in_vocabulary(sentences)
+            plan.batcher.check_in_vocabulary(sentences)
         # 1. one row per distinct token: row 0 <S>, rows 1..N the tokens in
         # order of first appearance, row N + 1 </S> (the batcher's own ids)
         rows: dict[str, int] = {}
@@ -449,18 +473,18 @@ class BulkEmbedder:
             for token in sentence:
                 if token not in rows:
                     rows[token] = len(rows) + 1
-        table = self.embed_token_table(plan["batcher"], list(rows))  # (N+2, P)
+        table = self.embed_token_table(plan.batcher, list(rows))  # (N+2, P)
         eos = len(rows) + 1
         # 2.-4. sorted batches through the LSTMs, n_replicas at a time
         table_rows = np.asarray(table)  # (N + 2, P), not a copy
         lengths = [len(s) for s in sentences]
-        if plan["batch_size"] is None:  # the embedder's compute batches
+        if plan.batch_size is None:  # the embedder's compute batches
             batches = plan_compute_batches(
                 lengths, max_sentences=self.compute_sentences,
                 max_tokens=self.compute_tokens)
         else:  # the caller's: batch_size sentences each
             batches = plan_compute_batches(
-                lengths, max_sentences=plan["batch_size"])
+                lengths, max_sentences=plan.batch_size)
         batches = [idx[::-1] for idx in batches]  # longest first (encode)
         results: list[np.ndarray | None] = [None] * len(sentences)
         group = self.n_replicas
@@ -482,7 +506,7 @@ class BulkEmbedder:
                         [[h[1: n + 1, :, row] for h in layers[0]]]
                         + [[h[n: 0: -1, :, row] for h in backward]
                            for backward in layers[1:]],
-                        plan["layer_ids"], plan["output"], plan["mix"],
+                        plan.embedding,
                     )
                 del encoded, layers
                 if on_batch is not None:
@@ -558,7 +582,7 @@ def resolve_devices(devices: Sequence[str] | str | None) -> list[str]:
     case and without the ``/device:`` prefix (``"gpu:1"``, ``"GPU:1"``).
 
     Raises:
-        ValueError: a device that is not there (the ones there named).
+        SettingError: a device that is not there (the ones there named).
     """
     available = [d.name for d in tf.config.list_logical_devices()]
     if devices is None or devices == "all" or list(devices) == ["all"]:
@@ -571,11 +595,11 @@ def resolve_devices(devices: Sequence[str] | str | None) -> list[str]:
     for device in devices:
         key = str(device).split("device:")[-1].lstrip("/").upper()
         if key not in short:
-            raise ValueError(
-                f"devices: expected some of {', '.join(sorted(short))}, "
-                f"found {device!r}")
+            raise SettingError(
+                "devices", f"expected some of {', '.join(sorted(short))}, "
+                           f"found {device!r}")
         if short[key] in resolved:
-            raise ValueError(f"devices: {device!r} given twice")
+            raise SettingError("devices", f"{device!r} given twice")
         resolved.append(short[key])
     return resolved
 
@@ -593,11 +617,6 @@ def _batch_positions(sentences, idx, rows, eos):
         positions[row, n + 1] = eos
         lengths[row] = n + 2
     return positions, lengths
-
-
-def _is_positive_int(value) -> bool:
-    return (isinstance(value, int) and not isinstance(value, bool)
-            and value >= 1)
 
 
 def _sentence_layers(token_embeddings, lstm_layers, layer_ids) -> np.ndarray:
@@ -625,9 +644,10 @@ def _sentence_layers(token_embeddings, lstm_layers, layer_ids) -> np.ndarray:
     return out
 
 
-def _sentence_output(token_embeddings, lstm_layers, layer_ids, output,
-                     mix=None) -> np.ndarray:
+def _sentence_output(token_embeddings, lstm_layers,
+                     embedding: ResolvedEmbedding) -> np.ndarray:
     """One sentence's result of :meth:`BulkEmbedder.embed_sentences`: its
-    layers (:func:`_sentence_layers`) reduced as ``output`` asks."""
-    layers = _sentence_layers(token_embeddings, lstm_layers, layer_ids)
-    return reduce_layers(layers, output, mix)
+    layers (:func:`_sentence_layers`) reduced as ``embedding`` asks."""
+    layers = _sentence_layers(token_embeddings, lstm_layers,
+                              embedding.layer_ids)
+    return embedding.reduce(layers)

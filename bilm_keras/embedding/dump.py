@@ -23,24 +23,17 @@ import tensorflow as tf
 from bilm_keras._utils.atomic_files import atomic_path
 from bilm_keras._utils.version import __version__
 from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
-from bilm_keras.data.sentence_file import (
-    check_sentence_file,
-    read_sentence_lines,
-)
+from bilm_keras.data.sentence_file import read_sentence_lines
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary
 from bilm_keras.embedding.bulk_embedder import BulkEmbedder
-from bilm_keras.embedding.outputs import (
-    EMBEDDING_OUTPUTS,
-    embedding_layer_ids,
-    layer_mix,
-)
+from bilm_keras.embedding.dump_plan import plan_dump
+from bilm_keras.embedding.outputs import EMBEDDING_OUTPUTS, EmbeddingSpec
 from bilm_keras.embedding.progress import ProgressBar
 from bilm_keras.embedding.runs import (
     file_locations,
     run_durably,
     run_identity,
 )
-from bilm_keras.embedding.shards import shard_lines
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.options import BiLMOptions
 
@@ -117,6 +110,7 @@ def dump_bilm_embeddings(
     resume: bool = False,
     shard: Optional[Tuple[int, int]] = None,
     devices: Optional[Sequence[str]] = None,
+    spec: Optional[EmbeddingSpec] = None,
 ) -> int:
     """Writes the biLM embedding of every sentence of a file to HDF5.
 
@@ -195,41 +189,34 @@ def dump_bilm_embeddings(
         batch_size: None (default): the embedder's own compute batches
             (:meth:`~bilm_keras.BulkEmbedder.embed_sentences`); an int:
             that many sentences per LSTM batch.
+        spec: instead of ``output``, ``layers``, ``dtype``,
+            ``mix_weights``, ``mix_logits`` and ``gamma`` (which then keep
+            their defaults): an :class:`~bilm_keras.embedding.outputs.
+            EmbeddingSpec`.
 
     Returns:
         The number of sentences written.
     """
-    if dtype not in ("float32", "float16"):
-        raise ValueError(f"dtype: expected 'float32' or 'float16', found "
-                         f"{dtype!r}")
     # everything that needs no model first: a bad input fails in seconds
-    options = BiLMOptions.from_json(options_file)
-    layer_ids = embedding_layer_ids(layers, options.lstm.n_layers, output)
-    mix = layer_mix(output, layer_ids, mix_weights=mix_weights,
-                    mix_logits=mix_logits, gamma=gamma)
-    if embedding_weight_file is None and options.char_cnn is None:
-        embedding_weight_file = weight_file  # a token-input model's table
-    if embedding_weight_file is not None and vocab_file is None:
-        raise ValueError("vocab_file: token input (embedding_weight_file) "
-                         "needs the vocabulary of its token table, found "
-                         "None")
-    if use_sentence_keys and shard is not None:
-        raise ValueError("use_sentence_keys: not with shard (a shard's "
-                         "datasets keep their line numbers for the merge)")
-    stats = check_sentence_file(dataset_file,
-                                sentence_keys=use_sentence_keys)
-    first, end = (0, stats.n_lines) if shard is None else shard_lines(
-        *shard, stats.n_lines)
+    spec = EmbeddingSpec.from_arguments(
+        spec, output=output, layers=layers, mix_weights=mix_weights,
+        mix_logits=mix_logits, gamma=gamma, dtype=dtype)
+    plan = plan_dump(options_file=options_file, weight_file=weight_file,
+                     vocab_file=vocab_file, dataset_file=dataset_file,
+                     spec=spec, embedding_weight_file=embedding_weight_file,
+                     use_sentence_keys=use_sentence_keys, shard=shard)
+    options, embedding = plan.options, plan.embedding
+    embedding_weight_file = plan.embedding_weight_file
+    mix = embedding.mix
     mix_settings = {} if mix is None else dict(
         mix_weights=[float(w) for w in mix.weights], gamma=float(mix.gamma),
         mix_form=mix.form)
     identity = run_identity(
         options_file=options_file, weight_file=weight_file,
-        vocab_file=vocab_file, dataset_file=dataset_file, output=output,
-        layers=layer_ids, dtype=dtype, batch_size=batch_size,
-        chunk_size=chunk_size, n_lines=stats.n_lines,
-        embedding_weight_file=embedding_weight_file,
-        keys="sentence" if use_sentence_keys else "line_number",
+        vocab_file=vocab_file, dataset_file=dataset_file,
+        output=spec.output, layers=embedding.layer_ids, dtype=spec.dtype,
+        batch_size=batch_size, chunk_size=chunk_size, n_lines=plan.n_lines,
+        embedding_weight_file=embedding_weight_file, keys=plan.keys,
         **mix_settings)
 
     def embed_lines(start, stop):  # (text, array) of lines [start, stop)
@@ -255,11 +242,9 @@ def dump_bilm_embeddings(
         try:
             for emb in embedder.iter_embeddings(
                     sentences(), batch_size=batch_size,
-                    vocab_file=vocab_file, output=output, layers=layers,
-                    mix_weights=mix_weights, mix_logits=mix_logits,
-                    gamma=gamma, chunk_size=chunk_size,
+                    vocab_file=vocab_file, spec=spec, chunk_size=chunk_size,
                     on_batch=bar.update if bar is not None else None):
-                yield texts.popleft(), emb.astype(dtype, copy=False)
+                yield texts.popleft(), emb  # in the spec's dtype
         finally:
             if bar is not None:
                 bar.close()  # ends the line, before any error message
@@ -269,11 +254,11 @@ def dump_bilm_embeddings(
         weight_file=os.path.abspath(weight_file),
         vocab_file=os.path.abspath(vocab_file) if vocab_file else "",
         dataset_file=os.path.abspath(dataset_file),
-        output=output,
-        layers=np.asarray(layer_ids, np.int64),
-        dtype=dtype,
-        layout=EMBEDDING_OUTPUTS[output],
-        keys="sentence" if use_sentence_keys else "line_number",
+        output=spec.output,
+        layers=np.asarray(embedding.layer_ids, np.int64),
+        dtype=spec.dtype,
+        layout=EMBEDDING_OUTPUTS[spec.output],
+        keys=plan.keys,
         embedding_weight_file=(os.path.abspath(embedding_weight_file)
                                if embedding_weight_file else ""),
         bilm_keras_version=__version__,
@@ -284,7 +269,7 @@ def dump_bilm_embeddings(
         if mix.logits is not None:
             attrs["mix_logits"] = mix.logits
     return run_durably(
-        outfile, identity=identity, lines=(first, end), resume=resume,
+        outfile, identity=identity, lines=plan.lines, resume=resume,
         locations=file_locations(
             options_file=options_file, weight_file=weight_file,
             vocab_file=vocab_file, dataset_file=dataset_file,

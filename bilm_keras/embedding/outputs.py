@@ -1,6 +1,7 @@
 """What the bulk embedding path returns per sentence: all layers, the top
-one, their average, a task's weighted mix, or a sentence vector (numpy
-only, no TensorFlow).
+one, their average, a task's weighted mix, or a sentence vector; of which
+layers; in which dtype: one value, :class:`EmbeddingSpec` (numpy only, no
+TensorFlow).
 
 The choices are AllenNLP's ``elmo`` command's (``--all``, ``--top``,
 ``--average``), ELMo's task mix ``gamma * sum_j s_j h_j`` (the cache the
@@ -14,10 +15,17 @@ checks its flags with it before loading TensorFlow.
 
 from __future__ import annotations
 
-import math
-from typing import List, NamedTuple, Optional, Sequence
+import dataclasses
+from typing import NamedTuple, Optional, Sequence, Tuple
 
 import numpy as np
+
+from bilm_keras._utils.settings import (
+    SettingError,
+    check_choice,
+    is_finite_number,
+    is_int,
+)
 
 #: the choices of ``output``, and what one sentence's array holds
 #: (``K`` layers kept, ``n`` tokens, ``D = 2 * projection_dim``)
@@ -30,43 +38,9 @@ EMBEDDING_OUTPUTS = {
 }
 
 
-def embedding_layer_ids(layers: Optional[Sequence[int]], n_lm_layers: int,
-                        output: str) -> List[int]:
-    """The layer ids an ``output`` needs, from a ``layers`` argument.
-
-    Args:
-        layers: None (every layer; the top one for ``"top"``) or indices in
-            ``0..n_lm_layers`` (0 = token layer), kept in this order.
-        n_lm_layers: LSTM layers of the model.
-        output: a key of :data:`EMBEDDING_OUTPUTS`.
-
-    Raises:
-        ValueError: an unknown ``output``, no index or one out of range,
-            or ``layers`` given with ``"top"``.
-    """
-    if output not in EMBEDDING_OUTPUTS:
-        raise ValueError(f"output: expected one of "
-                         f"{', '.join(map(repr, EMBEDDING_OUTPUTS))}, found "
-                         f"{output!r}")
-    if layers is None:
-        return [n_lm_layers] if output == "top" else list(
-            range(n_lm_layers + 1))
-    layers = list(layers)
-    if not layers or any(
-        isinstance(i, bool) or not isinstance(i, (int, np.integer))
-        or not 0 <= i <= n_lm_layers for i in layers
-    ):
-        raise ValueError(f"layers: expected indices in 0..{n_lm_layers}, "
-                         f"found {layers}")
-    if output == "top":
-        raise ValueError(f"layers: output 'top' is layer {n_lm_layers}; "
-                         f"expected no layers with it, found {layers}")
-    return [int(i) for i in layers]
-
-
 class LayerMix(NamedTuple):
     """The mix of ``output="mix"``: ``gamma * sum_k weights[k] * h_k``, from
-    :func:`layer_mix`."""
+    :meth:`EmbeddingSpec.resolve`."""
 
     #: `(K,)` float64, the normalised ``s_k`` applied, in the order of the
     #: layers mixed
@@ -95,84 +69,207 @@ def mix_weights_from_logits(logits: Sequence[float]) -> np.ndarray:
     return e / e.sum()
 
 
-def _is_finite_number(value) -> bool:
-    return (not isinstance(value, (bool, np.bool_))
-            and isinstance(value, (int, float, np.integer, np.floating))
-            and math.isfinite(value))
+#: the choices of ``dtype``: what the arrays are stored as
+EMBEDDING_DTYPES = ("float32", "float16")
+
+#: the fields of :class:`EmbeddingSpec` that name an output's mix
+_MIX_FIELDS = ("mix_weights", "mix_logits", "gamma")
+
+
+@dataclasses.dataclass(frozen=True)
+class EmbeddingSpec:
+    """What to embed: which output, of which layers, mixed how, stored as
+    what. One value for the bulk embedding path
+    (:meth:`BulkEmbedder.embed_sentences
+    <bilm_keras.embedding.bulk_embedder.BulkEmbedder.embed_sentences>`,
+    ``iter_embeddings``, :func:`~bilm_keras.dump_bilm_embeddings`,
+    ``bilm-keras embed``); those take its fields as keyword arguments too
+    and build it.
+
+    It is checked when built; a bad field raises
+    :class:`~bilm_keras._utils.settings.SettingError` whose ``field`` is
+    the field's name. What depends on the model (the layer indices, the
+    number of mix weights when ``layers`` is None) is checked by
+    :meth:`resolve`, against the model's number of LSTM layers, before
+    anything is embedded.
+
+    Fields (``L`` = LSTM layers of the model, ``D`` = ``2 *
+    projection_dim``, ``n`` = a sentence's tokens):
+        output: str, what each sentence's array holds
+            (:data:`EMBEDDING_OUTPUTS`): ``"all"`` (default) every layer
+            `(K, n, D)`; ``"top"`` the top LSTM layer `(n, D)`;
+            ``"average"`` the mean of the layers `(n, D)`; ``"mix"`` a
+            task's mix ``gamma * sum_k s_k h_k`` `(n, D)` (ELMo's eq. (1),
+            one vector per token to cache); ``"sentence_mean"`` the mean
+            over the layers and the tokens `(D,)` (zeros for a sentence of
+            no tokens; TF-Hub ELMo's ``default``).
+        layers: tuple of int or None: the layers kept (``"all"``),
+            averaged (``"average"``, ``"sentence_mean"``) or mixed
+            (``"mix"``), in this order, 0 = the token layer, ``L`` = the
+            top; None (default): every layer. Not with ``"top"``. ``K`` is
+            their number.
+        mix_weights: tuple of float or None: for ``"mix"``, the normalised
+            ``s_k``, one per layer mixed, used as given (any finite
+            numbers; a trained mix's sum to 1).
+        mix_logits: tuple of float or None: for ``"mix"``, instead of
+            ``mix_weights``, the raw weights ``w`` of a trained
+            :class:`~bilm_keras.layers.scalar_mix.ScalarMix` /
+            ``weight_layers``: ``s = softmax(w + 1/K)``
+            (:func:`mix_weights_from_logits`).
+        gamma: float or None: for ``"mix"``, the scale (None: 1.0).
+        dtype: str, ``"float32"`` (default) or ``"float16"`` (half the
+            bytes, about 3 significant digits): the arrays' dtype.
+
+    Example:
+        >>> spec = EmbeddingSpec(output="mix", layers=(1, 2),
+        ...                      mix_weights=(0.4, 0.6), dtype="float16")
+        >>> spec.resolve(n_lm_layers=2).layer_ids
+        (1, 2)
+    """
+
+    output: str = "all"
+    layers: Optional[Tuple[int, ...]] = None
+    mix_weights: Optional[Tuple[float, ...]] = None
+    mix_logits: Optional[Tuple[float, ...]] = None
+    gamma: Optional[float] = None
+    dtype: str = "float32"
+
+    def __post_init__(self):
+        check_choice("output", self.output, tuple(EMBEDDING_OUTPUTS))
+        check_choice("dtype", self.dtype, EMBEDDING_DTYPES)
+        if self.layers is not None:
+            if isinstance(self.layers, (str, bytes)) or not isinstance(
+                    self.layers, (Sequence, np.ndarray)):
+                raise SettingError("layers", f"expected a list of layer "
+                                             f"indices, found "
+                                             f"{self.layers!r}")
+            object.__setattr__(self, "layers", tuple(
+                self.layers.tolist() if isinstance(self.layers, np.ndarray)
+                else self.layers))
+        given = [name for name in _MIX_FIELDS
+                 if getattr(self, name) is not None]
+        if self.output != "mix":
+            if given:
+                raise SettingError(given[0], f"only with output 'mix', "
+                                             f"found output "
+                                             f"{self.output!r}")
+            return
+        if (self.mix_weights is None) == (self.mix_logits is None):
+            raise SettingError(
+                "mix_weights",
+                "output 'mix' takes either mix_weights (the normalised "
+                "s_j) or mix_logits (a ScalarMix's raw weights), found "
+                f"{'both' if self.mix_weights is not None else 'neither'}")
+        name = "mix_weights" if self.mix_weights is not None else "mix_logits"
+        object.__setattr__(self, name, tuple(
+            float(v) for v in _finite_numbers(getattr(self, name), name)))
+        if self.gamma is not None:
+            if not is_finite_number(self.gamma):
+                raise SettingError("gamma", f"expected a finite number, "
+                                            f"found {self.gamma!r}")
+            object.__setattr__(self, "gamma", float(self.gamma))
+
+    @classmethod
+    def from_arguments(cls, spec: Optional["EmbeddingSpec"] = None,
+                       **fields) -> "EmbeddingSpec":
+        """``spec``, or one built from keyword arguments (the functions
+        that take both): ``fields`` that differ from their defaults may
+        not come with a ``spec``."""
+        if spec is None:
+            return cls(**fields)
+        if not isinstance(spec, cls):
+            raise TypeError(f"spec: expected an EmbeddingSpec, found "
+                            f"{type(spec).__name__}")
+        defaults = cls()
+        given = [name for name, value in fields.items()
+                 if value is not None and (getattr(defaults, name) is None
+                                           or value != getattr(defaults,
+                                                               name))]
+        if given:
+            raise SettingError("spec", f"expected the settings either as "
+                                       f"spec or as keyword arguments, "
+                                       f"found spec and {given[0]}")
+        return spec
+
+    def resolve(self, n_lm_layers: int) -> "ResolvedEmbedding":
+        """The spec for a model of ``n_lm_layers`` LSTM layers: the layer
+        ids its output reads and its mix.
+
+        Raises:
+            SettingError: ``layers`` empty, not integers, out of
+                ``0..n_lm_layers`` or given with ``"top"``; a number of mix
+                weights other than the layers mixed.
+        """
+        layer_ids = self._layer_ids(n_lm_layers)
+        mix = None
+        if self.output == "mix":
+            name = ("mix_weights" if self.mix_weights is not None
+                    else "mix_logits")
+            values = np.asarray(getattr(self, name), np.float64)
+            if len(values) != len(layer_ids):
+                raise SettingError(
+                    name, f"expected {len(layer_ids)} "
+                          f"value{'s' * (len(layer_ids) != 1)}, one per "
+                          f"layer mixed {list(layer_ids)}, found "
+                          f"{len(values)}: {values.tolist()}")
+            gamma = 1.0 if self.gamma is None else self.gamma
+            mix = (LayerMix(values, gamma) if name == "mix_weights" else
+                   LayerMix(mix_weights_from_logits(values), gamma, values))
+        return ResolvedEmbedding(self, layer_ids, mix)
+
+    def _layer_ids(self, n_lm_layers: int) -> Tuple[int, ...]:
+        if self.layers is None:
+            return ((n_lm_layers,) if self.output == "top"
+                    else tuple(range(n_lm_layers + 1)))
+        layers = list(self.layers)
+        if not layers or any(not is_int(i) or not 0 <= i <= n_lm_layers
+                             for i in layers):
+            raise SettingError("layers", f"expected indices in "
+                                         f"0..{n_lm_layers}, found {layers}")
+        if self.output == "top":
+            raise SettingError("layers", f"output 'top' is layer "
+                                         f"{n_lm_layers}; expected no "
+                                         f"layers with it, found {layers}")
+        return tuple(int(i) for i in layers)
+
+
+class ResolvedEmbedding(NamedTuple):
+    """An :class:`EmbeddingSpec` for one model (:meth:`EmbeddingSpec.
+    resolve`): what the embedder computes for each sentence."""
+
+    #: the spec
+    spec: EmbeddingSpec
+    #: the layer ids the output reads, in order (0 = the token layer)
+    layer_ids: Tuple[int, ...]
+    #: the mix of ``output="mix"``, else None
+    mix: Optional[LayerMix]
+
+    @property
+    def output(self) -> str:
+        return self.spec.output
+
+    @property
+    def dtype(self) -> str:
+        return self.spec.dtype
+
+    def reduce(self, layers: np.ndarray) -> np.ndarray:
+        """One sentence's layers `(K, n, D)` (those of :attr:`layer_ids`)
+        as the spec asks: :func:`reduce_layers`, in :attr:`dtype`."""
+        return reduce_layers(layers, self.spec.output, self.mix).astype(
+            self.spec.dtype, copy=False)
 
 
 def _finite_numbers(values, name: str) -> np.ndarray:
-    """``values`` as `(K,)` float64, or a ValueError naming ``name``."""
+    """``values`` as `(K,)` float64, or a SettingError naming ``name``."""
     if isinstance(values, np.ndarray):
         values = values.ravel().tolist()
     if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise ValueError(f"{name}: expected a list of numbers, found "
-                         f"{values!r}")
+        raise SettingError(name, f"expected a list of numbers, found "
+                                 f"{values!r}")
     values = list(values)
-    if not all(_is_finite_number(v) for v in values):
-        raise ValueError(f"{name}: expected finite numbers, found {values}")
+    if not all(is_finite_number(v) for v in values):
+        raise SettingError(name, f"expected finite numbers, found {values}")
     return np.asarray(values, np.float64)
-
-
-def layer_mix(
-    output: str,
-    layer_ids: Sequence[int],
-    *,
-    mix_weights: Optional[Sequence[float]] = None,
-    mix_logits: Optional[Sequence[float]] = None,
-    gamma: Optional[float] = None,
-) -> Optional[LayerMix]:
-    """Checks the mix arguments of a call; the mix of ``output="mix"``.
-
-    Args:
-        output: a key of :data:`EMBEDDING_OUTPUTS`.
-        layer_ids: the layers mixed (:func:`embedding_layer_ids`).
-        mix_weights: the normalised ``s_k``, one per layer mixed, used as
-            given: any finite numbers (a task's trained ``s_k`` sum to 1;
-            nothing here requires it).
-        mix_logits: instead, raw weights ``w`` (a trained ``ScalarMix`` /
-            ``weight_layers``): ``s = softmax(w + 1/K)``
-            (:func:`mix_weights_from_logits`).
-        gamma: the scale, a finite number (default 1.0).
-
-    Returns:
-        A :class:`LayerMix` for ``output="mix"``, else None.
-
-    Raises:
-        ValueError: naming the argument: a mix argument without
-            ``output="mix"``, neither or both of ``mix_weights`` and
-            ``mix_logits``, a count other than ``len(layer_ids)``, a value
-            that is not a finite number.
-    """
-    given = [name for name, value in (("mix_weights", mix_weights),
-                                      ("mix_logits", mix_logits),
-                                      ("gamma", gamma)) if value is not None]
-    if output != "mix":
-        if given:
-            raise ValueError(f"{given[0]}: only with output 'mix', found "
-                             f"output {output!r}")
-        return None
-    if (mix_weights is None) == (mix_logits is None):
-        raise ValueError(
-            "mix_weights: output 'mix' takes either mix_weights (the "
-            "normalised s_j) or mix_logits (a ScalarMix's raw weights), "
-            f"found {'both' if mix_weights is not None else 'neither'}")
-    name = "mix_weights" if mix_weights is not None else "mix_logits"
-    values = _finite_numbers(
-        mix_weights if mix_weights is not None else mix_logits, name)
-    layer_ids = [int(i) for i in layer_ids]
-    if len(values) != len(layer_ids):
-        raise ValueError(
-            f"{name}: expected {len(layer_ids)} "
-            f"value{'s' * (len(layer_ids) != 1)}, one per layer mixed "
-            f"{layer_ids}, found {len(values)}: {values.tolist()}")
-    if gamma is None:
-        gamma = 1.0
-    if not _is_finite_number(gamma):
-        raise ValueError(f"gamma: expected a finite number, found {gamma!r}")
-    if mix_weights is not None:
-        return LayerMix(values, float(gamma))
-    return LayerMix(mix_weights_from_logits(values), float(gamma), values)
 
 
 def reduce_layers(layers: np.ndarray, output: str,
@@ -180,7 +277,7 @@ def reduce_layers(layers: np.ndarray, output: str,
     """One sentence's layers `(K, n, D)` reduced as ``output`` asks.
 
     ``"top"`` expects the top layer alone (``K = 1``, as
-    :func:`embedding_layer_ids` gives); ``"mix"`` its :class:`LayerMix`
+    :meth:`EmbeddingSpec.resolve` gives); ``"mix"`` its :class:`LayerMix`
     (``K`` weights, in the order of the layers). A sentence of no tokens
     gives `(K, 0, D)`, `(0, D)` or, for ``"sentence_mean"``, zeros `(D,)`
     (as TF-Hub ELMo's ``default``).

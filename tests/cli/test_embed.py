@@ -55,7 +55,8 @@ def _embed(model_dir, root, outfile, *extra, dataset="ok.txt"):
 @pytest.mark.parametrize("flags,s,form", [
     (["--mix", "0.2", "0.5", "0.3", "--gamma", "0.7"], [0.2, 0.5, 0.3],
      "weights"),
-    pytest.param(  # quick tier: tests/embedding/test_outputs.py has the logits' math
+    # quick tier: tests/embedding/test_outputs.py has the logits' math
+    pytest.param(
         ["--mix_logits", "0.3", "-1.2", "0.8", "--gamma", "0.7"],
         np.exp([0.3, -1.2, 0.8]) / np.exp([0.3, -1.2, 0.8]).sum(), "logits",
         marks=pytest.mark.slow),
@@ -197,11 +198,10 @@ def _before_tensorflow(model_dir, root):
         (["--mix_logits", "1", "2", "--layers", "1"],
          r"--mix_logits: expected 1 value, one per layer mixed \[1\]"),
         (["--gamma", "2", "--average"],
-         r"--gamma: expected --mix or --mix_logits with it, found "
-         r"--average"),
+         r"--gamma: only with output 'mix', found output 'average'"),
         (["--embedding_weight_file", table],
-         r"--vocab_file: token input \(--embedding_weight_file .*table.hdf5"
-         r"\) needs the vocabulary of its token table, found none"),
+         r"--vocab_file: token input \(embedding_weight_file\) needs the "
+         r"vocabulary of its token table, found None"),
         (["--embedding_weight_file", table, "--vocab_file", small],
          r"--embedding_weight_file .*table.hdf5: dataset 'embedding' has "
          r"shape \(5, 16\), expected \(3, 16\)"),
@@ -209,8 +209,8 @@ def _before_tensorflow(model_dir, root):
          r"--embedding_weight_file .*small_vocab.txt: expected an HDF5 "
          r"token table, found "),
         (["--use_sentence_keys", "--shard", "0/2"],
-         r"--use_sentence_keys: not with --shard \(a shard's datasets keep "
-         r"their line numbers for merge-embeddings\)"),
+         r"--use_sentence_keys: not with shard \(a shard's datasets keep "
+         r"their line numbers for the merge\)"),
         (["--use_sentence_keys"], None),  # dup.txt
     ]
 

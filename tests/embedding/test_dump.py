@@ -54,7 +54,7 @@ def test_dump_bilm_embeddings(files, model, tmp_path):
                          "深度 学习": "2", "a": "5"}
         recorded = dict(f.attrs)
         assert list(recorded.pop("layers")) == [0, 1, 2]
-        # the run's identity (embedding_runs.run_identity) and its hash
+        # the run's identity (embedding.runs.run_identity) and its hash
         run = json.loads(recorded.pop("run"))
         assert run["weight_file_size"] == os.path.getsize(weights)
         assert len(run["weight_file_sha256_ends"]) == 16
@@ -221,3 +221,31 @@ def test_dump_bad_options(files, tmp_path, kwargs, match):
                              str(tmp_path / "o.hdf5"), progress=False,
                              **kwargs)
     assert not (tmp_path / "o.hdf5").exists()
+
+
+def test_dump_takes_an_embedding_spec(files, tmp_path):
+    from bilm_keras.embedding.outputs import EmbeddingSpec
+
+    vocab, options, weights = files
+    dataset = tmp_path / "sentences.txt"
+    dataset.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    by_keywords, by_spec = tmp_path / "keywords.hdf5", tmp_path / "spec.hdf5"
+    dump_bilm_embeddings(vocab, str(dataset), options, weights,
+                         str(by_keywords), output="average", layers=[1, 2],
+                         dtype="float16", progress=False)
+    dump_bilm_embeddings(vocab, str(dataset), options, weights, str(by_spec),
+                         spec=EmbeddingSpec(output="average", layers=(1, 2),
+                                            dtype="float16"),
+                         progress=False)
+    with h5py.File(by_keywords, "r") as want, h5py.File(by_spec, "r") as got:
+        assert sorted(got.keys()) == sorted(want.keys())
+        for key in want.keys():
+            np.testing.assert_array_equal(got[key][...], want[key][...])
+        assert got.attrs["run_id"] == want.attrs["run_id"]  # same identity
+        assert got.attrs["dtype"] == "float16"
+    with pytest.raises(ValueError, match=r"^spec: expected the settings "
+                                         r"either as spec or as keyword "
+                                         r"arguments, found spec and dtype"):
+        dump_bilm_embeddings(vocab, str(dataset), options, weights,
+                             str(tmp_path / "x.hdf5"), dtype="float16",
+                             spec=EmbeddingSpec(), progress=False)

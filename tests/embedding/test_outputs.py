@@ -8,7 +8,11 @@ import numpy as np
 import pytest
 
 from bilm_keras import BidirectionalLanguageModel
-from bilm_keras.embedding.outputs import layer_mix, mix_weights_from_logits
+from bilm_keras._utils.settings import SettingError
+from bilm_keras.embedding.outputs import (
+    EmbeddingSpec,
+    mix_weights_from_logits,
+)
 from bilm_keras.layers.scalar_mix import ScalarMix
 
 
@@ -120,7 +124,7 @@ def test_logits_are_softmax_of_w_plus_one_over_k():
     (dict(output="mix"), r"mix_weights: output 'mix' takes either "
                          r"mix_weights .* or mix_logits .*, found neither"),
     (dict(output="mix", mix_weights=[1, 0, 0], mix_logits=[0, 0, 0]),
-     r"found both"),
+     r"mix_weights: .*found both"),
     (dict(output="mix", mix_weights=[0.5, 0.5]),
      r"mix_weights: expected 3 values, one per layer mixed \[0, 1, 2\], "
      r"found 2: \[0.5, 0.5\]"),
@@ -132,9 +136,10 @@ def test_logits_are_softmax_of_w_plus_one_over_k():
      r"gamma: expected a finite number, found inf"),
 ])
 def test_bad_mix_arguments(kwargs, match):
-    output = kwargs.pop("output")
-    with pytest.raises(ValueError, match=match):
-        layer_mix(output, [0, 1, 2], **kwargs)
+    # built, then resolved for a model of 2 LSTM layers (3 to mix)
+    with pytest.raises(SettingError, match=match) as error:
+        EmbeddingSpec(**kwargs).resolve(n_lm_layers=2)
+    assert error.value.field == match.split(":")[0]  # the field, named
 
 
 def test_bad_mix_is_reported_before_embedding(bilm):
@@ -142,3 +147,65 @@ def test_bad_mix_is_reported_before_embedding(bilm):
                                          r"one per layer mixed \[1, 2\]"):
         bilm.embed_sentences([["a"]], output="mix", layers=[1, 2],
                              mix_weights=[1, 0, 0])
+
+
+# ------------------------------------------------ the value itself
+def test_spec_is_a_frozen_value_normalised_when_built():
+    spec = EmbeddingSpec(output="mix", layers=[2, 0],
+                         mix_logits=np.array([0.4, -1.3]), gamma=2)
+    assert spec == EmbeddingSpec(output="mix", layers=(2, 0),
+                                 mix_logits=(0.4, -1.3), gamma=2.0)
+    assert hash(spec) == hash(EmbeddingSpec(
+        output="mix", layers=(2, 0), mix_logits=(0.4, -1.3), gamma=2.0))
+    with pytest.raises(AttributeError):
+        spec.gamma = 1.0
+    resolved = spec.resolve(n_lm_layers=2)
+    assert resolved.layer_ids == (2, 0) and resolved.mix.form == "logits"
+    np.testing.assert_allclose(resolved.mix.weights, _softmax([0.4, -1.3]),
+                               rtol=1e-12)
+    assert EmbeddingSpec(output="top").resolve(2).layer_ids == (2,)
+    assert EmbeddingSpec().resolve(1).layer_ids == (0, 1)
+
+
+@pytest.mark.parametrize("kwargs,field", [
+    (dict(output="mean"), "output"),
+    (dict(dtype="int8"), "dtype"),
+    (dict(layers="1 2"), "layers"),
+    (dict(gamma=0.5), "gamma"),
+    (dict(output="mix", mix_weights=[1, 0, 0], gamma="2"), "gamma"),
+])
+def test_spec_errors_name_their_field_when_built(kwargs, field):
+    with pytest.raises(SettingError, match=f"^{field}: ") as error:
+        EmbeddingSpec(**kwargs)
+    assert error.value.field == field
+    assert str(error.value) == f"{field}: {error.value.reason}"
+
+
+def test_spec_or_keywords_not_both():
+    spec = EmbeddingSpec(output="top")
+    assert EmbeddingSpec.from_arguments(spec, output="all") is spec
+    assert EmbeddingSpec.from_arguments(None, output="top") == spec
+    with pytest.raises(SettingError, match=r"^spec: expected the settings "
+                                           r"either as spec or as keyword "
+                                           r"arguments, found spec and "
+                                           r"layers"):
+        EmbeddingSpec.from_arguments(spec, layers=[1])
+    with pytest.raises(TypeError, match="spec: expected an EmbeddingSpec"):
+        EmbeddingSpec.from_arguments({"output": "top"})
+
+
+def test_spec_gives_what_the_keywords_give(bilm, sentences, all_layers):
+    spec = EmbeddingSpec(output="mix", layers=(2, 0), mix_weights=(0.3, 0.7),
+                         gamma=0.5, dtype="float16")
+    by_keywords = bilm.embed_sentences(sentences, output="mix",
+                                       layers=[2, 0], mix_weights=[0.3, 0.7],
+                                       gamma=0.5)
+    by_spec = bilm.embed_sentences(sentences, spec=spec)
+    streamed = list(bilm.iter_embeddings(sentences, spec=spec, chunk_size=3))
+    for layers, want, got, got_streamed in zip(all_layers, by_keywords,
+                                                by_spec, streamed):
+        assert got.dtype == np.float16 and got_streamed.dtype == np.float16
+        np.testing.assert_array_equal(got, want.astype(np.float16))
+        np.testing.assert_array_equal(got_streamed, got)
+        np.testing.assert_allclose(
+            got, _numpy_mix(layers[[2, 0]], [0.3, 0.7], 0.5), atol=2e-3)
