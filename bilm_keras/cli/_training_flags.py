@@ -1,11 +1,11 @@
 """The flags ``bilm-keras train`` and ``bilm-keras restart`` share
 (``train_elmo.py`` and ``restart.py``: bilm-tf's names), defined once, and
-the keyword arguments of :func:`~bilm_keras.training.train` /
-:func:`~bilm_keras.training.restart` they give."""
+the :class:`~bilm_keras.training.training_run.TrainingRun` they give."""
 
 import argparse
 
 from bilm_keras.cli._common import non_negative_int, positive_int, seed_int
+from bilm_keras.training.training_run import SOFTMAX_BIASES, TrainingRun
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:
@@ -45,19 +45,30 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="TensorFlow ops run at a time, 0 = "
                              "TensorFlow's default (default: 2 when no GPU "
                              "is visible)")
+    parser.add_argument("--max_steps", type=positive_int, default=None,
+                        help="stop after at most this many steps of this "
+                             "run, with a checkpoint (restart continues "
+                             "it), e.g. to fit a job's time limit "
+                             "(default: every step of n_epochs)")
 
 
-def run_kwargs(args: argparse.Namespace) -> dict:
-    """The keyword arguments of ``train``/``restart`` from those flags."""
-    return dict(
+def training_run(args: argparse.Namespace) -> TrainingRun:
+    """The run those flags describe (checked: a bad value is an error that
+    names its field, the flag's name)."""
+    adaptation = {}
+    if hasattr(args, "init_weights"):  # train's, not restart's
+        adaptation = dict(init_weights=args.init_weights,
+                          freeze_lm_steps=args.freeze_lm_steps,
+                          softmax_bias=args.softmax_bias)
+    return TrainingRun(
         save_dir=args.save_dir, train_prefix=args.train_prefix,
         vocab_file=args.vocab_file, n_gpus=args.n_gpus,
         batch_size=args.batch_size, n_epochs=args.n_epochs,
         n_train_tokens=args.n_train_tokens, save_every=args.save_every,
         log_every=args.log_every, seed=args.seed,
         intra_op_threads=args.intra_op_threads,
-        inter_op_threads=args.inter_op_threads,
-    )
+        inter_op_threads=args.inter_op_threads, max_steps=args.max_steps,
+        **adaptation)
 
 
 def add_adaptation_arguments(parser: argparse.ArgumentParser) -> None:
@@ -81,14 +92,8 @@ def add_adaptation_arguments(parser: argparse.ArgumentParser) -> None:
         "softmax, so that the pretrained LSTMs never see a random "
         "softmax's gradients (default 0)")
     group.add_argument(
-        "--softmax_bias", choices=("unigram", "zeros"), default="unigram",
+        "--softmax_bias", choices=SOFTMAX_BIASES, default="unigram",
         help="with --init_weights: the new softmax's bias: the log "
         "frequency of each word as a target in --train_prefix (default; "
         "one pass over the corpus) or zeros (bilm-tf)")
 
-
-def adaptation_kwargs(args: argparse.Namespace) -> dict:
-    """The keyword arguments of ``train`` from those flags."""
-    return dict(init_weights=args.init_weights,
-                freeze_lm_steps=args.freeze_lm_steps,
-                softmax_bias=args.softmax_bias)

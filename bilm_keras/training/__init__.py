@@ -3,6 +3,7 @@
 The package's modules, by job:
 
 * :mod:`.loop`: :func:`train` and :func:`restart`;
+* :mod:`.training_run`: :class:`TrainingRun`, the settings of a run;
 * :mod:`.inputs`: vocabulary, batches, steps per epoch;
 * :mod:`.model_setup`: the model and its Adagrad (:mod:`.adagrad`);
 * :mod:`.train_step`: one distributed training step;
@@ -25,6 +26,7 @@ from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 #: public name -> the module that defines it
 _EXPORTS = {
     "CheckpointError": "bilm_keras.training.checkpoints",
+    "TrainingRun": "bilm_keras.training.training_run",
     "dump_weights": "bilm_keras.training.weight_dump",
     "evaluate": "bilm_keras.training.evaluation",
     "load_trained_model": "bilm_keras.training.checkpoints",

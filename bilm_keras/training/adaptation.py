@@ -46,10 +46,8 @@ import tensorflow as tf
 from bilm_keras.data.unigram import target_counts
 from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.models.language_model import LanguageModel
+from bilm_keras.training.training_run import SOFTMAX_BIASES
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
-
-#: ``softmax_bias`` choices of :func:`init_softmax`
-SOFTMAX_BIASES = ("unigram", "zeros")
 
 
 def check_weight_file(weight_file) -> str:

@@ -1,7 +1,7 @@
 """Every numeric flag of every subcommand, and every output file, is checked
 with the other inputs: before TensorFlow is imported and before anything
 is written. A bad value is one line naming the flag, the value and what is
-allowed; exit 2 for a usage error, 1 for a check against an input file.
+allowed, and exit status 2, as every bad input (no usage block).
 
 The table of bad values must cover every flag the parsers give a ``type``
 (their numeric flags), so a new flag without a row fails here. The
@@ -11,6 +11,7 @@ in a fresh interpreter and finds no TensorFlow imported.
 """
 
 import json
+import re
 import shlex
 import sys
 
@@ -23,49 +24,53 @@ from bilm_keras import cli
 
 ALIASES = {module.NAME: module.ALIAS for module in cli.COMMANDS}
 
-# (command, flag, bad value, exit status, what the line says is allowed)
+# (command, flag, bad value, what the line says is allowed); every one exits
+# 2 (cli.EXIT_BAD_INPUT), whether argparse finds it or a check against an
+# input file (--layers 3 for a model of 2 LSTM layers)
 BAD_VALUES = [
-    ("embed", "--batch_size", "0", 2, "an integer >= 1"),
-    ("embed", "--batch_size", "two", 2, "an integer >= 1"),
-    ("embed", "--layers", "3", 1, "indices in 0..2"),  # the options' layers
-    ("embed", "--layers", "-1", 2, "an integer >= 0"),
-    ("embed", "--mix", "nan", 2, "a finite number"),
-    ("embed", "--mix", "0.5", 1, "expected 3 values"),  # one per layer
-    ("embed", "--mix_logits", "inf", 2, "a finite number"),
-    ("embed", "--gamma", "nan", 2, "a finite number"),
-    ("embed", "--chunk_size", "0", 2, "an integer >= 1"),
-    ("embed", "--shard", "3/3", 2, "0 <= K < N"),
-    ("embed", "--shard", "1-of-2", 2, "K/N"),
-    ("embed", "--devices", ",", 2, "expected 'all' or devices"),
-    ("build-vocab", "--min_count", "0", 2, "an integer >= 1"),
-    ("build-vocab", "--max_size", "2", 2, "an integer >= 3"),
-    ("train", "--n_gpus", "-1", 2, "an integer >= 0"),
-    ("train", "--batch_size", "-4", 2, "an integer >= 1"),
-    ("train", "--n_epochs", "0", 2, "an integer >= 1"),
-    ("train", "--n_epochs", "1.5", 2, "an integer >= 1"),
-    ("train", "--n_train_tokens", "0", 2, "an integer >= 1"),
-    ("train", "--save_every", "0", 2, "an integer >= 1"),
-    ("train", "--log_every", "-100", 2, "an integer >= 1"),
-    ("train", "--seed", "-1", 2, "an integer in 0..4294967295"),
-    ("train", "--seed", "4294967296", 2, "an integer in 0..4294967295"),
-    ("train", "--freeze_lm_steps", "-1", 2, "an integer >= 0"),
-    ("train", "--intra_op_threads", "-1", 2, "an integer >= 0"),
-    ("train", "--inter_op_threads", "two", 2, "an integer >= 0"),
-    ("train", "--freeze_lm_steps", "500", 2, "0 without --init_weights"),
-    ("restart", "--n_gpus", "-1", 2, "an integer >= 0"),
-    ("restart", "--batch_size", "0", 2, "an integer >= 1"),
-    ("restart", "--n_epochs", "0", 2, "an integer >= 1"),
-    ("restart", "--n_train_tokens", "-5", 2, "an integer >= 1"),
-    ("restart", "--save_every", "0", 2, "an integer >= 1"),
-    ("restart", "--log_every", "0", 2, "an integer >= 1"),
-    ("restart", "--seed", "-1", 2, "an integer in 0..4294967295"),
-    ("restart", "--intra_op_threads", "1.5", 2, "an integer >= 0"),
-    ("restart", "--inter_op_threads", "-2", 2, "an integer >= 0"),
-    ("test", "--batch_size", "0", 2, "an integer >= 1"),
-    ("pipeline", "--n_epochs", "0", 2, "an integer >= 1"),
-    ("pipeline", "--max_sentences", "0", 2, "an integer >= 1"),
-    ("pipeline", "--min_count", "0", 2, "an integer >= 1"),
-    ("pipeline", "--seed", "-1", 2, "an integer in 0..4294967295"),
+    ("embed", "--batch_size", "0", "an integer >= 1"),
+    ("embed", "--batch_size", "two", "an integer >= 1"),
+    ("embed", "--layers", "3", "indices in 0..2"),  # the options' layers
+    ("embed", "--layers", "-1", "an integer >= 0"),
+    ("embed", "--mix", "nan", "a finite number"),
+    ("embed", "--mix", "0.5", "expected 3 values"),  # one per layer
+    ("embed", "--mix_logits", "inf", "a finite number"),
+    ("embed", "--gamma", "nan", "a finite number"),
+    ("embed", "--chunk_size", "0", "an integer >= 1"),
+    ("embed", "--shard", "3/3", "0 <= K < N"),
+    ("embed", "--shard", "1-of-2", "K/N"),
+    ("embed", "--devices", ",", "expected 'all' or devices"),
+    ("build-vocab", "--min_count", "0", "an integer >= 1"),
+    ("build-vocab", "--max_size", "2", "an integer >= 3"),
+    ("train", "--n_gpus", "-1", "an integer >= 0"),
+    ("train", "--batch_size", "-4", "an integer >= 1"),
+    ("train", "--n_epochs", "0", "an integer >= 1"),
+    ("train", "--n_epochs", "1.5", "an integer >= 1"),
+    ("train", "--n_train_tokens", "0", "an integer >= 1"),
+    ("train", "--save_every", "0", "an integer >= 1"),
+    ("train", "--log_every", "-100", "an integer >= 1"),
+    ("train", "--seed", "-1", "an integer in 0..4294967295"),
+    ("train", "--seed", "4294967296", "an integer in 0..4294967295"),
+    ("train", "--freeze_lm_steps", "-1", "an integer >= 0"),
+    ("train", "--intra_op_threads", "-1", "an integer >= 0"),
+    ("train", "--inter_op_threads", "two", "an integer >= 0"),
+    ("train", "--freeze_lm_steps", "500", "expected 0 without init_weights"),
+    ("train", "--max_steps", "0", "an integer >= 1"),
+    ("restart", "--n_gpus", "-1", "an integer >= 0"),
+    ("restart", "--batch_size", "0", "an integer >= 1"),
+    ("restart", "--n_epochs", "0", "an integer >= 1"),
+    ("restart", "--n_train_tokens", "-5", "an integer >= 1"),
+    ("restart", "--save_every", "0", "an integer >= 1"),
+    ("restart", "--log_every", "0", "an integer >= 1"),
+    ("restart", "--seed", "-1", "an integer in 0..4294967295"),
+    ("restart", "--intra_op_threads", "1.5", "an integer >= 0"),
+    ("restart", "--inter_op_threads", "-2", "an integer >= 0"),
+    ("restart", "--max_steps", "-1", "an integer >= 1"),
+    ("test", "--batch_size", "0", "an integer >= 1"),
+    ("pipeline", "--n_epochs", "0", "an integer >= 1"),
+    ("pipeline", "--max_sentences", "0", "an integer >= 1"),
+    ("pipeline", "--min_count", "0", "an integer >= 1"),
+    ("pipeline", "--seed", "-1", "an integer in 0..4294967295"),
 ]
 
 
@@ -168,10 +173,10 @@ def _main(argv, command, alias):
 
 
 @pytest.mark.parametrize("alias", [False, True], ids=["command", "alias"])
-@pytest.mark.parametrize("command,flag,value,status,allowed", BAD_VALUES)
+@pytest.mark.parametrize("command,flag,value,allowed", BAD_VALUES)
 def test_bad_numeric_flag_is_one_line_and_writes_nothing(
         model_dir, train_dir, inputs, tmp_path, monkeypatch, capsys,
-        no_tensorflow, command, flag, value, status, allowed, alias):
+        no_tensorflow, command, flag, value, allowed, alias):
     out = tmp_path / "out"
     out.mkdir()
     monkeypatch.chdir(out)  # `pipeline` without --out_dir writes here
@@ -180,14 +185,14 @@ def test_bad_numeric_flag_is_one_line_and_writes_nothing(
     before = _tree(tmp_path, inputs)
     code, prog = _main(argv, command, alias)
     err = capsys.readouterr().err
-    assert code == status, err
-    errors = [line for line in err.splitlines() if "error:" in line]
-    assert errors == [err.splitlines()[-1]], err  # one line, the last
-    line = errors[0]
-    assert line.startswith(f"{prog}: error: ")
-    assert flag in line and value in line and allowed in line, line
-    if status == 2:
-        assert f"argument {flag}: " in line, line
+    assert code == cli.EXIT_BAD_INPUT == 2, err
+    [line] = err.splitlines()  # one line: no usage block
+    assert line.startswith(f"{prog}: error: "), line
+    # the flag first (argparse says "argument --flag: "), then the value
+    # and what is allowed
+    assert re.match(rf"{re.escape(prog)}: error: (argument )?{flag}: ",
+                    line), line
+    assert value in line and allowed in line, line
     assert _tree(tmp_path, inputs) == before
 
 
@@ -218,7 +223,7 @@ def test_an_existing_outfile_is_refused_unless_overwrite(
     argv = _good_args(command, model_dir, train_dir, inputs, tmp_path)
     before = _tree(tmp_path, inputs)
     code, prog = _main(argv, command, alias)
-    assert code == 1
+    assert code == 2
     assert capsys.readouterr().err.splitlines() == [
         f"{prog}: error: --outfile {outfile}: file exists (pass "
         "--overwrite to replace it)"]
@@ -235,7 +240,7 @@ def test_dump_weights_refuses_an_existing_options_json_beside_it(
             "--outfile", str(inputs / "ckpt" / "lm_weights.hdf5")]
     before = _tree(inputs)
     code, prog = _main(argv, "dump-weights", alias=False)
-    assert code == 1
+    assert code == 2
     assert capsys.readouterr().err.splitlines() == [
         f"{prog}: error: --outfile {inputs / 'ckpt' / 'lm_weights.hdf5'}: "
         f"{inputs / 'ckpt' / 'options.json'} exists (written beside the "
@@ -251,7 +256,7 @@ def test_a_directory_as_outfile_is_refused(
     outfile = tmp_path / OUTPUTS[command]
     outfile.mkdir(parents=True)
     code, _ = _main([*argv, "--overwrite"], command, alias=False)
-    assert code == 1
+    assert code == 2
     assert capsys.readouterr().err.endswith(
         f"--outfile {outfile}: is a directory, expected a file name\n")
 
@@ -316,7 +321,7 @@ def test_options_sizes_out_of_range(model_dir, train_dir, tmp_path, capsys,
     before = _tree(tmp_path)
     code, prog = _main(argv, command, alias=False)
     hint = "" if field == "unroll_steps" else f" (or give --{field})"
-    assert code == 1
+    assert code == 2
     assert capsys.readouterr().err.splitlines() == [
         f"{prog}: error: {options_file}: field '{field}': expected an "
         f"integer >= 1, found {value}{hint}"]
@@ -339,3 +344,39 @@ def test_finite_float_for_the_float_flags():
                                    "'-inf'")]:
         with pytest.raises(argparse.ArgumentTypeError, match=message):
             finite_float(text)
+
+
+# ------------------------------------------- the usage block, and only
+@pytest.mark.parametrize("alias", [False, True], ids=["command", "alias"])
+def test_usage_only_when_a_required_flag_is_missing(capsys, alias):
+    code, prog = _main(["--n_epochs", "1"], "train", alias)
+    err = capsys.readouterr().err.splitlines()
+    assert code == 2
+    assert err[0].startswith(f"usage: {prog} ") and len(err) > 2
+    assert err[-1] == (f"{prog}: error: the following arguments are "
+                       "required: --save_dir, --vocab_file, --train_prefix")
+    # no command at all: the program's synopsis, then the line
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([])
+    err = capsys.readouterr().err.splitlines()
+    assert exit_.value.code == 2 and err[0].startswith("usage: bilm-keras")
+    assert err[-1] == ("bilm-keras: error: the following arguments are "
+                       "required: COMMAND")
+
+
+@pytest.mark.parametrize("argv,line", [
+    (["trian"], "bilm-keras: error: argument COMMAND: invalid choice: "
+                "'trian' (choose from 'embed', "),
+    (["test", "--save_dir", "c", "--vocab_file", "v", "--test_prefix", "t",
+      "--batchsize", "8"], "bilm-keras: error: unrecognized arguments: "
+                           "--batchsize 8"),
+    (["export-hub", "--options_file", "o.json", "--outdir", "hub"],
+     "bilm-keras export-hub: error: --options_file and --weight_file are "
+     "both required (or give --save_dir)"),
+])
+def test_other_command_line_errors_are_one_line(capsys, argv, line):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(argv)
+    assert exit_.value.code == 2
+    [err] = capsys.readouterr().err.splitlines()
+    assert err.startswith(line), err
