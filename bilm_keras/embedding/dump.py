@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-from typing import Optional, Sequence, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import h5py
 import numpy as np
@@ -30,6 +30,7 @@ from bilm_keras.embedding.dump_plan import plan_dump
 from bilm_keras.embedding.outputs import EMBEDDING_OUTPUTS, EmbeddingSpec
 from bilm_keras.embedding.progress import ProgressBar
 from bilm_keras.embedding.runs import (
+    RunEvent,
     file_locations,
     run_durably,
     run_identity,
@@ -111,6 +112,7 @@ def dump_bilm_embeddings(
     shard: Optional[Tuple[int, int]] = None,
     devices: Optional[Sequence[str]] = None,
     spec: Optional[EmbeddingSpec] = None,
+    on_event: Optional[Callable[[RunEvent], None]] = None,
 ) -> int:
     """Writes the biLM embedding of every sentence of a file to HDF5.
 
@@ -193,6 +195,9 @@ def dump_bilm_embeddings(
             ``mix_weights``, ``mix_logits`` and ``gamma`` (which then keep
             their defaults): an :class:`~bilm_keras.embedding.outputs.
             EmbeddingSpec`.
+        on_event: called at each point of the run
+            (:class:`~bilm_keras.embedding.runs.RunEvent`: each line
+            written, each dataset merged, ...), e.g. to log or to stop it.
 
     Returns:
         The number of sentences written.
@@ -274,4 +279,5 @@ def dump_bilm_embeddings(
             options_file=options_file, weight_file=weight_file,
             vocab_file=vocab_file, dataset_file=dataset_file,
             embedding_weight_file=embedding_weight_file),
-        shard=shard, embed_lines=embed_lines, attrs=attrs)
+        shard=shard, embed_lines=embed_lines, attrs=attrs,
+        on_event=on_event)

@@ -35,7 +35,7 @@ import re
 import shutil
 import sys
 from collections.abc import Callable, Iterator, Sequence
-from typing import Optional, TextIO
+from typing import NamedTuple, Optional, TextIO
 
 import h5py
 import numpy as np
@@ -53,6 +53,28 @@ _PART = re.compile(r"part-(\d{12})-(\d{12})\.hdf5")
 class EmbeddingRunError(ValueError):
     """A run that cannot go on as asked (the message is one line naming the
     folder or file, what was expected and what was found)."""
+
+
+class RunEvent(NamedTuple):
+    """A point a durable run has reached, told to its ``on_event``
+    callback (:func:`run_durably`), in this order:
+
+    * ``("part", i)``: line ``i`` (its global number) is written into its
+      part, which is whole on disk only after its last line;
+    * ``("merge", k)``: the ``k``-th dataset (from 0) is copied into the
+      merged file;
+    * ``("rename", 0)``: the merged file is complete, not yet renamed onto
+      the output;
+    * ``("cleanup", 0)``: the output is in place, the progress folder not
+      yet removed.
+
+    A callback may log, count, or raise to stop the run (what is on disk
+    is then what a kill at that point leaves, and ``resume`` continues
+    it).
+    """
+
+    point: str
+    index: int
 
 
 # ---------------------------------------------------------------- identity
@@ -167,6 +189,7 @@ def run_durably(
     resume: bool = False,
     shard: Optional[tuple[int, int]] = None,
     log: Optional[TextIO] = None,
+    on_event: Optional[Callable[[RunEvent], None]] = None,
 ) -> int:
     """Embeds ``lines`` into ``outfile`` through its ``.partial/`` folder.
 
@@ -186,6 +209,8 @@ def run_durably(
             from its first line.
         shard: ``(K, N)`` if this is a shard (recorded in its attributes).
         log: where the one-line notices go (default ``sys.stderr``).
+        on_event: called at each :class:`RunEvent` (each line written,
+            each dataset merged, before the rename, before the clean-up).
 
     Returns:
         The number of sentences in ``outfile``.
@@ -212,14 +237,16 @@ def run_durably(
         if todo:
             stream = embed_lines(todo[0][0], end)
             for a, b in todo:
-                _write_part(folder, a, b, stream, manifest["run_id"])
+                _write_part(folder, a, b, stream, manifest["run_id"],
+                            on_event)
     except BaseException:
         # an error before the first part (a model that does not load, a
         # device that is not there) leaves no progress to keep
         if not any(_PART.fullmatch(name) for name in os.listdir(folder)):
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    n = _merge_parts(folder, outfile, ranges, manifest, attrs, shard)
+    n = _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
+                     on_event)
     # the manifest goes first: a folder without one is a finished run's
     # leftover, removed by the next run
     os.remove(os.path.join(folder, "manifest.json"))
@@ -327,7 +354,7 @@ def _part_is_whole(path, a, b, rid) -> bool:
         return False
 
 
-def _write_part(folder, a, b, stream, rid) -> None:
+def _write_part(folder, a, b, stream, rid, on_event=None) -> None:
     """Lines ``[a, b)`` of ``stream`` into a part, atomically."""
     path = _part_path(folder, a, b)
     tmp = path + ".tmp"
@@ -337,7 +364,7 @@ def _write_part(folder, a, b, stream, rid) -> None:
             text, emb = next(stream)
             fout.create_dataset(str(i), data=emb)
             texts.append(text)
-            _test_pause("part", i)
+            _tell(on_event, "part", i)
         fout.create_dataset("texts", data=texts,
                             dtype=h5py.string_dtype())
         fout.attrs.update(first_line=a, end_line=b, run_id=rid)
@@ -353,7 +380,8 @@ def _fsync(path) -> None:
         os.close(fd)
 
 
-def _merge_parts(folder, outfile, ranges, manifest, attrs, shard) -> int:
+def _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
+                 on_event=None) -> int:
     """Copies the parts into ``outfile`` (through a temporary file in the
     folder, renamed); returns the number of sentences."""
     tmp = os.path.join(folder, "merged.hdf5.tmp")
@@ -369,7 +397,7 @@ def _merge_parts(folder, outfile, ranges, manifest, attrs, shard) -> int:
                 for i in range(a, b):
                     name = texts[i - a] if by_text else str(i)
                     fin.copy(fin[str(i)], fout, name=name)
-                    _test_pause("merge", n)
+                    _tell(on_event, "merge", n)
                     n += 1
                 if not by_text:
                     for i, text in enumerate(texts, a):
@@ -384,9 +412,9 @@ def _merge_parts(folder, outfile, ranges, manifest, attrs, shard) -> int:
                 shard, manifest["lines"], manifest["run"]["n_lines"])),
         })
     _fsync(tmp)
-    _test_pause("rename", 0)
+    _tell(on_event, "rename", 0)
     os.replace(tmp, outfile)
-    _test_pause("cleanup", 0)
+    _tell(on_event, "cleanup", 0)
     return n
 
 
@@ -431,13 +459,6 @@ def open_hdf5(path, mode) -> h5py.File:
     return f
 
 
-def _test_pause(point: str, count: int) -> None:
-    """A test hook: ``BILM_KERAS_TEST_PAUSE=point:count`` sleeps (up to 30
-    s) at that point, so a test can kill the process there; a no-op
-    otherwise."""
-    wanted = os.environ.get("BILM_KERAS_TEST_PAUSE")
-    if wanted and wanted == f"{point}:{count}":
-        import time
-
-        print(f"paused at {wanted}", file=sys.stderr, flush=True)
-        time.sleep(30)
+def _tell(on_event, point: str, index: int) -> None:
+    if on_event is not None:
+        on_event(RunEvent(point, index))

@@ -5,6 +5,7 @@ model."""
 
 import json
 import os
+import pathlib
 import signal
 import subprocess
 import sys
@@ -18,7 +19,11 @@ from helpers import REPO_ROOT, run_command, user_env
 
 from bilm_keras import cli, dump_bilm_embeddings
 from bilm_keras.embedding import runs as embedding_runs
-from bilm_keras.embedding.runs import EmbeddingRunError, partial_dir
+from bilm_keras.embedding.runs import (
+    EmbeddingRunError,
+    RunEvent,
+    partial_dir,
+)
 from bilm_keras.embedding.shards import shard_lines
 
 #: 11 lines: a repeat (sentence_to_index keeps the last), blanks, non-ASCII
@@ -70,24 +75,26 @@ def assert_same_file(got, want):
 
 # ------------------------------------------------------------ quick tier
 def test_interrupted_then_resumed(model_dir, corpus, uninterrupted,
-                                  tmp_path, monkeypatch, capsys):
+                                  tmp_path, capsys):
     """Dies while writing the third part (as a kill would: no clean-up),
     then continues; the file equals the uninterrupted run's."""
     out = tmp_path / "elmo.hdf5"
-    write_part = embedding_runs._write_part
 
-    def dying(folder, a, b, stream, rid):
-        if a == 6:
+    def dying(event):  # the run's own seam: its event callback
+        if event == RunEvent("part", 6):  # the third part's first line
             raise KeyboardInterrupt
-        write_part(folder, a, b, stream, rid)
 
-    monkeypatch.setattr(embedding_runs, "_write_part", dying)
     with pytest.raises(KeyboardInterrupt):
-        cli.run(_args(model_dir, corpus, out))
-    monkeypatch.setattr(embedding_runs, "_write_part", write_part)
+        dump_bilm_embeddings(
+            str(model_dir / "vocab_test.txt"), str(corpus / "sentences.txt"),
+            str(model_dir / "options.json"),
+            str(model_dir / "lm_weights.hdf5"), str(out), batch_size=2,
+            chunk_size=CHUNK, progress=False, on_event=dying)
     parts = sorted(os.listdir(partial_dir(out)))
+    # two parts whole, the third one's temporary file as a kill leaves it
     assert parts == ["manifest.json", "part-000000000000-000000000003.hdf5",
-                     "part-000000000003-000000000006.hdf5"]
+                     "part-000000000003-000000000006.hdf5",
+                     "part-000000000006-000000000009.hdf5.tmp"]
     assert not out.exists()
     # without --resume: one line saying how to continue; nothing touched
     # (the command's check, before TensorFlow; the library's own words)
@@ -214,15 +221,21 @@ def test_bad_shard_flag_is_a_usage_error(model_dir, corpus, tmp_path,
 
 
 # -------------------------------------------------------- killed for real
-def _start(args, pause):
-    env = dict(user_env(), BILM_KERAS_TEST_PAUSE=pause)
+PAUSED_EMBED = pathlib.Path(__file__).with_name("paused_embed.py")
+
+
+def _start(model_dir, corpus, out, pause):
+    """``embed --batch_size 2 --chunk_size CHUNK`` (as ``_args``) in its own
+    process, pausing at ``pause`` (its ``on_event`` callback)."""
     return subprocess.Popen(
-        [sys.executable, "-m", "bilm_keras.cli", *args], cwd=REPO_ROOT,
-        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        [sys.executable, str(PAUSED_EMBED), pause, str(out), str(model_dir),
+         str(corpus / "sentences.txt"), "2", str(CHUNK)], cwd=REPO_ROOT,
+        env=user_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        text=True)
 
 
 def _wait_for_pause(proc, pause, timeout=120):
-    """Reads stderr until the hook says it paused there (bounded)."""
+    """Reads stderr until the run says it paused there (bounded)."""
     seen = []
     reader = threading.Thread(
         target=lambda: seen.extend(iter(proc.stderr.readline, "")),
@@ -248,7 +261,7 @@ def _wait_for_pause(proc, pause, timeout=120):
 def test_sigkill_then_resume(model_dir, corpus, uninterrupted, tmp_path,
                              pause, parts_left):
     out = tmp_path / "elmo.hdf5"
-    proc = _start(_args(model_dir, corpus, out), pause)
+    proc = _start(model_dir, corpus, out, pause)
     try:
         _wait_for_pause(proc, pause)
     finally:
@@ -308,3 +321,18 @@ def test_leftover_refused_before_tensorflow(model_dir, corpus, tmp_path):
         "folder to start over"]
     assert sorted(os.listdir(folder)) == [
         "manifest.json", "part-000000000000-000000000003.hdf5"]
+
+
+def test_events_come_in_order(model_dir, corpus, uninterrupted, tmp_path):
+    out = tmp_path / "elmo.hdf5"
+    events = []
+    dump_bilm_embeddings(
+        str(model_dir / "vocab_test.txt"), str(corpus / "sentences.txt"),
+        str(model_dir / "options.json"), str(model_dir / "lm_weights.hdf5"),
+        str(out), batch_size=2, chunk_size=CHUNK, progress=False,
+        on_event=events.append)
+    assert events == (
+        [RunEvent("part", i) for i in range(len(LINES))]
+        + [RunEvent("merge", k) for k in range(len(LINES))]
+        + [RunEvent("rename", 0), RunEvent("cleanup", 0)])
+    assert_same_file(out, uninterrupted)
