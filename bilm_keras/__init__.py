@@ -6,7 +6,16 @@ The public API mirrors bilm-tf's, so its usage code keeps working::
 
 The names below are imported on first use (PEP 562), so that importing a
 light part of the package (the ``bilm-keras`` command's parser, the
-vocabulary tools) does not import TensorFlow (seconds and hundreds of megabytes).
+vocabulary tools) does not import TensorFlow (seconds and hundreds of
+megabytes).
+
+The package is built in layers, bottom to top: ``_utils`` < ``options`` <
+``layers``, ``data`` < ``weights`` < ``pretrained`` < ``models`` <
+``embedding`` < the facade ``bidirectional_language_model`` <
+``training`` < ``export`` < ``cli``; a module imports only from its own
+unit and those below it, and no modules import each other.
+``docs/architecture.md`` has the table and what each unit holds;
+``tests/test_layering.py`` enforces it.
 """
 
 import os as _os

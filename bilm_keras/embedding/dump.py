@@ -184,7 +184,7 @@ def dump_bilm_embeddings(
             output is complete).
         shard: ``(K, N)``: embed only shard ``K`` of ``N`` (lines
             ``[K * n // N, (K + 1) * n // N)``, datasets keep their line
-            numbers); :func:`~bilm_keras.embedding.runs.
+            numbers); :func:`~bilm_keras.embedding.merge.
             merge_embedding_files` joins the shards.
         devices: the devices to embed on (e.g. ``["GPU:0", "GPU:1"]``);
             default: every GPU, else the CPU.
