@@ -45,6 +45,7 @@ from __future__ import annotations
 
 import collections
 import io
+import mmap
 import os
 import pickle
 import struct
@@ -412,12 +413,25 @@ class _Reader:
         return np.array(array, order="C", copy=True)
 
 
+#: bytes per readinto: bounds the temporary copy a zip member makes
+_CHUNK = 1 << 24
+
+
 def _read_into(file: BinaryIO, nbytes: int) -> Tuple[np.ndarray, int]:
-    """``nbytes`` from ``file`` into a new uint8 array; also the count read."""
-    buffer = np.empty(nbytes, np.uint8)
+    """``nbytes`` from ``file`` into a new uint8 array; also the count read.
+
+    A large buffer is anonymous memory (``mmap``): its pages are mapped as
+    the read fills them, where ``np.empty`` would ask for transparent huge
+    pages, which made reading a released model's 300 MB 2-4x slower on
+    this project's 2-core machines (bench/README.md).
+    """
+    if nbytes >= 1 << 20:
+        buffer = np.frombuffer(mmap.mmap(-1, nbytes), np.uint8)
+    else:
+        buffer = np.empty(nbytes, np.uint8)
     view, got = memoryview(buffer), 0
     while got < nbytes:
-        n = file.readinto(view[got:])
+        n = file.readinto(view[got:got + _CHUNK])
         if not n:
             break
         got += n
