@@ -420,13 +420,18 @@ _CHUNK = 1 << 24
 def _read_into(file: BinaryIO, nbytes: int) -> Tuple[np.ndarray, int]:
     """``nbytes`` from ``file`` into a new uint8 array; also the count read.
 
-    A large buffer is anonymous memory (``mmap``): its pages are mapped as
-    the read fills them, where ``np.empty`` would ask for transparent huge
-    pages, which made reading a released model's 300 MB 2-4x slower on
-    this project's 2-core machines (bench/README.md).
+    A large buffer is private anonymous memory (``mmap``): its pages are
+    mapped as the read fills them, where ``np.empty`` would ask for
+    transparent huge pages, which made reading a released model's 300 MB
+    2-4x slower on this project's 2-core machines (bench/README.md), and
+    ``mmap``'s default (shared) memory about 1.5x slower.
     """
     if nbytes >= 1 << 20:
-        buffer = np.frombuffer(mmap.mmap(-1, nbytes), np.uint8)
+        private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(
+            mmap, "MAP_ANONYMOUS", 0)
+        memory = (mmap.mmap(-1, nbytes, flags=private) if private
+                  else mmap.mmap(-1, nbytes))
+        buffer = np.frombuffer(memory, np.uint8)
     else:
         buffer = np.empty(nbytes, np.uint8)
     view, got = memoryview(buffer), 0
