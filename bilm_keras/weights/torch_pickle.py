@@ -224,14 +224,33 @@ def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
     return data
 
 
-_REBUILDERS = (_rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3,
-               _rebuild_parameter)
+class _Callable:
+    """An allowed global the pickle may call. A plain function would let a
+    pickle's BUILD set its attributes (``__defaults__``...) and change how
+    later files in the same process are read; this object refuses it."""
+
+    __slots__ = ("qualname", "function")
+
+    def __init__(self, qualname: str, function):
+        self.qualname = qualname
+        self.function = function
+
+    def __call__(self, *args):
+        return self.function(*args)
+
+    def __setstate__(self, state):
+        raise _Refused(f"state set on {self.qualname}")
+
+    def __repr__(self):
+        return self.qualname
 
 
 def _rebuild_from_type_v2(func, new_type, args, state):
     # a tensor (subclass) with Python attributes: rebuilt by ``func``; the
     # attributes are dropped
-    if func not in _REBUILDERS or not isinstance(new_type, _Marker) or (
+    if not (isinstance(func, _Callable) and func.function in (
+            _rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3,
+            _rebuild_parameter)) or not isinstance(new_type, _Marker) or (
             not isinstance(args, tuple)):
         raise _Refused(f"_rebuild_from_type_v2 of {func!r}, {new_type!r}")
     return func(*args)
@@ -239,7 +258,7 @@ def _rebuild_from_type_v2(func, new_type, args, state):
 
 def _allowed_globals() -> Dict[Tuple[str, str], Any]:
     """(module, name) -> what the pickle gets for it."""
-    table: Dict[Tuple[str, str], Any] = {
+    callables = {
         ("collections", "OrderedDict"): collections.OrderedDict,
         ("torch._utils", "_rebuild_tensor"): _rebuild_tensor,
         ("torch._utils", "_rebuild_tensor_v2"): _rebuild_tensor_v2,
@@ -249,10 +268,15 @@ def _allowed_globals() -> Dict[Tuple[str, str], Any]:
         # torch.tensor: its name in torch 1.6-1.8
         ("torch._tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
         ("torch.tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
+    }
+    table: Dict[Tuple[str, str], Any] = {
+        key: _Callable(".".join(key), function)
+        for key, function in callables.items()}
+    table.update({
         ("torch", "Tensor"): _Marker("torch.Tensor"),
         ("torch.nn.parameter", "Parameter"):
             _Marker("torch.nn.parameter.Parameter"),
-    }
+    })
     for name, dtype in STORAGE_DTYPES.items():
         # torch.cuda.*: a legacy file saved from GPU tensors
         for module in ("torch", "torch.cuda"):
@@ -370,17 +394,19 @@ class _Reader:
         if isinstance(obj, _Tensor):
             done[id(obj)] = result = on_tensor(obj)
             return result
-        if isinstance(obj, (_Storage, _Marker)):
+        if isinstance(obj, (_Storage, _Marker, _Callable)):
+            what = ("a storage" if isinstance(obj, _Storage)
+                    else f"the global {obj!r}")
             raise self.fail(f"expected tensors, dicts and plain values, "
-                            f"found a bare {type(obj).__name__.strip('_')} "
-                            "outside a tensor")
+                            f"found {what} outside a tensor")
         if isinstance(obj, dict):
             result = type(obj)()
             done[id(obj)] = result
             for key, value in obj.items():
-                if isinstance(key, (_Tensor, _Storage, _Marker)):
+                if isinstance(key, (_Tensor, _Storage, _Marker,
+                                    _Callable)):
                     raise self.fail("expected dict keys of plain values, "
-                                    "found a tensor or storage as a key")
+                                    f"found {key!r} as a key")
                 result[key] = self._walk(value, on_tensor, done)
             return result
         if isinstance(obj, list):
@@ -582,7 +608,12 @@ def load_torch_file(path: str | os.PathLike) -> Any:
                 f"{path}: expected a PyTorch file (a zip archive of torch "
                 f">= 1.6, or a pickle starting with b'\\x80' of older "
                 f"torch), found {'an empty file' if not head else head[:8]}")
-    return reader.materialize(obj)
+    try:
+        return reader.materialize(obj)
+    except RecursionError:
+        raise TorchPickleError(
+            f"{path}: expected dicts of tensors, found containers nested "
+            "deeper than Python's recursion limit") from None
 
 
 def read_torch_state_dict(path: str | os.PathLike) -> Dict[str, np.ndarray]:

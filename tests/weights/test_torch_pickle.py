@@ -291,15 +291,16 @@ def _pickle(obj):
     return buf.getvalue()
 
 
-def _legacy_file(path, obj, storages):
-    """torch's legacy format: ``storages`` is ``{key: array}`` (float32)."""
+def _legacy_file(path, obj, storages, raw=None):
+    """torch's legacy format: ``storages`` is ``{key: array}`` (float32);
+    ``raw``: the object's pickle as bytes, written instead of ``obj``'s."""
     with open(path, "wb") as f:
         for head in (MAGIC_NUMBER, PROTOCOL_VERSION,
                      {"protocol_version": PROTOCOL_VERSION,
                       "little_endian": True,
                       "type_sizes": {"short": 2, "int": 4, "long": 4}}):
             f.write(pickle.dumps(head, protocol=2))
-        f.write(_pickle(obj))
+        f.write(_pickle(obj) if raw is None else raw)
         f.write(pickle.dumps(sorted(storages), protocol=2))
         for key in sorted(storages):
             f.write(struct.pack("<q", storages[key].size))
@@ -432,6 +433,43 @@ def test_other_torch_and_numpy_globals_are_refused(tmp_path, qualname, why):
                         {"w": _tensor(storage, 0, (4,), (1,))}, {})
     with pytest.raises(TorchPickleError,
                        match=rf"other\.pkl: refused global '{qualname}'"):
+        load_torch_file(path)
+
+
+def test_state_set_on_an_allowed_function_is_refused(tmp_path):
+    """BUILD (slot state) on a rebuild function would set its
+    ``__defaults__`` for every later file in this process: refused."""
+    name = b"__defaults__"
+    raw = (b"\x80\x02ctorch._utils\n_rebuild_tensor\nN}"
+           + b"X" + struct.pack("<I", len(name)) + name
+           + b"ctorch\nFloatStorage\n\x85s\x86b.")
+    path = _legacy_file(tmp_path / "build.pkl", None, {}, raw=raw)
+    with pytest.raises(TorchPickleError,
+                       match=r"build\.pkl: refused state set on "
+                             r"torch\._utils\._rebuild_tensor in the saved "
+                             r"object"):
+        load_torch_file(path)
+    from bilm_keras.weights import torch_pickle
+    assert torch_pickle._rebuild_tensor.__defaults__ == (None,)
+
+
+def test_global_outside_a_tensor(tmp_path):
+    path = _legacy_file(tmp_path / "bare.pkl", {"w": FLOAT}, {})
+    with pytest.raises(TorchPickleError,
+                       match=r"bare\.pkl: expected tensors, dicts and plain "
+                             r"values, found the global torch\.FloatStorage "
+                             r"outside a tensor$"):
+        load_torch_file(path)
+
+
+def test_nesting_deeper_than_the_recursion_limit(tmp_path):
+    depth = 100_000  # lists in lists: EMPTY_LIST x depth, APPEND x depth-1
+    raw = b"\x80\x02" + b"]" * depth + b"a" * (depth - 1) + b"."
+    path = _legacy_file(tmp_path / "deep.pkl", None, {}, raw=raw)
+    with pytest.raises(TorchPickleError,
+                       match=r"deep\.pkl: expected dicts of tensors, found "
+                             r"containers nested deeper than Python's "
+                             r"recursion limit$"):
         load_torch_file(path)
 
 
