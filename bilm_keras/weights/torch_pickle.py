@@ -33,8 +33,9 @@ the global, before anything can call it. Tensors come back as numpy arrays
 of the stored dtype (float16/32/64, int8-64, uint8, bool, complex64/128),
 shape and values; bfloat16, quantized and sparse tensors are refused.
 Storage offsets, strides, views and storages shared by several tensors are
-honoured; every array owns its memory (tensors that share a storage come
-back as separate arrays, where torch would alias them).
+honoured; no two arrays share memory (tensors that share a storage come
+back as separate arrays, where torch would alias them), but one tensor
+saved under two names is one array under both, as torch gives one tensor.
 
 A file that is not a torch file, is cut short or does not hold what it
 claims raises :class:`TorchPickleError` with one line naming the file, what
