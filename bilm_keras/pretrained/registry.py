@@ -32,7 +32,6 @@ import json
 import os
 import re
 import urllib.parse
-from typing import Dict, Optional, Tuple
 
 from bilm_keras.pretrained.errors import PretrainedModelError
 
@@ -77,13 +76,13 @@ class RegisteredModel:
     source: str
     license: str
     citation: str
-    options_url: Optional[str] = None
-    weight_url: Optional[str] = None
-    archive_url: Optional[str] = None
-    parameters_millions: Optional[float] = None
+    options_url: str | None = None
+    weight_url: str | None = None
+    archive_url: str | None = None
+    parameters_millions: float | None = None
 
     @property
-    def urls(self) -> Tuple[str, ...]:
+    def urls(self) -> tuple[str, ...]:
         """Every URL the model is downloaded from."""
         return tuple(url for url in (self.options_url, self.weight_url,
                                      self.archive_url) if url)
@@ -130,8 +129,8 @@ def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
     return model
 
 
-@functools.lru_cache(maxsize=None)
-def registered_models() -> Dict[str, RegisteredModel]:
+@functools.cache
+def registered_models() -> dict[str, RegisteredModel]:
     """Every registered model, by name, in the registry's order.
 
     Raises:
@@ -140,7 +139,7 @@ def registered_models() -> Dict[str, RegisteredModel]:
     resource = importlib.resources.files(__package__) / REGISTRY_FILE
     source = f"{__package__}/{REGISTRY_FILE}"
     rows = json.loads(resource.read_text(encoding="utf-8"))["models"]
-    models: Dict[str, RegisteredModel] = {}
+    models: dict[str, RegisteredModel] = {}
     for index, row in enumerate(rows):
         model = _check_row(row, index, source)
         if model.name in models:
@@ -151,17 +150,17 @@ def registered_models() -> Dict[str, RegisteredModel]:
     return models
 
 
-def registered_model(name: str) -> Optional[RegisteredModel]:
+def registered_model(name: str) -> RegisteredModel | None:
     """The model registered as ``name``, or None."""
     return registered_models().get(name)
 
 
-def mirror_from_environment() -> Optional[str]:
+def mirror_from_environment() -> str | None:
     """``$BILM_KERAS_MODEL_MIRROR``, or None where unset or empty."""
     return os.environ.get(MIRROR_ENV) or None
 
 
-def mirrored_url(url: str, mirror: Optional[str]) -> str:
+def mirrored_url(url: str, mirror: str | None) -> str:
     """``url`` with its scheme and host replaced by ``mirror``'s (its path,
     if any, put in front of ``url``'s path); ``url`` itself when ``mirror``
     is None.

@@ -18,29 +18,29 @@ ALLEN = "https://allennlp.s3.amazonaws.com/models/elmo/"
 #: AllenNLP's models and their two files, as issue 28 lists them
 ALLENNLP = {
     "elmo-small": (
-        "2x1024_128_2048cnn_1xhighway/"
-        "elmo_2x1024_128_2048cnn_1xhighway_options.json",
-        "2x1024_128_2048cnn_1xhighway/"
-        "elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5"),
+        ("2x1024_128_2048cnn_1xhighway/"
+         "elmo_2x1024_128_2048cnn_1xhighway_options.json"),
+        ("2x1024_128_2048cnn_1xhighway/"
+         "elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5")),
     "elmo-medium": (
-        "2x2048_256_2048cnn_1xhighway/"
-        "elmo_2x2048_256_2048cnn_1xhighway_options.json",
-        "2x2048_256_2048cnn_1xhighway/"
-        "elmo_2x2048_256_2048cnn_1xhighway_weights.hdf5"),
+        ("2x2048_256_2048cnn_1xhighway/"
+         "elmo_2x2048_256_2048cnn_1xhighway_options.json"),
+        ("2x2048_256_2048cnn_1xhighway/"
+         "elmo_2x2048_256_2048cnn_1xhighway_weights.hdf5")),
     "elmo-original": (
-        "2x4096_512_2048cnn_2xhighway/"
-        "elmo_2x4096_512_2048cnn_2xhighway_options.json",
-        "2x4096_512_2048cnn_2xhighway/"
-        "elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5"),
+        ("2x4096_512_2048cnn_2xhighway/"
+         "elmo_2x4096_512_2048cnn_2xhighway_options.json"),
+        ("2x4096_512_2048cnn_2xhighway/"
+         "elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5")),
     "elmo-original-5.5b": (
-        "2x4096_512_2048cnn_2xhighway_5.5B/"
-        "elmo_2x4096_512_2048cnn_2xhighway_5.5B_options.json",
-        "2x4096_512_2048cnn_2xhighway_5.5B/"
-        "elmo_2x4096_512_2048cnn_2xhighway_5.5B_weights.hdf5"),
+        ("2x4096_512_2048cnn_2xhighway_5.5B/"
+         "elmo_2x4096_512_2048cnn_2xhighway_5.5B_options.json"),
+        ("2x4096_512_2048cnn_2xhighway_5.5B/"
+         "elmo_2x4096_512_2048cnn_2xhighway_5.5B_weights.hdf5")),
     "elmo-pubmed": (
         "contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_options.json",
-        "contributed/pubmed/"
-        "elmo_2x4096_512_2048cnn_2xhighway_weights_PubMed_only.hdf5"),
+        ("contributed/pubmed/"
+         "elmo_2x4096_512_2048cnn_2xhighway_weights_PubMed_only.hdf5")),
     "elmo-pt": ("contributed/pt/elmo_pt_options.json",
                 "contributed/pt/elmo_pt_weights.hdf5"),
 }
