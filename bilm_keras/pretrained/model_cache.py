@@ -86,7 +86,8 @@ def is_complete(entry: str) -> bool:
 
 
 def _safe_label(text: str) -> str:
-    label = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._-")
+    label = re.sub(r"[^A-Za-z0-9._-]+", "_", text)
+    label = re.sub(r"\.{2,}", ".", label).strip("._-")
     return label[:48] or "model"
 
 

@@ -31,10 +31,13 @@ from bilm_keras.pretrained.model_cache import (
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
+# resolving, downloading and converting never import TensorFlow
 CHILD = """
 import dataclasses, json, sys
 from bilm_keras.pretrained import resolve_model
-print(json.dumps(dataclasses.asdict(resolve_model(sys.argv[1]))))
+model = resolve_model(sys.argv[1])
+assert "tensorflow" not in sys.modules and "keras" not in sys.modules
+print(json.dumps(dataclasses.asdict(model)))
 """
 
 
