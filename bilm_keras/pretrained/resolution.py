@@ -153,8 +153,9 @@ def _from_entry(entry: str, spec: str) -> ResolvedModel:
     for path in paths.values():
         if not os.path.isfile(path):
             raise PretrainedModelError(
-                f"{entry}: expected a cached model with {os.path.basename(path)}"
-                f", found none; remove {entry} to fetch it again")
+                f"{entry}: expected a cached model with "
+                f"{os.path.basename(path)}, found none; remove {entry} to "
+                "fetch it again")
     return ResolvedModel(
         name=str(manifest.get("name", os.path.basename(entry))),
         format=str(manifest.get("format", BILM_TF)),

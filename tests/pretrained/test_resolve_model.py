@@ -374,3 +374,17 @@ def test_progress_on_request_only(mirrored, cache_dir, capsys):
     err = capsys.readouterr().err
     assert "179.zip:" in err and "100%" in err
     assert "converting the ELMoForManyLangs model" in err
+
+
+def test_a_cache_entry_changed_by_hand_is_named(mirrored, cache_dir):
+    model = resolve_model("elmo-small")
+    os.remove(model.weight_file)
+    with pytest.raises(PretrainedModelError,
+                       match=r"models/elmo-small: expected a cached model "
+                             r"with lm_weights\.hdf5, found none; remove "):
+        resolve_model("elmo-small")
+    pathlib.Path(model.directory, MANIFEST).write_text("[1, 2]")
+    with pytest.raises(PretrainedModelError,
+                       match=r"bilm_keras_model\.json: expected a cached "
+                             r"model's manifest \(a JSON object\)"):
+        resolve_model("elmo-small")
