@@ -8,7 +8,8 @@ of ``--n_words`` words; both .pkl files in torch's legacy serialization, as
 torch 0.4 wrote them), then:
 
 * times ``convert_manylangs`` (seconds; peak RSS of the converting process,
-  which imports torch but not TensorFlow);
+  which imports neither torch nor TensorFlow; ``manylangs_pkl_reader.py``
+  compares it with torch.load);
 * times ``BidirectionalLanguageModel.embed_sentences`` with the converted
   model against a bilm-tf model of the same LSTM size (the published
   ``elmo_2x4096_512_2048cnn_2xhighway``, random weights) on the same

@@ -18,11 +18,11 @@ bilm-tf model goes (BidirectionalLanguageModel, `bilm-keras embed`,
 
 The model config is found as upstream finds it: config.json's config_path
 as given, its file name inside --model_dir, then the two configs upstream
-ships. Reading the .pkl files needs PyTorch (pip install -e
-'.[manylangs]'), with weights_only=True: a model file can hold tensors,
-never code. Everything is checked before anything is written; --outdir
-appears only when complete, and a non-empty one is refused unless
---overwrite is given."""
+ships. The .pkl files are read without PyTorch, by an unpickler that
+rebuilds tensors only: a model file can hold tensors, never code.
+Everything is checked before anything is written; --outdir appears only
+when complete, and a non-empty one is refused unless --overwrite is
+given."""
 EPILOG = """\
 examples:
   bilm-keras convert-manylangs --model_dir zhs.model --outdir zhs-elmo
@@ -35,7 +35,7 @@ then use the two files as a bilm-tf model's:
   train:  --options zhs-elmo/options.json \\
           --init_weights zhs-elmo/lm_weights.hdf5"""
 
-# reading the .pkl files needs torch and h5py, never TensorFlow
+# reading the .pkl files needs numpy and h5py, never TensorFlow
 NEEDS_TENSORFLOW = False
 
 
@@ -53,7 +53,7 @@ def add_arguments(parser):
 def check(args) -> None:
     check_dir(args.model_dir, "--model_dir")
     # the directory's contents and --outdir are convert_manylangs' to
-    # check (file, field, expected, found), before it imports torch
+    # check (file, field, expected, found), before it reads the .pkl files
 
 
 def run(args) -> dict:

@@ -11,7 +11,8 @@ Input: a model directory as HIT-SCIR/ELMoForManyLangs releases it:
 resolved as upstream does: :mod:`bilm_keras.weights.manylangs_config`),
 ``char.dic``, ``word.dic`` (:mod:`bilm_keras.data.manylangs_dictionaries`),
 ``token_embedder.pkl`` and ``encoder.pkl`` (PyTorch state dicts, often in
-torch 0.4's legacy serialization).
+torch 0.4's legacy serialization, read without torch by
+:mod:`bilm_keras.weights.torch_pickle`).
 
 Output: ``options.json`` (bilm-tf's layout plus an ``elmoformanylangs``
 section naming the dictionaries relative to itself), ``lm_weights.hdf5``
@@ -21,9 +22,9 @@ for byte. Everything is checked before anything is written, and OUT is
 written as a temporary sibling renamed into place, so a failure leaves OUT
 as it was (not created).
 
-The ``.pkl`` files are read with PyTorch (the ``manylangs`` extra), imported
-here only, through ``torch.load(..., weights_only=True)``: a model file can
-hold tensors, never code.
+The ``.pkl`` files are read by a restricted unpickler that rebuilds tensors
+and dicts only: a model file can hold tensors, never code, and PyTorch is
+not needed.
 """
 
 from __future__ import annotations
@@ -49,19 +50,15 @@ from bilm_keras.weights.manylangs_pkl import (
     ManyLangsWeightError,
     convert_state_dicts,
 )
+from bilm_keras.weights.torch_pickle import (
+    TorchPickleError,
+    read_torch_state_dict,
+)
 
 CHAR_DIC = "char.dic"
 WORD_DIC = "word.dic"
 OPTIONS_JSON = "options.json"
 WEIGHT_FILE = "lm_weights.hdf5"
-
-TORCH_MISSING = ("reading ELMoForManyLangs' .pkl files needs PyTorch: "
-                 "pip install -e '.[manylangs]'")
-
-
-class TorchMissingError(ImportError, ValueError):
-    """PyTorch, needed to read a ``.pkl`` file, is not installed."""
-
 
 def manylangs_options(config: ManyLangsModelConfig, *, n_chars: int,
                       n_words: int) -> dict:
@@ -102,44 +99,25 @@ def manylangs_options(config: ManyLangsModelConfig, *, n_chars: int,
     }
 
 
-def _import_torch(path: str):
-    try:
-        import torch
-    except ImportError:
-        raise TorchMissingError(f"{path}: {TORCH_MISSING}") from None
-    return torch
-
-
 def read_state_dict(path: str) -> Dict[str, np.ndarray]:
     """A ``.pkl`` state dict (legacy or zip serialization) as float32 numpy
-    arrays, read with ``weights_only=True`` onto the CPU (released files
-    may name ``cuda:N``).
+    arrays (released files may name ``cuda:N`` storages: read all the same).
 
     Raises:
-        TorchMissingError: no PyTorch.
         ManyLangsWeightError: not a state dict of floating-point tensors.
     """
-    torch = _import_torch(path)
     try:
-        state = torch.load(path, map_location="cpu", weights_only=True)
-    except Exception as e:  # torch raises many kinds for a bad file
-        first = str(e).strip().splitlines()[0] if str(e).strip() else ""
-        raise ManyLangsWeightError(
-            f"{path}: expected a PyTorch state dict, found a file torch "
-            f"cannot load ({type(e).__name__}: {first})") from None
-    if not isinstance(state, dict):
-        raise ManyLangsWeightError(
-            f"{path}: expected a PyTorch state dict, found "
-            f"{type(state).__name__}")
+        state = read_torch_state_dict(path)
+    except TorchPickleError as e:
+        raise ManyLangsWeightError(str(e)) from None
     arrays = {}
     for key, value in state.items():
-        if not (torch.is_tensor(value) and value.is_floating_point()):
-            found = (f"dtype {value.dtype}" if torch.is_tensor(value)
-                     else type(value).__name__)
+        if not np.issubdtype(value.dtype, np.floating):
             raise ManyLangsWeightError(
                 f"{path}: key {key!r}: expected a floating-point tensor, "
-                f"found {found}")
-        arrays[key] = value.detach().to(torch.float32).numpy()
+                f"found dtype {value.dtype}")
+        # bilm-tf's HDF5 layout is float32 (a no-op for released files)
+        arrays[key] = value.astype(np.float32, copy=False)
     return arrays
 
 
@@ -165,14 +143,13 @@ def convert_manylangs(
         ManyLangsConfigError, ManyLangsDictionaryError, ManyLangsWeightError:
             an input that does not fit, named by file, field, expected and
             found (all ``ValueError``); nothing is written.
-        TorchMissingError: PyTorch is not installed.
         OutputDirectoryError: ``outdir`` is a file, or not empty without
             ``overwrite``.
     """
     model_dir = os.fspath(model_dir)
     outdir = os.path.abspath(os.fspath(outdir))
     check_output_directory(outdir, overwrite)  # before the heavy work
-    # everything that is cheap to check, before torch and the big files
+    # everything that is cheap to check, before the big files
     config = read_model_config(model_dir)
     char_dic = os.path.join(model_dir, CHAR_DIC)
     word_dic = os.path.join(model_dir, WORD_DIC)

@@ -1,0 +1,206 @@
+"""Converting an ELMoForManyLangs model: our .pkl reader against torch.load.
+
+Writes a released-size ELMoForManyLangs model directory (upstream's
+``cnn_50_100_512_4096_sample.json``, random weights, both .pkl files in
+torch's legacy serialization as torch 0.4 wrote them; the writer of
+``manylangs_convert.py``), then runs ``convert_manylangs`` on it in fresh
+processes, alternating two readers round by round (which goes first
+alternates too):
+
+* ``ours``: the package as it is (``bilm_keras.weights.torch_pickle``),
+  with ``import torch`` blocked in the process;
+* ``torch``: the reader the package had before, ``torch.load(...,
+  weights_only=True)`` then ``.to(torch.float32).numpy()`` per key,
+  patched in for ``manylangs_conversion.read_state_dict``; ``import torch``
+  is timed apart (``torch_import_s``) before the conversion starts.
+
+Per process: ``convert_s`` (the whole ``convert_manylangs`` call: reading,
+checks, transforms, the HDF5 write), ``read_s`` (the two .pkl reads inside
+it) and peak RSS. The two
+readers' ``lm_weights.hdf5`` files are compared dataset by dataset (they
+must be equal bit for bit). Prints ONE JSON line: medians per reader and
+the median of the per-round ratios torch / ours. Usage::
+
+    python bench/manylangs_pkl_reader.py                 # released size
+    python bench/manylangs_pkl_reader.py --rounds 5
+    python bench/manylangs_pkl_reader.py --quick         # tiny (CI smoke)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import sys
+import tempfile
+import time
+
+BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
+#: this checkout's package, whatever is installed
+REPO_ROOT = os.path.dirname(BENCH_DIR)
+sys.path[:0] = [BENCH_DIR, REPO_ROOT]
+from bench_processes import cpu_model, run_json_child  # noqa: E402
+
+READERS = ("ours", "torch")
+
+
+def torch_read_state_dict(path: str):
+    """The package's reader before torch_pickle (torch.load, float32)."""
+    import numpy as np
+    import torch
+
+    from bilm_keras.weights.manylangs_pkl import ManyLangsWeightError
+
+    state = torch.load(path, map_location="cpu", weights_only=True)
+    arrays = {}
+    for key, value in state.items():
+        if not value.is_floating_point():
+            raise ManyLangsWeightError(f"{path}: key {key!r}: {value.dtype}")
+        arrays[key] = value.detach().to(torch.float32).numpy()
+    assert all(isinstance(a, np.ndarray) for a in arrays.values())
+    return arrays
+
+
+def measure_conversion(model_dir: str, outdir: str, reader: str) -> dict:
+    torch_import_s = 0.0
+    if reader == "ours":
+        sys.modules["torch"] = None  # the package must not need it
+    else:  # timed apart: a cost the user pays once per process
+        t0 = time.perf_counter()
+        import torch  # noqa: F401
+        torch_import_s = time.perf_counter() - t0
+    from bilm_keras.weights import manylangs_conversion
+
+    read = (manylangs_conversion.read_state_dict if reader == "ours"
+            else torch_read_state_dict)
+    read_s = []
+
+    def timed_read(path):
+        t = time.perf_counter()
+        result = read(path)
+        read_s.append(time.perf_counter() - t)
+        return result
+
+    manylangs_conversion.read_state_dict = timed_read
+    t0 = time.perf_counter()
+    manylangs_conversion.convert_manylangs(model_dir, outdir, overwrite=True)
+    convert_s = time.perf_counter() - t0
+    return dict(
+        reader=reader, convert_s=convert_s, read_s=sum(read_s),
+        torch_import_s=torch_import_s,
+        peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        / 1024,
+        torch_imported=sys.modules.get("torch") is not None,
+        tensorflow_imported="tensorflow" in sys.modules)
+
+
+def same_weights(a: str, b: str) -> bool:
+    import h5py
+    import numpy as np
+
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        names = []
+        fa.visit(lambda n: names.append(n)
+                 if isinstance(fa[n], h5py.Dataset) else None)
+        other = []
+        fb.visit(lambda n: other.append(n)
+                 if isinstance(fb[n], h5py.Dataset) else None)
+        return sorted(names) == sorted(other) and all(
+            fa[n].dtype == fb[n].dtype
+            and np.array_equal(fa[n][...], fb[n][...]) for n in names)
+
+
+def _child(argv):
+    env = dict(KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2",
+               PYTHONPATH=os.pathsep.join(
+                   p for p in (REPO_ROOT, os.environ.get("PYTHONPATH"))
+                   if p))
+    return run_json_child([os.path.abspath(__file__)] + argv, env)
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="tiny model; asserts nothing about speed")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="conversions per reader, alternating")
+    parser.add_argument("--n_chars", type=int, default=None,
+                        help="char.dic rows (default 3000; quick 200)")
+    parser.add_argument("--n_words", type=int, default=None,
+                        help="word.dic rows (default 50000; quick 2000)")
+    parser.add_argument("--workdir", default=None,
+                        help="keep the files here (default: a temp dir)")
+    parser.add_argument("--_write", nargs=1, help=argparse.SUPPRESS)
+    parser.add_argument("--_convert", nargs=3, help=argparse.SUPPRESS)
+    args = parser.parse_args(argv)
+    q = args.quick
+    args.n_chars = args.n_chars or (200 if q else 3000)
+    args.n_words = args.n_words or (2000 if q else 50000)
+
+    if args._write:  # torch writes the model (its own process)
+        from manylangs_convert import write_manylangs_model
+
+        write_manylangs_model(args._write[0], args.n_chars, args.n_words,
+                              n_sentences=20 if q else 256, quick=q)
+        return
+    if args._convert:
+        print(json.dumps(measure_conversion(*args._convert)))
+        return
+
+    with tempfile.TemporaryDirectory() as tmp:
+        work = args.workdir or tmp
+        model_dir = os.path.join(work, "manylangs.model")
+        t0 = time.perf_counter()
+        _child(["--_write", model_dir, "--n_chars", str(args.n_chars),
+                "--n_words", str(args.n_words)] + (["--quick"] if q else []))
+        write_s = time.perf_counter() - t0
+        runs = {reader: [] for reader in READERS}
+        for r in range(args.rounds):
+            order = READERS if r % 2 == 0 else READERS[::-1]
+            for reader in order:
+                out = os.path.join(work, f"converted-{reader}")
+                runs[reader].append(
+                    _child(["--_convert", model_dir, out, reader]))
+        equal = same_weights(
+            *(os.path.join(work, f"converted-{r}", "lm_weights.hdf5")
+              for r in READERS))
+        report = dict(
+            date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+            cpu=cpu_model(), cpu_count=os.cpu_count(),
+            load_avg_1min=os.getloadavg()[0],
+            model=dict(n_chars=args.n_chars, n_words=args.n_words, quick=q,
+                       pkl_mb=sum(os.path.getsize(os.path.join(
+                           model_dir, n)) / 1e6 for n in (
+                               "token_embedder.pkl", "encoder.pkl")),
+                       write_pkl_s=round(write_s, 2)),
+            weights_equal=equal)
+        for reader, rs in runs.items():
+            report[reader] = dict(
+                convert_s=statistics.median(x["convert_s"] for x in rs),
+                read_s=statistics.median(x["read_s"] for x in rs),
+                torch_import_s=statistics.median(
+                    x["torch_import_s"] for x in rs),
+                convert_s_all=[round(x["convert_s"], 3) for x in rs],
+                read_s_all=[round(x["read_s"], 3) for x in rs],
+                peak_rss_mib=max(x["peak_rss_mib"] for x in rs),
+                torch_imported=any(x["torch_imported"] for x in rs),
+                tensorflow_imported=any(x["tensorflow_imported"]
+                                        for x in rs))
+        for key in ("convert_s", "read_s"):
+            ratios = [t[key] / o[key]
+                      for o, t in zip(runs["ours"], runs["torch"])]
+            report[f"{key}_ratio_torch_over_ours"] = statistics.median(
+                ratios)
+            report[f"{key}_ratio_by_round"] = [round(x, 3) for x in ratios]
+        # as a user meets it: a fresh process that must import torch first
+        report["convert_with_import_ratio_torch_over_ours"] = (
+            statistics.median(
+                (t["convert_s"] + t["torch_import_s"]) / o["convert_s"]
+                for o, t in zip(runs["ours"], runs["torch"])))
+    print(json.dumps(report))
+
+
+if __name__ == "__main__":
+    main()

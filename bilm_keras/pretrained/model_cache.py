@@ -1,0 +1,220 @@
+"""The model cache: where resolved models live, one folder each.
+
+The root is ``$BILM_KERAS_CACHE``, else ``$XDG_CACHE_HOME/bilm_keras``, else
+``~/.cache/bilm_keras``::
+
+    <root>/
+      models/<key>/          a complete model, ready to use:
+          options.json       bilm-tf's options (+ ``elmoformanylangs`` for a
+                             converted model)
+          lm_weights.hdf5    bilm-tf's weight layout
+          vocab*.txt         a bilm-tf model's vocabulary, where it has one
+          char.dic word.dic  a converted ELMoForManyLangs model's dictionaries
+          bilm_keras_model.json  what it is and where it came from
+      tmp/                   work in progress: downloads, extraction,
+                             conversion (a unique folder per attempt,
+                             removed when the attempt ends)
+      locks/<key>.lock       empty files locked with ``fcntl.flock`` while a
+                             process builds ``models/<key>``
+
+Keys: a registry name as it is (``elmo-small``, ``manylangs-zh``); an
+archive URL ``url-<hash>-<file name>``; a local archive
+``file-<hash>-<file name>`` (the hash covers its path, size and mtime, so a
+changed archive is resolved anew); a local ELMoForManyLangs directory
+``dir-<hash>-<folder name>`` (its path and its files' sizes and mtimes).
+
+A model folder appears only by one ``os.rename`` of a complete folder built
+under ``tmp/`` (same file system), so ``models/<key>/`` exists complete or
+not at all, and a cached model is used with no network access. Two
+processes that want the same model: the first takes ``locks/<key>.lock``
+and builds it; the second waits on the lock, then finds the folder and
+uses it. Where ``fcntl`` or ``flock`` is unavailable (Windows, some network
+file systems) both may build it, and the rename still leaves one good copy:
+the later process finds the folder taken, throws its own away and uses the
+first (:func:`install_entry`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+
+from bilm_keras.pretrained.errors import PretrainedModelError
+
+#: the environment variable naming the cache's root
+CACHE_ENV = "BILM_KERAS_CACHE"
+
+MODELS = "models"
+TMP = "tmp"
+LOCKS = "locks"
+
+#: the file in every cached model naming what it is (written last)
+MANIFEST = "bilm_keras_model.json"
+#: the names every cached model's two files have
+OPTIONS_JSON = "options.json"
+WEIGHT_FILE = "lm_weights.hdf5"
+
+
+def default_cache_dir() -> str:
+    """``$BILM_KERAS_CACHE``, else ``$XDG_CACHE_HOME/bilm_keras`` (an
+    absolute ``XDG_CACHE_HOME`` only, as the XDG spec says), else
+    ``~/.cache/bilm_keras``; absolute."""
+    configured = os.environ.get(CACHE_ENV)
+    if configured:
+        return os.path.abspath(os.path.expanduser(configured))
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    if not (xdg and os.path.isabs(xdg)):
+        xdg = os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(xdg, "bilm_keras")
+
+
+def entry_dir(cache_dir: str, key: str) -> str:
+    """``<cache_dir>/models/<key>``."""
+    return os.path.join(cache_dir, MODELS, key)
+
+
+def is_complete(entry: str) -> bool:
+    """Whether ``entry`` is a complete cached model (it has its manifest)."""
+    return os.path.isfile(os.path.join(entry, MANIFEST))
+
+
+def _safe_label(text: str) -> str:
+    label = re.sub(r"[^A-Za-z0-9._-]+", "_", text)
+    label = re.sub(r"\.{2,}", ".", label).strip("._-")
+    return label[:48] or "model"
+
+
+def hashed_key(kind: str, identity: str, label: str) -> str:
+    """``<kind>-<16 hex of sha256(identity)>-<label>`` (a file-name-safe
+    key; ``kind`` is ``url``, ``file`` or ``dir``)."""
+    digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
+    return f"{kind}-{digest}-{_safe_label(label)}"
+
+
+def _writable(cache_dir: str, folder: str) -> str:
+    path = os.path.join(cache_dir, folder)
+    try:
+        os.makedirs(path, exist_ok=True)
+    except OSError as e:
+        raise PretrainedModelError(
+            f"{cache_dir}: expected a writable model cache (set "
+            f"{CACHE_ENV} to another folder), found {e.strerror or e}"
+        ) from None
+    return path
+
+
+@contextlib.contextmanager
+def entry_lock(cache_dir: str, key: str,
+               on_wait: Callable[[], None] | None = None
+               ) -> Iterator[None]:
+    """Holds ``locks/<key>.lock`` exclusively (``fcntl.flock``) for the
+    block; ``on_wait()`` is called once if another process holds it. A
+    no-op where ``fcntl`` or ``flock`` is unavailable (see the module doc).
+    """
+    try:
+        import fcntl
+    except ImportError:  # Windows: the atomic rename alone
+        yield
+        return
+    path = os.path.join(_writable(cache_dir, LOCKS), f"{key}.lock")
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            if on_wait is not None:
+                on_wait()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except OSError as e:
+            if e.errno not in (errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOSYS):
+                raise
+            # a file system without flock: the atomic rename alone
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+@contextlib.contextmanager
+def staging_dir(cache_dir: str, key: str) -> Iterator[str]:
+    """A new private folder under ``<cache_dir>/tmp/`` for one attempt at
+    ``key``, removed with everything in it when the block ends (whether
+    its model was installed or the attempt failed)."""
+    tmp = _writable(cache_dir, TMP)
+    path = tempfile.mkdtemp(prefix=f"{key}.", dir=tmp)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def write_manifest(model_dir: str, manifest: dict) -> None:
+    """Writes ``model_dir/bilm_keras_model.json`` (last, before the
+    rename: its presence marks a complete model)."""
+    with open(os.path.join(model_dir, MANIFEST), "w", encoding="utf-8",
+              newline="\n") as f:
+        json.dump(manifest, f, indent=2, ensure_ascii=False)
+        f.write("\n")
+        f.flush()
+        os.fsync(f.fileno())
+
+
+def read_manifest(entry: str) -> dict:
+    """A cached model's manifest.
+
+    Raises:
+        PretrainedModelError: unreadable (a cache changed by hand).
+    """
+    path = os.path.join(entry, MANIFEST)
+    try:
+        with open(path, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (OSError, ValueError) as e:
+        manifest = e
+    if not isinstance(manifest, dict):
+        raise PretrainedModelError(
+            f"{path}: expected a cached model's manifest (a JSON object), "
+            f"found {manifest!r:.80}; remove {entry} to fetch it again")
+    return manifest
+
+
+def install_entry(model_dir: str, entry: str) -> None:
+    """Renames the complete ``model_dir`` (under ``tmp/``) to ``entry``.
+
+    If another process installed ``entry`` first, its copy is kept and
+    ``model_dir`` is left to be removed with its staging folder.
+
+    Raises:
+        PretrainedModelError: ``entry`` exists but is not a complete model
+            (changed by hand).
+    """
+    os.makedirs(os.path.dirname(entry), exist_ok=True)
+    try:
+        os.rename(model_dir, entry)
+    except OSError as e:
+        if e.errno not in (errno.EEXIST, errno.ENOTEMPTY, errno.EACCES,
+                           errno.EPERM):
+            raise
+        if not is_complete(entry):
+            raise PretrainedModelError(
+                f"{entry}: expected a complete cached model or no folder, "
+                f"found an incomplete one; remove it and try again"
+            ) from None
+
+
+def folder_bytes(path: str) -> int:
+    """The total size of the files under ``path``."""
+    total = 0
+    for folder, _, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(folder, name))
+            except OSError:
+                pass
+    return total

@@ -1,0 +1,158 @@
+"""Find the model in a folder (an extracted archive, a local directory),
+and its format, from the files themselves.
+
+A model sits at the folder's root or inside one folder below it (most
+archives hold one top folder, e.g. ``zhs.model/``); the two formats:
+
+* ``bilm-tf``: an options JSON (a JSON object with an ``"lstm"`` section:
+  AllenNLP's, NLPL's own ELMo zips, a model bilm_keras trained, dumped or
+  converted) and a weights HDF5 (``.hdf5``/``.h5``; where a folder has
+  several, the one with bilm-tf's ``RNN_0`` group). A ``vocab*.txt`` beside
+  them is the vocabulary.
+* ``elmoformanylangs``: ``config.json`` (upstream's training arguments)
+  beside ``encoder.pkl`` / ``token_embedder.pkl``, as HIT-SCIR releases
+  them; converted with
+  :func:`bilm_keras.weights.manylangs_conversion.convert_manylangs`, which
+  finds the model config as upstream does (a stale absolute
+  ``config_path`` falls back to the file in the folder, then to upstream's
+  packaged configs).
+
+Folders named ``__MACOSX`` or starting with ``.`` are skipped. No model, two
+models (at the root and in a folder, or in two folders), or a bilm-tf folder
+with two candidate options or weight files is an error naming the folder
+and what was found.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+
+from bilm_keras.pretrained.errors import PretrainedModelError
+
+BILM_TF = "bilm-tf"
+ELMOFORMANYLANGS = "elmoformanylangs"
+
+MANYLANGS_CONFIG = "config.json"
+MANYLANGS_PKL = ("token_embedder.pkl", "encoder.pkl")
+WEIGHT_SUFFIXES = (".hdf5", ".h5")
+#: options JSON files larger than this are not options (skipped unread)
+_MAX_OPTIONS_BYTES = 1 << 20
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelLayout:
+    """Where a model is in a folder, and its format.
+
+    Args:
+        format: ``"bilm-tf"`` or ``"elmoformanylangs"``.
+        model_dir: the folder holding the model's files.
+        options_file / weight_file / vocab_file: a bilm-tf model's files
+            (``vocab_file`` None where it has none); None for an
+            ELMoForManyLangs model (its files are found by the conversion).
+    """
+
+    format: str
+    model_dir: str
+    options_file: str | None = None
+    weight_file: str | None = None
+    vocab_file: str | None = None
+
+
+def _is_options_json(path: str) -> bool:
+    try:
+        if os.path.getsize(path) > _MAX_OPTIONS_BYTES:
+            return False
+        with open(path, encoding="utf-8") as f:
+            value = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return isinstance(value, dict) and isinstance(value.get("lstm"), dict)
+
+
+def _has_bilm_tf_weights(path: str) -> bool:
+    import h5py
+
+    try:
+        with h5py.File(path, "r") as f:
+            return "RNN_0" in f
+    except OSError:
+        return False
+
+
+def _one(label: str, folder: str, what: str, found: list[str]) -> str:
+    if len(found) > 1:
+        names = ", ".join(sorted(os.path.basename(p) for p in found))
+        raise PretrainedModelError(
+            f"{label}: {folder}: expected one {what}, found {len(found)}: "
+            f"{names}")
+    return found[0]
+
+
+def _layout_of(folder: str, label: str, shown: str) -> ModelLayout | None:
+    """The model in ``folder`` itself, or None."""
+    files = sorted(name for name in os.listdir(folder)
+                   if os.path.isfile(os.path.join(folder, name)))
+    paths = {name: os.path.join(folder, name) for name in files}
+    if MANYLANGS_CONFIG in paths and any(p in paths for p in MANYLANGS_PKL):
+        return ModelLayout(ELMOFORMANYLANGS, folder)
+    weights = [paths[n] for n in files if n.lower().endswith(WEIGHT_SUFFIXES)]
+    options = [paths[n] for n in files
+               if n.lower().endswith(".json") and _is_options_json(paths[n])]
+    if not (weights and options):
+        return None
+    if len(weights) > 1:
+        # e.g. bilm-tf's test model: lm_weights.hdf5 beside embedding files
+        weights = [p for p in weights if _has_bilm_tf_weights(p)] or weights
+    vocabs = [paths[n] for n in files
+              if "vocab" in n.lower() and n.lower().endswith(".txt")]
+    return ModelLayout(
+        BILM_TF, folder,
+        options_file=_one(label, shown, "options JSON", options),
+        weight_file=_one(label, shown, "weights HDF5", weights),
+        vocab_file=vocabs[0] if len(vocabs) == 1 else None)
+
+
+def find_model_layout(root: str, *, label: str | None = None
+                      ) -> ModelLayout:
+    """The one model in ``root`` or in a folder directly below it.
+
+    Args:
+        root: the folder to look in.
+        label: what errors call ``root`` (default: its path), e.g. the
+            archive or URL it was extracted from.
+
+    Raises:
+        PretrainedModelError: no model, or more than one.
+    """
+    label = label or root
+    found = []
+    layout = _layout_of(root, label, "./")
+    if layout is not None:
+        found.append(("./", layout))
+    for name in sorted(os.listdir(root)):
+        sub = os.path.join(root, name)
+        if name.startswith(".") or name == "__MACOSX" \
+                or not os.path.isdir(sub) or os.path.islink(sub):
+            continue
+        layout = _layout_of(sub, label, f"{name}/")
+        if layout is not None:
+            found.append((f"{name}/", layout))
+    if not found:
+        listing = sorted(
+            name + ("/" if os.path.isdir(os.path.join(root, name)) else "")
+            for name in os.listdir(root))
+        shown = ", ".join(listing[:12]) + (", ..." if len(listing) > 12
+                                           else "")
+        raise PretrainedModelError(
+            f"{label}: expected a model at its root or inside one folder "
+            "(bilm-tf: an options JSON and a weights HDF5; "
+            "ELMoForManyLangs: config.json and .pkl files), found none "
+            f"(contents: {shown or 'nothing'})")
+    if len(found) > 1:
+        models = ", ".join(f"{where} ({layout.format})"
+                           for where, layout in found)
+        raise PretrainedModelError(
+            f"{label}: expected one model, found {len(found)}: {models}")
+    return found[0][1]

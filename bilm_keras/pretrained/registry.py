@@ -1,0 +1,186 @@
+"""The published ELMo models, by name: the registry, as package data.
+
+``registry.json`` (beside this module, shipped in the wheel) holds one row
+per model; :func:`registered_models` reads and checks it once::
+
+    from bilm_keras.pretrained.registry import registered_model
+    registered_model("manylangs-zh").archive_url
+    # 'http://vectors.nlpl.eu/repository/11/179.zip'
+
+Two kinds of rows, by where the publisher keeps the files:
+
+* ``bilm-tf`` (AllenNLP's English models): an options JSON and a weights
+  HDF5, two URLs (``options_url``, ``weight_url``);
+* ``elmoformanylangs`` (HIT-SCIR's 44 languages on the NLPL repository, and
+  their simplified-Chinese model): one archive (``archive_url``) holding
+  ``config.json``, the dictionaries and the ``.pkl`` state dicts.
+
+Each row names its language (name and ISO 639-1 code, else ISO 639-3),
+where it comes from, the license and the paper to cite.
+
+``BILM_KERAS_MODEL_MIRROR=BASE`` (an organisation's mirror, an air-gapped
+copy, the tests' local server) replaces the scheme and host of every
+registry URL and keeps its path: :func:`mirrored_url`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib.resources
+import json
+import os
+import re
+import urllib.parse
+
+from bilm_keras.pretrained.errors import PretrainedModelError
+
+#: the environment variable naming a mirror of the registry's URLs
+MIRROR_ENV = "BILM_KERAS_MODEL_MIRROR"
+
+#: the formats a published model comes in
+FORMATS = ("bilm-tf", "elmoformanylangs")
+
+REGISTRY_FILE = "registry.json"
+
+#: what a model name looks like (it is also a cache folder's name)
+_NAME = re.compile(r"^[a-z][a-z0-9.-]*$")
+
+
+@dataclasses.dataclass(frozen=True)
+class RegisteredModel:
+    """One published model (a row of ``registry.json``).
+
+    Args:
+        name: the name to ask for, e.g. ``"elmo-original"``,
+            ``"manylangs-zh"``.
+        language: the language's name (``"Chinese (traditional)"``).
+        language_code: ISO 639-1, else ISO 639-3 (``"grc"``).
+        format: ``"bilm-tf"`` or ``"elmoformanylangs"`` (converted once,
+            on first use).
+        description: what it was trained on.
+        source: who publishes it, with their page.
+        license: the license line.
+        citation: the paper(s) to cite.
+        options_url / weight_url: a ``bilm-tf`` model's two files.
+        archive_url: an ``elmoformanylangs`` model's archive.
+        parameters_millions: the model's size where its publisher states
+            it, else None.
+    """
+
+    name: str
+    language: str
+    language_code: str
+    format: str
+    description: str
+    source: str
+    license: str
+    citation: str
+    options_url: str | None = None
+    weight_url: str | None = None
+    archive_url: str | None = None
+    parameters_millions: float | None = None
+
+    @property
+    def urls(self) -> tuple[str, ...]:
+        """Every URL the model is downloaded from."""
+        return tuple(url for url in (self.options_url, self.weight_url,
+                                     self.archive_url) if url)
+
+
+def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
+    where = f"{source}: models[{index}]"
+    fields = {f.name for f in dataclasses.fields(RegisteredModel)}
+    unknown = sorted(set(row) - fields)
+    if unknown:
+        raise PretrainedModelError(
+            f"{where}: expected the fields {sorted(fields)}, found "
+            f"unknown {unknown}")
+    try:
+        model = RegisteredModel(**row)
+    except TypeError as e:
+        raise PretrainedModelError(f"{where}: {e}") from None
+    if not _NAME.match(model.name):
+        raise PretrainedModelError(
+            f"{where}: field 'name': expected lower-case letters, digits, "
+            f"'.' and '-', found {model.name!r}")
+    if model.format not in FORMATS:
+        raise PretrainedModelError(
+            f"{where} ({model.name}): field 'format': expected one of "
+            f"{FORMATS}, found {model.format!r}")
+    if model.format == "bilm-tf":
+        files_ok = bool(model.options_url and model.weight_url
+                        and not model.archive_url)
+        expected = "options_url and weight_url, no archive_url"
+    else:
+        files_ok = bool(model.archive_url and not model.options_url
+                        and not model.weight_url)
+        expected = "archive_url alone"
+    if not files_ok:
+        raise PretrainedModelError(
+            f"{where} ({model.name}): a {model.format} model: expected "
+            f"{expected}")
+    for url in model.urls:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.netloc:
+            raise PretrainedModelError(
+                f"{where} ({model.name}): expected http(s) URLs, found "
+                f"{url!r}")
+    return model
+
+
+@functools.cache
+def registered_models() -> dict[str, RegisteredModel]:
+    """Every registered model, by name, in the registry's order.
+
+    Raises:
+        PretrainedModelError: a row that does not fit (a packaging bug).
+    """
+    resource = importlib.resources.files(__package__) / REGISTRY_FILE
+    source = f"{__package__}/{REGISTRY_FILE}"
+    rows = json.loads(resource.read_text(encoding="utf-8"))["models"]
+    models: dict[str, RegisteredModel] = {}
+    for index, row in enumerate(rows):
+        model = _check_row(row, index, source)
+        if model.name in models:
+            raise PretrainedModelError(
+                f"{source}: models[{index}]: name {model.name!r} is "
+                "registered twice")
+        models[model.name] = model
+    return models
+
+
+def registered_model(name: str) -> RegisteredModel | None:
+    """The model registered as ``name``, or None."""
+    return registered_models().get(name)
+
+
+def mirror_from_environment() -> str | None:
+    """``$BILM_KERAS_MODEL_MIRROR``, or None where unset or empty."""
+    return os.environ.get(MIRROR_ENV) or None
+
+
+def mirrored_url(url: str, mirror: str | None) -> str:
+    """``url`` with its scheme and host replaced by ``mirror``'s (its path,
+    if any, put in front of ``url``'s path); ``url`` itself when ``mirror``
+    is None.
+
+    >>> mirrored_url("http://vectors.nlpl.eu/repository/11/179.zip",
+    ...              "https://mirror.example.org/elmo")
+    'https://mirror.example.org/elmo/repository/11/179.zip'
+
+    Raises:
+        PretrainedModelError: ``mirror`` is not an http(s) base URL.
+    """
+    if not mirror:
+        return url
+    base = urllib.parse.urlsplit(mirror)
+    if base.scheme not in ("http", "https") or not base.netloc \
+            or base.query or base.fragment:
+        raise PretrainedModelError(
+            f"{MIRROR_ENV}={mirror!r}: expected an http(s) base URL such as "
+            "https://mirror.example.org or http://127.0.0.1:8000/models")
+    parts = urllib.parse.urlsplit(url)
+    return urllib.parse.urlunsplit(
+        (base.scheme, base.netloc, base.path.rstrip("/") + parts.path,
+         parts.query, ""))

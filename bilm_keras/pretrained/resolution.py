@@ -1,0 +1,466 @@
+"""One function from a model SPEC to a local model in bilm-tf's layout:
+:func:`resolve_model`.
+
+::
+
+    from bilm_keras.pretrained import resolve_model
+    model = resolve_model("manylangs-zh")     # downloaded, converted, cached
+    model.options_file, model.weight_file     # .../models/manylangs-zh/...
+    resolve_model("https://example.org/my_elmo.zip")
+    resolve_model("zhs.model.tar.bz2")        # a local archive
+    resolve_model("zhs.model/")               # a local model directory
+
+SPEC is tried in this order:
+
+1. an ``http://`` or ``https://`` URL of an archive (``.zip``, ``.tar.gz``,
+   ``.tar.bz2``, any tar: the contents decide);
+2. a registry name (:func:`~bilm_keras.pretrained.registry.registered_models`;
+   ``bilm-keras models`` lists them); a local folder of the same name is
+   reached as ``./NAME``;
+3. a local directory holding a model (at its root or one folder down);
+4. a local archive.
+
+The format comes from the files (:mod:`.model_layout`): a bilm-tf model
+(options JSON + weights HDF5) is used as it is; an ELMoForManyLangs model
+(``config.json`` + ``.pkl`` files) is converted once with
+:func:`~bilm_keras.weights.manylangs_conversion.convert_manylangs` and the
+converted model cached. A local bilm-tf directory is used in place (nothing
+is cached); everything else lands in the model cache (:mod:`.model_cache`),
+where the next call finds it with no network access. Registry URLs go
+through ``$BILM_KERAS_MODEL_MIRROR`` (:func:`.registry.mirrored_url`).
+
+Nothing here imports TensorFlow; numpy and h5py only to convert an
+ELMoForManyLangs model or to tell a weights HDF5 from other HDF5 files.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import difflib
+import logging
+import os
+import re
+import sys
+from collections.abc import Callable
+
+from bilm_keras import __version__
+from bilm_keras.options import BiLMOptions
+from bilm_keras.pretrained.archives import ARCHIVE_SUFFIXES, extract_archive
+from bilm_keras.pretrained.download import download_file
+from bilm_keras.pretrained.errors import PretrainedModelError
+from bilm_keras.pretrained.model_cache import (
+    OPTIONS_JSON,
+    WEIGHT_FILE,
+    default_cache_dir,
+    entry_dir,
+    entry_lock,
+    hashed_key,
+    install_entry,
+    is_complete,
+    read_manifest,
+    staging_dir,
+    write_manifest,
+)
+from bilm_keras.pretrained.model_layout import (
+    BILM_TF,
+    ELMOFORMANYLANGS,
+    ModelLayout,
+    find_model_layout,
+)
+from bilm_keras.pretrained.registry import (
+    RegisteredModel,
+    mirror_from_environment,
+    mirrored_url,
+    registered_model,
+    registered_models,
+)
+
+logger = logging.getLogger(__name__)
+
+#: how to list the registry's names, for the unknown-name error
+LIST_COMMAND = "bilm-keras models"
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+@dataclasses.dataclass(frozen=True)
+class ResolvedModel:
+    """A model on this machine in bilm-tf's layout: what
+    ``BidirectionalLanguageModel(options_file, weight_file)``, ``bilm-keras
+    embed --options_file --weight_file`` and ``train --init_weights`` take.
+
+    Args:
+        name: the registry name; else the URL's, archive's or folder's name
+            (without its archive suffix).
+        format: the format the model was published in: ``"bilm-tf"`` or
+            ``"elmoformanylangs"`` (converted: its ``options.json`` has an
+            ``elmoformanylangs`` section naming ``char.dic``/``word.dic``
+            beside it). The files here are bilm-tf's layout either way.
+        directory: the folder holding the files: ``<cache>/models/<key>``,
+            or a local bilm-tf directory used in place.
+        options_file: the options JSON (``options.json`` in the cache).
+        weight_file: the weights HDF5 (``lm_weights.hdf5`` in the cache).
+        vocab_file: a bilm-tf model's ``vocab*.txt`` where it ships one
+            (for ``TokenBatcher`` / ``dump-tokens``), else None.
+        spec: the SPEC as given.
+        cached: whether ``directory`` is in the model cache.
+    """
+
+    name: str
+    format: str
+    directory: str
+    options_file: str
+    weight_file: str
+    vocab_file: str | None
+    spec: str
+    cached: bool
+
+
+# --- the SPEC -------------------------------------------------------------
+
+def _strip_archive_suffix(name: str) -> str:
+    lower = name.lower()
+    for suffix in sorted(ARCHIVE_SUFFIXES, key=len, reverse=True):
+        if lower.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+def _unknown_spec(spec: str) -> PretrainedModelError:
+    looks_like_name = (os.sep not in spec and "/" not in spec
+                       and _strip_archive_suffix(spec) == spec)
+    if looks_like_name:
+        close = difflib.get_close_matches(spec, list(registered_models()),
+                                          n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        return PretrainedModelError(
+            f"{spec!r}: unknown model name{hint}; list the names with "
+            f"`{LIST_COMMAND}` (or pass an http(s) URL, an archive or a "
+            "model directory)")
+    return PretrainedModelError(
+        f"{spec}: no such file or directory (expected a registry name, an "
+        "http(s) URL, a local archive (.zip, .tar.gz, .tar.bz2) or a model "
+        "directory)")
+
+
+# --- the cache ------------------------------------------------------------
+
+def _from_entry(entry: str, spec: str) -> ResolvedModel:
+    manifest = read_manifest(entry)
+    files = {"options_file": OPTIONS_JSON, "weight_file": WEIGHT_FILE}
+    vocab = manifest.get("vocab_file")
+    paths = {field: os.path.join(entry, name) for field, name in files.items()}
+    for path in paths.values():
+        if not os.path.isfile(path):
+            raise PretrainedModelError(
+                f"{entry}: expected a cached model with "
+                f"{os.path.basename(path)}, found none; remove {entry} to "
+                "fetch it again")
+    return ResolvedModel(
+        name=str(manifest.get("name", os.path.basename(entry))),
+        format=str(manifest.get("format", BILM_TF)),
+        directory=entry,
+        vocab_file=os.path.join(entry, vocab) if vocab else None,
+        spec=spec, cached=True, **paths)
+
+
+def _manifest(name: str, fmt: str, spec: str, sources, vocab_file) -> dict:
+    return {
+        "name": name,
+        "format": fmt,
+        "spec": spec,
+        "sources": list(sources),
+        "options_file": OPTIONS_JSON,
+        "weight_file": WEIGHT_FILE,
+        "vocab_file": vocab_file,
+        # datetime.UTC is Python 3.11+; setup.cfg allows 3.10
+        "created": datetime.datetime.now(datetime.timezone.utc)  # noqa: UP017
+        .strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "bilm_keras_version": __version__,
+    }
+
+
+def _say(progress: bool, message: str) -> None:
+    logger.info(message)
+    if progress:
+        print(message, file=sys.stderr, flush=True)
+
+
+#: a build: staging folder -> (the complete model folder, its manifest)
+Build = Callable[[str], tuple[str, dict]]
+
+
+def _cached(cache_dir: str, key: str, spec: str, build: Build,
+            progress: bool) -> ResolvedModel:
+    """The cached model ``key``, built with ``build`` first if missing
+    (under the key's lock; see :mod:`.model_cache`)."""
+    entry = entry_dir(cache_dir, key)
+    if is_complete(entry):
+        return _from_entry(entry, spec)
+
+    def waiting():
+        _say(progress, f"{spec}: waiting for another process to fetch it "
+                       f"into {entry}")
+
+    with entry_lock(cache_dir, key, on_wait=waiting):
+        if not is_complete(entry):
+            with staging_dir(cache_dir, key) as staging:
+                model_dir, manifest = build(staging)
+                write_manifest(model_dir, manifest)
+                install_entry(model_dir, entry)
+    return _from_entry(entry, spec)
+
+
+# --- building a model folder ------------------------------------------------
+
+def _relabel(message: str, folder: str | None, label: str) -> str:
+    """``message`` with the temporary path ``folder`` (a folder or a file)
+    shown as ``label``: ``<folder>/a/b`` as ``<label>: a/b``. None: the
+    message as it is (a user's own files)."""
+    if folder is None:
+        return message
+    return message.replace(folder + os.sep, label + ": ").replace(
+        folder, label)
+
+
+def _check_options(options_file: str, label: str,
+                   folder: str | None) -> None:
+    try:
+        BiLMOptions.from_json(options_file)
+    except ValueError as e:
+        raise PretrainedModelError(
+            _relabel(str(e), folder, label)) from None
+
+
+def _check_weights(weight_file: str, label: str,
+                   folder: str | None) -> None:
+    import h5py
+
+    if not h5py.is_hdf5(weight_file):
+        shown = _relabel(weight_file, folder, label)
+        raise PretrainedModelError(
+            f"{shown}: expected a weights HDF5 file, found "
+            f"{os.path.getsize(weight_file):,} bytes of something else")
+
+
+def _bilm_tf_folder(layout: ModelLayout, staging: str, label: str,
+                    root: str) -> tuple[str, str | None]:
+    """Checks an extracted bilm-tf model (errors shown against ``label``,
+    its files relative to the archive's ``root``), then moves its folder
+    (ours, under ``tmp/``) to ``staging/model``, the two files under the
+    cache's names. Returns the folder and the vocabulary's file name (or
+    None)."""
+    _check_options(layout.options_file, label, root)
+    _check_weights(layout.weight_file, label, root)
+    model_dir = os.path.join(staging, "model")
+    os.rename(layout.model_dir, model_dir)
+    moved = {path: os.path.join(model_dir, os.path.basename(path))
+             for path in (layout.options_file, layout.weight_file,
+                          layout.vocab_file) if path}
+    os.replace(moved[layout.options_file],
+               os.path.join(model_dir, OPTIONS_JSON))
+    os.replace(moved[layout.weight_file],
+               os.path.join(model_dir, WEIGHT_FILE))
+    vocab = (os.path.basename(layout.vocab_file) if layout.vocab_file
+             and os.path.isfile(moved[layout.vocab_file]) else None)
+    return model_dir, vocab
+
+
+def _convert(model_dir: str, staging: str, label: str,
+             root: str | None) -> str:
+    """Converts the ELMoForManyLangs model in ``model_dir`` into
+    ``staging/model``. Errors name ``label``, and the files relative to
+    ``root`` (an extracted archive's folder; None: paths as they are)."""
+    from bilm_keras.weights.manylangs_conversion import convert_manylangs
+
+    out = os.path.join(staging, "model")
+    try:
+        convert_manylangs(model_dir, out)
+    except ValueError as e:
+        message = str(e)
+        if root is not None:
+            message = message.replace(root + os.sep, "")
+        raise PretrainedModelError(
+            f"{label}: cannot convert the ELMoForManyLangs model: {message}"
+        ) from None
+    return out
+
+
+def _from_archive(archive: str, staging: str, *, name: str, spec: str,
+                  label: str, sources, progress: bool,
+                  remove_archive: bool) -> tuple[str, dict]:
+    """Extracts ``archive`` under ``staging``, finds its model, and builds
+    the cached folder (moved as it is, or converted)."""
+    extracted = os.path.join(staging, "extracted")
+    os.mkdir(extracted)
+    extract_archive(archive, extracted, label=label)
+    if remove_archive:
+        os.remove(archive)  # before the conversion: less disk at the peak
+    layout = find_model_layout(extracted, label=label)
+    if layout.format == ELMOFORMANYLANGS:
+        _say(progress, f"{name}: converting the ELMoForManyLangs model")
+        model_dir = _convert(layout.model_dir, staging, label, extracted)
+        vocab = None
+    else:
+        model_dir, vocab = _bilm_tf_folder(layout, staging, label,
+                                           extracted)
+    return model_dir, _manifest(name, layout.format, spec, sources, vocab)
+
+
+# --- the four kinds of SPEC ---------------------------------------------------
+
+def _registered(model: RegisteredModel, spec: str, cache_dir: str,
+                mirror: str | None, progress: bool) -> ResolvedModel:
+    def build(staging: str) -> tuple[str, dict]:
+        try:
+            # here, not before: a cached model needs no mirror (nor a
+            # valid one)
+            urls = [mirrored_url(url, mirror) for url in model.urls]
+            if model.archive_url:
+                archive = os.path.join(staging, "archive")
+                download_file(urls[0], archive, label=model.name,
+                              progress=progress)
+                return _from_archive(
+                    archive, staging, name=model.name, spec=spec,
+                    label=urls[0], sources=urls, progress=progress,
+                    remove_archive=True)
+            model_dir = os.path.join(staging, "model")
+            os.mkdir(model_dir)
+            options = os.path.join(model_dir, OPTIONS_JSON)
+            weights = os.path.join(model_dir, WEIGHT_FILE)
+            download_file(urls[0], options, label=f"{model.name} options",
+                          progress=progress)
+            download_file(urls[1], weights, label=f"{model.name} weights",
+                          progress=progress)
+            _check_options(options, urls[0], options)
+            _check_weights(weights, urls[1], weights)
+            return model_dir, _manifest(model.name, model.format, spec,
+                                        urls, None)
+        except PretrainedModelError as e:
+            raise PretrainedModelError(f"{model.name}: {e}") from None
+
+    return _cached(cache_dir, model.name, spec, build, progress)
+
+
+def _url(url: str, spec: str, cache_dir: str,
+         progress: bool) -> ResolvedModel:
+    file_name = os.path.basename(url.split("?", 1)[0].rstrip("/")) or "model"
+    name = _strip_archive_suffix(file_name)
+
+    def build(staging: str) -> tuple[str, dict]:
+        archive = os.path.join(staging, "archive")
+        download_file(url, archive, label=file_name, progress=progress)
+        return _from_archive(archive, staging, name=name, spec=spec,
+                             label=url, sources=[url], progress=progress,
+                             remove_archive=True)
+
+    key = hashed_key("url", url, file_name)
+    return _cached(cache_dir, key, spec, build, progress)
+
+
+def _local_archive(path: str, spec: str, cache_dir: str,
+                   progress: bool) -> ResolvedModel:
+    real = os.path.realpath(path)
+    info = os.stat(real)
+    file_name = os.path.basename(real)
+    name = _strip_archive_suffix(file_name)
+
+    def build(staging: str) -> tuple[str, dict]:
+        return _from_archive(real, staging, name=name, spec=spec, label=path,
+                             sources=[real], progress=progress,
+                             remove_archive=False)
+
+    key = hashed_key("file", f"{real}\0{info.st_size}\0{info.st_mtime_ns}",
+                     file_name)
+    return _cached(cache_dir, key, spec, build, progress)
+
+
+def _local_directory(path: str, spec: str, cache_dir: str,
+                     progress: bool) -> ResolvedModel:
+    layout = find_model_layout(path, label=path)
+    if layout.format == BILM_TF:  # used in place: nothing to cache
+        _check_options(layout.options_file, path, None)
+        _check_weights(layout.weight_file, path, None)
+        return ResolvedModel(
+            name=os.path.basename(os.path.abspath(layout.model_dir)),
+            format=BILM_TF, directory=os.path.abspath(layout.model_dir),
+            options_file=os.path.abspath(layout.options_file),
+            weight_file=os.path.abspath(layout.weight_file),
+            vocab_file=(os.path.abspath(layout.vocab_file)
+                        if layout.vocab_file else None),
+            spec=spec, cached=False)
+    model_dir = os.path.realpath(layout.model_dir)
+    name = os.path.basename(model_dir)
+    files = sorted(os.listdir(model_dir))
+    identity = [model_dir] + [
+        f"{n}\0{s.st_size}\0{s.st_mtime_ns}"
+        for n in files
+        for s in [os.stat(os.path.join(model_dir, n))]]
+
+    def build(staging: str) -> tuple[str, dict]:
+        _say(progress, f"{name}: converting the ELMoForManyLangs model")
+        out = _convert(model_dir, staging, path, None)
+        return out, _manifest(name, ELMOFORMANYLANGS, spec, [model_dir],
+                              None)
+
+    key = hashed_key("dir", "\n".join(identity), name)
+    return _cached(cache_dir, key, spec, build, progress)
+
+
+def resolve_model(spec: str | os.PathLike, *,
+                  cache_dir: str | os.PathLike | None = None,
+                  mirror: str | None = None,
+                  progress: bool | None = None) -> ResolvedModel:
+    """A model SPEC -> a local model in bilm-tf's layout (see the module
+    doc for the kinds of SPEC and the order they are tried in).
+
+    Args:
+        spec: a registry name (``"elmo-original"``, ``"manylangs-zh"``), an
+            http(s) URL of an archive, a local archive or a local model
+            directory.
+        cache_dir: the model cache (default ``$BILM_KERAS_CACHE``, else
+            ``$XDG_CACHE_HOME/bilm_keras``, else ``~/.cache/bilm_keras``).
+        mirror: replaces the scheme and host of registry URLs (default
+            ``$BILM_KERAS_MODEL_MIRROR``; ``""``: none).
+        progress: progress bars and messages on stderr; None: only if
+            stderr is a terminal.
+
+    Returns:
+        A :class:`ResolvedModel`. A cached model is returned with no
+        network access; a missing one is downloaded (and converted) into
+        the cache first.
+
+    Raises:
+        PretrainedModelError: one line naming the spec, URL or file and
+            what was expected (an unknown name, a failed or cut-short
+            download, an unsafe or unreadable archive, no model or two,
+            a model that cannot be converted); nothing is left in the
+            cache.
+    """
+    spec = os.fspath(spec)
+    if not isinstance(spec, str) or not spec.strip():
+        raise PretrainedModelError(
+            f"{spec!r}: expected a model name, URL, archive or directory")
+    if progress is None:
+        isatty = getattr(sys.stderr, "isatty", None)
+        progress = bool(isatty and isatty())
+    if mirror is None:
+        mirror = mirror_from_environment()
+    cache = (os.path.abspath(os.fspath(cache_dir)) if cache_dir
+             else default_cache_dir())
+
+    if _URL.match(spec):
+        scheme = spec.split(":", 1)[0].lower()
+        if scheme not in ("http", "https"):
+            raise PretrainedModelError(
+                f"{spec}: expected an http:// or https:// URL, found the "
+                f"scheme {scheme!r}")
+        return _url(spec, spec, cache, progress)
+    model = registered_model(spec)
+    if model is not None:
+        return _registered(model, spec, cache, mirror or None, progress)
+    if os.path.isdir(spec):
+        return _local_directory(spec, spec, cache, progress)
+    if os.path.isfile(spec):
+        return _local_archive(spec, spec, cache, progress)
+    raise _unknown_spec(spec)

@@ -1,0 +1,33 @@
+"""``bench/manylangs_pkl_reader.py --quick`` runs end to end (no speed
+asserted): torch writes a model in ELMoForManyLangs' released format, it is
+converted with our reader (torch blocked) and with torch.load, alternating,
+and both give the same weights."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO_ROOT
+
+pytest.importorskip("torch")
+
+
+def test_quick_bench_reports_one_json_line(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / "manylangs_pkl_reader.py"),
+         "--quick", "--rounds", "2", "--workdir", str(tmp_path)],
+        capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    assert len(lines) == 1
+    report = json.loads(lines[0])
+    assert report["weights_equal"] is True
+    assert report["ours"]["torch_imported"] is False
+    assert report["torch"]["torch_imported"] is True
+    for reader in ("ours", "torch"):
+        assert len(report[reader]["convert_s_all"]) == 2
+        assert report[reader]["tensorflow_imported"] is False
+        assert 0 < report[reader]["read_s"] < report[reader]["convert_s"]
+    assert len(report["convert_s_ratio_by_round"]) == 2

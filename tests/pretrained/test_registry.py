@@ -1,0 +1,124 @@
+"""The registry of published models: every model issue 28 lists, with its
+URLs exactly as the publishers give them, and the mirror rewrite."""
+
+import re
+import urllib.parse
+
+import pytest
+
+from bilm_keras.pretrained import (
+    PretrainedModelError,
+    registered_model,
+    registered_models,
+)
+from bilm_keras.pretrained.registry import mirrored_url
+
+ALLEN = "https://allennlp.s3.amazonaws.com/models/elmo/"
+
+#: AllenNLP's models and their two files, as issue 28 lists them
+ALLENNLP = {
+    "elmo-small": (
+        ("2x1024_128_2048cnn_1xhighway/"
+         "elmo_2x1024_128_2048cnn_1xhighway_options.json"),
+        ("2x1024_128_2048cnn_1xhighway/"
+         "elmo_2x1024_128_2048cnn_1xhighway_weights.hdf5")),
+    "elmo-medium": (
+        ("2x2048_256_2048cnn_1xhighway/"
+         "elmo_2x2048_256_2048cnn_1xhighway_options.json"),
+        ("2x2048_256_2048cnn_1xhighway/"
+         "elmo_2x2048_256_2048cnn_1xhighway_weights.hdf5")),
+    "elmo-original": (
+        ("2x4096_512_2048cnn_2xhighway/"
+         "elmo_2x4096_512_2048cnn_2xhighway_options.json"),
+        ("2x4096_512_2048cnn_2xhighway/"
+         "elmo_2x4096_512_2048cnn_2xhighway_weights.hdf5")),
+    "elmo-original-5.5b": (
+        ("2x4096_512_2048cnn_2xhighway_5.5B/"
+         "elmo_2x4096_512_2048cnn_2xhighway_5.5B_options.json"),
+        ("2x4096_512_2048cnn_2xhighway_5.5B/"
+         "elmo_2x4096_512_2048cnn_2xhighway_5.5B_weights.hdf5")),
+    "elmo-pubmed": (
+        "contributed/pubmed/elmo_2x4096_512_2048cnn_2xhighway_options.json",
+        ("contributed/pubmed/"
+         "elmo_2x4096_512_2048cnn_2xhighway_weights_PubMed_only.hdf5")),
+    "elmo-pt": ("contributed/pt/elmo_pt_options.json",
+                "contributed/pt/elmo_pt_weights.hdf5"),
+}
+
+NLPL = re.compile(r"^http://vectors\.nlpl\.eu/repository/11/(\d+)\.zip$")
+
+
+def test_allennlp_models_have_the_issues_urls():
+    for name, (options, weights) in ALLENNLP.items():
+        model = registered_model(name)
+        assert model is not None, name
+        assert model.format == "bilm-tf"
+        assert model.options_url == ALLEN + options
+        assert model.weight_url == ALLEN + weights
+        assert model.archive_url is None
+    assert registered_model("elmo-pt").language_code == "pt"
+    assert registered_model("elmo-original").parameters_millions == 93.6
+
+
+def test_the_44_manylangs_models_and_zhs():
+    models = registered_models()
+    manylangs = {name: m for name, m in models.items()
+                 if name.startswith("manylangs-") and name != "manylangs-zhs"}
+    assert len(manylangs) == 44
+    numbers = {}
+    for name, model in manylangs.items():
+        assert model.format == "elmoformanylangs"
+        match = NLPL.match(model.archive_url)
+        assert match, model.archive_url
+        numbers[name] = int(match.group(1))
+        # manylangs-<ISO 639-1>, else ISO 639-3
+        assert name == f"manylangs-{model.language_code}"
+        assert re.fullmatch(r"[a-z]{2,3}", model.language_code)
+    # upstream's table: 136 Arabic ... 179 Chinese, one number each
+    assert sorted(numbers.values()) == list(range(136, 180))
+    assert numbers["manylangs-ar"] == 136
+    assert numbers["manylangs-ja"] == 160
+    assert numbers["manylangs-ko"] == 161
+    assert numbers["manylangs-zh"] == 179
+    assert numbers["manylangs-grc"] == 153  # Ancient Greek: no 639-1 code
+    assert numbers["manylangs-nl"] == 164 and numbers["manylangs-nb"] == 165
+    assert "traditional" in models["manylangs-zh"].language
+    zhs = models["manylangs-zhs"]
+    assert zhs.archive_url == "http://39.96.43.154/zhs.model.tar.bz2"
+    assert zhs.format == "elmoformanylangs" and zhs.language_code == "zh"
+    assert "simplified" in zhs.language
+    assert len(models) == 6 + 44 + 1
+
+
+def test_every_row_is_complete():
+    for name, model in registered_models().items():
+        assert model.language and model.source and model.description, name
+        assert model.license and model.citation, name
+        for url in model.urls:
+            parts = urllib.parse.urlsplit(url)
+            assert parts.scheme in ("http", "https") and parts.netloc, url
+        # a name is a cache folder's name too, never a URL/file/dir key's
+        assert not re.match(r"^(url|file|dir)-", name)
+    assert all("Che et al. 2018" in m.citation
+               for n, m in registered_models().items()
+               if n.startswith("manylangs-"))
+    assert all("Peters et al. 2018" in m.citation
+               for n, m in registered_models().items()
+               if n.startswith("elmo-"))
+
+
+def test_mirror_replaces_scheme_and_host_and_keeps_the_path():
+    url = registered_model("manylangs-zh").archive_url
+    assert mirrored_url(url, None) == url
+    assert (mirrored_url(url, "http://127.0.0.1:8123")
+            == "http://127.0.0.1:8123/repository/11/179.zip")
+    assert (mirrored_url(ALLEN + "a/b.hdf5", "https://mirror.example.org/elmo/")
+            == "https://mirror.example.org/elmo/models/elmo/a/b.hdf5")
+
+
+@pytest.mark.parametrize("mirror", ["ftp://mirror.example.org",
+                                    "mirror.example.org", "http://"])
+def test_a_bad_mirror_names_the_variable(mirror):
+    with pytest.raises(PretrainedModelError,
+                       match="BILM_KERAS_MODEL_MIRROR=.*expected an http"):
+        mirrored_url("http://vectors.nlpl.eu/repository/11/179.zip", mirror)
