@@ -11,8 +11,9 @@ CI runs) adds the tests marked ``slow`` and everything under ``tests/bench/``.
 
 Plain helpers are in ``helpers.py`` (``from helpers import
 run_layer_test``); fixtures here. A test that needs an optional extra
-(torch, for ELMoForManyLangs' ``.pkl`` files) skips saying which when it
-is missing, and fails when ``CI=true`` (``helpers.require_extra``).
+(torch, to compare our ``.pkl`` reader with ``torch.load``) skips saying
+which when it is missing, and fails when ``CI=true``
+(``helpers.require_extra``).
 """
 
 import json
@@ -29,7 +30,6 @@ from helpers import (  # noqa: E402
     fixture_options,
     fixtures_root,
     manylangs_fixtures_root,
-    require_extra,
     skip_or_fail,
 )
 
@@ -56,9 +56,7 @@ def manylangs_fixtures() -> pathlib.Path:
 def manylangs_converted(manylangs_fixtures, tmp_path_factory) -> dict:
     """The fixture's ``tiny.model`` as it is, converted once per session
     (``convert_manylangs``'s result: ``options_file``, ``weight_file``, ...).
-    Read-only: a test that changes the files converts its own. Reading
-    the ``.pkl`` files needs torch (the ``[manylangs]`` extra)."""
-    require_extra("torch", "manylangs")
+    Read-only: a test that changes the files converts its own."""
     from bilm_keras import convert_manylangs
 
     out = tmp_path_factory.mktemp("manylangs") / "converted"

@@ -2,6 +2,7 @@
 
 * :mod:`.atomic_files`: write a file or a directory completely or not at
   all;
+* :mod:`.durations`: ``h:mm:ss`` for progress lines;
 * :mod:`.eager`: the clear error for TF1 graph mode;
 * :mod:`.lazy`: public names imported on first use (PEP 562);
 * :mod:`.settings`: :class:`~.settings.SettingError`, the error a

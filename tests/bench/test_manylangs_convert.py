@@ -9,7 +9,7 @@ import sys
 
 from helpers import REPO_ROOT, require_extra
 
-require_extra("torch", "manylangs")
+require_extra("torch", "torch")
 
 
 def test_quick_bench_reports_one_json_line(tmp_path):

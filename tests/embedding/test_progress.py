@@ -3,7 +3,7 @@ throttled in a log file."""
 
 import io
 
-from bilm_keras.embedding.progress import ProgressBar, format_duration
+from bilm_keras.embedding.progress import ProgressBar
 
 
 class Clock:
@@ -63,9 +63,3 @@ def test_log_file_gets_a_line_every_log_every_seconds():
     # the first batch, then every 10 s, then the end
     assert len(lines) == 11
     assert lines[-1].startswith("100/100 sentences")
-
-
-def test_format_duration():
-    assert format_duration(0) == "0:00"
-    assert format_duration(61.4) == "1:01"
-    assert format_duration(3 * 3600 + 5) == "3:00:05"

@@ -32,7 +32,7 @@ TINY_CONFIG = "cnn_6_8_16_64_tiny.json"
 
 @pytest.fixture(scope="module")
 def torch():
-    return require_extra("torch", "manylangs")
+    return require_extra("torch", "torch")
 
 
 @pytest.fixture(scope="module")
