@@ -223,6 +223,7 @@ def test_dump_bad_options(files, tmp_path, kwargs, match):
     assert not (tmp_path / "o.hdf5").exists()
 
 
+@pytest.mark.slow  # quick tier: bilm-keras embed passes its spec=
 def test_dump_takes_an_embedding_spec(files, tmp_path):
     from bilm_keras.embedding.outputs import EmbeddingSpec
 

@@ -323,6 +323,7 @@ def test_leftover_refused_before_tensorflow(model_dir, corpus, tmp_path):
         "manifest.json", "part-000000000000-000000000003.hdf5"]
 
 
+@pytest.mark.slow  # quick tier: test_interrupted_then_resumed's event
 def test_events_come_in_order(model_dir, corpus, uninterrupted, tmp_path):
     out = tmp_path / "elmo.hdf5"
     events = []
