@@ -288,6 +288,12 @@ class BilmTFCheckpoint:
                 f"{self.path}: cannot read {name} "
                 f"({str(e).splitlines()[0]})") from None
 
+    def read_tensor(self, name: str) -> np.ndarray:
+        """One tensor by its checkpoint name, as stored (e.g.
+        ``lm/softmax/W`` for a model with another vocabulary, whose
+        softmax is not in :attr:`variables`)."""
+        return self._read(self._reader(), name)
+
     def iter_weights(self) -> Iterator[Tuple[CheckpointVariable,
                                              np.ndarray]]:
         """``(entry, value)`` per variable, the value in the variable's

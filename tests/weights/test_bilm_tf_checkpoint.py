@@ -286,3 +286,13 @@ def test_a_checkpoint_without_optimizer_slots(tmp_path):
                        match=r"holds no Adagrad accumulators \(expected "
                              r"'lm/char_embed/Adagrad'\)"):
         checkpoint.read_accumulators()
+
+
+def test_read_a_tensor_by_name(loaded):
+    _, _, checkpoint = loaded["save_dir_tf12"]
+    raw = _raw(RUN / "save_dir_tf12")
+    assert np.array_equal(checkpoint.read_tensor("lm/softmax/W/Adagrad"),
+                          raw["lm/softmax/W/Adagrad"])
+    with pytest.raises(CheckpointFileError,
+                       match=r"model\.ckpt-40: cannot read lm/nothing"):
+        checkpoint.read_tensor("lm/nothing")
