@@ -25,9 +25,11 @@ RECORDED = json.loads((RUN / "perplexities.json").read_text())["by_batch_size"]
 
 
 @pytest.mark.parametrize("sub,batch_size", [
-    # one of each in the quick tier (a model and its trace are ~2 s)
-    ("save_dir", "1"),
+    # one in the quick tier (a model and its trace are ~2 s); the two
+    # generations give equal models (tests/weights/test_bilm_tf_checkpoint)
+    # and numpy gives batch size 1's figure (below)
     ("save_dir_tf12", "4"),
+    pytest.param("save_dir", "1", marks=pytest.mark.slow),
     pytest.param("save_dir", "4", marks=pytest.mark.slow),
     pytest.param("save_dir_tf12", "1", marks=pytest.mark.slow),
 ])
