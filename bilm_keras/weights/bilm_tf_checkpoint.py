@@ -1,0 +1,457 @@
+"""bilm-tf's TF1 training checkpoints, read into our variables' layout.
+
+A bilm-tf ``save_dir`` holds ``options.json``, a ``checkpoint`` state file
+and ``model.ckpt-N.{index,data-00000-of-00001,meta}``, written by
+``tf.train.Saver``. Its variables, under ``lm/``, are named by the TF1 graph
+that made them, in one of two generations:
+
+* TF >= 1.5 (bilm-tf's own runs since 2018):
+  ``lm/RNN_0/rnn/multi_rnn_cell/cell_0/lstm_cell/{kernel,bias,
+  projection/kernel}``;
+* TF 1.2 (the published training checkpoints):
+  ``lm/RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/{W_0,B,W_P_0}``;
+
+and the char-CNN (``lm/char_embed``, ``lm/CNN/W_cnn_0``, ...), the token
+table (``lm/embedding``) and the softmax (``lm/softmax/W``,
+``lm/softmax/b``) alike in both. Each variable has its Adagrad accumulator
+``<name>/Adagrad``; ``global_step`` (a float32) counts the batches.
+
+No second name table is written here. bilm-tf's ``dump_weights`` renamed
+every checkpoint variable to its HDF5 dataset (``_get_outname``: drop
+``lm/``, then ``rnn`` -> ``RNN``, ``multi_rnn_cell`` -> ``MultiRNNCell``,
+``cell_k`` -> ``Cellk``, ``lstm_cell`` -> ``LSTMCell`` and, under
+``RNN``, ``kernel`` -> ``W_0``, ``bias`` -> ``B``, ``projection/kernel`` ->
+``W_P_0``); the HDF5 table of :mod:`bilm_keras.weights.bilm_tf_hdf5`
+already says which dataset each of our variables is and how its layout
+differs (the char table's padding row, conv1d kernels, transposed LSTM
+kernels). A variable's checkpoint name is its dataset name with that
+renaming undone (:func:`checkpoint_name`): for TF 1.2 it is just
+``"lm/" + dataset``. So the checkpoint's values are the dump's, and go
+through the table's ``to_keras`` like an HDF5 file's.
+
+The checkpoint is found the way ``tf.train.latest_checkpoint`` finds it,
+except that a ``checkpoint`` file naming a path that does not exist (a
+save_dir copied from the machine that trained it: bilm-tf wrote absolute
+paths) falls back to the file of that name inside the save_dir.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import os
+import re
+from typing import Callable, Dict, Iterator, List, Optional, Tuple
+
+import h5py
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras.atomic_files import atomic_path
+from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+
+#: :attr:`SaveDirCheckpoint.kind` of a checkpoint our training wrote
+BILM_KERAS = "bilm_keras"
+#: :attr:`SaveDirCheckpoint.kind` of a checkpoint bilm-tf's ``train()`` wrote
+BILM_TF = "bilm_tf"
+#: the two name generations of bilm-tf's LSTM variables
+TF_1_5 = "tf>=1.5"
+TF_1_2 = "tf1.2"
+
+#: Adagrad's slot: ``<variable name>/Adagrad``
+ADAGRAD_SUFFIX = "/Adagrad"
+GLOBAL_STEP = "global_step"
+SOFTMAX_W = "lm/softmax/W"
+SOFTMAX_B = "lm/softmax/b"
+#: what bilm-tf's ``AdagradOptimizer(initial_accumulator_value=1.0)``
+#: accumulators start from; the padding rows our tables add get it
+INITIAL_ACCUMULATOR = 1.0
+
+#: an LSTM variable of each generation; a checkpoint's generation is the
+#: one its names match
+_LSTM_NAME = {
+    TF_1_5: re.compile(r"^lm/(RNN_\d+/)?rnn/(multi_rnn_cell/cell_\d+/)?"
+                       r"lstm_cell/"),
+    TF_1_2: re.compile(r"^lm/(RNN_\d+/)?RNN/(MultiRNNCell/Cell\d+/)?"
+                       r"LSTMCell/"),
+}
+#: bilm-tf's renaming of the LSTM scopes and leaves (TF >= 1.5 -> dataset)
+_SCOPE_TO_HDF5 = {"rnn": "RNN", "multi_rnn_cell": "MultiRNNCell",
+                  "lstm_cell": "LSTMCell"}
+_SCOPE_FROM_HDF5 = {v: k for k, v in _SCOPE_TO_HDF5.items()}
+_LEAF_FROM_HDF5 = {"W_0": "kernel", "B": "bias",
+                   "W_P_0": "projection/kernel"}
+
+
+class CheckpointFileError(ValueError):
+    """A save_dir's checkpoint that is missing, unreadable or does not fit
+    its options (the message names the file, the variable and both
+    shapes)."""
+
+
+def checkpoint_name(hdf5_path: str, generation: str) -> str:
+    """The checkpoint variable that bilm-tf's ``dump_weights`` wrote as the
+    dataset ``hdf5_path``.
+
+    Example:
+        >>> checkpoint_name("RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_P_0",
+        ...                 TF_1_5)
+        'lm/RNN_1/rnn/multi_rnn_cell/cell_0/lstm_cell/projection/kernel'
+        >>> checkpoint_name("CNN/W_cnn_0", TF_1_2)
+        'lm/CNN/W_cnn_0'
+    """
+    if generation not in (TF_1_5, TF_1_2):
+        raise ValueError(f"generation: expected {TF_1_5!r} or {TF_1_2!r}, "
+                         f"found {generation!r}")
+    if generation == TF_1_2 or "/RNN/" not in f"/{hdf5_path}":
+        # TF 1.2 named them as the published HDF5 files do; the rest of
+        # the graph has the same names in both generations
+        return "lm/" + hdf5_path
+    *scopes, leaf = hdf5_path.split("/")
+    names = []
+    for scope in scopes:
+        cell = re.fullmatch(r"Cell(\d+)", scope)
+        names.append(f"cell_{cell.group(1)}" if cell
+                     else _SCOPE_FROM_HDF5.get(scope, scope))
+    return "lm/" + "/".join(names + [_LEAF_FROM_HDF5.get(leaf, leaf)])
+
+
+@dataclasses.dataclass(frozen=True)
+class SaveDirCheckpoint:
+    """The checkpoint a save_dir holds, and who wrote it.
+
+    Attributes:
+        path: the checkpoint's prefix (``save_dir/model.ckpt-N``).
+        kind: :data:`BILM_KERAS` or :data:`BILM_TF`.
+        generation: for bilm-tf, :data:`TF_1_5` or :data:`TF_1_2`; None for
+            ours.
+        shapes: ``{variable name: shape}`` of every tensor in it.
+    """
+
+    path: str
+    kind: str
+    generation: Optional[str]
+    shapes: Dict[str, Tuple[int, ...]]
+
+    @property
+    def global_step(self) -> Optional[int]:
+        """bilm-tf's ``global_step`` (stored as a float32), or None."""
+        if GLOBAL_STEP not in self.shapes:
+            return None
+        return int(round(float(
+            tf.train.load_checkpoint(self.path).get_tensor(GLOBAL_STEP))))
+
+
+def _checkpoint_prefix(save_dir: str) -> str:
+    """The latest checkpoint's prefix, with a ``.index`` file."""
+    if not os.path.isdir(save_dir):
+        raise CheckpointFileError(
+            f"{save_dir}: no such directory (expected a save_dir with a "
+            "checkpoint)")
+    # None without a state file, or with one that does not parse; a
+    # relative path in it comes back joined to save_dir
+    state = tf.train.get_checkpoint_state(save_dir)
+    named = state.model_checkpoint_path if state else None
+    if named:
+        # copied from another machine: the file of that name beside the
+        # state file
+        candidates = [named, os.path.join(save_dir, os.path.basename(named))]
+        for prefix in candidates:
+            if os.path.exists(prefix + ".index"):
+                return prefix
+        raise CheckpointFileError(
+            f"{os.path.join(save_dir, 'checkpoint')} names checkpoint "
+            f"{named}, but neither it nor "
+            f"{os.path.basename(named)}.index in {save_dir} exists")
+    # no state file: the highest-numbered index in the folder
+    indexes = glob.glob(os.path.join(glob.escape(save_dir), "*.index"))
+    if not indexes:
+        raise CheckpointFileError(
+            f"{save_dir}: no checkpoint (expected a 'checkpoint' file or a "
+            "model.ckpt-N.index)")
+
+    def step(path):
+        m = re.search(r"-(\d+)\.index$", path)
+        return (int(m.group(1)) if m else -1, path)
+
+    return max(indexes, key=step)[: -len(".index")]
+
+
+def _check_data_files(prefix: str) -> None:
+    shards = glob.glob(glob.escape(prefix) + ".data-?????-of-?????")
+    expected = f"{prefix}.data-00000-of-00001"
+    if shards:
+        n = int(shards[0][-5:])
+        expected_all = [f"{prefix}.data-{i:05d}-of-{n:05d}" for i in range(n)]
+        missing = [p for p in expected_all if not os.path.exists(p)]
+        if not missing:
+            return
+        expected = missing[0]
+    raise CheckpointFileError(
+        f"{expected}: missing (the checkpoint's values; "
+        f"{os.path.basename(prefix)}.index is there without them)")
+
+
+def locate_checkpoint(save_dir: str | os.PathLike) -> SaveDirCheckpoint:
+    """Finds a save_dir's latest checkpoint and tells who wrote it.
+
+    ``kind`` comes from the variable names: ours are the ``weights/...``
+    of :func:`~bilm_keras.training.checkpoints.model_checkpoint`;
+    bilm-tf's are ``lm/...``, and their LSTM names give the generation.
+
+    Raises:
+        CheckpointFileError: no checkpoint; a ``checkpoint`` file naming one
+            that is nowhere; a missing ``.data`` file; or variables that are
+            neither ours nor bilm-tf's (a few of them named).
+    """
+    save_dir = os.fspath(save_dir)
+    prefix = _checkpoint_prefix(save_dir)
+    _check_data_files(prefix)
+    try:
+        shapes = {name: tuple(shape)
+                  for name, shape in tf.train.list_variables(prefix)}
+    except (tf.errors.OpError, ValueError) as e:
+        raise CheckpointFileError(
+            f"{prefix}: not a readable TensorFlow checkpoint "
+            f"({str(e).splitlines()[0]})") from None
+    names = sorted(shapes)
+    if any(name.startswith("weights/") for name in names):
+        return SaveDirCheckpoint(prefix, BILM_KERAS, None, shapes)
+    for generation, pattern in _LSTM_NAME.items():
+        if any(pattern.match(name) for name in names):
+            return SaveDirCheckpoint(prefix, BILM_TF, generation, shapes)
+    shown = [n for n in names if n != GLOBAL_STEP][:5]
+    raise CheckpointFileError(
+        f"{prefix}: neither a bilm_keras nor a bilm-tf checkpoint (expected "
+        "'weights/...' or bilm-tf's 'lm/...' LSTM variables; found "
+        f"{len(names)} variable(s): {', '.join(shown) or 'none'}"
+        f"{', ...' if len(names) > len(shown) else ''})")
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointVariable:
+    """One of our variables and the bilm-tf checkpoint tensor that fills it.
+
+    Attributes:
+        variable: the Keras variable.
+        checkpoint_name: bilm-tf's name of it (``lm/...``).
+        hdf5_path: the dataset bilm-tf's ``dump_weights`` writes it to, or
+            None (the softmax, which it does not write).
+        to_keras: the HDF5 table's transform from bilm-tf's layout to the
+            variable's.
+        padding_rows: rows ``to_keras`` adds in front (the char or token
+            table's padding row: 1, else 0).
+    """
+
+    variable: object
+    checkpoint_name: str
+    hdf5_path: Optional[str]
+    to_keras: Callable
+    padding_rows: int = 0
+
+    @property
+    def variable_path(self) -> str:
+        return self.variable.path
+
+
+@dataclasses.dataclass(frozen=True)
+class BilmTFCheckpoint:
+    """A bilm-tf checkpoint checked against a model; its tensors are read
+    on demand, one at a time, so that the published model's 1.6 GB softmax
+    and accumulators are never held twice.
+
+    Attributes:
+        path: the checkpoint's prefix.
+        generation: :data:`TF_1_5` or :data:`TF_1_2`.
+        variables: one :class:`CheckpointVariable` per variable of the
+            backbone (the HDF5 table's order), then the softmax's ``W``
+            (unless shared with the token table) and ``b`` when a softmax
+            was given.
+        global_step: bilm-tf's step counter, or None if not saved.
+        has_accumulators: every variable has its Adagrad accumulator.
+    """
+
+    path: str
+    generation: str
+    variables: Tuple[CheckpointVariable, ...]
+    global_step: Optional[int]
+    has_accumulators: bool
+
+    def _reader(self):
+        return tf.train.load_checkpoint(self.path)
+
+    def _read(self, reader, name: str) -> np.ndarray:
+        try:
+            return np.asarray(reader.get_tensor(name), np.float32)
+        except (tf.errors.OpError, RuntimeError) as e:
+            raise CheckpointFileError(
+                f"{self.path}: cannot read {name} "
+                f"({str(e).splitlines()[0]})") from None
+
+    def read_tensor(self, name: str) -> np.ndarray:
+        """One tensor by its checkpoint name, as stored (e.g.
+        ``lm/softmax/W`` for a model with another vocabulary, whose
+        softmax is not in :attr:`variables`)."""
+        return self._read(self._reader(), name)
+
+    def iter_weights(self) -> Iterator[Tuple[CheckpointVariable,
+                                             np.ndarray]]:
+        """``(entry, value)`` per variable, the value in the variable's
+        layout."""
+        reader = self._reader()
+        for entry in self.variables:
+            yield entry, entry.to_keras(
+                self._read(reader, entry.checkpoint_name))
+
+    def iter_accumulators(self) -> Iterator[Tuple[CheckpointVariable,
+                                                  np.ndarray]]:
+        """``(entry, Adagrad accumulator)`` per variable, in the variable's
+        layout; a padding row holds :data:`INITIAL_ACCUMULATOR` (bilm-tf had
+        no such row)."""
+        if not self.has_accumulators:
+            raise CheckpointFileError(
+                f"{self.path}: holds no Adagrad accumulators (expected "
+                f"'{self.variables[0].checkpoint_name}{ADAGRAD_SUFFIX}')")
+        reader = self._reader()
+        for entry in self.variables:
+            value = entry.to_keras(self._read(
+                reader, entry.checkpoint_name + ADAGRAD_SUFFIX))
+            value[: entry.padding_rows] = INITIAL_ACCUMULATOR
+            yield entry, value
+
+    def read_weights(self) -> Dict[str, np.ndarray]:
+        """``{variable path: value}`` of every variable (all in memory)."""
+        return {e.variable_path: v for e, v in self.iter_weights()}
+
+    def read_accumulators(self) -> Dict[str, np.ndarray]:
+        """``{variable path: Adagrad accumulator}`` (all in memory)."""
+        return {e.variable_path: v for e, v in self.iter_accumulators()}
+
+    def read_hdf5_datasets(self) -> Iterator[Tuple[str, np.ndarray]]:
+        """``(dataset name, value)`` as bilm-tf's ``dump_weights`` wrote
+        them: the backbone's variables, values as stored (bilm-tf's
+        layout), no softmax."""
+        reader = self._reader()
+        for entry in self.variables:
+            if entry.hdf5_path is not None:
+                yield entry.hdf5_path, self._read(reader,
+                                                  entry.checkpoint_name)
+
+
+def read_bilm_tf_checkpoint(
+    save_dir: str | os.PathLike,
+    backbone,
+    *,
+    softmax=None,
+    options_file: Optional[str | os.PathLike] = None,
+) -> BilmTFCheckpoint:
+    """Checks a bilm-tf save_dir's checkpoint against a model.
+
+    Every variable of ``backbone`` (and of ``softmax``) must be in the
+    checkpoint with the shape the HDF5 table gives it in bilm-tf's layout,
+    and every ``lm/...`` weight of the checkpoint must have a variable;
+    nothing is read or assigned unless all fit.
+
+    Args:
+        save_dir: bilm-tf's save_dir (or a folder with its checkpoint).
+        backbone: a built :class:`~bilm_keras.models.BiLMBackbone` made
+            from the save_dir's ``options.json`` (its variables are named
+            by the result; values are assigned by
+            :func:`assign_bilm_tf_checkpoint`).
+        softmax: the :class:`~bilm_keras.layers.SampledSoftmaxLoss` of a
+            :class:`~bilm_keras.models.LanguageModel` over that backbone, or
+            None to leave ``lm/softmax/*`` aside (the dump, an export).
+        options_file: named in shape errors (default
+            ``save_dir/options.json``).
+
+    Returns:
+        A :class:`BilmTFCheckpoint`.
+
+    Raises:
+        CheckpointFileError: see :func:`locate_checkpoint`; a checkpoint of
+            ours; shapes that do not fit (the variable and both shapes) or
+            variables only one side has.
+    """
+    save_dir = os.fspath(save_dir)
+    options_file = os.fspath(options_file or os.path.join(save_dir,
+                                                          "options.json"))
+    found = locate_checkpoint(save_dir)
+    if found.kind != BILM_TF:
+        raise CheckpointFileError(
+            f"{found.path}: a bilm_keras checkpoint, not bilm-tf's (read it "
+            "with load_trained_model)")
+    wanted: List[Tuple[CheckpointVariable, tuple]] = []
+    for row in weight_table(backbone):
+        entry = CheckpointVariable(
+            row.variable, checkpoint_name(row.hdf5_path, found.generation),
+            row.hdf5_path, row.to_keras, row.keras_row_offset or 0)
+        wanted.append((entry, hdf5_shape(row)))
+    if softmax is not None:
+        softmax_variables = [] if softmax.share_weights else [
+            (SOFTMAX_W, softmax.W)]
+        softmax_variables.append((SOFTMAX_B, softmax.b))
+        for name, variable in softmax_variables:
+            wanted.append((CheckpointVariable(variable, name, None,
+                                              _identity),
+                           tuple(variable.shape)))
+    shapes = found.shapes
+    problems = []
+    for entry, shape in wanted:
+        stored = shapes.get(entry.checkpoint_name)
+        if stored != shape:
+            problems.append(
+                f"{entry.checkpoint_name}: options give shape {shape}, "
+                f"checkpoint has {'none' if stored is None else stored}")
+    used = {entry.checkpoint_name for entry, _ in wanted}
+    for name in sorted(shapes):
+        if (name.startswith("lm/") and not name.endswith(ADAGRAD_SUFFIX)
+                and name not in used
+                and (softmax is not None or not name.startswith(
+                    "lm/softmax/"))):
+            problems.append(f"{name}: in the checkpoint {shapes[name]}, "
+                            "not in the model the options describe")
+    slots = [shapes.get(e.checkpoint_name + ADAGRAD_SUFFIX) for e, _ in wanted]
+    if any(s is not None for s in slots):
+        for (entry, shape), slot in zip(wanted, slots):
+            # (a variable that does not fit is named once, above)
+            if (slot is not None and slot != shape
+                    and shapes.get(entry.checkpoint_name) == shape):
+                problems.append(
+                    f"{entry.checkpoint_name}{ADAGRAD_SUFFIX}: expected "
+                    f"shape {shape}, checkpoint has {slot}")
+    if problems:
+        raise CheckpointFileError(
+            f"{options_file} does not fit bilm-tf checkpoint {found.path}: "
+            + "; ".join(problems[:6])
+            + (f"; and {len(problems) - 6} more" if len(problems) > 6
+               else ""))
+    return BilmTFCheckpoint(
+        path=found.path,
+        generation=found.generation,
+        variables=tuple(entry for entry, _ in wanted),
+        global_step=found.global_step,
+        has_accumulators=all(s is not None for s in slots),
+    )
+
+
+def _identity(x):
+    return x
+
+
+def assign_bilm_tf_checkpoint(checkpoint: BilmTFCheckpoint) -> None:
+    """Assigns every variable its value from the checkpoint, one at a
+    time (the optimizer's accumulators and step are the caller's:
+    :meth:`BilmTFCheckpoint.iter_accumulators`,
+    :attr:`BilmTFCheckpoint.global_step`)."""
+    for entry, value in checkpoint.iter_weights():
+        entry.variable.assign(value)
+
+
+def save_bilm_tf_dump(checkpoint: BilmTFCheckpoint,
+                      outfile: str | os.PathLike) -> None:
+    """Writes what bilm-tf's ``dump_weights`` wrote for this checkpoint:
+    the same datasets, float32, the same values bit for bit (no softmax),
+    atomically (a temporary file, then ``os.replace``)."""
+    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+        for name, value in checkpoint.read_hdf5_datasets():
+            fout.create_dataset(name, data=value)
