@@ -60,7 +60,7 @@ def measure_steps(rounds: int) -> dict:
     parts, 1024 x 16384, and the projection, 4096 x 512), in both layouts,
     for batches of B rows: ``[x, h] @ kernel`` (B rows on the left, the
     layout before 2026-11-24) and ``kernel_t @ [x; h]`` (the weights on the
-    left, B columns: :func:`~bilm_keras.layers.lstm_stack.
+    left, B columns: :func:`~bilm_keras.layers.recurrence.
     run_inference_columns`), as fractions of the square peak of the
     same round."""
     import tensorflow as tf

@@ -252,7 +252,8 @@ def measure_as_user(workdir: str, args) -> dict:
     corpus = make_corpus(n_sentences=args.n_sentences)
     n_tokens = sum(len(s) for s in corpus)
     t0 = time.perf_counter()
-    from bilm_keras import BidirectionalLanguageModel, memory
+    from bilm_keras import BidirectionalLanguageModel
+    from bilm_keras.embedding import memory
 
     if args.glibc_default:  # the library as it was before it set it
         memory.keep_glibc_defaults()
@@ -283,7 +284,7 @@ def measure_as_user(workdir: str, args) -> dict:
         load_s=load_s,
         corpus=dict(sentences=len(corpus), tokens=n_tokens,
                     batch_size=args.batch_size),
-        # set by the library's bulk path (bilm_keras/memory.py)
+        # set by the library's bulk path (bilm_keras/embedding/memory.py)
         bulk_mmap_threshold_fixed=memory._bulk_setting,
         settings=dict(
             tensorflow=tf.__version__,
@@ -300,7 +301,7 @@ def measure(workdir: str, args) -> dict:
     t0 = time.perf_counter()
     import tensorflow as tf
 
-    from bilm_keras import memory
+    from bilm_keras.embedding import memory
 
     # as `bilm-keras embed` does, before the model loads; --glibc_default
     # also stops the bulk path from doing it on its first call
@@ -494,7 +495,7 @@ def main(argv=None):
     parser.add_argument("--glibc_default", action="store_true",
                         help="leave glibc's malloc as it is (the bulk "
                              "embedding path fixes its mmap threshold: "
-                             "bilm_keras/memory.py)")
+                             "bilm_keras/embedding/memory.py)")
     parser.add_argument("--as_user", action="store_true",
                         help="only the peak RSS of a user's program: "
                              "import, load, --passes passes (default 3) "

@@ -55,10 +55,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
-from bilm_keras.data.lm_dataset import (  # noqa: E402
-    count_corpus,
-    make_tf_dataset,
-)
+from bilm_keras.data.corpus import count_corpus  # noqa: E402
+from bilm_keras.data.tf_dataset import make_tf_dataset  # noqa: E402
 from bilm_keras.options import BiLMOptions  # noqa: E402
 from bilm_keras.training.adaptation import (  # noqa: E402
     init_softmax,

@@ -6,15 +6,24 @@ The public API mirrors bilm-tf's, so its usage code keeps working::
 
 The names below are imported on first use (PEP 562), so that importing a
 light part of the package (the ``bilm-keras`` command's parser, the
-vocabulary tools) does not import TensorFlow (seconds and hundreds of megabytes).
+vocabulary tools) does not import TensorFlow (seconds and hundreds of
+megabytes).
+
+The package is built in layers, bottom to top: ``_utils`` < ``options`` <
+``layers``, ``data`` < ``weights`` < ``pretrained`` < ``models`` <
+``embedding`` < the facade ``bidirectional_language_model`` <
+``training`` < ``export`` < ``cli``; a module imports only from its own
+unit and those below it, and no modules import each other.
+``docs/architecture.md`` has the table and what each unit holds;
+``tests/test_layering.py`` enforces it.
 """
 
-from bilm_keras._lazy import lazy_exports as _lazy_exports
 import os as _os
 
-_os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
+from bilm_keras._utils.version import __version__  # noqa: F401
 
-__version__ = "0.1.0"
+_os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 #: public name -> the module that defines it
 _EXPORTS = {
@@ -24,14 +33,16 @@ _EXPORTS = {
     "batcher_for_options": "bilm_keras.data.batcher_for_options",
     "UnicodeCharsVocabulary": "bilm_keras.data.vocabulary",
     "Vocabulary": "bilm_keras.data.vocabulary",
-    "dump_bilm_embeddings": "bilm_keras.embedding_dump",
-    "dump_token_embeddings": "bilm_keras.embedding_dump",
-    "merge_embedding_files": "bilm_keras.embedding_runs",
-    "weight_layers": "bilm_keras.elmo",
+    "dump_bilm_embeddings": "bilm_keras.embedding.dump",
+    "dump_token_embeddings": "bilm_keras.embedding.dump",
+    "merge_embedding_files": "bilm_keras.embedding.merge",
+    "weight_layers": "bilm_keras.layers.weight_layers",
     "BidirectionalLanguageModel":
-        "bilm_keras.models.bidirectional_language_model",
+        "bilm_keras.bidirectional_language_model",
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",
-    "BulkEmbedder": "bilm_keras.models.bulk_embedder",
+    "BulkEmbedder": "bilm_keras.embedding.bulk_embedder",
+    "EmbeddingSpec": "bilm_keras.embedding.outputs",
+    "SettingError": "bilm_keras._utils.settings",
     "BiLMOptions": "bilm_keras.options",
     "convert_manylangs": "bilm_keras.weights.manylangs_conversion",
 }

@@ -33,7 +33,7 @@ import json
 import os
 from typing import Any, Optional
 
-from bilm_keras.atomic_files import write_text_atomic
+from bilm_keras._utils.atomic_files import write_text_atomic
 
 #: Character ids a char-CNN sees: 256 byte values + 5 specials (bilm-tf's
 #: training vocabulary) and one more row for padding id 0 at inference.

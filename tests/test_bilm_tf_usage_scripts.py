@@ -64,7 +64,7 @@ from bilm_keras import (
     weight_layers,
 )
 from bilm_keras.data import VocabularyError
-from bilm_keras.elmo import reset_weight_layers
+from bilm_keras.layers.weight_layers import reset_weight_layers
 
 ATOL = 1e-5
 

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from helpers import REPO_ROOT
 
 
 @pytest.mark.parametrize(

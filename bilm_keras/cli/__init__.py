@@ -9,9 +9,11 @@
 Each subcommand is a module of this package with ``NAME``, ``HELP``,
 ``DESCRIPTION``, ``EPILOG``, ``add_arguments(parser)``, ``check(args)``
 (the inputs, before TensorFlow is imported) and ``run(args)`` (the one
-library call); optionally ``check_flags(args, parser)`` (flag combinations,
-usage errors). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
-script names and flags.
+library call); optionally ``check_flags(args, parser)`` (flag
+combinations, reported with ``parser.error``) and ``FLAGS`` (the flag of a
+library setting whose name is not the flag's, e.g. ``{"mix_weights":
+"--mix"}``). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
+script names and flags. All argparse code lives in this package.
 
 Nothing is written before ``run``: every numeric flag has a range type
 from :mod:`._common` (``positive_int``, ``non_negative_int``,
@@ -20,16 +22,29 @@ bad value in one line naming the flag, the value and what is allowed;
 a value that depends on an input file (``--layers`` against the options'
 layers) is checked in ``check``; an output file goes through
 ``check_output_file(path, flag, args.overwrite)`` with
-``add_overwrite_argument(parser)``. ``tests/test_cli_flags.py`` holds a bad
+``add_overwrite_argument(parser)``. ``tests/cli/test_flags.py`` holds a bad
 value for every typed flag and fails for a new one without its row.
 
 The parser imports no TensorFlow, Keras or numpy, so ``--help`` is
 instant; a command imports them only after its arguments are parsed and
 its inputs checked, and silences TensorFlow's start-up lines unless
-``--verbose``. An expected error (a missing, empty or non-UTF-8 input, bad
-options, a weight file of the wrong shape: the project's errors are
-``ValueError``\\ s, plus ``OSError``) prints one line,
-``PROG: error: MESSAGE``, and exits 1; a usage error exits 2.
+``--verbose``.
+
+Errors and exit statuses:
+
+* every bad input is one line on stderr, ``PROG: error: MESSAGE``, and
+  exit status 2 (``EXIT_BAD_INPUT``): a flag's value (``argument
+  --n_epochs: expected an integer >= 1, found 0``), flags that do not go
+  together, an unknown flag, a missing, empty or non-UTF-8 input (file and
+  line named), bad options, a weight file of the wrong shape (the
+  project's errors are ``ValueError``\\ s, plus ``OSError``), and a
+  library setting out of range, shown as its flag's error (a
+  :class:`~bilm_keras._utils.settings.SettingError` names its field). The
+  usage block is printed only with ``--help`` and above the line for a
+  missing required flag or command;
+* 0: done; 130: interrupted (Ctrl-C); 1: an unexpected error (Python's
+  traceback: a bug to report). ``--verbose`` adds the traceback to a bad
+  input's line.
 """
 
 from __future__ import annotations
@@ -39,27 +54,34 @@ import sys
 import traceback
 from typing import List, Optional
 
-from bilm_keras import __version__
+from bilm_keras._utils.version import __version__
 from bilm_keras.cli import (
     build_vocab,
     convert_manylangs,
     dump_tokens,
     dump_weights,
     embed,
+    evaluate,
     export_hub,
     merge_embeddings,
     pipeline,
     restart,
-    run_test,
     train,
 )
-from bilm_keras.cli._common import HelpFormatter, import_tensorflow
+from bilm_keras._utils.settings import SettingError
+from bilm_keras.cli._common import (
+    CommandError,
+    EXIT_BAD_INPUT,
+    ArgumentParser,
+    HelpFormatter,
+    import_tensorflow,
+)
 
 PROG = "bilm-keras"
 
 #: the subcommands, in the order ``--help`` lists them
 COMMANDS = (embed, merge_embeddings, dump_tokens, build_vocab, train,
-            restart, run_test, dump_weights, export_hub, convert_manylangs,
+            restart, evaluate, dump_weights, export_hub, convert_manylangs,
             pipeline)
 COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
 
@@ -82,7 +104,7 @@ a typical session:
       --outfile elmo.hdf5"""
 
 
-def _add_command_arguments(parser: argparse.ArgumentParser, module) -> None:
+def _add_command_arguments(parser: ArgumentParser, module) -> None:
     module.add_arguments(parser)
     parser.add_argument("--verbose", action="store_true",
                         help="show TensorFlow's start-up and log lines, and "
@@ -90,9 +112,9 @@ def _add_command_arguments(parser: argparse.ArgumentParser, module) -> None:
     parser.set_defaults(_command=module, _parser=parser)
 
 
-def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
+def build_parser(prog: str = PROG) -> ArgumentParser:
     """The ``bilm-keras`` parser, every subcommand included."""
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=prog, description=DESCRIPTION, epilog=EPILOG,
         formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version",
@@ -109,10 +131,10 @@ def build_parser(prog: str = PROG) -> argparse.ArgumentParser:
 
 def build_command_parser(command: str,
                          prog: Optional[str] = None
-                         ) -> argparse.ArgumentParser:
+                         ) -> ArgumentParser:
     """One subcommand's parser on its own (the ``bin/`` aliases)."""
     module = COMMANDS_BY_NAME[command]
-    parser = argparse.ArgumentParser(
+    parser = ArgumentParser(
         prog=prog or f"{PROG} {command}", description=module.DESCRIPTION,
         epilog=module.EPILOG, formatter_class=HelpFormatter)
     _add_command_arguments(parser, module)
@@ -123,7 +145,7 @@ def parse_args(argv: Optional[List[str]] = None, *,
                command: Optional[str] = None,
                prog: Optional[str] = None) -> argparse.Namespace:
     """Parses ``argv`` (default ``sys.argv[1:]``) and checks flag
-    combinations; a usage error exits 2, as argparse does.
+    combinations; a bad flag exits 2 (``EXIT_BAD_INPUT``) after one line.
 
     Args:
         command: parse the flags of this subcommand alone (no subcommand
@@ -149,13 +171,29 @@ def execute(args: argparse.Namespace):
         The command's result (the library call's).
     """
     module = args._command
-    module.check(args)
-    if getattr(module, "NEEDS_TENSORFLOW", True):
-        before = getattr(module, "before_tensorflow", None)
-        if before is not None:
-            before(args)
-        import_tensorflow(verbose=args.verbose)
-    return module.run(args)
+    try:
+        module.check(args)
+        if getattr(module, "NEEDS_TENSORFLOW", True):
+            before = getattr(module, "before_tensorflow", None)
+            if before is not None:
+                before(args)
+            import_tensorflow(verbose=args.verbose)
+        return module.run(args)
+    except SettingError as e:
+        raise _as_flag_error(e, module, args._parser) from e
+
+
+def _as_flag_error(error: SettingError, module, parser) -> CommandError:
+    """A library setting's error as the flag's: ``--FLAG: REASON``.
+
+    The field is the flag's name (``--layers``) unless the command's
+    ``FLAGS`` maps it to another (``mix_weights`` -> ``--mix``); a field
+    that is no flag of the command keeps its own name.
+    """
+    flag = getattr(module, "FLAGS", {}).get(error.field, f"--{error.field}")
+    if flag not in parser._option_string_actions:
+        return CommandError(str(error))
+    return CommandError(f"{flag}: {error.reason}")
 
 
 def run(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
@@ -167,9 +205,9 @@ def run(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
 
 def main(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
          prog: Optional[str] = None) -> int:
-    """Parses and runs a command as a program: an expected error is one
-    line on stderr. Returns the exit status (0, 1 error, 130 interrupted;
-    usage errors exit 2 through argparse)."""
+    """Parses and runs a command as a program: a bad input is one line on
+    stderr. Returns the exit status (0 done, 2 bad input, 130 interrupted;
+    the parser exits 2 itself for a bad flag)."""
     args = parse_args(argv, command=command, prog=prog)
     name = args._parser.prog
     try:
@@ -182,7 +220,7 @@ def main(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
             traceback.print_exc()
         message = str(e) or type(e).__name__
         print(f"{name}: error: {message}", file=sys.stderr)
-        return 1
+        return EXIT_BAD_INPUT
     return 0
 
 

@@ -16,8 +16,32 @@ import tempfile
 from typing import Optional
 
 
+#: the exit status of every bad input: a flag's value, a combination of
+#: flags, a missing or bad input file (one line, ``PROG: error: ...``).
+#: 1 is left to what is not the input's fault (an unexpected error: a
+#: traceback), 130 to an interrupted command.
+EXIT_BAD_INPUT = 2
+
+
 class CommandError(ValueError):
     """A bad input found by a command's checks (printed as one line)."""
+
+
+class ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser, with every error one line:
+    ``PROG: error: MESSAGE``, exit :data:`EXIT_BAD_INPUT`.
+
+    argparse prints its usage block before every error; here the usage
+    comes only where it is what the user needs: a required flag or the
+    command missing (and ``--help``). A bad value (``argument --n_epochs:
+    expected an integer >= 1, found 0``), an unknown flag or two flags
+    that exclude each other are one line.
+    """
+
+    def error(self, message):
+        if message.startswith("the following arguments are required"):
+            self.print_usage(sys.stderr)
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message}\n")
 
 
 class HelpFormatter(argparse.RawDescriptionHelpFormatter):
@@ -41,8 +65,8 @@ def int_in_range(minimum: int, maximum: Optional[int] = None,
                  allowed: Optional[str] = None):
     """An argparse ``type``: an integer in ``minimum..maximum``.
 
-    A bad value is a usage error (exit 2) that names the flag (argparse
-    adds it), what is allowed and what was found:
+    A bad value is one line (:class:`ArgumentParser`, exit 2) that names
+    the flag (argparse adds it), what is allowed and what was found:
     ``argument --batch_size: expected an integer >= 1, found -4``.
 
     Args:

@@ -43,7 +43,7 @@ def check(args) -> None:
 
 
 def run(args) -> None:
-    from bilm_keras.embedding_dump import dump_token_embeddings
+    from bilm_keras.embedding.dump import dump_token_embeddings
 
     dump_token_embeddings(args.vocab_file, args.options_file,
                           args.weight_file, args.outfile)

@@ -7,7 +7,6 @@ from bilm_keras.cli._common import (
     CommandError,
     add_overwrite_argument,
     check_file,
-    check_options,
     check_output_file,
     finite_float,
     non_negative_int,
@@ -118,10 +117,12 @@ def add_arguments(parser):
                         action="store_const", const="sentence_mean",
                         help="one vector per sentence: the mean of the "
                              "layers over its tokens")
-    output.add_argument("--mix", dest="mix_weights", type=finite_float, nargs="+",
-                        metavar="S", help="a task's mix of the layers: the "
-                        "normalised s_j, one per layer, used as given")
-    output.add_argument("--mix_logits", type=finite_float, nargs="+", metavar="W",
+    output.add_argument("--mix", dest="mix_weights", type=finite_float,
+                        nargs="+", metavar="S",
+                        help="a task's mix of the layers: the normalised "
+                             "s_j, one per layer, used as given")
+    output.add_argument("--mix_logits", type=finite_float, nargs="+",
+                        metavar="W",
                         help="the mix from a trained ScalarMix's raw "
                              "weights (softmax applied)")
     parser.set_defaults(output="all")
@@ -161,7 +162,7 @@ def add_arguments(parser):
 
 def shard_arg(text: str):
     """An argparse ``type``: ``K/N`` with ``0 <= K < N``."""
-    from bilm_keras.shards import parse_shard
+    from bilm_keras.embedding.shards import parse_shard
 
     try:
         return parse_shard(text)
@@ -178,48 +179,47 @@ def devices_arg(text: str):
     return None if names == ["all"] else names
 
 
-def check(args) -> None:
-    """Everything that needs no model: files, options, layers, input."""
-    from bilm_keras.data.sentence_file import check_sentence_file
-    from bilm_keras.embedding_outputs import embedding_layer_ids, layer_mix
+#: the flag of each field a library error may name (others: ``--FIELD``)
+FLAGS = {"mix_weights": "--mix", "dtype": "--float16"}
 
-    options = check_options(args.options_file, "--options_file")
+
+def check(args) -> None:
+    """Everything that needs no model: files, options, layers, input
+    (:func:`~bilm_keras.embedding.dump_plan.plan_dump`, as the library
+    does), the output file and a killed run's progress."""
+    from bilm_keras.embedding.dump_plan import plan_dump
+    from bilm_keras.embedding.outputs import EmbeddingSpec
+    from bilm_keras.embedding.runs import check_leftover, partial_dir
+
+    check_file(args.options_file, "--options_file")
     check_file(args.weight_file, "--weight_file")
     if args.vocab_file is not None:
         check_file(args.vocab_file, "--vocab_file")
-    if args.embedding_weight_file is not None or options.char_cnn is None:
-        _check_token_input(args, options)
+    if args.embedding_weight_file is not None:
+        check_file(args.embedding_weight_file, "--embedding_weight_file")
     if args.mix_weights is not None or args.mix_logits is not None:
         args.output = "mix"
-    elif args.gamma is not None:
-        raise CommandError(f"--gamma: expected --mix or --mix_logits with "
-                           f"it, found --{args.output}")
-    try:
-        layer_ids = embedding_layer_ids(args.layers, options.lstm.n_layers,
-                                        args.output)
-        layer_mix(args.output, layer_ids, mix_weights=args.mix_weights,
-                  mix_logits=args.mix_logits, gamma=args.gamma)
-    except ValueError as e:  # "layers: expected indices in 0..2, found [3]"
-        flag = str(e).split(":")[0]
-        flag = {"mix_weights": "mix"}.get(flag, flag)
-        raise CommandError(f"--{flag}:{str(e).split(':', 1)[1]}") from None
-    if args.use_sentence_keys and args.shard is not None:
-        raise CommandError("--use_sentence_keys: not with --shard (a "
-                           "shard's datasets keep their line numbers for "
-                           "merge-embeddings)")
-    check_sentence_file(args.dataset_file,
-                        sentence_keys=args.use_sentence_keys)
-    from bilm_keras.embedding_runs import check_leftover, partial_dir
-
+    args.spec = EmbeddingSpec(
+        output=args.output, layers=args.layers, mix_weights=args.mix_weights,
+        mix_logits=args.mix_logits, gamma=args.gamma,
+        dtype="float16" if args.float16 else "float32")
+    plan = plan_dump(
+        options_file=args.options_file, weight_file=args.weight_file,
+        vocab_file=args.vocab_file, dataset_file=args.dataset_file,
+        spec=args.spec, embedding_weight_file=args.embedding_weight_file,
+        use_sentence_keys=args.use_sentence_keys, shard=args.shard)
+    if plan.embedding_weight_file is not None:
+        _check_token_table(args, plan)
     if not (args.resume and os.path.isdir(partial_dir(args.outfile))):
         # (a resumed run killed after its rename finds its output there)
         check_output_file(args.outfile, "--outfile", args.overwrite)
     check_leftover(args.outfile, args.resume)  # a killed run's progress
 
 
-def _check_token_input(args, options) -> None:
-    """Token input: a vocabulary with <S> and </S>, and a token table with
-    one row per line of it and projection_dim columns."""
+def _check_token_table(args, plan) -> None:
+    """Token input: the token table has one row per line of the vocabulary
+    and projection_dim columns (the library would find out only after
+    loading the model)."""
     import h5py
 
     from bilm_keras.data.batcher import TokenBatcher
@@ -227,12 +227,7 @@ def _check_token_input(args, options) -> None:
     flag = "--embedding_weight_file"
     if args.embedding_weight_file is None:  # a token-input model
         flag = "--weight_file"
-    table = getattr(args, flag[2:])
-    if args.vocab_file is None:
-        raise CommandError(f"--vocab_file: token input ({flag} {table}) "
-                           "needs the vocabulary of its token table, found "
-                           "none")
-    check_file(table, flag)
+    table = plan.embedding_weight_file
     size = TokenBatcher(args.vocab_file).vocabulary_size
     try:
         with h5py.File(table, "r") as f:
@@ -240,7 +235,7 @@ def _check_token_input(args, options) -> None:
     except OSError as e:
         raise CommandError(f"{flag} {table}: expected an HDF5 token table, "
                            f"found {e}") from None
-    expected = (size, options.lstm.projection_dim)
+    expected = (size, plan.options.lstm.projection_dim)
     if shape != expected:
         raise CommandError(
             f"{flag} {table}: dataset 'embedding' has shape {shape}, "
@@ -249,29 +244,26 @@ def _check_token_input(args, options) -> None:
 
 
 def run(args) -> int:
-    from bilm_keras.embedding_dump import dump_bilm_embeddings
+    from bilm_keras.embedding.dump import dump_bilm_embeddings
 
-    dtype = "float16" if args.float16 else "float32"
     n = dump_bilm_embeddings(
         args.vocab_file, args.dataset_file, args.options_file,
         args.weight_file, args.outfile, batch_size=args.batch_size,
-        chunk_size=args.chunk_size,
-        layers=args.layers, dtype=dtype, output=args.output,
-        mix_weights=args.mix_weights, mix_logits=args.mix_logits,
-        gamma=args.gamma, embedding_weight_file=args.embedding_weight_file,
+        chunk_size=args.chunk_size, spec=args.spec,
+        embedding_weight_file=args.embedding_weight_file,
         use_sentence_keys=args.use_sentence_keys,
         resume=args.resume, shard=args.shard, devices=args.devices)
     layers = "" if args.layers is None else f", layers {args.layers}"
     shard = ("" if args.shard is None
              else f", shard {args.shard[0]}/{args.shard[1]}")
     print(f"wrote {n} sentences to {args.outfile} ({args.output}{layers}, "
-          f"{dtype}{shard})")
+          f"{args.spec.dtype}{shard})")
     return n
 
 
 def before_tensorflow(args) -> None:
     """Fixes glibc's mmap threshold before TensorFlow allocates anything
-    (:mod:`bilm_keras.memory`)."""
-    from bilm_keras.memory import return_freed_memory_for_bulk_embedding
+    (:mod:`bilm_keras.embedding.memory`)."""
+    from bilm_keras.embedding import memory
 
-    return_freed_memory_for_bulk_embedding()
+    memory.return_freed_memory_for_bulk_embedding()

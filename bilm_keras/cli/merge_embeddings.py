@@ -41,7 +41,7 @@ def add_arguments(parser):
 
 def check(args) -> None:
     """The shards make one whole run; the output may be written."""
-    from bilm_keras.embedding_runs import check_shard_files
+    from bilm_keras.embedding.merge import check_shard_files
 
     check_output_file(args.outfile, "--outfile", args.overwrite)
     for path in args.shard_files:
@@ -53,7 +53,7 @@ def check(args) -> None:
 
 
 def run(args) -> int:
-    from bilm_keras.embedding_runs import merge_embedding_files
+    from bilm_keras.embedding.merge import merge_embedding_files
 
     n = merge_embedding_files(args.outfile, args.shard_files)
     print(f"wrote {n} sentences from {len(args.shard_files)} shards to "

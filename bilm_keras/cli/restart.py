@@ -9,7 +9,7 @@ from bilm_keras.cli._common import (
     check_run_options,
     check_save_dir,
 )
-from bilm_keras.training.cli import add_run_arguments, run_kwargs
+from bilm_keras.cli._training_flags import add_run_arguments, training_run
 
 NAME = "restart"
 ALIAS = "restart.py"
@@ -33,6 +33,7 @@ def add_arguments(parser):
 
 
 def check(args) -> None:
+    args.run = training_run(args)  # the settings, before any file
     check_save_dir(args.save_dir)
     options_file = os.path.join(args.save_dir, "options.json")
     check_run_options(check_options(options_file, "--save_dir"),
@@ -44,4 +45,4 @@ def check(args) -> None:
 def run(args) -> dict:
     from bilm_keras.training import restart
 
-    return restart(**run_kwargs(args))
+    return restart(run=args.run)

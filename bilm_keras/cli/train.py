@@ -8,11 +8,10 @@ from bilm_keras.cli._common import (
     check_options,
     check_run_options,
 )
-from bilm_keras.training.cli import (
-    adaptation_kwargs,
+from bilm_keras.cli._training_flags import (
     add_adaptation_arguments,
     add_run_arguments,
-    run_kwargs,
+    training_run,
 )
 
 NAME = "train"
@@ -48,14 +47,8 @@ def add_arguments(parser):
     add_adaptation_arguments(parser)
 
 
-def check_flags(args, parser) -> None:
-    """Flag combinations (usage errors)."""
-    if args.freeze_lm_steps and args.init_weights is None:
-        parser.error(f"argument --freeze_lm_steps: expected 0 without "
-                     f"--init_weights, found {args.freeze_lm_steps}")
-
-
 def check(args) -> None:
+    args.run = training_run(args)  # the settings, before any file
     if args.options is None:
         args.options = os.path.normpath(
             os.path.join(OPTIONS_DIR, DEFAULT_OPTIONS))
@@ -71,5 +64,4 @@ def run(args) -> dict:
     from bilm_keras.options import BiLMOptions
     from bilm_keras.training import train
 
-    return train(options=BiLMOptions.from_json(args.options),
-                 **run_kwargs(args), **adaptation_kwargs(args))
+    return train(options=BiLMOptions.from_json(args.options), run=args.run)

@@ -20,11 +20,12 @@ __all__ = [
 ]
 
 # training data
+from bilm_keras.data.corpus import CorpusError, count_tokens  # noqa: E402
 from bilm_keras.data.lm_dataset import (  # noqa: E402
     BidirectionalLMDataset,
-    CorpusError,
     LMDataset,
-    count_tokens,
+)
+from bilm_keras.data.tf_dataset import (  # noqa: E402
     lm_dataset_fn,
     make_tf_dataset,
 )

@@ -12,10 +12,11 @@ from bilm_keras.options import BiLMOptions
 
 
 def batcher_for_options(
-    options: BiLMOptions,
+    options: Optional[BiLMOptions],
     vocab_file: Optional[str | os.PathLike] = None,
     *,
     use_character_inputs: Optional[bool] = None,
+    max_characters_per_token: Optional[int] = None,
 ) -> Batcher | ManyLangsBatcher | TokenBatcher:
     """The batcher whose ids the model of ``options`` reads.
 
@@ -26,11 +27,16 @@ def batcher_for_options(
     * token input: :class:`TokenBatcher` (``vocab_file`` required).
 
     Args:
-        options: the model's options.
+        options: the model's options; None for a model known only by its
+            input (a backbone built in memory): :class:`Batcher` or
+            :class:`TokenBatcher`, as ``use_character_inputs`` says.
         vocab_file: the vocabulary file (token input; optional otherwise).
         use_character_inputs: default: the options' own (a char-CNN when
             there is ``char_cnn``); False for a token-input model made from
             char options (:func:`~bilm_keras.dump_token_embeddings`).
+            Required without ``options``.
+        max_characters_per_token: without ``options``, the
+            :class:`Batcher`'s width (the options' own otherwise).
 
     Raises:
         ValueError: token input without ``vocab_file``, char input without
@@ -39,12 +45,18 @@ def batcher_for_options(
         ManyLangsDictionaryError: a dictionary upstream could not read.
     """
     if use_character_inputs is None:
+        if options is None:
+            raise ValueError("use_character_inputs: expected True or False "
+                             "for a model without options, found None")
         use_character_inputs = options.use_character_inputs
     if not use_character_inputs:
         if vocab_file is None:
             raise ValueError("vocab_file: token input needs the vocabulary "
                              "of the embedding file")
         return TokenBatcher(os.fspath(vocab_file))
+    if options is None:
+        return Batcher(None if vocab_file is None else os.fspath(vocab_file),
+                       max_characters_per_token)
     if options.char_cnn is None:
         raise ValueError("options: character input needs a 'char_cnn' "
                          "section, found none")

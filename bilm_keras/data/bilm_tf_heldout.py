@@ -19,8 +19,8 @@ differs:
   it could not fill), so up to ``batch_size`` tokens per direction at the
   end are not scored;
 * the batches have no ``sentence_start``: a
-  :class:`~bilm_keras.models.LanguageModel` given them carries its states
-  across sentences as bilm-tf's did.
+  :class:`~bilm_keras.models.language_model.LanguageModel` given them
+  carries its states across sentences as bilm-tf's did.
 
 One difference, a fix: a UTF-8 byte-order mark at the start of a file is
 dropped (bilm-tf's locale decoding kept it glued to the first word).
@@ -41,7 +41,9 @@ from typing import Dict, Iterator, List
 
 import numpy as np
 
-from bilm_keras.data.lm_dataset import CorpusError, check_vocab, get_batches
+from bilm_keras.data.batch_packing import get_batches
+from bilm_keras.data.corpus import CorpusError
+from bilm_keras.data.lm_dataset import check_vocab
 from bilm_keras.data.utf8_lines import read_utf8_lines
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
 

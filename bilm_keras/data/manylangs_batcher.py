@@ -1,7 +1,7 @@
 """Turn tokenized sentences into a converted ELMoForManyLangs model's ids.
 
 :class:`ManyLangsBatcher` has :class:`~bilm_keras.Batcher`'s interface, so
-:class:`~bilm_keras.models.bulk_embedder.BulkEmbedder`,
+:class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder`,
 :class:`~bilm_keras.BidirectionalLanguageModel` and the embedding dumps use
 it unchanged (:func:`~bilm_keras.data.batcher_for_options.batcher_for_options`
 picks it from the options). Its ids are upstream's

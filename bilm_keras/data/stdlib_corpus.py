@@ -21,7 +21,7 @@ import sysconfig
 import warnings
 from typing import Iterator, List, Optional
 
-from bilm_keras.atomic_files import write_text_atomic
+from bilm_keras._utils.atomic_files import write_text_atomic
 
 # Modules whose docstrings are English prose (not generated tables, not
 # tests). Sorted; a module missing from this Python version is skipped.

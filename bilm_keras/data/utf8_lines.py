@@ -2,7 +2,7 @@
 the line and the bad bytes.
 
 Every text input goes through :func:`read_utf8_lines`: the training corpus
-and the vocabulary builder (:mod:`bilm_keras.data.lm_dataset`) and the
+and the vocabulary builder (:mod:`bilm_keras.data.corpus`) and the
 sentences to embed (:mod:`bilm_keras.data.sentence_file`). No TensorFlow.
 """
 

@@ -15,8 +15,8 @@ import json
 import os
 from typing import Optional
 
-from bilm_keras.atomic_files import write_text_atomic
-from bilm_keras.data.lm_dataset import list_shards, read_lines
+from bilm_keras._utils.atomic_files import write_text_atomic
+from bilm_keras.data.corpus import list_shards, read_lines
 from bilm_keras.data.unigram import perplexity_of_counts
 from bilm_keras.data.vocabulary import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
 

@@ -86,7 +86,7 @@ from typing import Optional
 
 import tensorflow as tf
 
-from bilm_keras.atomic_files import atomic_directory
+from bilm_keras._utils.atomic_files import atomic_directory
 from bilm_keras.export.graph_char_ids import (
     padded_tokens_to_char_ids,
     sentences_to_char_ids,
@@ -94,11 +94,8 @@ from bilm_keras.export.graph_char_ids import (
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
-from bilm_keras.models.bidirectional_language_model import (
-    lm_layers,
-    strip_boundaries,
-)
 from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
 from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
 
@@ -407,7 +404,7 @@ def _check_outdir(outdir: str, overwrite: bool) -> None:
 
 def save_module(module: ELMoHubModule, outdir: str, overwrite: bool) -> str:
     """Saves atomically: to a temporary sibling, then renamed to ``outdir``
-    (:func:`~bilm_keras.atomic_files.atomic_directory`).
+    (:func:`~bilm_keras._utils.atomic_files.atomic_directory`).
 
     A failed save leaves ``outdir`` as it was. With ``overwrite`` an
     existing ``outdir`` is replaced only once the new one is complete.

@@ -2,7 +2,7 @@
 
 :func:`lstm_step` is one step: the recurrent product, the gate math
 (:func:`lstm_gates`), the projection and its clip. The cell's :meth:`step`
-(the while-loop path of :mod:`bilm_keras.layers.lstm_stack`) and the
+(the while-loop path of :mod:`bilm_keras.layers.recurrence`) and the
 statically unrolled training window
 (:func:`bilm_keras.layers.training_recurrence.lstm_window`) both run it.
 :func:`lstm_step_backward`, beside it, is its hand-written gradient
@@ -248,7 +248,7 @@ class LSTMCellWithProjection(keras.layers.Layer):
     what they meant there. The variables hold their transposes,
     :attr:`kernel_t` `(4 * units, input_dim + output_dim)` and
     :attr:`projection_kernel_t` `(output_dim, units)`: the inference
-    recurrence (:func:`~bilm_keras.layers.lstm_stack.
+    recurrence (:func:`~bilm_keras.layers.recurrence.
     run_inference_columns`) multiplies ``kernel_t @ [x; h]``, a product
     with the weights on the left that a CPU runs 1.2-1.3x faster than
     ``[x, h] @ kernel`` at batch 64-128 (``bench/README.md``), and keeping

@@ -2,7 +2,7 @@
 
 Training reads windows of exactly ``unroll_steps`` tokens, every row full
 (``LanguageModel`` gives every row the window's length), so the
-length-aware ``tf.while_loop`` of :func:`~bilm_keras.layers.lstm_stack.
+length-aware ``tf.while_loop`` of :func:`~bilm_keras.layers.recurrence.
 run_recurrence` can become a Python loop over a static number of steps, as
 bilm-tf's ``static_rnn`` did in training. Unrolling alone does not make it
 faster on a CPU; five things on top of it do (``bench/README.md``,
@@ -31,8 +31,8 @@ rows: the same cells (the same variables), the same step
 (:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`, with
 :func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_gates` fused or
 not), the same
-input dropout and skip connections (:func:`~bilm_keras.layers.lstm_stack.
-layer_input`, :func:`~bilm_keras.layers.lstm_stack.add_skip`), so losses
+input dropout and skip connections (:func:`~bilm_keras.layers.recurrence.
+layer_input`, :func:`~bilm_keras.layers.recurrence.add_skip`), so losses
 and gradients agree to float rounding (``tests/training/
 test_fast_path.py``).
 """
@@ -43,7 +43,7 @@ from bilm_keras.layers.lstm_cell_with_projection import (
     lstm_step,
     lstm_step_backward,
 )
-from bilm_keras.layers.lstm_stack import add_skip, layer_input
+from bilm_keras.layers.recurrence import add_skip, layer_input
 
 
 def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
@@ -172,7 +172,7 @@ def time_chunks(n_steps, chunk_steps):
 def _dropout_masks(shape, dtype, layer, rate, dropout_seeds, training):
     """Layer ``layer``'s input dropout as a multiplier: None (no dropout)
     or `(D, B, T, I)` holding ``1 / (1 - rate)`` where kept and 0.0 where
-    dropped, the mask :func:`~bilm_keras.layers.lstm_stack.layer_input`
+    dropped, the mask :func:`~bilm_keras.layers.recurrence.layer_input`
     applies to an input of ``shape`` `(D, B, T, I)`. It is drawn from ones
     (no data dependency), so it can be applied a chunk at a time."""
     if not (training and rate > 0):

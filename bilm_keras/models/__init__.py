@@ -1,9 +1,8 @@
-"""The biLM backbone and the inference facade."""
+"""The biLM as models: the backbone (ids -> per-layer activations), the
+language model trained on it (backbone + softmax + loss), its outputs as
+bilm-tf's ``lm_embeddings``, and the one function that loads a pretrained
+backbone from its files (:mod:`.backbone_loading`)."""
 
-from bilm_keras.models.bidirectional_language_model import (
-    BidirectionalLanguageModel,
-)
 from bilm_keras.models.bilm_backbone import BiLMBackbone
-from bilm_keras.models.bulk_embedder import BulkEmbedder
 
-__all__ = ["BiLMBackbone", "BidirectionalLanguageModel", "BulkEmbedder"]
+__all__ = ["BiLMBackbone"]

@@ -3,7 +3,7 @@
 Training (:mod:`bilm_keras.training`), inference
 (:class:`~bilm_keras.BidirectionalLanguageModel`), the SavedModel export
 and the bulk embedding path all run this one layer's sublayers; its LSTM
-stacks run by one of three paths (:mod:`bilm_keras.layers.lstm_stack` has
+stacks run by one of three paths (:mod:`bilm_keras.layers.recurrence` has
 the table).
 """
 
@@ -13,7 +13,8 @@ import keras
 import tensorflow as tf
 
 from bilm_keras.layers.char_cnn_embedder import CharCNNEmbedder
-from bilm_keras.layers.lstm_stack import LSTMStack, reverse_within_lengths
+from bilm_keras.layers.lstm_stack import LSTMStack
+from bilm_keras.layers.recurrence import reverse_within_lengths
 from bilm_keras.layers.token_embedder import TokenEmbedder
 from bilm_keras.options import N_CHARACTERS_WITH_PADDING, BiLMOptions
 

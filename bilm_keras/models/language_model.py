@@ -45,7 +45,7 @@ class LanguageModel(keras.Model):
             bilm-tf used ``static_rnn`` in training) when the window length
             is known at trace time; False: the backbone's length-aware
             ``tf.while_loop`` per direction. Same numbers to float rounding
-            (the LSTM paths: :mod:`bilm_keras.layers.lstm_stack`).
+            (the LSTM paths: :mod:`bilm_keras.layers.recurrence`).
         window_chunk_steps: int or None. With ``unroll_windows``, the
             layers run as a pipeline over chunks of this many steps, layer
             ``l + 1``'s chunk beside layer ``l``'s next one (None: each

@@ -37,9 +37,9 @@ import urllib.error
 import urllib.request
 from typing import TextIO
 
-from bilm_keras import __version__
+from bilm_keras._utils.durations import format_duration
+from bilm_keras._utils.version import __version__
 from bilm_keras.pretrained.errors import PretrainedModelError
-from bilm_keras.progress import format_duration
 
 #: seconds a connection attempt or a read may stall before giving up
 TIMEOUT = 60.0

@@ -44,7 +44,7 @@ import re
 import sys
 from collections.abc import Callable
 
-from bilm_keras import __version__
+from bilm_keras._utils.version import __version__
 from bilm_keras.options import BiLMOptions
 from bilm_keras.pretrained.archives import ARCHIVE_SUFFIXES, extract_archive
 from bilm_keras.pretrained.download import download_file

@@ -3,28 +3,30 @@
 The package's modules, by job:
 
 * :mod:`.loop`: :func:`train` and :func:`restart`;
+* :mod:`.training_run`: :class:`TrainingRun`, the settings of a run;
 * :mod:`.inputs`: vocabulary, batches, steps per epoch;
 * :mod:`.model_setup`: the model and its Adagrad (:mod:`.adagrad`);
 * :mod:`.train_step`: one distributed training step;
-* :mod:`.progress`: progress lines and TensorBoard scalars;
+* :mod:`.reporting`: progress lines and TensorBoard scalars;
 * :mod:`.checkpoints`: what a ``save_dir`` holds, restored;
 * :mod:`.evaluation`: heldout perplexity;
 * :mod:`.weight_dump`: a checkpoint as bilm-tf's HDF5 weights;
 * :mod:`.adaptation`: continuing a published biLM on new text;
 * :mod:`.strategy`: the ``tf.distribute`` strategy;
 * :mod:`.threads`: TensorFlow's CPU thread pools for training;
-* :mod:`.cli`: the flags ``train_elmo.py`` and ``restart.py`` share;
 * :mod:`.pipeline`: vocabulary to embeddings in one call.
 
-The names below are imported on first use (PEP 562): the command-line
-flags in :mod:`bilm_keras.training.cli` must not import TensorFlow.
+The names below are imported on first use (PEP 562): importing the
+package (``bilm-keras train --help``) does not import TensorFlow. The
+command-line flags live in :mod:`bilm_keras.cli`.
 """
 
-from bilm_keras._lazy import lazy_exports as _lazy_exports
+from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 
 #: public name -> the module that defines it
 _EXPORTS = {
     "CheckpointError": "bilm_keras.training.checkpoints",
+    "TrainingRun": "bilm_keras.training.training_run",
     "dump_weights": "bilm_keras.training.weight_dump",
     "evaluate": "bilm_keras.training.evaluation",
     "load_trained_model": "bilm_keras.training.checkpoints",

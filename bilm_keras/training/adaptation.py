@@ -46,10 +46,8 @@ import tensorflow as tf
 from bilm_keras.data.unigram import target_counts
 from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.models.language_model import LanguageModel
+from bilm_keras.training.training_run import SOFTMAX_BIASES
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
-
-#: ``softmax_bias`` choices of :func:`init_softmax`
-SOFTMAX_BIASES = ("unigram", "zeros")
 
 
 def check_weight_file(weight_file) -> str:
@@ -75,7 +73,7 @@ def target_log_frequencies(token_counts, n_sentences: int,
 
     Args:
         token_counts, n_sentences: of the corpus
-            (:func:`~bilm_keras.data.lm_dataset.count_corpus`).
+            (:func:`~bilm_keras.data.corpus.count_corpus`).
 
     Returns:
         `(vocab.size,)` float32 ``log((count + 1) / (total + vocab.size))``.

@@ -15,7 +15,7 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras.data.lm_dataset import make_tf_dataset
+from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.vocab_builder import sidecar_path
 from bilm_keras.training.checkpoints import (
     TRAINING_DATA_FILE,

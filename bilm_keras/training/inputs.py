@@ -5,20 +5,16 @@ A batch is a dict of ``(batch, time)`` tensors, ``time`` being
 ``unroll_steps``: ``token_ids``, the ``next_token_id`` targets, ``mask``
 and ``sentence_start``, plus ``tokens_characters`` ``(batch, time,
 max_chars)`` for a char-CNN model, and a ``_reverse`` twin of each for a
-bidirectional one (:func:`~bilm_keras.data.lm_dataset.batch_signature`).
+bidirectional one (:func:`~bilm_keras.data.batch_packing.batch_signature`).
 """
 
 from __future__ import annotations
 
 import tensorflow as tf
 
-from bilm_keras.data.lm_dataset import (
-    BidirectionalLMDataset,
-    LMDataset,
-    lm_dataset_fn,
-    make_tf_dataset,
-)
+from bilm_keras.data.lm_dataset import BidirectionalLMDataset, LMDataset
 from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
+from bilm_keras.data.tf_dataset import lm_dataset_fn, make_tf_dataset
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
 from bilm_keras.options import BiLMOptions, OptionsError
 from bilm_keras.training.strategy import cluster_workers

@@ -1,7 +1,9 @@
 """The training loop: :func:`train` a biLM from scratch, :func:`restart` it
 from its checkpoint.
 
-Both run :func:`_run_training`, which reads top to bottom:
+Both gather their settings into one
+:class:`~bilm_keras.training.training_run.TrainingRun` and run
+:func:`_run_training`, which reads top to bottom:
 
 1. the options: the flags override the file; the vocabulary size and the
    token count come from the data (one pass over the corpus);
@@ -13,8 +15,8 @@ Both run :func:`_run_training`, which reads top to bottom:
 4. the steps to run and their data stream (:mod:`.inputs`), continued
    where the checkpoint left it after a crash;
 5. the steps (:mod:`.train_step`): a progress line and TensorBoard
-   scalars every ``log_every`` steps (:mod:`.progress`), a checkpoint
-   every ``save_every`` and at the end.
+   scalars every ``log_every`` steps (:mod:`.reporting`), a checkpoint
+   every ``save_every`` and at the end (of the epochs, or of ``max_steps``).
 
 One epoch is ``n_train_tokens / (batch_size * unroll_steps)`` steps of the
 global batch ``batch_size``.
@@ -34,13 +36,12 @@ from typing import Optional, Sequence
 import keras
 import tensorflow as tf
 
-from bilm_keras.atomic_files import write_text_atomic
-from bilm_keras.data.lm_dataset import CorpusError, count_corpus, list_shards
+from bilm_keras._utils.atomic_files import write_text_atomic
+from bilm_keras.data.corpus import CorpusError, count_corpus, list_shards
 from bilm_keras.data.unigram import unigram_perplexity
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.adaptation import (
-    SOFTMAX_BIASES,
     LMWarmup,
     check_weight_file,
     init_softmax,
@@ -66,6 +67,7 @@ from bilm_keras.training.reporting import TrainingProgress
 from bilm_keras.training.strategy import is_chief, make_strategy
 from bilm_keras.training.threads import configure_training_threads
 from bilm_keras.training.train_step import make_train_step
+from bilm_keras.training.training_run import TrainingRun
 
 logger = logging.getLogger(__name__)
 
@@ -73,9 +75,9 @@ logger = logging.getLogger(__name__)
 def train(
     *,
     options: BiLMOptions,
-    train_prefix: str,
-    vocab_file: str,
-    save_dir: str,
+    train_prefix: Optional[str] = None,
+    vocab_file: Optional[str] = None,
+    save_dir: Optional[str] = None,
     n_gpus: Optional[int] = None,
     devices: Optional[Sequence[str]] = None,
     batch_size: Optional[int] = None,
@@ -91,8 +93,14 @@ def train(
     softmax_bias: str = "unigram",
     intra_op_threads: Optional[int] = None,
     inter_op_threads: Optional[int] = None,
+    max_steps: Optional[int] = None,
+    run: Optional[TrainingRun] = None,
 ) -> dict:
     """Trains a biLM from scratch (:func:`restart` continues one).
+
+    The keyword arguments after ``options`` are the fields of a
+    :class:`~bilm_keras.training.training_run.TrainingRun` (checked there,
+    each error naming its field), or pass one as ``run``.
 
     Args:
         options: the model and training options (``n_tokens_vocab`` is
@@ -130,6 +138,11 @@ def train(
             None: half the cores per op and two ops at a time when no GPU
             is visible (:mod:`bilm_keras.training.threads`). They can be
             set only before TensorFlow's first op in the process.
+        max_steps: the most steps this call runs, then a checkpoint
+            (:func:`restart` continues the run); None: every step of
+            ``n_epochs``.
+        run: a :class:`~bilm_keras.training.training_run.TrainingRun`
+            instead of the keyword arguments above (not both).
 
     Returns:
         dict: ``step`` (final global step), ``perplexity`` (train, last
@@ -141,32 +154,27 @@ def train(
         :class:`LanguageModel`).
 
     Raises:
+        SettingError: a setting out of range (its field named).
         CheckpointError: ``save_dir`` holds a checkpoint already.
         CorpusError: ``train_prefix`` matches no file, or no tokens.
         VocabularyError: ``vocab_file`` is missing or lacks ``<S>``,
             ``</S>`` or ``<UNK>``.
     """
-    return _run_training(
-        options=options, train_prefix=train_prefix, vocab_file=vocab_file,
-        save_dir=save_dir, n_gpus=n_gpus, devices=devices,
-        batch_size=batch_size, n_epochs=n_epochs,
-        n_train_tokens=n_train_tokens, save_every=save_every,
-        log_every=log_every, max_to_keep=max_to_keep, seed=seed,
-        fast_path=fast_path, init_weights=init_weights,
-        freeze_lm_steps=freeze_lm_steps, softmax_bias=softmax_bias,
-        intra_op_threads=intra_op_threads, inter_op_threads=inter_op_threads,
-    )
+    fields = dict(locals())  # the keyword arguments: the run's fields
+    del fields["options"], fields["run"]
+    return _run_training(options, TrainingRun.from_arguments(run, **fields))
 
 
 def restart(
     *,
-    save_dir: str,
-    train_prefix: str,
-    vocab_file: str,
+    save_dir: Optional[str] = None,
+    train_prefix: Optional[str] = None,
+    vocab_file: Optional[str] = None,
     n_epochs: Optional[int] = None,
     batch_size: Optional[int] = None,
     n_train_tokens: Optional[int] = None,
-    **kwargs,
+    run: Optional[TrainingRun] = None,
+    **settings,
 ) -> dict:
     """Continues training from the latest checkpoint of ``save_dir``.
 
@@ -177,57 +185,33 @@ def restart(
     (fine-tuning on new data; ``n_train_tokens`` is then counted from that
     corpus unless given), on a new data stream.
 
-    Other keyword arguments and the result are those of :func:`train`.
+    Other keyword arguments (``settings``, or ``run``) and the result are
+    those of :func:`train`.
 
     Raises:
         CheckpointError: ``save_dir`` has no ``options.json`` or no
             checkpoint, or one that does not fit the options.
         OptionsError: ``vocab_file``'s size is not the checkpoint's.
     """
-    save_dir = os.fspath(save_dir)
-    options_file = os.path.join(save_dir, OPTIONS_FILE)
+    run = TrainingRun.from_arguments(
+        run, save_dir=save_dir, train_prefix=train_prefix,
+        vocab_file=vocab_file, n_epochs=n_epochs, batch_size=batch_size,
+        n_train_tokens=n_train_tokens, **settings)
+    options_file = os.path.join(run.save_dir, OPTIONS_FILE)
     if not os.path.exists(options_file):
         raise CheckpointError(
-            f"{save_dir}: no {OPTIONS_FILE}; is this a train_elmo.py "
+            f"{run.save_dir}: no {OPTIONS_FILE}; is this a train_elmo.py "
             "--save_dir?"
         )
-    return _run_training(
-        options=BiLMOptions.from_json(options_file),
-        train_prefix=train_prefix, vocab_file=vocab_file, save_dir=save_dir,
-        n_epochs=n_epochs, batch_size=batch_size,
-        n_train_tokens=n_train_tokens, resume=True,
-        more_epochs=n_epochs is not None, **kwargs,
-    )
+    return _run_training(BiLMOptions.from_json(options_file), run,
+                         resume=True, more_epochs=run.n_epochs is not None)
 
 
-def _run_training(
-    *,
-    options: BiLMOptions,
-    train_prefix: str,
-    vocab_file: str,
-    save_dir: str,
-    n_gpus: Optional[int] = None,
-    devices: Optional[Sequence[str]] = None,
-    batch_size: Optional[int] = None,
-    n_epochs: Optional[int] = None,
-    n_train_tokens: Optional[int] = None,
-    save_every: int = 1250,
-    log_every: int = 100,
-    max_to_keep: int = 5,
-    seed: Optional[int] = None,
-    fast_path: bool = True,
-    init_weights: Optional[str] = None,
-    freeze_lm_steps: int = 0,
-    softmax_bias: str = "unigram",
-    intra_op_threads: Optional[int] = None,
-    inter_op_threads: Optional[int] = None,
-    resume: bool = False,
-    more_epochs: bool = False,
-    stop_after_steps: Optional[int] = None,
-) -> dict:
-    """The run behind :func:`train` and :func:`restart`.
-
-    Arguments and result are those of :func:`train`, and:
+def _run_training(options: BiLMOptions, run: TrainingRun, *,
+                  resume: bool = False, more_epochs: bool = False) -> dict:
+    """The run behind :func:`train` and :func:`restart`: ``options`` (the
+    model's, with the run's overrides still to apply) trained as ``run``
+    says. The result is that of :func:`train`.
 
     Args:
         resume: restore the latest checkpoint of ``save_dir`` (weights,
@@ -237,25 +221,24 @@ def _run_training(
             checkpoint's step, on a new data stream, and ``n_train_tokens``
             is counted from ``train_prefix`` unless given; False: the run
             goes on to ``n_epochs`` epochs from step 0.
-        stop_after_steps: stop after at most this many steps from the
-            start step (the tests' way to kill a run); None: run them all.
     """
-    save_dir = os.fspath(save_dir)
-    _check_adaptation(init_weights, freeze_lm_steps, softmax_bias, resume)
+    save_dir, seed = run.save_dir, run.seed
+    _check_adaptation(run.init_weights, resuming=resume)
     # before any op: the thread pools are fixed by TensorFlow's first one
-    threads = configure_training_threads(intra_op_threads, inter_op_threads)
+    threads = configure_training_threads(run.intra_op_threads,
+                                         run.inter_op_threads)
     if threads is not None:
         print(f"TensorFlow CPU threads: {threads[0] or 'default'} per op, "
               f"{threads[1] or 'default'} ops at a time")
-    strategy = make_strategy(n_gpus=n_gpus, devices=devices)
+    strategy = make_strategy(n_gpus=run.n_gpus, devices=run.devices)
     chief = is_chief(strategy)
 
     # 1. options: flags override the file; the vocabulary size and the
     #    token count come from the data, never by hand
     options, vocab, corpus, token_counts = _resolve_options(
-        options, dict(batch_size=batch_size, n_epochs=n_epochs,
-                      n_train_tokens=n_train_tokens),
-        train_prefix=train_prefix, vocab_file=vocab_file,
+        options, dict(batch_size=run.batch_size, n_epochs=run.n_epochs,
+                      n_train_tokens=run.n_train_tokens),
+        train_prefix=run.train_prefix, vocab_file=run.vocab_file,
         save_dir=save_dir, resume=resume, more_epochs=more_epochs)
     _check_batch_splits(options, strategy.num_replicas_in_sync)
     if seed is not None:
@@ -267,28 +250,29 @@ def _run_training(
         with (placeholder_weights() if resume
               else contextlib.nullcontext()):
             lm, optimizer = build_model(options, seed=seed,
-                                        unroll_windows=fast_path,
-                                        dedup_tokens=fast_path,
-                                        init_weights=init_weights)
-        if init_weights is not None:
-            init_softmax(lm, softmax_bias, token_counts=token_counts,
+                                        unroll_windows=run.fast_path,
+                                        dedup_tokens=run.fast_path,
+                                        init_weights=run.init_weights)
+        if run.init_weights is not None:
+            init_softmax(lm, run.softmax_bias, token_counts=token_counts,
                          n_sentences=corpus["n_sentences"], vocab=vocab)
         del token_counts  # a large corpus's vocabulary, not needed now
 
         # 3. checkpoint: restored or new; options and corpus beside it
         stream = DataStream()
-        warmup = LMWarmup(freeze_lm_steps)
+        warmup = LMWarmup(run.freeze_lm_steps)
         checkpoint, stream_restored = _prepare_checkpoint(
             lm, optimizer, stream, warmup, save_dir, resume=resume)
         # non-chief workers write to a scratch directory (collective saves)
         ckpt_dir = save_dir if chief else tempfile.mkdtemp(prefix="bilm_w")
         manager = tf.train.CheckpointManager(
-            checkpoint, ckpt_dir, max_to_keep=max_to_keep,
+            checkpoint, ckpt_dir, max_to_keep=run.max_to_keep,
             checkpoint_name="model",
         )
         if chief:
             _write_run_files(save_dir, options, corpus,
-                             train_prefix=train_prefix, vocab_file=vocab_file)
+                             train_prefix=run.train_prefix,
+                             vocab_file=run.vocab_file)
             writer = tf.summary.create_file_writer(
                 os.path.join(save_dir, "logs"))
         else:
@@ -297,7 +281,7 @@ def _run_training(
         # 4. the steps to run, their data and the step function
         start_step = int(optimizer.iterations.numpy())
         last_step = _last_step(options, start_step, more_epochs=more_epochs,
-                               stop_after_steps=stop_after_steps)
+                               max_steps=run.max_steps)
         stream_seed, skip = stream.resolve(
             restored=stream_restored, continue_stream=not more_epochs,
             step=start_step, batch_size=options.batch_size, seed=seed,
@@ -306,7 +290,7 @@ def _run_training(
             print(f"continuing the data stream after its first {skip} "
                   "batches", flush=True)
         batches = distributed_batches(
-            strategy, train_prefix, vocab, options, stream_seed, skip)
+            strategy, run.train_prefix, vocab, options, stream_seed, skip)
         train_step = _make_step(lm, optimizer, strategy, options, seed=seed,
                                 warmup=warmup, start_step=start_step)
         per_replica = options.batch_size // strategy.num_replicas_in_sync
@@ -324,7 +308,7 @@ def _run_training(
         path = _run_steps(train_step, batches, states,
                           start_step=start_step, last_step=last_step,
                           progress=progress, manager=manager,
-                          log_every=log_every, save_every=save_every)
+                          log_every=run.log_every, save_every=run.save_every)
         writer.flush()
     if not chief:
         shutil.rmtree(ckpt_dir, ignore_errors=True)
@@ -341,20 +325,10 @@ def _run_training(
 
 
 # ------------------------------------------------- 1. options and corpus
-def _check_adaptation(init_weights, freeze_lm_steps, softmax_bias,
-                      resuming) -> None:
-    """The adaptation arguments, checked before any corpus pass."""
-    if not (isinstance(freeze_lm_steps, int) and freeze_lm_steps >= 0):
-        raise ValueError(f"--freeze_lm_steps: expected an integer >= 0, "
-                         f"found {freeze_lm_steps!r}")
-    if softmax_bias not in SOFTMAX_BIASES:
-        raise ValueError(f"--softmax_bias: expected one of "
-                         f"{', '.join(SOFTMAX_BIASES)}, found "
-                         f"{softmax_bias!r}")
+def _check_adaptation(init_weights, *, resuming: bool) -> None:
+    """``init_weights``, checked before any corpus pass (its settings were
+    checked by :class:`TrainingRun`)."""
     if init_weights is None:
-        if freeze_lm_steps:
-            raise ValueError("--freeze_lm_steps: expected 0 without "
-                             f"--init_weights, found {freeze_lm_steps}")
         return
     if resuming:
         raise CheckpointError(
@@ -476,14 +450,15 @@ def _write_run_files(save_dir: str, options: BiLMOptions, corpus: dict, *,
 
 # ------------------------------------------------- 4. the steps to run
 def _last_step(options: BiLMOptions, start_step: int, *, more_epochs: bool,
-               stop_after_steps: Optional[int]) -> int:
-    """The global step the run ends at."""
+               max_steps: Optional[int]) -> int:
+    """The global step the run ends at: the end of its epochs, or
+    ``max_steps`` after ``start_step`` if that comes first."""
     if more_epochs:
         last_step = start_step + options.n_epochs * steps_per_epoch(options)
     else:
         last_step = options.n_epochs * steps_per_epoch(options)
-    if stop_after_steps is not None:
-        last_step = min(last_step, start_step + stop_after_steps)
+    if max_steps is not None:
+        last_step = min(last_step, start_step + max_steps)
     return last_step
 
 

@@ -14,7 +14,7 @@ import dataclasses
 import os
 import shutil
 
-from bilm_keras.atomic_files import atomic_path
+from bilm_keras._utils.atomic_files import atomic_path
 from bilm_keras.options import BiLMOptions
 
 

@@ -12,7 +12,7 @@ from typing import Optional
 from bilm_keras.data.sentence_file import read_sentence_lines
 from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
 from bilm_keras.data.vocab_builder import build_vocab
-from bilm_keras.models.bidirectional_language_model import (
+from bilm_keras.bidirectional_language_model import (
     BidirectionalLanguageModel,
 )
 from bilm_keras.options import BiLMOptions

@@ -77,7 +77,8 @@ def stateful_perplexity(
     """bilm-tf's ``test()`` computation over ``batches``.
 
     Args:
-        lm: a :class:`~bilm_keras.models.LanguageModel` with its softmax.
+        lm: a :class:`~bilm_keras.models.language_model.LanguageModel`
+            with its softmax.
         batches: `(batch_size, 1)` batches in bilm-tf's stream order
             (:func:`~bilm_keras.data.bilm_tf_heldout.iter_bilm_tf_heldout_batches`),
             without ``sentence_start`` (states are carried throughout).

@@ -6,7 +6,7 @@ ELMoForManyLangs model (``weights.manylangs_pkl``) does not import
 TensorFlow.
 """
 
-from bilm_keras._lazy import lazy_exports as _lazy_exports
+from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 
 #: public name -> the module that defines it
 _EXPORTS = {

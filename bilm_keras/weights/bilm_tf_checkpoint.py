@@ -47,7 +47,7 @@ import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras.atomic_files import atomic_path
+from bilm_keras._utils.atomic_files import atomic_path
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 
 #: :attr:`SaveDirCheckpoint.kind` of a checkpoint our training wrote
@@ -358,9 +358,10 @@ def read_bilm_tf_checkpoint(
             from the save_dir's ``options.json`` (its variables are named
             by the result; values are assigned by
             :func:`assign_bilm_tf_checkpoint`).
-        softmax: the :class:`~bilm_keras.layers.SampledSoftmaxLoss` of a
-            :class:`~bilm_keras.models.LanguageModel` over that backbone, or
-            None to leave ``lm/softmax/*`` aside (the dump, an export).
+        softmax: the :class:`~bilm_keras.layers.sampled_softmax.
+            SampledSoftmaxLoss` of a :class:`~bilm_keras.models.
+            language_model.LanguageModel` over that backbone, or None
+            to leave ``lm/softmax/*`` aside (the dump, an export).
         options_file: named in shape errors (default
             ``save_dir/options.json``).
 

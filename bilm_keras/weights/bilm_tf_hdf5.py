@@ -1,4 +1,5 @@
-"""bilm-tf / AllenNLP HDF5 weights <-> :class:`BiLMBackbone` variables.
+"""bilm-tf / AllenNLP HDF5 weights <-> the variables of a
+:class:`~bilm_keras.models.bilm_backbone.BiLMBackbone`.
 
 One declarative table says where every dataset goes. Every weight-format
 quirk lives here and only here:
@@ -26,17 +27,19 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Callable, List, Optional
+from typing import Callable, List, Optional
 
 import h5py
+import keras
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras.atomic_files import atomic_path
+from bilm_keras._utils.atomic_files import atomic_path
 from bilm_keras.layers.initialization import placeholder_weights
 
-if TYPE_CHECKING:  # a runtime import would cycle through bilm_keras.models
-    from bilm_keras.models.bilm_backbone import BiLMBackbone
+#: what the functions below take: a ``BiLMBackbone`` (``bilm_keras.models``
+#: stands above this package and imports it, never the reverse)
+Backbone = keras.layers.Layer
 
 
 class WeightFileError(ValueError):
@@ -91,7 +94,7 @@ def lstm_hdf5_prefix(direction_index: int, layer: int) -> str:
     return f"RNN_{direction_index}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
 
 
-def weight_table(backbone: BiLMBackbone) -> List[WeightRow]:
+def weight_table(backbone: Backbone) -> List[WeightRow]:
     """The rows for every variable of a built backbone, in file order."""
     backbone.build_all()
     rows = []
@@ -245,7 +248,7 @@ def _datasets(fin: h5py.File) -> List[str]:
 
 
 def load_bilm_tf_hdf5(
-    backbone: BiLMBackbone,
+    backbone: Backbone,
     weight_file: str | os.PathLike,
     embedding_weight_file: Optional[str | os.PathLike] = None,
     *,
@@ -254,9 +257,11 @@ def load_bilm_tf_hdf5(
     """Assigns bilm-tf HDF5 weights to a backbone.
 
     Args:
-        backbone: a (built or not) :class:`BiLMBackbone`. An unbuilt one is
-            built with zeros as placeholders (no random initialisers: less
-            time and memory), so after a failed load it holds zeros.
+        backbone: a (built or not)
+            :class:`~bilm_keras.models.bilm_backbone.BiLMBackbone`. An
+            unbuilt one is built with zeros as placeholders (no random
+            initialisers: less time and memory), so after a failed load it
+            holds zeros.
         weight_file: ``lm_weights.hdf5`` in bilm-tf's layout.
         embedding_weight_file: for token input, the file with the
             ``embedding`` dataset (from :func:`dump_token_embeddings`);
@@ -317,10 +322,31 @@ def load_bilm_tf_hdf5(
 
 
 def save_bilm_tf_hdf5(
-    backbone: BiLMBackbone, outfile: str | os.PathLike
+    backbone: Backbone, outfile: str | os.PathLike
 ) -> None:
     """Writes a backbone's weights in bilm-tf's HDF5 layout (atomically)."""
     with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
         for row in weight_table(backbone):
             value = row.to_hdf5(np.asarray(row.variable.numpy()))
             fout.create_dataset(row.hdf5_path, data=value.astype(np.float32))
+
+
+def token_table_rows(embedding_weight_file: str | os.PathLike) -> int:
+    """The rows (tokens) of a token table: the 2-D dataset ``embedding`` of
+    the file :func:`~bilm_keras.dump_token_embeddings` writes.
+
+    Raises:
+        WeightFileError: no such file, or no 2-D dataset ``embedding``.
+    """
+    path = os.fspath(embedding_weight_file)
+    if not os.path.exists(path):
+        raise WeightFileError(f"{path}: embedding weight file not found")
+    with h5py.File(path, "r") as fin:
+        ds = fin.get("embedding")
+        if not isinstance(ds, h5py.Dataset) or len(ds.shape) != 2:
+            raise WeightFileError(
+                f"{path}: expected a 2-D dataset 'embedding' "
+                f"(n_tokens, dim), found "
+                f"{'none' if ds is None else getattr(ds, 'shape', ds)}"
+            )
+        return int(ds.shape[0])

@@ -37,7 +37,7 @@ from typing import Dict
 import h5py
 import numpy as np
 
-from bilm_keras.atomic_files import atomic_directory, check_output_directory
+from bilm_keras._utils.atomic_files import atomic_directory, check_output_directory
 from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
 from bilm_keras.weights.manylangs_config import (
     ManyLangsModelConfig,

@@ -7,7 +7,7 @@ import os
 import subprocess
 import sys
 
-from conftest import REPO_ROOT
+from helpers import REPO_ROOT
 
 
 def test_quick_bench_reports_one_json_line(tmp_path):

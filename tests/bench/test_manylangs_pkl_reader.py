@@ -7,11 +7,9 @@ import json
 import subprocess
 import sys
 
-import pytest
+from helpers import REPO_ROOT, require_extra
 
-from conftest import REPO_ROOT
-
-pytest.importorskip("torch")
+require_extra("torch", "torch")
 
 
 def test_quick_bench_reports_one_json_line(tmp_path):

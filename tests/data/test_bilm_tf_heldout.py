@@ -14,7 +14,7 @@ from bilm_keras.data.bilm_tf_heldout import (
     iter_bilm_tf_heldout_batches,
     read_bilm_tf_lines,
 )
-from bilm_keras.data.lm_dataset import CorpusError
+from bilm_keras.data.corpus import CorpusError
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary, Vocabulary
 
 RUN = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "bilm_tf_run"

@@ -12,15 +12,10 @@ import numpy as np
 import pytest
 
 from bilm_keras.data import UnicodeCharsVocabulary, Vocabulary
-from bilm_keras.data.lm_dataset import (
-    BidirectionalLMDataset,
-    CorpusError,
-    LMDataset,
-    count_tokens,
-    get_batches,
-    lm_dataset_fn,
-    make_tf_dataset,
-)
+from bilm_keras.data.batch_packing import get_batches
+from bilm_keras.data.corpus import CorpusError, count_tokens
+from bilm_keras.data.lm_dataset import BidirectionalLMDataset, LMDataset
+from bilm_keras.data.tf_dataset import lm_dataset_fn, make_tf_dataset
 from bilm_keras.data.vocabulary import VocabularyError
 
 # ids: <S>=0 </S>=1 <UNK>=2 a=3 b=4 c=5

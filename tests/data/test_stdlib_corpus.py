@@ -4,7 +4,7 @@ import re
 
 import pytest
 
-from bilm_keras.data.lm_dataset import count_tokens
+from bilm_keras.data.corpus import count_tokens
 from bilm_keras.data.stdlib_corpus import (
     _stdlib_sentences,
     docstring_sentences,

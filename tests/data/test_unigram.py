@@ -4,7 +4,7 @@ import math
 
 import pytest
 
-from bilm_keras.data.lm_dataset import count_tokens
+from bilm_keras.data.corpus import count_tokens
 from bilm_keras.data.unigram import perplexity_of_counts
 from bilm_keras.data.vocab_builder import build_vocab
 from bilm_keras.data.vocabulary import Vocabulary

@@ -3,7 +3,7 @@ builder and the sentences to embed; each caller's error type and hint."""
 
 import pytest
 
-from bilm_keras.data.lm_dataset import CorpusError, read_lines
+from bilm_keras.data.corpus import CorpusError, read_lines
 from bilm_keras.data.sentence_file import (
     SentenceFileError,
     read_sentence_lines,

@@ -4,10 +4,10 @@ import json
 import pathlib
 
 import pytest
-from conftest import load_bin_script
+from helpers import load_bin_script
 
 from bilm_keras.data import Vocabulary
-from bilm_keras.data.lm_dataset import CorpusError
+from bilm_keras.data.corpus import CorpusError
 from bilm_keras.data.vocab_builder import build_vocab, read_vocab_stats
 
 # counts: the 4, . 3, a 3, cat 2, sat 2, dog 1, ran 1; first occurrence

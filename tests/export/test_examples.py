@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT
+from helpers import REPO_ROOT
 
 # each trains a Keras model on the fixture export in a fresh process
 pytestmark = pytest.mark.slow

@@ -22,7 +22,7 @@ from bilm_keras.training.checkpoints import (
     model_checkpoint,
 )
 from bilm_keras.training.model_setup import build_model
-from conftest import REPO_ROOT
+from helpers import REPO_ROOT
 
 
 def _save_dir(path):

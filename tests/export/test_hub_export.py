@@ -27,7 +27,7 @@ from bilm_keras.export.hub_module import (
     export_hub_from_save_dir,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError
-from conftest import load_bin_script, load_reference_embeddings
+from helpers import load_bin_script, load_reference_embeddings
 
 ATOL = 1e-5
 CONSUMERS = pathlib.Path(__file__).with_name("hub_consumers.py")

@@ -24,7 +24,7 @@ from bilm_keras.export.hub_module import (
 )
 from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
-from conftest import REPO_ROOT, user_env
+from helpers import REPO_ROOT, user_env
 
 CONSUMER = REPO_ROOT / "tests" / "export" / "manylangs_hub_consumer.py"
 P = 16  # the fixture's projection_dim

@@ -10,7 +10,7 @@ from bilm_keras.layers import (
     ScalarMix,
     TokenEmbedder,
 )
-from conftest import run_layer_test
+from helpers import run_layer_test
 
 RNG = np.random.default_rng(0)
 

@@ -14,7 +14,7 @@ from bilm_keras.layers.lstm_cell_with_projection import (
     lstm_step,
     lstm_step_backward,
 )
-from bilm_keras.layers.lstm_stack import reverse_within_lengths
+from bilm_keras.layers.recurrence import reverse_within_lengths
 from bilm_keras.models import BiLMBackbone
 
 RNG = np.random.default_rng(7)

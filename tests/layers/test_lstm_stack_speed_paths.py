@@ -8,7 +8,7 @@ import tensorflow as tf
 
 import numpy_reference as nr
 from bilm_keras.layers import LSTMStack
-from bilm_keras.layers.lstm_stack import (
+from bilm_keras.layers.recurrence import (
     run_recurrence,
 )
 from bilm_keras.models import BiLMBackbone

@@ -15,7 +15,7 @@ from bilm_keras import (
     TokenBatcher,
     dump_token_embeddings,
 )
-from conftest import load_reference_embeddings
+from helpers import load_reference_embeddings
 
 ATOL = 1e-6
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import numpy_reference as nr
-from conftest import write_model_files
+from helpers import write_model_files
 from bilm_keras import BidirectionalLanguageModel
 from bilm_keras.weights import save_bilm_tf_hdf5
 

@@ -7,7 +7,7 @@ import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-# tests/: conftest.py holds the shared helpers (fixture_options)
+# tests/: helpers.py holds the shared helpers (fixture_options)
 sys.path.insert(0, os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
 
@@ -24,7 +24,7 @@ def mirrored(train_dir, out_file):
     from bilm_keras.training.inputs import load_vocab
     from bilm_keras.training.model_setup import build_model
     from bilm_keras.training.train_step import make_train_step
-    from conftest import fixture_options
+    from helpers import fixture_options
 
     devices = ["/cpu:0", "/cpu:1"]
     result = {}
@@ -79,7 +79,7 @@ def mirrored(train_dir, out_file):
 
 def multi_worker(train_dir, save_dir, out_file):
     from bilm_keras.training import train
-    from conftest import fixture_options
+    from helpers import fixture_options
 
     result = train(options=fixture_options(use_chars=True, n_epochs=1,
                                            batch_size=2),

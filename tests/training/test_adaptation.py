@@ -11,7 +11,8 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras import Batcher, BidirectionalLanguageModel
-from bilm_keras.data.lm_dataset import count_corpus, make_tf_dataset
+from bilm_keras.data.corpus import count_corpus
+from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
 from bilm_keras.data.vocab_builder import build_vocab
 from bilm_keras.data.vocabulary import Vocabulary
@@ -39,7 +40,7 @@ from bilm_keras.weights.bilm_tf_hdf5 import (
     WeightFileError,
     save_bilm_tf_hdf5,
 )
-from conftest import load_bin_script
+from helpers import load_bin_script
 
 # three sentences of the fixture vocabulary, five words each
 SENTENCES = [
@@ -73,7 +74,8 @@ def _datasets(path):
 def bilm_embeddings(fixture_bilm):
     """``lm_embeddings`` of SENTENCES from ``BidirectionalLanguageModel``
     on the fixture's own files, once for both cases below (its numbers do
-    not depend on n_characters 261/262: test_model_bad_input)."""
+    not depend on n_characters 261/262:
+    tests/test_bidirectional_language_model.py)."""
     ids = Batcher(None, 50).batch_sentences([s.split() for s in SENTENCES])
     return fixture_bilm(ids)["lm_embeddings"].numpy()
 
@@ -376,8 +378,8 @@ def test_missing_weight_file(model_dir, train_dir, tmp_path):
 
 
 def test_adaptation_flags_need_a_fresh_run(model_dir, train_dir, tmp_path):
-    with pytest.raises(ValueError, match=r"--freeze_lm_steps: expected 0 "
-                                         r"without --init_weights, found 5"):
+    with pytest.raises(ValueError, match=r"^freeze_lm_steps: expected 0 "
+                                         r"without init_weights, found 5"):
         train(options=BiLMOptions.from_json(model_dir / "options.json"),
               train_prefix=str(train_dir / "data.txt"),
               vocab_file=str(train_dir / "vocab.txt"),

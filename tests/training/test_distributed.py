@@ -13,7 +13,7 @@ import time
 import numpy as np
 import pytest
 import tensorflow as tf
-from conftest import REPO_ROOT, fixture_options
+from helpers import REPO_ROOT, fixture_options
 
 HERE = pathlib.Path(__file__).resolve().parent
 WORKER = str(HERE / "distributed_worker.py")

@@ -22,7 +22,7 @@ import tensorflow as tf
 
 import numpy_reference as ref
 from bilm_keras.training import dump_weights, evaluate, train
-from conftest import fixture_options
+from helpers import fixture_options
 
 HELDOUT = [
     "the number of unique words increases .",

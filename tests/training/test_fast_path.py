@@ -12,7 +12,7 @@ from bilm_keras.layers.training_recurrence import (
     run_stacks_unrolled,
 )
 from bilm_keras.models.language_model import LanguageModel
-from conftest import fixture_options, training_run
+from helpers import fixture_options, training_run
 
 B, T, C = 3, 6, 10
 

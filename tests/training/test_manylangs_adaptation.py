@@ -12,7 +12,7 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras import BidirectionalLanguageModel, cli
-from bilm_keras.data.lm_dataset import make_tf_dataset
+from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.layers.training_recurrence import run_stacks_unrolled
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training import evaluate, load_trained_model, train

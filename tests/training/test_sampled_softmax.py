@@ -6,7 +6,7 @@ import tensorflow as tf
 from bilm_keras.layers.sampled_softmax import SampledSoftmaxLoss
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.models.bilm_backbone import BiLMBackbone
-from conftest import fixture_options
+from helpers import fixture_options
 
 
 def _log_softmax(x):

@@ -13,7 +13,7 @@ import os
 import h5py
 import numpy as np
 import pytest
-from conftest import fixture_options
+from helpers import fixture_options
 
 from bilm_keras import Batcher, BidirectionalLanguageModel
 from bilm_keras.options import BiLMOptions

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras.training.adagrad import RowSparseAdagrad
-from conftest import fixture_options, training_run
+from helpers import fixture_options, training_run
 
 
 def _two_steps(train_dir, options, sparse_gradients):

@@ -7,17 +7,18 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras import BidirectionalLanguageModel
-from bilm_keras.data.lm_dataset import CorpusError, make_tf_dataset
+from bilm_keras.data.corpus import CorpusError
+from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.vocabulary import VocabularyError
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training import inputs, loop
+from bilm_keras.training import inputs
 from bilm_keras.training import (
     dump_weights,
     evaluate,
     restart,
     train,
 )
-from conftest import fixture_options
+from helpers import fixture_options
 
 # for tests of the loop's bookkeeping (data stream, progress lines), not
 # of the model: one LSTM layer traces in two thirds of the CPU time of two
@@ -35,11 +36,11 @@ def _train(train_dir, save_dir, options, **kwargs):
 
 
 def _killed_after(steps, train_dir, save_dir, options):
-    """A fresh run that stops after ``steps`` steps, as if killed there."""
-    return loop._run_training(
-        options=options, train_prefix=str(train_dir / "data.txt"),
-        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
-        log_every=1000, stop_after_steps=steps)
+    """A fresh run that stops after ``steps`` steps (``max_steps``), as if
+    killed there."""
+    return train(options=options, train_prefix=str(train_dir / "data.txt"),
+                 vocab_file=str(train_dir / "vocab.txt"),
+                 save_dir=str(save_dir), log_every=1000, max_steps=steps)
 
 
 def _heldout(train_dir, save_dir):
@@ -228,3 +229,38 @@ def test_progress_and_tensorboard_show_each_direction(train_dir, tmp_path,
             tags.update(v.tag for v in record.summary.value)
     assert {"train_perplexity", "train_perplexity/forward",
             "train_perplexity/backward"} <= tags
+
+
+def test_training_run_is_one_checked_value(train_dir, tmp_path):
+    from bilm_keras._utils.settings import SettingError
+    from bilm_keras.training import TrainingRun
+
+    run = TrainingRun(train_prefix=str(train_dir / "data.txt"),
+                      vocab_file=train_dir / "vocab.txt",
+                      save_dir=tmp_path, devices=["CPU:0"], max_steps=3)
+    assert run.vocab_file == str(train_dir / "vocab.txt")  # a str path
+    assert run.devices == ("CPU:0",) and run.save_every == 1250
+    with pytest.raises(AttributeError):
+        run.seed = 1
+    for changes, field, reason in [
+        (dict(save_every=0), "save_every", "expected an integer >= 1, "
+                                           "found 0"),
+        (dict(max_steps=-1), "max_steps", "expected an integer >= 1 or "
+                                          "None, found -1"),
+        (dict(seed=2**32), "seed", "expected an integer in 0..4294967295 "
+                                   "or None, found 4294967296"),
+        (dict(n_gpus=True), "n_gpus", "expected an integer >= 0 or None, "
+                                      "found True"),
+        (dict(softmax_bias="uniform"), "softmax_bias",
+         "expected 'unigram' or 'zeros', found 'uniform'"),
+        (dict(save_dir=None), "save_dir", "expected a path, found None"),
+    ]:
+        with pytest.raises(SettingError) as error:
+            run.replace(**changes)
+        assert (error.value.field, error.value.reason) == (field, reason)
+    # train() takes the value, or its fields as keywords, not both
+    with pytest.raises(SettingError, match=r"^run: expected the settings "
+                                           r"either as run or as keyword "
+                                           r"arguments, found run and seed"):
+        train(options=fixture_options(), run=run, seed=3)
+    assert not any(tmp_path.iterdir())

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from conftest import REPO_ROOT, user_env
+from helpers import REPO_ROOT, user_env
 
 
 @pytest.mark.slow

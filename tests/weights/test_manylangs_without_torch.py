@@ -11,7 +11,7 @@ import h5py
 import numpy as np
 
 import numpy_reference as nr
-from conftest import REPO_ROOT, user_env
+from helpers import REPO_ROOT, user_env
 
 CONVERT_WITHOUT_TORCH = """
 import sys

@@ -20,6 +20,7 @@ import zipfile
 
 import numpy as np
 import pytest
+from helpers import require_extra
 
 from bilm_keras.weights.torch_pickle import (
     MAGIC_NUMBER,
@@ -30,21 +31,10 @@ from bilm_keras.weights.torch_pickle import (
 )
 
 
-def _torch_or_skip():
-    try:
-        import torch
-    except ImportError:
-        message = ("torch is not installed: comparing with torch.load needs "
-                   "the torch extra (pip install -e '.[torch]')")
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(message)
-        pytest.skip(message)
-    return torch
-
-
 @pytest.fixture(scope="module")
 def torch():
-    return _torch_or_skip()
+    # comparing with torch.load needs the torch extra
+    return require_extra("torch", "torch")
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,290 @@
+"""The inference facade with bilm-tf's constructor: options + HDF5 weights.
+
+It stands above the models, the weight files and the bulk embedding path
+(``docs/architecture.md``) and only composes them:
+:func:`~bilm_keras.models.backbone_loading.load_backbone` builds and loads
+the backbone, a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder`
+embeds many sentences with it.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import (
+    Callable,
+    Dict,
+    Iterable,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+)
+
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras._utils.eager import require_eager
+from bilm_keras.data.batcher_for_options import batcher_for_options
+from bilm_keras.embedding.bulk_embedder import BulkEmbedder
+from bilm_keras.embedding.outputs import EmbeddingSpec
+from bilm_keras.models.backbone_loading import load_backbone
+from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
+from bilm_keras.options import BiLMOptions
+
+
+class BidirectionalLanguageModel:
+    """A pretrained biLM loaded from bilm-tf files, ready to embed.
+
+    Args:
+        options_file: bilm-tf ``options.json``.
+        weight_file: bilm-tf ``lm_weights.hdf5``.
+        use_character_inputs: char ids (True) or token ids (False) in.
+        embedding_weight_file: for token input, the HDF5 file of
+            :func:`~bilm_keras.dump_token_embeddings` (dataset
+            ``embedding``).
+        stateful: False (default): every call starts from zero states, so a
+            sentence always gets the same vectors. True: bilm-tf's behaviour
+            — row ``k``'s final LSTM states start row ``k`` of the next call;
+            rows past the batch keep theirs.
+        max_batch_size: rows of the stateful state buffers.
+
+    It runs eagerly (TensorFlow 2): built or called inside
+    ``tf.compat.v1.Graph().as_default()`` or after
+    ``tf.compat.v1.disable_eager_execution()`` it raises
+    :class:`~bilm_keras._utils.eager.GraphModeError` (bilm-tf's session code
+    would silently compute with re-initialised weights).
+
+    A converted ELMoForManyLangs model (``bilm-keras convert-manylangs``)
+    loads the same way: its options name its dictionaries, and
+    :meth:`embed_sentences` reads tokens through its
+    :class:`~bilm_keras.data.manylangs_batcher.ManyLangsBatcher`.
+
+    Calling it on ids (`(batch, time + 2, max_chars)` from :class:`Batcher`,
+    `(batch, time + 2, max_chars + 1)` from :class:`ManyLangsBatcher` (a
+    model with a word part) or `(batch, time + 2)` from
+    :class:`TokenBatcher`, numpy or tensor; :meth:`make_batcher` gives the
+    right one) returns a dict:
+
+    * ``lm_embeddings``: `(batch, n_lm_layers + 1, time, 2 * projection_dim)`,
+      ``<S>``/``</S>`` removed, zero past each row's length;
+    * ``mask``: `(batch, time)` bool; ``lengths``: `(batch,)` int32;
+    * ``token_embeddings``: `(batch, time + 2, projection_dim)`.
+
+    Example:
+        >>> bilm = BidirectionalLanguageModel("options.json", "weights.hdf5")
+        >>> ids = Batcher("vocab.txt", 50).batch_sentences([["Hi", "!"]])
+        >>> bilm(ids)["lm_embeddings"].shape
+        TensorShape([1, 3, 2, 1024])
+    """
+
+    def __init__(
+        self,
+        options_file: str | os.PathLike,
+        weight_file: str | os.PathLike,
+        use_character_inputs: bool = True,
+        embedding_weight_file: Optional[str | os.PathLike] = None,
+        stateful: bool = False,
+        max_batch_size: int = 128,
+    ):
+        require_eager("BidirectionalLanguageModel")
+        self.options = BiLMOptions.from_json(options_file)
+        backbone = load_backbone(
+            self.options, weight_file,
+            use_character_inputs=use_character_inputs,
+            embedding_weight_file=embedding_weight_file)
+        self.__init_from_backbone(backbone, stateful, max_batch_size)
+
+    @classmethod
+    def from_backbone(
+        cls, backbone: BiLMBackbone, stateful: bool = False,
+        max_batch_size: int = 128, options: Optional[BiLMOptions] = None,
+    ) -> "BidirectionalLanguageModel":
+        """Wraps a backbone already in memory (trained, or random).
+
+        ``options`` (the backbone's) choose the batcher of
+        :meth:`embed_sentences`; required for a converted ELMoForManyLangs
+        model (its dictionaries).
+        """
+        require_eager("BidirectionalLanguageModel.from_backbone")
+        self = cls.__new__(cls)
+        self.options = options
+        self.__init_from_backbone(backbone.build_all(), stateful,
+                                  max_batch_size)
+        return self
+
+    def __init_from_backbone(self, backbone, stateful, max_batch_size):
+        self.backbone = backbone
+        self.stateful = stateful
+        self.max_batch_size = max_batch_size
+        self.use_character_inputs = backbone.use_character_inputs
+        if backbone.use_character_inputs:
+            spec = tf.TensorSpec((None, None, backbone.ids_width), tf.int32)
+        else:
+            spec = tf.TensorSpec((None, None), tf.int32)
+        self.input_spec = spec
+        self._states = None
+        if stateful:
+            self._states = {
+                direction: [
+                    (
+                        tf.Variable(tf.zeros((max_batch_size, cell.units)),
+                                    trainable=False),
+                        tf.Variable(tf.zeros((max_batch_size,
+                                              cell.output_dim)),
+                                    trainable=False),
+                    )
+                    for cell in stack.cells
+                ]
+                for direction, stack in backbone.stacks.items()
+            }
+        self.trace_count = 0
+        self._bulk_embedder = None
+        self._call_fn = tf.function(self._call, input_signature=[spec])
+
+    # ----------------------------------------------------------- the graph
+    def _call(self, ids):
+        self.trace_count += 1  # runs once per trace, not per call
+        batch = tf.shape(ids)[0]
+        initial = None
+        if self._states is not None:
+            initial = {
+                d: [(c[:batch], h[:batch]) for c, h in layers]
+                for d, layers in self._states.items()
+            }
+        out = self.backbone(ids, initial_states=initial)
+        if self._states is not None:
+            for d, layers in self._states.items():
+                for (c_var, h_var), (c, h) in zip(
+                    layers, out["final_states"][d]
+                ):
+                    c_var.assign(tf.concat([c, c_var[batch:]], axis=0))
+                    h_var.assign(tf.concat([h, h_var[batch:]], axis=0))
+        lm_embeddings, lengths, mask = strip_boundaries(
+            lm_layers(out), out["lengths"]
+        )
+        return {
+            "lm_embeddings": lm_embeddings,
+            "lengths": lengths,
+            "mask": mask,
+            "token_embeddings": out["token_embeddings"],
+        }
+
+    def __call__(self, ids) -> Dict[str, tf.Tensor]:
+        require_eager("BidirectionalLanguageModel call",
+                      allow_functions=True)
+        ids = tf.convert_to_tensor(ids)
+        if not ids.dtype.is_integer:
+            raise TypeError(f"ids: expected an integer tensor, found "
+                            f"{ids.dtype.name}")
+        expected_rank = self.input_spec.shape.rank
+        if ids.shape.rank != expected_rank:
+            layout = ("(batch, time, max_chars)" if expected_rank == 3
+                      else "(batch, time)")
+            raise ValueError(
+                f"ids: expected rank {expected_rank} {layout}, found shape "
+                f"{tuple(ids.shape)}"
+            )
+        if expected_rank == 3 and ids.shape[2] != self.input_spec.shape[2]:
+            what = "characters per token (max_characters_per_token)"
+            if self.backbone.token_embedder.has_word_part:
+                what = ("ids per token (max_characters_per_token + 1 word "
+                        "id)")
+            raise ValueError(
+                f"ids: expected {self.input_spec.shape[2]} {what}, found "
+                f"{ids.shape[2]}"
+            )
+        if ids.shape[0] == 0:
+            raise ValueError("ids: expected at least one sentence, found 0")
+        if self.stateful and ids.shape[0] > self.max_batch_size:
+            raise ValueError(
+                f"ids: batch of {ids.shape[0]} rows exceeds max_batch_size="
+                f"{self.max_batch_size} of this stateful model"
+            )
+        return self._call_fn(tf.cast(ids, tf.int32))
+
+    def make_batcher(self, vocab_file: Optional[str] = None):
+        """The batcher whose ids :meth:`__call__` reads
+        (:func:`~bilm_keras.data.batcher_for_options.batcher_for_options`
+        of the options; without options, :class:`Batcher` or
+        :class:`TokenBatcher`)."""
+        return batcher_for_options(
+            self.options, vocab_file,
+            use_character_inputs=self.use_character_inputs,
+            max_characters_per_token=self.backbone.max_characters_per_token)
+
+    def reset_states(self) -> None:
+        """Zeroes the stateful buffers (no-op when stateless)."""
+        for layers in (self._states or {}).values():
+            for c, h in layers:
+                c.assign(tf.zeros_like(c))
+                h.assign(tf.zeros_like(h))
+
+    @property
+    def states(self):
+        """``{direction: [(c, h), ...]}`` state variables (stateful only)."""
+        return self._states
+
+    # ------------------------------------------------------ bulk embedding
+    #: the choices of ``output`` in :meth:`embed_sentences`
+    OUTPUTS = BulkEmbedder.OUTPUTS
+
+    @property
+    def bulk_embedder(self) -> BulkEmbedder:
+        """The :class:`BulkEmbedder` of :meth:`embed_sentences` and
+        :meth:`iter_embeddings` (default settings; made on first use).
+        Construct one on :attr:`backbone` for other settings."""
+        if self._bulk_embedder is None:
+            self._bulk_embedder = BulkEmbedder(self.backbone,
+                                               options=self.options)
+        return self._bulk_embedder
+
+    def embed_sentences(
+        self,
+        sentences: Iterable[Sequence[str]],
+        batch_size: int | None = None,
+        vocab_file: Optional[str] = None,
+        *,
+        output: str = "all",
+        layers: Optional[Sequence[int]] = None,
+        mix_weights: Optional[Sequence[float]] = None,
+        mix_logits: Optional[Sequence[float]] = None,
+        gamma: Optional[float] = None,
+        on_batch: Optional[Callable[[int, int], None]] = None,
+        spec: Optional[EmbeddingSpec] = None,
+    ) -> List[np.ndarray]:
+        """Embeds many tokenized sentences, statelessly, in input order:
+        :meth:`BulkEmbedder.embed_sentences` (arguments and results there).
+
+        Exact (to float32 round-off) to calling the model on each sentence
+        alone, stateless, and faster: distinct tokens are embedded once
+        and sentences are sorted by length. A stateful model is not
+        touched: its states stay as they were.
+        """
+        return self.bulk_embedder.embed_sentences(
+            sentences, batch_size, vocab_file, output=output, layers=layers,
+            mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
+            on_batch=on_batch, spec=spec)
+
+    def iter_embeddings(
+        self,
+        sentences: Iterable[Sequence[str]],
+        batch_size: int | None = None,
+        vocab_file: Optional[str] = None,
+        *,
+        output: str = "all",
+        layers: Optional[Sequence[int]] = None,
+        mix_weights: Optional[Sequence[float]] = None,
+        mix_logits: Optional[Sequence[float]] = None,
+        gamma: Optional[float] = None,
+        chunk_size: int = 4096,
+        on_batch: Optional[Callable[[int, int], None]] = None,
+        spec: Optional[EmbeddingSpec] = None,
+    ) -> Iterator[np.ndarray]:
+        """:meth:`embed_sentences`, streaming ``chunk_size`` sentences at a
+        time: :meth:`BulkEmbedder.iter_embeddings` (arguments there)."""
+        return self.bulk_embedder.iter_embeddings(
+            sentences, batch_size, vocab_file, output=output, layers=layers,
+            mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
+            chunk_size=chunk_size, on_batch=on_batch, spec=spec)
+

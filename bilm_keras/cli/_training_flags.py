@@ -1,0 +1,99 @@
+"""The flags ``bilm-keras train`` and ``bilm-keras restart`` share
+(``train_elmo.py`` and ``restart.py``: bilm-tf's names), defined once, and
+the :class:`~bilm_keras.training.training_run.TrainingRun` they give."""
+
+import argparse
+
+from bilm_keras.cli._common import non_negative_int, positive_int, seed_int
+from bilm_keras.training.training_run import SOFTMAX_BIASES, TrainingRun
+
+
+def add_run_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds bilm-tf's training flags to ``parser``."""
+    parser.add_argument("--save_dir", required=True,
+                        help="Location of checkpoint files")
+    parser.add_argument("--vocab_file", required=True,
+                        help="Vocabulary file")
+    parser.add_argument("--train_prefix", required=True,
+                        help="Prefix (glob) for train files")
+    parser.add_argument("--n_gpus", type=non_negative_int, default=None,
+                        help="GPUs to use, 0 = the CPU (default: all "
+                             "visible)")
+    parser.add_argument("--batch_size", type=positive_int, default=None,
+                        help="global batch, split over the replicas "
+                             "(default: the options')")
+    parser.add_argument("--n_epochs", type=positive_int, default=None,
+                        help="epochs to train (default: the options')")
+    parser.add_argument("--n_train_tokens", type=positive_int,
+                        default=None,
+                        help="tokens per epoch (default: counted from the "
+                             "corpus)")
+    parser.add_argument("--save_every", type=positive_int, default=1250,
+                        help="steps between checkpoints")
+    parser.add_argument("--log_every", type=positive_int, default=100,
+                        help="steps between progress lines")
+    parser.add_argument("--seed", type=seed_int, default=None,
+                        help="initialisation, data-order and dropout seed, "
+                             "0..2**32-1 (default: random)")
+    parser.add_argument("--intra_op_threads", type=non_negative_int,
+                        default=None,
+                        help="threads per TensorFlow op, 0 = TensorFlow's "
+                             "default (default: half the cores when no GPU "
+                             "is visible)")
+    parser.add_argument("--inter_op_threads", type=non_negative_int,
+                        default=None,
+                        help="TensorFlow ops run at a time, 0 = "
+                             "TensorFlow's default (default: 2 when no GPU "
+                             "is visible)")
+    parser.add_argument("--max_steps", type=positive_int, default=None,
+                        help="stop after at most this many steps of this "
+                             "run, with a checkpoint (restart continues "
+                             "it), e.g. to fit a job's time limit "
+                             "(default: every step of n_epochs)")
+
+
+def training_run(args: argparse.Namespace) -> TrainingRun:
+    """The run those flags describe (checked: a bad value is an error that
+    names its field, the flag's name)."""
+    adaptation = {}
+    if hasattr(args, "init_weights"):  # train's, not restart's
+        adaptation = dict(init_weights=args.init_weights,
+                          freeze_lm_steps=args.freeze_lm_steps,
+                          softmax_bias=args.softmax_bias)
+    return TrainingRun(
+        save_dir=args.save_dir, train_prefix=args.train_prefix,
+        vocab_file=args.vocab_file, n_gpus=args.n_gpus,
+        batch_size=args.batch_size, n_epochs=args.n_epochs,
+        n_train_tokens=args.n_train_tokens, save_every=args.save_every,
+        log_every=args.log_every, seed=args.seed,
+        intra_op_threads=args.intra_op_threads,
+        inter_op_threads=args.inter_op_threads, max_steps=args.max_steps,
+        **adaptation)
+
+
+def add_adaptation_arguments(parser: argparse.ArgumentParser) -> None:
+    """Adds the domain-adaptation flags (``train_elmo.py`` only: a restart
+    continues its checkpoint, warm-up included)."""
+    group = parser.add_argument_group(
+        "domain adaptation",
+        "continue training a published biLM (bilm-tf / AllenNLP "
+        "options.json + lm_weights.hdf5) on your own text",
+    )
+    group.add_argument(
+        "--init_weights", default=None, metavar="LM_WEIGHTS_HDF5",
+        help="start the char-CNN / token embedding and both LSTM stacks "
+        "from this lm_weights.hdf5 (--options must describe the same "
+        "model; n_characters 261 or 262); the softmax is new, for "
+        "--vocab_file")
+    group.add_argument(
+        "--freeze_lm_steps", type=non_negative_int, default=0,
+        metavar="N",
+        help="with --init_weights: the first N steps train only the "
+        "softmax, so that the pretrained LSTMs never see a random "
+        "softmax's gradients (default 0)")
+    group.add_argument(
+        "--softmax_bias", choices=SOFTMAX_BIASES, default="unigram",
+        help="with --init_weights: the new softmax's bias: the log "
+        "frequency of each word as a target in --train_prefix (default; "
+        "one pass over the corpus) or zeros (bilm-tf)")
+

@@ -1,0 +1,49 @@
+"""Bulk embedding: many sentences through a biLM, to memory or to HDF5.
+
+The package's modules, by concept:
+
+* :mod:`.bulk_embedder`: :class:`~.bulk_embedder.BulkEmbedder`, the fast
+  stateless path (distinct tokens embedded once, sentences sorted into
+  compute batches, the LSTMs alone per batch);
+* :mod:`.compute_batches`: how a chunk of sentences is cut into the
+  batches the LSTMs run;
+* :mod:`.outputs`: :class:`~.outputs.EmbeddingSpec`, what to embed (all
+  layers, the top one, their average, a task's mix, a sentence vector;
+  which layers; the dtype), and the reduction of a sentence's layers;
+* :mod:`.dump`: embeddings to HDF5 files (``dump_bilm_embeddings``,
+  ``dump_token_embeddings``); :mod:`.dump_plan`: what a dump checks before
+  it loads a model (no TensorFlow: ``bilm-keras embed`` runs it first);
+* :mod:`.runs`: durable runs (``--resume``): progress kept in parts
+  beside the output;
+* :mod:`.merge`: the shards of one run joined into one file;
+* :mod:`.shards`: which lines shard ``K`` of ``N`` embeds;
+* :mod:`.progress`: the progress bar;
+* :mod:`.memory`: giving freed memory back to the system during a long
+  run.
+
+It stands above :mod:`bilm_keras.models` (it embeds with a backbone,
+loaded by :func:`~bilm_keras.models.backbone_loading.load_backbone`) and
+below the inference facade, :class:`~bilm_keras.BidirectionalLanguageModel`
+(``docs/architecture.md``).
+
+The names below are imported on first use (PEP 562): the ``bilm-keras
+embed`` command checks its flags with :mod:`.outputs` and :mod:`.shards`
+before TensorFlow is imported.
+"""
+
+from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
+
+#: public name -> the module that defines it
+_EXPORTS = {
+    "BulkEmbedder": "bilm_keras.embedding.bulk_embedder",
+    "EmbeddingRunError": "bilm_keras.embedding.runs",
+    "EmbeddingSpec": "bilm_keras.embedding.outputs",
+    "dump_bilm_embeddings": "bilm_keras.embedding.dump",
+    "dump_token_embeddings": "bilm_keras.embedding.dump",
+    "merge_embedding_files": "bilm_keras.embedding.merge",
+    "plan_compute_batches": "bilm_keras.embedding.compute_batches",
+}
+
+__all__ = sorted(_EXPORTS)
+
+__getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

@@ -1,0 +1,653 @@
+"""Many sentences embedded by a backbone's LSTMs, with no padding to speak
+of: the path behind :meth:`BidirectionalLanguageModel.embed_sentences`,
+:func:`~bilm_keras.dump_bilm_embeddings` and ``bilm-keras embed``."""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from typing import NamedTuple, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras._utils.eager import require_eager
+from bilm_keras._utils.settings import SettingError, is_positive_int
+from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
+from bilm_keras.data.batcher_for_options import batcher_for_options
+from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
+from bilm_keras.embedding.compute_batches import plan_compute_batches
+from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
+from bilm_keras.embedding.outputs import (
+    EMBEDDING_OUTPUTS,
+    EmbeddingSpec,
+    ResolvedEmbedding,
+)
+from bilm_keras.layers.recurrence import columns_inside
+from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.options import BiLMOptions
+
+
+#: Positions per compute batch by default (``batch_size=None``), and
+#: sentences at most: ``bench/README.md`` has the measurements behind them.
+COMPUTE_TOKENS = 8192
+COMPUTE_SENTENCES = 128
+
+
+class EmbeddingPlan(NamedTuple):
+    """What one call of :meth:`BulkEmbedder.embed_sentences` (or
+    ``iter_embeddings``) needs, checked before any sentence is read."""
+
+    #: sentences per LSTM batch, or None for the embedder's compute batches
+    batch_size: Optional[int]
+    #: the spec, resolved for the backbone's layers
+    embedding: ResolvedEmbedding
+    #: turns the sentences into the backbone's ids
+    batcher: Batcher | ManyLangsBatcher | TokenBatcher
+
+
+class BulkEmbedder:
+    """Embeds many tokenized sentences with a backbone, statelessly.
+
+    Exact (to float32 round-off) to calling the backbone on each sentence
+    alone from zero states, and faster:
+
+    1. every distinct token is embedded once (the char-CNN and highway
+       layers have no context), ``token_chunk_size`` tokens per call;
+    2. sentences are sorted by length and cut into compute batches
+       (:func:`~bilm_keras.embedding.compute_batches.plan_compute_batches`),
+       so almost no padding is computed: by default each batch holds up
+       to ``compute_tokens`` positions and ``compute_sentences``
+       sentences (many short sentences or fewer long ones: the
+       recurrence's per-step matmuls run faster on wider batches, its
+       and padding costs nothing: 8,192 / 128 ran as fast as any setting
+       measured whose peak memory stays well under the bar of
+       ``bench/README.md``); with an explicit ``batch_size``,
+       batches of that many sentences;
+    3. each batch gathers its rows of that token table and runs only the
+       LSTMs, time-major, through the inference-only
+       :meth:`LSTMStack.infer_columns` (the same weights and arithmetic as
+       :meth:`BiLMBackbone.encode`, less memory), in one traced graph with
+       unknown batch and time, so nothing retraces; each step is one
+       product with the weights on the left (``kernel_t @ [x; h]``,
+       :func:`~bilm_keras.layers.recurrence.run_inference_columns`): a
+       batch's rows run longest first as columns, from layer to layer,
+       and come back in that layout (the backward LM's in its reading
+       order), no copy between the layers or after them;
+    4. each sentence's array is assembled in numpy from the layers'
+       time-major outputs and the token table (only the layers ``output``
+       needs), reduced as ``output`` asks, and the results come back in the
+       order given.
+
+    ``bench/embed_throughput.py`` measures it (``bench/README.md``). The
+    first call fixes glibc's mmap threshold for the process
+    (:mod:`bilm_keras.embedding.memory`: freed blocks go back to the
+    system; not when ``MALLOC_MMAP_THRESHOLD_`` is set).
+
+    Args:
+        backbone: a :class:`BiLMBackbone` holding its weights (built here
+            if it is not yet).
+        token_chunk_size: int, distinct tokens per call of the token
+            embedder in step 1; bounds the char-CNN's activations (the
+            widest convolution holds ``token_chunk_size * 44 * 1024``
+            floats at full size).
+        compute_tokens: int, positions (sentences x their longest length
+            plus 2) per compute batch when ``batch_size`` is None.
+        compute_sentences: int, sentences per compute batch at most when
+            ``batch_size`` is None.
+        concurrent_directions: bool. False: the backward stack runs after
+            the forward one (half the peak activation memory); True: both
+            at once.
+        options: the backbone's options, from which the batcher is chosen
+            (:func:`~bilm_keras.data.batcher_for_options.batcher_for_options`);
+            required for a converted ELMoForManyLangs model (its
+            dictionaries). None: :class:`Batcher` (char input) or
+            :class:`TokenBatcher` (token input).
+        devices: the devices the LSTMs run on, e.g. ``["GPU:0", "GPU:1"]``
+            (TensorFlow's logical device names; ``"all"`` or None: every
+            GPU, else the CPU). With several, the compute batches go
+            ``n_replicas`` at a time, one per device, through a
+            ``tf.distribute.MirroredStrategy`` (results in input order,
+            identical to one device's); with one, nothing changes.
+
+    Example:
+        >>> bilm = BidirectionalLanguageModel("options.json", "weights.hdf5")
+        >>> embedder = BulkEmbedder(bilm.backbone)
+        >>> embedder.embed_sentences([["Hi", "!"], []])[0].shape
+        (3, 2, 1024)
+    """
+
+    #: the choices of ``output`` in :meth:`embed_sentences`
+    OUTPUTS = tuple(EMBEDDING_OUTPUTS)
+
+    def __init__(
+        self,
+        backbone: BiLMBackbone,
+        *,
+        token_chunk_size: int = 128,
+        compute_tokens: int = COMPUTE_TOKENS,
+        compute_sentences: int = COMPUTE_SENTENCES,
+        concurrent_directions: bool = False,
+        options: BiLMOptions | None = None,
+        devices: Sequence[str] | str | None = None,
+    ):
+        require_eager("BulkEmbedder")
+        for name, value in (("token_chunk_size", token_chunk_size),
+                            ("compute_tokens", compute_tokens),
+                            ("compute_sentences", compute_sentences)):
+            if not is_positive_int(value):
+                raise SettingError(name, f"expected a positive integer, "
+                                         f"found {value!r}")
+        if not isinstance(concurrent_directions, bool):
+            raise TypeError(f"concurrent_directions: expected a bool, "
+                            f"found {concurrent_directions!r}")
+        self.backbone = backbone.build_all()
+        self.token_chunk_size = token_chunk_size
+        self.compute_tokens = compute_tokens
+        self.compute_sentences = compute_sentences
+        self.concurrent_directions = concurrent_directions
+        self.options = options
+        if (options is None and backbone.use_character_inputs
+                and backbone.token_embedder.has_word_part):
+            raise ValueError(
+                "options: a backbone with a word part (a converted "
+                "ELMoForManyLangs model) needs its options, which name "
+                "its char.dic and word.dic, found None")
+        self.devices = resolve_devices(devices)
+        self._strategy = None
+        if len(self.devices) > 1:
+            self._strategy = tf.distribute.MirroredStrategy(self.devices)
+            # one graph: every replica runs the "encode" graph's function
+            # on its own batch (shapes relaxed after the first traces)
+            self._replicated_encode = tf.function(
+                lambda table, positions, lengths: self._strategy.run(
+                    self._encode, args=(table, positions, lengths)),
+                reduce_retracing=True)
+        self._graphs = None
+        self._manylangs_batcher = None  # read once: it needs no vocab_file
+
+    @property
+    def n_replicas(self) -> int:
+        """Compute batches run at once (one per device)."""
+        return len(self.devices) if self._strategy is not None else 1
+
+    # ------------------------------------------------------------ public
+    def embed_sentences(
+        self,
+        sentences: Iterable[Sequence[str]],
+        batch_size: int | None = None,
+        vocab_file: str | None = None,
+        *,
+        output: str = "all",
+        layers: Sequence[int] | None = None,
+        mix_weights: Sequence[float] | None = None,
+        mix_logits: Sequence[float] | None = None,
+        gamma: float | None = None,
+        on_batch: Callable[[int, int], None] | None = None,
+        spec: EmbeddingSpec | None = None,
+    ) -> list[np.ndarray]:
+        """Embeds many tokenized sentences, in input order.
+
+        Args:
+            sentences: token lists (a sentence may be empty); any iterable
+                (read whole: :meth:`iter_embeddings` streams). No sentence
+                gives ``[]``.
+            batch_size: None (default): the embedder groups the sentences
+                into compute batches of about ``compute_tokens`` positions
+                (at most ``compute_sentences`` sentences), the fastest
+                grouping; an int: exactly that many sentences per LSTM
+                batch (the last one fewer), e.g. to bound memory. Either
+                way the results come back in input order and are the same
+                to float32 round-off.
+            vocab_file: for token input, the vocabulary of the embedding
+                file (``TokenBatcher``; without ``<UNK>`` every token must be
+                in it). Optional for char input.
+            output: what each sentence's array holds (``L`` = LSTM layers,
+                ``D`` = ``2 * projection_dim``; AllenNLP's ``elmo``
+                command and TF-Hub's ``default`` output):
+
+                * ``"all"``: every layer, `(L + 1, n_tokens, D)` (or the
+                  ``layers`` chosen, in their order: `(len(layers),
+                  n_tokens, D)`);
+                * ``"top"``: the top LSTM layer, `(n_tokens, D)`;
+                * ``"average"``: the mean of the layers (of ``layers``),
+                  `(n_tokens, D)`;
+                * ``"mix"``: a task's weighted mix of the layers (of
+                  ``layers``), ``gamma * sum_j s_j h_j``, `(n_tokens, D)`:
+                  ELMo's eq. (1), one vector per token to cache instead of
+                  ``L + 1``;
+                * ``"sentence_mean"``: that mean averaged over the tokens
+                  too, `(D,)` (zeros for a sentence of no tokens) — TF-Hub
+                  ELMo's ``default`` with an untrained, equal mix.
+            layers: the layers to keep (``"all"``), to average
+                (``"average"``, ``"sentence_mean"``) or to mix (``"mix"``),
+                0 = token layer, ``L`` = top; default all. Not with
+                ``"top"``.
+            mix_weights: for ``"mix"``: the normalised ``s_j``, one per
+                layer mixed (``L + 1``, or ``len(layers)``), used as given
+                (any finite numbers; a trained mix's sum to 1).
+            mix_logits: for ``"mix"``, instead of ``mix_weights``: raw
+                weights ``w`` of a trained
+                :class:`~bilm_keras.layers.scalar_mix.ScalarMix` /
+                ``weight_layers``, normalised as they are there,
+                ``s = softmax(w + 1/K)``. ``**scalar_mix.mix_arguments()``
+                passes a trained layer's ``w`` and ``gamma``.
+            gamma: for ``"mix"``: the scale (default 1.0).
+            on_batch: called after each batch with its number of sentences
+                and of tokens (a progress bar).
+            spec: instead of ``output``, ``layers``, ``mix_weights``,
+                ``mix_logits`` and ``gamma`` (which then keep their
+                defaults): an :class:`~bilm_keras.embedding.outputs.
+                EmbeddingSpec`, whose ``dtype`` also sets the arrays'.
+
+        Returns:
+            One array per sentence (float32, or the spec's ``dtype``),
+            shaped as ``output`` says.
+
+        Raises:
+            SettingError: a bad setting, named
+                (:class:`~bilm_keras._utils.settings.SettingError`: a
+                ``ValueError``), before any sentence is read.
+        """
+        if isinstance(sentences, str):
+            check_sentences(sentences)  # raises the usual TypeError
+        if not isinstance(sentences, Sequence):
+            if not isinstance(sentences, Iterable):
+                raise TypeError(f"sentences: expected an iterable of token "
+                                f"lists, found {type(sentences).__name__}")
+            sentences = list(sentences)
+        plan = self._plan(batch_size, vocab_file, EmbeddingSpec.from_arguments(
+            spec, output=output, layers=layers, mix_weights=mix_weights,
+            mix_logits=mix_logits, gamma=gamma))
+        if len(sentences) == 0:
+            return []
+        check_sentences(sentences)
+        return self._embed_chunk(sentences, plan, on_batch)
+
+    def iter_embeddings(
+        self,
+        sentences: Iterable[Sequence[str]],
+        batch_size: int | None = None,
+        vocab_file: str | None = None,
+        *,
+        output: str = "all",
+        layers: Sequence[int] | None = None,
+        mix_weights: Sequence[float] | None = None,
+        mix_logits: Sequence[float] | None = None,
+        gamma: float | None = None,
+        chunk_size: int = 4096,
+        on_batch: Callable[[int, int], None] | None = None,
+        spec: EmbeddingSpec | None = None,
+    ) -> Iterator[np.ndarray]:
+        """:meth:`embed_sentences`, streaming: one array per sentence, in
+        input order, reading ``chunk_size`` sentences at a time.
+
+        Memory stays bounded by a chunk whatever the input's length: the
+        input is read ``chunk_size`` sentences at a time, each chunk goes
+        through :meth:`embed_sentences`'s path, and a result is released
+        by the generator as soon as it has been handed out. Arguments are
+        checked when this is called; a bad sentence is reported when its
+        chunk is reached, with its index in the whole input.
+
+        Args:
+            sentences: any iterable of token lists (a generator over a file
+                is read lazily).
+            chunk_size: sentences sorted and embedded together (the token
+                table and the length sorting work within a chunk).
+            batch_size, vocab_file, output, layers, mix_weights,
+                mix_logits, gamma, on_batch, spec: as
+                :meth:`embed_sentences`.
+
+        Yields:
+            One array per sentence (float32, or the spec's ``dtype``),
+            shaped as ``output`` says.
+
+        Example:
+            A share of a large file (shard 3 of 8, as ``bilm-keras embed
+            --shard 3/8``; :func:`bilm_keras.embedding.shards.shard_lines`):
+
+            >>> first, end = shard_lines(3, 8, n_lines)
+            >>> with open("corpus.txt", encoding="utf-8") as f:
+            ...     lines = itertools.islice(f, first, end)
+            ...     for i, vectors in enumerate(embedder.iter_embeddings(
+            ...             line.split() for line in lines), first):
+            ...         ...  # line i of the file
+        """
+        if not is_positive_int(chunk_size):
+            raise SettingError("chunk_size", f"expected a positive integer, "
+                                             f"found {chunk_size!r}")
+        if isinstance(sentences, str) or not isinstance(sentences, Iterable):
+            raise TypeError(f"sentences: expected an iterable of token "
+                            f"lists, found {type(sentences).__name__}")
+        plan = self._plan(batch_size, vocab_file, EmbeddingSpec.from_arguments(
+            spec, output=output, layers=layers, mix_weights=mix_weights,
+            mix_logits=mix_logits, gamma=gamma))
+        return self._iter_chunks(iter(sentences), plan, chunk_size, on_batch)
+
+    def embed_token_table(
+        self, batcher: Batcher | ManyLangsBatcher | TokenBatcher,
+        tokens: list[str],
+    ) -> tf.Tensor:
+        """Step 1: ``<S>``, the ``tokens`` and ``</S>`` embedded, one row
+        each, ``token_chunk_size`` tokens per call of the token embedder.
+
+        Args:
+            batcher: the :class:`Batcher` (char input),
+                :class:`ManyLangsBatcher` (a converted ELMoForManyLangs
+                model) or :class:`TokenBatcher` (token input) of the
+                backbone.
+            tokens: distinct tokens.
+
+        Returns:
+            `(len(tokens) + 2, projection_dim)` float32.
+        """
+        ids = batcher.batch_sentences([tokens])[0]  # (N + 2[, W])
+        ids = ids[:, None]  # (N + 2, 1[, W]): each token its own row
+        fn = self.graphs["tokens"]
+        chunk = self.token_chunk_size
+        parts = [
+            fn(tf.constant(ids[i: i + chunk], tf.int32))[:, 0]  # (n, P)
+            for i in range(0, len(ids), chunk)
+        ]
+        return tf.concat(parts, axis=0)
+
+    def encode(self, table: tf.Tensor, positions, lengths
+               ) -> dict[str, list[tf.Tensor]]:
+        """Step 3: the LSTMs of one batch, on rows of a token table.
+
+        The outputs stay in the layout the recurrence computes them in
+        (:func:`~bilm_keras.layers.recurrence.run_inference_columns`):
+        rows as columns, the backward LM's outputs in its own reading
+        order. Row ``b`` of length ``L = n + 2`` has its token ``k``
+        (``1..n``) at ``forward[l][k, :, b]`` and at
+        ``backward[l][L - 1 - k, :, b]``.
+
+        Args:
+            table: `(n_rows, projection_dim)` float32, e.g. from
+                :meth:`embed_token_table`.
+            positions: `(batch, time)` int32, each position's row of
+                ``table``, boundaries included, the rows longest first;
+                padding may be any row.
+            lengths: `(batch,)` int32, positions per row with boundaries,
+                non-increasing.
+
+        Returns:
+            ``{direction: [(time, projection_dim, batch') per LSTM
+            layer]}``, ``batch' = max(batch, 2)`` (a batch of one gets an
+            empty second column), zero past each row's length and at the
+            boundary each direction reads last (the forward LM's ``</S>``,
+            the backward LM's ``<S>``): no sentence's vectors use those
+            outputs, so their steps are not run (1 of ``n + 2`` steps).
+
+        Raises:
+            InvalidArgumentError: ``lengths`` increase somewhere.
+        """
+        return self.graphs["encode"](table, positions, lengths)
+
+    @property
+    def graphs(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
+        """The two traced graphs (built on first use, then kept):
+
+        * ``"tokens"``: ids `(batch, time, ids_width)` (or `(batch, time)`
+          for token input) -> `(batch, time, projection_dim)`;
+        * ``"encode"``: :meth:`encode`'s ``(table, positions, lengths)``.
+
+        Their ``python_function`` can be traced anew (e.g. with
+        ``jit_compile=True`` to time XLA).
+        """
+        if self._graphs is None:
+            backbone = self.backbone
+            if backbone.use_character_inputs:
+                ids_spec = tf.TensorSpec((None, None, backbone.ids_width),
+                                         tf.int32)
+            else:
+                ids_spec = tf.TensorSpec((None, None), tf.int32)
+            self._graphs = {
+                "tokens": tf.function(backbone.embed_tokens,
+                                      input_signature=[ids_spec]),
+                "encode": tf.function(self._encode, input_signature=[
+                    tf.TensorSpec((None, backbone.projection_dim),
+                                  tf.float32),
+                    tf.TensorSpec((None, None), tf.int32),
+                    tf.TensorSpec((None,), tf.int32),
+                ]),
+            }
+        return dict(self._graphs)
+
+    # ----------------------------------------------------------- private
+    def _plan(self, batch_size, vocab_file, spec: EmbeddingSpec
+              ) -> EmbeddingPlan:
+        """Checks the arguments of a call; returns what it needs."""
+        return_freed_memory_for_bulk_embedding()
+        if batch_size is not None and not is_positive_int(batch_size):
+            raise SettingError("batch_size", f"expected a positive integer "
+                                             f"or None, found "
+                                             f"{batch_size!r}")
+        embedding = spec.resolve(self.backbone.n_layers)
+        use_chars = self.backbone.use_character_inputs
+        if self.options is not None and self.options.manylangs is not None \
+                and use_chars:
+            if self._manylangs_batcher is None:
+                self._manylangs_batcher = batcher_for_options(self.options)
+            batcher = self._manylangs_batcher
+        else:
+            batcher = batcher_for_options(
+                self.options, vocab_file, use_character_inputs=use_chars,
+                max_characters_per_token=(
+                    self.backbone.max_characters_per_token))
+        return EmbeddingPlan(batch_size, embedding, batcher)
+
+    def _iter_chunks(self, sentences, plan, chunk_size, on_batch):
+        offset = 0
+        while True:
+            chunk = list(itertools.islice(sentences, chunk_size))
+            if not chunk:
+                return
+            try:
+                check_sentences(chunk)
+                results = self._embed_chunk(chunk, plan, on_batch)
+            except (TypeError, ValueError) as e:
+                # the index in the whole input, not in the chunk
+                message = re.sub(
+                    r"sentences\[(\d+)\]",
+                    lambda m, offset=offset:
+                        f"sentences[{int(m.group(1)) + offset}]",
+                    str(e), count=1)
+                raise type(e)(message) from None
+            del chunk
+            results.reverse()
+            while results:
+                yield results.pop()  # the generator keeps no reference
+            offset += chunk_size
+
+    def _embed_chunk(self, sentences, plan, on_batch) -> list[np.ndarray]:
+        """Steps 1-4 on a checked, non-empty list of sentences."""
+        if isinstance(plan.batcher, TokenBatcher):
+            # names sentences[i][j] as given, not in the table built below
+            plan.batcher.check_in_vocabulary(sentences)
+        # 1. one row per distinct token: row 0 <S>, rows 1..N the tokens in
+        # order of first appearance, row N + 1 </S> (the batcher's own ids)
+        rows: dict[str, int] = {}
+        for sentence in sentences:
+            for token in sentence:
+                if token not in rows:
+                    rows[token] = len(rows) + 1
+        table = self.embed_token_table(plan.batcher, list(rows))  # (N+2, P)
+        eos = len(rows) + 1
+        # 2.-4. sorted batches through the LSTMs, n_replicas at a time
+        table_rows = np.asarray(table)  # (N + 2, P), not a copy
+        lengths = [len(s) for s in sentences]
+        if plan.batch_size is None:  # the embedder's compute batches
+            batches = plan_compute_batches(
+                lengths, max_sentences=self.compute_sentences,
+                max_tokens=self.compute_tokens)
+        else:  # the caller's: batch_size sentences each
+            batches = plan_compute_batches(
+                lengths, max_sentences=plan.batch_size)
+        batches = [idx[::-1] for idx in batches]  # longest first (encode)
+        results: list[np.ndarray | None] = [None] * len(sentences)
+        group = self.n_replicas
+        for start in range(0, len(batches), group):
+            inputs = [_batch_positions(sentences, idx, rows, eos)
+                      for idx in batches[start: start + group]]
+            for idx, (positions, lengths), encoded in zip(
+                    batches[start: start + group], inputs,
+                    self._encode_batches(table, inputs)):
+                # np.asarray reads the tensor's buffer (.numpy() copies it)
+                layers = [[np.asarray(h) for h in encoded[direction]]
+                          for direction in self.backbone.directions
+                          ]  # per direction, per LSTM layer (T + 2, P, B')
+                for row, i in enumerate(idx):
+                    n = len(sentences[i])
+                    # tokens 1..n: the backward LM read them n..1
+                    results[i] = _sentence_output(
+                        table_rows[positions[row, 1: n + 1]],
+                        [[h[1: n + 1, :, row] for h in layers[0]]]
+                        + [[h[n: 0: -1, :, row] for h in backward]
+                           for backward in layers[1:]],
+                        plan.embedding,
+                    )
+                del encoded, layers
+                if on_batch is not None:
+                    on_batch(len(idx), int(lengths.sum()) - 2 * len(idx))
+        return results
+
+    def _encode_batches(self, table, inputs) -> list[dict]:
+        """:meth:`encode` of up to ``n_replicas`` batches, one per device;
+        one device: today's single call."""
+        encode = self.graphs["encode"]
+        if self._strategy is None:
+            if self.devices:  # one device chosen
+                with tf.device(self.devices[0]):
+                    return [encode(table, *batch) for batch in inputs]
+            return [encode(table, *batch) for batch in inputs]
+        # idle replicas (the last group) get <S> </S> alone, dropped after
+        idle = (np.zeros((1, 2), np.int32), np.full((1,), 2, np.int32))
+        padded = list(inputs) + [idle] * (self.n_replicas - len(inputs))
+        strategy = self._strategy
+
+        def replica_value(k):
+            return lambda context: tf.constant(
+                padded[context.replica_id_in_sync_group][k])
+
+        positions, lengths = (
+            strategy.experimental_distribute_values_from_function(
+                replica_value(k)) for k in (0, 1))
+        outputs = self._replicated_encode(table, positions, lengths)
+        per_replica = {
+            direction: [strategy.experimental_local_results(h)
+                        for h in layers]
+            for direction, layers in outputs.items()}
+        return [{direction: [h[r] for h in layers]
+                 for direction, layers in per_replica.items()}
+                for r in range(len(inputs))]
+
+    def _encode(self, table, positions, lengths):
+        """The Python function of the ``"encode"`` graph."""
+        # B=batch, T=time with boundaries, P=projection dim
+        tf.debugging.assert_non_negative(
+            lengths[:-1] - lengths[1:],
+            message="lengths: expected the rows longest first")
+        # at least two columns (run_inference_columns): a batch of one
+        # gets a second row of length 0
+        extra = tf.maximum(2 - tf.shape(lengths)[0], 0)
+        positions = tf.pad(positions, [[0, extra], [0, 0]])
+        lengths = tf.pad(lengths, [[0, extra]])
+        x = tf.transpose(tf.gather(table, tf.transpose(positions)),
+                         (0, 2, 1))  # (T, P, B')
+        # a row's last step (the forward LM's </S>, the backward LM's
+        # <S>) gives the one output no sentence's vectors use
+        inside = columns_inside(lengths - 1, tf.shape(x)[0])  # (T,)
+        outputs = {}
+        for direction, stack in self.backbone.stacks.items():
+            inputs = x
+            if outputs and not self.concurrent_directions:
+                # one direction at a time: half the peak memory (and the
+                # reversed copy made only once the forward LM is done)
+                with tf.control_dependencies([outputs["forward"][-1]]):
+                    inputs = tf.identity(inputs)
+            if direction == "backward":  # its reading order, kept after
+                inputs = tf.reverse_sequence(inputs, lengths, seq_axis=0,
+                                             batch_axis=2)
+            outputs[direction] = stack.infer_columns(inputs, inside)
+        return outputs  # per direction, per layer (T, P, B')
+
+
+def resolve_devices(devices: Sequence[str] | str | None) -> list[str]:
+    """``devices`` as TensorFlow's full logical device names.
+
+    None or ``"all"``: every GPU if there are two or more; otherwise ``[]``
+    (one device, chosen by TensorFlow as always). Names are matched without
+    case and without the ``/device:`` prefix (``"gpu:1"``, ``"GPU:1"``).
+
+    Raises:
+        SettingError: a device that is not there (the ones there named).
+    """
+    available = [d.name for d in tf.config.list_logical_devices()]
+    if devices is None or devices == "all" or list(devices) == ["all"]:
+        gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
+        return gpus if len(gpus) > 1 else []
+    if isinstance(devices, str):
+        devices = [devices]
+    short = {name.split("device:")[-1].upper(): name for name in available}
+    resolved = []
+    for device in devices:
+        key = str(device).split("device:")[-1].lstrip("/").upper()
+        if key not in short:
+            raise SettingError(
+                "devices", f"expected some of {', '.join(sorted(short))}, "
+                           f"found {device!r}")
+        if short[key] in resolved:
+            raise SettingError("devices", f"{device!r} given twice")
+        resolved.append(short[key])
+    return resolved
+
+
+def _batch_positions(sentences, idx, rows, eos):
+    """One compute batch's inputs of :meth:`BulkEmbedder.encode`: each
+    position's row of the token table (boundaries included; padding
+    gathers row 0, which the LSTMs ignore) and the lengths."""
+    n_max = max(len(sentences[i]) for i in idx)
+    positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T + 2)
+    lengths = np.empty((len(idx),), np.int32)
+    for row, i in enumerate(idx):
+        n = len(sentences[i])
+        positions[row, 1: n + 1] = [rows[t] for t in sentences[i]]
+        positions[row, n + 1] = eos
+        lengths[row] = n + 2
+    return positions, lengths
+
+
+def _sentence_layers(token_embeddings, lstm_layers, layer_ids) -> np.ndarray:
+    """One sentence's layers, in the layout of
+    :func:`~bilm_keras.models.lm_embeddings.lm_layers`.
+
+    Args:
+        token_embeddings: `(n, P)`.
+        lstm_layers: per direction, per LSTM layer `(n, P)`.
+        layer_ids: the layers to build, in this order (0 = token layer,
+            ``l`` = LSTM layer ``l``).
+
+    Returns:
+        `(len(layer_ids), n, n_directions * P)` float32: layer 0 the token
+        embedding once per direction, layer ``l`` the directions' outputs
+        of LSTM layer ``l`` side by side.
+    """
+    n, dim = token_embeddings.shape
+    out = np.empty((len(layer_ids), n, len(lstm_layers) * dim), np.float32)
+    for d, direction in enumerate(lstm_layers):
+        columns = slice(d * dim, (d + 1) * dim)
+        for k, layer in enumerate(layer_ids):
+            out[k, :, columns] = (token_embeddings if layer == 0
+                                  else direction[layer - 1])
+    return out
+
+
+def _sentence_output(token_embeddings, lstm_layers,
+                     embedding: ResolvedEmbedding) -> np.ndarray:
+    """One sentence's result of :meth:`BulkEmbedder.embed_sentences`: its
+    layers (:func:`_sentence_layers`) reduced as ``embedding`` asks."""
+    layers = _sentence_layers(token_embeddings, lstm_layers,
+                              embedding.layer_ids)
+    return embedding.reduce(layers)

@@ -1,0 +1,464 @@
+"""Durable embedding runs: a long ``embed`` survives a crash (``--resume``)
+and splits across processes or machines (``--shard K/N``, then
+``merge-embeddings``: :mod:`bilm_keras.embedding.merge`).
+
+A run writes its progress into a folder beside its output, ``OUT.partial/``:
+
+* ``manifest.json``: what identifies the run (:func:`run_identity`: the
+  contents of the model, vocabulary and input files, every output choice,
+  the batching; :func:`file_locations`: their paths and mtimes; the lines
+  of the shard);
+* ``part-AAAAAAAAAAAA-BBBBBBBBBBBB.hdf5``: the embeddings of lines
+  ``[A, B)`` in input order (datasets named by their global line number, as
+  in the final file, plus ``texts``: the lines' stripped text). A part is
+  written to a temporary name and renamed, so it is whole iff it exists
+  under its final name. One part per chunk of ``chunk_size`` lines,
+  counted from the shard's first line, so a resumed run chunks (and sorts,
+  and batches) its sentences exactly as an uninterrupted one and its
+  vectors are bit-identical.
+
+When every part is there they are copied, dataset by dataset (HDF5's own
+object copy: memory stays flat in the number of sentences), into a
+temporary file inside the folder, which is renamed onto ``OUT``; then the
+folder is removed. The disk holds the parts and the output at once for a
+moment: twice the output's size at the peak.
+
+Nothing here imports TensorFlow.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import NamedTuple, Optional, TextIO
+
+import h5py
+import numpy as np
+
+from bilm_keras._utils.atomic_files import write_text_atomic
+
+#: bump when the partial folder's layout changes (an old folder is then a
+#: mismatch, never misread)
+FORMAT = 1
+#: attributes of a shard file that its merge drops or rewrites
+SHARD_ATTRS = ("shard", "n_shards", "shard_lines", "n_lines_total")
+_PART = re.compile(r"part-(\d{12})-(\d{12})\.hdf5")
+
+
+class EmbeddingRunError(ValueError):
+    """A run that cannot go on as asked (the message is one line naming the
+    folder or file, what was expected and what was found)."""
+
+
+class RunEvent(NamedTuple):
+    """A point a durable run has reached, told to its ``on_event``
+    callback (:func:`run_durably`), in this order:
+
+    * ``("part", i)``: line ``i`` (its global number) is written into its
+      part, which is whole on disk only after its last line;
+    * ``("merge", k)``: the ``k``-th dataset (from 0) is copied into the
+      merged file;
+    * ``("rename", 0)``: the merged file is complete, not yet renamed onto
+      the output;
+    * ``("cleanup", 0)``: the output is in place, the progress folder not
+      yet removed.
+
+    A callback may log, count, or raise to stop the run (what is on disk
+    is then what a kill at that point leaves, and ``resume`` continues
+    it).
+    """
+
+    point: str
+    index: int
+
+
+# ---------------------------------------------------------------- identity
+def file_fingerprint(name: str, path: Optional[str]) -> dict:
+    """What a file holds, wherever it lies: ``{name_size: bytes,
+    name_sha256_ends: a hash of its first and last MiB}`` (2 MiB read,
+    whatever its size); a path of None: ``{name_size: None}``."""
+    if not path:
+        return {f"{name}_size": None}
+    size = os.path.getsize(path)
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        digest.update(f.read(2**20))
+        if size > 2**20:
+            f.seek(max(2**20, size - 2**20))
+            digest.update(f.read())
+    return {f"{name}_size": size,
+            f"{name}_sha256_ends": digest.hexdigest()[:16]}
+
+
+def file_locations(**paths: Optional[str]) -> dict:
+    """Where a run's files lie on this machine: ``{name: absolute path,
+    name_mtime_ns: ...}`` (``""`` for no file). A resumed run must find
+    them unchanged; shards on other machines need not."""
+    locations = {}
+    for name, path in paths.items():
+        if not path:
+            locations[name] = ""
+            continue
+        locations[name] = os.path.abspath(os.fspath(path))
+        locations[f"{name}_mtime_ns"] = os.stat(path).st_mtime_ns
+    return locations
+
+
+def run_identity(*, options_file: str, weight_file: str,
+                 vocab_file: Optional[str], dataset_file: str, output: str,
+                 layers: Sequence[int], dtype: str,
+                 batch_size: Optional[int],
+                 chunk_size: int, n_lines: int,
+                 embedding_weight_file: Optional[str] = None,
+                 **settings) -> dict:
+    """What two processes must share for their outputs to be parts of one
+    run: the files' contents (:func:`file_fingerprint`: shards of one run
+    may read copies at other paths on other machines), the output flags
+    (``settings``: any more of them, JSON values, e.g. the mix), the
+    batching (another batching may change the float32 round-off) and the
+    input's number of lines. A flat dict of JSON values, so a difference
+    is named by one key."""
+    identity = {"format": FORMAT}
+    for name, path in (("options_file", options_file),
+                       ("weight_file", weight_file),
+                       ("vocab_file", vocab_file),
+                       ("dataset_file", dataset_file),
+                       ("embedding_weight_file", embedding_weight_file)):
+        identity.update(file_fingerprint(name, path))
+    identity.update(output=output, layers=[int(i) for i in layers],
+                    dtype=dtype,
+                    batch_size=None if batch_size is None else int(batch_size),
+                    chunk_size=int(chunk_size), n_lines=int(n_lines),
+                    **settings)
+    return identity
+
+
+def run_id(identity: dict) -> str:
+    """A short hash of :func:`run_identity` (recorded in every file)."""
+    text = json.dumps(identity, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+def first_difference(recorded: dict, current: dict) -> Optional[str]:
+    """The first key on which two identities differ, as ``"key: A, not
+    B"``; None if they are equal."""
+    for key in sorted(set(recorded) | set(current)):
+        if recorded.get(key) != current.get(key):
+            return (f"{key}: {_show(recorded.get(key))}, not "
+                    f"{_show(current.get(key))}")
+    return None
+
+
+def _show(value) -> str:
+    return "none" if value is None else json.dumps(value)
+
+
+# -------------------------------------------------------------- the run
+def partial_dir(outfile: str) -> str:
+    """The progress folder of the run writing ``outfile``."""
+    return os.path.abspath(os.fspath(outfile)) + ".partial"
+
+
+def check_leftover(outfile: str, resume: bool) -> None:
+    """Before anything is loaded: without ``resume``, the progress of an
+    interrupted run writing ``outfile`` is refused (one line saying how to
+    continue or start over), never silently removed or added to."""
+    folder = partial_dir(outfile)
+    if resume or not os.path.isfile(os.path.join(folder, "manifest.json")):
+        return
+    n_parts = sum(bool(_PART.fullmatch(name)) for name in os.listdir(folder))
+    raise EmbeddingRunError(
+        f"{folder}/: progress of an interrupted run ({n_parts} part"
+        f"{'s' * (n_parts != 1)} on disk); add --resume to continue it, or "
+        f"remove the folder to start over")
+
+
+def run_durably(
+    outfile: str,
+    *,
+    identity: dict,
+    locations: dict,
+    lines: tuple[int, int],
+    attrs: dict,
+    embed_lines: Callable[[int, int], Iterator[tuple[str, np.ndarray]]],
+    resume: bool = False,
+    shard: Optional[tuple[int, int]] = None,
+    log: Optional[TextIO] = None,
+    on_event: Optional[Callable[[RunEvent], None]] = None,
+) -> int:
+    """Embeds ``lines`` into ``outfile`` through its ``.partial/`` folder.
+
+    Args:
+        outfile: the output HDF5 file.
+        identity: :func:`run_identity` of this run.
+        locations: :func:`file_locations` of its files (a resumed run
+            must find the same).
+        lines: ``(a, b)``: the input lines to embed (global numbers).
+        attrs: the output file's attributes (``n_sentences``, the run's
+            identity and, for a shard, the shard's are added here).
+        embed_lines: ``embed_lines(first, end)`` yields ``(text, array)``
+            for each line in ``[first, end)``, in order (``first`` is always
+            ``a`` plus a multiple of ``identity["chunk_size"]``).
+        resume: continue the parts of a killed run of the same identity.
+            With nothing to continue, a line says so and the run starts
+            from its first line.
+        shard: ``(K, N)`` if this is a shard (recorded in its attributes).
+        log: where the one-line notices go (default ``sys.stderr``).
+        on_event: called at each :class:`RunEvent` (each line written,
+            each dataset merged, before the rename, before the clean-up).
+
+    Returns:
+        The number of sentences in ``outfile``.
+
+    Raises:
+        EmbeddingRunError: the folder holds another run's progress
+            (``--resume``: the first difference named), or a killed run's
+            progress and ``resume`` is False.
+    """
+    log = sys.stderr if log is None else log
+    folder = partial_dir(outfile)
+    manifest = {"run": identity, "run_id": run_id(identity),
+                "files": locations, "lines": list(lines),
+                "shard": None if shard is None else list(shard)}
+    first, end = lines
+    size = identity["chunk_size"]
+    ranges = [(a, min(a + size, end)) for a in range(first, end, size)]
+    done = _prepare(outfile, folder, manifest, ranges, resume, log)
+    if done is None:  # the killed run had finished: nothing to do
+        with h5py.File(outfile, "r") as f:
+            return int(f.attrs["n_sentences"])
+    todo = ranges[done:]
+    try:
+        if todo:
+            stream = embed_lines(todo[0][0], end)
+            for a, b in todo:
+                _write_part(folder, a, b, stream, manifest["run_id"],
+                            on_event)
+    except BaseException:
+        # an error before the first part (a model that does not load, a
+        # device that is not there) leaves no progress to keep
+        if not any(_PART.fullmatch(name) for name in os.listdir(folder)):
+            shutil.rmtree(folder, ignore_errors=True)
+        raise
+    n = _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
+                     on_event)
+    # the manifest goes first: a folder without one is a finished run's
+    # leftover, removed by the next run
+    os.remove(os.path.join(folder, "manifest.json"))
+    shutil.rmtree(folder, ignore_errors=True)
+    return n
+
+
+def _prepare(outfile, folder, manifest, ranges, resume, log):
+    """Sets up the folder; returns how many parts are whole (a prefix of
+    ``ranges``), or None when ``outfile`` is already this run's output."""
+    manifest_file = os.path.join(folder, "manifest.json")
+    if os.path.isdir(folder) and not os.path.isfile(manifest_file):
+        # killed while a finished run removed its folder
+        shutil.rmtree(folder, ignore_errors=True)
+    if not os.path.isdir(folder):
+        if resume:
+            print(f"--resume: no interrupted run to continue "
+                  f"({folder}/ does not exist); starting from the first "
+                  f"line", file=log, flush=True)
+        _create_folder(folder, manifest)
+        return 0
+    with open(manifest_file, encoding="utf-8") as f:
+        recorded = json.load(f)
+    same = recorded.get("run_id") == manifest["run_id"] and (
+        recorded == manifest)
+    finished = same and _is_output_of(outfile, manifest["run_id"])
+    if finished:  # killed after the rename, before the clean-up
+        os.remove(manifest_file)
+        shutil.rmtree(folder, ignore_errors=True)
+        if resume:
+            print(f"--resume: {outfile} is already complete (removed "
+                  f"{folder}/)", file=log, flush=True)
+            return None
+        return _prepare(outfile, folder, manifest, ranges, resume, log)
+    if not same:
+        difference = first_difference(*(
+            {**m.get("run", {}), **m.get("files", {}),
+             "lines": m.get("lines"), "shard": m.get("shard")}
+            for m in (recorded, manifest)))
+        raise EmbeddingRunError(
+            f"{'--resume: ' * resume}{folder}/ holds the progress of an "
+            f"interrupted run with other inputs or flags "
+            f"({difference or 'manifest differs'}); remove the folder to "
+            f"start over")
+    whole = _whole_parts(folder, ranges, manifest["run_id"])
+    if not resume:
+        raise EmbeddingRunError(
+            f"{folder}/: progress of an interrupted run ({whole} of "
+            f"{len(ranges)} parts done); add --resume to continue it, or "
+            f"remove the folder to start over")
+    # parts past the first missing one, and temporary files, are redone
+    for name in os.listdir(folder):
+        match = _PART.fullmatch(name)
+        if name == "manifest.json" or (
+                match and (int(match[1]), int(match[2])) in ranges[:whole]):
+            continue
+        os.remove(os.path.join(folder, name))
+    print(f"--resume: {whole} of {len(ranges)} parts done "
+          f"(lines {ranges[0][0] if ranges else 0}.."
+          f"{ranges[whole - 1][1] if whole else 0} kept); continuing",
+          file=log, flush=True)
+    return whole
+
+
+def _create_folder(folder, manifest):
+    parent = os.path.dirname(folder)
+    os.makedirs(parent, exist_ok=True)
+    os.makedirs(folder)
+    write_text_atomic(os.path.join(folder, "manifest.json"),
+                      json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+
+def _is_output_of(outfile, rid) -> bool:
+    try:
+        with h5py.File(outfile, "r") as f:
+            return f.attrs.get("run_id") == rid
+    except (OSError, KeyError):
+        return False
+
+
+def _part_path(folder, a, b) -> str:
+    return os.path.join(folder, f"part-{a:012d}-{b:012d}.hdf5")
+
+
+def _whole_parts(folder, ranges, rid) -> int:
+    """How many of ``ranges``, from the first, have a whole part."""
+    for k, (a, b) in enumerate(ranges):
+        if not _part_is_whole(_part_path(folder, a, b), a, b, rid):
+            return k
+    return len(ranges)
+
+
+def _part_is_whole(path, a, b, rid) -> bool:
+    if not os.path.isfile(path):
+        return False
+    try:
+        with h5py.File(path, "r") as f:
+            return (f.attrs.get("run_id") == rid
+                    and int(f.attrs.get("first_line", -1)) == a
+                    and int(f.attrs.get("end_line", -1)) == b
+                    and f["texts"].shape == (b - a,)
+                    and set(f.keys()) == {"texts"} | {
+                        str(i) for i in range(a, b)})
+    except (OSError, KeyError, ValueError):
+        return False
+
+
+def _write_part(folder, a, b, stream, rid, on_event=None) -> None:
+    """Lines ``[a, b)`` of ``stream`` into a part, atomically."""
+    path = _part_path(folder, a, b)
+    tmp = path + ".tmp"
+    texts = []
+    with h5py.File(tmp, "w") as fout:
+        for i in range(a, b):
+            text, emb = next(stream)
+            fout.create_dataset(str(i), data=emb)
+            texts.append(text)
+            _tell(on_event, "part", i)
+        fout.create_dataset("texts", data=texts,
+                            dtype=h5py.string_dtype())
+        fout.attrs.update(first_line=a, end_line=b, run_id=rid)
+    _fsync(tmp)
+    os.replace(tmp, path)
+
+
+def _fsync(path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
+                 on_event=None) -> int:
+    """Copies the parts into ``outfile`` (through a temporary file in the
+    folder, renamed); returns the number of sentences."""
+    tmp = os.path.join(folder, "merged.hdf5.tmp")
+    sentence_to_index = {}
+    n = 0
+    # --use_sentence_keys: datasets named by their text, no index (the
+    # texts were checked to be distinct, non-empty and valid names)
+    by_text = attrs.get("keys") == "sentence"
+    with open_hdf5(tmp, "w") as fout:
+        for a, b in ranges:
+            with open_hdf5(_part_path(folder, a, b), "r") as fin:
+                texts = fin["texts"].asstr()[...]
+                for i in range(a, b):
+                    name = texts[i - a] if by_text else str(i)
+                    fin.copy(fin[str(i)], fout, name=name)
+                    _tell(on_event, "merge", n)
+                    n += 1
+                if not by_text:
+                    for i, text in enumerate(texts, a):
+                        sentence_to_index[text] = str(i)  # a repeat: last
+        index_json = None if by_text else json.dumps(sentence_to_index)
+        del sentence_to_index  # the text alone from here: half the peak
+        write_index_and_attrs(fout, index_json, {
+            **attrs, "n_sentences": n, "run": json.dumps(
+                manifest["run"], sort_keys=True),
+            "run_id": manifest["run_id"],
+            **({} if shard is None else shard_attrs(
+                shard, manifest["lines"], manifest["run"]["n_lines"])),
+        })
+    _fsync(tmp)
+    _tell(on_event, "rename", 0)
+    os.replace(tmp, outfile)
+    _tell(on_event, "cleanup", 0)
+    return n
+
+
+def shard_attrs(shard, lines, n_lines) -> dict:
+    """The attributes that make a file shard ``K/N`` of a run."""
+    return {"shard": f"{shard[0]}/{shard[1]}", "n_shards": int(shard[1]),
+            "shard_lines": np.asarray(lines, np.int64),
+            "n_lines_total": int(n_lines)}
+
+
+def write_index_and_attrs(fout, index_json: Optional[str], attrs: dict):
+    """AllenNLP's ``sentence_to_index`` (one JSON string: text -> dataset
+    name, ``index_json``) and the file's attributes.
+
+    That one string (and the dict behind it) is the only part of a merge
+    that grows with the number of sentences: about 0.2 KB per sentence
+    of 25 tokens in the file, several times that in memory while it is
+    built."""
+    if index_json is not None:  # None: datasets named by their sentence
+        index = fout.create_dataset("sentence_to_index", (1,),
+                                    dtype=h5py.string_dtype())
+        index[0] = index_json
+    fout.attrs.update(attrs)
+
+
+def open_hdf5(path, mode) -> h5py.File:
+    """``h5py.File`` with a metadata cache of at most 1 MiB.
+
+    HDF5 caches the headers of the objects a file has touched, up to 32 MiB
+    per open file by default: a merge of 100,000 datasets through three
+    open files grew its RSS with the number of sentences (58 MiB at 2,000,
+    157 MiB at 60,000). Capped, it stays flat (67-69 MiB) and the copy is
+    no slower: each dataset is touched once.
+    """
+    f = h5py.File(path, mode)
+    config = f.id.get_mdc_config()
+    config.set_initial_size = True
+    config.initial_size = min(config.initial_size, 2**20)
+    config.min_size = min(config.min_size, 2**20)
+    config.max_size = 2**20
+    f.id.set_mdc_config(config)
+    return f
+
+
+def _tell(on_event, point: str, index: int) -> None:
+    if on_event is not None:
+        on_event(RunEvent(point, index))

@@ -1,0 +1,66 @@
+"""A pretrained backbone from files: options + HDF5 weights -> a loaded
+:class:`~bilm_keras.models.bilm_backbone.BiLMBackbone`.
+
+The one place that composes "read the options, build, load the weights":
+the inference facade (:class:`~bilm_keras.BidirectionalLanguageModel`)
+and the bulk embedding package (the HDF5 dump, durable runs) both call
+it, so neither needs the other.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Optional
+
+from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.options import BiLMOptions
+from bilm_keras.weights.bilm_tf_hdf5 import (
+    load_bilm_tf_hdf5,
+    token_table_rows,
+)
+
+
+def load_backbone(
+    options: BiLMOptions,
+    weight_file: str | os.PathLike,
+    *,
+    use_character_inputs: bool = True,
+    embedding_weight_file: Optional[str | os.PathLike] = None,
+    name: str = "bilm",
+) -> BiLMBackbone:
+    """Builds the backbone ``options`` describe and loads its weights.
+
+    Args:
+        options: the model's options (``BiLMOptions.from_json``).
+        weight_file: bilm-tf ``lm_weights.hdf5``.
+        use_character_inputs: char ids (True) or token ids (False) in.
+        embedding_weight_file: for token input, the HDF5 token table of
+            :func:`~bilm_keras.dump_token_embeddings` (dataset
+            ``embedding``); its rows set the vocabulary size.
+        name: the backbone layer's name.
+
+    Returns:
+        A built :class:`BiLMBackbone` holding the file's weights (built by
+        the loader, without random initial values).
+
+    Raises:
+        ValueError: token input without ``embedding_weight_file``.
+        WeightFileError: a file that is missing or does not fit the
+            options (the file, the dataset and both shapes named).
+    """
+    n_tokens_vocab = None
+    if not use_character_inputs:
+        if embedding_weight_file is None:
+            raise ValueError(
+                "use_character_inputs=False needs embedding_weight_file "
+                "(write one with dump_token_embeddings)"
+            )
+        n_tokens_vocab = token_table_rows(embedding_weight_file)
+    backbone = BiLMBackbone.from_options(
+        options,
+        use_character_inputs=use_character_inputs,
+        n_tokens_vocab=n_tokens_vocab,
+        name=name,
+    )
+    load_bilm_tf_hdf5(backbone, weight_file, embedding_weight_file)
+    return backbone

@@ -1,0 +1,158 @@
+"""The settings of one training run, as one value: :class:`TrainingRun`
+(pure Python, no TensorFlow: ``bilm-keras train`` builds and checks it
+before TensorFlow is imported)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Optional, Sequence, Tuple
+
+from bilm_keras._utils.settings import SettingError, check_choice, check_int
+
+#: the choices of ``softmax_bias`` (``init_weights``: the new softmax's
+#: bias; :mod:`bilm_keras.training.adaptation`)
+SOFTMAX_BIASES = ("unigram", "zeros")
+
+#: a seed NumPy and ``keras.utils.set_random_seed`` take
+MAX_SEED = 2**32 - 1
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainingRun:
+    """Everything a training run needs besides the model's options.
+
+    :func:`~bilm_keras.training.train` and
+    :func:`~bilm_keras.training.restart` build it from their keyword
+    arguments (or take one as ``run=``). It is checked when built: a bad
+    field raises :class:`~bilm_keras._utils.settings.SettingError` naming
+    it (``bilm-keras train`` shows it as the flag's error). Paths are kept
+    as given; that the files exist is checked when the run reads them.
+
+    Fields:
+        train_prefix: str, glob of training shards (UTF-8, one
+            whitespace-tokenized sentence per line).
+        vocab_file: str, vocabulary with ``<S>``, ``</S>``, ``<UNK>``.
+        save_dir: str, checkpoints, ``options.json`` and TensorBoard logs.
+        n_gpus: int >= 0 or None, GPUs to use (None: every visible GPU;
+            0: the CPU): :func:`~bilm_keras.training.make_strategy`.
+        devices: tuple of str or None, the devices to train on (instead of
+            ``n_gpus``).
+        batch_size, n_epochs, n_train_tokens: int >= 1 or None, override
+            the options (``n_train_tokens`` is counted from the corpus when
+            neither gives it).
+        save_every: int >= 1, steps between checkpoints (and one at the
+            end). Default 1250.
+        log_every: int >= 1, steps between progress lines / TensorBoard
+            points. Default 100.
+        max_to_keep: int >= 1, checkpoints kept in ``save_dir``. Default 5.
+        seed: int in ``0..2**32-1`` or None, the initialisation, data-order
+            and dropout seed (None: random).
+        fast_path: bool, the LSTMs statically unrolled, both directions
+            batched, the char-CNN once per distinct token (default); False:
+            the plain per-direction loop, the same numbers.
+        init_weights: str or None, domain adaptation: a bilm-tf / AllenNLP
+            ``lm_weights.hdf5`` matching the options, which the backbone
+            starts from; the softmax is new, for ``vocab_file``.
+        freeze_lm_steps: int >= 0, with ``init_weights``: the first global
+            steps train only the softmax. Default 0.
+        softmax_bias: ``"unigram"`` (default: log target frequencies of
+            ``train_prefix``) or ``"zeros"`` (bilm-tf's): with
+            ``init_weights``, the new softmax's bias.
+        intra_op_threads, inter_op_threads: int >= 0 or None, TensorFlow's
+            CPU thread pools (threads per op, ops at a time; 0 =
+            TensorFlow's default; None: half the cores per op and two ops
+            at a time when no GPU is visible).
+        max_steps: int >= 1 or None, the most steps this call runs,
+            counted from the step it starts at (a new run's 0, a restart's
+            checkpoint); the run then writes a checkpoint and returns, and
+            :func:`~bilm_keras.training.restart` continues it. A way to
+            split a long run into jobs of bounded time (a queue's time
+            limit) or to try a setting for a few steps. None (default):
+            every step of ``n_epochs``.
+    """
+
+    train_prefix: str
+    vocab_file: str
+    save_dir: str
+    n_gpus: Optional[int] = None
+    devices: Optional[Tuple[str, ...]] = None
+    batch_size: Optional[int] = None
+    n_epochs: Optional[int] = None
+    n_train_tokens: Optional[int] = None
+    save_every: int = 1250
+    log_every: int = 100
+    max_to_keep: int = 5
+    seed: Optional[int] = None
+    fast_path: bool = True
+    init_weights: Optional[str] = None
+    freeze_lm_steps: int = 0
+    softmax_bias: str = "unigram"
+    intra_op_threads: Optional[int] = None
+    inter_op_threads: Optional[int] = None
+    max_steps: Optional[int] = None
+
+    def __post_init__(self):
+        for name in ("train_prefix", "vocab_file", "save_dir"):
+            self._set(name, _path(name, getattr(self, name)))
+        if self.init_weights is not None:
+            self._set("init_weights", _path("init_weights",
+                                            self.init_weights))
+        if self.devices is not None:
+            if isinstance(self.devices, str) or not isinstance(
+                    self.devices, Sequence) or not all(
+                    isinstance(d, str) for d in self.devices):
+                raise SettingError("devices", f"expected a list of device "
+                                              f"names, found "
+                                              f"{self.devices!r}")
+            self._set("devices", tuple(self.devices))
+        for name in ("n_gpus", "intra_op_threads", "inter_op_threads"):
+            check_int(name, getattr(self, name), 0, optional=True)
+        for name in ("batch_size", "n_epochs", "n_train_tokens",
+                     "max_steps"):
+            check_int(name, getattr(self, name), 1, optional=True)
+        for name in ("save_every", "log_every", "max_to_keep"):
+            check_int(name, getattr(self, name), 1)
+        check_int("seed", self.seed, 0, optional=True, maximum=MAX_SEED)
+        if not isinstance(self.fast_path, bool):
+            raise SettingError("fast_path", f"expected True or False, found "
+                                            f"{self.fast_path!r}")
+        check_int("freeze_lm_steps", self.freeze_lm_steps, 0)
+        check_choice("softmax_bias", self.softmax_bias, SOFTMAX_BIASES)
+        if self.init_weights is None and self.freeze_lm_steps:
+            raise SettingError("freeze_lm_steps",
+                               f"expected 0 without init_weights, found "
+                               f"{self.freeze_lm_steps}")
+
+    def _set(self, name, value):
+        object.__setattr__(self, name, value)
+
+    @classmethod
+    def from_arguments(cls, run: Optional["TrainingRun"] = None,
+                       **fields) -> "TrainingRun":
+        """``run``, or one built from keyword arguments (the functions
+        that take both): none of ``fields`` may differ from its default
+        when ``run`` is given."""
+        if run is None:
+            return cls(**fields)
+        if not isinstance(run, cls):
+            raise TypeError(f"run: expected a TrainingRun, found "
+                            f"{type(run).__name__}")
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        given = [name for name, value in fields.items()
+                 if value is not None and value != defaults.get(name)]
+        if given:
+            raise SettingError("run", f"expected the settings either as run "
+                                      f"or as keyword arguments, found run "
+                                      f"and {given[0]}")
+        return run
+
+    def replace(self, **changes) -> "TrainingRun":
+        """A copy with ``changes`` (checked again)."""
+        return dataclasses.replace(self, **changes)
+
+
+def _path(name: str, value) -> str:
+    if isinstance(value, (str, os.PathLike)) and os.fspath(value) != "":
+        return os.fspath(value)
+    raise SettingError(name, f"expected a path, found {value!r}")
