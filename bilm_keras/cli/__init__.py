@@ -33,7 +33,7 @@ its inputs checked, and silences TensorFlow's start-up lines unless
 Errors and exit statuses:
 
 * every bad input is one line on stderr, ``PROG: error: MESSAGE``, and
-  exit status 2 (``EXIT_BAD_INPUT``): a flag's value (``argument
+  exit status 1 (``EXIT_BAD_INPUT``): a flag's value (``argument
   --n_epochs: expected an integer >= 1, found 0``), flags that do not go
   together, an unknown flag, a missing, empty or non-UTF-8 input (file and
   line named), bad options, a weight file of the wrong shape (the
@@ -42,8 +42,8 @@ Errors and exit statuses:
   :class:`~bilm_keras._utils.settings.SettingError` names its field). The
   usage block is printed only with ``--help`` and above the line for a
   missing required flag or command;
-* 0: done; 130: interrupted (Ctrl-C); 1: an unexpected error (Python's
-  traceback: a bug to report). ``--verbose`` adds the traceback to a bad
+* 0: done; 130: interrupted (Ctrl-C); 70 (``EXIT_INTERNAL_ERROR``): an
+  unexpected error, printed with Python's traceback (a bug to report). ``--verbose`` adds the traceback to a bad
   input's line.
 """
 
@@ -72,6 +72,7 @@ from bilm_keras._utils.settings import SettingError
 from bilm_keras.cli._common import (
     CommandError,
     EXIT_BAD_INPUT,
+    EXIT_INTERNAL_ERROR,
     ArgumentParser,
     HelpFormatter,
     import_tensorflow,
@@ -145,7 +146,7 @@ def parse_args(argv: Optional[List[str]] = None, *,
                command: Optional[str] = None,
                prog: Optional[str] = None) -> argparse.Namespace:
     """Parses ``argv`` (default ``sys.argv[1:]``) and checks flag
-    combinations; a bad flag exits 2 (``EXIT_BAD_INPUT``) after one line.
+    combinations; a bad flag exits 1 (``EXIT_BAD_INPUT``) after one line.
 
     Args:
         command: parse the flags of this subcommand alone (no subcommand
@@ -206,8 +207,8 @@ def run(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
 def main(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
          prog: Optional[str] = None) -> int:
     """Parses and runs a command as a program: a bad input is one line on
-    stderr. Returns the exit status (0 done, 2 bad input, 130 interrupted;
-    the parser exits 2 itself for a bad flag)."""
+    stderr. Returns the exit status (0 done, 1 bad input, 130 interrupted,
+    70 an unexpected error; the parser exits 1 itself for a bad flag)."""
     args = parse_args(argv, command=command, prog=prog)
     name = args._parser.prog
     try:
@@ -221,6 +222,11 @@ def main(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
         message = str(e) or type(e).__name__
         print(f"{name}: error: {message}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except Exception:  # not the input's fault: show where, for a report
+        traceback.print_exc()
+        print(f"{name}: internal error (a bug: please report it with the "
+              f"traceback above)", file=sys.stderr)
+        return EXIT_INTERNAL_ERROR
     return 0
 
 

@@ -18,9 +18,11 @@ from typing import Optional
 
 #: the exit status of every bad input: a flag's value, a combination of
 #: flags, a missing or bad input file (one line, ``PROG: error: ...``).
-#: 1 is left to what is not the input's fault (an unexpected error: a
-#: traceback), 130 to an interrupted command.
-EXIT_BAD_INPUT = 2
+#: bilm-tf's scripts and our issues' contract: a bad input exits 1.
+EXIT_BAD_INPUT = 1
+#: what is not the input's fault (an unexpected error, printed with its
+#: traceback: a bug to report); sysexits.h's EX_SOFTWARE
+EXIT_INTERNAL_ERROR = 70
 
 
 class CommandError(ValueError):
@@ -65,7 +67,7 @@ def int_in_range(minimum: int, maximum: Optional[int] = None,
                  allowed: Optional[str] = None):
     """An argparse ``type``: an integer in ``minimum..maximum``.
 
-    A bad value is one line (:class:`ArgumentParser`, exit 2) that names
+    A bad value is one line (:class:`ArgumentParser`, exit 1) that names
     the flag (argparse adds it), what is allowed and what was found:
     ``argument --batch_size: expected an integer >= 1, found -4``.
 

@@ -93,77 +93,77 @@ def _embed(model_dir, root, dataset, *extra, options=None):
 
 
 # (arguments, exit status, the one line on stderr); none of these needs
-# TensorFlow to be found. Every bad input exits 2 (cli.EXIT_BAD_INPUT),
+# TensorFlow to be found. Every bad input exits 1 (cli.EXIT_BAD_INPUT),
 # a bad flag's value as a missing file
 BEFORE_TENSORFLOW = [
-    (lambda m, r: _embed(m, r, "missing.txt"), 2,
+    (lambda m, r: _embed(m, r, "missing.txt"), 1,
      r"bilm-keras embed: error: .*missing.txt: no such file"),
-    (lambda m, r: _embed(m, r, "latin1.txt"), 2,
+    (lambda m, r: _embed(m, r, "latin1.txt"), 1,
      r"bilm-keras embed: error: .*latin1.txt, line 2: not valid UTF-8 at "
      r"byte 3 of the line"),
-    (lambda m, r: _embed(m, r, "empty.txt"), 2,
+    (lambda m, r: _embed(m, r, "empty.txt"), 1,
      r"bilm-keras embed: error: .*empty.txt: empty input \(expected one "
      r"whitespace-tokenized sentence per line, found 0 lines\)"),
-    (lambda m, r: _embed(m, r, "ok.txt", options=r / "no_dim.json"), 2,
+    (lambda m, r: _embed(m, r, "ok.txt", options=r / "no_dim.json"), 1,
      r"bilm-keras embed: error: .*no_dim.json: missing field 'lstm.dim' "
      r"\(expected int\)"),
-    (lambda m, r: _embed(m, r, "ok.txt", "--layers", "3"), 2,
+    (lambda m, r: _embed(m, r, "ok.txt", "--layers", "3"), 1,
      r"bilm-keras embed: error: --layers: expected indices in 0..2, "
      r"found \[3\]"),
-    (lambda m, r: _embed(m, r, "ok.txt", "--top", "--layers", "1"), 2,
+    (lambda m, r: _embed(m, r, "ok.txt", "--top", "--layers", "1"), 1,
      r"bilm-keras embed: error: --layers: output 'top' is layer 2"),
-    (lambda m, r: _embed(m, r, "ok.txt", "--batch_size", "0"), 2,
+    (lambda m, r: _embed(m, r, "ok.txt", "--batch_size", "0"), 1,
      r"bilm-keras embed: error: argument --batch_size: expected an "
      r"integer >= 1, found 0"),
-    (lambda m, r: _embed(m, r, "ok.txt", "--top", "--average"), 2,
+    (lambda m, r: _embed(m, r, "ok.txt", "--top", "--average"), 1,
      r"bilm-keras embed: error: argument --average: not allowed with "
      r"argument --top"),
     (lambda m, r: ["embed", "--options_file", m / "options.json",
                    "--weight_file", r / "nope.hdf5", "--dataset_file",
-                   r / "ok.txt", "--outfile", r / "out.hdf5"], 2,
+                   r / "ok.txt", "--outfile", r / "out.hdf5"], 1,
      r"bilm-keras embed: error: --weight_file .*nope.hdf5: no such file"),
     (lambda m, r: ["build-vocab", "--train_prefix", r / "latin1.txt",
-                   "--vocab_file", r / "v.txt"], 2,
+                   "--vocab_file", r / "v.txt"], 1,
      r"bilm-keras build-vocab: error: .*latin1.txt, line 2: not valid "
      r"UTF-8"),
     (lambda m, r: ["build-vocab", "--train_prefix", r / "none*.txt",
-                   "--vocab_file", r / "v.txt"], 2,
+                   "--vocab_file", r / "v.txt"], 1,
      r"bilm-keras build-vocab: error: --train_prefix .*: no file matches"),
     (lambda m, r: ["train", "--train_prefix", r / "corpus" / "*.txt",
                    "--vocab_file", r / "nope.txt", "--save_dir",
-                   r / "ckpt"], 2,
+                   r / "ckpt"], 1,
      r"bilm-keras train: error: --vocab_file .*nope.txt: no such file"),
     (lambda m, r: ["train", "--train_prefix", r / "corpus" / "*.txt",
                    "--vocab_file", r / "ok.txt", "--save_dir", r / "ckpt",
-                   "--options", r / "no_dim.json"], 2,
+                   "--options", r / "no_dim.json"], 1,
      r"bilm-keras train: error: .*no_dim.json: missing field 'lstm.dim'"),
     (lambda m, r: ["restart", "--train_prefix", r / "corpus" / "*.txt",
-                   "--vocab_file", r / "ok.txt", "--save_dir", r], 2,
+                   "--vocab_file", r / "ok.txt", "--save_dir", r], 1,
      r"bilm-keras restart: error: --save_dir .*: not a training directory"),
     (lambda m, r: ["test", "--save_dir", r / "nope", "--vocab_file",
-                   r / "ok.txt", "--test_prefix", r / "ok.txt"], 2,
+                   r / "ok.txt", "--test_prefix", r / "ok.txt"], 1,
      r"bilm-keras test: error: --save_dir .*nope: no such directory"),
     (lambda m, r: ["dump-weights", "--save_dir", r / "ok.txt", "--outfile",
-                   r / "w.hdf5"], 2,
+                   r / "w.hdf5"], 1,
      r"bilm-keras dump-weights: error: --save_dir .*ok.txt: is a file"),
     (lambda m, r: ["dump-tokens", "--vocab_file", r / "nope.txt",
                    "--options_file", m / "options.json", "--weight_file",
-                   m / "lm_weights.hdf5", "--outfile", r / "t.hdf5"], 2,
+                   m / "lm_weights.hdf5", "--outfile", r / "t.hdf5"], 1,
      r"bilm-keras dump-tokens: error: --vocab_file .*nope.txt: no such"),
     (lambda m, r: ["export-hub", "--options_file", m / "options.json",
-                   "--outdir", r / "hub"], 2,
+                   "--outdir", r / "hub"], 1,
      r"bilm-keras export-hub: error: --options_file and --weight_file are "
      r"both required"),
-    (lambda m, r: ["pipeline", "--corpus", r / "none*.txt"], 2,
+    (lambda m, r: ["pipeline", "--corpus", r / "none*.txt"], 1,
      r"bilm-keras pipeline: error: --corpus .*: no file matches"),
     # tests/cli/test_flags.py has every flag and output file in-process
     (lambda m, r: ["train", "--train_prefix", r / "corpus" / "*.txt",
                    "--vocab_file", r / "ok.txt", "--save_dir", r / "ckpt",
-                   "--n_epochs", "0"], 2,
+                   "--n_epochs", "0"], 1,
      r"bilm-keras train: error: argument --n_epochs: expected an integer "
      r">= 1, found 0"),
     (lambda m, r: _embed(m, r, "ok.txt")[:-2] + ["--outfile",
-                                                 r / "old.hdf5"], 2,
+                                                 r / "old.hdf5"], 1,
      r"bilm-keras embed: error: --outfile .*old.hdf5: file exists \(pass "
      r"--overwrite to replace it\)"),
 ]
@@ -188,7 +188,7 @@ def test_expected_errors_are_one_line(model_dir, inputs, case):
 def test_wrong_shapes_after_loading_is_one_line(model_dir, inputs):
     code, heavy, _, err = _run(
         _embed(model_dir, inputs, "ok.txt", options=inputs / "narrow.json"))
-    assert code == 2
+    assert code == cli.EXIT_BAD_INPUT
     # TensorFlow was imported, and said nothing
     assert "tensorflow" in heavy
     assert err.splitlines() == [
@@ -200,7 +200,7 @@ def test_wrong_shapes_after_loading_is_one_line(model_dir, inputs):
 def test_verbose_shows_the_traceback(model_dir, inputs):
     code, _, _, err = _run(_embed(model_dir, inputs, "missing.txt",
                                   "--verbose"))
-    assert code == 2
+    assert code == cli.EXIT_BAD_INPUT
     assert "Traceback" in err and "SentenceFileError" in err
     assert err.splitlines()[-1].startswith("bilm-keras embed: error: ")
 

@@ -226,7 +226,7 @@ def test_errors_before_tensorflow(model_dir, root, tmp_path):
             cwd=REPO_ROOT, env=user_env(), capture_output=True, text=True,
             timeout=120)
         report = json.loads(proc.stdout.splitlines()[-1])
-        assert report == {"code": 2, "tf": False}, proc.stderr
+        assert report == {"code": 1, "tf": False}, proc.stderr
         match = match or r".*dup.txt, lines 1 and 3: the same sentence"
         [line] = proc.stderr.splitlines()
         assert re.fullmatch("bilm-keras embed: error: " + match + ".*",

@@ -1,7 +1,7 @@
 """Every numeric flag of every subcommand, and every output file, is checked
 with the other inputs: before TensorFlow is imported and before anything
 is written. A bad value is one line naming the flag, the value and what is
-allowed, and exit status 2, as every bad input (no usage block).
+allowed, and exit status 1, as every bad input (no usage block).
 
 The table of bad values must cover every flag the parsers give a ``type``
 (their numeric flags), so a new flag without a row fails here. The
@@ -25,7 +25,7 @@ from bilm_keras import cli
 ALIASES = {module.NAME: module.ALIAS for module in cli.COMMANDS}
 
 # (command, flag, bad value, what the line says is allowed); every one exits
-# 2 (cli.EXIT_BAD_INPUT), whether argparse finds it or a check against an
+# 1 (cli.EXIT_BAD_INPUT), whether argparse finds it or a check against an
 # input file (--layers 3 for a model of 2 LSTM layers)
 BAD_VALUES = [
     ("embed", "--batch_size", "0", "an integer >= 1"),
@@ -185,7 +185,7 @@ def test_bad_numeric_flag_is_one_line_and_writes_nothing(
     before = _tree(tmp_path, inputs)
     code, prog = _main(argv, command, alias)
     err = capsys.readouterr().err
-    assert code == cli.EXIT_BAD_INPUT == 2, err
+    assert code == cli.EXIT_BAD_INPUT == 1, err
     [line] = err.splitlines()  # one line: no usage block
     assert line.startswith(f"{prog}: error: "), line
     # the flag first (argparse says "argument --flag: "), then the value
@@ -223,7 +223,7 @@ def test_an_existing_outfile_is_refused_unless_overwrite(
     argv = _good_args(command, model_dir, train_dir, inputs, tmp_path)
     before = _tree(tmp_path, inputs)
     code, prog = _main(argv, command, alias)
-    assert code == 2
+    assert code == cli.EXIT_BAD_INPUT
     assert capsys.readouterr().err.splitlines() == [
         f"{prog}: error: --outfile {outfile}: file exists (pass "
         "--overwrite to replace it)"]
@@ -240,7 +240,7 @@ def test_dump_weights_refuses_an_existing_options_json_beside_it(
             "--outfile", str(inputs / "ckpt" / "lm_weights.hdf5")]
     before = _tree(inputs)
     code, prog = _main(argv, "dump-weights", alias=False)
-    assert code == 2
+    assert code == cli.EXIT_BAD_INPUT
     assert capsys.readouterr().err.splitlines() == [
         f"{prog}: error: --outfile {inputs / 'ckpt' / 'lm_weights.hdf5'}: "
         f"{inputs / 'ckpt' / 'options.json'} exists (written beside the "
@@ -256,7 +256,7 @@ def test_a_directory_as_outfile_is_refused(
     outfile = tmp_path / OUTPUTS[command]
     outfile.mkdir(parents=True)
     code, _ = _main([*argv, "--overwrite"], command, alias=False)
-    assert code == 2
+    assert code == cli.EXIT_BAD_INPUT
     assert capsys.readouterr().err.endswith(
         f"--outfile {outfile}: is a directory, expected a file name\n")
 
@@ -321,7 +321,7 @@ def test_options_sizes_out_of_range(model_dir, train_dir, tmp_path, capsys,
     before = _tree(tmp_path)
     code, prog = _main(argv, command, alias=False)
     hint = "" if field == "unroll_steps" else f" (or give --{field})"
-    assert code == 2
+    assert code == cli.EXIT_BAD_INPUT
     assert capsys.readouterr().err.splitlines() == [
         f"{prog}: error: {options_file}: field '{field}': expected an "
         f"integer >= 1, found {value}{hint}"]
@@ -351,7 +351,7 @@ def test_finite_float_for_the_float_flags():
 def test_usage_only_when_a_required_flag_is_missing(capsys, alias):
     code, prog = _main(["--n_epochs", "1"], "train", alias)
     err = capsys.readouterr().err.splitlines()
-    assert code == 2
+    assert code == cli.EXIT_BAD_INPUT
     assert err[0].startswith(f"usage: {prog} ") and len(err) > 2
     assert err[-1] == (f"{prog}: error: the following arguments are "
                        "required: --save_dir, --vocab_file, --train_prefix")
@@ -359,7 +359,7 @@ def test_usage_only_when_a_required_flag_is_missing(capsys, alias):
     with pytest.raises(SystemExit) as exit_:
         cli.main([])
     err = capsys.readouterr().err.splitlines()
-    assert exit_.value.code == 2 and err[0].startswith("usage: bilm-keras")
+    assert exit_.value.code == cli.EXIT_BAD_INPUT and err[0].startswith("usage: bilm-keras")
     assert err[-1] == ("bilm-keras: error: the following arguments are "
                        "required: COMMAND")
 
@@ -377,6 +377,6 @@ def test_usage_only_when_a_required_flag_is_missing(capsys, alias):
 def test_other_command_line_errors_are_one_line(capsys, argv, line):
     with pytest.raises(SystemExit) as exit_:
         cli.main(argv)
-    assert exit_.value.code == 2
+    assert exit_.value.code == cli.EXIT_BAD_INPUT
     [err] = capsys.readouterr().err.splitlines()
     assert err.startswith(line), err
