@@ -31,7 +31,7 @@ What it measures (prints one JSON line, and a table on stderr):
 * ``merge``: ``merge-embeddings`` of two shards of 100,000 sentences
   (every layer, float32): time and peak RSS.
   Model of these three: the benchmarks' tiny model (LSTM 64, projection
-  16, ``embed_throughput.QUICK_OPTIONS``) with random weights.
+  16, ``common.QUICK_OPTIONS``) with random weights.
 
 The machine may be shared with other jobs (the load average is reported):
 compare figures of one run only.
@@ -52,47 +52,14 @@ import tempfile
 import threading
 import time
 
-BENCH = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.dirname(BENCH)
-sys.path.insert(0, BENCH)
-
-from embed_throughput import QUICK_OPTIONS, make_corpus  # noqa: E402
-
-SMALL_OPTIONS_FILE = os.path.join(REPO, "options", "small.json")
+import common
+from common import QUICK_OPTIONS, SMALL_OPTIONS_FILE, write_model
+from common import write_corpus_file as write_corpus
 
 
 # --------------------------------------------------------------- helpers
-def write_model(folder: str, options: dict) -> tuple[str, str]:
-    """options.json + random weights, written by a separate process."""
-    os.makedirs(folder, exist_ok=True)
-    options_file = os.path.join(folder, "options.json")
-    with open(options_file, "w") as f:
-        json.dump(options, f)
-    code = (
-        "import keras, sys\n"
-        "from bilm_keras import BiLMBackbone, BiLMOptions\n"
-        "from bilm_keras.weights import save_bilm_tf_hdf5\n"
-        "keras.utils.set_random_seed(0)\n"
-        "b = BiLMBackbone.from_options(BiLMOptions.from_json(sys.argv[1]),"
-        " name='bilm').build_all()\n"
-        "save_bilm_tf_hdf5(b, sys.argv[2])\n")
-    weight_file = os.path.join(folder, "weights.hdf5")
-    subprocess.run([sys.executable, "-c", code, options_file, weight_file],
-                   check=True, env=_env(), cwd=REPO)
-    return options_file, weight_file
-
-
-def write_corpus(path: str, n_sentences: int, seed: int = 1234) -> int:
-    """``n_sentences`` lines; returns their number of tokens."""
-    sentences = make_corpus(n_sentences=n_sentences, seed=seed)
-    with open(path, "w", encoding="utf-8") as f:
-        for sentence in sentences:
-            f.write(" ".join(sentence) + "\n")
-    return sum(len(s) for s in sentences)
-
-
 def _env(threads: int | None = None) -> dict:
-    env = dict(os.environ, PYTHONPATH=REPO, TF_CPP_MIN_LOG_LEVEL="3")
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     if threads is not None:
         env.update(TF_NUM_INTRAOP_THREADS=str(threads),
                    TF_NUM_INTEROP_THREADS=str(threads),
@@ -107,7 +74,7 @@ def command(args, *, threads=None, core=None) -> list:
 
 def start(args, *, threads=None, core=None) -> subprocess.Popen:
     return subprocess.Popen(command(args, threads=threads, core=core),
-                            cwd=REPO, env=_env(threads),
+                            cwd=common.REPO_ROOT, env=_env(threads),
                             stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
 
@@ -161,8 +128,7 @@ def embed_args(model, corpus, outfile, *extra):
 def shards_vs_threads(work, n_sentences, rounds=1, pin=True) -> dict:
     """``rounds`` times, alternately: one process of two threads, then
     two shards of one thread each at once (+ their merge)."""
-    with open(SMALL_OPTIONS_FILE) as f:
-        model = write_model(os.path.join(work, "small"), json.load(f))
+    model = write_model(os.path.join(work, "small"), SMALL_OPTIONS_FILE)
     corpus = os.path.join(work, "small.txt")
     n_tokens = write_corpus(corpus, n_sentences, seed=7)
     ones, twos = [], []

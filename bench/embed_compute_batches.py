@@ -26,12 +26,12 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from embed_throughput import _child, flop_counts, make_corpus  # noqa: E402
+import common
+from common import make_corpus
+from embed_throughput import flop_counts
 
 #: (positions, sentences) per compute batch, each a setting "budgetPxS"
 BUDGETS = [(1024, 64), (2048, 128), (3072, 128), (4096, 128), (4096, 256),
@@ -49,10 +49,9 @@ SETTINGS = {
 }
 
 
-def _square_gflops(tf, mm, a):
-    t = time.perf_counter()
-    mm(a, a).numpy()
-    return 2 * 4096 ** 3 / (time.perf_counter() - t) / 1e9
+def _square_peak() -> float:
+    """This round's 4096x4096 peak (``common.matmul_gflops``)."""
+    return common.matmul_gflops(4096, 4096, 4096, repeats=2)
 
 
 def measure_steps(rounds: int) -> dict:
@@ -64,8 +63,6 @@ def measure_steps(rounds: int) -> dict:
     run_inference_columns`), as fractions of the square peak of the
     same round."""
     import tensorflow as tf
-
-    mm = tf.function(lambda a, b: tf.matmul(a, b))
 
     @tf.function(reduce_retracing=True)
     def rows_right(x, kernel, projection, n):  # x (B, 1024)
@@ -81,7 +78,6 @@ def measure_steps(rounds: int) -> dict:
             x = tf.concat([x[:512], tf.matmul(projection_t, m)], 0) * 1e-3
         return x
 
-    a = tf.random.normal((4096, 4096))
     kernel = tf.random.normal((1024, 16384))
     projection = tf.random.normal((4096, 512))
     kernel_t, projection_t = tf.transpose(kernel), tf.transpose(projection)
@@ -92,14 +88,13 @@ def measure_steps(rounds: int) -> dict:
         "weights_left": (weights_left, kernel_t, projection_t,
                          {b: tf.random.normal((1024, b)) for b in sizes}),
     }
-    mm(a, a).numpy()
     for fn, w, p, xs in layouts.values():
         for b in sizes:
             fn(xs[b], w, p, tf.constant(1)).numpy()
     fractions = {name: {b: [] for b in sizes} for name in layouts}
     flops_per_row = 2 * (1024 * 16384 + 4096 * 512)
     for _ in range(rounds):
-        peak = max(_square_gflops(tf, mm, a) for _ in range(2))
+        peak = _square_peak()
         for b in sizes:
             n = max(1, int(2e9 / (b * flops_per_row)))
             for name, (fn, w, p, xs) in layouts.items():
@@ -128,16 +123,13 @@ def measure_settings(workdir: str, rounds: int, names) -> dict:
         os.path.join(workdir, "weights.hdf5"))
     embedders = {name: (BulkEmbedder(model.backbone, **SETTINGS[name][0]),
                         SETTINGS[name][1]) for name in names}
-    mm = tf.function(lambda a, b: tf.matmul(a, b))
-    a = tf.random.normal((4096, 4096))
-    mm(a, a).numpy()
     for embedder, batch_size in embedders.values():  # traces, compiles
         embedder.embed_sentences(corpus, batch_size)
     times = {name: [] for name in names}
     fractions = {name: [] for name in names}
     loads = []
     for _ in range(rounds):
-        peak = max(_square_gflops(tf, mm, a) for _ in range(2))
+        peak = _square_peak()
         loads.append(os.getloadavg()[0])
         for name, (embedder, batch_size) in embedders.items():
             t = time.perf_counter()
@@ -180,7 +172,7 @@ def main(argv=None):
         workdir = args.workdir or tmp
         os.makedirs(workdir, exist_ok=True)
         if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
-            _child(["--_write", workdir], {})
+            common.write_model(workdir, common.PUBLISHED_OPTIONS_FILE)
         print(json.dumps(measure_settings(workdir, args.rounds,
                                           args.settings)))
 

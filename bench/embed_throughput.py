@@ -13,14 +13,17 @@ Usage::
     python bench/embed_throughput.py                 # full size, oneDNN default
     python bench/embed_throughput.py --baseline      # + padded, given order
     python bench/embed_throughput.py --onednn both   # oneDNN off vs on
+    python bench/embed_throughput.py --levers        # + single pieces
+    python bench/embed_throughput.py --as_user --rounds 3  # a user's peak RSS
     python bench/embed_throughput.py --quick         # tiny model (CI smoke)
 
 How it measures:
 
 * The weights are written by a separate process (a randomly initialised
   :class:`~bilm_keras.BiLMBackbone` saved with
-  :func:`~bilm_keras.weights.save_bilm_tf_hdf5`), so the measuring process
-  loads them through the real loader and its peak RSS is its own.
+  :func:`~bilm_keras.weights.save_bilm_tf_hdf5`: ``common.write_model``),
+  so the measuring process loads them through the real loader and its
+  peak RSS is its own.
 * ``TF_ENABLE_ONEDNN_OPTS`` is read when TensorFlow is imported, so each
   setting runs in its own process (``--onednn both`` runs two).
 * start-up = ``BidirectionalLanguageModel(options, weights)`` + the first
@@ -33,8 +36,14 @@ How it measures:
   computed once); ``gflops_executed`` counts what the path really computes
   (boundaries and padding included; the char-CNN once per unique token for
   the fast path). Each is also given as a fraction of the matmul peaks
-  measured in the same process: a 4096x4096 float32 matmul and the
-  recurrence's per-step shape (32 x 512) . (512 x 16384).
+  measured in the same process (``common.matmul_gflops``): a 4096x4096
+  float32 matmul and the recurrence's per-step shape (32 x 512) .
+  (512 x 16384).
+* ``--levers`` times single pieces, alternating (XLA on the char-CNN, the
+  LSTMs' settings) and reports the resident memory one batch of the
+  LSTMs takes above what the process held before it
+  (``lstms_batch_27_rss_peak_above_mib``, sampled every 2 ms:
+  ``common.RSSPeak``).
 
 The machine may be shared: figures are medians, and the baseline runs
 interleaved with the fast path so that their ratio sees the same load.
@@ -45,62 +54,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
-import shutil
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 
-#: the published model's options, the one definition in options/
-FULL_OPTIONS_FILE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "options",
-    "elmo_2x4096_512_2048cnn_2xhighway.json",
-)
-
-QUICK_OPTIONS = {
-    "lstm": {
-        "dim": 64, "projection_dim": 16, "n_layers": 2,
-        "cell_clip": 3, "proj_clip": 3, "use_skip_connections": True,
-    },
-    "char_cnn": {
-        "embedding": {"dim": 4},
-        "filters": [[1, 4], [2, 8], [3, 8]],
-        "n_highway": 1, "n_characters": 262,
-        "max_characters_per_token": 50, "activation": "relu",
-    },
-    "bidirectional": True,
-    "dropout": 0.1,
-    "n_tokens_vocab": 1000,
-    "unroll_steps": 20,
-    "n_negative_samples_batch": 64,
-    "all_clip_norm_val": 10.0,
-}
-
-
-# ------------------------------------------------------------------ corpus
-def make_corpus(n_sentences=256, min_len=5, max_len=40, mean_len=25.0,
-                n_words=20000, seed=1234):
-    """Deterministic sentences with Zipfian word frequencies.
-
-    Lengths: normal(mean_len, 9) rounded and clipped to [min_len, max_len].
-    Words: ``n_words`` random lower-case strings of 1-12 letters drawn
-    with probability proportional to 1 / rank (as in running text, so short
-    frequent words repeat).
-    """
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
-    word_lens = np.clip(rng.poisson(5, n_words), 1, 12)
-    words = ["".join(rng.choice(letters, n)) for n in word_lens]
-    p = 1.0 / np.arange(1, n_words + 1)
-    p /= p.sum()
-    lengths = np.clip(np.rint(rng.normal(mean_len, 9.0, n_sentences)),
-                      min_len, max_len).astype(int)
-    return [[words[i] for i in rng.choice(n_words, n, p=p)]
-            for n in lengths]
+import common
+from common import make_corpus
 
 
 # ------------------------------------------------------------ FLOP counts
@@ -121,51 +80,15 @@ def flop_counts(options: dict) -> dict:
                 total=conv + highway + proj + lstms)
 
 
-# ------------------------------------------------------------- processes
-def write_model(workdir: str, quick: bool) -> None:
-    """Writes options.json and random weights (own process: own memory)."""
-    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
-    import keras
-
-    from bilm_keras import BiLMBackbone, BiLMOptions
-    from bilm_keras.weights import save_bilm_tf_hdf5
-
-    keras.utils.set_random_seed(0)
-    options_file = os.path.join(workdir, "options.json")
-    if quick:
-        with open(options_file, "w") as f:
-            json.dump(QUICK_OPTIONS, f)
-    else:
-        shutil.copyfile(FULL_OPTIONS_FILE, options_file)
-    backbone = BiLMBackbone.from_options(BiLMOptions.from_json(options_file),
-                                         name="bilm").build_all()
-    save_bilm_tf_hdf5(backbone, os.path.join(workdir, "weights.hdf5"))
-
-
-def _median_time(fn, n):
-    times = []
-    for _ in range(n):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
-
+# ------------------------------------------------------------ matmul peaks
 def matmul_peaks(quick: bool) -> dict:
-    """GFLOP/s of a square matmul and of the recurrence's per-step shape."""
-    import tensorflow as tf
-
-    mm = tf.function(lambda a, b: tf.matmul(a, b))
+    """GFLOP/s of a square matmul and of the recurrence's per-step shape
+    (:func:`common.matmul_gflops`)."""
     shapes = {"square": (512, 512, 512) if quick else (4096, 4096, 4096),
               "step": (32, 512, 16384)}
-    out = {}
-    for name, (m, k, n) in shapes.items():
-        a, b = tf.random.normal((m, k)), tf.random.normal((k, n))
-        mm(a, b).numpy()
-        reps = 5 if name == "square" and not quick else 30
-        t = _median_time(lambda: mm(a, b).numpy(), reps)
-        out[f"matmul_{name}_{m}x{k}x{n}_gflops"] = 2 * m * k * n / t / 1e9
-    return out
+    return {f"matmul_{name}_{m}x{k}x{n}_gflops": common.matmul_gflops(
+        m, k, n, repeats=3 if quick else 5)
+        for name, (m, k, n) in shapes.items()}
 
 
 def measure_levers(model, corpus, batch_size, reps=3) -> dict:
@@ -214,15 +137,15 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
         "lstms_batch_27_s": run(encode),
         "lstms_batch_27_directions_concurrent_s": run(encode_concurrent),
     }
-    # TensorFlow's CPU allocator peak of one batch, each way (MB)
-    allocator_peaks = {}
+    # the resident memory one batch takes above what is held before it
+    # (sampled: TensorFlow's CPU allocator keeps no statistics in some
+    # builds), measured before anything else runs the cases
+    rss_peaks = {}
     for key in ("lstms_batch_27_s",):
-        tf.config.experimental.reset_memory_stats("CPU:0")
-        before = tf.config.experimental.get_memory_info("CPU:0")["current"]
-        cases[key]()
-        peak = tf.config.experimental.get_memory_info("CPU:0")["peak"]
-        allocator_peaks[key.replace("_s", "_allocator_peak_above_mb")] = (
-            (peak - before) / 2**20)
+        with common.RSSPeak() as rss:
+            cases[key]()
+        rss_peaks[key.replace("_s", "_rss_peak_above_mib")] = (
+            rss.above_start_mib)
     times = {k: [] for k in cases}
     for fn in cases.values():
         fn()  # trace / compile
@@ -232,7 +155,7 @@ def measure_levers(model, corpus, batch_size, reps=3) -> dict:
             fn()
             times[key].append(time.perf_counter() - t)
     out = {k: statistics.median(v) for k, v in times.items()}
-    out.update(allocator_peaks)
+    out.update(rss_peaks)
     out["char_cnn_xla_max_abs_diff"] = float(
         np.abs(plain(ids).numpy() - xla(ids).numpy()).max())
     return out
@@ -271,7 +194,7 @@ def measure_as_user(workdir: str, args) -> dict:
         times.append(time.perf_counter() - t)
         assert len(vectors) == len(corpus)
         del vectors
-    peak_rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_rss_mib = common.peak_rss_mib()
     import tensorflow as tf
 
     return dict(
@@ -351,7 +274,7 @@ def measure(workdir: str, args) -> dict:
         t = time.perf_counter()
         fast_pass()
         fast_times.append(time.perf_counter() - t)
-    peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak_rss_mb = common.peak_rss_mib()
 
     result = {}
     if args.baseline:
@@ -431,14 +354,10 @@ def measure(workdir: str, args) -> dict:
 
 
 # ------------------------------------------------------------------ main
-def _child(argv, env_updates):
-    env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
-    env.update(env_updates)
-    proc = subprocess.run([sys.executable, os.path.abspath(__file__)] + argv,
-                          env=env, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"{argv[0]} failed:\n{proc.stderr[-4000:]}")
-    return proc.stdout.strip().splitlines()[-1] if proc.stdout.strip() else ""
+def _child(argv, env_updates) -> dict:
+    """This script in a fresh process: its JSON line."""
+    return common.run_json_child([os.path.abspath(__file__)] + argv,
+                                 dict(common.TF_CHILD_ENV, **env_updates))
 
 
 def _merge_rounds(rounds: list) -> dict:
@@ -502,7 +421,6 @@ def main(argv=None):
                              "of embed_sentences, nothing else")
     parser.add_argument("--workdir", default=None,
                         help="reuse/keep options.json + weights.hdf5 here")
-    parser.add_argument("--_write", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--_measure", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--_as_user", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -512,9 +430,6 @@ def main(argv=None):
     if args.n_sentences is None:
         args.n_sentences = 64 if args.quick else 256
 
-    if args._write:
-        write_model(args._write, args.quick)
-        return
     if args._measure:
         print(json.dumps(measure(args._measure, args)))
         return
@@ -527,7 +442,8 @@ def main(argv=None):
         workdir = args.workdir or tmp
         os.makedirs(workdir, exist_ok=True)
         if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
-            _child(["--_write", workdir] + quick, {})
+            common.write_model(workdir, common.QUICK_OPTIONS if args.quick
+                               else common.PUBLISHED_OPTIONS_FILE)
         if args.as_user:
             child = ["--_as_user", workdir, "--n_sentences",
                      str(args.n_sentences), "--passes", str(args.passes)]
@@ -535,7 +451,7 @@ def main(argv=None):
                 child += ["--batch_size", str(args.batch_size)]
             if args.glibc_default:
                 child.append("--glibc_default")
-            rounds = [json.loads(_child(child + quick, {}))
+            rounds = [_child(child + quick, {})
                       for _ in range(args.rounds)]
             out = dict(rounds[0])
             if len(rounds) > 1:  # one process per round: median of peaks
@@ -566,7 +482,7 @@ def main(argv=None):
             for value in settings:
                 env = {} if value is None else {"TF_ENABLE_ONEDNN_OPTS": value}
                 passes = ["--passes", str(args.passes)]
-                out = json.loads(_child(child + passes, env))
+                out = _child(child + passes, env)
                 runs.setdefault(f"onednn={value or 'env'}", []).append(out)
     runs = {key: _merge_rounds(rounds) for key, rounds in runs.items()}
     if len(runs) == 1:

@@ -19,10 +19,10 @@ states, which ours always start from).
 AllenNLP 2.10.1 (its last release) does not install on Python 3.11 by its
 own requirements; it runs here from its own venv, made once with::
 
-    python3 -m venv /work/anlp-venv
-    /work/anlp-venv/bin/pip install torch==2.13.0 h5py numpy
-    /work/anlp-venv/bin/pip install --no-deps allennlp==2.10.1
-    /work/anlp-venv/bin/pip install spacy cached_path lmdb dill base58 \\
+    python3 -m venv ../anlp-venv
+    ../anlp-venv/bin/pip install torch==2.13.0 h5py numpy
+    ../anlp-venv/bin/pip install --no-deps allennlp==2.10.1
+    ../anlp-venv/bin/pip install spacy cached_path lmdb dill base58 \\
         more_itertools "huggingface_hub<0.25" "transformers<4.45" \\
         torchvision fairscale
 
@@ -33,7 +33,7 @@ fairscale``. ``allennlp.data`` imports ``torchvision``, so it is needed.)
 
 Usage::
 
-    python bench/embed_vs_allennlp.py --allennlp_python /work/anlp-venv/bin/python
+    python bench/embed_vs_allennlp.py --allennlp_python ../anlp-venv/bin/python
     python bench/embed_vs_allennlp.py --quick --allennlp_python ...
 
 Prints ONE JSON line.
@@ -42,20 +42,16 @@ Prints ONE JSON line.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_processes import cpu_model, run_json_child  # noqa: E402
-from embed_throughput import make_corpus  # noqa: E402
+# the standard library only: the AllenNLP child imports this module too
+import common
+from common import make_corpus, run_json_child
 
-EMBED_THROUGHPUT = os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "embed_throughput.py")
 CHECK_SENTENCES = 4
 
 
@@ -142,9 +138,9 @@ def ours_child(workdir, args) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--allennlp_python",
-                        default=os.environ.get("ALLENNLP_PYTHON",
-                                               "/work/anlp-venv/bin/python"),
-                        help="the interpreter of a venv with AllenNLP")
+                        default=os.environ.get("ALLENNLP_PYTHON"),
+                        help="the interpreter of a venv with AllenNLP "
+                             "(default: $ALLENNLP_PYTHON)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--passes", type=int, default=None)
     parser.add_argument("--n_sentences", type=int, default=None)
@@ -164,7 +160,7 @@ def main(argv=None):
     if args._ours:
         print(json.dumps(ours_child(args._ours, args)))
         return
-    if not os.path.exists(args.allennlp_python):
+    if not args.allennlp_python or not os.path.exists(args.allennlp_python):
         parser.error(f"--allennlp_python: {args.allennlp_python} does not "
                      "exist (make the venv as this script's docstring says)")
 
@@ -172,16 +168,15 @@ def main(argv=None):
              "--passes", str(args.passes)]
     rounds = []
     with tempfile.TemporaryDirectory() as workdir:
-        run_json_child([EMBED_THROUGHPUT, "--_write", workdir]
-                       + (["--quick"] if args.quick else []),
-                       {"TF_CPP_MIN_LOG_LEVEL": "2"})
+        common.write_model(workdir, common.QUICK_OPTIONS if args.quick
+                           else common.PUBLISHED_OPTIONS_FILE)
         for _ in range(args.rounds):
             theirs = run_json_child(
                 [os.path.abspath(__file__), "--_allennlp", workdir] + child,
                 python=args.allennlp_python)
             ours = run_json_child(
                 [os.path.abspath(__file__), "--_ours", workdir] + child,
-                {"TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": "tensorflow"})
+                common.TF_CHILD_ENV)
             best = max(theirs["tokens_per_s"].values())
             rounds.append(dict(allennlp=theirs, ours=ours,
                                ratio_to_best_allennlp=ours["tokens_per_s"]
@@ -192,9 +187,8 @@ def main(argv=None):
         return statistics.median(get(r) for r in rounds)
 
     print(json.dumps(dict(
-        date=datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC"),
-        cpu=cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
+        date=common.utc_now(),
+        cpu=common.cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
         sentences=args.n_sentences, passes=args.passes,
         ours_tokens_per_s=median(lambda r: r["ours"]["tokens_per_s"]),
         allennlp_tokens_per_s={

@@ -13,7 +13,7 @@ torch 0.4 wrote them), then:
 * times ``BidirectionalLanguageModel.embed_sentences`` with the converted
   model against a bilm-tf model of the same LSTM size (the published
   ``elmo_2x4096_512_2048cnn_2xhighway``, random weights) on the same
-  sentences (``embed_throughput.make_corpus``: 256 sentences, 6,297
+  sentences (``common.make_corpus``: 256 sentences, 6,297
   tokens), one fresh process per model and round, the two models
   alternating so that both see the same load of a shared machine.
 
@@ -33,18 +33,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import sys
 import tempfile
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-#: this checkout's package, whatever is installed
-REPO_ROOT = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [BENCH_DIR, REPO_ROOT]
-import embed_throughput  # noqa: E402  (the corpus, the bilm-tf model)
-from bench_processes import cpu_model, run_json_child  # noqa: E402
+import common
 
 #: upstream's released configuration, by the name released config.json
 #: files give (resolved to the packaged copy, as upstream does)
@@ -90,7 +84,7 @@ def write_manylangs_model(model_dir: str, n_chars: int, n_words: int,
     chars = [chr(c) for c in range(33, 127)]
     chars += [chr(0x4E00 + i) for i in range(n_chars - 6 - len(chars))]
     chars = chars[: n_chars - 6] + CHAR_SPECIALS
-    corpus = embed_throughput.make_corpus(n_sentences=n_sentences)
+    corpus = common.make_corpus(n_sentences=n_sentences)
     words = WORD_SPECIALS + sorted({w for s in corpus for w in s})
     words += [f"w{i}" for i in range(n_words - len(words))]
     for name, tokens in (("char.dic", chars), ("word.dic", words)):
@@ -140,10 +134,6 @@ def write_manylangs_model(model_dir: str, n_chars: int, n_words: int,
 
 
 # ------------------------------------------------------------- processes
-def _peak_rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-
-
 def measure_conversion(model_dir: str, outdir: str) -> dict:
     t0 = time.perf_counter()
     from bilm_keras.weights.manylangs_conversion import convert_manylangs
@@ -152,7 +142,7 @@ def measure_conversion(model_dir: str, outdir: str) -> dict:
     convert_manylangs(model_dir, outdir, overwrite=True)
     seconds = time.perf_counter() - t0
     return dict(convert_s=seconds, import_s=import_s,
-                peak_rss_mib=_peak_rss_mib(),
+                peak_rss_mib=common.peak_rss_mib(),
                 tensorflow_imported="tensorflow" in sys.modules,
                 weight_file_mb=os.path.getsize(
                     os.path.join(outdir, "lm_weights.hdf5")) / 1e6,
@@ -161,7 +151,7 @@ def measure_conversion(model_dir: str, outdir: str) -> dict:
 
 
 def measure_embedding(options_file: str, weight_file: str, args) -> dict:
-    corpus = embed_throughput.make_corpus(n_sentences=args.n_sentences)
+    corpus = common.make_corpus(n_sentences=args.n_sentences)
     n_tokens = sum(len(s) for s in corpus)
     t0 = time.perf_counter()
     from bilm_keras import BidirectionalLanguageModel
@@ -179,20 +169,15 @@ def measure_embedding(options_file: str, weight_file: str, args) -> dict:
         del vectors
     return dict(tokens_per_s=n_tokens / statistics.median(times),
                 pass_s_all=[round(t, 3) for t in times],
-                peak_rss_mib=_peak_rss_mib(), import_s=import_s,
+                peak_rss_mib=common.peak_rss_mib(), import_s=import_s,
                 load_s=load_s, tokens=n_tokens,
                 load_avg_1min=os.getloadavg()[0])
 
 
-def _child_env() -> dict:
-    path = os.pathsep.join(
-        p for p in (REPO_ROOT, os.environ.get("PYTHONPATH")) if p)
-    return dict(os.environ, KERAS_BACKEND="tensorflow",
-                TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=path)
-
-
 def _child(argv):
-    return run_json_child([os.path.abspath(__file__)] + argv, _child_env())
+    """This script in a fresh process: its JSON line."""
+    return common.run_json_child([os.path.abspath(__file__)] + argv,
+                                 common.TF_CHILD_ENV)
 
 
 def main(argv=None):
@@ -251,8 +236,8 @@ def main(argv=None):
         conversions = [_child(["--_convert", model_dir, converted] + quick)
                        for _ in range(args.convert_rounds)]
         report = dict(
-            date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            cpu=cpu_model(), cpu_count=os.cpu_count(),
+            date=common.utc_now(),
+            cpu=common.cpu_model(), cpu_count=os.cpu_count(),
             model=dict(n_chars=args.n_chars, n_words=args.n_words,
                        write_pkl_s=write_s, quick=q),
             convert_s_all=[round(c["convert_s"], 2) for c in conversions],
@@ -262,18 +247,20 @@ def main(argv=None):
         )
         if not args.convert_only:
             os.makedirs(bilm_tf, exist_ok=True)
-            _child_tf(bilm_tf, q)
-            common = ["--passes", str(args.passes)] + sizes + quick
+            # the bilm-tf model of the same LSTM size
+            common.write_model(bilm_tf, common.QUICK_OPTIONS if q
+                               else common.PUBLISHED_OPTIONS_FILE)
+            flags = ["--passes", str(args.passes)] + sizes + quick
             if args.batch_size is not None:
-                common += ["--batch_size", str(args.batch_size)]
+                flags += ["--batch_size", str(args.batch_size)]
             runs = {"manylangs": [], "bilm_tf": []}
             for _ in range(args.rounds):
                 runs["manylangs"].append(_child(
                     ["--_embed", os.path.join(converted, "options.json"),
-                     os.path.join(converted, "lm_weights.hdf5")] + common))
+                     os.path.join(converted, "lm_weights.hdf5")] + flags))
                 runs["bilm_tf"].append(_child(
                     ["--_embed", os.path.join(bilm_tf, "options.json"),
-                     os.path.join(bilm_tf, "weights.hdf5")] + common))
+                     os.path.join(bilm_tf, "weights.hdf5")] + flags))
             for name, rs in runs.items():
                 report[name] = dict(
                     tokens_per_s=statistics.median(
@@ -293,11 +280,6 @@ def main(argv=None):
     print(json.dumps(report))
 
 
-def _child_tf(workdir: str, quick: bool) -> None:
-    """The bilm-tf model, written by embed_throughput's own writer."""
-    script = os.path.join(BENCH_DIR, "embed_throughput.py")
-    run_json_child([script, "--_write", workdir]
-                   + (["--quick"] if quick else []), _child_env())
 
 if __name__ == "__main__":
     main()

@@ -31,17 +31,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import sys
 import tempfile
 import time
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-#: this checkout's package, whatever is installed
-REPO_ROOT = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [BENCH_DIR, REPO_ROOT]
-from bench_processes import cpu_model, run_json_child  # noqa: E402
+import common
 
 READERS = ("ours", "torch")
 
@@ -90,8 +85,7 @@ def measure_conversion(model_dir: str, outdir: str, reader: str) -> dict:
     return dict(
         reader=reader, convert_s=convert_s, read_s=sum(read_s),
         torch_import_s=torch_import_s,
-        peak_rss_mib=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        / 1024,
+        peak_rss_mib=common.peak_rss_mib(),
         torch_imported=sys.modules.get("torch") is not None,
         tensorflow_imported="tensorflow" in sys.modules)
 
@@ -113,11 +107,9 @@ def same_weights(a: str, b: str) -> bool:
 
 
 def _child(argv):
-    env = dict(KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2",
-               PYTHONPATH=os.pathsep.join(
-                   p for p in (REPO_ROOT, os.environ.get("PYTHONPATH"))
-                   if p))
-    return run_json_child([os.path.abspath(__file__)] + argv, env)
+    """This script in a fresh process: its JSON line."""
+    return common.run_json_child([os.path.abspath(__file__)] + argv,
+                                 common.TF_CHILD_ENV)
 
 
 def main(argv=None):
@@ -167,8 +159,8 @@ def main(argv=None):
             *(os.path.join(work, f"converted-{r}", "lm_weights.hdf5")
               for r in READERS))
         report = dict(
-            date=time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-            cpu=cpu_model(), cpu_count=os.cpu_count(),
+            date=common.utc_now(),
+            cpu=common.cpu_model(), cpu_count=os.cpu_count(),
             load_avg_1min=os.getloadavg()[0],
             model=dict(n_chars=args.n_chars, n_words=args.n_words, quick=q,
                        pkl_mb=sum(os.path.getsize(os.path.join(
@@ -189,16 +181,17 @@ def main(argv=None):
                 tensorflow_imported=any(x["tensorflow_imported"]
                                         for x in rs))
         for key in ("convert_s", "read_s"):
-            ratios = [t[key] / o[key]
-                      for o, t in zip(runs["ours"], runs["torch"])]
-            report[f"{key}_ratio_torch_over_ours"] = statistics.median(
-                ratios)
-            report[f"{key}_ratio_by_round"] = [round(x, 3) for x in ratios]
+            theirs = [t[key] for t in runs["torch"]]
+            ours = [o[key] for o in runs["ours"]]
+            report[f"{key}_ratio_torch_over_ours"] = common.median_ratio(
+                theirs, ours)
+            report[f"{key}_ratio_by_round"] = [
+                round(t / o, 3) for t, o in zip(theirs, ours)]
         # as a user meets it: a fresh process that must import torch first
         report["convert_with_import_ratio_torch_over_ours"] = (
-            statistics.median(
-                (t["convert_s"] + t["torch_import_s"]) / o["convert_s"]
-                for o, t in zip(runs["ours"], runs["torch"])))
+            common.median_ratio(
+                [t["convert_s"] + t["torch_import_s"] for t in runs["torch"]],
+                [o["convert_s"] for o in runs["ours"]]))
     print(json.dumps(report))
 
 

@@ -38,12 +38,11 @@ import glob
 import json
 import os
 import re
-import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import train_throughput as tt  # noqa: E402  (sets the environment first)
+import common
+import train_throughput as tt  # (sets the environment first)
 
 import tensorflow as tf  # noqa: E402
 from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: E402
@@ -228,7 +227,8 @@ def main(argv=None):
                          recursive=True)[0]
         with open(path, "rb") as f:
             space.ParseFromString(f.read())
-    peak = tt.matmul_peak_gflops(512 if args.quick else 2048)
+    n = 512 if args.quick else 2048
+    peak = common.matmul_gflops(n, n, n)
     seconds = collections.Counter()
     spans = []  # (start, end) of every op, picoseconds
     for scope, start, duration in executor_ops(space):

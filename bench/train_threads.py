@@ -18,17 +18,13 @@ its ratio to the first setting (the median of the per-round ratios).
 """
 
 import argparse
-import datetime
 import json
 import os
 import statistics
-import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from bench_processes import cpu_model, run_json_child  # noqa: E402
+import common
 
-TRAIN_THROUGHPUT = os.path.join(HERE, "train_throughput.py")
+TRAIN_THROUGHPUT = os.path.join(common.BENCH_DIR, "train_throughput.py")
 
 
 def thread_flags(setting: str) -> list:
@@ -60,25 +56,23 @@ def main(argv=None):
     threads = {}
     for _ in range(args.rounds):
         for setting in args.settings:
-            out = run_json_child(
+            out = common.run_json_child(
                 [TRAIN_THROUGHPUT, "--passes", str(args.passes)]
                 + thread_flags(setting) + (["--quick"] if args.quick else []),
-                {"TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": "tensorflow"})
+                common.TF_CHILD_ENV)
             runs[setting].append(out["tokens_per_second"])
             threads[setting] = [out["settings"]["intra_threads"],
                                 out["settings"]["inter_threads"]]
     base = args.settings[0]
     print(json.dumps(dict(
-        date=datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC"),
-        cpu=cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
+        date=common.utc_now(),
+        cpu=common.cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
         baseline=base,
         settings={s: dict(
             threads=threads[s],
             tokens_per_s=statistics.median(r),
             rounds=r,
-            ratio=round(statistics.median(
-                a / b for a, b in zip(r, runs[base])), 3),
+            ratio=round(common.median_ratio(r, runs[base]), 3),
         ) for s, r in runs.items()},
     )))
 

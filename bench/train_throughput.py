@@ -42,10 +42,7 @@ per step.
 import argparse
 import json
 import os
-import resource
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 
@@ -54,6 +51,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
+
+import common  # noqa: E402
 
 from bilm_keras.data.corpus import count_corpus  # noqa: E402
 from bilm_keras.data.tf_dataset import make_tf_dataset  # noqa: E402
@@ -68,15 +67,9 @@ from bilm_keras.training.inputs import (  # noqa: E402
 )
 from bilm_keras.training.model_setup import build_model  # noqa: E402
 from bilm_keras.training.threads import (  # noqa: E402
-    available_cores,
     configure_training_threads,
 )
 from bilm_keras.training.train_step import make_train_step  # noqa: E402
-
-PUBLISHED_OPTIONS = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "options",
-    "elmo_2x4096_512_2048cnn_2xhighway.json")
-
 
 def config(quick: bool) -> dict:
     if quick:
@@ -135,29 +128,6 @@ def flops_per_token(c: dict, max_chars: int = 50, char_dim: int = 16,
     return dict(char_cnn=cnn, lstm=lstm, softmax=softmax)
 
 
-def matmul_peak_gflops(n: int, repeats: int = 5) -> float:
-    """The machine's float32 ``n x n`` matmul rate in this process (oneDNN
-    and thread pools as configured): the better of one product and one
-    independent product per core run at once, best of ``repeats``. With
-    one thread per op (training's pools on 2 cores) a single product uses
-    one core, so the second measure is what the cores together do."""
-    k = available_cores()
-    a = [tf.random.stateless_normal((n, n), seed=(0, i)) for i in range(k)]
-    one = tf.function(lambda x: tf.reduce_sum(tf.matmul(x, x)))
-    each = tf.function(lambda xs: tf.add_n(
-        [tf.reduce_sum(tf.matmul(x, x)) for x in xs]))
-    rates = []
-    for run, products in ((lambda: one(a[0]), 1), (lambda: each(a), k)):
-        float(run())
-        best = float("inf")
-        for _ in range(repeats):
-            start = time.perf_counter()
-            float(run())
-            best = min(best, time.perf_counter() - start)
-        rates.append(products * 2 * n**3 / best / 1e9)
-    return max(rates)
-
-
 class Runner:
     """One model, its train step, data and states: ``run(n)`` -> seconds."""
 
@@ -195,7 +165,7 @@ class Runner:
 def adapt_options(quick: bool, batch: int, vocab: int) -> BiLMOptions:
     """The published model's options (tiny LSTMs and CNN with --quick),
     bilm-tf's training settings, ``batch`` and ``vocab``."""
-    options = BiLMOptions.from_json(PUBLISHED_OPTIONS)
+    options = BiLMOptions.from_json(common.PUBLISHED_OPTIONS_FILE)
     if quick:
         c = config(True)
         options = BiLMOptions.from_dict({
@@ -209,29 +179,16 @@ def adapt_options(quick: bool, batch: int, vocab: int) -> BiLMOptions:
     return options.replace(batch_size=batch, n_tokens_vocab=vocab)
 
 
-def write_random_weights(out: str, quick: bool) -> None:
-    """Random weights in bilm-tf's HDF5 layout (run in a child process, so
-    that the measuring process's memory holds only what adaptation needs).
-    """
-    from bilm_keras.models.bilm_backbone import BiLMBackbone
-    from bilm_keras.weights.bilm_tf_hdf5 import save_bilm_tf_hdf5
-
-    tf.keras.utils.set_random_seed(0)
-    backbone = BiLMBackbone.from_options(
-        adapt_options(quick, 1, 3), name="bilm").build_all()
-    save_bilm_tf_hdf5(backbone, out)
-
-
 def measure_adapt(args) -> dict:
     batch = args.batch or (4 if args.quick else 16)
     n_tokens_vocab = args.vocab or (200 if args.quick else 20000)
     options = adapt_options(args.quick, batch, n_tokens_vocab)
     with tempfile.TemporaryDirectory() as folder:
-        weights = os.path.join(folder, "lm_weights.hdf5")
-        subprocess.run(
-            [sys.executable, os.path.abspath(__file__), "--_write_weights",
-             weights] + (["--quick"] if args.quick else []),
-            check=True, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        # random weights in bilm-tf's layout, written by a child process
+        # so that this process's memory holds only what adaptation needs
+        _, weights = common.write_model(
+            os.path.join(folder, "published"),
+            adapt_options(args.quick, 1, 3).to_dict(), "lm_weights.hdf5")
         hdf5_mb = os.path.getsize(weights) / 2**20
         vocab_file, corpus = write_corpus(folder, n_tokens_vocab, 3000)
         vocab = load_vocab(vocab_file, options)
@@ -283,8 +240,7 @@ def measure_adapt(args) -> dict:
         "warmup_passes": [round(r, 1) for r in rates["warmup"]],
         "load_s": round(load_s, 2),
         "hdf5_mb": round(hdf5_mb, 1),
-        "peak_rss_mb": round(
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(common.peak_rss_mib(), 1),
         "steps_per_pass": args.steps,
         "intra_threads": tf.config.threading
         .get_intra_op_parallelism_threads(),
@@ -329,14 +285,9 @@ def main(argv=None):
                         "bilm-tf's layout, warm-up and full steps")
     parser.add_argument("--batch", type=int, default=None,
                         help="--adapt: batch size (default 16; 4 quick)")
-    parser.add_argument("--_write_weights", default=None,
-                        help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     # the thread pools `bilm-keras train` sizes, unless given
     configure_training_threads(args.intra_threads, args.inter_threads)
-    if args._write_weights:
-        write_random_weights(args._write_weights, args.quick)
-        return
     if args.adapt:
         print(json.dumps(measure_adapt(args)))
         return
@@ -376,7 +327,8 @@ def main(argv=None):
             for name, runner in runners.items():
                 seconds = runner.run(args.steps)
                 rates[name].append(args.steps * tokens_per_step / seconds)
-        peak = matmul_peak_gflops(512 if args.quick else 2048)
+        n = 512 if args.quick else 2048
+        peak = common.matmul_gflops(n, n, n)
     fast = runners["fast"]
     rate = statistics.median(rates["fast"])
     parts = flops_per_token(c)
@@ -395,8 +347,7 @@ def main(argv=None):
         "final_loss": round(float(fast.loss), 4),
         "trainable_parameters": int(sum(
             np.prod(v.shape) for v in fast.lm.trainable_variables)),
-        "peak_rss_mb": round(
-            resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+        "peak_rss_mb": round(common.peak_rss_mib(), 1),
         "settings": dict(
             **fast_kwargs,
             TF_ENABLE_ONEDNN_OPTS=os.environ.get("TF_ENABLE_ONEDNN_OPTS",
@@ -416,13 +367,12 @@ def main(argv=None):
         "device": "GPU" if tf.config.list_physical_devices("GPU") else "CPU",
     }
     if args.compare:
-        ratios = [f / b for f, b in zip(rates["fast"], rates["baseline"])]
         result["baseline"] = args.compare
         result["baseline_tokens_per_second"] = round(
             statistics.median(rates["baseline"]), 1)
         result["baseline_passes"] = [round(r, 1) for r in rates["baseline"]]
         result["speedup_median_of_pass_ratios"] = round(
-            statistics.median(ratios), 2)
+            common.median_ratio(rates["fast"], rates["baseline"]), 2)
     print(json.dumps(result))
 
 

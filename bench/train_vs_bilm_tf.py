@@ -15,8 +15,9 @@ both alike.
   ``TF_USE_LEGACY_KERAS=1`` (``tf_keras`` supplies TF1's
   ``nn.rnn_cell`` classes); the child puts ``tf.compat.v1`` in
   ``sys.modules["tensorflow"]`` before importing ``bilm``, and that is the
-  only shim. Its step time is the interval between its loop's requests
-  for the next batch (the session run, its feed dict, its summaries),
+  only shim (``bilm_tf_shim.py``). Its step time is the interval between
+  its loop's requests for the next batch (the session run, its feed dict,
+  its summaries),
   median over the steps after the first ``--skip``.
 * bilm-tf again, its TensorFlow's thread pools sized as ours are
   (``TF_NUM_INTRAOP_THREADS`` / ``TF_NUM_INTEROP_THREADS``, which its
@@ -44,7 +45,6 @@ Prints ONE JSON line.
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
 import statistics
@@ -52,22 +52,19 @@ import sys
 import tempfile
 import time
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-TRAIN_THROUGHPUT = os.path.join(HERE, "train_throughput.py")
+import common
+from bilm_tf_shim import BILM_TF_ENV, check_bilm_tf_dir, import_bilm_tf
+
+TRAIN_THROUGHPUT = os.path.join(common.BENCH_DIR, "train_throughput.py")
 
 
 def bilm_tf_child(workdir: str, args) -> dict:
     """In a fresh process with TF_USE_LEGACY_KERAS=1: bilm-tf's train()."""
     import numpy as np
-    import tensorflow
 
-    v1 = tensorflow.compat.v1
-    v1.disable_v2_behavior()
-    v1.logging.set_verbosity(v1.logging.ERROR)
-    sys.modules["tensorflow"] = v1  # bilm's "import tensorflow as tf"
-    sys.path.insert(0, args.bilm_tf_dir)
-    from bilm.data import BidirectionalLMDataset
-    from bilm.training import load_vocab, train
+    v1, training, data_module = import_bilm_tf(args.bilm_tf_dir)
+    BidirectionalLMDataset = data_module.BidirectionalLMDataset
+    load_vocab, train = training.load_vocab, training.train
 
     with open(os.path.join(workdir, "options.json")) as f:
         options = json.load(f)
@@ -99,7 +96,7 @@ def bilm_tf_child(workdir: str, args) -> dict:
                        for v in v1.trainable_variables()))
     return dict(tokens_per_s=tokens_per_step / float(np.median(step_s)),
                 steps_timed=len(step_s), trainable_parameters=n_params,
-                tensorflow=tensorflow.__version__)
+                tensorflow=v1.VERSION)
 
 
 def main(argv=None):
@@ -124,17 +121,15 @@ def main(argv=None):
         args.steps = 8 if args.quick else 40
     if args.quick:
         args.skip = min(args.skip, 2)
-    if not args.bilm_tf_dir or not os.path.isdir(
-            os.path.join(args.bilm_tf_dir, "bilm")):
-        parser.error(f"--bilm_tf_dir: expected a checkout of "
-                     f"allenai/bilm-tf (with bilm/), found "
-                     f"{args.bilm_tf_dir!r}")
+    try:
+        args.bilm_tf_dir = check_bilm_tf_dir(args.bilm_tf_dir)
+    except ValueError as e:
+        parser.error(str(e))
     if args._bilm_tf:
         print(json.dumps(bilm_tf_child(args._bilm_tf, args)))
         return
 
-    sys.path.insert(0, HERE)
-    from bench_processes import cpu_model, run_json_child
+    # train_throughput imports TensorFlow; bilm-tf's child must not have
     from train_throughput import config, options_dict, write_corpus
 
     c = config(args.quick)
@@ -148,17 +143,16 @@ def main(argv=None):
         bilm_tf = [os.path.abspath(__file__), "--_bilm_tf", workdir,
                    "--bilm_tf_dir", args.bilm_tf_dir,
                    "--steps", str(args.steps), "--skip", str(args.skip)]
-        bilm_tf_env = {"TF_USE_LEGACY_KERAS": "1",
-                       "TF_CPP_MIN_LOG_LEVEL": "2"}
+        bilm_tf_env = BILM_TF_ENV
         for _ in range(args.rounds):
-            theirs = run_json_child(bilm_tf, bilm_tf_env)
-            ours = run_json_child(
+            theirs = common.run_json_child(bilm_tf, bilm_tf_env)
+            ours = common.run_json_child(
                 [TRAIN_THROUGHPUT, "--passes", str(args.passes)] + quick,
-                {"TF_CPP_MIN_LOG_LEVEL": "2", "KERAS_BACKEND": "tensorflow"})
+                common.TF_CHILD_ENV)
             # bilm-tf with the thread pools ours picked (through the
             # variables TensorFlow reads; its train() takes no setting)
             threads = ours["settings"]
-            theirs_same = run_json_child(bilm_tf, dict(
+            theirs_same = common.run_json_child(bilm_tf, dict(
                 bilm_tf_env,
                 TF_NUM_INTRAOP_THREADS=str(threads["intra_threads"]),
                 TF_NUM_INTEROP_THREADS=str(threads["inter_threads"])))
@@ -175,17 +169,18 @@ def main(argv=None):
         return statistics.median(r[key] for r in rounds)
 
     print(json.dumps(dict(
-        date=datetime.datetime.now(datetime.timezone.utc).strftime(
-            "%Y-%m-%d %H:%M UTC"),
-        cpu=cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
+        date=common.utc_now(),
+        cpu=common.cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
         config=c, bilm_tf_steps=args.steps, bilm_tf_skipped=args.skip,
         ours_tokens_per_s=median("ours"),
         bilm_tf_tokens_per_s=median("bilm_tf"),
-        ratio=statistics.median(r["ours"] / r["bilm_tf"] for r in rounds),
+        ratio=common.median_ratio([r["ours"] for r in rounds],
+                                  [r["bilm_tf"] for r in rounds]),
         ratio_by_round=[round(r["ours"] / r["bilm_tf"], 3) for r in rounds],
         bilm_tf_same_threads_tokens_per_s=median("bilm_tf_same_threads"),
-        ratio_same_threads=statistics.median(
-            r["ours"] / r["bilm_tf_same_threads"] for r in rounds),
+        ratio_same_threads=common.median_ratio(
+            [r["ours"] for r in rounds],
+            [r["bilm_tf_same_threads"] for r in rounds]),
         rounds=rounds,
     )))
 

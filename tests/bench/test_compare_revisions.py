@@ -2,15 +2,13 @@
 ratios per key (a tiny script stands in for a benchmark)."""
 
 import json
-import pathlib
 import subprocess
 import sys
 
-REPO_ROOT = pathlib.Path(__file__).resolve().parents[2]
-SCRIPT = REPO_ROOT / "bench" / "compare_revisions.py"
+import compare_revisions  # bench/ is on the tests' path (setup.cfg)
+from helpers import REPO_ROOT
 
-sys.path.insert(0, str(REPO_ROOT / "bench"))
-import compare_revisions  # noqa: E402
+SCRIPT = REPO_ROOT / "bench" / "compare_revisions.py"
 
 
 def test_summarize_medians_and_ratio_skip_constants():

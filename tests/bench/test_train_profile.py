@@ -51,7 +51,6 @@ def test_step_products_quick_runs():
 def test_threads_busy_counts_overlaps_and_gaps():
     # ops (picoseconds): two overlapping for 1 ms, then a 2 ms gap (over
     # 1 ms: a long one), then one op; plus a 0.5 ms gap (not long)
-    sys.path.insert(0, str(BENCH.parent))
     from train_profile import threads_busy
 
     ms = 10**9
@@ -68,7 +67,6 @@ def test_executor_ops_counts_xla_kernels_and_skips_bookkeeping():
     # span nesting a plain op and an XLA kernel (an async kernel whose
     # scope is its "name" stat), and an allocation; on another line, an
     # op that is not the executor's
-    sys.path.insert(0, str(BENCH.parent))
     from tensorflow.tsl.profiler.protobuf import xplane_pb2
     from train_profile import ASYNC_KERNEL_EVENT, executor_ops
 
