@@ -30,7 +30,7 @@ from bilm_keras.options import BiLMOptions
 
 
 #: Positions per compute batch by default (``batch_size=None``), and
-#: sentences at most: ``bench/README.md`` has the measurements behind them.
+#: sentences at most: ``bench/RESULTS.md`` has the measurements behind them.
 COMPUTE_TOKENS = 8192
 COMPUTE_SENTENCES = 128
 
@@ -63,7 +63,7 @@ class BulkEmbedder:
        recurrence's per-step matmuls run faster on wider batches, its
        and padding costs nothing: 8,192 / 128 ran as fast as any setting
        measured whose peak memory stays well under the bar of
-       ``bench/README.md``); with an explicit ``batch_size``,
+       ``bench/RESULTS.md``); with an explicit ``batch_size``,
        batches of that many sentences;
     3. each batch gathers its rows of that token table and runs only the
        LSTMs, time-major, through the inference-only
@@ -80,7 +80,7 @@ class BulkEmbedder:
        needs), reduced as ``output`` asks, and the results come back in the
        order given.
 
-    ``bench/embed_throughput.py`` measures it (``bench/README.md``). The
+    ``bench/embed_throughput.py`` measures it (``bench/RESULTS.md``). The
     first call fixes glibc's mmap threshold for the process
     (:mod:`bilm_keras.embedding.memory`: freed blocks go back to the
     system; not when ``MALLOC_MMAP_THRESHOLD_`` is set).

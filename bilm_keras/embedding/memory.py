@@ -6,7 +6,7 @@ the threshold rises to that block's size (up to 32 MiB), and blocks below
 it come from heaps that rarely shrink. Tracing TensorFlow graphs and
 building arrays of embeddings free many such blocks, so a long embedding
 run keeps tens of megabytes it no longer uses (``bench/embed_throughput.py
---as_user`` measures it; ``bench/README.md`` has the figures). Fixing the
+--as_user`` measures it; ``bench/RESULTS.md`` has the figures). Fixing the
 threshold at its initial 128 KiB keeps every large block returnable.
 
 Who sets it:
@@ -24,7 +24,7 @@ Setting it is safe at any time: ``mallopt`` is thread-safe, changes no
 allocation already made and only decides how later large blocks are
 served. Its cost, an ``mmap``/``munmap`` pair per large ``malloc``, was not
 told apart from the noise of the shared benchmark machine
-(``bench/README.md``). Outside glibc nothing happens.
+(``bench/RESULTS.md``). Outside glibc nothing happens.
 """
 
 import ctypes

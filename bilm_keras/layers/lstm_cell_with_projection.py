@@ -251,7 +251,7 @@ class LSTMCellWithProjection(keras.layers.Layer):
     recurrence (:func:`~bilm_keras.layers.recurrence.
     run_inference_columns`) multiplies ``kernel_t @ [x; h]``, a product
     with the weights on the left that a CPU runs 1.2-1.3x faster than
-    ``[x, h] @ kernel`` at batch 64-128 (``bench/README.md``), and keeping
+    ``[x, h] @ kernel`` at batch 64-128 (``bench/RESULTS.md``), and keeping
     one layout only costs no memory. Training and the Keras path read
     :attr:`kernel`, a transpose made where it is read (exact). For speed
     the sequence-level code splits the product: :meth:`input_contribution`

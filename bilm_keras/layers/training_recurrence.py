@@ -5,7 +5,7 @@ Training reads windows of exactly ``unroll_steps`` tokens, every row full
 length-aware ``tf.while_loop`` of :func:`~bilm_keras.layers.recurrence.
 run_recurrence` can become a Python loop over a static number of steps, as
 bilm-tf's ``static_rnn`` did in training. Unrolling alone does not make it
-faster on a CPU; five things on top of it do (``bench/README.md``,
+faster on a CPU; five things on top of it do (``bench/RESULTS.md``,
 "Training fast path: why each lever", has the measurements):
 
 * the recurrent kernel is split off the kernel once per window, not sliced

@@ -47,7 +47,7 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
         lm.build_all()
     else:
         # the file fills the backbone: zeros until then, no random values
-        # to compute and hold (bench/README.md has the memory this saves)
+        # to compute and hold (bench/RESULTS.md has the memory this saves)
         with placeholder_weights():
             lm.build_all()
         load_pretrained_lm(lm, init_weights)

@@ -20,7 +20,7 @@ a GPU visible                  TensorFlow's own default
 =============================  ======================================
 
 On 2 cores ``(1, 2)`` trains the mid-size model 1.17x faster than
-TensorFlow's ``(2, 2)`` (``bench/README.md``, 2026-11-24; bilm-tf's own
+TensorFlow's ``(2, 2)`` (``bench/RESULTS.md``, 2026-11-24; bilm-tf's own
 ``train()`` gains 1.2x from the same setting). Larger machines were not
 measured: pass explicit counts there and compare.
 

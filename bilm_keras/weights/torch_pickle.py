@@ -450,7 +450,7 @@ def _read_into(file: BinaryIO, nbytes: int) -> Tuple[np.ndarray, int]:
     A large buffer is private anonymous memory (``mmap``): its pages are
     mapped as the read fills them, where ``np.empty`` would ask for
     transparent huge pages, which made reading a released model's 300 MB
-    2-4x slower on this project's 2-core machines (bench/README.md), and
+    2-4x slower on this project's 2-core machines (bench/RESULTS.md), and
     ``mmap``'s default (shared) memory about 1.5x slower.
     """
     if nbytes >= 1 << 20:
