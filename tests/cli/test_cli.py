@@ -1,8 +1,10 @@
 """The ``bilm-keras`` command: help without TensorFlow, one clear line per
 expected error, the subcommands behind the ``bin/`` aliases."""
 
+import concurrent.futures
 import configparser
 import json
+import os
 import re
 
 import h5py
@@ -18,18 +20,35 @@ ALIASES = {module.NAME: module.ALIAS for module in cli.COMMANDS}
 _run = run_command  # (exit status, heavy modules, stdout, stderr)
 
 
+def _run_all(calls: dict) -> dict:
+    """``{key: _run(*call)}``, the commands run at once (each is a fresh
+    interpreter that waits on nothing but itself)."""
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
+        futures = {key: pool.submit(_run, *call)
+                   for key, call in calls.items()}
+        return {key: future.result() for key, future in futures.items()}
+
+
+@pytest.fixture(scope="module")
+def help_runs() -> dict:
+    """``--help`` of the command, of every subcommand and of its alias."""
+    calls = {None: (["--help"],)}
+    for command, alias in ALIASES.items():
+        calls[command] = ([command, "--help"],)
+        calls[alias] = (["--help"], str(REPO_ROOT / "bin" / alias))
+    return _run_all(calls)
+
+
 @pytest.mark.parametrize("command", [None] + sorted(ALIASES))
-def test_help_imports_no_tensorflow(command):
-    args = ["--help"] if command is None else [command, "--help"]
-    code, heavy, out, err = _run(args)
+def test_help_imports_no_tensorflow(help_runs, command):
+    code, heavy, out, err = help_runs[command]
     assert code == 0, err
     assert heavy == [], f"--help imported {heavy}"
     assert out.startswith("usage: bilm-keras"), out
     assert err == ""
     if command is not None:
         # the bin/ alias: the same flags, under the script's name
-        script = str(REPO_ROOT / "bin" / ALIASES[command])
-        alias_code, heavy, alias_out, _ = _run(["--help"], script=script)
+        alias_code, heavy, alias_out, _ = help_runs[ALIASES[command]]
         assert alias_code == 0 and heavy == []
         assert alias_out.startswith(f"usage: {ALIASES[command]}")
         flags = sorted(w for w in out.split() if w.startswith("--"))
@@ -169,10 +188,19 @@ BEFORE_TENSORFLOW = [
 ]
 
 
+@pytest.fixture(scope="module")
+def error_runs(model_dir, inputs) -> dict:
+    """Every case of ``BEFORE_TENSORFLOW``, run (none writes anything, so
+    they can run at once)."""
+    return _run_all({case: (make_args(model_dir, inputs),)
+                     for case, (make_args, _, _) in enumerate(
+                         BEFORE_TENSORFLOW)})
+
+
 @pytest.mark.parametrize("case", range(len(BEFORE_TENSORFLOW)))
-def test_expected_errors_are_one_line(model_dir, inputs, case):
-    make_args, status, pattern = BEFORE_TENSORFLOW[case]
-    code, heavy, _, err = _run(make_args(model_dir, inputs))
+def test_expected_errors_are_one_line(model_dir, inputs, error_runs, case):
+    _, status, pattern = BEFORE_TENSORFLOW[case]
+    code, heavy, _, err = error_runs[case]
     assert code == status == cli.EXIT_BAD_INPUT, err
     lines = err.splitlines()
     assert len(lines) == 1, err  # no usage block

@@ -4,7 +4,9 @@ task's mix of the layers), token input (``--vocab_file`` +
 ``--use_sentence_keys``, against the library's ``"all"`` output of the
 bilm-tf fixture model and a numpy mix of it."""
 
+import concurrent.futures
 import json
+import os
 import re
 import subprocess
 import sys
@@ -36,13 +38,10 @@ def root(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def all_layers(model_dir):
-    """Every layer of ``LINES``, from the library (character input)."""
-    from bilm_keras import BidirectionalLanguageModel
-
-    model = BidirectionalLanguageModel(model_dir / "options.json",
-                                       model_dir / "lm_weights.hdf5")
-    return model.embed_sentences([line.split() for line in LINES])
+def all_layers(fixture_bilm):
+    """Every layer of ``LINES``, from the library (character input; the
+    session's stateless fixture model)."""
+    return fixture_bilm.embed_sentences([line.split() for line in LINES])
 
 
 def _embed(model_dir, root, outfile, *extra, dataset="ok.txt"):
@@ -217,21 +216,28 @@ def _before_tensorflow(model_dir, root):
 
 def test_errors_before_tensorflow(model_dir, root, tmp_path):
     out = tmp_path / "out.hdf5"
-    for flags, match in _before_tensorflow(model_dir, root):
+    cases = _before_tensorflow(model_dir, root)
+
+    def run(case):  # a fresh interpreter each; they run at once
+        flags, match = case
         dataset = "dup.txt" if match is None else "ok.txt"
-        proc = subprocess.run(
+        return subprocess.run(
             [sys.executable, "-c", RUNNER,
              *_embed(model_dir, root, out, *map(str, flags),
                      dataset=dataset)],
             cwd=REPO_ROOT, env=user_env(), capture_output=True, text=True,
             timeout=120)
+
+    with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
+        procs = list(pool.map(run, cases))
+    for (flags, match), proc in zip(cases, procs):
         report = json.loads(proc.stdout.splitlines()[-1])
         assert report == {"code": 1, "tf": False}, proc.stderr
         match = match or r".*dup.txt, lines 1 and 3: the same sentence"
         [line] = proc.stderr.splitlines()
         assert re.fullmatch("bilm-keras embed: error: " + match + ".*",
                             line), line
-        assert not out.exists()
+    assert not out.exists()
 
 
 def test_mix_is_one_output_among_the_others(model_dir, root, capsys):

@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 
-from bilm_keras import BidirectionalLanguageModel
 from bilm_keras._utils.settings import SettingError
 from bilm_keras.embedding.outputs import (
     EmbeddingSpec,
@@ -17,9 +16,9 @@ from bilm_keras.layers.scalar_mix import ScalarMix
 
 
 @pytest.fixture(scope="module")
-def bilm(model_dir):
-    return BidirectionalLanguageModel(model_dir / "options.json",
-                                      model_dir / "lm_weights.hdf5")
+def bilm(fixture_bilm):
+    """The session's stateless fixture model (its graphs traced once)."""
+    return fixture_bilm
 
 
 @pytest.fixture(scope="module")

@@ -1,7 +1,7 @@
 """TensorFlow's CPU thread pools for training (bilm_keras.training.threads).
 
 The pools can be sized only before TensorFlow's first op, so each case
-runs in a fresh interpreter; the child prints what
+runs in a fresh interpreter (all of them at once); the child prints what
 ``configure_training_threads`` returned and the pools TensorFlow then
 reports.
 """
@@ -38,17 +38,67 @@ print(json.dumps(dict(
 """
 
 
-def _child(run_op_first=False, env=None, **kwargs):
-    environ = {k: v for k, v in os.environ.items()
-               if k not in THREAD_VARIABLES}
-    environ.update(env or {}, TF_CPP_MIN_LOG_LEVEL="3",
-                   CUDA_VISIBLE_DEVICES="")
-    proc = subprocess.run(
-        [sys.executable, "-c", CHILD,
-         json.dumps(dict(kwargs, run_op_first=run_op_first))],
-        env=environ, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+#: every case a child runs: name -> (its arguments, its environment)
+CASES = {
+    "auto": (dict(), {}),
+    "explicit": (dict(intra_op=3, inter_op=5), {}),
+    "zeros": (dict(intra_op=0, inter_op=0), {}),
+    "intra_only": (dict(intra_op=2), {}),
+    "tensorflows_variable": (dict(), {"TF_NUM_INTRAOP_THREADS": "2"}),
+    # after the first op: the automatic setting keeps the pools, then an
+    # explicit one fails (one process: the second call sees what the
+    # first left, which is what a fresh process after an op would see)
+    "after_first_op": (dict(run_op_first=True,
+                            calls=[{}, dict(intra_op=3, inter_op=1)]), {}),
+}
+
+CHILD = """
+import json, sys
+import tensorflow as tf
+from bilm_keras.training.threads import configure_training_threads
+args = json.loads(sys.argv[1])
+if args.pop("run_op_first", False):
+    tf.constant(1.0) + 1.0  # TensorFlow's runtime starts here
+results = []
+for call in args.pop("calls", [args]):
+    try:
+        results.append(configure_training_threads(**call))
+    except RuntimeError as e:
+        results.append("RuntimeError: " + str(e))
+print(json.dumps(dict(
+    results=results,
+    pools=[tf.config.threading.get_intra_op_parallelism_threads(),
+           tf.config.threading.get_inter_op_parallelism_threads()])))
+"""
+
+
+@pytest.fixture(scope="module")
+def children() -> dict:
+    """Each case's child's report, ``{"results": [...], "pools": [...]}``.
+    The children run at once: each is a fresh interpreter importing
+    TensorFlow, and they need nothing from each other."""
+    procs = {}
+    for name, (kwargs, env) in CASES.items():
+        environ = {k: v for k, v in os.environ.items()
+                   if k not in THREAD_VARIABLES}
+        environ.update(env, TF_CPP_MIN_LOG_LEVEL="3",
+                       CUDA_VISIBLE_DEVICES="")
+        procs[name] = subprocess.Popen(
+            [sys.executable, "-c", CHILD, json.dumps(kwargs)], env=environ,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reports = {}
+    for name, proc in procs.items():
+        out, err = proc.communicate(timeout=300)
+        assert proc.returncode == 0, f"{name}: {err[-2000:]}"
+        reports[name] = json.loads(out.strip().splitlines()[-1])
+    return reports
+
+
+def _report(children, name):
+    """``dict(result=..., pools=...)`` of a one-call case."""
+    report = children[name]
+    (result,) = report["results"]
+    return dict(result=result, pools=report["pools"])
 
 
 @pytest.mark.parametrize("cores, expected", [
@@ -59,35 +109,35 @@ def test_cpu_setting_is_half_the_cores_per_op_two_ops_at_a_time(
     assert cpu_training_threads(cores) == expected
 
 
-def test_automatic_setting_sizes_the_pools_on_a_cpu():
-    out = _child()
+def test_automatic_setting_sizes_the_pools_on_a_cpu(children):
     expected = list(cpu_training_threads(available_cores()))
-    assert out == dict(result=expected, pools=expected)
+    assert _report(children, "auto") == dict(result=expected,
+                                             pools=expected)
 
 
-def test_explicit_counts_win_and_zero_keeps_tensorflows_default():
-    assert _child(intra_op=3, inter_op=5) == dict(result=[3, 5],
-                                                  pools=[3, 5])
-    assert _child(intra_op=0, inter_op=0) == dict(result=[0, 0],
-                                                  pools=[0, 0])
+def test_explicit_counts_win_and_zero_keeps_tensorflows_default(children):
+    assert _report(children, "explicit") == dict(result=[3, 5],
+                                                 pools=[3, 5])
+    assert _report(children, "zeros") == dict(result=[0, 0], pools=[0, 0])
     # one given: the other is the automatic one
     auto_inter = cpu_training_threads(available_cores())[1]
-    assert _child(intra_op=2) == dict(result=[2, auto_inter],
-                                      pools=[2, auto_inter])
+    assert _report(children, "intra_only") == dict(result=[2, auto_inter],
+                                                   pools=[2, auto_inter])
 
 
-def test_tensorflows_own_variables_are_left_to_it():
-    out = _child(env={"TF_NUM_INTRAOP_THREADS": "2"})
-    assert out == dict(result=None, pools=[0, 0])
+def test_tensorflows_own_variables_are_left_to_it(children):
+    assert _report(children, "tensorflows_variable") == dict(
+        result=None, pools=[0, 0])
 
 
-def test_after_the_first_op_auto_keeps_the_pools_and_explicit_fails():
-    assert _child(run_op_first=True) == dict(result=None, pools=[0, 0])
-    out = _child(run_op_first=True, intra_op=3, inter_op=1)
-    assert out["result"].startswith(
+def test_after_the_first_op_auto_keeps_the_pools_and_explicit_fails(
+        children):
+    auto, explicit = children["after_first_op"]["results"]
+    assert auto is None
+    assert explicit.startswith(
         "RuntimeError: intra_op_threads=3, inter_op_threads=1: TensorFlow "
         "has already run in this process")
-    assert out["pools"] == [0, 0]
+    assert children["after_first_op"]["pools"] == [0, 0]
 
 
 @pytest.mark.parametrize("kwargs, message", [
