@@ -25,8 +25,9 @@ def files(model_dir):
 
 
 @pytest.fixture(scope="module")
-def bilm(files):
-    return BidirectionalLanguageModel(*files)
+def bilm(fixture_bilm):
+    """The session's stateless fixture model (its graphs traced once)."""
+    return fixture_bilm
 
 
 @pytest.fixture(scope="module")

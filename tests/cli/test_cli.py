@@ -284,6 +284,8 @@ def test_embed_output_flags(model_dir, inputs, ok_embeddings, tmp_path,
                                        else 1e-6)
 
 
+@pytest.mark.slow  # quick tier: the refusal is a BEFORE_TENSORFLOW case,
+# the replacing write tests/_utils/test_atomic_files.py
 def test_embed_replaces_an_outfile_only_with_overwrite(model_dir, inputs,
                                                       ok_embeddings,
                                                       tmp_path):

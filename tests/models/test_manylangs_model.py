@@ -131,6 +131,8 @@ def test_dump_token_embeddings(converted, reference, tmp_path):
                                rtol=0, atol=ATOL)
 
 
+@pytest.mark.slow  # quick tier: test_embed_sentences_all (the same bulk
+# path, in Python) and tests/cli/test_cli.py (the command's file to HDF5)
 def test_embed_command(converted, reference, tmp_path, capsys):
     """``bilm-keras embed`` with no flag beyond bilm-tf models' (the file
     splits on whitespace: sentences with a space inside a token are left

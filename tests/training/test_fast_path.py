@@ -93,13 +93,21 @@ def test_fast_path_matches_plain_path(use_chars, skip):
                 np.testing.assert_allclose(hf, hp, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize("chunk_steps,fused", [
-    (5, True),  # the defaults: chunks of 5 and 1 step, XLA gates
-    (None, False),  # one chunk, plain TensorFlow ops
-    (2, True),  # three chunks
-])
-@pytest.mark.parametrize("projection_dim,clip,with_resets",
-                         [(8, 0.1, False), (16, None, False), (8, 0.1, True)])
+#: the window's settings: chunks of 5 and 1 step with XLA gates (the
+#: defaults), one chunk of plain TensorFlow ops, three chunks
+WINDOWS = [(5, True), (None, False), (2, True)]
+#: the stacks: binding clips, no clips and a wider projection, clips and
+#: states zeroed where sentences start
+STACKS = [(8, 0.1, False), (16, None, False), (8, 0.1, True)]
+
+
+@pytest.mark.parametrize(
+    "projection_dim,clip,with_resets,chunk_steps,fused",
+    # every pair; the quick tier runs the diagonal, which has each
+    # window setting and each stack once
+    [pytest.param(*stack, *window,
+                  marks=() if i == j else pytest.mark.slow)
+     for j, window in enumerate(WINDOWS) for i, stack in enumerate(STACKS)])
 def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip,
                                                  with_resets, chunk_steps,
                                                  fused):
