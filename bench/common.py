@@ -36,11 +36,23 @@ import time
 BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
 REPO_ROOT = os.path.dirname(BENCH_DIR)
 
+
+def preset_file(name: str) -> str:
+    """The options preset ``name`` (``"small.json"``) of this checkout:
+    in ``options/``, or where the package keeps them as package data
+    (``bilm_keras/presets/``); the one definition of each in the
+    repository."""
+    for folder in ("options", os.path.join("bilm_keras", "presets")):
+        path = os.path.join(REPO_ROOT, folder, name)
+        if os.path.exists(path):
+            return path
+    raise FileNotFoundError(f"no options preset {name!r} in {REPO_ROOT}")
+
+
 #: the published model's options (``elmo_2x4096_512_2048cnn_2xhighway``)
-#: and the small preset, the one definition of each in the repository
-PUBLISHED_OPTIONS_FILE = os.path.join(
-    REPO_ROOT, "options", "elmo_2x4096_512_2048cnn_2xhighway.json")
-SMALL_OPTIONS_FILE = os.path.join(REPO_ROOT, "options", "small.json")
+#: and the small preset
+PUBLISHED_OPTIONS_FILE = preset_file("elmo_2x4096_512_2048cnn_2xhighway.json")
+SMALL_OPTIONS_FILE = preset_file("small.json")
 
 #: the benchmarks' tiny embedding model (``--quick``; ``embed_at_scale.py``)
 QUICK_OPTIONS = {
