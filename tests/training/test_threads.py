@@ -20,36 +20,21 @@ from bilm_keras.training.threads import (
     cpu_training_threads,
 )
 
-CHILD = """
-import json, sys
-import tensorflow as tf
-from bilm_keras.training.threads import configure_training_threads
-args = json.loads(sys.argv[1])
-if args.pop("run_op_first"):
-    tf.constant(1.0) + 1.0  # TensorFlow's runtime starts here
-try:
-    result = configure_training_threads(**args)
-except RuntimeError as e:
-    result = "RuntimeError: " + str(e)
-print(json.dumps(dict(
-    result=result,
-    pools=[tf.config.threading.get_intra_op_parallelism_threads(),
-           tf.config.threading.get_inter_op_parallelism_threads()])))
-"""
-
-
-#: every case a child runs: name -> (its arguments, its environment)
-CASES = {
+#: every case a child runs: name -> (its arguments, its environment);
+#: the quick tier's (each branch of the module once) and the slow tier's
+QUICK_CASES = {
     "auto": (dict(), {}),
     "explicit": (dict(intra_op=3, inter_op=5), {}),
-    "zeros": (dict(intra_op=0, inter_op=0), {}),
-    "intra_only": (dict(intra_op=2), {}),
-    "tensorflows_variable": (dict(), {"TF_NUM_INTRAOP_THREADS": "2"}),
     # after the first op: the automatic setting keeps the pools, then an
     # explicit one fails (one process: the second call sees what the
     # first left, which is what a fresh process after an op would see)
     "after_first_op": (dict(run_op_first=True,
                             calls=[{}, dict(intra_op=3, inter_op=1)]), {}),
+}
+SLOW_CASES = {
+    "zeros": (dict(intra_op=0, inter_op=0), {}),
+    "intra_only": (dict(intra_op=2), {}),
+    "tensorflows_variable": (dict(), {"TF_NUM_INTRAOP_THREADS": "2"}),
 }
 
 CHILD = """
@@ -72,13 +57,12 @@ print(json.dumps(dict(
 """
 
 
-@pytest.fixture(scope="module")
-def children() -> dict:
+def _run_children(cases: dict) -> dict:
     """Each case's child's report, ``{"results": [...], "pools": [...]}``.
     The children run at once: each is a fresh interpreter importing
     TensorFlow, and they need nothing from each other."""
     procs = {}
-    for name, (kwargs, env) in CASES.items():
+    for name, (kwargs, env) in cases.items():
         environ = {k: v for k, v in os.environ.items()
                    if k not in THREAD_VARIABLES}
         environ.update(env, TF_CPP_MIN_LOG_LEVEL="3",
@@ -92,6 +76,16 @@ def children() -> dict:
         assert proc.returncode == 0, f"{name}: {err[-2000:]}"
         reports[name] = json.loads(out.strip().splitlines()[-1])
     return reports
+
+
+@pytest.fixture(scope="module")
+def children() -> dict:
+    return _run_children(QUICK_CASES)
+
+
+@pytest.fixture(scope="module")
+def slow_children() -> dict:
+    return _run_children(SLOW_CASES)
 
 
 def _report(children, name):
@@ -115,18 +109,25 @@ def test_automatic_setting_sizes_the_pools_on_a_cpu(children):
                                              pools=expected)
 
 
-def test_explicit_counts_win_and_zero_keeps_tensorflows_default(children):
+def test_explicit_counts_win(children):
     assert _report(children, "explicit") == dict(result=[3, 5],
                                                  pools=[3, 5])
-    assert _report(children, "zeros") == dict(result=[0, 0], pools=[0, 0])
+
+
+@pytest.mark.slow  # the quick tier: auto, explicit and after-the-first-op
+def test_zero_keeps_tensorflows_default_and_one_given_takes_the_other(
+        slow_children):
+    assert _report(slow_children, "zeros") == dict(result=[0, 0],
+                                                   pools=[0, 0])
     # one given: the other is the automatic one
     auto_inter = cpu_training_threads(available_cores())[1]
-    assert _report(children, "intra_only") == dict(result=[2, auto_inter],
-                                                   pools=[2, auto_inter])
+    assert _report(slow_children, "intra_only") == dict(
+        result=[2, auto_inter], pools=[2, auto_inter])
 
 
-def test_tensorflows_own_variables_are_left_to_it(children):
-    assert _report(children, "tensorflows_variable") == dict(
+@pytest.mark.slow
+def test_tensorflows_own_variables_are_left_to_it(slow_children):
+    assert _report(slow_children, "tensorflows_variable") == dict(
         result=None, pools=[0, 0])
 
 
