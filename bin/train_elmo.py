@@ -4,7 +4,7 @@ Alias of ``bilm-keras train`` (same flags; ``--help`` lists them)::
 
     python bin/train_elmo.py --train_prefix 'corpus/train/*' \\
         --vocab_file vocab.txt --save_dir checkpoints/ \\
-        [--options options/elmo_2x4096_512_2048cnn_2xhighway.json] \\
+        [--options elmo_2x4096_512_2048cnn_2xhighway] \\
         [--n_gpus 3] [--batch_size 384] [--n_epochs 10]
 
 Domain adaptation: continue training a published biLM on your text::

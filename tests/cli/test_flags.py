@@ -71,6 +71,10 @@ BAD_VALUES = [
     ("pipeline", "--max_sentences", "0", "an integer >= 1"),
     ("pipeline", "--min_count", "0", "an integer >= 1"),
     ("pipeline", "--seed", "-1", "an integer in 0..4294967295"),
+    # an options preset (a path is checked with the other files)
+    ("train", "--options", "smal", "expected a preset name (tiny, small, "
+     "elmo_2x4096_512_2048cnn_2xhighway) or an options JSON file"),
+    ("pipeline", "--options", "tyni", "(did you mean tiny?)"),
 ]
 
 
