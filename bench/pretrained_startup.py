@@ -21,7 +21,8 @@ each followed by ``embed_sentences`` of one batch (``--sentences`` of
 TensorFlow), ``load_s`` (the constructor or ``from_pretrained``),
 ``first_batch_s``, ``startup_s = load_s + first_batch_s`` (load to first
 batch), ``process_s`` (the whole process as the parent sees it) and peak
-RSS. The two ways' vectors are compared (equal bit for bit: the same
+RSS; ``resolve_cached_s`` is the cached look-up alone (``resolve_model``:
+the registry and the manifest), which ``by_path`` runs before its clock. The two ways' vectors are compared (equal bit for bit: the same
 files). Prints ONE JSON line: medians per way and the medians of the
 per-round ratios ``by_name / by_path``. Usage::
 
@@ -92,8 +93,11 @@ def measure(way: str, cache: str, out: str, n: int, tokens: int) -> dict:
 
     import_s = time.perf_counter() - t0
     batch = sentences(n, tokens)
+    resolve_s = None
     if way == "by_path":  # the cache's files, found before the clock
+        t = time.perf_counter()
         files = resolve_model(NAME, cache_dir=cache)
+        resolve_s = time.perf_counter() - t  # what by_name adds
     t1 = time.perf_counter()
     if way == "by_name":
         bilm = BidirectionalLanguageModel.from_pretrained(NAME,
@@ -105,7 +109,8 @@ def measure(way: str, cache: str, out: str, n: int, tokens: int) -> dict:
     vectors = bilm.embed_sentences(batch)
     t3 = time.perf_counter()
     np.savez(out, *vectors)
-    return dict(way=way, import_s=import_s, load_s=t2 - t1,
+    return dict(way=way, import_s=import_s, resolve_s=resolve_s,
+                load_s=t2 - t1,
                 first_batch_s=t3 - t2, startup_s=t3 - t1,
                 peak_rss_mib=resource.getrusage(
                     resource.RUSAGE_SELF).ru_maxrss / 1024)
@@ -244,6 +249,9 @@ def main(argv=None):
                                             for x in rs]
             report[way]["peak_rss_mib"] = round(max(
                 x["peak_rss_mib"] for x in rs), 1)
+        # the cached lookup itself (registry, manifest), timed by_path
+        report["resolve_cached_s"] = round(statistics.median(
+            x["resolve_s"] for x in runs["by_path"]), 4)
         for key in ("load_s", "startup_s", "process_s"):
             ratios = [n[key] / p[key]
                       for n, p in zip(runs["by_name"], runs["by_path"])]

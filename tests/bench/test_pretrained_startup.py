@@ -27,6 +27,7 @@ def test_quick_bench_reports_one_json_line(tmp_path):
         assert 0 < report[way]["load_s"] < report[way]["startup_s"] \
             < report[way]["process_s"]
     assert len(report["startup_s_ratio_by_round"]) == 2
+    assert 0 < report["resolve_cached_s"] < report["by_name"]["load_s"]
     # the model was cached once, under its registry name
     assert (tmp_path / "cache" / "models" / "elmo-original"
             / "lm_weights.hdf5").is_file()
