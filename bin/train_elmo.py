@@ -13,6 +13,9 @@ Domain adaptation: continue training a published biLM on your text::
         --vocab_file vocab.txt --save_dir adapted/ \\
         --options elmo/options.json --init_weights elmo/lm_weights.hdf5 \\
         --freeze_lm_steps 500 [--softmax_bias unigram] [--n_epochs 1]
+    python bin/train_elmo.py --train_prefix 'domain/train/*' \
+        --vocab_file vocab.txt --save_dir adapted/ \
+        --init_model elmo-original --freeze_lm_steps 500
 """
 
 import sys

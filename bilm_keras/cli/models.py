@@ -27,12 +27,17 @@ EPILOG = """\
 examples:
   bilm-keras models
   bilm-keras models --cached
+  bilm-keras models --markdown
 then use one by name, e.g. `bilm-keras embed --model manylangs-zh ...`."""
 
 
 def add_arguments(parser):
     parser.add_argument("--cached", action="store_true",
                         help="only the models in the cache")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the registry as the Markdown table of "
+                             "docs/pretrained-models.md, with each source's "
+                             "license and citation (no cache state)")
 
 
 def check(args) -> None:
@@ -61,9 +66,39 @@ def format_table(listed) -> list:
             + "  " + row[5] for row in rows]
 
 
+def registry_markdown(models) -> str:
+    """The table of ``models`` (:class:`~bilm_keras.pretrained.
+    RegisteredModel` rows, in order) and, per source, its models, license
+    and citation, in Markdown: what docs/pretrained-models.md holds
+    between its ``registry`` markers (a test keeps the two equal)."""
+    lines = ["| Name | Language | Code | Format | Parameters | Trained on |",
+             "|---|---|---|---|---:|---|"]
+    groups = {}
+    for model in models:
+        params = ("-" if model.parameters_millions is None
+                  else f"{model.parameters_millions:g} M")
+        lines.append(f"| `{model.name}` | {model.language} | "
+                     f"{model.language_code} | {model.format} | {params} | "
+                     f"{model.description} |")
+        key = (model.source, model.license, model.citation)
+        groups.setdefault(key, []).append(model.name)
+    lines.append("")
+    for (source, license_, citation), names in groups.items():
+        shown = ", ".join(f"`{name}`" for name in names)
+        lines += [f"* {shown}", f"  * source: {source}",
+                  f"  * license: {license_}", f"  * cite: {citation}"]
+    return "\n".join(lines) + "\n"
+
+
 def run(args) -> list:
     from bilm_keras.pretrained import CACHE_ENV, default_cache_dir, list_models
 
+    if args.markdown:
+        from bilm_keras.pretrained import registered_models
+
+        models = list(registered_models().values())
+        print(registry_markdown(models), end="")
+        return models
     cache = default_cache_dir()
     listed = list_models(cache_dir=cache)
     cached = [entry for entry in listed if entry.cached]
