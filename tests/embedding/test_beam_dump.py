@@ -60,6 +60,7 @@ class FailOnceAfterWriting(beam_dump.WriteParts):
         yield from outputs
 
 
+@pytest.mark.slow
 def test_a_retried_bundle_leaves_no_duplicate_or_gap(model_dir, tmp_path):
     from bilm_keras.embedding.dump import dump_bilm_embeddings
 

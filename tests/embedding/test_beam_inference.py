@@ -63,6 +63,7 @@ def test_top_layer_is_bilm_tfs_reference(model_dir, tmp_path):
             rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_mix_of_token_input_is_a_numpy_mix_of_all_layers(model_dir,
                                                           tmp_path):
     from bilm_keras import BidirectionalLanguageModel, dump_token_embeddings
