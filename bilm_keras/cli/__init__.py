@@ -181,7 +181,10 @@ def execute(args: argparse.Namespace):
     module = args._command
     try:
         module.check(args)
-        if getattr(module, "NEEDS_TENSORFLOW", True):
+        needs = getattr(module, "NEEDS_TENSORFLOW", True)
+        if callable(needs):  # depends on the flags (embed --runner)
+            needs = needs(args)
+        if needs:
             before = getattr(module, "before_tensorflow", None)
             if before is not None:
                 before(args)

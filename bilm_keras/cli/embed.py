@@ -181,6 +181,11 @@ def add_arguments(parser):
     parser.set_defaults(beam_flags=[])
 
 
+def NEEDS_TENSORFLOW(args) -> bool:  # noqa: N802 (the cli's name)
+    """With ``--runner`` the workers load the model, not this process."""
+    return args.runner is None
+
+
 def take_unknown_arguments(args, unknown) -> bool:
     """With ``--runner``, the flags embed does not know are Beam's
     (checked with Beam's options in :func:`check`)."""
