@@ -12,9 +12,10 @@ Each subcommand is a module of this package with ``NAME``, ``HELP``,
 library call); optionally ``check_flags(args, parser)`` (flag
 combinations, reported with ``parser.error``),
 ``take_unknown_arguments(args, unknown)`` (flags the command hands on,
-e.g. ``embed --runner``'s to Beam; False: an error as usual) and ``FLAGS`` (the flag of a
-library setting whose name is not the flag's, e.g. ``{"mix_weights":
-"--mix"}``). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
+e.g. ``embed --runner``'s to Beam; False: an error as usual),
+``NEEDS_TENSORFLOW`` (False, or a function of ``args``) and ``FLAGS``
+(the flag of a library setting whose name is not the flag's, e.g.
+``{"mix_weights": "--mix"}``). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
 script names and flags. All argparse code lives in this package.
 
 Nothing is written before ``run``: every numeric flag has a range type
