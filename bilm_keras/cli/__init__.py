@@ -12,9 +12,12 @@ Each subcommand is a module of this package with ``NAME``, ``HELP``,
 ``DESCRIPTION``, ``EPILOG``, ``add_arguments(parser)``, ``check(args)``
 (the inputs, before TensorFlow is imported) and ``run(args)`` (the one
 library call); optionally ``check_flags(args, parser)`` (flag
-combinations, reported with ``parser.error``) and ``FLAGS`` (the flag of a
-library setting whose name is not the flag's, e.g. ``{"mix_weights":
-"--mix"}``). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
+combinations, reported with ``parser.error``),
+``take_unknown_arguments(args, unknown)`` (flags the command hands on,
+e.g. ``embed --runner``'s to Beam; False: an error as usual),
+``NEEDS_TENSORFLOW`` (False, or a function of ``args``) and ``FLAGS``
+(the flag of a library setting whose name is not the flag's, e.g.
+``{"mix_weights": "--mix"}``). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
 script names and flags. All argparse code lives in this package.
 
 Nothing is written before ``run``: every numeric flag has a range type
@@ -165,7 +168,12 @@ def parse_args(argv: Optional[List[str]] = None, *,
         parser = build_parser(prog or PROG)
     else:
         parser = build_command_parser(command, prog)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    take_unknown = getattr(args._command, "take_unknown_arguments", None)
+    if unknown and (take_unknown is None
+                    or not take_unknown(args, unknown)):
+        # argparse's own error for them, from the parser argparse uses
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     check_flags = getattr(args._command, "check_flags", None)
     if check_flags is not None:
         check_flags(args, args._parser)
@@ -182,7 +190,10 @@ def execute(args: argparse.Namespace):
     module = args._command
     try:
         module.check(args)
-        if getattr(module, "NEEDS_TENSORFLOW", True):
+        needs = getattr(module, "NEEDS_TENSORFLOW", True)
+        if callable(needs):  # depends on the flags (embed --runner)
+            needs = needs(args)
+        if needs:
             before = getattr(module, "before_tensorflow", None)
             if before is not None:
                 before(args)

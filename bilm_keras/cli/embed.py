@@ -1,7 +1,10 @@
 """``bilm-keras embed``: every sentence of a text file to HDF5."""
 
 import argparse
+import contextlib
 import os
+import sys
+import tempfile
 
 from bilm_keras.cli._common import (
     CommandError,
@@ -63,7 +66,15 @@ progress in OUTFILE.partial/ (one part per chunk): a killed run
 continues with the same command plus --resume. --shard K/N embeds one
 contiguous share of the lines (N processes or machines, then
 `bilm-keras merge-embeddings`); --devices picks the devices (default:
-every GPU, else the CPU)."""
+every GPU, else the CPU).
+
+--runner RUNNER runs the same job as an Apache Beam pipeline (the `beam`
+extra: pip install 'bilm_keras[beam]'): DirectRunner on this machine, or
+DataflowRunner, FlinkRunner, SparkRunner, ... with Beam's own flags after
+embed's (--direct_num_workers 2, --project P, --temp_location gs://...).
+The output is the same file; --dataset_file may be a glob on any Beam file
+system (its files' lines numbered on in path order). docs/beam.md has
+the details."""
 EPILOG = """\
 examples:
   bilm-keras embed --model elmo-original --dataset_file sentences.txt \\
@@ -90,6 +101,10 @@ examples:
       --dataset_file sentences.txt --outfile part-3.hdf5 --shard 3/8
 (then, with every shard written: `bilm-keras merge-embeddings --outfile
 elmo.hdf5 part-*.hdf5`)
+  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \
+      --dataset_file 'corpus/*.txt' --outfile elmo.hdf5 \
+      --runner DirectRunner --direct_num_workers 2 \
+      --direct_running_mode multi_processing
 
 read it back (Python):
   f = h5py.File("elmo.hdf5"); index = json.loads(f["sentence_to_index"][0])
@@ -171,6 +186,26 @@ def add_arguments(parser):
                         help="comma-separated devices to embed on, e.g. "
                              "GPU:0,GPU:1, or 'all' (default: every GPU, "
                              "else the CPU)")
+    parser.add_argument("--runner", default=None, metavar="RUNNER",
+                        help="run as an Apache Beam pipeline on this "
+                             "runner (DirectRunner, DataflowRunner, "
+                             "FlinkRunner, SparkRunner, ...); Beam's own "
+                             "flags follow embed's (needs the beam extra)")
+    parser.set_defaults(beam_flags=[])
+
+
+def NEEDS_TENSORFLOW(args) -> bool:  # noqa: N802 (the cli's name)
+    """With ``--runner`` the workers load the model, not this process."""
+    return args.runner is None
+
+
+def take_unknown_arguments(args, unknown) -> bool:
+    """With ``--runner``, the flags embed does not know are Beam's
+    (checked with Beam's options in :func:`check`)."""
+    if args.runner is None:
+        return False
+    args.beam_flags = list(unknown)
+    return True
 
 
 def shard_arg(text: str):
@@ -207,9 +242,18 @@ def check(args) -> None:
     does), the output file and a killed run's progress; ``--model``'s
     files, fetched into the cache once the cheap checks pass."""
     from bilm_keras.embedding.dump_plan import plan_dump
-    from bilm_keras.embedding.outputs import EmbeddingSpec
     from bilm_keras.embedding.runs import check_leftover, partial_dir
 
+    if args.runner is not None:
+        if args.model is not None:
+            if args.runner not in LOCAL_RUNNERS:
+                raise CommandError(
+                    f"--model: not with --runner {args.runner} (its workers "
+                    "cannot read this machine's model cache); give "
+                    "--options_file and --weight_file on a file system the "
+                    "workers reach")
+            _resolve_model(args)  # the files of this machine's cache
+        return _check_beam(args)
     if args.model is not None:
         _use_model(args, check_leftover, partial_dir)
     check_file(args.options_file, "--options_file")
@@ -218,12 +262,7 @@ def check(args) -> None:
         check_file(args.vocab_file, "--vocab_file")
     if args.embedding_weight_file is not None:
         check_file(args.embedding_weight_file, "--embedding_weight_file")
-    if args.mix_weights is not None or args.mix_logits is not None:
-        args.output = "mix"
-    args.spec = EmbeddingSpec(
-        output=args.output, layers=args.layers, mix_weights=args.mix_weights,
-        mix_logits=args.mix_logits, gamma=args.gamma,
-        dtype="float16" if args.float16 else "float32")
+    args.spec = _spec(args)
     plan = plan_dump(
         options_file=args.options_file, weight_file=args.weight_file,
         vocab_file=args.vocab_file, dataset_file=args.dataset_file,
@@ -241,8 +280,6 @@ def _use_model(args, check_leftover, partial_dir) -> None:
     """Resolves ``--model`` into ``--options_file`` and ``--weight_file``
     (and, for token input, its vocabulary), after the checks that need no
     model: no download for a run that would fail on its other inputs."""
-    from bilm_keras.options import BiLMOptions
-
     check_file(args.dataset_file, "--dataset_file")
     for flag in ("vocab_file", "embedding_weight_file"):
         if getattr(args, flag) is not None:
@@ -250,6 +287,15 @@ def _use_model(args, check_leftover, partial_dir) -> None:
     if not (args.resume and os.path.isdir(partial_dir(args.outfile))):
         check_output_file(args.outfile, "--outfile", args.overwrite)
     check_leftover(args.outfile, args.resume)
+    _resolve_model(args)
+
+
+def _resolve_model(args) -> None:
+    """``--model``'s files as ``--options_file`` and ``--weight_file``
+    (fetched into the cache if needed) and, for token input, its
+    vocabulary unless ``--vocab_file`` is given."""
+    from bilm_keras.options import BiLMOptions
+
     model = resolve_model_flag(args.model, "--model")
     args.options_file, args.weight_file = (model.options_file,
                                            model.weight_file)
@@ -258,6 +304,63 @@ def _use_model(args, check_leftover, partial_dir) -> None:
                        model.options_file).use_character_inputs)
     if args.vocab_file is None and token_input:
         args.vocab_file = model.vocab_file
+
+
+def _spec(args):
+    from bilm_keras.embedding.outputs import EmbeddingSpec
+
+    if args.mix_weights is not None or args.mix_logits is not None:
+        args.output = "mix"
+    return EmbeddingSpec(
+        output=args.output, layers=args.layers, mix_weights=args.mix_weights,
+        mix_logits=args.mix_logits, gamma=args.gamma,
+        dtype="float16" if args.float16 else "float32")
+
+
+def _check_beam(args) -> None:
+    """``--runner``: Beam is there, the runner and Beam's flags are
+    Beam's, the flags fit a pipeline; then the same checks as without it
+    (the input read where it lies: a glob, another file system)."""
+    for flag, value in (("--resume", args.resume),
+                        ("--shard", args.shard is not None)):
+        if value:
+            raise CommandError(
+                f"{flag}: not with --runner (the runner retries failed "
+                f"work and splits the input itself)")
+    try:
+        with _quiet_stderr(args.verbose):  # Beam's import warnings
+            from bilm_keras.embedding import beam_dump, beam_files
+    except ImportError as e:
+        raise CommandError(
+            f"--runner: needs Apache Beam ({e}); install it with pip "
+            f"install 'bilm_keras[beam]' (or pip install apache-beam)"
+        ) from None
+    args.pipeline_options = beam_dump.pipeline_options(args.runner,
+                                                       args.beam_flags)
+    for flag, path in (("--options_file", args.options_file),
+                       ("--weight_file", args.weight_file),
+                       ("--vocab_file", args.vocab_file),
+                       ("--embedding_weight_file",
+                        args.embedding_weight_file)):
+        if path is not None and beam_files.is_local(path):
+            check_file(path, flag)
+    args.spec = _spec(args)
+    plan = beam_dump.plan_beam_dump(
+        options_file=args.options_file, weight_file=args.weight_file,
+        vocab_file=args.vocab_file, dataset_file=args.dataset_file,
+        spec=args.spec, embedding_weight_file=args.embedding_weight_file,
+        use_sentence_keys=args.use_sentence_keys,
+        batch_size=args.batch_size, chunk_size=args.chunk_size)
+    if plan.plan.embedding_weight_file is not None and all(
+            beam_files.is_local(path) for path in (
+                plan.plan.embedding_weight_file, args.vocab_file)):
+        _check_token_table(args, plan.plan)
+    if beam_files.is_local(args.outfile):
+        check_output_file(args.outfile, "--outfile", args.overwrite)
+    elif beam_files.exists(args.outfile) and not args.overwrite:
+        raise CommandError(f"--outfile {args.outfile}: file exists (pass "
+                           f"--overwrite to replace it)")
+    args.beam_plan = plan
 
 
 def _check_token_table(args, plan) -> None:
@@ -288,6 +391,8 @@ def _check_token_table(args, plan) -> None:
 
 
 def run(args) -> int:
+    if args.runner is not None:
+        return _run_beam(args)
     from bilm_keras.embedding.dump import dump_bilm_embeddings
 
     n = dump_bilm_embeddings(
@@ -311,3 +416,63 @@ def before_tensorflow(args) -> None:
     from bilm_keras.embedding import memory
 
     memory.return_freed_memory_for_bulk_embedding()
+
+
+def _run_beam(args) -> int:
+    from bilm_keras.embedding.beam_dump import dump_bilm_embeddings_with_beam
+
+    if not args.verbose:  # Beam's relayed worker lines
+        import logging
+
+        logging.getLogger("apache_beam").setLevel(logging.ERROR)
+    # local workers inherit stderr: their start-up lines are hidden too
+    with _quiet_stderr(args.verbose or args.runner not in LOCAL_RUNNERS):
+        n = dump_bilm_embeddings_with_beam(
+            args.vocab_file, args.dataset_file, args.options_file,
+            args.weight_file, args.outfile,
+            pipeline_options=args.pipeline_options, spec=args.spec,
+            batch_size=args.batch_size, chunk_size=args.chunk_size,
+            embedding_weight_file=args.embedding_weight_file,
+            use_sentence_keys=args.use_sentence_keys, devices=args.devices,
+            model=getattr(args, "model", None), plan=args.beam_plan)
+    layers = "" if args.layers is None else f", layers {args.layers}"
+    files = args.beam_plan.n_files
+    print(f"wrote {n} sentences to {args.outfile} ({args.output}{layers}, "
+          f"{args.spec.dtype}; {args.runner}, {files} input "
+          f"file{'s' * (files != 1)})")
+    return n
+
+
+#: runners whose workers are processes of this machine, writing to its
+#: stderr (their lines are hidden unless --verbose)
+LOCAL_RUNNERS = ("DirectRunner", "SwitchingDirectRunner",
+                 "BundleBasedDirectRunner", "FnApiRunner", "PrismRunner")
+
+
+@contextlib.contextmanager
+def _quiet_stderr(show: bool):
+    """Points the stderr descriptor at a temporary file (unless ``show``):
+    Beam warns on import, its local workers (child processes) log their
+    start, TensorFlow's C++ libraries print theirs. Replayed if what runs
+    fails unexpectedly (a bad input's error is its own one line)."""
+    if show:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        except (ValueError, OSError):
+            raise
+        except BaseException:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)

@@ -34,7 +34,7 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple, Optional, TextIO
 
 import h5py
@@ -115,6 +115,8 @@ def run_identity(*, options_file: str, weight_file: str,
                  batch_size: Optional[int],
                  chunk_size: int, n_lines: int,
                  embedding_weight_file: Optional[str] = None,
+                 fingerprint: Callable[[str, Optional[str]], dict] = (
+                     file_fingerprint),
                  **settings) -> dict:
     """What two processes must share for their outputs to be parts of one
     run: the files' contents (:func:`file_fingerprint`: shards of one run
@@ -122,14 +124,16 @@ def run_identity(*, options_file: str, weight_file: str,
     (``settings``: any more of them, JSON values, e.g. the mix), the
     batching (another batching may change the float32 round-off) and the
     input's number of lines. A flat dict of JSON values, so a difference
-    is named by one key."""
+    is named by one key. ``fingerprint``: how a file's contents are
+    fingerprinted (:func:`file_fingerprint`, or the same over another file
+    system: :mod:`bilm_keras.embedding.beam_files`)."""
     identity = {"format": FORMAT}
     for name, path in (("options_file", options_file),
                        ("weight_file", weight_file),
                        ("vocab_file", vocab_file),
                        ("dataset_file", dataset_file),
                        ("embedding_weight_file", embedding_weight_file)):
-        identity.update(file_fingerprint(name, path))
+        identity.update(fingerprint(name, path))
     identity.update(output=output, layers=[int(i) for i in layers],
                     dtype=dtype,
                     batch_size=None if batch_size is None else int(batch_size),
@@ -385,25 +389,13 @@ def _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
     """Copies the parts into ``outfile`` (through a temporary file in the
     folder, renamed); returns the number of sentences."""
     tmp = os.path.join(folder, "merged.hdf5.tmp")
-    sentence_to_index = {}
-    n = 0
     # --use_sentence_keys: datasets named by their text, no index (the
     # texts were checked to be distinct, non-empty and valid names)
     by_text = attrs.get("keys") == "sentence"
     with open_hdf5(tmp, "w") as fout:
-        for a, b in ranges:
-            with open_hdf5(_part_path(folder, a, b), "r") as fin:
-                texts = fin["texts"].asstr()[...]
-                for i in range(a, b):
-                    name = texts[i - a] if by_text else str(i)
-                    fin.copy(fin[str(i)], fout, name=name)
-                    _tell(on_event, "merge", n)
-                    n += 1
-                if not by_text:
-                    for i, text in enumerate(texts, a):
-                        sentence_to_index[text] = str(i)  # a repeat: last
-        index_json = None if by_text else json.dumps(sentence_to_index)
-        del sentence_to_index  # the text alone from here: half the peak
+        n, index_json = copy_line_segments(
+            fout, [(_part_path(folder, a, b), a, b) for a, b in ranges],
+            by_text=by_text, on_event=on_event)
         write_index_and_attrs(fout, index_json, {
             **attrs, "n_sentences": n, "run": json.dumps(
                 manifest["run"], sort_keys=True),
@@ -416,6 +408,66 @@ def _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
     os.replace(tmp, outfile)
     _tell(on_event, "cleanup", 0)
     return n
+
+
+def copy_line_segments(
+    fout: h5py.File,
+    segments: Iterable[tuple[str, int, int]],
+    *,
+    by_text: bool = False,
+    on_event: Optional[Callable[[RunEvent], None]] = None,
+) -> tuple[int, Optional[str]]:
+    """Copies lines' datasets from parts into ``fout``, in line order: the
+    merge of a durable run's parts and of a Beam run's
+    (:mod:`bilm_keras.embedding.beam_dump`).
+
+    A part holds a dataset per line, named by its global line number, and
+    ``texts``, the lines' stripped text, in the order of its ``lines``
+    dataset (a Beam part) or, without one, of lines ``first_line ..
+    end_line - 1`` (its attributes: a durable run's part).
+
+    Args:
+        fout: the file being written.
+        segments: ``(part path, a, b)``: lines ``[a, b)`` come from that
+            part; in line order, every line once.
+        by_text: name each dataset by its line's text (``--use_sentence_
+            keys``), and build no index.
+        on_event: told ``("merge", k)`` after the ``k``-th dataset.
+
+    Returns:
+        ``(n, index_json)``: the datasets copied, and AllenNLP's
+        ``sentence_to_index`` as one JSON string (text -> the name of its
+        last line's dataset; None ``by_text``) for
+        :func:`write_index_and_attrs`.
+    """
+    sentence_to_index = {}
+    n = 0
+    path = fin = None
+    try:
+        for part, a, b in segments:
+            if part != path:
+                if fin is not None:
+                    fin.close()
+                path, fin = part, open_hdf5(part, "r")
+                texts = fin["texts"].asstr()[...]
+                if "lines" in fin:
+                    numbers = fin["lines"][...]
+                else:
+                    numbers = np.arange(int(fin.attrs["first_line"]),
+                                        int(fin.attrs["end_line"]))
+                row = {int(i): k for k, i in enumerate(numbers)}
+            for i in range(a, b):
+                text = texts[row[i]]
+                fin.copy(fin[str(i)], fout,
+                         name=text if by_text else str(i))
+                _tell(on_event, "merge", n)
+                n += 1
+                if not by_text:
+                    sentence_to_index[text] = str(i)  # a repeat: the last
+    finally:
+        if fin is not None:
+            fin.close()
+    return n, None if by_text else json.dumps(sentence_to_index)
 
 
 def shard_attrs(shard, lines, n_lines) -> dict:

@@ -301,3 +301,21 @@ def test_flag_combinations(argv, line, capsys):
     assert _main(argv) == cli.EXIT_BAD_INPUT
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"bilm-keras {argv[0]}: error: {line}")
+
+
+def test_model_with_a_remote_beam_runner_is_refused(mirrored, cache_dir,
+                                                    sentences, tmp_path,
+                                                    capsys):
+    # its workers would get this machine's cache paths; a local runner
+    # (DirectRunner) reads them
+    code = _main(["embed", "--model", "elmo-small", "--dataset_file",
+                  sentences, "--outfile", tmp_path / "elmo.hdf5",
+                  "--runner", "DataflowRunner"])
+    assert code == cli.EXIT_BAD_INPUT
+    assert capsys.readouterr().err.splitlines() == [
+        "bilm-keras embed: error: --model: not with --runner DataflowRunner "
+        "(its workers cannot read this machine's model cache); give "
+        "--options_file and --weight_file on a file system the workers "
+        "reach"]
+    assert sum(mirrored.requests.values()) == 0
+    assert not cache_dir.exists()
