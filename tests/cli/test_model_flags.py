@@ -54,6 +54,7 @@ def sentences(model_dir, tmp_path_factory):
 
 
 # ----------------------------------------------- the model by name = by path
+@pytest.mark.slow  # the quick tier has from_pretrained's bit-for-bit test
 def test_embed_by_name(mirrored, cache_dir, sentences, fixture_bilm,
                        tmp_path, capsys):
     outfile = tmp_path / "elmo.hdf5"

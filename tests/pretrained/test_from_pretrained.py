@@ -74,6 +74,7 @@ def test_a_cached_model_needs_no_server(mirrored, cache_dir, fixture_bilm,
                       fixture_bilm.embed_sentences(sentences))
 
 
+@pytest.mark.slow  # quick: test_resolve_model's conversion, byte-equal
 def test_manylangs_zh_reproduces_upstream_as_the_converted_files_do(
         mirrored, cache_dir, manylangs_converted, manylangs_reference):
     bilm = BidirectionalLanguageModel.from_pretrained("manylangs-zh")
