@@ -53,11 +53,10 @@ import sys
 import tempfile
 import time
 
-#: the published model's options, the one definition in options/
-FULL_OPTIONS_FILE = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "options",
-    "elmo_2x4096_512_2048cnn_2xhighway.json",
-)
+from bilm_keras.presets import preset_file
+
+#: the published model's options, the one definition: the package's preset
+FULL_OPTIONS_FILE = preset_file("elmo_2x4096_512_2048cnn_2xhighway")
 
 QUICK_OPTIONS = {
     "lstm": {

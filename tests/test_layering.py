@@ -18,6 +18,8 @@ PACKAGE = REPO_ROOT / "bilm_keras"
 ALLOWED = {
     "bilm_keras._utils": set(),
     "bilm_keras.options": {"bilm_keras._utils"},
+    # options files shipped by name: read as BiLMOptions
+    "bilm_keras.presets": {"bilm_keras._utils", "bilm_keras.options"},
     "bilm_keras.layers": {"bilm_keras._utils", "bilm_keras.options"},
     "bilm_keras.data": {"bilm_keras._utils", "bilm_keras.options"},
     "bilm_keras.weights": {"bilm_keras._utils", "bilm_keras.options",

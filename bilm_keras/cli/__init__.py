@@ -3,6 +3,8 @@
 ::
 
     bilm-keras --help
+    bilm-keras embed --model elmo-original --dataset_file sentences.txt \\
+        --outfile elmo.hdf5 --average
     bilm-keras embed --options_file options.json --weight_file weights.hdf5 \\
         --dataset_file sentences.txt --outfile elmo.hdf5 --average
 
@@ -67,6 +69,7 @@ from bilm_keras.cli import (
     evaluate,
     export_hub,
     merge_embeddings,
+    models,
     pipeline,
     restart,
     train,
@@ -84,22 +87,27 @@ from bilm_keras.cli._common import (
 PROG = "bilm-keras"
 
 #: the subcommands, in the order ``--help`` lists them
-COMMANDS = (embed, merge_embeddings, dump_tokens, build_vocab, train,
-            restart, evaluate, dump_weights, export_hub, convert_manylangs,
-            pipeline)
+COMMANDS = (embed, models, merge_embeddings, dump_tokens, build_vocab,
+            train, restart, evaluate, dump_weights, export_hub,
+            convert_manylangs, pipeline)
 COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
 
 DESCRIPTION = """\
 ELMo's bidirectional language model (bilm-tf, on TensorFlow 2 / Keras 3)
-from the command line: embed text with a pretrained biLM, or build a
-vocabulary, train, test and export your own.
+from the command line: embed text with a published biLM (`bilm-keras
+models` lists them by name) or your own, or build a vocabulary, train,
+test and export your own.
 
 `bilm-keras COMMAND --help` shows a command's flags and examples."""
 EPILOG = """\
+embeddings from a published model (downloaded and cached on first use):
+  bilm-keras embed --model elmo-original --dataset_file text.txt \\
+      --outfile elmo.hdf5
+
 a typical session:
   bilm-keras build-vocab --train_prefix 'corpus/train/*' --vocab_file vocab.txt
   bilm-keras train --train_prefix 'corpus/train/*' --vocab_file vocab.txt \\
-      --save_dir ckpt/ --options options/small.json
+      --save_dir ckpt/ --options small
   bilm-keras test --save_dir ckpt/ --vocab_file vocab.txt \\
       --test_prefix 'corpus/heldout/*'
   bilm-keras dump-weights --save_dir ckpt/ --outfile model/lm_weights.hdf5

@@ -114,6 +114,20 @@ def finite_float(text: str) -> float:
     return value
 
 
+def options_arg(text: str) -> str:
+    """An argparse ``type``: an options JSON file, or a preset's name
+    (:mod:`bilm_keras.presets`: ``tiny``, ``small``, the published size),
+    given as the preset's file. A bare name that is no preset is refused
+    here; a path is checked with the other inputs
+    (:func:`check_options_flag`)."""
+    from bilm_keras.presets import PresetError, options_file
+
+    try:
+        return options_file(text)
+    except PresetError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def check_file(path: str, flag: str) -> None:
     """``path`` (given as ``flag``) is an existing file."""
     if os.path.isdir(path):
@@ -177,6 +191,18 @@ def check_options(path: str, flag: str):
 
     check_file(path, flag)
     return BiLMOptions.from_json(path)  # OptionsError names file and field
+
+
+def check_options_flag(path: str, flag: str = "--options"):
+    """:func:`check_options` of an :func:`options_arg` flag: a missing file
+    also names the presets (``--options options/small.json`` from before
+    they were package data)."""
+    from bilm_keras.presets import preset_names
+
+    if not os.path.exists(path):
+        raise CommandError(f"{flag} {path}: no such file (expected an "
+                           f"options.json, or a preset: {preset_names()})")
+    return check_options(path, flag)
 
 
 def check_run_options(options, path: str, args) -> None:

@@ -15,13 +15,20 @@ from bilm_keras.cli._common import (
     non_negative_int,
     positive_int,
 )
+from bilm_keras.cli._model_flags import (
+    add_model_argument,
+    check_model_flags,
+    resolve_model_flag,
+)
 
 NAME = "embed"
 ALIAS = "dump_bilm_embeddings.py"
 HELP = "embed every sentence of a text file with a biLM, to HDF5"
 DESCRIPTION = """\
 Embed every line of a text file (one whitespace-tokenized sentence per
-line, UTF-8) with a biLM and write the vectors to an HDF5 file, as
+line, UTF-8) with a biLM (a published one by name, --model, or your own
+files, --options_file and --weight_file) and write the vectors to an HDF5
+file, as
 AllenNLP's `allennlp elmo` does: one dataset per line, named by its 0-based
 line number, and a dataset `sentence_to_index` (one JSON string: each
 line's text -> its dataset's name). The file's attributes record the model
@@ -70,6 +77,10 @@ system (its files' lines numbered on in path order). docs/beam.md has
 the details."""
 EPILOG = """\
 examples:
+  bilm-keras embed --model elmo-original --dataset_file sentences.txt \\
+      --outfile elmo.hdf5
+  bilm-keras embed --model manylangs-zh --dataset_file zh.txt \\
+      --outfile elmo_zh.hdf5 --average
   bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
       --dataset_file sentences.txt --outfile elmo.hdf5
   bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
@@ -101,9 +112,10 @@ read it back (Python):
 
 
 def add_arguments(parser):
-    parser.add_argument("--options_file", required=True,
+    add_model_argument(parser, what="--options_file and --weight_file")
+    parser.add_argument("--options_file",
                         help="the biLM's options.json")
-    parser.add_argument("--weight_file", required=True,
+    parser.add_argument("--weight_file",
                         help="the biLM's weights (bilm-tf HDF5)")
     parser.add_argument("--dataset_file", required=True,
                         help="input: one whitespace-tokenized sentence per "
@@ -112,7 +124,8 @@ def add_arguments(parser):
     add_overwrite_argument(parser)
     parser.add_argument("--vocab_file", default=None,
                         help="the model's vocabulary (optional for a "
-                             "character model)")
+                             "character model; with --model, token input "
+                             "defaults to the model's own)")
     parser.add_argument("--batch_size", type=positive_int, default=None,
                         help="sentences per LSTM batch (default: the "
                              "embedder groups them by length into its "
@@ -218,15 +231,31 @@ def devices_arg(text: str):
 FLAGS = {"mix_weights": "--mix", "dtype": "--float16"}
 
 
+def check_flags(args, parser) -> None:
+    """``--model``, or ``--options_file`` and ``--weight_file``."""
+    check_model_flags(args, parser)
+
+
 def check(args) -> None:
-    """Everything that needs no model: files, options, layers, input
+    """Everything that needs no TensorFlow: files, options, layers, input
     (:func:`~bilm_keras.embedding.dump_plan.plan_dump`, as the library
-    does), the output file and a killed run's progress."""
+    does), the output file and a killed run's progress; ``--model``'s
+    files, fetched into the cache once the cheap checks pass."""
     from bilm_keras.embedding.dump_plan import plan_dump
     from bilm_keras.embedding.runs import check_leftover, partial_dir
 
     if args.runner is not None:
+        if args.model is not None:
+            if args.runner not in LOCAL_RUNNERS:
+                raise CommandError(
+                    f"--model: not with --runner {args.runner} (its workers "
+                    "cannot read this machine's model cache); give "
+                    "--options_file and --weight_file on a file system the "
+                    "workers reach")
+            _resolve_model(args)  # the files of this machine's cache
         return _check_beam(args)
+    if args.model is not None:
+        _use_model(args, check_leftover, partial_dir)
     check_file(args.options_file, "--options_file")
     check_file(args.weight_file, "--weight_file")
     if args.vocab_file is not None:
@@ -245,6 +274,36 @@ def check(args) -> None:
         # (a resumed run killed after its rename finds its output there)
         check_output_file(args.outfile, "--outfile", args.overwrite)
     check_leftover(args.outfile, args.resume)  # a killed run's progress
+
+
+def _use_model(args, check_leftover, partial_dir) -> None:
+    """Resolves ``--model`` into ``--options_file`` and ``--weight_file``
+    (and, for token input, its vocabulary), after the checks that need no
+    model: no download for a run that would fail on its other inputs."""
+    check_file(args.dataset_file, "--dataset_file")
+    for flag in ("vocab_file", "embedding_weight_file"):
+        if getattr(args, flag) is not None:
+            check_file(getattr(args, flag), f"--{flag}")
+    if not (args.resume and os.path.isdir(partial_dir(args.outfile))):
+        check_output_file(args.outfile, "--outfile", args.overwrite)
+    check_leftover(args.outfile, args.resume)
+    _resolve_model(args)
+
+
+def _resolve_model(args) -> None:
+    """``--model``'s files as ``--options_file`` and ``--weight_file``
+    (fetched into the cache if needed) and, for token input, its
+    vocabulary unless ``--vocab_file`` is given."""
+    from bilm_keras.options import BiLMOptions
+
+    model = resolve_model_flag(args.model, "--model")
+    args.options_file, args.weight_file = (model.options_file,
+                                           model.weight_file)
+    token_input = (args.embedding_weight_file is not None
+                   or not BiLMOptions.from_json(
+                       model.options_file).use_character_inputs)
+    if args.vocab_file is None and token_input:
+        args.vocab_file = model.vocab_file
 
 
 def _spec(args):

@@ -71,6 +71,20 @@ BAD_VALUES = [
     ("pipeline", "--max_sentences", "0", "an integer >= 1"),
     ("pipeline", "--min_count", "0", "an integer >= 1"),
     ("pipeline", "--seed", "-1", "an integer in 0..4294967295"),
+    # a model SPEC (checked without the network) and an options preset
+    ("embed", "--model", "elmo-smal",
+     "unknown model name (did you mean elmo-small"),
+    ("embed", "--model", "ftp://example.org/elmo.zip",
+     "expected an http:// or https:// URL"),
+    ("dump-tokens", "--model", "manylangs-xx",
+     "list the names with `bilm-keras models`"),
+    ("export-hub", "--model", "no/such/model.zip",
+     "no such file or directory (expected a registry name"),
+    ("train", "--init_model", "elmo-origianl",
+     "unknown model name (did you mean elmo-original"),
+    ("train", "--options", "smal", "expected a preset name (tiny, small, "
+     "elmo_2x4096_512_2048cnn_2xhighway) or an options JSON file"),
+    ("pipeline", "--options", "tyni", "(did you mean tiny?)"),
 ]
 
 
@@ -133,6 +147,7 @@ def _good_args(command, model_dir, train_dir, inputs, out):
                              i / "part-0.hdf5"],
         "convert-manylangs": ["--model_dir", inputs,
                               "--outdir", out / "converted"],
+        "models": [],
     }[command]
     return [str(a) for a in args]
 
@@ -372,7 +387,7 @@ def test_usage_only_when_a_required_flag_is_missing(capsys, alias):
                            "--batchsize 8"),
     (["export-hub", "--options_file", "o.json", "--outdir", "hub"],
      "bilm-keras export-hub: error: --options_file and --weight_file are "
-     "both required (or give --save_dir)"),
+     "both required (or give --model or --save_dir)"),
 ])
 def test_other_command_line_errors_are_one_line(capsys, argv, line):
     with pytest.raises(SystemExit) as exit_:

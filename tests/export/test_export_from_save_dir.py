@@ -1,12 +1,13 @@
 """Export from a training ``save_dir`` (checkpoint + options.json), and
 the export as a Keras 3 layer.
 
-The quick tier's SavedModel: a tiny random model (``options/tiny.json``),
+The quick tier's SavedModel: a tiny random model (the ``tiny`` preset),
 exported once for the module. (The fixture model's exports and their
 consumers in fresh processes are in ``test_hub_export.py``, slow.)
 """
 
 import json
+import pathlib
 
 import keras
 import numpy as np
@@ -22,11 +23,11 @@ from bilm_keras.training.checkpoints import (
     model_checkpoint,
 )
 from bilm_keras.training.model_setup import build_model
-from helpers import REPO_ROOT
+from bilm_keras.presets import preset_file
 
 
 def _save_dir(path):
-    options = json.loads((REPO_ROOT / "options" / "tiny.json").read_text())
+    options = json.loads(pathlib.Path(preset_file("tiny")).read_text())
     options["n_tokens_vocab"] = 30
     (path / "options.json").write_text(json.dumps(options))
     lm, _ = build_model(BiLMOptions.from_json(path / "options.json"),
