@@ -3,10 +3,12 @@
 import os
 
 from bilm_keras.cli._common import (
+    check_dir,
     check_file,
     check_glob,
     check_options,
     check_run_options,
+    check_save_dir,
 )
 from bilm_keras.cli._training_flags import (
     add_adaptation_arguments,
@@ -35,7 +37,10 @@ examples:
       --save_dir ckpt/ --n_gpus 2 --batch_size 256 --n_epochs 3
   bilm-keras train --train_prefix 'domain/*' --vocab_file vocab.txt \\
       --save_dir adapted/ --options elmo/options.json \\
-      --init_weights elmo/lm_weights.hdf5 --freeze_lm_steps 500"""
+      --init_weights elmo/lm_weights.hdf5 --freeze_lm_steps 500
+  bilm-keras train --train_prefix 'domain/*' --vocab_file vocab.txt \\
+      --save_dir adapted/ --init_checkpoint elmo_tf_checkpoint/ \\
+      --init_vocab_file elmo/vocab.txt"""
 
 
 def add_arguments(parser):
@@ -47,9 +52,29 @@ def add_arguments(parser):
     add_adaptation_arguments(parser)
 
 
+def check_flags(args, parser) -> None:
+    """Flag combinations (usage errors)."""
+    if args.init_weights is not None and args.init_checkpoint is not None:
+        parser.error("give either --init_weights or --init_checkpoint, not "
+                     "both")
+    if args.init_vocab_file is not None and args.init_checkpoint is None:
+        parser.error("--init_vocab_file is the vocabulary of "
+                     "--init_checkpoint; give --init_checkpoint")
+
+
 def check(args) -> None:
     args.run = training_run(args)  # the settings, before any file
-    if args.options is None:
+    # a new run from a training checkpoint: its own options by default,
+    # with the epoch of the new corpus (counted), not the old one's
+    args.options_from_checkpoint = (args.options is None
+                                    and args.init_checkpoint is not None)
+    if args.options_from_checkpoint:
+        check_save_dir(args.init_checkpoint, "--init_checkpoint")
+    elif args.init_checkpoint is not None:
+        check_dir(args.init_checkpoint, "--init_checkpoint")
+    if args.options_from_checkpoint:
+        args.options = os.path.join(args.init_checkpoint, "options.json")
+    elif args.options is None:
         args.options = os.path.normpath(
             os.path.join(OPTIONS_DIR, DEFAULT_OPTIONS))
     options = check_options(args.options, "--options")
@@ -58,10 +83,15 @@ def check(args) -> None:
     check_glob(args.train_prefix, "--train_prefix")
     if args.init_weights is not None:
         check_file(args.init_weights, "--init_weights")
+    if args.init_vocab_file is not None:
+        check_file(args.init_vocab_file, "--init_vocab_file")
 
 
 def run(args) -> dict:
     from bilm_keras.options import BiLMOptions
     from bilm_keras.training import train
 
-    return train(options=BiLMOptions.from_json(args.options), run=args.run)
+    options = BiLMOptions.from_json(args.options)
+    if args.options_from_checkpoint:
+        options = options.replace(n_train_tokens=None)
+    return train(options=options, run=args.run)
