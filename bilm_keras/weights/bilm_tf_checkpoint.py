@@ -258,7 +258,10 @@ def _identify(prefix: str, *, damaged) -> SaveDirCheckpoint:
         if any(pattern.match(name) for name in names):
             return SaveDirCheckpoint(prefix, BILM_TF, generation, shapes,
                                      damaged)
-    shown = [n for n in names if n != GLOBAL_STEP][:5]
+    # the names a user would recognise first (not TF's bookkeeping)
+    shown = [n for n in names if n not in (GLOBAL_STEP,
+                                           "_CHECKPOINTABLE_OBJECT_GRAPH")
+             and not n.startswith("save_counter/")][:5]
     raise CheckpointFileError(
         f"{prefix}: neither a bilm_keras nor a bilm-tf checkpoint (expected "
         "'weights/...' or bilm-tf's 'lm/...' LSTM variables; found "
