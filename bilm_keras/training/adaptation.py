@@ -197,10 +197,15 @@ def keep_softmax_rows(lm: LanguageModel, W: Optional[np.ndarray],
     of another softmax's ``W`` `(V_old, P)` and ``b`` `(V_old,)` (``W``
     None: it is the token table, loaded with the backbone)."""
     softmax = lm.softmax
+    whole = (len(new_rows) == b.shape[0] == softmax.b.shape[0]
+             and np.array_equal(new_rows, old_rows))
     if W is not None and not softmax.share_weights:
-        values = softmax.W.numpy()  # (V, P)
-        values[new_rows] = W[old_rows]
-        softmax.W.assign(values)
+        if whole:  # the same vocabulary: no (V, P) copy of the table
+            softmax.W.assign(W)
+        else:
+            values = softmax.W.numpy()  # (V, P)
+            values[new_rows] = W[old_rows]
+            softmax.W.assign(values)
     bias = softmax.b.numpy()  # (V,)
     bias[new_rows] = b[old_rows]
     softmax.b.assign(bias)

@@ -343,6 +343,10 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
         start_step = int(optimizer.iterations.numpy())
         last_step = _last_step(options, start_step, more_epochs=more_epochs,
                                max_steps=run.max_steps)
+        if last_step <= start_step:
+            print(f"step {start_step}: the run's {options.n_epochs} "
+                  "epoch(s) are done, nothing to train (restart --n_epochs "
+                  "N trains N more)", flush=True)
         stream_seed, skip = stream.resolve(
             restored=stream_restored, continue_stream=not more_epochs,
             step=start_step, batch_size=options.batch_size, seed=seed,

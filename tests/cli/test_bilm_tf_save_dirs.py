@@ -245,3 +245,40 @@ def test_stateful_without_a_softmax(stateful, tmp_path, capsys):
                      "--outfile", str(out)]) == 0
     ours, theirs = _datasets(out), _datasets(RUN / "lm_weights.hdf5")
     assert all(np.array_equal(ours[k], v) for k, v in theirs.items())
+
+
+def _train(save_dir, init_checkpoint, *more):
+    return ["train", "--save_dir", str(save_dir), "--init_checkpoint",
+            str(init_checkpoint), "--vocab_file", VOCAB, "--train_prefix",
+            HELDOUT, "--max_steps", "1", *more]
+
+
+def test_train_from_a_checkpoint_bad_input(short_char_run, tmp_path,
+                                           capsys):
+    save_dir = tmp_path / "adapted"
+    # a vocabulary that is not the checkpoint's
+    wrong = tmp_path / "wrong_vocab.txt"
+    wrong.write_text("<S>\n</S>\n<UNK>\nthe\n")
+    _fails(_train(save_dir, RUN / "save_dir", "--init_vocab_file",
+                  str(wrong)), tmp_path)
+    assert _one_line(capsys, "train").endswith(
+        f"{wrong}: 4 words, but the softmax of "
+        f"{RUN / 'save_dir' / 'model.ckpt-40'} has 32 rows (lm/softmax/b): "
+        "not the vocabulary it was trained with")
+    # options that describe another model
+    options = json.loads((RUN / "save_dir" / "options.json").read_text())
+    options["lstm"]["dim"] = 64
+    other = tmp_path / "options.json"
+    other.write_text(json.dumps(options))
+    _fails(_train(save_dir, RUN / "save_dir", "--options", str(other)),
+           tmp_path)
+    line = _one_line(capsys, "train")
+    assert ("the options (--options) does not fit bilm-tf checkpoint "
+            f"{RUN / 'save_dir' / 'model.ckpt-40'}: lm/RNN_0/rnn/"
+            "multi_rnn_cell/cell_0/lstm_cell/kernel: options give shape "
+            "(32, 256), checkpoint has (32, 128)") in line, line
+    # our own save_dir: restart continues it
+    _fails(_train(save_dir, short_char_run[0]), tmp_path)
+    assert "is a bilm_keras checkpoint (continue its run with restart " in (
+        _one_line(capsys, "train"))
+    assert not save_dir.exists()

@@ -259,3 +259,20 @@ def test_train_from_a_checkpoint_with_its_vocabulary(tmp_path, capsys):
     after, step = _our_state(save_dir, "model-1")
     assert step == 1
     assert _check_one_adagrad_step(fresh, after) > 0.02
+
+
+def test_the_same_vocabulary_keeps_the_whole_softmax(capsys):
+    from bilm_keras.training.adaptation import init_softmax_from_checkpoint
+
+    options = BiLMOptions.from_json(RUN / "save_dir" / "options.json")
+    vocab = load_vocab(str(RUN / "vocab.txt"), options)
+    lm, _ = build_model(options, init_checkpoint=str(RUN / "save_dir"))
+    assert init_softmax_from_checkpoint(
+        lm, str(RUN / "save_dir"), init_vocab_file=str(RUN / "vocab.txt"),
+        vocab=vocab, vocab_file=str(RUN / "vocab.txt")) == vocab.size
+    assert capsys.readouterr().out == (
+        f"softmax: kept whole from {RUN / 'save_dir' / 'model.ckpt-40'} "
+        "(the same vocabulary)\n")
+    raw = read_bilm_tf_checkpoint(RUN / "save_dir", lm.backbone)
+    assert np.array_equal(lm.softmax.W.numpy(), raw.read_tensor("lm/softmax/W"))
+    assert np.array_equal(lm.softmax.b.numpy(), raw.read_tensor("lm/softmax/b"))
