@@ -68,6 +68,7 @@ def test_stateful_reproduces_bilm_tfs_run_test(sub, batch_size, capsys):
         f"of {batch_size} rows, unroll 1)")
 
 
+@pytest.mark.slow  # two evaluations of a trained run (~8 s)
 def test_default_test_is_unchanged(short_char_run, train_dir, capsys):
     # our save_dir: the default figures alone; --stateful adds bilm-tf's
     from bilm_keras.training.stateful_evaluation import evaluate_stateful

@@ -139,7 +139,8 @@ def _restart(save_dir, capsys, *more):
     return capsys.readouterr().out
 
 
-@pytest.mark.parametrize("sub", GENERATIONS)
+@pytest.mark.slow  # two restarts (~13 s); the quick tier checks the state
+@pytest.mark.parametrize("sub", ["save_dir", "save_dir_tf12"])
 def test_restart_continues_bilm_tfs_run(sub, tmp_path, capsys):
     save_dir = _copy(tmp_path, sub)
     before, _ = _bilm_tf_state(save_dir, bilm_tf_run_options(save_dir))
