@@ -154,6 +154,26 @@ def check_save_dir(path: str, flag: str = "--save_dir") -> None:
             "expected the --save_dir of `bilm-keras train`)")
 
 
+def add_checkpoint_argument(parser, what: str) -> None:
+    """The ``--checkpoint`` flag of a command that reads a save_dir's
+    checkpoint (``what`` it does with it)."""
+    parser.add_argument(
+        "--checkpoint", default=None, metavar="NAME",
+        help=f"the checkpoint of --save_dir to {what}, e.g. model-200 or "
+             "bilm-tf's model.ckpt-40 (default: the newest; one that does "
+             "not read whole is named)")
+
+
+def check_checkpoint(save_dir: str, name) -> None:
+    """``--checkpoint NAME`` names a checkpoint of ``save_dir`` (no
+    TensorFlow; whether it reads whole is the library's check)."""
+    if name is None:
+        return
+    from bilm_keras.weights.checkpoint_files import resolve_checkpoint
+
+    resolve_checkpoint(save_dir, name)  # SettingError: --checkpoint's
+
+
 def check_output_file(path: str, flag: str, overwrite: bool) -> None:
     """``path`` (given as ``flag``) may be written: not a directory, and
     not an existing file unless ``overwrite`` (``--overwrite``).

@@ -61,6 +61,8 @@ def training_run(args: argparse.Namespace) -> TrainingRun:
         # --init_model: its weight file, once fetched; its SPEC until then
         init_weights = args.init_weights or args.init_model
         adaptation = dict(init_weights=init_weights,
+                          init_checkpoint=args.init_checkpoint,
+                          init_vocab_file=args.init_vocab_file,
                           freeze_lm_steps=args.freeze_lm_steps,
                           softmax_bias=args.softmax_bias)
     return TrainingRun(
@@ -95,15 +97,27 @@ def add_adaptation_arguments(parser: argparse.ArgumentParser) -> None:
         "model; n_characters 261 or 262); the softmax is new, for "
         "--vocab_file")
     group.add_argument(
+        "--init_checkpoint", default=None, metavar="SAVE_DIR",
+        help="start from a bilm-tf training checkpoint instead (its "
+        "save_dir, e.g. with the published model.ckpt-935588.*): the "
+        "char-CNN / token embedding and both LSTM stacks, and the softmax "
+        "rows of the words --init_vocab_file shares with --vocab_file; "
+        "--options defaults to the save_dir's options.json (its "
+        "n_train_tokens dropped: counted from --train_prefix)")
+    group.add_argument(
+        "--init_vocab_file", default=None, metavar="VOCAB_FILE",
+        help="with --init_checkpoint: the vocabulary it was trained with "
+        "(a save_dir holds none); without it the softmax is new")
+    group.add_argument(
         "--freeze_lm_steps", type=non_negative_int, default=0,
         metavar="N",
-        help="with --init_model or --init_weights: the first N steps "
-        "train only the softmax, so that the pretrained LSTMs never see a "
-        "random softmax's gradients (default 0)")
+        help="with --init_model, --init_weights or --init_checkpoint: the "
+        "first N steps train only the softmax, so that the pretrained "
+        "LSTMs never see a random softmax's gradients (default 0)")
     group.add_argument(
         "--softmax_bias", choices=SOFTMAX_BIASES, default="unigram",
-        help="with --init_model or --init_weights: the new softmax's "
-        "bias: the log frequency of each word as a target in "
-        "--train_prefix (default; one pass over the corpus) or zeros "
+        help="with --init_model, --init_weights or --init_checkpoint: the "
+        "new softmax rows' bias: the log frequency of each word as a target "
+        "in --train_prefix (default; one pass over the corpus) or zeros "
         "(bilm-tf)")
 

@@ -4,6 +4,8 @@ import os
 
 from bilm_keras.cli._common import (
     CommandError,
+    add_checkpoint_argument,
+    check_checkpoint,
     check_file,
     check_options,
     check_save_dir,
@@ -20,7 +22,9 @@ Export a biLM as a SavedModel with google/elmo/3's interface (signatures
 lstm_outputs2, elmo, default, sequence_len), for hub.load, hub.KerasLayer
 and bilm_keras.export.ELMoHubLayer. From a published model by name
 (--model), from HDF5 files (--options_file and --weight_file) or from a
-training directory (--save_dir).
+training directory (--save_dir: ours or bilm-tf's; a latest checkpoint
+that does not read whole is refused, the newest that does named: pass it
+as --checkpoint).
 
 The scalar-mix weights are trainable; --trainable_lm makes every LM weight
 trainable too. A non-empty --outdir is refused unless --overwrite is given
@@ -52,6 +56,7 @@ def add_arguments(parser):
                         help="Make the LM weights trainable too")
     parser.add_argument("--overwrite", action="store_true",
                         help="Replace a non-empty --outdir")
+    add_checkpoint_argument(parser, "export")
 
 
 def check_flags(args, parser) -> None:
@@ -67,6 +72,9 @@ def check_flags(args, parser) -> None:
             args.options_file is None or args.weight_file is None):
         parser.error("--options_file and --weight_file are both required "
                      "(or give --model or --save_dir)")
+    if args.checkpoint is not None and args.save_dir is None:
+        parser.error("--checkpoint names a checkpoint of --save_dir; give "
+                     "--save_dir")
 
 
 def check(args) -> None:
@@ -82,6 +90,7 @@ def check(args) -> None:
             args.vocab_file = model.vocab_file
     if args.save_dir is not None:
         check_save_dir(args.save_dir)
+        check_checkpoint(args.save_dir, args.checkpoint)
     else:
         check_options(args.options_file, "--options_file")
         check_file(args.weight_file, "--weight_file")
@@ -108,7 +117,9 @@ def run(args) -> str:
     common = dict(outdir=args.outdir, vocab_file=args.vocab_file,
                   trainable_lm=args.trainable_lm, overwrite=args.overwrite)
     if args.save_dir is not None:
-        outdir = export_hub_from_save_dir(save_dir=args.save_dir, **common)
+        outdir = export_hub_from_save_dir(save_dir=args.save_dir,
+                                          checkpoint=args.checkpoint,
+                                          **common)
     else:
         outdir = export_hub(options_file=args.options_file,
                             weight_file=args.weight_file, **common)

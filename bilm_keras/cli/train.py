@@ -1,10 +1,14 @@
 """``bilm-keras train``: train a biLM (bilm-tf's ``train_elmo.py``)."""
 
+import os
+
 from bilm_keras.cli._common import (
+    check_dir,
     check_file,
     check_glob,
     check_options_flag,
     check_run_options,
+    check_save_dir,
     options_arg,
 )
 from bilm_keras.cli._model_flags import resolve_model_flag
@@ -30,7 +34,11 @@ the options or --n_train_tokens give it.
 
 To adapt a published model to your text, give --init_model with its name
 (`bilm-keras models` lists them; an ELMoForManyLangs model keeps its
-dictionaries) or --options and --init_weights with its files."""
+dictionaries) or --options and --init_weights with its files. To start a
+new run from a bilm-tf training checkpoint (its softmax too), give
+--init_checkpoint with its save_dir (its options.json is the default
+--options) and --init_vocab_file with its vocabulary to keep the softmax
+rows of the words the two vocabularies share."""
 EPILOG = """\
 examples:
   bilm-keras train --train_prefix 'corpus/train/*' --vocab_file vocab.txt \\
@@ -41,7 +49,10 @@ examples:
       --save_dir adapted/ --init_model elmo-original --freeze_lm_steps 500
   bilm-keras train --train_prefix 'domain/*' --vocab_file vocab.txt \\
       --save_dir adapted/ --options elmo/options.json \\
-      --init_weights elmo/lm_weights.hdf5 --freeze_lm_steps 500"""
+      --init_weights elmo/lm_weights.hdf5 --freeze_lm_steps 500
+  bilm-keras train --train_prefix 'domain/*' --vocab_file vocab.txt \\
+      --save_dir adapted/ --init_checkpoint elmo_tf_checkpoint/ \\
+      --init_vocab_file elmo/vocab.txt"""
 
 
 def add_arguments(parser):
@@ -56,21 +67,38 @@ def add_arguments(parser):
 
 
 def check_flags(args, parser) -> None:
-    """``--init_model`` names the model's options and weights: not with
-    ``--options`` or ``--init_weights``."""
-    if args.init_model is None:
-        return
-    given = [flag for flag in ("--options", "--init_weights")
-             if getattr(args, flag[2:]) is not None]
-    if given:
-        parser.error(f"give either --init_model or {' and '.join(given)}, "
-                     "not both")
+    """One source of pretrained weights: ``--init_model`` (a published
+    model's options and weights), ``--init_weights`` (with ``--options``)
+    or ``--init_checkpoint`` (a bilm-tf save_dir)."""
+    if args.init_model is not None:
+        given = [flag for flag in ("--options", "--init_weights",
+                                   "--init_checkpoint")
+                 if getattr(args, flag[2:]) is not None]
+        if given:
+            parser.error(f"give either --init_model or "
+                         f"{' and '.join(given)}, not both")
+    if args.init_weights is not None and args.init_checkpoint is not None:
+        parser.error("give either --init_weights or --init_checkpoint, not "
+                     "both")
+    if args.init_vocab_file is not None and args.init_checkpoint is None:
+        parser.error("--init_vocab_file is the vocabulary of "
+                     "--init_checkpoint; give --init_checkpoint")
 
 
 def check(args) -> None:
     args.run = training_run(args)  # the settings, before any file
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.train_prefix, "--train_prefix")
+    # a new run from a training checkpoint: its own options by default
+    args.options_from_checkpoint = (args.options is None
+                                    and args.init_checkpoint is not None)
+    if args.options_from_checkpoint:
+        check_save_dir(args.init_checkpoint, "--init_checkpoint")
+        args.options = os.path.join(args.init_checkpoint, "options.json")
+    elif args.init_checkpoint is not None:
+        check_dir(args.init_checkpoint, "--init_checkpoint")
+    if args.init_vocab_file is not None:
+        check_file(args.init_vocab_file, "--init_vocab_file")
     if args.init_model is not None:  # the cheap checks passed: fetch it
         model = resolve_model_flag(args.init_model, "--init_model")
         args.options, args.init_weights = (model.options_file,
@@ -91,7 +119,7 @@ def run(args) -> dict:
     from bilm_keras.training import train
 
     options = BiLMOptions.from_json(args.options)
-    if args.init_model is not None:
+    if args.init_model is not None or args.options_from_checkpoint:
         # an epoch is a pass over YOUR corpus, not the publisher's
         options = options.replace(n_train_tokens=None)
     return train(options=options, run=args.run)

@@ -81,15 +81,18 @@ def _check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
 
 
 def restore_checkpoint(checkpoint: tf.train.Checkpoint, lm: LanguageModel,
-                       save_dir: str, *, partial: bool = False) -> str:
-    """Restores the latest checkpoint of ``save_dir``; returns its path.
+                       save_dir: str, *, partial: bool = False,
+                       path: Optional[str] = None) -> str:
+    """Restores the latest checkpoint of ``save_dir`` (or the one at
+    ``path``); returns its path.
 
     Raises:
         CheckpointError: there is none, or its variables do not fit the
             model that ``save_dir/options.json`` describes (the message names
             both files, the variables and their shapes).
     """
-    path = tf.train.latest_checkpoint(save_dir)
+    if path is None:
+        path = tf.train.latest_checkpoint(save_dir)
     if path is None:
         raise CheckpointError(f"{save_dir}: no checkpoint found")
     options_file = os.path.join(save_dir, OPTIONS_FILE)
@@ -151,8 +154,10 @@ class DataStream:
         return stream_seed, skip
 
 
-def load_trained_model(save_dir: str, *, vocab_file=None) -> tuple:
-    """The latest checkpoint of ``save_dir`` as an inference model.
+def load_trained_model(save_dir: str, *, vocab_file=None,
+                       path: Optional[str] = None) -> tuple:
+    """The latest checkpoint of ``save_dir`` (or the one at ``path``) as
+    an inference model.
 
     Returns:
         ``(options, lm, vocab)``: the :class:`BiLMOptions` of
@@ -178,5 +183,6 @@ def load_trained_model(save_dir: str, *, vocab_file=None) -> tuple:
     # no random initial values to compute and keep
     with placeholder_weights():
         lm.build_all()
-    restore_checkpoint(model_checkpoint(lm), lm, save_dir, partial=True)
+    restore_checkpoint(model_checkpoint(lm), lm, save_dir, partial=True,
+                       path=path)
     return options, lm, vocab

@@ -8,7 +8,8 @@ Both gather their settings into one
 1. the options: the flags override the file; the vocabulary size and the
    token count come from the data (one pass over the corpus);
 2. the model and its Adagrad (:mod:`.model_setup`): new, adapted from a
-   published biLM (``init_weights``), or to be restored;
+   published biLM (``init_weights``, ``init_checkpoint``), or to be
+   restored (ours, or bilm-tf's :mod:`.bilm_tf_save_dir`);
 3. the checkpoint (:mod:`.checkpoints`): restored when resuming, refused
    in a ``save_dir`` that has one when not; the resolved ``options.json``
    and ``training_data.json`` go beside it;
@@ -45,7 +46,13 @@ from bilm_keras.training.adaptation import (
     LMWarmup,
     check_weight_file,
     init_softmax,
+    init_softmax_from_checkpoint,
     softmax_variables,
+)
+from bilm_keras.training.bilm_tf_save_dir import (
+    bilm_tf_run_options,
+    restore_bilm_tf_run,
+    set_aside_bilm_tf_state_file,
 )
 from bilm_keras.training.checkpoints import (
     OPTIONS_FILE,
@@ -64,10 +71,17 @@ from bilm_keras.training.inputs import (
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
 from bilm_keras.training.reporting import TrainingProgress
+from bilm_keras.training.save_dir_models import choose_checkpoint
 from bilm_keras.training.strategy import is_chief, make_strategy
 from bilm_keras.training.threads import configure_training_threads
 from bilm_keras.training.train_step import make_train_step
 from bilm_keras.training.training_run import TrainingRun
+from bilm_keras.weights.bilm_tf_checkpoint import (
+    BILM_TF,
+    CheckpointFileError,
+    locate_checkpoint,
+)
+from bilm_keras.weights.checkpoint_files import list_checkpoints
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +103,8 @@ def train(
     seed: Optional[int] = None,
     fast_path: bool = True,
     init_weights: Optional[str] = None,
+    init_checkpoint: Optional[str] = None,
+    init_vocab_file: Optional[str] = None,
     freeze_lm_steps: int = 0,
     softmax_bias: str = "unigram",
     intra_op_threads: Optional[int] = None,
@@ -127,12 +143,21 @@ def train(
             ``lm_weights.hdf5`` matching ``options`` whose weights the
             backbone starts from (:mod:`bilm_keras.training.adaptation`);
             the softmax is new, for ``vocab_file``.
-        freeze_lm_steps: with ``init_weights``, the first global steps
-            that train only the softmax (kept in the checkpoints: a restart
-            finishes the warm-up). Part of the run's steps, not extra.
-        softmax_bias: with ``init_weights``, the new softmax's bias:
-            ``"unigram"`` (log target frequencies of ``train_prefix``) or
-            ``"zeros"`` (bilm-tf's).
+        init_checkpoint: domain adaptation from a bilm-tf save_dir's
+            training checkpoint (e.g. the published ones): the backbone
+            starts from its weights, the softmax from its rows for the
+            words ``init_vocab_file`` (the checkpoint's vocabulary) shares
+            with ``vocab_file``, new rows for the others (all new without
+            ``init_vocab_file``); Adagrad and the step start afresh
+            (:mod:`bilm_keras.training.adaptation`).
+        init_vocab_file: with ``init_checkpoint``, its vocabulary.
+        freeze_lm_steps: with ``init_weights`` or ``init_checkpoint``, the
+            first global steps that train only the softmax (kept in the
+            checkpoints: a restart finishes the warm-up). Part of the
+            run's steps, not extra.
+        softmax_bias: with ``init_weights`` or ``init_checkpoint``, the
+            new softmax rows' bias: ``"unigram"`` (log target frequencies
+            of ``train_prefix``) or ``"zeros"`` (bilm-tf's).
         intra_op_threads, inter_op_threads: TensorFlow's CPU thread pools
             (threads per op, ops at a time; 0 = TensorFlow's default).
             None: half the cores per op and two ops at a time when no GPU
@@ -185,6 +210,20 @@ def restart(
     (fine-tuning on new data; ``n_train_tokens`` is then counted from that
     corpus unless given), on a new data stream.
 
+    ``save_dir`` may be bilm-tf's (told from its checkpoint's variable
+    names): the run continues from its weights, softmax, Adagrad
+    accumulators and step (:func:`~bilm_keras.training.bilm_tf_save_dir.
+    restore_bilm_tf_run`), on a new data stream (bilm-tf saved no
+    position), with its options as bilm-tf wrote them, ``n_train_tokens``
+    included (``n_train_tokens`` overrides it, also with ``n_epochs``),
+    and its LSTM states carried across sentences as bilm-tf trained
+    unless its ``options.json`` says ``reset_states_at_sentence_start``
+    (:func:`~bilm_keras.training.bilm_tf_save_dir.bilm_tf_run_options`).
+    Our checkpoints go beside bilm-tf's; its ``checkpoint`` state file
+    is kept as ``checkpoint.bilm-tf``. A damaged newest checkpoint (ours
+    or bilm-tf's) is named in one line and the newest that reads whole
+    is used.
+
     Other keyword arguments (``settings``, or ``run``) and the result are
     those of :func:`train`.
 
@@ -203,8 +242,25 @@ def restart(
             f"{run.save_dir}: no {OPTIONS_FILE}; is this a train_elmo.py "
             "--save_dir?"
         )
-    return _run_training(BiLMOptions.from_json(options_file), run,
-                         resume=True, more_epochs=run.n_epochs is not None)
+    options = BiLMOptions.from_json(options_file)
+    if _checkpoint_kind(run.save_dir) == BILM_TF:
+        # bilm-tf's run goes on as it trained (:func:`bilm_tf_run_options`)
+        # and with its epoch: its n_train_tokens, not a count of the corpus
+        options = bilm_tf_run_options(run.save_dir)
+        if run.n_train_tokens is None:
+            run = run.replace(n_train_tokens=options.n_train_tokens)
+    return _run_training(options, run, resume=True,
+                         more_epochs=run.n_epochs is not None)
+
+
+def _checkpoint_kind(save_dir: str) -> Optional[str]:
+    """Who wrote the checkpoint a restart of ``save_dir`` continues (None:
+    none that reads; :func:`_run_training` says what is wrong, after the
+    checks that come first)."""
+    try:
+        return locate_checkpoint(save_dir).kind
+    except CheckpointFileError:
+        return None
 
 
 def _run_training(options: BiLMOptions, run: TrainingRun, *,
@@ -223,7 +279,7 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
             goes on to ``n_epochs`` epochs from step 0.
     """
     save_dir, seed = run.save_dir, run.seed
-    _check_adaptation(run.init_weights, resuming=resume)
+    _check_adaptation(run, resuming=resume)
     # before any op: the thread pools are fixed by TensorFlow's first one
     threads = configure_training_threads(run.intra_op_threads,
                                          run.inter_op_threads)
@@ -252,10 +308,15 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
             lm, optimizer = build_model(options, seed=seed,
                                         unroll_windows=run.fast_path,
                                         dedup_tokens=run.fast_path,
-                                        init_weights=run.init_weights)
-        if run.init_weights is not None:
+                                        init_weights=run.init_weights,
+                                        init_checkpoint=run.init_checkpoint)
+        if run.adapts:
             init_softmax(lm, run.softmax_bias, token_counts=token_counts,
                          n_sentences=corpus["n_sentences"], vocab=vocab)
+        if run.init_checkpoint is not None:
+            init_softmax_from_checkpoint(
+                lm, run.init_checkpoint, init_vocab_file=run.init_vocab_file,
+                vocab=vocab, vocab_file=run.vocab_file)
         del token_counts  # a large corpus's vocabulary, not needed now
 
         # 3. checkpoint: restored or new; options and corpus beside it
@@ -282,6 +343,10 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
         start_step = int(optimizer.iterations.numpy())
         last_step = _last_step(options, start_step, more_epochs=more_epochs,
                                max_steps=run.max_steps)
+        if last_step <= start_step:
+            print(f"step {start_step}: the run's {options.n_epochs} "
+                  "epoch(s) are done, nothing to train (restart --n_epochs "
+                  "N trains N more)", flush=True)
         stream_seed, skip = stream.resolve(
             restored=stream_restored, continue_stream=not more_epochs,
             step=start_step, batch_size=options.batch_size, seed=seed,
@@ -325,17 +390,32 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
 
 
 # ------------------------------------------------- 1. options and corpus
-def _check_adaptation(init_weights, *, resuming: bool) -> None:
-    """``init_weights``, checked before any corpus pass (its settings were
-    checked by :class:`TrainingRun`)."""
-    if init_weights is None:
+def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
+    """``init_weights`` or ``init_checkpoint``, checked before any corpus
+    pass (their settings were checked by :class:`TrainingRun`)."""
+    if not run.adapts:
         return
+    flag = ("--init_weights" if run.init_weights is not None
+            else "--init_checkpoint")
     if resuming:
         raise CheckpointError(
-            "--init_weights starts a new run; a checkpoint continues with "
-            "its own weights (restart.py, without --init_weights)"
+            f"{flag} starts a new run; a checkpoint continues with "
+            f"its own weights (restart.py, without {flag})"
         )
-    check_weight_file(init_weights)
+    if run.init_weights is not None:
+        check_weight_file(run.init_weights)
+        return
+    found = locate_checkpoint(run.init_checkpoint)
+    if found.kind != BILM_TF:
+        raise CheckpointError(
+            f"--init_checkpoint {run.init_checkpoint}: {found.name} is a "
+            "bilm_keras checkpoint (continue its run with restart "
+            "--n_epochs, or start from its dump-weights file with "
+            "--init_weights)")
+    if run.init_vocab_file is not None and not os.path.isfile(
+            run.init_vocab_file):
+        raise CheckpointError(
+            f"--init_vocab_file {run.init_vocab_file}: no such file")
 
 
 def _resolve_options(options: BiLMOptions, flags: dict, *, train_prefix,
@@ -408,9 +488,12 @@ def _prepare_checkpoint(lm, optimizer, stream: DataStream, warmup: LMWarmup,
         CheckpointError: resuming, and no checkpoint fits; not resuming,
             and ``save_dir`` holds one already.
     """
-    latest = tf.train.latest_checkpoint(save_dir) if resume else None
-    stream_saved = latest is not None and DataStream.in_checkpoint(latest)
-    warmup_saved = latest is not None and LMWarmup.in_checkpoint(latest)
+    # the newest checkpoint that reads whole (a damaged newer one is named)
+    found = choose_checkpoint(save_dir) if resume else None
+    latest = None if found is None else found.path
+    ours = found is not None and found.kind != BILM_TF
+    stream_saved = ours and DataStream.in_checkpoint(latest)
+    warmup_saved = ours and LMWarmup.in_checkpoint(latest)
     checkpoint = model_checkpoint(lm, optimizer=optimizer)
     # a checkpoint written before the stream or the warm-up were saved
     # restores without them
@@ -418,11 +501,17 @@ def _prepare_checkpoint(lm, optimizer, stream: DataStream, warmup: LMWarmup,
         checkpoint.data_stream = stream.variables
     if warmup_saved:
         checkpoint.lm_frozen_until = warmup.until
-    if resume:
-        restored = restore_checkpoint(checkpoint, lm, save_dir)
+    if ours:
+        restored = restore_checkpoint(checkpoint, lm, save_dir, path=latest)
         print(f"restored {restored} at step "
               f"{int(optimizer.iterations.numpy())}", flush=True)
-    elif tf.train.latest_checkpoint(save_dir) is not None:
+    elif resume:  # bilm-tf's: ours go beside it, its state file set aside
+        step = restore_bilm_tf_run(found, lm, optimizer, save_dir=save_dir)
+        set_aside_bilm_tf_state_file(save_dir)
+        print(f"restored bilm-tf's checkpoint {latest} ({found.generation} "
+              f"names) at step {step}; bilm-tf saved no data position: a "
+              "new data stream starts", flush=True)
+    elif list_checkpoints(save_dir):
         raise CheckpointError(
             f"{save_dir}: already holds a checkpoint; continue it with "
             "restart.py or choose an empty --save_dir"

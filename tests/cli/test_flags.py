@@ -211,6 +211,45 @@ def test_bad_numeric_flag_is_one_line_and_writes_nothing(
     assert _tree(tmp_path, inputs) == before
 
 
+# flags whose values name files, folders or checkpoints, checked against
+# the inputs before TensorFlow: (command, flag, bad value, what the line
+# says, other arguments the flag needs)
+BAD_NAMES = [
+    ("test", "--checkpoint", "model-999", "expected a checkpoint of", []),
+    ("dump-weights", "--checkpoint", "model-999", "expected a checkpoint of",
+     []),
+    ("export-hub", "--checkpoint", "model-999", "expected a checkpoint of",
+     ["--save_dir"]),
+    ("train", "--init_checkpoint", "nowhere", "no such directory", []),
+    ("train", "--init_vocab_file", "nowhere.txt", "no such file",
+     ["--init_checkpoint"]),
+]
+
+
+@pytest.mark.parametrize("alias", [False, True], ids=["command", "alias"])
+@pytest.mark.parametrize("command,flag,value,allowed,needs", BAD_NAMES)
+def test_bad_name_flag_is_one_line_and_writes_nothing(
+        model_dir, train_dir, inputs, tmp_path, capsys, no_tensorflow,
+        command, flag, value, allowed, needs, alias):
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = _good_args(command, model_dir, train_dir, inputs, out)
+    if "--save_dir" in needs:  # instead of the HDF5 files
+        argv = ["--save_dir", str(inputs / "ckpt"), "--outdir",
+                str(out / "hub")]
+    if "--init_checkpoint" in needs:
+        argv += ["--init_checkpoint", str(inputs / "ckpt")]
+    argv += [flag, value]
+    before = _tree(tmp_path, inputs)
+    code, prog = _main(argv, command, alias)
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_BAD_INPUT == 1, err
+    [line] = err.splitlines()
+    assert re.match(rf"{re.escape(prog)}: error: {flag}[: ]", line), line
+    assert value in line and allowed in line, line
+    assert _tree(tmp_path, inputs) == before
+
+
 @pytest.mark.parametrize("command", sorted(ALIASES))
 def test_the_good_arguments_pass_the_checks(
         model_dir, train_dir, inputs, tmp_path, no_tensorflow, command):
@@ -388,6 +427,22 @@ def test_usage_only_when_a_required_flag_is_missing(capsys, alias):
     (["export-hub", "--options_file", "o.json", "--outdir", "hub"],
      "bilm-keras export-hub: error: --options_file and --weight_file are "
      "both required (or give --model or --save_dir)"),
+    (["export-hub", "--options_file", "o.json", "--weight_file", "w.hdf5",
+      "--outdir", "hub", "--checkpoint", "model-2"],
+     "bilm-keras export-hub: error: --checkpoint names a checkpoint of "
+     "--save_dir; give --save_dir"),
+    (["train", "--save_dir", "s", "--vocab_file", "v", "--train_prefix",
+      "t", "--init_weights", "w.hdf5", "--init_checkpoint", "c"],
+     "bilm-keras train: error: give either --init_weights or "
+     "--init_checkpoint, not both"),
+    (["train", "--save_dir", "s", "--vocab_file", "v", "--train_prefix",
+      "t", "--init_vocab_file", "v"],
+     "bilm-keras train: error: --init_vocab_file is the vocabulary of "
+     "--init_checkpoint; give --init_checkpoint"),
+    (["train", "--save_dir", "s", "--vocab_file", "v", "--train_prefix",
+      "t", "--init_model", "elmo-small", "--init_checkpoint", "c"],
+     "bilm-keras train: error: give either --init_model or "
+     "--init_checkpoint, not both"),
 ])
 def test_other_command_line_errors_are_one_line(capsys, argv, line):
     with pytest.raises(SystemExit) as exit_:
