@@ -182,10 +182,13 @@ def dump_bilm_embeddings(
             its last whole part (:mod:`bilm_keras.embedding.runs`: the
             run's progress is kept in ``outfile + ".partial/"`` until the
             output is complete).
-        shard: ``(K, N)``: embed only shard ``K`` of ``N`` (lines
-            ``[K * n // N, (K + 1) * n // N)``, datasets keep their line
+        shard: ``(K, N)``: embed only shard ``K`` of ``N`` (of the
+            ``c = ceil(n / chunk_size)`` chunks of the single run, chunks
+            ``[K * c // N, (K + 1) * c // N)``: :func:`~bilm_keras.
+            embedding.shards.shard_lines`; datasets keep their line
             numbers); :func:`~bilm_keras.embedding.merge.
-            merge_embedding_files` joins the shards.
+            merge_embedding_files` joins the shards, bit for bit the
+            single run's file.
         devices: the devices to embed on (e.g. ``["GPU:0", "GPU:1"]``);
             default: every GPU, else the CPU.
         batch_size: None (default): the embedder's own compute batches
@@ -209,7 +212,8 @@ def dump_bilm_embeddings(
     plan = plan_dump(options_file=options_file, weight_file=weight_file,
                      vocab_file=vocab_file, dataset_file=dataset_file,
                      spec=spec, embedding_weight_file=embedding_weight_file,
-                     use_sentence_keys=use_sentence_keys, shard=shard)
+                     use_sentence_keys=use_sentence_keys, shard=shard,
+                     chunk_size=chunk_size)
     options, embedding = plan.options, plan.embedding
     embedding_weight_file = plan.embedding_weight_file
     mix = embedding.mix

@@ -12,7 +12,7 @@ import dataclasses
 import os
 from typing import Optional, Tuple
 
-from bilm_keras._utils.settings import SettingError
+from bilm_keras._utils.settings import SettingError, check_int
 from bilm_keras.data.sentence_file import check_sentence_file
 from bilm_keras.embedding.outputs import EmbeddingSpec, ResolvedEmbedding
 from bilm_keras.embedding.shards import shard_lines
@@ -32,7 +32,8 @@ class DumpPlan:
         keys: how datasets are named: ``"line_number"`` or ``"sentence"``.
         n_lines: lines of the input file (sentences, blank ones included).
         lines: ``(first, end)``: the lines this run embeds (all, or its
-            shard's).
+            shard's: whole chunks of the single run,
+            :func:`~bilm_keras.embedding.shards.shard_lines`).
     """
 
     options: BiLMOptions
@@ -53,10 +54,12 @@ def plan_dump(
     embedding_weight_file: Optional[str | os.PathLike] = None,
     use_sentence_keys: bool = False,
     shard: Optional[Tuple[int, int]] = None,
+    chunk_size: int = 4096,
 ) -> DumpPlan:
     """Checks everything of a dump that needs no model (arguments as
     :func:`~bilm_keras.dump_bilm_embeddings`): a bad input fails in
-    seconds, before hours of work.
+    seconds, before hours of work. ``chunk_size`` (the run's) sets which
+    lines a shard embeds.
 
     Raises:
         OptionsError: ``options_file`` does not describe a biLM.
@@ -87,8 +90,11 @@ def plan_dump(
                            "line numbers for the merge)")
     stats = check_sentence_file(dataset_file,
                                 sentence_keys=use_sentence_keys)
-    lines = ((0, stats.n_lines) if shard is None
-             else shard_lines(*shard, stats.n_lines))
+    if shard is None:
+        lines = (0, stats.n_lines)
+    else:
+        check_int("chunk_size", chunk_size, 1)
+        lines = shard_lines(*shard, stats.n_lines, chunk_size)
     return DumpPlan(options=options, embedding=embedding,
                     embedding_weight_file=table,
                     keys="sentence" if use_sentence_keys else "line_number",

@@ -94,7 +94,13 @@ def check_shard_files(shard_files: Iterable[str]) -> list[tuple[str, dict]]:
         if k in found:
             raise EmbeddingRunError(
                 f"{path}: shard {k}/{n} again (also {found[k][0]})")
-        lines = shard_lines(k, n, int(attrs["n_lines_total"]))
+        chunk_size = json.loads(attrs["run"]).get("chunk_size")
+        if chunk_size is None:
+            raise EmbeddingRunError(
+                f"{path}: shard {k}/{n} records no chunk_size (written by "
+                f"an older bilm-keras? embed the shard again)")
+        lines = shard_lines(k, n, int(attrs["n_lines_total"]),
+                            int(chunk_size))
         if [int(x) for x in attrs["shard_lines"]] != list(lines):
             raise EmbeddingRunError(
                 f"{path}: shard {k}/{n} holds lines "

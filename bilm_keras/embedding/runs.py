@@ -15,7 +15,9 @@ A run writes its progress into a folder beside its output, ``OUT.partial/``:
   under its final name. One part per chunk of ``chunk_size`` lines,
   counted from the shard's first line, so a resumed run chunks (and sorts,
   and batches) its sentences exactly as an uninterrupted one and its
-  vectors are bit-identical.
+  vectors are bit-identical. A shard starts at a chunk boundary of the
+  single run (:func:`~bilm_keras.embedding.shards.shard_lines`), so its
+  chunks are the single run's too, and the merged shards its file.
 
 When every part is there they are copied, dataset by dataset (HDF5's own
 object copy: memory stays flat in the number of sentences), into a
