@@ -4,6 +4,9 @@ Every file bilm_keras writes (HDF5 weights and embeddings, options.json,
 vocabularies, corpus shards) goes to a temporary file beside its target and
 is renamed onto it only when complete, so an interrupted or failed write
 never leaves a half-written file, and an existing file stays as it was.
+A write that fills the disk raises :class:`~bilm_keras._utils.disk_full.
+DiskFullError` (one line: the path, the bytes written when the device
+filled, the space free), after its temporary file is removed.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import os
 import secrets
 from typing import Iterator
 
+from bilm_keras._utils.disk_full import disk_full_error, full_errno
+
 
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
@@ -21,7 +26,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     On a normal exit the temporary file replaces ``path`` (``os.replace``);
     on an exception it is removed. It has the permissions of any new file
     (``0o666`` less the umask). Its name, ``<name>.tmp-XXXX.tmp``, shows
-    what it was for should a killed process leave one behind.
+    what it was for should a killed process leave one behind. An error
+    that says the disk is full (Python's, h5py's, TensorFlow's) becomes a
+    :class:`~bilm_keras._utils.disk_full.DiskFullError` naming ``path``.
     """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -37,12 +44,32 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
             break
         except FileExistsError:
             continue
+    written = 0
     try:
         yield tmp
         os.replace(tmp, path)
+    except Exception as e:
+        if full_errno(e) is not None and os.path.exists(tmp):
+            written = os.path.getsize(tmp)
+        _remove(tmp)
+        _raise_if_full(e, path, written)
+        raise
     finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        _remove(tmp)
+
+
+def _remove(path: str) -> None:
+    if os.path.exists(path):
+        os.remove(path)
+
+
+def _raise_if_full(error: Exception, path: str, written: int) -> None:
+    """Raises ``error`` as a ``DiskFullError`` about ``path`` if it is
+    one (``written``: the bytes on disk when the device filled)."""
+    full = disk_full_error(error, path, needed=written or None,
+                           at_least=True)
+    if full is not None and full is not error:
+        raise full from error
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
@@ -80,7 +107,9 @@ def atomic_directory(outdir: str | os.PathLike, *,
     (allowed only with ``overwrite``) is replaced only then. On an
     exception the temporary directory is removed and ``outdir`` stays as
     it was (not created, if it did not exist). Checked with
-    :func:`check_output_directory` before and after the writing.
+    :func:`check_output_directory` before and after the writing. A full
+    disk raises :class:`~bilm_keras._utils.disk_full.DiskFullError`
+    naming ``outdir``, after the temporary directory is removed.
     """
     import shutil
     import tempfile
@@ -111,9 +140,29 @@ def atomic_directory(outdir: str | os.PathLike, *,
             os.rmdir(outdir)
         os.replace(tmp, outdir)
         tmp = None
+    except Exception as e:
+        written = (_tree_size(tmp) if tmp is not None
+                   and full_errno(e) is not None else 0)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp = None
+        _raise_if_full(e, outdir, written)
+        raise
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _tree_size(folder: str) -> int:
+    """Bytes in the files under ``folder``."""
+    total = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
 
