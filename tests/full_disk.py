@@ -9,7 +9,8 @@ Python's, h5py's C library or TensorFlow's C++, meets a real ``ENOSPC``.
 Where it may not (CI without root), the folder is an ordinary one and the
 test injects the error the writer would meet, at the writer's seam
 (:func:`h5py_disk_full`, :func:`tensorflow_disk_full`, or
-``OSError(ENOSPC)`` from Python's ``write``), with the exception type and
+:func:`fail_hdf5_writes`: ``OSError(ENOSPC)`` from the ``write`` of the
+file object HDF5 files are written through), with the exception type and
 text the real library gives. Each test says which ran
 (``record_property("full_disk", disk.mode)`` and a printed line).
 ``FULL_DISK_INJECT=1`` in the environment makes the tests inject where
@@ -90,6 +91,38 @@ class SmallDisk:
                 subprocess.run(["umount", "-l", str(self.path)],
                                capture_output=True, timeout=30)
             self.mode = "unmounted"
+
+
+class _FullFile:
+    """A file object whose writes fail as on a full device."""
+
+    def __init__(self, raw):
+        self._raw = raw
+
+    def write(self, data):
+        raise OSError(errno.ENOSPC, "No space left on device", self._raw.name)
+
+    def __getattr__(self, name):
+        return getattr(self._raw, name)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self._raw.close()
+
+
+def fail_hdf5_writes(monkeypatch, fails) -> None:
+    """Every HDF5 file bilm_keras writes (through
+    ``atomic_files.hdf5_for_writing``) to a path for which ``fails(path)``
+    is true meets a full device at its first write."""
+    from bilm_keras._utils import atomic_files
+
+    def open_for_hdf5(path, mode="r", *args, **kwargs):
+        raw = open(path, mode, *args, **kwargs)
+        return _FullFile(raw) if fails(os.fspath(path)) else raw
+
+    monkeypatch.setattr(atomic_files, "open", open_for_hdf5, raising=False)
 
 
 def h5py_disk_full(path) -> OSError:

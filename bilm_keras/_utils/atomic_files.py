@@ -6,7 +6,9 @@ is renamed onto it only when complete, so an interrupted or failed write
 never leaves a half-written file, and an existing file stays as it was.
 A write that fills the disk raises :class:`~bilm_keras._utils.disk_full.
 DiskFullError` (one line: the path, the bytes written when the device
-filled, the space free), after its temporary file is removed.
+filled, the space free), after its temporary file is removed. HDF5 files
+are written through :func:`hdf5_for_writing` (:func:`atomic_hdf5`), so that
+a full disk is an error h5py raises, not a crash.
 """
 
 from __future__ import annotations
@@ -14,9 +16,12 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
 
 from bilm_keras._utils.disk_full import disk_full_error, full_errno
+
+if TYPE_CHECKING:
+    import h5py
 
 
 @contextlib.contextmanager
@@ -56,6 +61,35 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
         raise
     finally:
         _remove(tmp)
+
+
+@contextlib.contextmanager
+def hdf5_for_writing(path: str | os.PathLike) -> Iterator["h5py.File"]:
+    """A new HDF5 file at ``path`` (an ``h5py.File``), written through a
+    Python file object and synced to the disk when complete.
+
+    h5py's own POSIX driver meets a failed write (a full disk) inside the
+    release of an object: the error is printed as "ignored" and the
+    process may then crash (a segmentation fault, h5py 3.14 / HDF5 1.14,
+    e.g. a small dataset flushed at the file's close). Through a Python
+    file object, the write's ``OSError`` (``ENOSPC``) is raised by the call
+    that wrote, and the file can be discarded.
+    """
+    import h5py
+
+    with open(path, "w+b") as raw:
+        with h5py.File(raw, "w") as f:
+            yield f
+        raw.flush()
+        os.fsync(raw.fileno())
+
+
+@contextlib.contextmanager
+def atomic_hdf5(path: str | os.PathLike) -> Iterator["h5py.File"]:
+    """:func:`hdf5_for_writing` a temporary file that replaces ``path``
+    when complete (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp, hdf5_for_writing(tmp) as f:
+        yield f
 
 
 def _remove(path: str) -> None:

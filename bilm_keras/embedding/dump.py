@@ -16,11 +16,10 @@ import itertools
 import os
 from typing import Callable, Optional, Sequence, Tuple
 
-import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras._utils.atomic_files import atomic_path
+from bilm_keras._utils.atomic_files import atomic_hdf5
 from bilm_keras._utils.version import __version__
 from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
 from bilm_keras.data.sentence_file import read_sentence_lines
@@ -86,7 +85,7 @@ def dump_token_embeddings(
         np.concatenate(pieces)
         if pieces else np.zeros((0, backbone.projection_dim), np.float32)
     )
-    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+    with atomic_hdf5(outfile) as fout:
         fout.create_dataset("embedding", data=embeddings.astype(np.float32))
 
 

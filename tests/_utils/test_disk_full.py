@@ -12,10 +12,11 @@ import pickle
 import h5py
 import numpy as np
 import pytest
-from full_disk import h5py_disk_full, names
+from full_disk import fail_hdf5_writes, h5py_disk_full, names
 
 from bilm_keras._utils.atomic_files import (
     atomic_directory,
+    atomic_hdf5,
     atomic_path,
     write_text_atomic,
 )
@@ -124,17 +125,30 @@ def test_a_file_that_does_not_fit_leaves_nothing_and_the_old_one(
         assert raised.value.free == disk.free()
 
 
-def test_an_hdf5_file_that_does_not_fit(small_disk):
+# a small dataset is written at the file's close, a large one at once
+@pytest.mark.parametrize("size", [1000, MiB // 4])
+def test_an_hdf5_file_that_does_not_fit(small_disk, monkeypatch, size):
+    """h5py's own driver crashed the process (a segfault) when a small
+    dataset's write at the file's close found the disk full; through
+    atomic_hdf5 it is one error."""
     disk = small_disk(2 * MiB)
     target = disk.path / "weights.hdf5"
+    if disk.real:
+        disk.fill(leave=4096)
+    else:
+        fail_hdf5_writes(monkeypatch, lambda path: True)
     with pytest.raises(DiskFullError) as raised:
-        with atomic_path(target) as tmp, h5py.File(tmp, "w") as f:
-            if not disk.real:
-                raise h5py_disk_full(tmp)
-            f.create_dataset("W", data=np.ones(MiB, np.float32))  # 4 MiB
+        with atomic_hdf5(target) as f:
+            f.create_dataset("W", data=np.ones(size, np.float32))
     assert str(raised.value).startswith(f"{target}: no space left on "
                                         f"device (")
     assert names(disk.path) == []
+    disk.free_space()
+    monkeypatch.undo()
+    with atomic_hdf5(target) as f:  # with space, the same write
+        f.create_dataset("W", data=np.ones(size, np.float32))
+    with h5py.File(target, "r") as f:
+        np.testing.assert_array_equal(f["W"][...], np.ones(size))
 
 
 def test_a_directory_that_does_not_fit(small_disk):
