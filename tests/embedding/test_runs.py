@@ -331,6 +331,27 @@ def test_full_disk_then_resume_gives_the_uninterrupted_file(
     assert names(disk.path) == ["elmo.hdf5"]
 
 
+def test_merge_on_a_full_disk_is_one_line_and_leaves_nothing(
+        three_shards, small_disk, monkeypatch, capsys):
+    from full_disk import fail_hdf5_writes, names
+
+    disk = small_disk(4 << 20)
+    out = disk.path / "all.hdf5"
+    if disk.real:
+        disk.fill(leave=8192)
+    else:
+        fail_hdf5_writes(monkeypatch, lambda path: True)
+    capsys.readouterr()
+    assert cli.main(["merge-embeddings", "--outfile", str(out),
+                     *map(str, three_shards)]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"bilm-keras merge-embeddings: error: {out}: no "
+                           f"space left on device (")
+    assert line.endswith(" free); free some space and run the command "
+                         "again")
+    assert names(disk.path) == []
+
+
 def test_an_error_before_the_first_part_leaves_nothing(model_dir, corpus,
                                                       tmp_path):
     out = tmp_path / "elmo.hdf5"
