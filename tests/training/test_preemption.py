@@ -305,3 +305,108 @@ def test_ctrl_c_to_restart_exits_130_with_a_checkpoint(train_dir, tmp_path):
     # the newest two are kept, whatever the signal
     assert {"model-3.index", f"model-{step}.index"} <= set(
         os.listdir(save_dir))
+
+
+# ------------------------------------------- several workers (MWMS)
+def _free_ports(n):
+    import socket
+
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _workers(args, save_dir, *, stop_worker=None, stop_at=None,
+             timeout=240):
+    """``bilm-keras ARGS --save_dir SAVE_DIR`` as the two workers of a
+    MultiWorkerMirroredStrategy cluster on 127.0.0.1 (one save_dir, as on
+    a shared file system: the chief writes it); once worker
+    ``stop_worker`` prints ``step STOP_AT/``, it (only) gets SIGTERM.
+    Returns ``[(exit status, stdout, stderr)]`` per worker."""
+    import json
+
+    hosts = [f"127.0.0.1:{p}" for p in _free_ports(2)]
+    procs = []
+    for index in range(2):
+        env = _env()
+        env["TF_CONFIG"] = json.dumps({"cluster": {"worker": hosts},
+                                       "task": {"type": "worker",
+                                                "index": index}})
+        procs.append(subprocess.Popen(
+            _command(*args, "--save_dir", save_dir), cwd=REPO_ROOT,
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            text=True))
+    timers = [threading.Timer(timeout, p.kill) for p in procs]
+    outputs = [[], []]
+
+    def read(index):
+        for line in procs[index].stdout:
+            outputs[index].append(line)
+            if index == stop_worker and line.startswith(f"step {stop_at}/"):
+                procs[index].send_signal(signal.SIGTERM)
+
+    readers = [threading.Thread(target=read, args=(k,)) for k in range(2)]
+    for t in timers + readers:
+        t.start()
+    try:
+        errs = [p.stderr.read() for p in procs]
+        for t in readers:
+            t.join()
+        for p in procs:
+            p.wait()
+    finally:
+        for t in timers:
+            t.cancel()
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+    return [(p.returncode, "".join(o), e)
+            for p, o, e in zip(procs, outputs, errs)]
+
+
+@pytest.mark.slow
+def test_sigterm_to_one_worker_stops_the_cluster_at_one_step(train_dir,
+                                                             tmp_path):
+    """Two workers: SIGTERM reaches worker 1 only; TensorFlow's
+    PreemptionCheckpointHandler makes both write the checkpoint of the
+    same step (the chief into save_dir) and exit 143; both restarted, the
+    run ends with the uninterrupted cluster's weights."""
+    options_file = tmp_path / "options.json"
+    fixture_options(n_epochs=6, batch_size=2, lstm=ONE_LAYER).to_json(
+        options_file)  # 36 steps
+    train_args = ["train", "--train_prefix", train_dir / "data.txt",
+                  "--vocab_file", train_dir / "vocab.txt",
+                  "--options", options_file, "--seed", "5",
+                  "--log_every", "1", "--save_every", "100"]
+    whole = _workers(train_args, tmp_path / "whole")
+    for code, out, err in whole:
+        assert code == 0, err[-3000:]
+
+    save_dir = tmp_path / "stopped"
+    stopped = _workers(train_args, save_dir, stop_worker=1, stop_at=4)
+    for code, out, err in stopped:
+        assert code == 143, err[-3000:]
+    chief_line = stopped[0][2].strip().splitlines()[-1]
+    worker_line = stopped[1][2].strip().splitlines()[-1]
+    assert "stopped by a peer's preemption at step " in chief_line
+    assert "stopped by SIGTERM at step " in worker_line
+    step = int(chief_line.split(" at step ")[1].split()[0])
+    assert step == int(worker_line.split(" at step ")[1].split()[0])
+    assert 4 <= step < 36
+    checkpoint = save_dir / f"model-{step}"
+    assert f"checkpoint {checkpoint}; continue with: " in chief_line
+    assert "checkpoint written by the chief worker" in worker_line
+    assert tf.train.latest_checkpoint(str(save_dir)) == str(checkpoint)
+
+    restarted = _workers(
+        ["restart", "--train_prefix", train_dir / "data.txt",
+         "--vocab_file", train_dir / "vocab.txt", "--log_every", "1",
+         "--save_every", "100"], save_dir)
+    for code, out, err in restarted:
+        assert code == 0, err[-3000:]
+    assert_same_checkpoint(str(save_dir / "model-36"),
+                           str(tmp_path / "whole" / "model-36"))
