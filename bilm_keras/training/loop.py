@@ -357,9 +357,14 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
                         last_step=last_step, progress=progress,
                         writer=writer, preemption=preemption,
                         log_every=run.log_every, save_every=run.save_every)
+                except BaseException:
+                    # the logs up to the stop, without hiding its reason
+                    with contextlib.suppress(Exception):
+                        summaries.flush()
+                    raise
                 finally:
                     preemption.close()
-                    summaries.flush()
+                summaries.flush()
         finally:
             if not chief:
                 shutil.rmtree(ckpt_dir, ignore_errors=True)
