@@ -49,12 +49,21 @@ Errors and exit statuses:
   missing required flag or command;
 * 0: done; 130: interrupted (Ctrl-C); 70 (``EXIT_INTERNAL_ERROR``): an
   unexpected error, printed with Python's traceback (a bug to report). ``--verbose`` adds the traceback to a bad
-  input's line.
+  input's line;
+* ``train`` and ``restart`` stopped by a signal after their first step
+  write a checkpoint of the step reached and print one line naming it and
+  the command that continues the run: exit 143 after SIGTERM (what a
+  scheduler takes for "preempted"), 130 after SIGINT
+  (:mod:`bilm_keras.training.preemption`);
+* a disk (or quota) that fills up is a bad input too: one line naming the
+  file, the bytes it needed where known and the space free, exit 1
+  (:class:`~bilm_keras._utils.disk_full.DiskFullError`).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import traceback
 from typing import List, Optional
@@ -227,11 +236,23 @@ def main(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
          prog: Optional[str] = None) -> int:
     """Parses and runs a command as a program: a bad input is one line on
     stderr. Returns the exit status (0 done, 1 bad input, 130 interrupted,
-    70 an unexpected error; the parser exits 1 itself for a bad flag)."""
+    143 stopped by SIGTERM with a checkpoint, 70 an unexpected error; the
+    parser exits 1 itself for a bad flag)."""
+    from bilm_keras.training.preemption import TrainingPreempted
+
     args = parse_args(argv, command=command, prog=prog)
     name = args._parser.prog
     try:
         execute(args)
+    except TrainingPreempted as e:  # a checkpoint of the step reached
+        # the job is over: a further signal (a scheduler's repeat, Ctrl-C
+        # again) must not turn the exit status into a kill's
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_IGN)
+        restart = ("restart.py" if name.endswith(".py")
+                   else f"{name.split()[0]} restart")
+        print(f"{name}: {e.message(restart)}", file=sys.stderr)
+        return e.exit_status
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)
         return 130

@@ -179,8 +179,9 @@ def add_arguments(parser):
     parser.add_argument("--shard", type=shard_arg, default=None,
                         metavar="K/N",
                         help="embed only shard K of N (0 <= K < N): a "
-                             "contiguous share of the lines, datasets named "
-                             "by their line in the whole file")
+                             "contiguous share of the --chunk_size chunks, "
+                             "datasets named by their line in the whole "
+                             "file")
     parser.add_argument("--devices", type=devices_arg, default=None,
                         metavar="DEVICES",
                         help="comma-separated devices to embed on, e.g. "
@@ -267,7 +268,8 @@ def check(args) -> None:
         options_file=args.options_file, weight_file=args.weight_file,
         vocab_file=args.vocab_file, dataset_file=args.dataset_file,
         spec=args.spec, embedding_weight_file=args.embedding_weight_file,
-        use_sentence_keys=args.use_sentence_keys, shard=args.shard)
+        use_sentence_keys=args.use_sentence_keys, shard=args.shard,
+        chunk_size=args.chunk_size)
     if plan.embedding_weight_file is not None:
         _check_token_table(args, plan)
     if not (args.resume and os.path.isdir(partial_dir(args.outfile))):

@@ -16,11 +16,10 @@ import itertools
 import os
 from typing import Callable, Optional, Sequence, Tuple
 
-import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras._utils.atomic_files import atomic_path
+from bilm_keras._utils.atomic_files import atomic_hdf5
 from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
 from bilm_keras.data.sentence_file import read_sentence_lines
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary
@@ -80,7 +79,7 @@ def dump_token_embeddings(
         np.concatenate(pieces)
         if pieces else np.zeros((0, backbone.projection_dim), np.float32)
     )
-    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+    with atomic_hdf5(outfile) as fout:
         fout.create_dataset("embedding", data=embeddings.astype(np.float32))
 
 
@@ -176,10 +175,13 @@ def dump_bilm_embeddings(
             its last whole part (:mod:`bilm_keras.embedding.runs`: the
             run's progress is kept in ``outfile + ".partial/"`` until the
             output is complete).
-        shard: ``(K, N)``: embed only shard ``K`` of ``N`` (lines
-            ``[K * n // N, (K + 1) * n // N)``, datasets keep their line
+        shard: ``(K, N)``: embed only shard ``K`` of ``N`` (of the
+            ``c = ceil(n / chunk_size)`` chunks of the single run, chunks
+            ``[K * c // N, (K + 1) * c // N)``: :func:`~bilm_keras.
+            embedding.shards.shard_lines`; datasets keep their line
             numbers); :func:`~bilm_keras.embedding.merge.
-            merge_embedding_files` joins the shards.
+            merge_embedding_files` joins the shards, bit for bit the
+            single run's file.
         devices: the devices to embed on (e.g. ``["GPU:0", "GPU:1"]``);
             default: every GPU, else the CPU.
         batch_size: None (default): the embedder's own compute batches
@@ -203,8 +205,9 @@ def dump_bilm_embeddings(
     plan = plan_dump(options_file=options_file, weight_file=weight_file,
                      vocab_file=vocab_file, dataset_file=dataset_file,
                      spec=spec, embedding_weight_file=embedding_weight_file,
-                     use_sentence_keys=use_sentence_keys, shard=shard)
-    options, embedding = plan.options, plan.embedding
+                     use_sentence_keys=use_sentence_keys, shard=shard,
+                     chunk_size=chunk_size)
+    options = plan.options
     embedding_weight_file = plan.embedding_weight_file
     record = dump_record(
         plan, spec, options_file=options_file, weight_file=weight_file,

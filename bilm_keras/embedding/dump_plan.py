@@ -19,7 +19,7 @@ from typing import Callable, Optional, Tuple
 
 import numpy as np
 
-from bilm_keras._utils.settings import SettingError
+from bilm_keras._utils.settings import SettingError, check_int
 from bilm_keras._utils.version import __version__
 from bilm_keras.data.sentence_file import check_sentence_file
 from bilm_keras.embedding.outputs import (
@@ -45,7 +45,8 @@ class DumpPlan:
         keys: how datasets are named: ``"line_number"`` or ``"sentence"``.
         n_lines: lines of the input file (sentences, blank ones included).
         lines: ``(first, end)``: the lines this run embeds (all, or its
-            shard's).
+            shard's: whole chunks of the single run,
+            :func:`~bilm_keras.embedding.shards.shard_lines`).
     """
 
     options: BiLMOptions
@@ -67,10 +68,12 @@ def plan_dump(
     use_sentence_keys: bool = False,
     shard: Optional[Tuple[int, int]] = None,
     checked_lines: Optional[int] = None,
+    chunk_size: int = 4096,
 ) -> DumpPlan:
     """Checks everything of a dump that needs no model (arguments as
     :func:`~bilm_keras.dump_bilm_embeddings`): a bad input fails in
-    seconds, before hours of work.
+    seconds, before hours of work. ``chunk_size`` (the run's) sets which
+    lines a shard embeds.
 
     ``checked_lines``: the input was read and checked by the caller (the
     Beam pipeline's glob: :func:`~bilm_keras.embedding.beam_dump.
@@ -108,8 +111,11 @@ def plan_dump(
     if n_lines is None:
         n_lines = check_sentence_file(
             dataset_file, sentence_keys=use_sentence_keys).n_lines
-    lines = ((0, n_lines) if shard is None
-             else shard_lines(*shard, n_lines))
+    if shard is None:
+        lines = (0, n_lines)
+    else:
+        check_int("chunk_size", chunk_size, 1)
+        lines = shard_lines(*shard, n_lines, chunk_size)
     return DumpPlan(options=options, embedding=embedding,
                     embedding_weight_file=table,
                     keys="sentence" if use_sentence_keys else "line_number",

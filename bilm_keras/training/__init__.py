@@ -8,7 +8,10 @@ The package's modules, by job:
 * :mod:`.model_setup`: the model and its Adagrad (:mod:`.adagrad`);
 * :mod:`.train_step`: one distributed training step;
 * :mod:`.reporting`: progress lines and TensorBoard scalars;
-* :mod:`.checkpoints`: what a ``save_dir`` holds, restored;
+* :mod:`.checkpoints`: what a ``save_dir`` holds, written whole, restored;
+* :mod:`.carried_states`: the LSTM states a step hands the next, kept in
+  the checkpoints;
+* :mod:`.preemption`: SIGTERM / SIGINT end a run with a checkpoint;
 * :mod:`.save_dir_models`: a save_dir's checkpoint, ours or bilm-tf's,
   chosen (the newest that reads whole) and loaded for a command;
 * :mod:`.bilm_tf_save_dir`: a save_dir of bilm-tf's own training,
@@ -31,6 +34,7 @@ from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 #: public name -> the module that defines it
 _EXPORTS = {
     "CheckpointError": "bilm_keras.training.checkpoints",
+    "TrainingPreempted": "bilm_keras.training.preemption",
     "TrainingRun": "bilm_keras.training.training_run",
     "dump_weights": "bilm_keras.training.weight_dump",
     "evaluate": "bilm_keras.training.evaluation",

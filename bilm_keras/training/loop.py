@@ -17,7 +17,15 @@ Both gather their settings into one
    where the checkpoint left it after a crash;
 5. the steps (:mod:`.train_step`): a progress line and TensorBoard
    scalars every ``log_every`` steps (:mod:`.reporting`), a checkpoint
-   every ``save_every`` and at the end (of the epochs, or of ``max_steps``).
+   every ``save_every`` and at the end (of the epochs, or of
+   ``max_steps``), or when a signal stops the run (:mod:`.preemption`).
+
+A checkpoint holds all a step needs to go on (:mod:`.checkpoints`): the
+weights, Adagrad, the step counter, the data stream and the LSTM states
+(:mod:`.carried_states`); each step's dropout masks and softmax samples
+are a function of the stream's seed and the step. So a run stopped at any
+step (SIGTERM, Ctrl-C, ``max_steps``) and continued by :func:`restart`
+ends with the weights of a run never stopped, bit for bit.
 
 One epoch is ``n_train_tokens / (batch_size * unroll_steps)`` steps of the
 global batch ``batch_size``.
@@ -38,6 +46,7 @@ import keras
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import write_text_atomic
+from bilm_keras._utils.disk_full import reporting_disk_full
 from bilm_keras.data.corpus import CorpusError, count_corpus, list_shards
 from bilm_keras.data.unigram import unigram_perplexity
 from bilm_keras.layers.initialization import placeholder_weights
@@ -54,11 +63,14 @@ from bilm_keras.training.bilm_tf_save_dir import (
     restore_bilm_tf_run,
     set_aside_bilm_tf_state_file,
 )
+from bilm_keras.training.carried_states import CHECKPOINT_KEY, CarriedStates
 from bilm_keras.training.checkpoints import (
     OPTIONS_FILE,
     TRAINING_DATA_FILE,
     CheckpointError,
+    CheckpointWriter,
     DataStream,
+    checkpoint_bytes,
     model_checkpoint,
     restore_checkpoint,
 )
@@ -70,6 +82,11 @@ from bilm_keras.training.inputs import (
 )
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
+from bilm_keras.training.preemption import (
+    SignalWatch,
+    TrainingPreempted,
+    watch_preemption,
+)
 from bilm_keras.training.reporting import TrainingProgress
 from bilm_keras.training.save_dir_models import choose_checkpoint
 from bilm_keras.training.strategy import is_chief, make_strategy
@@ -131,7 +148,7 @@ def train(
             gives it.
         save_every: steps between checkpoints (and one at the end).
         log_every: steps between progress lines / TensorBoard points.
-        max_to_keep: checkpoints kept in ``save_dir``.
+        max_to_keep: checkpoints kept in ``save_dir`` (at least 2).
         seed: initialisation, data-order and dropout seed (None: random).
         fast_path: run the LSTMs statically unrolled, both directions
             batched, and the char-CNN once per distinct token
@@ -184,6 +201,13 @@ def train(
         CorpusError: ``train_prefix`` matches no file, or no tokens.
         VocabularyError: ``vocab_file`` is missing or lacks ``<S>``,
             ``</S>`` or ``<UNK>``.
+        TrainingPreempted: SIGTERM or SIGINT (Ctrl-C) stopped the run
+            after its first step; a checkpoint of the step reached was
+            written first, and the error's message names it and the
+            command that continues the run (:mod:`.preemption`; exit with
+            its ``exit_status`` to tell a scheduler).
+        DiskFullError: a checkpoint (or another file of ``save_dir``)
+            did not fit; the checkpoints before it are as they were.
     """
     fields = dict(locals())  # the keyword arguments: the run's fields
     del fields["options"], fields["run"]
@@ -322,22 +346,24 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
         # 3. checkpoint: restored or new; options and corpus beside it
         stream = DataStream()
         warmup = LMWarmup(run.freeze_lm_steps)
-        checkpoint, stream_restored = _prepare_checkpoint(
-            lm, optimizer, stream, warmup, save_dir, resume=resume)
+        carried = CarriedStates(lm, options.batch_size)
+        checkpoint, stream_restored, states_restored = _prepare_checkpoint(
+            lm, optimizer, stream, warmup, carried, save_dir, resume=resume)
         # non-chief workers write to a scratch directory (collective saves)
         ckpt_dir = save_dir if chief else tempfile.mkdtemp(prefix="bilm_w")
-        manager = tf.train.CheckpointManager(
+        writer = CheckpointWriter(
             checkpoint, ckpt_dir, max_to_keep=run.max_to_keep,
-            checkpoint_name="model",
-        )
+            n_bytes=checkpoint_bytes(checkpoint_variables(lm, optimizer,
+                                                          carried)),
+            before_save=lambda: carried.capture(strategy))
         if chief:
             _write_run_files(save_dir, options, corpus,
                              train_prefix=run.train_prefix,
                              vocab_file=run.vocab_file)
-            writer = tf.summary.create_file_writer(
+            summaries = tf.summary.create_file_writer(
                 os.path.join(save_dir, "logs"))
         else:
-            writer = tf.summary.create_noop_writer()
+            summaries = tf.summary.create_noop_writer()
 
         # 4. the steps to run, their data and the step function
         start_step = int(optimizer.iterations.numpy())
@@ -356,27 +382,57 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
                   "batches", flush=True)
         batches = distributed_batches(
             strategy, run.train_prefix, vocab, options, stream_seed, skip)
-        train_step = _make_step(lm, optimizer, strategy, options, seed=seed,
-                                warmup=warmup, start_step=start_step)
-        per_replica = options.batch_size // strategy.num_replicas_in_sync
-        states = strategy.experimental_distribute_values_from_function(
-            lambda ctx: lm.zero_states(per_replica)
-        )
+        # the step's dropout masks and softmax samples: a function of the
+        # stream's seed and the step, as they were before a stop
+        train_step = _make_step(lm, optimizer, strategy, options,
+                                seed=stream.base_seed, warmup=warmup,
+                                start_step=start_step)
+        if stream.continued and states_restored:
+            # the LSTM states the uninterrupted run's next step starts from
+            carried.current = carried.distribute(strategy)
+        else:
+            per_replica = options.batch_size // strategy.num_replicas_in_sync
+            carried.current = (
+                strategy.experimental_distribute_values_from_function(
+                    lambda ctx: lm.zero_states(per_replica)))
         logger.info("training steps %d..%d on %d replica(s)", start_step,
                     last_step, strategy.num_replicas_in_sync)
 
-        # 5. the steps: train, log, checkpoint
+        # 5. the steps: train, log, checkpoint; SIGTERM or SIGINT end them
+        #    with a checkpoint of the step reached
         run_start = time.perf_counter()
         progress = TrainingProgress(
-            lm.directions, writer, last_step=last_step,
+            lm.directions, summaries, last_step=last_step,
             tokens_per_step=options.batch_size * options.unroll_steps)
-        path = _run_steps(train_step, batches, states,
-                          start_step=start_step, last_step=last_step,
-                          progress=progress, manager=manager,
-                          log_every=run.log_every, save_every=run.save_every)
-        writer.flush()
-    if not chief:
-        shutil.rmtree(ckpt_dir, ignore_errors=True)
+
+        def preempted(signum, step, checkpoint_path):
+            return TrainingPreempted(
+                signum=signum, step=step, last_step=last_step,
+                checkpoint=checkpoint_path if chief else None,
+                restart_args=_restart_args(run, more_epochs=more_epochs,
+                                           steps_left=last_step - step))
+
+        try:
+            with SignalWatch() as watch, reporting_disk_full(save_dir):
+                preemption = watch_preemption(strategy, watch, writer.save,
+                                              preempted)
+                try:
+                    path = _run_steps(
+                        train_step, batches, carried, start_step=start_step,
+                        last_step=last_step, progress=progress,
+                        writer=writer, preemption=preemption,
+                        log_every=run.log_every, save_every=run.save_every)
+                except BaseException:
+                    # the logs up to the stop, without hiding its reason
+                    with contextlib.suppress(Exception):
+                        summaries.flush()
+                    raise
+                finally:
+                    preemption.close()
+                summaries.flush()
+        finally:
+            if not chief:
+                shutil.rmtree(ckpt_dir, ignore_errors=True)
     return dict(
         step=int(optimizer.iterations.numpy()),
         perplexity=progress.perplexity,
@@ -479,10 +535,11 @@ def _check_batch_splits(options: BiLMOptions, n_replicas: int) -> None:
 
 # ------------------------------------------------------------ 3. checkpoint
 def _prepare_checkpoint(lm, optimizer, stream: DataStream, warmup: LMWarmup,
-                        save_dir: str, *, resume: bool) -> tuple:
-    """``(checkpoint, stream restored?)``: the checkpoint of the model,
-    the optimizer, the data stream and the warm-up, restored from
-    ``save_dir`` when resuming.
+                        carried: CarriedStates, save_dir: str, *,
+                        resume: bool) -> tuple:
+    """``(checkpoint, stream restored?, LSTM states restored?)``: the
+    checkpoint of the model, the optimizer, the data stream, the LSTM
+    states and the warm-up, restored from ``save_dir`` when resuming.
 
     Raises:
         CheckpointError: resuming, and no checkpoint fits; not resuming,
@@ -494,13 +551,18 @@ def _prepare_checkpoint(lm, optimizer, stream: DataStream, warmup: LMWarmup,
     ours = found is not None and found.kind != BILM_TF
     stream_saved = ours and DataStream.in_checkpoint(latest)
     warmup_saved = ours and LMWarmup.in_checkpoint(latest)
+    states_saved = ours and CarriedStates.in_checkpoint(
+        latest, carried.batch_size)
     checkpoint = model_checkpoint(lm, optimizer=optimizer)
-    # a checkpoint written before the stream or the warm-up were saved
-    # restores without them
+    # a checkpoint written before the stream, the states or the warm-up
+    # were saved (or with the states of another batch size) restores
+    # without them
     if stream_saved:
         checkpoint.data_stream = stream.variables
     if warmup_saved:
         checkpoint.lm_frozen_until = warmup.until
+    if states_saved:
+        setattr(checkpoint, CHECKPOINT_KEY, carried.variables)
     if ours:
         restored = restore_checkpoint(checkpoint, lm, save_dir, path=latest)
         print(f"restored {restored} at step "
@@ -519,8 +581,34 @@ def _prepare_checkpoint(lm, optimizer, stream: DataStream, warmup: LMWarmup,
     # saved from now on (also when resuming an older checkpoint)
     checkpoint.data_stream = stream.variables
     checkpoint.lm_frozen_until = warmup.until
-    return checkpoint, stream_saved
+    setattr(checkpoint, CHECKPOINT_KEY, carried.variables)
+    return checkpoint, stream_saved, states_saved
 
+
+def checkpoint_variables(lm, optimizer, carried: CarriedStates) -> list:
+    """The variables a checkpoint holds (for its size)."""
+    return [*lm.variables, *optimizer.variables,
+            *carried.variables.values()]
+
+
+def _restart_args(run: TrainingRun, *, more_epochs: bool,
+                  steps_left: int) -> list:
+    """The arguments of ``bilm-keras restart`` that continue ``run``: its
+    files and the flags it set. A run of new epochs (``restart
+    --n_epochs``) goes on for the steps it had left, on a new stream of
+    its data; any other continues its stream to the end of its epochs."""
+    args = ["--save_dir", run.save_dir, "--vocab_file", run.vocab_file,
+            "--train_prefix", run.train_prefix]
+    defaults = TrainingRun(train_prefix="-", vocab_file="-", save_dir="-")
+    for name in ("n_gpus", "save_every", "log_every", "seed",
+                 "intra_op_threads", "inter_op_threads"):
+        value = getattr(run, name)
+        if value is not None and value != getattr(defaults, name):
+            args += [f"--{name}", str(value)]
+    if more_epochs:
+        args += ["--n_epochs", str(run.n_epochs), "--max_steps",
+                 str(steps_left)]
+    return args
 
 def _write_run_files(save_dir: str, options: BiLMOptions, corpus: dict, *,
                      train_prefix, vocab_file) -> None:
@@ -567,19 +655,26 @@ def _make_step(lm, optimizer, strategy, options: BiLMOptions, *, seed,
 
 
 # ------------------------------------------------------------- 5. the steps
-def _run_steps(train_step, batches, states, *, start_step: int,
-               last_step: int, progress: TrainingProgress,
-               manager: tf.train.CheckpointManager, log_every: int,
+def _run_steps(train_step, batches, carried: CarriedStates, *,
+               start_step: int, last_step: int, progress: TrainingProgress,
+               writer: CheckpointWriter, preemption, log_every: int,
                save_every: int) -> Optional[str]:
     """Runs the global steps after ``start_step`` up to ``last_step``;
-    returns the path of the last checkpoint written (None: no step)."""
+    returns the path of the last checkpoint written (None: no step).
+
+    Raises:
+        TrainingPreempted: a signal came (``preemption.after_step`` wrote
+            the checkpoint of the step reached).
+    """
     path = None
     for current in range(start_step + 1, last_step + 1):
-        loss, grad_norm, states, direction_losses = train_step(
-            next(batches), states)
+        loss, grad_norm, carried.current, direction_losses = train_step(
+            next(batches), carried.current)
         progress.add(loss, direction_losses)
         if current % log_every == 0 or current == last_step:
             progress.report(current, grad_norm)
         if current % save_every == 0 or current == last_step:
-            path = manager.save(checkpoint_number=current)
+            path = writer.save(current)
+        if current < last_step:  # the last step ends the run anyway
+            preemption.after_step(current)
     return path

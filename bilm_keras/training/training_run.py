@@ -45,7 +45,9 @@ class TrainingRun:
             end). Default 1250.
         log_every: int >= 1, steps between progress lines / TensorBoard
             points. Default 100.
-        max_to_keep: int >= 1, checkpoints kept in ``save_dir``. Default 5.
+        max_to_keep: int >= 2, checkpoints kept in ``save_dir`` (the
+            newest ones; at least two, so that one is whole should the
+            newest be damaged). Default 5.
         seed: int in ``0..2**32-1`` or None, the initialisation, data-order
             and dropout seed (None: random).
         fast_path: bool, the LSTMs statically unrolled, both directions
@@ -126,8 +128,9 @@ class TrainingRun:
         for name in ("batch_size", "n_epochs", "n_train_tokens",
                      "max_steps"):
             check_int(name, getattr(self, name), 1, optional=True)
-        for name in ("save_every", "log_every", "max_to_keep"):
+        for name in ("save_every", "log_every"):
             check_int(name, getattr(self, name), 1)
+        check_int("max_to_keep", self.max_to_keep, 2)
         check_int("seed", self.seed, 0, optional=True, maximum=MAX_SEED)
         if not isinstance(self.fast_path, bool):
             raise SettingError("fast_path", f"expected True or False, found "

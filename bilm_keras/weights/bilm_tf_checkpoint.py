@@ -44,11 +44,10 @@ import os
 import re
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras._utils.atomic_files import atomic_path
+from bilm_keras._utils.atomic_files import atomic_hdf5
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 from bilm_keras.weights.checkpoint_files import (
     checkpoint_damage,
@@ -497,6 +496,6 @@ def save_bilm_tf_dump(checkpoint: BilmTFCheckpoint,
     """Writes what bilm-tf's ``dump_weights`` wrote for this checkpoint:
     the same datasets, float32, the same values bit for bit (no softmax),
     atomically (a temporary file, then ``os.replace``)."""
-    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+    with atomic_hdf5(outfile) as fout:
         for name, value in checkpoint.read_hdf5_datasets():
             fout.create_dataset(name, data=value)

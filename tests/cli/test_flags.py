@@ -116,7 +116,8 @@ def inputs(model_dir, train_dir, tmp_path_factory):
         index[0] = json.dumps({"a b": "0"})
         f.attrs.update(shard="0/1", n_shards=1, n_lines_total=1,
                        shard_lines=np.asarray([0, 1], np.int64),
-                       run=json.dumps({"n_lines": 1}), run_id="0" * 16)
+                       run=json.dumps({"n_lines": 1, "chunk_size": 4096}),
+                       run_id="0" * 16)
     return root
 
 
