@@ -38,15 +38,15 @@ REPO_ROOT = os.path.dirname(BENCH_DIR)
 
 
 def preset_file(name: str) -> str:
-    """The options preset ``name`` (``"small.json"``) of this checkout:
-    in ``options/``, or where the package keeps them as package data
-    (``bilm_keras/presets/``); the one definition of each in the
-    repository."""
-    for folder in ("options", os.path.join("bilm_keras", "presets")):
-        path = os.path.join(REPO_ROOT, folder, name)
-        if os.path.exists(path):
-            return path
-    raise FileNotFoundError(f"no options preset {name!r} in {REPO_ROOT}")
+    """The options preset ``name`` (``"small.json"``) of this checkout,
+    where the package keeps them as package data (``bilm_keras/presets/``):
+    the one definition of each in the repository. A path, so that the
+    AllenNLP child (another venv, without our package) reads it too."""
+    path = os.path.join(REPO_ROOT, "bilm_keras", "presets", name)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"no options preset {name!r} in "
+                                f"{os.path.dirname(path)}")
+    return path
 
 
 #: the published model's options (``elmo_2x4096_512_2048cnn_2xhighway``)

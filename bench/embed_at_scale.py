@@ -17,7 +17,7 @@ What it measures (prints one JSON line, and a table on stderr):
   whole job (wall clock, TensorFlow's start-up included) and of the
   embedding alone (the progress bars' final rates, summed over the two
   shards), side by side.
-  Model: ``options/small.json`` (LSTM 1024, projection 128) with random
+  Model: the ``small`` preset (LSTM 1024, projection 128) with random
   weights.
 * ``resume``: a run killed (SIGKILL) once two of its five parts are on
   disk, then ``--resume``d, against the uninterrupted run (three rounds,
@@ -159,7 +159,7 @@ def shards_vs_threads(work, n_sentences, rounds=1, pin=True) -> dict:
                 n_tokens / (both + merge["seconds"]))))
     keys = ("tokens_per_s", "bar_tokens_per_s")
     return dict(
-        model="options/small.json, random weights, --average",
+        model="the small preset, random weights, --average",
         n_sentences=n_sentences, n_tokens=n_tokens, rounds=rounds,
         pinned=pin,
         one_process_two_threads=ones, two_processes_one_thread=twos,

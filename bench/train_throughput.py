@@ -28,7 +28,7 @@ baseline in the same process, passes alternating so that other processes'
 load hits both alike, and reports the median of the per-pass ratios.
 
 ``--adapt`` measures domain adaptation at the published size
-(``options/elmo_2x4096_512_2048cnn_2xhighway.json``: 2 x 2 LSTMs of 4096
+(the preset ``elmo_2x4096_512_2048cnn_2xhighway``: 2 x 2 LSTMs of 4096
 cells projected to 512, char-CNN 2048 filters, 8192 sampled negatives,
 unroll 20): a child process writes random weights in bilm-tf's HDF5
 layout, then this process starts from them as ``train_elmo.py
@@ -57,6 +57,7 @@ import common  # noqa: E402
 from bilm_keras.data.corpus import count_corpus  # noqa: E402
 from bilm_keras.data.tf_dataset import make_tf_dataset  # noqa: E402
 from bilm_keras.options import BiLMOptions  # noqa: E402
+from bilm_keras.presets import preset_file  # noqa: E402
 from bilm_keras.training.adaptation import (  # noqa: E402
     init_softmax,
     softmax_variables,

@@ -4,6 +4,12 @@ The public API mirrors bilm-tf's, so its usage code keeps working::
 
     from bilm_keras import Batcher, BidirectionalLanguageModel, weight_layers
 
+and a published model by name (downloaded and cached on first use)::
+
+    from bilm_keras import BidirectionalLanguageModel, list_models
+    bilm = BidirectionalLanguageModel.from_pretrained("elmo-original")
+    vectors = bilm.embed_sentences([["The", "cat", "sat", "."]])
+
 The names below are imported on first use (PEP 562), so that importing a
 light part of the package (the ``bilm-keras`` command's parser, the
 vocabulary tools) does not import TensorFlow (seconds and hundreds of
@@ -45,6 +51,8 @@ _EXPORTS = {
     "SettingError": "bilm_keras._utils.settings",
     "BiLMOptions": "bilm_keras.options",
     "convert_manylangs": "bilm_keras.weights.manylangs_conversion",
+    "resolve_model": "bilm_keras.pretrained",
+    "list_models": "bilm_keras.pretrained",
 }
 
 __all__ = sorted(_EXPORTS)

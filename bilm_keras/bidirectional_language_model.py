@@ -1,15 +1,20 @@
-"""The inference facade with bilm-tf's constructor: options + HDF5 weights.
+"""The inference facade with bilm-tf's constructor (options + HDF5
+weights), or a published model by name
+(:meth:`BidirectionalLanguageModel.from_pretrained`).
 
-It stands above the models, the weight files and the bulk embedding path
-(``docs/architecture.md``) and only composes them:
-:func:`~bilm_keras.models.backbone_loading.load_backbone` builds and loads
-the backbone, a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder`
-embeds many sentences with it.
+It stands above the models, the weight files, the published models and
+the bulk embedding path (``docs/architecture.md``) and only composes them:
+:func:`~bilm_keras.pretrained.resolve_model` finds a model's files (and
+downloads, converts and caches them), :func:`~bilm_keras.models.
+backbone_loading.load_backbone` builds and loads the backbone, a
+:class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder` embeds many
+sentences with it.
 """
 
 from __future__ import annotations
 
 import os
+import tempfile
 from typing import (
     Callable,
     Dict,
@@ -26,11 +31,17 @@ import tensorflow as tf
 from bilm_keras._utils.eager import require_eager
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.embedding.bulk_embedder import BulkEmbedder
+from bilm_keras.embedding.dump import dump_token_embeddings
 from bilm_keras.embedding.outputs import EmbeddingSpec
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
 from bilm_keras.options import BiLMOptions
+from bilm_keras.pretrained import (
+    ResolvedModel,
+    registered_model,
+    resolve_model,
+)
 
 
 class BidirectionalLanguageModel:
@@ -76,7 +87,17 @@ class BidirectionalLanguageModel:
         >>> ids = Batcher("vocab.txt", 50).batch_sentences([["Hi", "!"]])
         >>> bilm(ids)["lm_embeddings"].shape
         TensorShape([1, 3, 2, 1024])
+        >>> bilm = BidirectionalLanguageModel.from_pretrained("elmo-original")
+        >>> bilm.embed_sentences([["Hi", "!"]])[0].shape
+        (3, 2, 1024)
     """
+
+    #: the published model it was made from (:meth:`from_pretrained`),
+    #: else None
+    pretrained: Optional[ResolvedModel] = None
+    #: the model's vocabulary (:meth:`from_pretrained` of a model that
+    #: ships one), the default ``vocab_file`` of token input
+    vocab_file: Optional[str] = None
 
     def __init__(
         self,
@@ -94,6 +115,96 @@ class BidirectionalLanguageModel:
             use_character_inputs=use_character_inputs,
             embedding_weight_file=embedding_weight_file)
         self.__init_from_backbone(backbone, stateful, max_batch_size)
+
+    @classmethod
+    def from_pretrained(
+        cls,
+        spec: str | os.PathLike,
+        *,
+        use_character_inputs: bool = True,
+        vocab_file: Optional[str | os.PathLike] = None,
+        embedding_weight_file: Optional[str | os.PathLike] = None,
+        stateful: bool = False,
+        max_batch_size: int = 128,
+        cache_dir: Optional[str | os.PathLike] = None,
+        mirror: Optional[str] = None,
+        progress: Optional[bool] = None,
+    ) -> "BidirectionalLanguageModel":
+        """A published model by name, ready to embed: the files of
+        :func:`~bilm_keras.pretrained.resolve_model` (downloaded, and an
+        ELMoForManyLangs model converted, once; then from the cache with no
+        network access) loaded as by the constructor.
+
+        Args:
+            spec: a registry name (``"elmo-original"``, ``"manylangs-zh"``;
+                ``bilm-keras models`` lists them), an http(s) URL of an
+                archive, a local archive or a model directory.
+            use_character_inputs, stateful, max_batch_size: as the
+                constructor's.
+            vocab_file: the vocabulary of token input (default: the
+                model's own, where it ships one). Character input needs
+                none.
+            embedding_weight_file: token input: the token table of
+                ``vocab_file`` (:func:`~bilm_keras.dump_token_embeddings`);
+                default: computed here from the model's char-CNN (the same
+                numbers; pass the file to skip that work next time).
+            cache_dir, mirror, progress: as
+                :func:`~bilm_keras.pretrained.resolve_model`'s (defaults:
+                ``$BILM_KERAS_CACHE``, ``$BILM_KERAS_MODEL_MIRROR``,
+                progress on a terminal only).
+
+        Returns:
+            The model; :attr:`pretrained` says which files it holds and
+            where they came from.
+
+        Raises:
+            PretrainedModelError: an unknown name, a failed download, an
+                unsafe archive, a model that cannot be converted (one
+                line; nothing left in the cache).
+            ValueError: token input without a vocabulary.
+
+        Example:
+            >>> bilm = BidirectionalLanguageModel.from_pretrained(
+            ...     "manylangs-zh")
+            >>> vectors = bilm.embed_sentences([["今天", "天氣", "很好"]])
+        """
+        needs_vocab = not (use_character_inputs or vocab_file is not None
+                           or embedding_weight_file is not None)
+        if needs_vocab and registered_model(os.fspath(spec)) is not None:
+            # the registry's models ship no vocabulary: say so before a
+            # download
+            raise ValueError(
+                f"vocab_file: token input needs a vocabulary, and {spec} "
+                "ships none (pass vocab_file=)")
+        model = resolve_model(spec, cache_dir=cache_dir, mirror=mirror,
+                              progress=progress)
+        if vocab_file is None:
+            vocab_file = model.vocab_file
+        if use_character_inputs or embedding_weight_file is not None:
+            bilm = cls(model.options_file, model.weight_file,
+                       use_character_inputs=use_character_inputs,
+                       embedding_weight_file=embedding_weight_file,
+                       stateful=stateful, max_batch_size=max_batch_size)
+        else:
+            if vocab_file is None:
+                raise ValueError(
+                    f"vocab_file: token input needs a vocabulary, and "
+                    f"{model.name} ships none (pass vocab_file=)")
+            # the token table of bilm-tf's usage_token.py, made from the
+            # model's own char-CNN for this vocabulary
+            with tempfile.TemporaryDirectory(prefix="bilm_tokens.") as tmp:
+                table = os.path.join(tmp, "token_embeddings.hdf5")
+                dump_token_embeddings(os.fspath(vocab_file),
+                                      model.options_file, model.weight_file,
+                                      table)
+                bilm = cls(model.options_file, model.weight_file,
+                           use_character_inputs=False,
+                           embedding_weight_file=table, stateful=stateful,
+                           max_batch_size=max_batch_size)
+        bilm.pretrained = model
+        bilm.vocab_file = (None if vocab_file is None
+                           else os.fspath(vocab_file))
+        return bilm
 
     @classmethod
     def from_backbone(
@@ -207,9 +318,10 @@ class BidirectionalLanguageModel:
         """The batcher whose ids :meth:`__call__` reads
         (:func:`~bilm_keras.data.batcher_for_options.batcher_for_options`
         of the options; without options, :class:`Batcher` or
-        :class:`TokenBatcher`)."""
+        :class:`TokenBatcher`). Token input: ``vocab_file`` defaults to
+        the model's (:attr:`vocab_file`)."""
         return batcher_for_options(
-            self.options, vocab_file,
+            self.options, self._vocab_for(vocab_file),
             use_character_inputs=self.use_character_inputs,
             max_characters_per_token=self.backbone.max_characters_per_token)
 
@@ -224,6 +336,13 @@ class BidirectionalLanguageModel:
     def states(self):
         """``{direction: [(c, h), ...]}`` state variables (stateful only)."""
         return self._states
+
+    def _vocab_for(self, vocab_file):
+        """``vocab_file``, else the model's own for token input (char ids
+        do not depend on a vocabulary: none is read for char input)."""
+        if vocab_file is None and not self.use_character_inputs:
+            return self.vocab_file
+        return vocab_file
 
     # ------------------------------------------------------ bulk embedding
     #: the choices of ``output`` in :meth:`embed_sentences`
@@ -262,7 +381,8 @@ class BidirectionalLanguageModel:
         touched: its states stay as they were.
         """
         return self.bulk_embedder.embed_sentences(
-            sentences, batch_size, vocab_file, output=output, layers=layers,
+            sentences, batch_size, self._vocab_for(vocab_file),
+            output=output, layers=layers,
             mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
             on_batch=on_batch, spec=spec)
 
@@ -284,7 +404,8 @@ class BidirectionalLanguageModel:
         """:meth:`embed_sentences`, streaming ``chunk_size`` sentences at a
         time: :meth:`BulkEmbedder.iter_embeddings` (arguments there)."""
         return self.bulk_embedder.iter_embeddings(
-            sentences, batch_size, vocab_file, output=output, layers=layers,
+            sentences, batch_size, self._vocab_for(vocab_file),
+            output=output, layers=layers,
             mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
             chunk_size=chunk_size, on_batch=on_batch, spec=spec)
 

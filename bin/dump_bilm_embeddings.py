@@ -7,6 +7,8 @@ Alias of ``bilm-keras embed`` (same flags; ``--help`` lists them)::
         --outfile elmo.hdf5 [--vocab_file vocab.txt] [--batch_size 32] \\
         [--all | --top | --average | --sentence_mean] [--layers 1 2] \\
         [--float16]
+    python bin/dump_bilm_embeddings.py --model elmo-original \
+        --dataset_file sentences.txt --outfile elmo.hdf5
 
 One dataset per line (key = line number) and AllenNLP's
 ``sentence_to_index``; stateless, sentences are length-sorted internally

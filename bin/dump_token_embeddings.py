@@ -6,6 +6,8 @@ Alias of ``bilm-keras dump-tokens`` (same flags; ``--help`` lists them)::
     python bin/dump_token_embeddings.py --vocab_file vocab.txt \\
         --options_file options.json --weight_file lm_weights.hdf5 \\
         --outfile elmo_token_embeddings.hdf5
+    python bin/dump_token_embeddings.py --model elmo-original \
+        --vocab_file vocab.txt --outfile elmo_token_embeddings.hdf5
 """
 
 import sys

@@ -7,6 +7,7 @@ Alias of ``bilm-keras export-hub`` (same flags; ``--help`` lists them)::
         --weight_file model/lm_weights.hdf5 --vocab_file model/vocab.txt \\
         --outdir elmo_savedmodel
     python bin/export_hub.py --save_dir checkpoints/ --outdir elmo_savedmodel
+    python bin/export_hub.py --model manylangs-zh --outdir elmo_zh_savedmodel
 """
 
 import sys

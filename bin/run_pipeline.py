@@ -5,7 +5,7 @@ Alias of ``bilm-keras pipeline`` (same flags; ``--help`` lists them)::
     python bin/run_pipeline.py          # writes runs/pipeline-<timestamp>/
     python bin/run_pipeline.py --out_dir /tmp/elmo_pipeline
     python bin/run_pipeline.py --out_dir out/ --corpus 'my_corpus/*.txt' \\
-        [--heldout 'my_heldout/*.txt'] [--options options/small.json]
+        [--heldout 'my_heldout/*.txt'] [--options small]
 """
 
 import sys

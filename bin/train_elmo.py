@@ -4,7 +4,7 @@ Alias of ``bilm-keras train`` (same flags; ``--help`` lists them)::
 
     python bin/train_elmo.py --train_prefix 'corpus/train/*' \\
         --vocab_file vocab.txt --save_dir checkpoints/ \\
-        [--options options/elmo_2x4096_512_2048cnn_2xhighway.json] \\
+        [--options elmo_2x4096_512_2048cnn_2xhighway] \\
         [--n_gpus 3] [--batch_size 384] [--n_epochs 10]
 
 Domain adaptation: continue training a published biLM on your text::
@@ -13,6 +13,9 @@ Domain adaptation: continue training a published biLM on your text::
         --vocab_file vocab.txt --save_dir adapted/ \\
         --options elmo/options.json --init_weights elmo/lm_weights.hdf5 \\
         --freeze_lm_steps 500 [--softmax_bias unigram] [--n_epochs 1]
+    python bin/train_elmo.py --train_prefix 'domain/train/*' \
+        --vocab_file vocab.txt --save_dir adapted/ \
+        --init_model elmo-original --freeze_lm_steps 500
 """
 
 import sys

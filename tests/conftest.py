@@ -151,6 +151,28 @@ def short_char_run(train_dir, tmp_path_factory):
     return save_dir, result
 
 
+@pytest.fixture
+def small_disk(tmp_path, record_property):
+    """``small_disk(size)``: a :class:`full_disk.SmallDisk` of ``size``
+    bytes under the test's folder: a real tmpfs where the test may mount
+    one, else an ordinary folder (the test then injects ENOSPC at the
+    writer's seam). Which one ran is recorded and printed."""
+    from full_disk import SmallDisk
+
+    disks = []
+
+    def make(size: int, name: str = "disk") -> SmallDisk:
+        disk = SmallDisk(tmp_path / name, size)
+        disks.append(disk)
+        record_property("full_disk", disk.mode)
+        print(f"full disk: {disk.mode} ({disk.path})")
+        return disk
+
+    yield make
+    for disk in disks:
+        disk.close()
+
+
 def pytest_configure(config):
     config.addinivalue_line(
         "markers",

@@ -97,8 +97,8 @@ try:
         code = 0
 except SystemExit as e:
     code = e.code
-heavy = sorted(m for m in ("tensorflow", "keras", "numpy", "h5py")
-               if m in sys.modules)
+heavy = sorted(m for m in ("tensorflow", "keras", "numpy", "h5py",
+                          "apache_beam") if m in sys.modules)
 print(json.dumps({"code": code, "heavy": heavy}))
 """
 

@@ -10,8 +10,8 @@ own that holds (the doc-block convention, CONTRIBUTING.md):
   sentence a line, English and segmented Chinese); a corpus
   ``corpus/train/*.txt`` and ``corpus/heldout/*.txt``; ELMoForManyLangs'
   tiny fixture model as released, ``zht.model/``;
-* the repository's ``bin``, ``options``, ``examples``, ``bench`` and usage
-  scripts, linked, so a block reads as if run from the repository root
+* the repository's ``bin``, ``examples``, ``bench``, ``tests`` (bilm-tf's
+  run fixtures) and usage scripts, linked, so a block reads as if run from the repository root
   (and writes nothing into it);
 * ``bilm-keras`` on ``PATH``; ``BILM_KERAS_MODEL_MIRROR`` at a local
   server (127.0.0.1) that serves fixture models at every path of the
@@ -34,7 +34,6 @@ import shutil
 import subprocess
 import sys
 import time
-import warnings
 
 import pytest
 
@@ -51,45 +50,8 @@ DOCUMENTS = sorted(
     [REPO_ROOT / "README.md", REPO_ROOT / "CONTRIBUTING.md"]
     + list((REPO_ROOT / "docs").glob("*.md")))
 
-#: documents other branches are writing now, linked from these ones before
-#: they land (phase 2, issue 31): missing is allowed, and once one is there
-#: it is checked and its blocks run like any other document's
-DOCUMENTS_BEING_WRITTEN = {
-    "docs/pretrained-models.md", "docs/beam.md", "docs/long-runs.md",
-    "docs/bilm-tf-runs.md",
-}
-
-
-def _has_from_pretrained() -> bool:
-    from bilm_keras import BidirectionalLanguageModel
-
-    return hasattr(BidirectionalLanguageModel, "from_pretrained")
-
-
-def _has_model_flag() -> bool:
-    from bilm_keras.cli import build_command_parser
-
-    return "--model" in build_command_parser("embed")._option_string_actions
-
-
-def _has_models_command() -> bool:
-    from bilm_keras.cli import COMMANDS_BY_NAME
-
-    return "models" in COMMANDS_BY_NAME
-
-
-#: features being built on another branch (issue 28: the registry's one
-#: way in), by the text a block uses them with: such a block runs once the
-#: code has the feature (asked of the code, not of a list) and is skipped,
-#: with a warning naming it, until then
-FEATURES_BEING_BUILT = {
-    "from_pretrained": _has_from_pretrained,
-    "--model ": _has_model_flag,
-    "bilm-keras models": _has_models_command,
-}
-
 #: what the documents' scratch folders link from the repository
-LINKED = ("bin", "options", "examples", "bench", "usage_character.py",
+LINKED = ("bin", "examples", "bench", "tests", "usage_character.py",
           "usage_token.py", "usage_cached.py")
 
 SENTENCES = [
@@ -191,8 +153,7 @@ def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
             document.parent / target, REPO_ROOT)).as_posix())
         for line, target in linked_files(text)}
     missing = sorted(f"{name}:{line}: {path}" for line, path in named
-                     if not repo_path_exists(path)
-                     and path.rstrip("/") not in DOCUMENTS_BEING_WRITTEN)
+                     if not repo_path_exists(path))
     assert not missing, "paths that do not exist:\n" + "\n".join(missing)
 
     blocks = code_blocks(text)
@@ -204,20 +165,8 @@ def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
         "notest blocks whose text does not say why they are not run: "
         + ", ".join(silent))
 
-    runnable, waiting = [], []
-    for block in blocks:
-        if not block.runs:
-            continue
-        absent = [feature for feature, present in FEATURES_BEING_BUILT.items()
-                  if feature in block.code and not present()]
-        if absent:
-            waiting.append(f"{name}:{block.line} ({', '.join(absent)})")
-            continue
-        runnable.append(dict(language=block.language, code=block.code,
-                             line=block.line))
-    if waiting:
-        warnings.warn("blocks waiting for features being built: "
-                      + "; ".join(waiting))
+    runnable = [dict(language=b.language, code=b.code, line=b.line)
+                for b in blocks if b.runs]
     if not runnable:
         return
 

@@ -18,6 +18,8 @@ PACKAGE = REPO_ROOT / "bilm_keras"
 ALLOWED = {
     "bilm_keras._utils": set(),
     "bilm_keras.options": {"bilm_keras._utils"},
+    # options files shipped by name: read as BiLMOptions
+    "bilm_keras.presets": {"bilm_keras._utils", "bilm_keras.options"},
     "bilm_keras.layers": {"bilm_keras._utils", "bilm_keras.options"},
     "bilm_keras.data": {"bilm_keras._utils", "bilm_keras.options"},
     "bilm_keras.weights": {"bilm_keras._utils", "bilm_keras.options",
@@ -28,8 +30,11 @@ ALLOWED = {
                           "bilm_keras.layers", "bilm_keras.data",
                           "bilm_keras.weights"},
 }
+#: embedding: also pretrained, for the Beam workers, which resolve a
+#: published model's name on their own machines (embedding.beam_inference)
 ALLOWED["bilm_keras.embedding"] = (set(ALLOWED["bilm_keras.models"])
-                                   | {"bilm_keras.models"})
+                                   | {"bilm_keras.models",
+                                      "bilm_keras.pretrained"})
 #: the facade, then the applications of everything below them
 _ABOVE = ["bilm_keras.bidirectional_language_model", "bilm_keras.training",
           "bilm_keras.export", "bilm_keras.cli", "bilm_keras"]

@@ -4,6 +4,11 @@ Every file bilm_keras writes (HDF5 weights and embeddings, options.json,
 vocabularies, corpus shards) goes to a temporary file beside its target and
 is renamed onto it only when complete, so an interrupted or failed write
 never leaves a half-written file, and an existing file stays as it was.
+A write that fills the disk raises :class:`~bilm_keras._utils.disk_full.
+DiskFullError` (one line: the path, the bytes written when the device
+filled, the space free), after its temporary file is removed. HDF5 files
+are written through :func:`hdf5_for_writing` (:func:`atomic_hdf5`), so that
+a full disk is an error h5py raises, not a crash.
 """
 
 from __future__ import annotations
@@ -11,7 +16,12 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-from typing import Iterator
+from typing import TYPE_CHECKING, Iterator
+
+from bilm_keras._utils.disk_full import disk_full_error, full_errno
+
+if TYPE_CHECKING:
+    import h5py
 
 
 @contextlib.contextmanager
@@ -21,7 +31,9 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     On a normal exit the temporary file replaces ``path`` (``os.replace``);
     on an exception it is removed. It has the permissions of any new file
     (``0o666`` less the umask). Its name, ``<name>.tmp-XXXX.tmp``, shows
-    what it was for should a killed process leave one behind.
+    what it was for should a killed process leave one behind. An error
+    that says the disk is full (Python's, h5py's, TensorFlow's) becomes a
+    :class:`~bilm_keras._utils.disk_full.DiskFullError` naming ``path``.
     """
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
@@ -37,12 +49,61 @@ def atomic_path(path: str | os.PathLike) -> Iterator[str]:
             break
         except FileExistsError:
             continue
+    written = 0
     try:
         yield tmp
         os.replace(tmp, path)
+    except Exception as e:
+        if full_errno(e) is not None and os.path.exists(tmp):
+            written = os.path.getsize(tmp)
+        _remove(tmp)
+        _raise_if_full(e, path, written)
+        raise
     finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+        _remove(tmp)
+
+
+@contextlib.contextmanager
+def hdf5_for_writing(path: str | os.PathLike) -> Iterator["h5py.File"]:
+    """A new HDF5 file at ``path`` (an ``h5py.File``), written through a
+    Python file object and synced to the disk when complete.
+
+    h5py's own POSIX driver meets a failed write (a full disk) inside the
+    release of an object: the error is printed as "ignored" and the
+    process may then crash (a segmentation fault, h5py 3.14 / HDF5 1.14,
+    e.g. a small dataset flushed at the file's close). Through a Python
+    file object, the write's ``OSError`` (``ENOSPC``) is raised by the call
+    that wrote, and the file can be discarded.
+    """
+    import h5py
+
+    with open(path, "w+b") as raw:
+        with h5py.File(raw, "w") as f:
+            yield f
+        raw.flush()
+        os.fsync(raw.fileno())
+
+
+@contextlib.contextmanager
+def atomic_hdf5(path: str | os.PathLike) -> Iterator["h5py.File"]:
+    """:func:`hdf5_for_writing` a temporary file that replaces ``path``
+    when complete (:func:`atomic_path`)."""
+    with atomic_path(path) as tmp, hdf5_for_writing(tmp) as f:
+        yield f
+
+
+def _remove(path: str) -> None:
+    if os.path.exists(path):
+        os.remove(path)
+
+
+def _raise_if_full(error: Exception, path: str, written: int) -> None:
+    """Raises ``error`` as a ``DiskFullError`` about ``path`` if it is
+    one (``written``: the bytes on disk when the device filled)."""
+    full = disk_full_error(error, path, needed=written or None,
+                           at_least=True)
+    if full is not None and full is not error:
+        raise full from error
 
 
 def write_text_atomic(path: str | os.PathLike, text: str) -> None:
@@ -80,7 +141,9 @@ def atomic_directory(outdir: str | os.PathLike, *,
     (allowed only with ``overwrite``) is replaced only then. On an
     exception the temporary directory is removed and ``outdir`` stays as
     it was (not created, if it did not exist). Checked with
-    :func:`check_output_directory` before and after the writing.
+    :func:`check_output_directory` before and after the writing. A full
+    disk raises :class:`~bilm_keras._utils.disk_full.DiskFullError`
+    naming ``outdir``, after the temporary directory is removed.
     """
     import shutil
     import tempfile
@@ -111,9 +174,29 @@ def atomic_directory(outdir: str | os.PathLike, *,
             os.rmdir(outdir)
         os.replace(tmp, outdir)
         tmp = None
+    except Exception as e:
+        written = (_tree_size(tmp) if tmp is not None
+                   and full_errno(e) is not None else 0)
+        if tmp is not None:
+            shutil.rmtree(tmp, ignore_errors=True)
+            tmp = None
+        _raise_if_full(e, outdir, written)
+        raise
     finally:
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
         if old is not None:
             shutil.rmtree(old, ignore_errors=True)
+
+
+def _tree_size(folder: str) -> int:
+    """Bytes in the files under ``folder``."""
+    total = 0
+    for root, _, names in os.walk(folder):
+        for name in names:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
 

@@ -3,6 +3,8 @@
 ::
 
     bilm-keras --help
+    bilm-keras embed --model elmo-original --dataset_file sentences.txt \\
+        --outfile elmo.hdf5 --average
     bilm-keras embed --options_file options.json --weight_file weights.hdf5 \\
         --dataset_file sentences.txt --outfile elmo.hdf5 --average
 
@@ -10,9 +12,12 @@ Each subcommand is a module of this package with ``NAME``, ``HELP``,
 ``DESCRIPTION``, ``EPILOG``, ``add_arguments(parser)``, ``check(args)``
 (the inputs, before TensorFlow is imported) and ``run(args)`` (the one
 library call); optionally ``check_flags(args, parser)`` (flag
-combinations, reported with ``parser.error``) and ``FLAGS`` (the flag of a
-library setting whose name is not the flag's, e.g. ``{"mix_weights":
-"--mix"}``). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
+combinations, reported with ``parser.error``),
+``take_unknown_arguments(args, unknown)`` (flags the command hands on,
+e.g. ``embed --runner``'s to Beam; False: an error as usual),
+``NEEDS_TENSORFLOW`` (False, or a function of ``args``) and ``FLAGS``
+(the flag of a library setting whose name is not the flag's, e.g.
+``{"mix_weights": "--mix"}``). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
 script names and flags. All argparse code lives in this package.
 
 Nothing is written before ``run``: every numeric flag has a range type
@@ -44,12 +49,21 @@ Errors and exit statuses:
   missing required flag or command;
 * 0: done; 130: interrupted (Ctrl-C); 70 (``EXIT_INTERNAL_ERROR``): an
   unexpected error, printed with Python's traceback (a bug to report). ``--verbose`` adds the traceback to a bad
-  input's line.
+  input's line;
+* ``train`` and ``restart`` stopped by a signal after their first step
+  write a checkpoint of the step reached and print one line naming it and
+  the command that continues the run: exit 143 after SIGTERM (what a
+  scheduler takes for "preempted"), 130 after SIGINT
+  (:mod:`bilm_keras.training.preemption`);
+* a disk (or quota) that fills up is a bad input too: one line naming the
+  file, the bytes it needed where known and the space free, exit 1
+  (:class:`~bilm_keras._utils.disk_full.DiskFullError`).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 import traceback
 from typing import List, Optional
@@ -64,6 +78,7 @@ from bilm_keras.cli import (
     evaluate,
     export_hub,
     merge_embeddings,
+    models,
     pipeline,
     restart,
     train,
@@ -81,22 +96,27 @@ from bilm_keras.cli._common import (
 PROG = "bilm-keras"
 
 #: the subcommands, in the order ``--help`` lists them
-COMMANDS = (embed, merge_embeddings, dump_tokens, build_vocab, train,
-            restart, evaluate, dump_weights, export_hub, convert_manylangs,
-            pipeline)
+COMMANDS = (embed, models, merge_embeddings, dump_tokens, build_vocab,
+            train, restart, evaluate, dump_weights, export_hub,
+            convert_manylangs, pipeline)
 COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
 
 DESCRIPTION = """\
 ELMo's bidirectional language model (bilm-tf, on TensorFlow 2 / Keras 3)
-from the command line: embed text with a pretrained biLM, or build a
-vocabulary, train, test and export your own.
+from the command line: embed text with a published biLM (`bilm-keras
+models` lists them by name) or your own, or build a vocabulary, train,
+test and export your own.
 
 `bilm-keras COMMAND --help` shows a command's flags and examples."""
 EPILOG = """\
+embeddings from a published model (downloaded and cached on first use):
+  bilm-keras embed --model elmo-original --dataset_file text.txt \\
+      --outfile elmo.hdf5
+
 a typical session:
   bilm-keras build-vocab --train_prefix 'corpus/train/*' --vocab_file vocab.txt
   bilm-keras train --train_prefix 'corpus/train/*' --vocab_file vocab.txt \\
-      --save_dir ckpt/ --options options/small.json
+      --save_dir ckpt/ --options small
   bilm-keras test --save_dir ckpt/ --vocab_file vocab.txt \\
       --test_prefix 'corpus/heldout/*'
   bilm-keras dump-weights --save_dir ckpt/ --outfile model/lm_weights.hdf5
@@ -157,7 +177,12 @@ def parse_args(argv: Optional[List[str]] = None, *,
         parser = build_parser(prog or PROG)
     else:
         parser = build_command_parser(command, prog)
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    take_unknown = getattr(args._command, "take_unknown_arguments", None)
+    if unknown and (take_unknown is None
+                    or not take_unknown(args, unknown)):
+        # argparse's own error for them, from the parser argparse uses
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     check_flags = getattr(args._command, "check_flags", None)
     if check_flags is not None:
         check_flags(args, args._parser)
@@ -174,7 +199,10 @@ def execute(args: argparse.Namespace):
     module = args._command
     try:
         module.check(args)
-        if getattr(module, "NEEDS_TENSORFLOW", True):
+        needs = getattr(module, "NEEDS_TENSORFLOW", True)
+        if callable(needs):  # depends on the flags (embed --runner)
+            needs = needs(args)
+        if needs:
             before = getattr(module, "before_tensorflow", None)
             if before is not None:
                 before(args)
@@ -208,11 +236,23 @@ def main(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
          prog: Optional[str] = None) -> int:
     """Parses and runs a command as a program: a bad input is one line on
     stderr. Returns the exit status (0 done, 1 bad input, 130 interrupted,
-    70 an unexpected error; the parser exits 1 itself for a bad flag)."""
+    143 stopped by SIGTERM with a checkpoint, 70 an unexpected error; the
+    parser exits 1 itself for a bad flag)."""
+    from bilm_keras.training.preemption import TrainingPreempted
+
     args = parse_args(argv, command=command, prog=prog)
     name = args._parser.prog
     try:
         execute(args)
+    except TrainingPreempted as e:  # a checkpoint of the step reached
+        # the job is over: a further signal (a scheduler's repeat, Ctrl-C
+        # again) must not turn the exit status into a kill's
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, signal.SIG_IGN)
+        restart = ("restart.py" if name.endswith(".py")
+                   else f"{name.split()[0]} restart")
+        print(f"{name}: {e.message(restart)}", file=sys.stderr)
+        return e.exit_status
     except KeyboardInterrupt:
         print(f"{name}: interrupted", file=sys.stderr)
         return 130

@@ -114,6 +114,20 @@ def finite_float(text: str) -> float:
     return value
 
 
+def options_arg(text: str) -> str:
+    """An argparse ``type``: an options JSON file, or a preset's name
+    (:mod:`bilm_keras.presets`: ``tiny``, ``small``, the published size),
+    given as the preset's file. A bare name that is no preset is refused
+    here; a path is checked with the other inputs
+    (:func:`check_options_flag`)."""
+    from bilm_keras.presets import PresetError, options_file
+
+    try:
+        return options_file(text)
+    except PresetError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def check_file(path: str, flag: str) -> None:
     """``path`` (given as ``flag``) is an existing file."""
     if os.path.isdir(path):
@@ -138,6 +152,26 @@ def check_save_dir(path: str, flag: str = "--save_dir") -> None:
         raise CommandError(
             f"{flag} {path}: not a training directory (no options.json; "
             "expected the --save_dir of `bilm-keras train`)")
+
+
+def add_checkpoint_argument(parser, what: str) -> None:
+    """The ``--checkpoint`` flag of a command that reads a save_dir's
+    checkpoint (``what`` it does with it)."""
+    parser.add_argument(
+        "--checkpoint", default=None, metavar="NAME",
+        help=f"the checkpoint of --save_dir to {what}, e.g. model-200 or "
+             "bilm-tf's model.ckpt-40 (default: the newest; one that does "
+             "not read whole is named)")
+
+
+def check_checkpoint(save_dir: str, name) -> None:
+    """``--checkpoint NAME`` names a checkpoint of ``save_dir`` (no
+    TensorFlow; whether it reads whole is the library's check)."""
+    if name is None:
+        return
+    from bilm_keras.weights.checkpoint_files import resolve_checkpoint
+
+    resolve_checkpoint(save_dir, name)  # SettingError: --checkpoint's
 
 
 def check_output_file(path: str, flag: str, overwrite: bool) -> None:
@@ -177,6 +211,18 @@ def check_options(path: str, flag: str):
 
     check_file(path, flag)
     return BiLMOptions.from_json(path)  # OptionsError names file and field
+
+
+def check_options_flag(path: str, flag: str = "--options"):
+    """:func:`check_options` of an :func:`options_arg` flag: a missing file
+    also names the presets (``--options options/small.json`` from before
+    they were package data)."""
+    from bilm_keras.presets import preset_names
+
+    if not os.path.exists(path):
+        raise CommandError(f"{flag} {path}: no such file (expected an "
+                           f"options.json, or a preset: {preset_names()})")
+    return check_options(path, flag)
 
 
 def check_run_options(options, path: str, args) -> None:

@@ -5,6 +5,7 @@ the :class:`~bilm_keras.training.training_run.TrainingRun` they give."""
 import argparse
 
 from bilm_keras.cli._common import non_negative_int, positive_int, seed_int
+from bilm_keras.cli._model_flags import SPEC_HELP, model_spec
 from bilm_keras.training.training_run import SOFTMAX_BIASES, TrainingRun
 
 
@@ -57,7 +58,11 @@ def training_run(args: argparse.Namespace) -> TrainingRun:
     names its field, the flag's name)."""
     adaptation = {}
     if hasattr(args, "init_weights"):  # train's, not restart's
-        adaptation = dict(init_weights=args.init_weights,
+        # --init_model: its weight file, once fetched; its SPEC until then
+        init_weights = args.init_weights or args.init_model
+        adaptation = dict(init_weights=init_weights,
+                          init_checkpoint=args.init_checkpoint,
+                          init_vocab_file=args.init_vocab_file,
                           freeze_lm_steps=args.freeze_lm_steps,
                           softmax_bias=args.softmax_bias)
     return TrainingRun(
@@ -76,9 +81,15 @@ def add_adaptation_arguments(parser: argparse.ArgumentParser) -> None:
     continues its checkpoint, warm-up included)."""
     group = parser.add_argument_group(
         "domain adaptation",
-        "continue training a published biLM (bilm-tf / AllenNLP "
-        "options.json + lm_weights.hdf5) on your own text",
+        "continue training a published biLM on your own text: by name "
+        "(--init_model), or from its files (--options and --init_weights: "
+        "bilm-tf / AllenNLP options.json + lm_weights.hdf5)",
     )
+    group.add_argument(
+        "--init_model", type=model_spec, default=None, metavar="SPEC",
+        help=f"start from {SPEC_HELP}; its options and weights (instead "
+        "of --options and --init_weights); the softmax is new, for "
+        "--vocab_file")
     group.add_argument(
         "--init_weights", default=None, metavar="LM_WEIGHTS_HDF5",
         help="start the char-CNN / token embedding and both LSTM stacks "
@@ -86,14 +97,27 @@ def add_adaptation_arguments(parser: argparse.ArgumentParser) -> None:
         "model; n_characters 261 or 262); the softmax is new, for "
         "--vocab_file")
     group.add_argument(
+        "--init_checkpoint", default=None, metavar="SAVE_DIR",
+        help="start from a bilm-tf training checkpoint instead (its "
+        "save_dir, e.g. with the published model.ckpt-935588.*): the "
+        "char-CNN / token embedding and both LSTM stacks, and the softmax "
+        "rows of the words --init_vocab_file shares with --vocab_file; "
+        "--options defaults to the save_dir's options.json (its "
+        "n_train_tokens dropped: counted from --train_prefix)")
+    group.add_argument(
+        "--init_vocab_file", default=None, metavar="VOCAB_FILE",
+        help="with --init_checkpoint: the vocabulary it was trained with "
+        "(a save_dir holds none); without it the softmax is new")
+    group.add_argument(
         "--freeze_lm_steps", type=non_negative_int, default=0,
         metavar="N",
-        help="with --init_weights: the first N steps train only the "
-        "softmax, so that the pretrained LSTMs never see a random "
-        "softmax's gradients (default 0)")
+        help="with --init_model, --init_weights or --init_checkpoint: the "
+        "first N steps train only the softmax, so that the pretrained "
+        "LSTMs never see a random softmax's gradients (default 0)")
     group.add_argument(
         "--softmax_bias", choices=SOFTMAX_BIASES, default="unigram",
-        help="with --init_weights: the new softmax's bias: the log "
-        "frequency of each word as a target in --train_prefix (default; "
-        "one pass over the corpus) or zeros (bilm-tf)")
+        help="with --init_model, --init_weights or --init_checkpoint: the "
+        "new softmax rows' bias: the log frequency of each word as a target "
+        "in --train_prefix (default; one pass over the corpus) or zeros "
+        "(bilm-tf)")
 

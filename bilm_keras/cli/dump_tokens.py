@@ -2,10 +2,16 @@
 token, for a token-input biLM."""
 
 from bilm_keras.cli._common import (
+    CommandError,
     add_overwrite_argument,
     check_file,
     check_options,
     check_output_file,
+)
+from bilm_keras.cli._model_flags import (
+    add_model_argument,
+    check_model_flags,
+    resolve_model_flag,
 )
 
 NAME = "dump-tokens"
@@ -17,29 +23,65 @@ Write the character-CNN embedding of every token of a vocabulary to HDF5
 (dataset "embedding", (n_tokens_vocab, projection_dim)), as bilm-tf's
 dump_token_embeddings. The file is the embedding_weight_file of a biLM run
 from token ids (BidirectionalLanguageModel(..., use_character_inputs=False)),
-which gives the same vectors without the char-CNN."""
+which gives the same vectors without the char-CNN. The biLM is a published
+one by name (--model; its own vocabulary is the default --vocab_file where
+it ships one) or your own files (--options_file and --weight_file)."""
 EPILOG = """\
-example:
+examples:
   bilm-keras dump-tokens --vocab_file vocab.txt --options_file options.json \\
-      --weight_file lm_weights.hdf5 --outfile elmo_token_embeddings.hdf5"""
+      --weight_file lm_weights.hdf5 --outfile elmo_token_embeddings.hdf5
+  bilm-keras dump-tokens --model elmo-original --vocab_file vocab.txt \\
+      --outfile elmo_token_embeddings.hdf5"""
 
 
 def add_arguments(parser):
-    parser.add_argument("--vocab_file", required=True,
-                        help="vocabulary, one token per line")
-    parser.add_argument("--options_file", required=True,
-                        help="the biLM's options.json")
-    parser.add_argument("--weight_file", required=True,
+    parser.add_argument("--vocab_file",
+                        help="vocabulary, one token per line (required, "
+                             "unless the --model ships one)")
+    add_model_argument(parser, what="--options_file and --weight_file")
+    parser.add_argument("--options_file", help="the biLM's options.json")
+    parser.add_argument("--weight_file",
                         help="the biLM's weights (bilm-tf HDF5)")
     parser.add_argument("--outfile", required=True, help="output HDF5 file")
     add_overwrite_argument(parser)
 
 
+def check_flags(args, parser) -> None:
+    """``--model``, or ``--options_file``, ``--weight_file`` and
+    ``--vocab_file``."""
+    check_model_flags(args, parser)
+    if args.model is None and args.vocab_file is None:
+        parser.error("the following arguments are required: --vocab_file")
+
+
 def check(args) -> None:
-    check_file(args.vocab_file, "--vocab_file")
+    if args.vocab_file is not None:
+        check_file(args.vocab_file, "--vocab_file")
+    check_output_file(args.outfile, "--outfile", args.overwrite)
+    if args.model is not None:
+        _use_model(args)
     check_options(args.options_file, "--options_file")
     check_file(args.weight_file, "--weight_file")
-    check_output_file(args.outfile, "--outfile", args.overwrite)
+
+
+def _use_model(args) -> None:
+    """``--model``'s files (and its vocabulary, unless ``--vocab_file``)."""
+    from bilm_keras.pretrained import registered_model
+
+    def no_vocabulary():
+        return CommandError(f"--vocab_file: required: the model "
+                            f"{args.model} ships no vocabulary")
+
+    if args.vocab_file is None and registered_model(args.model):
+        # the registry's models ship none: say so before a download
+        raise no_vocabulary()
+    model = resolve_model_flag(args.model, "--model")
+    args.options_file, args.weight_file = (model.options_file,
+                                           model.weight_file)
+    if args.vocab_file is None:
+        if model.vocab_file is None:
+            raise no_vocabulary()
+        args.vocab_file = model.vocab_file
 
 
 def run(args) -> None:

@@ -5,7 +5,9 @@ import os
 
 from bilm_keras.cli._common import (
     CommandError,
+    add_checkpoint_argument,
     add_overwrite_argument,
+    check_checkpoint,
     check_output_file,
     check_save_dir,
 )
@@ -17,11 +19,16 @@ DESCRIPTION = """\
 Write the latest checkpoint in --save_dir as bilm-tf's HDF5 weights (no
 softmax), with an options.json for prediction beside it (n_characters 262,
 as bilm-tf and AllenNLP expect). Load both with BidirectionalLanguageModel,
-`bilm-keras embed` or AllenNLP. An existing --outfile, or options.json
+`bilm-keras embed` or AllenNLP. A save_dir of bilm-tf's own training
+gives the file bilm-tf's dump_weights.py wrote, bit for bit. A latest
+checkpoint that does not read whole is refused (the newest that does is
+named: pass it as --checkpoint). An existing --outfile, or options.json
 beside it, is refused unless --overwrite is given."""
 EPILOG = """\
-example:
-  bilm-keras dump-weights --save_dir ckpt/ --outfile model/lm_weights.hdf5"""
+examples:
+  bilm-keras dump-weights --save_dir ckpt/ --outfile model/lm_weights.hdf5
+  bilm-keras dump-weights --save_dir ckpt/ --checkpoint model-200 \\
+      --outfile model/lm_weights.hdf5"""
 
 
 def add_arguments(parser):
@@ -31,10 +38,12 @@ def add_arguments(parser):
                         help="Output hdf5 file with weights")
     add_overwrite_argument(parser, "replace --outfile and the options.json "
                                    "beside it if they exist")
+    add_checkpoint_argument(parser, "write")
 
 
 def check(args) -> None:
     check_save_dir(args.save_dir)
+    check_checkpoint(args.save_dir, args.checkpoint)
     check_output_file(args.outfile, "--outfile", args.overwrite)
     # written beside the weights; in --save_dir it is the training options
     options_file = os.path.join(
@@ -48,6 +57,7 @@ def check(args) -> None:
 def run(args) -> dict:
     from bilm_keras.training import dump_weights
 
-    result = dump_weights(args.save_dir, args.outfile)
+    result = dump_weights(args.save_dir, args.outfile,
+                          checkpoint=args.checkpoint)
     print(f"wrote {result['weight_file']} and {result['options_file']}")
     return result

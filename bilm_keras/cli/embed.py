@@ -1,7 +1,10 @@
 """``bilm-keras embed``: every sentence of a text file to HDF5."""
 
 import argparse
+import contextlib
 import os
+import sys
+import tempfile
 
 from bilm_keras.cli._common import (
     CommandError,
@@ -12,13 +15,20 @@ from bilm_keras.cli._common import (
     non_negative_int,
     positive_int,
 )
+from bilm_keras.cli._model_flags import (
+    add_model_argument,
+    check_model_flags,
+    resolve_model_flag,
+)
 
 NAME = "embed"
 ALIAS = "dump_bilm_embeddings.py"
 HELP = "embed every sentence of a text file with a biLM, to HDF5"
 DESCRIPTION = """\
 Embed every line of a text file (one whitespace-tokenized sentence per
-line, UTF-8) with a biLM and write the vectors to an HDF5 file, as
+line, UTF-8) with a biLM (a published one by name, --model, or your own
+files, --options_file and --weight_file) and write the vectors to an HDF5
+file, as
 AllenNLP's `allennlp elmo` does: one dataset per line, named by its 0-based
 line number, and a dataset `sentence_to_index` (one JSON string: each
 line's text -> its dataset's name). The file's attributes record the model
@@ -56,9 +66,21 @@ progress in OUTFILE.partial/ (one part per chunk): a killed run
 continues with the same command plus --resume. --shard K/N embeds one
 contiguous share of the lines (N processes or machines, then
 `bilm-keras merge-embeddings`); --devices picks the devices (default:
-every GPU, else the CPU)."""
+every GPU, else the CPU).
+
+--runner RUNNER runs the same job as an Apache Beam pipeline (the `beam`
+extra: pip install 'bilm_keras[beam]'): DirectRunner on this machine, or
+DataflowRunner, FlinkRunner, SparkRunner, ... with Beam's own flags after
+embed's (--direct_num_workers 2, --project P, --temp_location gs://...).
+The output is the same file; --dataset_file may be a glob on any Beam file
+system (its files' lines numbered on in path order). docs/beam.md has
+the details."""
 EPILOG = """\
 examples:
+  bilm-keras embed --model elmo-original --dataset_file sentences.txt \\
+      --outfile elmo.hdf5
+  bilm-keras embed --model manylangs-zh --dataset_file zh.txt \\
+      --outfile elmo_zh.hdf5 --average
   bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
       --dataset_file sentences.txt --outfile elmo.hdf5
   bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
@@ -79,6 +101,10 @@ examples:
       --dataset_file sentences.txt --outfile part-3.hdf5 --shard 3/8
 (then, with every shard written: `bilm-keras merge-embeddings --outfile
 elmo.hdf5 part-*.hdf5`)
+  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \
+      --dataset_file 'corpus/*.txt' --outfile elmo.hdf5 \
+      --runner DirectRunner --direct_num_workers 2 \
+      --direct_running_mode multi_processing
 
 read it back (Python):
   f = h5py.File("elmo.hdf5"); index = json.loads(f["sentence_to_index"][0])
@@ -86,9 +112,10 @@ read it back (Python):
 
 
 def add_arguments(parser):
-    parser.add_argument("--options_file", required=True,
+    add_model_argument(parser, what="--options_file and --weight_file")
+    parser.add_argument("--options_file",
                         help="the biLM's options.json")
-    parser.add_argument("--weight_file", required=True,
+    parser.add_argument("--weight_file",
                         help="the biLM's weights (bilm-tf HDF5)")
     parser.add_argument("--dataset_file", required=True,
                         help="input: one whitespace-tokenized sentence per "
@@ -97,7 +124,8 @@ def add_arguments(parser):
     add_overwrite_argument(parser)
     parser.add_argument("--vocab_file", default=None,
                         help="the model's vocabulary (optional for a "
-                             "character model)")
+                             "character model; with --model, token input "
+                             "defaults to the model's own)")
     parser.add_argument("--batch_size", type=positive_int, default=None,
                         help="sentences per LSTM batch (default: the "
                              "embedder groups them by length into its "
@@ -151,13 +179,34 @@ def add_arguments(parser):
     parser.add_argument("--shard", type=shard_arg, default=None,
                         metavar="K/N",
                         help="embed only shard K of N (0 <= K < N): a "
-                             "contiguous share of the lines, datasets named "
-                             "by their line in the whole file")
+                             "contiguous share of the --chunk_size chunks, "
+                             "datasets named by their line in the whole "
+                             "file")
     parser.add_argument("--devices", type=devices_arg, default=None,
                         metavar="DEVICES",
                         help="comma-separated devices to embed on, e.g. "
                              "GPU:0,GPU:1, or 'all' (default: every GPU, "
                              "else the CPU)")
+    parser.add_argument("--runner", default=None, metavar="RUNNER",
+                        help="run as an Apache Beam pipeline on this "
+                             "runner (DirectRunner, DataflowRunner, "
+                             "FlinkRunner, SparkRunner, ...); Beam's own "
+                             "flags follow embed's (needs the beam extra)")
+    parser.set_defaults(beam_flags=[])
+
+
+def NEEDS_TENSORFLOW(args) -> bool:  # noqa: N802 (the cli's name)
+    """With ``--runner`` the workers load the model, not this process."""
+    return args.runner is None
+
+
+def take_unknown_arguments(args, unknown) -> bool:
+    """With ``--runner``, the flags embed does not know are Beam's
+    (checked with Beam's options in :func:`check`)."""
+    if args.runner is None:
+        return False
+    args.beam_flags = list(unknown)
+    return True
 
 
 def shard_arg(text: str):
@@ -183,37 +232,137 @@ def devices_arg(text: str):
 FLAGS = {"mix_weights": "--mix", "dtype": "--float16"}
 
 
+def check_flags(args, parser) -> None:
+    """``--model``, or ``--options_file`` and ``--weight_file``."""
+    check_model_flags(args, parser)
+
+
 def check(args) -> None:
-    """Everything that needs no model: files, options, layers, input
+    """Everything that needs no TensorFlow: files, options, layers, input
     (:func:`~bilm_keras.embedding.dump_plan.plan_dump`, as the library
-    does), the output file and a killed run's progress."""
+    does), the output file and a killed run's progress; ``--model``'s
+    files, fetched into the cache once the cheap checks pass."""
     from bilm_keras.embedding.dump_plan import plan_dump
-    from bilm_keras.embedding.outputs import EmbeddingSpec
     from bilm_keras.embedding.runs import check_leftover, partial_dir
 
+    if args.runner is not None:
+        if args.model is not None:
+            if args.runner not in LOCAL_RUNNERS:
+                raise CommandError(
+                    f"--model: not with --runner {args.runner} (its workers "
+                    "cannot read this machine's model cache); give "
+                    "--options_file and --weight_file on a file system the "
+                    "workers reach")
+            _resolve_model(args)  # the files of this machine's cache
+        return _check_beam(args)
+    if args.model is not None:
+        _use_model(args, check_leftover, partial_dir)
     check_file(args.options_file, "--options_file")
     check_file(args.weight_file, "--weight_file")
     if args.vocab_file is not None:
         check_file(args.vocab_file, "--vocab_file")
     if args.embedding_weight_file is not None:
         check_file(args.embedding_weight_file, "--embedding_weight_file")
-    if args.mix_weights is not None or args.mix_logits is not None:
-        args.output = "mix"
-    args.spec = EmbeddingSpec(
-        output=args.output, layers=args.layers, mix_weights=args.mix_weights,
-        mix_logits=args.mix_logits, gamma=args.gamma,
-        dtype="float16" if args.float16 else "float32")
+    args.spec = _spec(args)
     plan = plan_dump(
         options_file=args.options_file, weight_file=args.weight_file,
         vocab_file=args.vocab_file, dataset_file=args.dataset_file,
         spec=args.spec, embedding_weight_file=args.embedding_weight_file,
-        use_sentence_keys=args.use_sentence_keys, shard=args.shard)
+        use_sentence_keys=args.use_sentence_keys, shard=args.shard,
+        chunk_size=args.chunk_size)
     if plan.embedding_weight_file is not None:
         _check_token_table(args, plan)
     if not (args.resume and os.path.isdir(partial_dir(args.outfile))):
         # (a resumed run killed after its rename finds its output there)
         check_output_file(args.outfile, "--outfile", args.overwrite)
     check_leftover(args.outfile, args.resume)  # a killed run's progress
+
+
+def _use_model(args, check_leftover, partial_dir) -> None:
+    """Resolves ``--model`` into ``--options_file`` and ``--weight_file``
+    (and, for token input, its vocabulary), after the checks that need no
+    model: no download for a run that would fail on its other inputs."""
+    check_file(args.dataset_file, "--dataset_file")
+    for flag in ("vocab_file", "embedding_weight_file"):
+        if getattr(args, flag) is not None:
+            check_file(getattr(args, flag), f"--{flag}")
+    if not (args.resume and os.path.isdir(partial_dir(args.outfile))):
+        check_output_file(args.outfile, "--outfile", args.overwrite)
+    check_leftover(args.outfile, args.resume)
+    _resolve_model(args)
+
+
+def _resolve_model(args) -> None:
+    """``--model``'s files as ``--options_file`` and ``--weight_file``
+    (fetched into the cache if needed) and, for token input, its
+    vocabulary unless ``--vocab_file`` is given."""
+    from bilm_keras.options import BiLMOptions
+
+    model = resolve_model_flag(args.model, "--model")
+    args.options_file, args.weight_file = (model.options_file,
+                                           model.weight_file)
+    token_input = (args.embedding_weight_file is not None
+                   or not BiLMOptions.from_json(
+                       model.options_file).use_character_inputs)
+    if args.vocab_file is None and token_input:
+        args.vocab_file = model.vocab_file
+
+
+def _spec(args):
+    from bilm_keras.embedding.outputs import EmbeddingSpec
+
+    if args.mix_weights is not None or args.mix_logits is not None:
+        args.output = "mix"
+    return EmbeddingSpec(
+        output=args.output, layers=args.layers, mix_weights=args.mix_weights,
+        mix_logits=args.mix_logits, gamma=args.gamma,
+        dtype="float16" if args.float16 else "float32")
+
+
+def _check_beam(args) -> None:
+    """``--runner``: Beam is there, the runner and Beam's flags are
+    Beam's, the flags fit a pipeline; then the same checks as without it
+    (the input read where it lies: a glob, another file system)."""
+    for flag, value in (("--resume", args.resume),
+                        ("--shard", args.shard is not None)):
+        if value:
+            raise CommandError(
+                f"{flag}: not with --runner (the runner retries failed "
+                f"work and splits the input itself)")
+    try:
+        with _quiet_stderr(args.verbose):  # Beam's import warnings
+            from bilm_keras.embedding import beam_dump, beam_files
+    except ImportError as e:
+        raise CommandError(
+            f"--runner: needs Apache Beam ({e}); install it with pip "
+            f"install 'bilm_keras[beam]' (or pip install apache-beam)"
+        ) from None
+    args.pipeline_options = beam_dump.pipeline_options(args.runner,
+                                                       args.beam_flags)
+    for flag, path in (("--options_file", args.options_file),
+                       ("--weight_file", args.weight_file),
+                       ("--vocab_file", args.vocab_file),
+                       ("--embedding_weight_file",
+                        args.embedding_weight_file)):
+        if path is not None and beam_files.is_local(path):
+            check_file(path, flag)
+    args.spec = _spec(args)
+    plan = beam_dump.plan_beam_dump(
+        options_file=args.options_file, weight_file=args.weight_file,
+        vocab_file=args.vocab_file, dataset_file=args.dataset_file,
+        spec=args.spec, embedding_weight_file=args.embedding_weight_file,
+        use_sentence_keys=args.use_sentence_keys,
+        batch_size=args.batch_size, chunk_size=args.chunk_size)
+    if plan.plan.embedding_weight_file is not None and all(
+            beam_files.is_local(path) for path in (
+                plan.plan.embedding_weight_file, args.vocab_file)):
+        _check_token_table(args, plan.plan)
+    if beam_files.is_local(args.outfile):
+        check_output_file(args.outfile, "--outfile", args.overwrite)
+    elif beam_files.exists(args.outfile) and not args.overwrite:
+        raise CommandError(f"--outfile {args.outfile}: file exists (pass "
+                           f"--overwrite to replace it)")
+    args.beam_plan = plan
 
 
 def _check_token_table(args, plan) -> None:
@@ -244,6 +393,8 @@ def _check_token_table(args, plan) -> None:
 
 
 def run(args) -> int:
+    if args.runner is not None:
+        return _run_beam(args)
     from bilm_keras.embedding.dump import dump_bilm_embeddings
 
     n = dump_bilm_embeddings(
@@ -267,3 +418,63 @@ def before_tensorflow(args) -> None:
     from bilm_keras.embedding import memory
 
     memory.return_freed_memory_for_bulk_embedding()
+
+
+def _run_beam(args) -> int:
+    from bilm_keras.embedding.beam_dump import dump_bilm_embeddings_with_beam
+
+    if not args.verbose:  # Beam's relayed worker lines
+        import logging
+
+        logging.getLogger("apache_beam").setLevel(logging.ERROR)
+    # local workers inherit stderr: their start-up lines are hidden too
+    with _quiet_stderr(args.verbose or args.runner not in LOCAL_RUNNERS):
+        n = dump_bilm_embeddings_with_beam(
+            args.vocab_file, args.dataset_file, args.options_file,
+            args.weight_file, args.outfile,
+            pipeline_options=args.pipeline_options, spec=args.spec,
+            batch_size=args.batch_size, chunk_size=args.chunk_size,
+            embedding_weight_file=args.embedding_weight_file,
+            use_sentence_keys=args.use_sentence_keys, devices=args.devices,
+            model=getattr(args, "model", None), plan=args.beam_plan)
+    layers = "" if args.layers is None else f", layers {args.layers}"
+    files = args.beam_plan.n_files
+    print(f"wrote {n} sentences to {args.outfile} ({args.output}{layers}, "
+          f"{args.spec.dtype}; {args.runner}, {files} input "
+          f"file{'s' * (files != 1)})")
+    return n
+
+
+#: runners whose workers are processes of this machine, writing to its
+#: stderr (their lines are hidden unless --verbose)
+LOCAL_RUNNERS = ("DirectRunner", "SwitchingDirectRunner",
+                 "BundleBasedDirectRunner", "FnApiRunner", "PrismRunner")
+
+
+@contextlib.contextmanager
+def _quiet_stderr(show: bool):
+    """Points the stderr descriptor at a temporary file (unless ``show``):
+    Beam warns on import, its local workers (child processes) log their
+    start, TensorFlow's C++ libraries print theirs. Replayed if what runs
+    fails unexpectedly (a bad input's error is its own one line)."""
+    if show:
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            yield
+        except (ValueError, OSError):
+            raise
+        except BaseException:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            captured.seek(0)
+            sys.stderr.write(captured.read().decode("utf-8", "replace"))
+            raise
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)

@@ -1,6 +1,8 @@
 """``bilm-keras test``: heldout perplexity (bilm-tf's ``run_test.py``)."""
 
 from bilm_keras.cli._common import (
+    add_checkpoint_argument,
+    check_checkpoint,
     check_file,
     check_glob,
     check_save_dir,
@@ -11,13 +13,19 @@ NAME = "test"
 ALIAS = "run_test.py"
 HELP = "heldout perplexity of a trained biLM (bilm-tf's run_test.py)"
 DESCRIPTION = """\
-Compute the perplexity of the latest checkpoint in --save_dir on heldout
-files, with the full softmax, each direction and their mean. Every heldout
-token is seen exactly once (bilm-tf dropped the last incomplete batch)."""
+Compute the perplexity of the latest checkpoint in --save_dir (ours or
+bilm-tf's) on heldout files, with the full softmax, each direction and
+their mean. Every heldout token is seen exactly once (bilm-tf dropped the
+last incomplete batch). --stateful adds the figure bilm-tf's run_test.py
+printed (and the ELMo paper quotes): the LSTM states carried across the
+whole heldout stream, one token a step, --batch_size rows, the last
+incomplete batch dropped."""
 EPILOG = """\
-example:
+examples:
   bilm-keras test --save_dir ckpt/ --vocab_file vocab.txt \\
-      --test_prefix 'corpus/heldout/*'"""
+      --test_prefix 'corpus/heldout/*'
+  bilm-keras test --save_dir bilm_tf_run/ --vocab_file vocab.txt \\
+      --test_prefix 'corpus/heldout/*' --stateful --batch_size 1"""
 
 
 def add_arguments(parser):
@@ -29,10 +37,15 @@ def add_arguments(parser):
                         help="Prefix (glob) for test files")
     parser.add_argument("--batch_size", type=positive_int, default=256,
                         help="Batch size")
+    parser.add_argument("--stateful", action="store_true",
+                        help="also print bilm-tf's run_test.py perplexity "
+                             "(states carried across sentences)")
+    add_checkpoint_argument(parser, "evaluate")
 
 
 def check(args) -> None:
     check_save_dir(args.save_dir)
+    check_checkpoint(args.save_dir, args.checkpoint)
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.test_prefix, "--test_prefix")
 
@@ -41,4 +54,5 @@ def run(args) -> dict:
     from bilm_keras.training import evaluate
 
     return evaluate(save_dir=args.save_dir, vocab_file=args.vocab_file,
-                    test_prefix=args.test_prefix, batch_size=args.batch_size)
+                    test_prefix=args.test_prefix, batch_size=args.batch_size,
+                    checkpoint=args.checkpoint, stateful=args.stateful)

@@ -1,10 +1,9 @@
 """``bilm-keras pipeline``: vocabulary -> train -> test -> HDF5 -> ELMo."""
 
-import os
-
 from bilm_keras.cli._common import (
     check_glob,
-    check_options,
+    check_options_flag,
+    options_arg,
     positive_int,
     seed_int,
 )
@@ -13,11 +12,8 @@ NAME = "pipeline"
 ALIAS = "run_pipeline.py"
 HELP = "the whole path on one machine: vocabulary, training, perplexity, " \
        "HDF5, embeddings"
-# training.pipeline.TINY_OPTIONS, without importing it (it imports
-# TensorFlow)
-TINY_OPTIONS = os.path.normpath(os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "options",
-    "tiny.json"))
+#: the preset trained without --options (training.pipeline's default)
+DEFAULT_OPTIONS = "tiny"
 DESCRIPTION = """\
 Build a vocabulary, train a small biLM, measure its heldout perplexity,
 write bilm-tf HDF5 weights and embed two heldout sentences with them. By
@@ -28,7 +24,7 @@ EPILOG = """\
 examples:
   bilm-keras pipeline                      # writes runs/pipeline-<timestamp>/
   bilm-keras pipeline --out_dir out/ --corpus 'my_corpus/*.txt' \\
-      --heldout 'my_heldout/*.txt' --options options/small.json"""
+      --heldout 'my_heldout/*.txt' --options small"""
 
 
 def add_arguments(parser):
@@ -41,9 +37,11 @@ def add_arguments(parser):
     parser.add_argument("--heldout", default=None,
                         help="glob of heldout files (default: part of the "
                              "stdlib corpus, or --corpus itself)")
-    parser.add_argument("--options", default=None,
-                        help="options.json of the model (default: "
-                             "options/tiny.json)")
+    parser.add_argument("--options", type=options_arg, default=None,
+                        metavar="OPTIONS",
+                        help="the model: an options.json, or a preset "
+                             "(tiny, small, elmo_2x4096_512_2048cnn_2x"
+                             "highway) (default: tiny)")
     parser.add_argument("--n_epochs", type=positive_int, default=None,
                         help="override the options' epochs")
     parser.add_argument("--max_sentences", type=positive_int, default=6000,
@@ -57,8 +55,10 @@ def add_arguments(parser):
 
 def check(args) -> None:
     if args.options is None:
-        args.options = TINY_OPTIONS
-    check_options(args.options, "--options")
+        from bilm_keras.presets import preset_file
+
+        args.options = preset_file(DEFAULT_OPTIONS)
+    check_options_flag(args.options)
     if args.corpus is not None:
         check_glob(args.corpus, "--corpus")
     if args.heldout is not None:

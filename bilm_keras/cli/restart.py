@@ -19,7 +19,16 @@ Continue training from the latest checkpoint in --save_dir. Without
 --n_epochs it finishes the run the saved options describe, continuing the
 saved data stream (after a crash: no sentence seen twice or missed); with
 --n_epochs (new data, fine-tuning) or another --batch_size it trains that
-many more epochs on a new stream."""
+many more epochs on a new stream.
+
+A save_dir of bilm-tf's own training continues from its checkpoint
+(weights, softmax, Adagrad's accumulators, step) on a new stream (bilm-tf
+saved no data position), with its options as bilm-tf wrote them
+(n_train_tokens included) and its LSTM states carried across sentences as
+bilm-tf trained, unless its options.json sets
+"reset_states_at_sentence_start"; our checkpoints go beside bilm-tf's,
+whose state file is kept as checkpoint.bilm-tf. A latest checkpoint that
+does not read whole is named and the newest that does is used."""
 EPILOG = """\
 examples:
   bilm-keras restart --save_dir ckpt/ --vocab_file vocab.txt \\

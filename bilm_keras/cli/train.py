@@ -3,11 +3,15 @@
 import os
 
 from bilm_keras.cli._common import (
+    check_dir,
     check_file,
     check_glob,
-    check_options,
+    check_options_flag,
     check_run_options,
+    check_save_dir,
+    options_arg,
 )
+from bilm_keras.cli._model_flags import resolve_model_flag
 from bilm_keras.cli._training_flags import (
     add_adaptation_arguments,
     add_run_arguments,
@@ -17,45 +21,95 @@ from bilm_keras.cli._training_flags import (
 NAME = "train"
 ALIAS = "train_elmo.py"
 HELP = "train a biLM (bilm-tf's train_elmo.py, same flags)"
-OPTIONS_DIR = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "options")
-DEFAULT_OPTIONS = "elmo_2x4096_512_2048cnn_2xhighway.json"
+#: the preset trained without --options (bilm-tf's train_elmo.py's model)
+DEFAULT_OPTIONS = "elmo_2x4096_512_2048cnn_2xhighway"
 DESCRIPTION = """\
 Train a bidirectional language model on a corpus (one whitespace-tokenized
 sentence per line, UTF-8), with bilm-tf's flags. The model is described by
-an options.json (--options); checkpoints, the resolved options.json and
-TensorBoard logs go to --save_dir. --batch_size is the global batch, split
-over the replicas; n_train_tokens is read from VOCAB_FILE.json (written by
-`bilm-keras build-vocab`) or counted from the corpus."""
+an options.json or a preset's name (--options: tiny, small,
+elmo_2x4096_512_2048cnn_2xhighway); checkpoints, the resolved options.json
+and TensorBoard logs go to --save_dir. --batch_size is the global batch,
+split over the replicas; n_train_tokens is counted from the corpus unless
+the options or --n_train_tokens give it.
+
+To adapt a published model to your text, give --init_model with its name
+(`bilm-keras models` lists them; an ELMoForManyLangs model keeps its
+dictionaries) or --options and --init_weights with its files. To start a
+new run from a bilm-tf training checkpoint (its softmax too), give
+--init_checkpoint with its save_dir (its options.json is the default
+--options) and --init_vocab_file with its vocabulary to keep the softmax
+rows of the words the two vocabularies share."""
 EPILOG = """\
 examples:
   bilm-keras train --train_prefix 'corpus/train/*' --vocab_file vocab.txt \\
-      --save_dir ckpt/ --options options/small.json
+      --save_dir ckpt/ --options small
   bilm-keras train --train_prefix 'corpus/train/*' --vocab_file vocab.txt \\
       --save_dir ckpt/ --n_gpus 2 --batch_size 256 --n_epochs 3
   bilm-keras train --train_prefix 'domain/*' --vocab_file vocab.txt \\
+      --save_dir adapted/ --init_model elmo-original --freeze_lm_steps 500
+  bilm-keras train --train_prefix 'domain/*' --vocab_file vocab.txt \\
       --save_dir adapted/ --options elmo/options.json \\
-      --init_weights elmo/lm_weights.hdf5 --freeze_lm_steps 500"""
+      --init_weights elmo/lm_weights.hdf5 --freeze_lm_steps 500
+  bilm-keras train --train_prefix 'domain/*' --vocab_file vocab.txt \\
+      --save_dir adapted/ --init_checkpoint elmo_tf_checkpoint/ \\
+      --init_vocab_file elmo/vocab.txt"""
 
 
 def add_arguments(parser):
     add_run_arguments(parser)
     parser.add_argument(
-        "--options", default=None,
-        help="options.json of the model to train (default: the published "
-             f"model's, options/{DEFAULT_OPTIONS})")
+        "--options", type=options_arg, default=None,
+        metavar="OPTIONS",
+        help="the model to train: an options.json, or a preset (tiny, "
+             f"small, {DEFAULT_OPTIONS}) (default: {DEFAULT_OPTIONS}, the "
+             "published model's size)")
     add_adaptation_arguments(parser)
+
+
+def check_flags(args, parser) -> None:
+    """One source of pretrained weights: ``--init_model`` (a published
+    model's options and weights), ``--init_weights`` (with ``--options``)
+    or ``--init_checkpoint`` (a bilm-tf save_dir)."""
+    if args.init_model is not None:
+        given = [flag for flag in ("--options", "--init_weights",
+                                   "--init_checkpoint")
+                 if getattr(args, flag[2:]) is not None]
+        if given:
+            parser.error(f"give either --init_model or "
+                         f"{' and '.join(given)}, not both")
+    if args.init_weights is not None and args.init_checkpoint is not None:
+        parser.error("give either --init_weights or --init_checkpoint, not "
+                     "both")
+    if args.init_vocab_file is not None and args.init_checkpoint is None:
+        parser.error("--init_vocab_file is the vocabulary of "
+                     "--init_checkpoint; give --init_checkpoint")
 
 
 def check(args) -> None:
     args.run = training_run(args)  # the settings, before any file
-    if args.options is None:
-        args.options = os.path.normpath(
-            os.path.join(OPTIONS_DIR, DEFAULT_OPTIONS))
-    options = check_options(args.options, "--options")
-    check_run_options(options, args.options, args)
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.train_prefix, "--train_prefix")
+    # a new run from a training checkpoint: its own options by default
+    args.options_from_checkpoint = (args.options is None
+                                    and args.init_checkpoint is not None)
+    if args.options_from_checkpoint:
+        check_save_dir(args.init_checkpoint, "--init_checkpoint")
+        args.options = os.path.join(args.init_checkpoint, "options.json")
+    elif args.init_checkpoint is not None:
+        check_dir(args.init_checkpoint, "--init_checkpoint")
+    if args.init_vocab_file is not None:
+        check_file(args.init_vocab_file, "--init_vocab_file")
+    if args.init_model is not None:  # the cheap checks passed: fetch it
+        model = resolve_model_flag(args.init_model, "--init_model")
+        args.options, args.init_weights = (model.options_file,
+                                           model.weight_file)
+        args.run = args.run.replace(init_weights=model.weight_file)
+    elif args.options is None:
+        from bilm_keras.presets import preset_file
+
+        args.options = preset_file(DEFAULT_OPTIONS)
+    options = check_options_flag(args.options)
+    check_run_options(options, args.options, args)
     if args.init_weights is not None:
         check_file(args.init_weights, "--init_weights")
 
@@ -64,4 +118,8 @@ def run(args) -> dict:
     from bilm_keras.options import BiLMOptions
     from bilm_keras.training import train
 
-    return train(options=BiLMOptions.from_json(args.options), run=args.run)
+    options = BiLMOptions.from_json(args.options)
+    if args.init_model is not None or args.options_from_checkpoint:
+        # an epoch is a pass over YOUR corpus, not the publisher's
+        options = options.replace(n_train_tokens=None)
+    return train(options=options, run=args.run)

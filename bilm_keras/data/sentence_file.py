@@ -75,7 +75,7 @@ def check_sentence_file(path: str | os.PathLike, *,
         n_tokens += n
         n_blank += n == 0
         if sentence_keys:
-            _check_sentence_key(path, n_lines, line.strip(), first_line)
+            check_sentence_key(path, n_lines, line.strip(), first_line)
     if n_tokens == 0:
         found = ("0 lines" if n_lines == 0
                  else f"{n_lines} line{'s' * (n_lines > 1)}, all blank")
@@ -86,9 +86,16 @@ def check_sentence_file(path: str | os.PathLike, *,
                              n_blank_lines=n_blank)
 
 
-def _check_sentence_key(path, line_number: int, text: str,
-                        first_line: dict) -> None:
-    """``text`` (line ``line_number``) can name a dataset of its own."""
+def check_sentence_key(path, line_number: int, text: str,
+                       first_line: dict) -> None:
+    """``text`` (line ``line_number`` of ``path``) can name a dataset of
+    its own, and is not in ``first_line`` (text -> its line number, the
+    lines seen so far: updated here).
+
+    Raises:
+        SentenceFileError: as :func:`check_sentence_file` with
+            ``sentence_keys``.
+    """
     where = f"{os.fspath(path)}, line {line_number}"
     rule = ("with sentence keys each dataset is named by its line's text; "
             "embed without them to name datasets by line number")

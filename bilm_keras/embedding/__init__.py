@@ -19,7 +19,12 @@ The package's modules, by concept:
 * :mod:`.shards`: which lines shard ``K`` of ``N`` embeds;
 * :mod:`.progress`: the progress bar;
 * :mod:`.memory`: giving freed memory back to the system during a long
-  run.
+  run;
+* with the ``beam`` extra (apache-beam): :mod:`.beam_inference`
+  (:class:`~.beam_inference.EmbedSentences`, Beam's ``RunInference`` with
+  :class:`~.beam_inference.BiLMModelHandler`), :mod:`.beam_dump` (``embed
+  --runner``: a whole file as a Beam pipeline) and :mod:`.beam_files`
+  (their files on any of Beam's file systems).
 
 It stands above :mod:`bilm_keras.models` (it embeds with a backbone,
 loaded by :func:`~bilm_keras.models.backbone_loading.load_backbone`) and
@@ -35,15 +40,21 @@ from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 
 #: public name -> the module that defines it
 _EXPORTS = {
+    "BiLMModelHandler": "bilm_keras.embedding.beam_inference",
     "BulkEmbedder": "bilm_keras.embedding.bulk_embedder",
+    "EmbedSentences": "bilm_keras.embedding.beam_inference",
     "EmbeddingRunError": "bilm_keras.embedding.runs",
     "EmbeddingSpec": "bilm_keras.embedding.outputs",
     "dump_bilm_embeddings": "bilm_keras.embedding.dump",
+    "dump_bilm_embeddings_with_beam": "bilm_keras.embedding.beam_dump",
     "dump_token_embeddings": "bilm_keras.embedding.dump",
     "merge_embedding_files": "bilm_keras.embedding.merge",
     "plan_compute_batches": "bilm_keras.embedding.compute_batches",
 }
 
-__all__ = sorted(_EXPORTS)
+#: the beam extra's names are reached by name only (a star import must
+#: not need apache-beam)
+__all__ = sorted(name for name, module in _EXPORTS.items()
+                 if ".beam_" not in module)
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

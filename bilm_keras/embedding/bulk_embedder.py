@@ -307,7 +307,7 @@ class BulkEmbedder:
             A share of a large file (shard 3 of 8, as ``bilm-keras embed
             --shard 3/8``; :func:`bilm_keras.embedding.shards.shard_lines`):
 
-            >>> first, end = shard_lines(3, 8, n_lines)
+            >>> first, end = shard_lines(3, 8, n_lines, chunk_size=4096)
             >>> with open("corpus.txt", encoding="utf-8") as f:
             ...     lines = itertools.islice(f, first, end)
             ...     for i, vectors in enumerate(embedder.iter_embeddings(

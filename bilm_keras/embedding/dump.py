@@ -16,25 +16,18 @@ import itertools
 import os
 from typing import Callable, Optional, Sequence, Tuple
 
-import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras._utils.atomic_files import atomic_path
-from bilm_keras._utils.version import __version__
+from bilm_keras._utils.atomic_files import atomic_hdf5
 from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
 from bilm_keras.data.sentence_file import read_sentence_lines
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary
 from bilm_keras.embedding.bulk_embedder import BulkEmbedder
-from bilm_keras.embedding.dump_plan import plan_dump
-from bilm_keras.embedding.outputs import EMBEDDING_OUTPUTS, EmbeddingSpec
+from bilm_keras.embedding.dump_plan import dump_record, plan_dump
+from bilm_keras.embedding.outputs import EmbeddingSpec
 from bilm_keras.embedding.progress import ProgressBar
-from bilm_keras.embedding.runs import (
-    RunEvent,
-    file_locations,
-    run_durably,
-    run_identity,
-)
+from bilm_keras.embedding.runs import RunEvent, file_locations, run_durably
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.options import BiLMOptions
 
@@ -86,7 +79,7 @@ def dump_token_embeddings(
         np.concatenate(pieces)
         if pieces else np.zeros((0, backbone.projection_dim), np.float32)
     )
-    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+    with atomic_hdf5(outfile) as fout:
         fout.create_dataset("embedding", data=embeddings.astype(np.float32))
 
 
@@ -182,10 +175,13 @@ def dump_bilm_embeddings(
             its last whole part (:mod:`bilm_keras.embedding.runs`: the
             run's progress is kept in ``outfile + ".partial/"`` until the
             output is complete).
-        shard: ``(K, N)``: embed only shard ``K`` of ``N`` (lines
-            ``[K * n // N, (K + 1) * n // N)``, datasets keep their line
+        shard: ``(K, N)``: embed only shard ``K`` of ``N`` (of the
+            ``c = ceil(n / chunk_size)`` chunks of the single run, chunks
+            ``[K * c // N, (K + 1) * c // N)``: :func:`~bilm_keras.
+            embedding.shards.shard_lines`; datasets keep their line
             numbers); :func:`~bilm_keras.embedding.merge.
-            merge_embedding_files` joins the shards.
+            merge_embedding_files` joins the shards, bit for bit the
+            single run's file.
         devices: the devices to embed on (e.g. ``["GPU:0", "GPU:1"]``);
             default: every GPU, else the CPU.
         batch_size: None (default): the embedder's own compute batches
@@ -209,20 +205,14 @@ def dump_bilm_embeddings(
     plan = plan_dump(options_file=options_file, weight_file=weight_file,
                      vocab_file=vocab_file, dataset_file=dataset_file,
                      spec=spec, embedding_weight_file=embedding_weight_file,
-                     use_sentence_keys=use_sentence_keys, shard=shard)
-    options, embedding = plan.options, plan.embedding
+                     use_sentence_keys=use_sentence_keys, shard=shard,
+                     chunk_size=chunk_size)
+    options = plan.options
     embedding_weight_file = plan.embedding_weight_file
-    mix = embedding.mix
-    mix_settings = {} if mix is None else dict(
-        mix_weights=[float(w) for w in mix.weights], gamma=float(mix.gamma),
-        mix_form=mix.form)
-    identity = run_identity(
-        options_file=options_file, weight_file=weight_file,
+    record = dump_record(
+        plan, spec, options_file=options_file, weight_file=weight_file,
         vocab_file=vocab_file, dataset_file=dataset_file,
-        output=spec.output, layers=embedding.layer_ids, dtype=spec.dtype,
-        batch_size=batch_size, chunk_size=chunk_size, n_lines=plan.n_lines,
-        embedding_weight_file=embedding_weight_file, keys=plan.keys,
-        **mix_settings)
+        batch_size=batch_size, chunk_size=chunk_size)
 
     def embed_lines(start, stop):  # (text, array) of lines [start, stop)
         backbone = load_backbone(
@@ -254,30 +244,11 @@ def dump_bilm_embeddings(
             if bar is not None:
                 bar.close()  # ends the line, before any error message
 
-    attrs = dict(
-        options_file=os.path.abspath(options_file),
-        weight_file=os.path.abspath(weight_file),
-        vocab_file=os.path.abspath(vocab_file) if vocab_file else "",
-        dataset_file=os.path.abspath(dataset_file),
-        output=spec.output,
-        layers=np.asarray(embedding.layer_ids, np.int64),
-        dtype=spec.dtype,
-        layout=EMBEDDING_OUTPUTS[spec.output],
-        keys=plan.keys,
-        embedding_weight_file=(os.path.abspath(embedding_weight_file)
-                               if embedding_weight_file else ""),
-        bilm_keras_version=__version__,
-    )
-    if mix is not None:
-        attrs.update(mix_weights=mix.weights, gamma=mix.gamma,
-                     mix_form=mix.form)
-        if mix.logits is not None:
-            attrs["mix_logits"] = mix.logits
     return run_durably(
-        outfile, identity=identity, lines=plan.lines, resume=resume,
+        outfile, identity=record.identity, lines=plan.lines, resume=resume,
         locations=file_locations(
             options_file=options_file, weight_file=weight_file,
             vocab_file=vocab_file, dataset_file=dataset_file,
             embedding_weight_file=embedding_weight_file),
-        shard=shard, embed_lines=embed_lines, attrs=attrs,
+        shard=shard, embed_lines=embed_lines, attrs=record.attrs,
         on_event=on_event)

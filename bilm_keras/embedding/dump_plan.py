@@ -4,17 +4,30 @@
 token-input files, the keys and the shard, the input file. One function
 for the library and the command, so that each rule is written once; no
 TensorFlow, so the command runs it before importing TensorFlow.
+
+:func:`dump_record` is what the output file records of how it was made
+(its attributes and the run's identity), shared by the dump in one process
+and the Beam pipeline (:mod:`bilm_keras.embedding.beam_dump`), whose files
+are the same.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
-from bilm_keras._utils.settings import SettingError
+import numpy as np
+
+from bilm_keras._utils.settings import SettingError, check_int
+from bilm_keras._utils.version import __version__
 from bilm_keras.data.sentence_file import check_sentence_file
-from bilm_keras.embedding.outputs import EmbeddingSpec, ResolvedEmbedding
+from bilm_keras.embedding.outputs import (
+    EMBEDDING_OUTPUTS,
+    EmbeddingSpec,
+    ResolvedEmbedding,
+)
+from bilm_keras.embedding.runs import run_identity
 from bilm_keras.embedding.shards import shard_lines
 from bilm_keras.options import BiLMOptions
 
@@ -32,7 +45,8 @@ class DumpPlan:
         keys: how datasets are named: ``"line_number"`` or ``"sentence"``.
         n_lines: lines of the input file (sentences, blank ones included).
         lines: ``(first, end)``: the lines this run embeds (all, or its
-            shard's).
+            shard's: whole chunks of the single run,
+            :func:`~bilm_keras.embedding.shards.shard_lines`).
     """
 
     options: BiLMOptions
@@ -53,10 +67,18 @@ def plan_dump(
     embedding_weight_file: Optional[str | os.PathLike] = None,
     use_sentence_keys: bool = False,
     shard: Optional[Tuple[int, int]] = None,
+    checked_lines: Optional[int] = None,
+    chunk_size: int = 4096,
 ) -> DumpPlan:
     """Checks everything of a dump that needs no model (arguments as
     :func:`~bilm_keras.dump_bilm_embeddings`): a bad input fails in
-    seconds, before hours of work.
+    seconds, before hours of work. ``chunk_size`` (the run's) sets which
+    lines a shard embeds.
+
+    ``checked_lines``: the input was read and checked by the caller (the
+    Beam pipeline's glob: :func:`~bilm_keras.embedding.beam_dump.
+    plan_beam_dump`) and has this many lines; None: ``dataset_file`` is
+    read here.
 
     Raises:
         OptionsError: ``options_file`` does not describe a biLM.
@@ -85,11 +107,96 @@ def plan_dump(
         raise SettingError("use_sentence_keys",
                            "not with shard (a shard's datasets keep their "
                            "line numbers for the merge)")
-    stats = check_sentence_file(dataset_file,
-                                sentence_keys=use_sentence_keys)
-    lines = ((0, stats.n_lines) if shard is None
-             else shard_lines(*shard, stats.n_lines))
+    n_lines = checked_lines
+    if n_lines is None:
+        n_lines = check_sentence_file(
+            dataset_file, sentence_keys=use_sentence_keys).n_lines
+    if shard is None:
+        lines = (0, n_lines)
+    else:
+        check_int("chunk_size", chunk_size, 1)
+        lines = shard_lines(*shard, n_lines, chunk_size)
     return DumpPlan(options=options, embedding=embedding,
                     embedding_weight_file=table,
                     keys="sentence" if use_sentence_keys else "line_number",
-                    n_lines=stats.n_lines, lines=lines)
+                    n_lines=n_lines, lines=lines)
+
+
+@dataclasses.dataclass(frozen=True)
+class DumpRecord:
+    """What a dump's output file records of how it was made
+    (:func:`dump_record`).
+
+    Attributes:
+        identity: the run's identity (:func:`~bilm_keras.embedding.runs.
+            run_identity`: the files' contents, the output choices, the
+            batching, the number of lines).
+        attrs: the output file's attributes, but for ``n_sentences``,
+            ``run`` and ``run_id`` (added when the file is written).
+    """
+
+    identity: dict
+    attrs: dict
+
+
+def dump_record(
+    plan: DumpPlan,
+    spec: EmbeddingSpec,
+    *,
+    options_file: str | os.PathLike,
+    weight_file: str | os.PathLike,
+    vocab_file: Optional[str | os.PathLike],
+    dataset_file: Optional[str | os.PathLike],
+    batch_size: Optional[int],
+    chunk_size: int,
+    fingerprint: Optional[Callable[[str, Optional[str]], dict]] = None,
+) -> DumpRecord:
+    """The identity and the attributes of the dump ``plan`` describes
+    (arguments as :func:`~bilm_keras.dump_bilm_embeddings`; the attributes
+    are listed there).
+
+    Args:
+        fingerprint: how each file's contents are fingerprinted for the
+            identity; None: :func:`~bilm_keras.embedding.runs.
+            file_fingerprint` (local files). The Beam pipeline's reads any
+            Beam file system and a glob of input files.
+    """
+    embedding = plan.embedding
+    table = plan.embedding_weight_file
+    mix = embedding.mix
+    mix_settings = {} if mix is None else dict(
+        mix_weights=[float(w) for w in mix.weights], gamma=float(mix.gamma),
+        mix_form=mix.form)
+    identity = run_identity(
+        options_file=options_file, weight_file=weight_file,
+        vocab_file=vocab_file, dataset_file=dataset_file,
+        output=spec.output, layers=embedding.layer_ids, dtype=spec.dtype,
+        batch_size=batch_size, chunk_size=chunk_size, n_lines=plan.n_lines,
+        embedding_weight_file=table, keys=plan.keys,
+        **({} if fingerprint is None else {"fingerprint": fingerprint}),
+        **mix_settings)
+    attrs = dict(
+        options_file=_absolute(options_file),
+        weight_file=_absolute(weight_file),
+        vocab_file=_absolute(vocab_file) if vocab_file else "",
+        dataset_file=_absolute(dataset_file),
+        output=spec.output,
+        layers=np.asarray(embedding.layer_ids, np.int64),
+        dtype=spec.dtype,
+        layout=EMBEDDING_OUTPUTS[spec.output],
+        keys=plan.keys,
+        embedding_weight_file=_absolute(table) if table else "",
+        bilm_keras_version=__version__,
+    )
+    if mix is not None:
+        attrs.update(mix_weights=mix.weights, gamma=mix.gamma,
+                     mix_form=mix.form)
+        if mix.logits is not None:
+            attrs["mix_logits"] = mix.logits
+    return DumpRecord(identity=identity, attrs=attrs)
+
+
+def _absolute(path) -> str:
+    """A local path made absolute; a URL (``gs://...``) as it is."""
+    path = os.fspath(path)
+    return path if "://" in path else os.path.abspath(path)

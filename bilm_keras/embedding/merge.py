@@ -10,10 +10,11 @@ from collections.abc import Iterable
 
 import h5py
 
-from bilm_keras._utils.atomic_files import atomic_path
+from bilm_keras._utils.atomic_files import atomic_hdf5
 from bilm_keras.embedding.runs import (
     SHARD_ATTRS,
     EmbeddingRunError,
+    cap_metadata_cache,
     first_difference,
     open_hdf5,
     write_index_and_attrs,
@@ -40,7 +41,8 @@ def merge_embedding_files(outfile: str, shard_files: Iterable[str]) -> int:
     """
     shards = check_shard_files(shard_files)
     sentence_to_index = {}
-    with atomic_path(outfile) as tmp, open_hdf5(tmp, "w") as fout:
+    with atomic_hdf5(outfile) as fout:
+        cap_metadata_cache(fout)
         for path, attrs in shards:
             a, b = (int(x) for x in attrs["shard_lines"])
             with open_hdf5(path, "r") as fin:
@@ -94,7 +96,13 @@ def check_shard_files(shard_files: Iterable[str]) -> list[tuple[str, dict]]:
         if k in found:
             raise EmbeddingRunError(
                 f"{path}: shard {k}/{n} again (also {found[k][0]})")
-        lines = shard_lines(k, n, int(attrs["n_lines_total"]))
+        chunk_size = json.loads(attrs["run"]).get("chunk_size")
+        if chunk_size is None:
+            raise EmbeddingRunError(
+                f"{path}: shard {k}/{n} records no chunk_size (written by "
+                f"an older bilm-keras? embed the shard again)")
+        lines = shard_lines(k, n, int(attrs["n_lines_total"]),
+                            int(chunk_size))
         if [int(x) for x in attrs["shard_lines"]] != list(lines):
             raise EmbeddingRunError(
                 f"{path}: shard {k}/{n} holds lines "

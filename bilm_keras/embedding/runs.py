@@ -15,13 +15,21 @@ A run writes its progress into a folder beside its output, ``OUT.partial/``:
   under its final name. One part per chunk of ``chunk_size`` lines,
   counted from the shard's first line, so a resumed run chunks (and sorts,
   and batches) its sentences exactly as an uninterrupted one and its
-  vectors are bit-identical.
+  vectors are bit-identical. A shard starts at a chunk boundary of the
+  single run (:func:`~bilm_keras.embedding.shards.shard_lines`), so its
+  chunks are the single run's too, and the merged shards its file.
 
 When every part is there they are copied, dataset by dataset (HDF5's own
 object copy: memory stays flat in the number of sentences), into a
 temporary file inside the folder, which is renamed onto ``OUT``; then the
 folder is removed. The disk holds the parts and the output at once for a
 moment: twice the output's size at the peak.
+
+A disk that fills up stops the run with a
+:class:`~bilm_keras._utils.disk_full.DiskFullError` (one line: the file,
+the space free, and ``--resume``): the part or merged file being written
+is removed, the whole parts stay, and the same command with ``--resume``
+continues once there is space, to the file an uninterrupted run writes.
 
 Nothing here imports TensorFlow.
 """
@@ -34,13 +42,14 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import NamedTuple, Optional, TextIO
 
 import h5py
 import numpy as np
 
-from bilm_keras._utils.atomic_files import write_text_atomic
+from bilm_keras._utils.atomic_files import hdf5_for_writing, write_text_atomic
+from bilm_keras._utils.disk_full import disk_full_error, full_errno
 
 #: bump when the partial folder's layout changes (an old folder is then a
 #: mismatch, never misread)
@@ -115,6 +124,8 @@ def run_identity(*, options_file: str, weight_file: str,
                  batch_size: Optional[int],
                  chunk_size: int, n_lines: int,
                  embedding_weight_file: Optional[str] = None,
+                 fingerprint: Callable[[str, Optional[str]], dict] = (
+                     file_fingerprint),
                  **settings) -> dict:
     """What two processes must share for their outputs to be parts of one
     run: the files' contents (:func:`file_fingerprint`: shards of one run
@@ -122,14 +133,16 @@ def run_identity(*, options_file: str, weight_file: str,
     (``settings``: any more of them, JSON values, e.g. the mix), the
     batching (another batching may change the float32 round-off) and the
     input's number of lines. A flat dict of JSON values, so a difference
-    is named by one key."""
+    is named by one key. ``fingerprint``: how a file's contents are
+    fingerprinted (:func:`file_fingerprint`, or the same over another file
+    system: :mod:`bilm_keras.embedding.beam_files`)."""
     identity = {"format": FORMAT}
     for name, path in (("options_file", options_file),
                        ("weight_file", weight_file),
                        ("vocab_file", vocab_file),
                        ("dataset_file", dataset_file),
                        ("embedding_weight_file", embedding_weight_file)):
-        identity.update(file_fingerprint(name, path))
+        identity.update(fingerprint(name, path))
     identity.update(output=output, layers=[int(i) for i in layers],
                     dtype=dtype,
                     batch_size=None if batch_size is None else int(batch_size),
@@ -236,9 +249,12 @@ def run_durably(
     try:
         if todo:
             stream = embed_lines(todo[0][0], end)
-            for a, b in todo:
-                _write_part(folder, a, b, stream, manifest["run_id"],
-                            on_event)
+            try:
+                for a, b in todo:
+                    _write_part(folder, a, b, stream, manifest["run_id"],
+                                on_event)
+            finally:  # its progress bar ends before any error is shown
+                stream.close()
     except BaseException:
         # an error before the first part (a model that does not load, a
         # device that is not there) leaves no progress to keep
@@ -315,8 +331,13 @@ def _create_folder(folder, manifest):
     parent = os.path.dirname(folder)
     os.makedirs(parent, exist_ok=True)
     os.makedirs(folder)
-    write_text_atomic(os.path.join(folder, "manifest.json"),
-                      json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+    try:
+        write_text_atomic(os.path.join(folder, "manifest.json"),
+                          json.dumps(manifest, indent=1, sort_keys=True)
+                          + "\n")
+    except BaseException:  # no progress yet: nothing to keep
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
 
 
 def _is_output_of(outfile, rid) -> bool:
@@ -355,29 +376,54 @@ def _part_is_whole(path, a, b, rid) -> bool:
 
 
 def _write_part(folder, a, b, stream, rid, on_event=None) -> None:
-    """Lines ``[a, b)`` of ``stream`` into a part, atomically."""
+    """Lines ``[a, b)`` of ``stream`` into a part, atomically.
+
+    Raises:
+        DiskFullError: the disk filled up (the part's temporary file is
+            removed; the whole parts before it stay for ``--resume``).
+    """
     path = _part_path(folder, a, b)
     tmp = path + ".tmp"
     texts = []
-    with h5py.File(tmp, "w") as fout:
-        for i in range(a, b):
-            text, emb = next(stream)
-            fout.create_dataset(str(i), data=emb)
-            texts.append(text)
-            _tell(on_event, "part", i)
-        fout.create_dataset("texts", data=texts,
-                            dtype=h5py.string_dtype())
-        fout.attrs.update(first_line=a, end_line=b, run_id=rid)
-    _fsync(tmp)
-    os.replace(tmp, path)
-
-
-def _fsync(path) -> None:
-    fd = os.open(path, os.O_RDONLY)
     try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+        with hdf5_for_writing(tmp) as fout:
+            for i in range(a, b):
+                text, emb = next(stream)
+                fout.create_dataset(str(i), data=emb)
+                texts.append(text)
+                _tell(on_event, "part", i)
+            fout.create_dataset("texts", data=texts,
+                                dtype=h5py.string_dtype())
+            fout.attrs.update(first_line=a, end_line=b, run_id=rid)
+        os.replace(tmp, path)
+    except Exception as e:
+        _raise_if_full(e, folder, tmp, path, f"lines {a}..{b}")
+        raise
+
+
+def _raise_if_full(error, folder, tmp, named, what, needed=None) -> None:
+    """If ``error`` says the disk is full: removes ``tmp`` (the file being
+    written, for ``what``) and raises a ``DiskFullError`` naming ``named``
+    that says how to continue. Other errors are left to the caller (what
+    a kill leaves, ``--resume`` cleans).
+
+    Args:
+        needed: the bytes the file needs, if known (else: more than what
+            ``tmp`` had when the disk filled).
+    """
+    if full_errno(error) is None:
+        return
+    written = os.path.getsize(tmp) if os.path.exists(tmp) else 0
+    if os.path.exists(tmp):
+        os.remove(tmp)
+    parts = sum(bool(_PART.fullmatch(n)) for n in os.listdir(folder))
+    hint = "free some space and run the command again"  # nothing to keep
+    if parts:
+        hint = (f"{parts} whole part{'s' * (parts != 1)} kept in {folder}/ "
+                f"({what} not written); free some space and run the same "
+                f"command with --resume")
+    raise disk_full_error(error, named, needed=needed or written or None,
+                          at_least=needed is None, hint=hint) from error
 
 
 def _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
@@ -385,25 +431,27 @@ def _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
     """Copies the parts into ``outfile`` (through a temporary file in the
     folder, renamed); returns the number of sentences."""
     tmp = os.path.join(folder, "merged.hdf5.tmp")
-    sentence_to_index = {}
-    n = 0
+    try:
+        return _merge_into(tmp, folder, outfile, ranges, manifest, attrs,
+                           shard, on_event)
+    except Exception as e:
+        # the output is about the size of the parts
+        size = sum(os.path.getsize(_part_path(folder, a, b))
+                   for a, b in ranges)
+        _raise_if_full(e, folder, tmp, outfile, "the merged file", size)
+        raise
+
+
+def _merge_into(tmp, folder, outfile, ranges, manifest, attrs, shard,
+                on_event) -> int:
     # --use_sentence_keys: datasets named by their text, no index (the
     # texts were checked to be distinct, non-empty and valid names)
     by_text = attrs.get("keys") == "sentence"
-    with open_hdf5(tmp, "w") as fout:
-        for a, b in ranges:
-            with open_hdf5(_part_path(folder, a, b), "r") as fin:
-                texts = fin["texts"].asstr()[...]
-                for i in range(a, b):
-                    name = texts[i - a] if by_text else str(i)
-                    fin.copy(fin[str(i)], fout, name=name)
-                    _tell(on_event, "merge", n)
-                    n += 1
-                if not by_text:
-                    for i, text in enumerate(texts, a):
-                        sentence_to_index[text] = str(i)  # a repeat: last
-        index_json = None if by_text else json.dumps(sentence_to_index)
-        del sentence_to_index  # the text alone from here: half the peak
+    with hdf5_for_writing(tmp) as fout:
+        cap_metadata_cache(fout)
+        n, index_json = copy_line_segments(
+            fout, [(_part_path(folder, a, b), a, b) for a, b in ranges],
+            by_text=by_text, on_event=on_event)
         write_index_and_attrs(fout, index_json, {
             **attrs, "n_sentences": n, "run": json.dumps(
                 manifest["run"], sort_keys=True),
@@ -411,11 +459,70 @@ def _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
             **({} if shard is None else shard_attrs(
                 shard, manifest["lines"], manifest["run"]["n_lines"])),
         })
-    _fsync(tmp)
     _tell(on_event, "rename", 0)
     os.replace(tmp, outfile)
     _tell(on_event, "cleanup", 0)
     return n
+
+
+def copy_line_segments(
+    fout: h5py.File,
+    segments: Iterable[tuple[str, int, int]],
+    *,
+    by_text: bool = False,
+    on_event: Optional[Callable[[RunEvent], None]] = None,
+) -> tuple[int, Optional[str]]:
+    """Copies lines' datasets from parts into ``fout``, in line order: the
+    merge of a durable run's parts and of a Beam run's
+    (:mod:`bilm_keras.embedding.beam_dump`).
+
+    A part holds a dataset per line, named by its global line number, and
+    ``texts``, the lines' stripped text, in the order of its ``lines``
+    dataset (a Beam part) or, without one, of lines ``first_line ..
+    end_line - 1`` (its attributes: a durable run's part).
+
+    Args:
+        fout: the file being written.
+        segments: ``(part path, a, b)``: lines ``[a, b)`` come from that
+            part; in line order, every line once.
+        by_text: name each dataset by its line's text (``--use_sentence_
+            keys``), and build no index.
+        on_event: told ``("merge", k)`` after the ``k``-th dataset.
+
+    Returns:
+        ``(n, index_json)``: the datasets copied, and AllenNLP's
+        ``sentence_to_index`` as one JSON string (text -> the name of its
+        last line's dataset; None ``by_text``) for
+        :func:`write_index_and_attrs`.
+    """
+    sentence_to_index = {}
+    n = 0
+    path = fin = None
+    try:
+        for part, a, b in segments:
+            if part != path:
+                if fin is not None:
+                    fin.close()
+                path, fin = part, open_hdf5(part, "r")
+                texts = fin["texts"].asstr()[...]
+                if "lines" in fin:
+                    numbers = fin["lines"][...]
+                else:
+                    numbers = np.arange(int(fin.attrs["first_line"]),
+                                        int(fin.attrs["end_line"]))
+                row = {int(i): k for k, i in enumerate(numbers)}
+            for i in range(a, b):
+                text = texts[row[i]]
+                fin.copy(fin[str(i)], fout,
+                         name=text if by_text else str(i))
+                _tell(on_event, "merge", n)
+                n += 1
+                if not by_text:
+                    sentence_to_index[text] = str(i)  # a repeat: the last
+    finally:
+        if fin is not None:
+            fin.close()
+    return n, None if by_text else json.dumps(sentence_to_index)
 
 
 def shard_attrs(shard, lines, n_lines) -> dict:
@@ -449,7 +556,12 @@ def open_hdf5(path, mode) -> h5py.File:
     157 MiB at 60,000). Capped, it stays flat (67-69 MiB) and the copy is
     no slower: each dataset is touched once.
     """
-    f = h5py.File(path, mode)
+    return cap_metadata_cache(h5py.File(path, mode))
+
+
+def cap_metadata_cache(f: h5py.File) -> h5py.File:
+    """Caps the metadata cache of the open file ``f`` at 1 MiB
+    (:func:`open_hdf5`); returns ``f``."""
     config = f.id.get_mdc_config()
     config.set_initial_size = True
     config.initial_size = min(config.initial_size, 2**20)

@@ -481,8 +481,10 @@ def export_hub_from_save_dir(
     trainable_lm: bool = False,
     overwrite: bool = False,
     l2_coef: Optional[float] = None,
+    checkpoint: Optional[str] = None,
 ) -> str:
-    """Exports the latest checkpoint of a training ``save_dir``.
+    """Exports the latest checkpoint of a training ``save_dir`` (ours or
+    bilm-tf's).
 
     The checkpoint goes through
     :func:`bilm_keras.training.weight_dump.dump_weights` (into a temporary
@@ -492,11 +494,15 @@ def export_hub_from_save_dir(
     ``options.json`` asset is the prediction one (``n_characters`` 262;
     a converted ELMoForManyLangs model keeps its own, and its dictionaries
     ship too).
+    ``checkpoint``: the checkpoint to export (``model-200``); None: the
+    newest, which must read whole (a damaged newest one is refused,
+    naming the newest that does).
     Other arguments as :func:`export_hub`.
 
     Raises:
-        CheckpointError: no checkpoint in ``save_dir``, or one that does
-            not fit its ``options.json``.
+        CheckpointError, CheckpointFileError: no checkpoint in
+            ``save_dir``, a damaged one, or one that does not fit its
+            ``options.json``.
     """
     # imported here: the training stack is not needed to export HDF5 files
     from bilm_keras.training.weight_dump import dump_weights
@@ -507,7 +513,8 @@ def export_hub_from_save_dir(
     if not os.path.isfile(os.path.join(save_dir, "options.json")):
         raise ExportError(f"{save_dir}: no options.json in the save_dir")
     with tempfile.TemporaryDirectory(prefix="bilm_export_") as tmp:
-        files = dump_weights(save_dir, os.path.join(tmp, "lm_weights.hdf5"))
+        files = dump_weights(save_dir, os.path.join(tmp, "lm_weights.hdf5"),
+                             checkpoint=checkpoint)
         return export_hub(
             options_file=files["options_file"],
             weight_file=files["weight_file"], outdir=outdir,

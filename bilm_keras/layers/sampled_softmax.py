@@ -1,9 +1,76 @@
 """Softmax over the vocabulary: sampled in training, full for evaluation."""
 
+import math
+
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers.dropout import fold_seed
 from bilm_keras.layers.initialization import initial
+
+
+def stateless_log_uniform_candidates(true_classes, num_sampled, range_max,
+                                     seed):
+    """``tf.random.log_uniform_candidate_sampler(unique=True)``'s draw as a
+    stateless function of ``seed``.
+
+    TensorFlow's sampler keeps its random state inside the op: a process
+    that restarts from a checkpoint draws the first samples again, not the
+    ones an uninterrupted run draws next. Here the draw is a function of
+    the seed the training step passes (its step and replica folded in), so
+    a resumed run samples exactly what the uninterrupted one does. The
+    distribution and the expected counts are TensorFlow's
+    (``LogUniformSampler``, ``ExpectedCountHelper``): tries drawn as
+    ``floor(exp(u * log(range_max + 1))) - 1`` with ``u`` uniform in
+    ``[0, 1)`` until ``num_sampled`` distinct classes are found; class
+    ``c`` has probability ``log((c + 2) / (c + 1)) / log(range_max + 1)``,
+    and its expected count after ``n`` tries is ``1 - (1 - p) ** n``
+    (``p * num_sampled`` when no try was a repeat).
+
+    Args:
+        true_classes: `(N, 1)` int64 target classes.
+        num_sampled: int, the distinct classes to draw (< ``range_max``).
+        range_max: int, the classes ``[0, range_max)``.
+        seed: a `(2,)` int stateless seed.
+
+    Returns:
+        ``(sampled (num_sampled,) int64, true_expected_count (N, 1)
+        float32, sampled_expected_count (num_sampled,) float32)``: the
+        ``sampled_values`` of ``tf.nn.sampled_softmax_loss``.
+    """
+    log_range = math.log(range_max + 1.0)
+    block = max(2 * num_sampled, 64)  # tries drawn at a time
+
+    def draw(i):
+        u = tf.random.stateless_uniform([block], seed=fold_seed(seed, i),
+                                        dtype=tf.float64)
+        tries = tf.cast(tf.exp(u * log_range), tf.int64) - 1
+        return tries % range_max  # (block,)
+
+    def n_distinct(tries):
+        return tf.size(tf.unique(tries).y)
+
+    _, tries = tf.while_loop(
+        lambda i, tries: n_distinct(tries) < num_sampled,
+        lambda i, tries: (i + 1, tf.concat([tries, draw(i)], 0)),
+        (tf.constant(1), draw(0)),
+        shape_invariants=(tf.TensorShape([]), tf.TensorShape([None])))
+    distinct, first_of = tf.unique(tries)  # in the order first drawn
+    sampled = distinct[:num_sampled]  # (K,)
+    # tries until the K-th distinct class: its first position + 1
+    first_try = tf.math.unsorted_segment_min(
+        tf.range(tf.size(tries)), first_of, tf.size(distinct))
+    n_tries = tf.cast(first_try[num_sampled - 1] + 1, tf.float64)
+
+    def expected_count(classes):
+        c = tf.cast(classes, tf.float64)
+        p = tf.math.log((c + 2.0) / (c + 1.0)) / log_range
+        counts = tf.where(
+            n_tries == num_sampled, p * num_sampled,
+            -tf.math.expm1(n_tries * tf.math.log1p(-p)))
+        return tf.cast(counts, tf.float32)
+
+    return sampled, expected_count(true_classes), expected_count(sampled)
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
@@ -36,6 +103,11 @@ class SampledSoftmaxLoss(keras.layers.Layer):
         training: bool. Sampled (True) or full (False) softmax.
         softmax_weights: `(n_tokens_vocab, dim)`, required iff
             ``share_weights``.
+        sample_seed: None (TensorFlow's sampler, its state in the op) or a
+            `(2,)` int seed: the negative samples are then a stateless
+            function of it (:func:`stateless_log_uniform_candidates`, the
+            same distribution), as the training loop draws them so that a
+            resumed run samples what an uninterrupted one does.
 
     Returns:
         `(batch, time)` float32 negative log-likelihoods (unmasked).
@@ -91,7 +163,8 @@ class SampledSoftmaxLoss(keras.layers.Layer):
             name="b", shape=(self.n_tokens_vocab,), initializer="zeros"
         )
 
-    def call(self, inputs, targets, training=False, softmax_weights=None):
+    def call(self, inputs, targets, training=False, softmax_weights=None,
+             sample_seed=None):
         if self.share_weights:
             if softmax_weights is None:
                 raise ValueError(
@@ -109,6 +182,10 @@ class SampledSoftmaxLoss(keras.layers.Layer):
         x = tf.reshape(inputs, (-1, self.dim))  # (N, D)
         labels = tf.reshape(tf.cast(targets, tf.int64), (-1, 1))  # (N, 1)
         if training and self.samples:
+            sampled_values = None if sample_seed is None else (
+                stateless_log_uniform_candidates(
+                    labels, self.n_negative_samples, self.n_tokens_vocab,
+                    sample_seed))
             losses = tf.nn.sampled_softmax_loss(
                 weights=weights,
                 biases=self.b.value,
@@ -117,6 +194,7 @@ class SampledSoftmaxLoss(keras.layers.Layer):
                 num_sampled=self.n_negative_samples,
                 num_classes=self.n_tokens_vocab,
                 num_true=1,
+                sampled_values=sampled_values,
                 seed=self.seed,
             )  # (N,)
         else:

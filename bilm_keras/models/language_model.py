@@ -77,7 +77,9 @@ class LanguageModel(keras.Model):
         dropout_seed: None or a `(2,)` int seed (the training loop passes
             one a step): every dropout mask is then a stateless function of
             it, the direction and the layer, so the fast and the plain path
-            draw the same masks (:mod:`bilm_keras.layers.dropout`).
+            draw the same masks (:mod:`bilm_keras.layers.dropout`), and so
+            are the sampled softmax's negative samples (a run resumed from
+            a checkpoint draws what an uninterrupted one does).
 
     Returns:
         A dict: ``loss`` () the training loss, ``loss_sum`` and
@@ -234,7 +236,8 @@ class LanguageModel(keras.Model):
         )
         initial_states = initial_states or {}
         # direction k's masks: layer l's input fold_seed(seed, k, l), the
-        # top output's fold_seed(seed, k, n_layers)
+        # top output's fold_seed(seed, k, n_layers); its softmax samples
+        # fold_seed(seed, k, n_layers + 1)
         # zero states where a sentence starts (batches without the key:
         # states carried throughout)
         resets = None
@@ -285,6 +288,8 @@ class LanguageModel(keras.Model):
             token_losses = self.softmax(
                 top, targets, training=training,
                 softmax_weights=self._softmax_weights(),
+                sample_seed=None if seeds is None else fold_seed(
+                    seeds[k], len(layers) + 1),
             )  # (B, T)
             loss_sum[direction] = tf.reduce_sum(token_losses * mask)
             n_tokens[direction] = tf.reduce_sum(mask)

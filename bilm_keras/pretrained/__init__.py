@@ -10,7 +10,8 @@ archive reading and conversion, all without TensorFlow.
 The public names:
 
 * :func:`resolve_model` (:mod:`.resolution`): SPEC -> :class:`ResolvedModel`
-  (a local model in bilm-tf's layout);
+  (a local model in bilm-tf's layout); :func:`check_model_spec`: what kind
+  of SPEC it is, without fetching anything;
 * :func:`list_models` (:mod:`.listing`): the registry with the cache state,
   as :class:`ListedModel` rows;
 * :func:`registered_models` / :func:`registered_model` (:mod:`.registry`):
@@ -30,7 +31,11 @@ from bilm_keras.pretrained.registry import (
     registered_model,
     registered_models,
 )
-from bilm_keras.pretrained.resolution import ResolvedModel, resolve_model
+from bilm_keras.pretrained.resolution import (
+    ResolvedModel,
+    check_model_spec,
+    resolve_model,
+)
 
 __all__ = [
     "CACHE_ENV",
@@ -39,6 +44,7 @@ __all__ = [
     "PretrainedModelError",
     "RegisteredModel",
     "ResolvedModel",
+    "check_model_spec",
     "default_cache_dir",
     "list_models",
     "registered_model",

@@ -81,6 +81,8 @@ logger = logging.getLogger(__name__)
 #: how to list the registry's names, for the unknown-name error
 LIST_COMMAND = "bilm-keras models"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+#: the kinds of SPEC, in the order they are tried (:func:`check_model_spec`)
+URL, NAME, DIRECTORY, ARCHIVE = "url", "name", "directory", "archive"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -438,9 +440,7 @@ def resolve_model(spec: str | os.PathLike, *,
             cache.
     """
     spec = os.fspath(spec)
-    if not isinstance(spec, str) or not spec.strip():
-        raise PretrainedModelError(
-            f"{spec!r}: expected a model name, URL, archive or directory")
+    kind = check_model_spec(spec)
     if progress is None:
         isatty = getattr(sys.stderr, "isatty", None)
         progress = bool(isatty and isatty())
@@ -448,19 +448,45 @@ def resolve_model(spec: str | os.PathLike, *,
         mirror = mirror_from_environment()
     cache = (os.path.abspath(os.fspath(cache_dir)) if cache_dir
              else default_cache_dir())
+    if kind == URL:
+        return _url(spec, spec, cache, progress)
+    if kind == NAME:
+        return _registered(registered_model(spec), spec, cache,
+                           mirror or None, progress)
+    if kind == DIRECTORY:
+        return _local_directory(spec, spec, cache, progress)
+    return _local_archive(spec, spec, cache, progress)
 
+
+
+def check_model_spec(spec: str | os.PathLike) -> str:
+    """What kind of SPEC ``spec`` is (:data:`URL`, :data:`NAME`,
+    :data:`DIRECTORY` or :data:`ARCHIVE`, tried in that order), found from
+    the text, the registry and the file system alone: no network, no file
+    read. ``bilm-keras`` checks its ``--model`` flags with it, before
+    anything is fetched.
+
+    Raises:
+        PretrainedModelError: what :func:`resolve_model` would raise
+            before fetching: an empty spec, a URL whose scheme is not
+            http(s), an unknown name that is no file either (the line says
+            how to list the names).
+    """
+    spec = os.fspath(spec)
+    if not isinstance(spec, str) or not spec.strip():
+        raise PretrainedModelError(
+            f"{spec!r}: expected a model name, URL, archive or directory")
     if _URL.match(spec):
         scheme = spec.split(":", 1)[0].lower()
         if scheme not in ("http", "https"):
             raise PretrainedModelError(
                 f"{spec}: expected an http:// or https:// URL, found the "
                 f"scheme {scheme!r}")
-        return _url(spec, spec, cache, progress)
-    model = registered_model(spec)
-    if model is not None:
-        return _registered(model, spec, cache, mirror or None, progress)
+        return URL
+    if registered_model(spec) is not None:
+        return NAME
     if os.path.isdir(spec):
-        return _local_directory(spec, spec, cache, progress)
+        return DIRECTORY
     if os.path.isfile(spec):
-        return _local_archive(spec, spec, cache, progress)
+        return ARCHIVE
     raise _unknown_spec(spec)

@@ -8,8 +8,16 @@ The package's modules, by job:
 * :mod:`.model_setup`: the model and its Adagrad (:mod:`.adagrad`);
 * :mod:`.train_step`: one distributed training step;
 * :mod:`.reporting`: progress lines and TensorBoard scalars;
-* :mod:`.checkpoints`: what a ``save_dir`` holds, restored;
+* :mod:`.checkpoints`: what a ``save_dir`` holds, written whole, restored;
+* :mod:`.carried_states`: the LSTM states a step hands the next, kept in
+  the checkpoints;
+* :mod:`.preemption`: SIGTERM / SIGINT end a run with a checkpoint;
+* :mod:`.save_dir_models`: a save_dir's checkpoint, ours or bilm-tf's,
+  chosen (the newest that reads whole) and loaded for a command;
+* :mod:`.bilm_tf_save_dir`: a save_dir of bilm-tf's own training,
+  evaluated, dumped, continued or the start of a new run;
 * :mod:`.evaluation`: heldout perplexity;
+* :mod:`.stateful_evaluation`: bilm-tf's ``run_test.py`` perplexity;
 * :mod:`.weight_dump`: a checkpoint as bilm-tf's HDF5 weights;
 * :mod:`.adaptation`: continuing a published biLM on new text;
 * :mod:`.strategy`: the ``tf.distribute`` strategy;
@@ -26,9 +34,12 @@ from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 #: public name -> the module that defines it
 _EXPORTS = {
     "CheckpointError": "bilm_keras.training.checkpoints",
+    "TrainingPreempted": "bilm_keras.training.preemption",
     "TrainingRun": "bilm_keras.training.training_run",
     "dump_weights": "bilm_keras.training.weight_dump",
     "evaluate": "bilm_keras.training.evaluation",
+    "evaluate_stateful": "bilm_keras.training.stateful_evaluation",
+    "load_save_dir_model": "bilm_keras.training.save_dir_models",
     "load_trained_model": "bilm_keras.training.checkpoints",
     "make_strategy": "bilm_keras.training.strategy",
     "restart": "bilm_keras.training.loop",

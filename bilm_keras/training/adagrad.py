@@ -19,13 +19,37 @@ class RowSparseAdagrad(keras.optimizers.Adagrad):
     move in either). The gradient must list each row once (the training
     step sums repeats first); dense gradients take Keras' path. The
     variables and their checkpoint names are Adagrad's.
+
+    :meth:`accumulator` and :meth:`set_accumulator` read and set one
+    variable's accumulator (a run continued from another optimizer's
+    state: bilm-tf's checkpoints).
     """
+
+    def accumulator(self, variable):
+        """The accumulator of ``variable`` (the optimizer must be built
+        with it)."""
+        return self._accumulators[self._get_variable_index(variable)]
+
+    def set_accumulator(self, variable, value) -> None:
+        """Sets the accumulator of ``variable`` to ``value``, an array of
+        its shape (the initial value plus the squared gradients so far).
+
+        Raises:
+            ValueError: ``value`` has another shape than ``variable``.
+        """
+        accumulator = self.accumulator(variable)
+        shape = tuple(getattr(value, "shape", ()))
+        if shape != tuple(accumulator.shape):
+            raise ValueError(
+                f"accumulator of {variable.path}: expected shape "
+                f"{tuple(accumulator.shape)}, found {shape}")
+        accumulator.assign(value)
 
     def update_step(self, gradient, variable, learning_rate):
         if not isinstance(gradient, tf.IndexedSlices):
             return super().update_step(gradient, variable, learning_rate)
         # R = rows in the gradient, D = the variable's row size
-        accumulator = self._accumulators[self._get_variable_index(variable)]
+        accumulator = self.accumulator(variable)
         lr = tf.cast(learning_rate, variable.dtype)
         rows = gradient.indices  # (R,)
         values = tf.cast(gradient.values, variable.dtype)  # (R, D)

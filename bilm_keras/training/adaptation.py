@@ -31,6 +31,20 @@ with ``init_weights``):
 The warm-up's end is a global step kept in the checkpoints
 (:class:`LMWarmup`), so a restart during the warm-up finishes it and one
 after it trains everything.
+
+A training checkpoint (``init_checkpoint``: bilm-tf's save_dir, e.g. the
+published ``model.ckpt-935588``) holds the softmax too, trained for the
+vocabulary it was trained with. A save_dir holds no vocabulary, so the
+user names it (``init_vocab_file``); the softmax rows (``W`` and ``b``)
+of every word ``vocab_file`` shares with it are kept from the checkpoint
+(:func:`init_softmax_from_checkpoint`; all of them for the same
+vocabulary), the other words get new rows as above. Without
+``init_vocab_file`` the softmax is new, as with ``init_weights``: two
+vocabularies of one size are not the same vocabulary, and a softmax kept
+for the wrong words would predict the wrong words. The backbone does not
+depend on the vocabulary (a char-CNN reads characters); a token-input
+model's embedding table does, and keeps its vocabulary, as with
+``init_weights``.
 """
 
 from __future__ import annotations
@@ -44,8 +58,9 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras.data.unigram import target_counts
-from bilm_keras.data.vocabulary import Vocabulary
+from bilm_keras.data.vocabulary import UNK_TOKEN, Vocabulary, VocabularyError
 from bilm_keras.models.language_model import LanguageModel
+from bilm_keras.training.bilm_tf_save_dir import read_bilm_tf_softmax
 from bilm_keras.training.training_run import SOFTMAX_BIASES
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
 
@@ -159,6 +174,90 @@ def draw_softmax_weights(lm: LanguageModel) -> None:
     # as the HDF5 loader: a sliced assignment leaves the variable copying
     # itself on every read; nothing else holds it
     tf.raw_ops.DisableCopyOnRead(resource=target.handle)
+
+
+def shared_words(old_vocab: Vocabulary, vocab: Vocabulary) -> tuple:
+    """``(rows of vocab, rows of old_vocab)``, int64 `(n,)` each: the
+    words both vocabularies have (``<S>``, ``</S>`` and ``<UNK>``
+    included), in ``vocab``'s order."""
+    new_rows, old_rows = [], []
+    for i in range(vocab.size):
+        word = vocab.id_to_word(i)
+        j = old_vocab.word_to_id(word)  # <UNK>'s id when it has none
+        if j >= 0 and (j != old_vocab.unk or word == UNK_TOKEN):
+            new_rows.append(i)
+            old_rows.append(j)
+    return (np.asarray(new_rows, np.int64), np.asarray(old_rows, np.int64))
+
+
+def keep_softmax_rows(lm: LanguageModel, W: Optional[np.ndarray],
+                      b: np.ndarray, new_rows: np.ndarray,
+                      old_rows: np.ndarray) -> None:
+    """Sets the softmax rows ``new_rows`` of ``lm`` to rows ``old_rows``
+    of another softmax's ``W`` `(V_old, P)` and ``b`` `(V_old,)` (``W``
+    None: it is the token table, loaded with the backbone)."""
+    softmax = lm.softmax
+    whole = (len(new_rows) == b.shape[0] == softmax.b.shape[0]
+             and np.array_equal(new_rows, old_rows))
+    if W is not None and not softmax.share_weights:
+        if whole:  # the same vocabulary: no (V, P) copy of the table
+            softmax.W.assign(W)
+        else:
+            values = softmax.W.numpy()  # (V, P)
+            values[new_rows] = W[old_rows]
+            softmax.W.assign(values)
+    bias = softmax.b.numpy()  # (V,)
+    bias[new_rows] = b[old_rows]
+    softmax.b.assign(bias)
+
+
+def init_softmax_from_checkpoint(lm: LanguageModel, save_dir, *,
+                                 init_vocab_file, vocab: Vocabulary,
+                                 vocab_file) -> int:
+    """Keeps the softmax rows of the bilm-tf checkpoint in ``save_dir``
+    for the words ``vocab`` (read from ``vocab_file``) shares with its
+    vocabulary ``init_vocab_file`` (None: none kept), after
+    :func:`draw_softmax_weights` and :func:`init_softmax` made the new
+    ones. Prints what it kept; returns the number of rows kept.
+
+    Raises:
+        VocabularyError: ``init_vocab_file`` is not the checkpoint's (its
+            size is not the softmax's), or, for a token-input model, not
+            ``vocab_file``'s words in its order.
+        CheckpointFileError: the checkpoint holds no softmax.
+    """
+    if init_vocab_file is None:
+        print(f"softmax: new, for the {vocab.size} words of {vocab_file} "
+              "(give the checkpoint's vocabulary as --init_vocab_file to "
+              "keep the rows of the words both have)", flush=True)
+        return 0
+    old_vocab = Vocabulary(init_vocab_file)
+    path, W, b = read_bilm_tf_softmax(
+        save_dir, purpose="--init_vocab_file keeps its rows; without it the "
+                          "softmax is new")
+    if old_vocab.size != b.shape[0]:
+        raise VocabularyError(
+            f"{init_vocab_file}: {old_vocab.size} words, but the softmax of "
+            f"{path} has {b.shape[0]} rows (lm/softmax/b): not the "
+            "vocabulary it was trained with")
+    new_rows, old_rows = shared_words(old_vocab, vocab)
+    same = (old_vocab.size == vocab.size and len(new_rows) == vocab.size
+            and np.array_equal(new_rows, old_rows))
+    if not lm.backbone.use_character_inputs and not same:
+        raise VocabularyError(
+            f"{vocab_file}: a token-input model keeps its vocabulary (its "
+            f"embedding rows are words): expected the words of "
+            f"{init_vocab_file} in its order")
+    keep_softmax_rows(lm, W, b, new_rows, old_rows)
+    if same:
+        print(f"softmax: kept whole from {path} (the same vocabulary)",
+              flush=True)
+    else:
+        print(f"softmax: {len(new_rows)} of the {vocab.size} words of "
+              f"{vocab_file} keep their rows from {path} (the words "
+              f"{init_vocab_file} has too); {vocab.size - len(new_rows)} "
+              "get new rows", flush=True)
+    return len(new_rows)
 
 
 def softmax_variables(lm: LanguageModel) -> list:

@@ -1,31 +1,97 @@
-"""A save_dir that bilm-tf's ``train()`` wrote, as a model or a dump.
+"""A save_dir that bilm-tf's ``train()`` wrote: evaluated, dumped,
+continued, or the start of a new run.
 
 :mod:`bilm_keras.weights.bilm_tf_checkpoint` reads the checkpoint against
 a model; this module builds that model from the save_dir's
 ``options.json`` (bilm-tf's own options load as they are), so a caller
-gives only the folder.
+gives only the folder, and does what continuing bilm-tf's run takes:
+
+* :func:`restore_bilm_tf_run`: every weight, the softmax, Adagrad's
+  accumulators and the step counter into our model and optimizer
+  (``restart``);
+* :func:`bilm_tf_run_options`: the options a continued run trains with:
+  bilm-tf's, with its LSTM states carried across sentences unless the
+  options say otherwise (bilm-tf's training carried them; an
+  ``options.json`` without ``reset_states_at_sentence_start`` is
+  bilm-tf's);
+* :func:`set_aside_bilm_tf_state_file`: bilm-tf's ``checkpoint`` state
+  file kept as ``checkpoint.bilm-tf`` before our checkpoints are written
+  beside its own (:data:`BILM_TF_STATE_FILE`; the reason is there);
+* :func:`load_bilm_tf_backbone`: the LM without the softmax, for a new
+  run (``train --init_checkpoint``).
 """
 
 from __future__ import annotations
 
+import json
 import os
+from typing import Optional
 
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.bilm_tf_checkpoint import (
+    BILM_TF,
+    SOFTMAX_B,
+    SOFTMAX_W,
+    BilmTFCheckpoint,
+    CheckpointFileError,
+    SaveDirCheckpoint,
     assign_bilm_tf_checkpoint,
+    locate_checkpoint,
     read_bilm_tf_checkpoint,
     save_bilm_tf_dump,
 )
 
 OPTIONS_FILE = "options.json"
+#: TensorFlow's checkpoint state file, which bilm-tf's tools and ours read
+STATE_FILE = "checkpoint"
+#: bilm-tf's state file, set aside when our first checkpoint goes into its
+#: save_dir. ``tf.train.CheckpointManager`` writes its own state file under
+#: the one name ``checkpoint`` (it has no other), and on start it adopts
+#: the checkpoints an existing one lists, deleting them once more than
+#: ``max_to_keep`` are newer: it would delete bilm-tf's checkpoint after
+#: five of ours, and on the machine that trained it (absolute paths) it
+#: could. Set aside, the file keeps bilm-tf's list (its tools read it when
+#: copied back as ``checkpoint``), its checkpoint files stay untouched, and
+#: ours wins for every later restart, test and dump (the newest checkpoint
+#: is ours; bilm-tf's is still found by name, ``--checkpoint
+#: model.ckpt-N``).
+BILM_TF_STATE_FILE = "checkpoint.bilm-tf"
+#: the options key that says how a run treats the LSTM states at a
+#: sentence start (:class:`~bilm_keras.options.BiLMOptions`)
+RESET_STATES_KEY = "reset_states_at_sentence_start"
 
 
-def load_bilm_tf_language_model(save_dir: str | os.PathLike, *,
-                                training: bool = False,
-                                **model_kwargs) -> tuple:
+def _locate_bilm_tf(save_dir: str, located: Optional[SaveDirCheckpoint]):
+    found = located if located is not None else locate_checkpoint(save_dir)
+    if found.kind != BILM_TF:
+        raise CheckpointFileError(
+            f"{found.path}: a bilm_keras checkpoint, not bilm-tf's (read it "
+            "with load_trained_model)")
+    return found
+
+
+def _require_softmax(found: SaveDirCheckpoint, shared: bool,
+                     purpose: str) -> None:
+    """One line when the checkpoint has no softmax to read (``shared``:
+    its ``W`` is the token table, only ``b`` is its own)."""
+    names = [SOFTMAX_B] if shared else [SOFTMAX_W, SOFTMAX_B]
+    missing = [n for n in names if n not in found.shapes]
+    if missing:
+        raise CheckpointFileError(
+            f"{found.path}: holds no softmax ({', '.join(missing)} missing): "
+            f"{purpose}")
+
+
+def load_bilm_tf_language_model(
+        save_dir: str | os.PathLike, *, training: bool = False,
+        located: Optional[SaveDirCheckpoint] = None,
+        options: Optional[BiLMOptions] = None,
+        purpose: str = ("perplexity needs the softmax (dump-weights and "
+                        "export-hub read the LM without it)"),
+        **model_kwargs) -> tuple:
     """bilm-tf's latest checkpoint in ``save_dir`` as a
     :class:`LanguageModel`, softmax included.
 
@@ -34,6 +100,12 @@ def load_bilm_tf_language_model(save_dir: str | os.PathLike, *,
             ``model.ckpt-N.*``), from this machine or another.
         training: build the model with the options' dropout (for
             continuing the run); False: without (evaluation).
+        located: the checkpoint to read (default: the newest that reads
+            whole, :func:`~bilm_keras.weights.bilm_tf_checkpoint.
+            locate_checkpoint`).
+        options: the options to build (default: ``save_dir/options.json``
+            as it is).
+        purpose: what the softmax is needed for, said when it is missing.
         model_kwargs: passed to :meth:`LanguageModel.from_options`.
 
     Returns:
@@ -43,40 +115,198 @@ def load_bilm_tf_language_model(save_dir: str | os.PathLike, *,
         (its Adagrad accumulators and ``global_step`` for a restart).
 
     Raises:
-        CheckpointFileError: see
+        CheckpointFileError: no softmax in the checkpoint; see
             :func:`~bilm_keras.weights.bilm_tf_checkpoint.read_bilm_tf_checkpoint`.
         OptionsError: ``options.json`` is missing or invalid.
     """
-    options_file = os.path.join(os.fspath(save_dir), OPTIONS_FILE)
-    options = BiLMOptions.from_json(options_file)
+    save_dir = os.fspath(save_dir)
+    options_file = os.path.join(save_dir, OPTIONS_FILE)
+    if options is None:
+        options = BiLMOptions.from_json(options_file)
+    found = _locate_bilm_tf(save_dir, located)
+    _require_softmax(found, options.share_embedding_softmax, purpose)
     lm = LanguageModel.from_options(options, training=training,
                                     **model_kwargs)
     with placeholder_weights():  # every variable is assigned below
         lm.build_all()
     checkpoint = read_bilm_tf_checkpoint(save_dir, lm.backbone,
                                          softmax=lm.softmax,
-                                         options_file=options_file)
+                                         options_file=options_file,
+                                         located=found)
     assign_bilm_tf_checkpoint(checkpoint)
     return options, lm, checkpoint
 
 
 def dump_bilm_tf_checkpoint(save_dir: str | os.PathLike,
-                            outfile: str | os.PathLike) -> dict:
+                            outfile: str | os.PathLike, *,
+                            located: Optional[SaveDirCheckpoint] = None
+                            ) -> dict:
     """Writes the HDF5 file bilm-tf's ``dump_weights(save_dir, outfile)``
     wrote: the same datasets, the same float32 values bit for bit, for
     checkpoints of either name generation; atomically.
 
+    Args:
+        located: the checkpoint to dump (default: the newest, which must
+            read whole: a damaged newest one is refused, naming the newest
+            that does).
+
     Returns:
-        dict: ``weight_file``, ``checkpoint`` (the prefix read) and
-        ``generation``.
+        dict: ``weight_file``, ``checkpoint`` (the prefix read),
+        ``generation`` and ``options`` (the save_dir's
+        :class:`BiLMOptions`).
     """
-    options_file = os.path.join(os.fspath(save_dir), OPTIONS_FILE)
+    save_dir = os.fspath(save_dir)
+    options_file = os.path.join(save_dir, OPTIONS_FILE)
     options = BiLMOptions.from_json(options_file)
+    if located is None:
+        located = locate_checkpoint(save_dir, fallback=False)
+    found = _locate_bilm_tf(save_dir, located)
     backbone = BiLMBackbone.from_options(options, name="bilm")
     with placeholder_weights():  # only the table's shapes are needed
         backbone.build_all()
     checkpoint = read_bilm_tf_checkpoint(save_dir, backbone,
-                                         options_file=options_file)
+                                         options_file=options_file,
+                                         located=found)
     save_bilm_tf_dump(checkpoint, outfile)
     return dict(weight_file=os.fspath(outfile), checkpoint=checkpoint.path,
-                generation=checkpoint.generation)
+                generation=checkpoint.generation, options=options)
+
+
+# ------------------------------------------------ restart: continue the run
+def bilm_tf_run_options(save_dir: str | os.PathLike) -> BiLMOptions:
+    """The options a continued bilm-tf run trains with: its
+    ``options.json`` as bilm-tf wrote it (``n_train_tokens`` and all),
+    with :data:`RESET_STATES_KEY` false (bilm-tf's training carried the
+    LSTM states from batch to batch across sentences) unless the file
+    sets it: a user who wants each sentence from zero states writes
+    ``"reset_states_at_sentence_start": true`` into it.
+
+    Raises:
+        OptionsError: the file is missing or invalid.
+    """
+    options_file = os.path.join(os.fspath(save_dir), OPTIONS_FILE)
+    options = BiLMOptions.from_json(options_file)
+    with open(options_file, encoding="utf-8") as f:
+        says = RESET_STATES_KEY in json.load(f)
+    if not says:
+        options = options.replace(reset_states_at_sentence_start=False)
+    return options
+
+
+def restore_bilm_tf_run(found: SaveDirCheckpoint, lm: LanguageModel,
+                        optimizer, *, save_dir: str | os.PathLike) -> int:
+    """Continues bilm-tf's run in ``lm`` and its Adagrad: every weight,
+    the softmax, each variable's accumulator and the step counter, exactly
+    as the checkpoint holds them (in our layout). Returns the step.
+
+    Args:
+        found: the bilm-tf checkpoint (:func:`locate_checkpoint`).
+        lm: a built :class:`LanguageModel` of the save_dir's options.
+        optimizer: its built
+            :class:`~bilm_keras.training.adagrad.RowSparseAdagrad`.
+
+    Raises:
+        CheckpointFileError: no softmax, no Adagrad accumulators or no
+            ``global_step`` in the checkpoint (a continued run needs them;
+            ``train --init_checkpoint`` starts a new run from its weights),
+            or shapes that do not fit the options.
+    """
+    save_dir = os.fspath(save_dir)
+    options_file = os.path.join(save_dir, OPTIONS_FILE)
+    new_run = "start a new run from its weights with train --init_checkpoint"
+    _require_softmax(found, lm.softmax.share_weights,
+                     f"restart continues it; {new_run}")
+    checkpoint = read_bilm_tf_checkpoint(save_dir, lm.backbone,
+                                         softmax=lm.softmax,
+                                         options_file=options_file,
+                                         located=found)
+    if not checkpoint.has_accumulators:
+        raise CheckpointFileError(
+            f"{found.path}: holds no Adagrad accumulators (expected "
+            f"'{checkpoint.variables[0].checkpoint_name}/Adagrad'): restart "
+            f"continues Adagrad from them; {new_run}")
+    if checkpoint.global_step is None:
+        raise CheckpointFileError(
+            f"{found.path}: holds no global_step: restart continues the "
+            f"step count; {new_run}")
+    _assign_run(checkpoint, optimizer)
+    return checkpoint.global_step
+
+
+def _assign_run(checkpoint: BilmTFCheckpoint, optimizer) -> None:
+    assign_bilm_tf_checkpoint(checkpoint)
+    for entry, value in checkpoint.iter_accumulators():
+        optimizer.set_accumulator(entry.variable, value)
+    optimizer.iterations.assign(checkpoint.global_step)
+
+
+def set_aside_bilm_tf_state_file(save_dir: str | os.PathLike
+                                 ) -> Optional[str]:
+    """Renames bilm-tf's ``checkpoint`` state file to
+    :data:`BILM_TF_STATE_FILE` (see there why), unless that is done
+    already; returns the new path, or None when there was nothing to
+    move."""
+    save_dir = os.fspath(save_dir)
+    state = os.path.join(save_dir, STATE_FILE)
+    kept = os.path.join(save_dir, BILM_TF_STATE_FILE)
+    if not os.path.exists(state) or os.path.exists(kept):
+        return None
+    try:
+        os.replace(state, kept)
+    except FileNotFoundError:  # another worker of the run moved it
+        return None
+    return kept
+
+
+# --------------------------------------------- a new run from its weights
+def load_bilm_tf_backbone(save_dir: str | os.PathLike, backbone, *,
+                          options_label: str = "the options"
+                          ) -> tuple:
+    """Fills ``backbone`` (built, of options that fit the checkpoint)
+    from the newest whole bilm-tf checkpoint of ``save_dir``.
+
+    Returns:
+        ``(checkpoint, found)``: the :class:`BilmTFCheckpoint` (its
+        ``read_tensor`` reads the softmax) and the located checkpoint.
+
+    Raises:
+        CheckpointFileError: not bilm-tf's; shapes that do not fit (the
+            message names ``options_label``).
+    """
+    save_dir = os.fspath(save_dir)
+    found = locate_checkpoint(save_dir)
+    if found.kind != BILM_TF:
+        raise CheckpointFileError(
+            f"{found.path}: a bilm_keras checkpoint, not bilm-tf's "
+            "(--init_checkpoint takes bilm-tf's save_dir; continue a "
+            "bilm_keras run with restart --n_epochs, or start from its "
+            "dump-weights file with --init_weights)")
+    checkpoint = read_bilm_tf_checkpoint(save_dir, backbone,
+                                         options_file=options_label,
+                                         located=found)
+    assign_bilm_tf_checkpoint(checkpoint)
+    return checkpoint, found
+
+
+def read_bilm_tf_softmax(save_dir: str | os.PathLike, *,
+                         purpose: str) -> tuple:
+    """``(checkpoint prefix, W, b)``: the softmax of the newest whole
+    bilm-tf checkpoint of ``save_dir`` as stored, float32 (``W`` None when
+    it is the token table, which the backbone holds).
+
+    Raises:
+        CheckpointFileError: not bilm-tf's, or no softmax (``purpose``
+            says what it was wanted for).
+    """
+    import numpy as np
+    import tensorflow as tf
+
+    found = locate_checkpoint(save_dir)
+    shared = SOFTMAX_W not in found.shapes and SOFTMAX_B in found.shapes
+    _require_softmax(_locate_bilm_tf(os.fspath(save_dir), found), shared,
+                     purpose)
+    reader = tf.train.load_checkpoint(found.path)
+    W = None if shared else np.asarray(reader.get_tensor(SOFTMAX_W),
+                                       np.float32)
+    return found.path, W, np.asarray(reader.get_tensor(SOFTMAX_B),
+                                     np.float32)

@@ -1,28 +1,44 @@
-"""What a ``save_dir`` holds and how it is read back.
+"""What a ``save_dir`` holds, how checkpoints are written and read back.
 
 A training ``save_dir`` holds ``options.json`` (the resolved options),
 ``training_data.json`` (the training corpus's token and sentence counts
 and unigram perplexity), the checkpoints and ``logs/`` (TensorBoard). A
 checkpoint holds every variable of the :class:`LanguageModel` by its Keras
 path (:func:`model_checkpoint`), the optimizer with its step counter, the
-data stream (:class:`DataStream`) and the warm-up's end
-(:class:`~bilm_keras.training.adaptation.LMWarmup`).
+data stream (:class:`DataStream`), the LSTM states the next step starts
+from (:class:`~bilm_keras.training.carried_states.CarriedStates`) and the
+warm-up's end (:class:`~bilm_keras.training.adaptation.LMWarmup`).
+
+:class:`CheckpointWriter` writes them whole or not at all: a save that
+fails (a full disk above all) leaves no ``model-N_temp/`` folder and no
+part of ``model-N``, and the checkpoints before it as they were; at least
+the :data:`MIN_CHECKPOINTS_KEPT` newest are kept.
 """
 
 from __future__ import annotations
 
+import glob
+import math
 import os
 import random
-from typing import Optional
+import shutil
+from typing import Callable, Optional
 
 import tensorflow as tf
 
+from bilm_keras._utils.disk_full import reporting_disk_full
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
 
 OPTIONS_FILE = "options.json"
+#: the fewest checkpoints a run keeps (``max_to_keep``): should the newest
+#: be damaged later (a kill during a copy, a disk error), the one before it
+#: is still there
+MIN_CHECKPOINTS_KEPT = 2
+#: the name of a run's checkpoints: ``save_dir/model-STEP``
+CHECKPOINT_NAME = "model"
 #: beside the checkpoints: the training corpus's token and sentence counts
 #: and unigram perplexity (the bar evaluate() holds each direction to)
 TRAINING_DATA_FILE = "training_data.json"
@@ -81,15 +97,18 @@ def _check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
 
 
 def restore_checkpoint(checkpoint: tf.train.Checkpoint, lm: LanguageModel,
-                       save_dir: str, *, partial: bool = False) -> str:
-    """Restores the latest checkpoint of ``save_dir``; returns its path.
+                       save_dir: str, *, partial: bool = False,
+                       path: Optional[str] = None) -> str:
+    """Restores the latest checkpoint of ``save_dir`` (or the one at
+    ``path``); returns its path.
 
     Raises:
         CheckpointError: there is none, or its variables do not fit the
             model that ``save_dir/options.json`` describes (the message names
             both files, the variables and their shapes).
     """
-    path = tf.train.latest_checkpoint(save_dir)
+    if path is None:
+        path = tf.train.latest_checkpoint(save_dir)
     if path is None:
         raise CheckpointError(f"{save_dir}: no checkpoint found")
     options_file = os.path.join(save_dir, OPTIONS_FILE)
@@ -106,6 +125,124 @@ def restore_checkpoint(checkpoint: tf.train.Checkpoint, lm: LanguageModel,
     return path
 
 
+class CheckpointWriter:
+    """Writes a run's checkpoints, ``directory/model-STEP``, whole or not
+    at all.
+
+    A ``tf.train.CheckpointManager`` (at least :data:`MIN_CHECKPOINTS_KEPT`
+    kept) does the writing: TensorFlow writes ``model-STEP_temp/``, merges
+    it into ``model-STEP.index`` and ``.data-*``, then records the new
+    checkpoint in the ``checkpoint`` file and deletes the oldest. A save
+    that fails before that record (a full disk, an I/O error) leaves the
+    earlier checkpoints and the record as they were; here it also leaves
+    nothing of its own: its temporary folder and files are removed, and a
+    full disk is a :class:`~bilm_keras._utils.disk_full.DiskFullError`
+    naming the checkpoint, the bytes it needs, the space free and the
+    checkpoint to continue from. Temporary folders of a save that was
+    killed (SIGKILL) are removed when the writer is made.
+
+    Args:
+        checkpoint: the ``tf.train.Checkpoint`` to write.
+        directory: where (the run's ``save_dir``; a scratch folder on a
+            non-chief worker).
+        max_to_keep: checkpoints kept (at least 2).
+        n_bytes: about how many bytes a checkpoint takes (the message of a
+            full disk).
+        before_save: called before each save (to copy what is not a
+            variable into the checkpoint's variables).
+    """
+
+    def __init__(self, checkpoint: tf.train.Checkpoint, directory: str, *,
+                 max_to_keep: int, n_bytes: Optional[int] = None,
+                 before_save: Optional[Callable[[], None]] = None):
+        if max_to_keep < MIN_CHECKPOINTS_KEPT:
+            raise ValueError(f"max_to_keep: expected an integer >= "
+                             f"{MIN_CHECKPOINTS_KEPT}, found {max_to_keep}")
+        self.directory = directory
+        self.manager = tf.train.CheckpointManager(
+            checkpoint, directory, max_to_keep=max_to_keep,
+            checkpoint_name=CHECKPOINT_NAME)
+        self.n_bytes, self.before_save = n_bytes, before_save
+        self.last_step: Optional[int] = None
+        self.last_path: Optional[str] = None
+        remove_unfinished_saves(directory)
+
+    def save(self, step: int) -> str:
+        """Writes the checkpoint of global step ``step``; returns its path
+        (a step just saved is not written again).
+
+        Raises:
+            DiskFullError: the disk (or quota) is full; nothing of this
+                checkpoint is left.
+        """
+        if step == self.last_step:
+            return self.last_path
+        if self.before_save is not None:
+            self.before_save()
+        prefix = os.path.join(self.directory, f"{CHECKPOINT_NAME}-{step}")
+        recorded = set(self.manager.checkpoints)
+        with reporting_disk_full(prefix, needed=self.n_bytes,
+                                 hint=self._full_disk_hint()):
+            try:
+                path = self.manager.save(checkpoint_number=step)
+            except BaseException:
+                # a checkpoint the record lists is whole: never removed
+                if prefix not in recorded and prefix not in _recorded(
+                        self.directory):
+                    _remove_checkpoint_files(prefix)
+                remove_unfinished_saves(self.directory)
+                raise
+        self.last_step, self.last_path = step, path
+        return path
+
+    def _full_disk_hint(self) -> str:
+        """What to do when this save does not fit."""
+        latest = self.manager.latest_checkpoint
+        if latest is None:
+            return "free some space and run the command again"
+        return (f"{os.path.basename(latest)} is whole; free some space and "
+                f"continue from it (restart)")
+
+
+def _recorded(directory: str) -> set:
+    """The checkpoints the ``checkpoint`` file of ``directory`` lists."""
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except (tf.errors.OpError, ValueError):
+        return set()
+    if state is None:
+        return set()
+    return {os.path.join(directory, os.path.basename(p)) for p in
+            [state.model_checkpoint_path,
+             *state.all_model_checkpoint_paths]}
+
+
+def _remove_checkpoint_files(prefix: str) -> None:
+    """``prefix.index`` and ``prefix.data-*`` (a checkpoint whose save
+    failed)."""
+    for path in glob.glob(glob.escape(prefix) + ".index") + glob.glob(
+            glob.escape(prefix) + ".data-*"):
+        os.remove(path)
+
+
+def remove_unfinished_saves(directory: str) -> None:
+    """Removes what TensorFlow leaves of a save that did not finish:
+    ``model-STEP_temp/`` folders (the shards before their merge) and
+    ``checkpoint.tmp*`` files (the record, before its rename)."""
+    pattern = os.path.join(glob.escape(directory), "")
+    for path in glob.glob(pattern + f"{CHECKPOINT_NAME}-*_temp*"):
+        if os.path.isdir(path):
+            shutil.rmtree(path, ignore_errors=True)
+    for path in glob.glob(pattern + "checkpoint.tmp*"):
+        os.remove(path)
+
+
+def checkpoint_bytes(variables) -> int:
+    """About how many bytes a checkpoint of ``variables`` takes."""
+    return sum(math.prod(v.shape) * tf.as_dtype(v.dtype).size
+               for v in variables)
+
+
 class DataStream:
     """Where a run's training data comes from, kept in its checkpoints.
 
@@ -114,9 +251,17 @@ class DataStream:
     A run resumed after a crash (:func:`~bilm_keras.training.restart`
     without ``n_epochs``) rebuilds the same stream and passes over the
     ``step - start_step`` batches already trained on, so no sentence is
-    seen twice or skipped (bilm-tf reshuffled). A new stream starts when there is none to
-    continue: a fresh run, new epochs (fine-tuning), another batch size,
-    or a checkpoint written before streams were saved.
+    seen twice or skipped (bilm-tf reshuffled). A new stream starts when
+    there is none to continue: a fresh run, new epochs (fine-tuning),
+    another batch size, or a checkpoint written before streams were saved.
+
+    :attr:`base_seed` (the run's seed, or the one drawn for it when it had
+    none) also seeds each step's dropout masks and softmax samples, so a
+    continued stream draws them as the uninterrupted run does.
+
+    Attributes:
+        continued: after :meth:`resolve`: whether the restored stream goes
+            on (else a new one starts, from zero LSTM states).
     """
 
     def __init__(self):
@@ -125,6 +270,14 @@ class DataStream:
                               name=f"data_{name}")
             for name in ("seed", "start_step", "batch_size")
         }
+        self.continued = False
+
+    @property
+    def base_seed(self) -> int:
+        """The seed the stream was started from: its seed less the step it
+        started at."""
+        return int(self.variables["seed"].numpy()) - int(
+            self.variables["start_step"].numpy())
 
     @staticmethod
     def in_checkpoint(path: str) -> bool:
@@ -137,8 +290,10 @@ class DataStream:
         """``(stream seed, batches to skip)``, recorded for the next
         checkpoint."""
         v = self.variables
-        if (restored and continue_stream
-                and int(v["batch_size"].numpy()) == batch_size):
+        self.continued = bool(
+            restored and continue_stream
+            and int(v["batch_size"].numpy()) == batch_size)
+        if self.continued:
             stream_seed = int(v["seed"].numpy())
             skip = step - int(v["start_step"].numpy())
         else:
@@ -151,8 +306,10 @@ class DataStream:
         return stream_seed, skip
 
 
-def load_trained_model(save_dir: str, *, vocab_file=None) -> tuple:
-    """The latest checkpoint of ``save_dir`` as an inference model.
+def load_trained_model(save_dir: str, *, vocab_file=None,
+                       path: Optional[str] = None) -> tuple:
+    """The latest checkpoint of ``save_dir`` (or the one at ``path``) as
+    an inference model.
 
     Returns:
         ``(options, lm, vocab)``: the :class:`BiLMOptions` of
@@ -178,5 +335,6 @@ def load_trained_model(save_dir: str, *, vocab_file=None) -> tuple:
     # no random initial values to compute and keep
     with placeholder_weights():
         lm.build_all()
-    restore_checkpoint(model_checkpoint(lm), lm, save_dir, partial=True)
+    restore_checkpoint(model_checkpoint(lm), lm, save_dir, partial=True,
+                       path=path)
     return options, lm, vocab

@@ -3,6 +3,11 @@
 The bar a trained biLM must clear is the unigram perplexity of its
 training data (recorded in ``save_dir/training_data.json`` by training):
 a direction above it predicts worse than word counts do.
+
+The save_dir may be ours or bilm-tf's
+(:mod:`~bilm_keras.training.save_dir_models`); ``stateful=True`` adds
+bilm-tf's ``run_test.py`` figure
+(:mod:`~bilm_keras.training.stateful_evaluation`) on the same model.
 """
 
 from __future__ import annotations
@@ -15,13 +20,15 @@ from typing import Optional
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras.data.bilm_tf_heldout import bilm_tf_shard_order
 from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.vocab_builder import sidecar_path
-from bilm_keras.training.checkpoints import (
-    TRAINING_DATA_FILE,
-    load_trained_model,
-)
+from bilm_keras.training.checkpoints import TRAINING_DATA_FILE
 from bilm_keras.training.inputs import make_dataset
+from bilm_keras.training.save_dir_models import load_save_dir_model
+from bilm_keras.training.stateful_evaluation import (
+    stateful_heldout_perplexity,
+)
 
 
 def training_unigram_perplexity(save_dir: str, vocab_file=None):
@@ -51,6 +58,8 @@ def evaluate(
     batch_size: int = 256,
     log_every: int = 100,
     unigram_perplexity: Optional[float] = None,
+    checkpoint: Optional[str] = None,
+    stateful: bool = False,
 ) -> dict:
     """Heldout perplexity with the full softmax, every token once.
 
@@ -63,22 +72,35 @@ def evaluate(
     its training perplexity said).
 
     Args:
+        save_dir: our training's save_dir or bilm-tf's.
         unigram_perplexity: the bar for that warning; None: the training
             data's, as :func:`training_unigram_perplexity` finds it (no
             warning when nothing records it).
+        checkpoint: the checkpoint to evaluate (``model-200``); None: the
+            newest that reads whole (a damaged newer one is named in a
+            line on stderr).
+        stateful: also compute bilm-tf's ``run_test.py`` figure (LSTM
+            states carried across the whole heldout stream, unroll 1,
+            ``batch_size`` rows, the last incomplete batch dropped) on the
+            same model, printed after ours.
 
     Returns:
         dict: ``forward_perplexity``, ``backward_perplexity`` (bidirectional
         models), ``perplexity`` (``exp`` of the mean of the directions'
-        mean losses, bilm-tf's number), ``n_tokens``, ``files``,
-        ``unigram_perplexity`` (the bar, or None) and ``warnings`` (the
-        warning lines printed).
+        mean losses), ``n_tokens``, ``files``, ``checkpoint`` (the prefix
+        read), ``unigram_perplexity`` (the bar, or None), ``warnings``
+        (the warning lines printed) and, with ``stateful``,
+        ``stateful`` (a
+        :class:`~bilm_keras.training.stateful_evaluation.StatefulPerplexity`).
     """
     source = "given"
     if unigram_perplexity is None:
         unigram_perplexity, source = training_unigram_perplexity(
             save_dir, vocab_file)
-    options, lm, vocab = load_trained_model(save_dir, vocab_file=vocab_file)
+    if stateful:
+        bilm_tf_shard_order(test_prefix)  # a missing file before the model
+    options, lm, vocab, found = load_save_dir_model(
+        save_dir, vocab_file=vocab_file, checkpoint=checkpoint)
     data = make_dataset(test_prefix, vocab, options, test=True)
     num_steps = options.unroll_steps
 
@@ -107,6 +129,8 @@ def evaluate(
     result["perplexity"] = math.exp(np.mean(list(mean_loss.values())))
     result["n_tokens"] = int(n_tokens["forward"])
     result["files"] = list(data.shards)
+    result["checkpoint"] = found.path
+    print(f"checkpoint: {found.path}")
     print(f"heldout files: {', '.join(result['files'])}")
     for d in lm.directions:
         print(f"{d} perplexity: {result[f'{d}_perplexity']:.3f}")
@@ -126,4 +150,15 @@ def evaluate(
     ]
     for line in result["warnings"]:
         print(line, flush=True)
+    if stateful:
+        figure = stateful_heldout_perplexity(
+            lm, vocab, test_prefix, batch_size=batch_size,
+            bidirectional=options.bidirectional)
+        result["stateful"] = figure
+        directions = ", ".join(
+            f"{d} {p:.3f}" for d, p in figure.direction_perplexities.items())
+        print(f"bilm-tf's run_test.py perplexity: {figure.perplexity:.3f}  "
+              f"({directions}; states carried across sentences, "
+              f"{figure.n_batches} batches of {figure.batch_size} rows, "
+              "unroll 1)", flush=True)
     return result

@@ -8,7 +8,8 @@ Both gather their settings into one
 1. the options: the flags override the file; the vocabulary size and the
    token count come from the data (one pass over the corpus);
 2. the model and its Adagrad (:mod:`.model_setup`): new, adapted from a
-   published biLM (``init_weights``), or to be restored;
+   published biLM (``init_weights``, ``init_checkpoint``), or to be
+   restored (ours, or bilm-tf's :mod:`.bilm_tf_save_dir`);
 3. the checkpoint (:mod:`.checkpoints`): restored when resuming, refused
    in a ``save_dir`` that has one when not; the resolved ``options.json``
    and ``training_data.json`` go beside it;
@@ -16,7 +17,15 @@ Both gather their settings into one
    where the checkpoint left it after a crash;
 5. the steps (:mod:`.train_step`): a progress line and TensorBoard
    scalars every ``log_every`` steps (:mod:`.reporting`), a checkpoint
-   every ``save_every`` and at the end (of the epochs, or of ``max_steps``).
+   every ``save_every`` and at the end (of the epochs, or of
+   ``max_steps``), or when a signal stops the run (:mod:`.preemption`).
+
+A checkpoint holds all a step needs to go on (:mod:`.checkpoints`): the
+weights, Adagrad, the step counter, the data stream and the LSTM states
+(:mod:`.carried_states`); each step's dropout masks and softmax samples
+are a function of the stream's seed and the step. So a run stopped at any
+step (SIGTERM, Ctrl-C, ``max_steps``) and continued by :func:`restart`
+ends with the weights of a run never stopped, bit for bit.
 
 One epoch is ``n_train_tokens / (batch_size * unroll_steps)`` steps of the
 global batch ``batch_size``.
@@ -37,6 +46,7 @@ import keras
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import write_text_atomic
+from bilm_keras._utils.disk_full import reporting_disk_full
 from bilm_keras.data.corpus import CorpusError, count_corpus, list_shards
 from bilm_keras.data.unigram import unigram_perplexity
 from bilm_keras.layers.initialization import placeholder_weights
@@ -45,13 +55,22 @@ from bilm_keras.training.adaptation import (
     LMWarmup,
     check_weight_file,
     init_softmax,
+    init_softmax_from_checkpoint,
     softmax_variables,
 )
+from bilm_keras.training.bilm_tf_save_dir import (
+    bilm_tf_run_options,
+    restore_bilm_tf_run,
+    set_aside_bilm_tf_state_file,
+)
+from bilm_keras.training.carried_states import CHECKPOINT_KEY, CarriedStates
 from bilm_keras.training.checkpoints import (
     OPTIONS_FILE,
     TRAINING_DATA_FILE,
     CheckpointError,
+    CheckpointWriter,
     DataStream,
+    checkpoint_bytes,
     model_checkpoint,
     restore_checkpoint,
 )
@@ -63,11 +82,23 @@ from bilm_keras.training.inputs import (
 )
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
+from bilm_keras.training.preemption import (
+    SignalWatch,
+    TrainingPreempted,
+    watch_preemption,
+)
 from bilm_keras.training.reporting import TrainingProgress
+from bilm_keras.training.save_dir_models import choose_checkpoint
 from bilm_keras.training.strategy import is_chief, make_strategy
 from bilm_keras.training.threads import configure_training_threads
 from bilm_keras.training.train_step import make_train_step
 from bilm_keras.training.training_run import TrainingRun
+from bilm_keras.weights.bilm_tf_checkpoint import (
+    BILM_TF,
+    CheckpointFileError,
+    locate_checkpoint,
+)
+from bilm_keras.weights.checkpoint_files import list_checkpoints
 
 logger = logging.getLogger(__name__)
 
@@ -89,6 +120,8 @@ def train(
     seed: Optional[int] = None,
     fast_path: bool = True,
     init_weights: Optional[str] = None,
+    init_checkpoint: Optional[str] = None,
+    init_vocab_file: Optional[str] = None,
     freeze_lm_steps: int = 0,
     softmax_bias: str = "unigram",
     intra_op_threads: Optional[int] = None,
@@ -115,7 +148,7 @@ def train(
             gives it.
         save_every: steps between checkpoints (and one at the end).
         log_every: steps between progress lines / TensorBoard points.
-        max_to_keep: checkpoints kept in ``save_dir``.
+        max_to_keep: checkpoints kept in ``save_dir`` (at least 2).
         seed: initialisation, data-order and dropout seed (None: random).
         fast_path: run the LSTMs statically unrolled, both directions
             batched, and the char-CNN once per distinct token
@@ -127,12 +160,21 @@ def train(
             ``lm_weights.hdf5`` matching ``options`` whose weights the
             backbone starts from (:mod:`bilm_keras.training.adaptation`);
             the softmax is new, for ``vocab_file``.
-        freeze_lm_steps: with ``init_weights``, the first global steps
-            that train only the softmax (kept in the checkpoints: a restart
-            finishes the warm-up). Part of the run's steps, not extra.
-        softmax_bias: with ``init_weights``, the new softmax's bias:
-            ``"unigram"`` (log target frequencies of ``train_prefix``) or
-            ``"zeros"`` (bilm-tf's).
+        init_checkpoint: domain adaptation from a bilm-tf save_dir's
+            training checkpoint (e.g. the published ones): the backbone
+            starts from its weights, the softmax from its rows for the
+            words ``init_vocab_file`` (the checkpoint's vocabulary) shares
+            with ``vocab_file``, new rows for the others (all new without
+            ``init_vocab_file``); Adagrad and the step start afresh
+            (:mod:`bilm_keras.training.adaptation`).
+        init_vocab_file: with ``init_checkpoint``, its vocabulary.
+        freeze_lm_steps: with ``init_weights`` or ``init_checkpoint``, the
+            first global steps that train only the softmax (kept in the
+            checkpoints: a restart finishes the warm-up). Part of the
+            run's steps, not extra.
+        softmax_bias: with ``init_weights`` or ``init_checkpoint``, the
+            new softmax rows' bias: ``"unigram"`` (log target frequencies
+            of ``train_prefix``) or ``"zeros"`` (bilm-tf's).
         intra_op_threads, inter_op_threads: TensorFlow's CPU thread pools
             (threads per op, ops at a time; 0 = TensorFlow's default).
             None: half the cores per op and two ops at a time when no GPU
@@ -159,6 +201,13 @@ def train(
         CorpusError: ``train_prefix`` matches no file, or no tokens.
         VocabularyError: ``vocab_file`` is missing or lacks ``<S>``,
             ``</S>`` or ``<UNK>``.
+        TrainingPreempted: SIGTERM or SIGINT (Ctrl-C) stopped the run
+            after its first step; a checkpoint of the step reached was
+            written first, and the error's message names it and the
+            command that continues the run (:mod:`.preemption`; exit with
+            its ``exit_status`` to tell a scheduler).
+        DiskFullError: a checkpoint (or another file of ``save_dir``)
+            did not fit; the checkpoints before it are as they were.
     """
     fields = dict(locals())  # the keyword arguments: the run's fields
     del fields["options"], fields["run"]
@@ -185,6 +234,20 @@ def restart(
     (fine-tuning on new data; ``n_train_tokens`` is then counted from that
     corpus unless given), on a new data stream.
 
+    ``save_dir`` may be bilm-tf's (told from its checkpoint's variable
+    names): the run continues from its weights, softmax, Adagrad
+    accumulators and step (:func:`~bilm_keras.training.bilm_tf_save_dir.
+    restore_bilm_tf_run`), on a new data stream (bilm-tf saved no
+    position), with its options as bilm-tf wrote them, ``n_train_tokens``
+    included (``n_train_tokens`` overrides it, also with ``n_epochs``),
+    and its LSTM states carried across sentences as bilm-tf trained
+    unless its ``options.json`` says ``reset_states_at_sentence_start``
+    (:func:`~bilm_keras.training.bilm_tf_save_dir.bilm_tf_run_options`).
+    Our checkpoints go beside bilm-tf's; its ``checkpoint`` state file
+    is kept as ``checkpoint.bilm-tf``. A damaged newest checkpoint (ours
+    or bilm-tf's) is named in one line and the newest that reads whole
+    is used.
+
     Other keyword arguments (``settings``, or ``run``) and the result are
     those of :func:`train`.
 
@@ -203,8 +266,25 @@ def restart(
             f"{run.save_dir}: no {OPTIONS_FILE}; is this a train_elmo.py "
             "--save_dir?"
         )
-    return _run_training(BiLMOptions.from_json(options_file), run,
-                         resume=True, more_epochs=run.n_epochs is not None)
+    options = BiLMOptions.from_json(options_file)
+    if _checkpoint_kind(run.save_dir) == BILM_TF:
+        # bilm-tf's run goes on as it trained (:func:`bilm_tf_run_options`)
+        # and with its epoch: its n_train_tokens, not a count of the corpus
+        options = bilm_tf_run_options(run.save_dir)
+        if run.n_train_tokens is None:
+            run = run.replace(n_train_tokens=options.n_train_tokens)
+    return _run_training(options, run, resume=True,
+                         more_epochs=run.n_epochs is not None)
+
+
+def _checkpoint_kind(save_dir: str) -> Optional[str]:
+    """Who wrote the checkpoint a restart of ``save_dir`` continues (None:
+    none that reads; :func:`_run_training` says what is wrong, after the
+    checks that come first)."""
+    try:
+        return locate_checkpoint(save_dir).kind
+    except CheckpointFileError:
+        return None
 
 
 def _run_training(options: BiLMOptions, run: TrainingRun, *,
@@ -223,7 +303,7 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
             goes on to ``n_epochs`` epochs from step 0.
     """
     save_dir, seed = run.save_dir, run.seed
-    _check_adaptation(run.init_weights, resuming=resume)
+    _check_adaptation(run, resuming=resume)
     # before any op: the thread pools are fixed by TensorFlow's first one
     threads = configure_training_threads(run.intra_op_threads,
                                          run.inter_op_threads)
@@ -252,36 +332,47 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
             lm, optimizer = build_model(options, seed=seed,
                                         unroll_windows=run.fast_path,
                                         dedup_tokens=run.fast_path,
-                                        init_weights=run.init_weights)
-        if run.init_weights is not None:
+                                        init_weights=run.init_weights,
+                                        init_checkpoint=run.init_checkpoint)
+        if run.adapts:
             init_softmax(lm, run.softmax_bias, token_counts=token_counts,
                          n_sentences=corpus["n_sentences"], vocab=vocab)
+        if run.init_checkpoint is not None:
+            init_softmax_from_checkpoint(
+                lm, run.init_checkpoint, init_vocab_file=run.init_vocab_file,
+                vocab=vocab, vocab_file=run.vocab_file)
         del token_counts  # a large corpus's vocabulary, not needed now
 
         # 3. checkpoint: restored or new; options and corpus beside it
         stream = DataStream()
         warmup = LMWarmup(run.freeze_lm_steps)
-        checkpoint, stream_restored = _prepare_checkpoint(
-            lm, optimizer, stream, warmup, save_dir, resume=resume)
+        carried = CarriedStates(lm, options.batch_size)
+        checkpoint, stream_restored, states_restored = _prepare_checkpoint(
+            lm, optimizer, stream, warmup, carried, save_dir, resume=resume)
         # non-chief workers write to a scratch directory (collective saves)
         ckpt_dir = save_dir if chief else tempfile.mkdtemp(prefix="bilm_w")
-        manager = tf.train.CheckpointManager(
+        writer = CheckpointWriter(
             checkpoint, ckpt_dir, max_to_keep=run.max_to_keep,
-            checkpoint_name="model",
-        )
+            n_bytes=checkpoint_bytes(checkpoint_variables(lm, optimizer,
+                                                          carried)),
+            before_save=lambda: carried.capture(strategy))
         if chief:
             _write_run_files(save_dir, options, corpus,
                              train_prefix=run.train_prefix,
                              vocab_file=run.vocab_file)
-            writer = tf.summary.create_file_writer(
+            summaries = tf.summary.create_file_writer(
                 os.path.join(save_dir, "logs"))
         else:
-            writer = tf.summary.create_noop_writer()
+            summaries = tf.summary.create_noop_writer()
 
         # 4. the steps to run, their data and the step function
         start_step = int(optimizer.iterations.numpy())
         last_step = _last_step(options, start_step, more_epochs=more_epochs,
                                max_steps=run.max_steps)
+        if last_step <= start_step:
+            print(f"step {start_step}: the run's {options.n_epochs} "
+                  "epoch(s) are done, nothing to train (restart --n_epochs "
+                  "N trains N more)", flush=True)
         stream_seed, skip = stream.resolve(
             restored=stream_restored, continue_stream=not more_epochs,
             step=start_step, batch_size=options.batch_size, seed=seed,
@@ -291,27 +382,57 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
                   "batches", flush=True)
         batches = distributed_batches(
             strategy, run.train_prefix, vocab, options, stream_seed, skip)
-        train_step = _make_step(lm, optimizer, strategy, options, seed=seed,
-                                warmup=warmup, start_step=start_step)
-        per_replica = options.batch_size // strategy.num_replicas_in_sync
-        states = strategy.experimental_distribute_values_from_function(
-            lambda ctx: lm.zero_states(per_replica)
-        )
+        # the step's dropout masks and softmax samples: a function of the
+        # stream's seed and the step, as they were before a stop
+        train_step = _make_step(lm, optimizer, strategy, options,
+                                seed=stream.base_seed, warmup=warmup,
+                                start_step=start_step)
+        if stream.continued and states_restored:
+            # the LSTM states the uninterrupted run's next step starts from
+            carried.current = carried.distribute(strategy)
+        else:
+            per_replica = options.batch_size // strategy.num_replicas_in_sync
+            carried.current = (
+                strategy.experimental_distribute_values_from_function(
+                    lambda ctx: lm.zero_states(per_replica)))
         logger.info("training steps %d..%d on %d replica(s)", start_step,
                     last_step, strategy.num_replicas_in_sync)
 
-        # 5. the steps: train, log, checkpoint
+        # 5. the steps: train, log, checkpoint; SIGTERM or SIGINT end them
+        #    with a checkpoint of the step reached
         run_start = time.perf_counter()
         progress = TrainingProgress(
-            lm.directions, writer, last_step=last_step,
+            lm.directions, summaries, last_step=last_step,
             tokens_per_step=options.batch_size * options.unroll_steps)
-        path = _run_steps(train_step, batches, states,
-                          start_step=start_step, last_step=last_step,
-                          progress=progress, manager=manager,
-                          log_every=run.log_every, save_every=run.save_every)
-        writer.flush()
-    if not chief:
-        shutil.rmtree(ckpt_dir, ignore_errors=True)
+
+        def preempted(signum, step, checkpoint_path):
+            return TrainingPreempted(
+                signum=signum, step=step, last_step=last_step,
+                checkpoint=checkpoint_path if chief else None,
+                restart_args=_restart_args(run, more_epochs=more_epochs,
+                                           steps_left=last_step - step))
+
+        try:
+            with SignalWatch() as watch, reporting_disk_full(save_dir):
+                preemption = watch_preemption(strategy, watch, writer.save,
+                                              preempted)
+                try:
+                    path = _run_steps(
+                        train_step, batches, carried, start_step=start_step,
+                        last_step=last_step, progress=progress,
+                        writer=writer, preemption=preemption,
+                        log_every=run.log_every, save_every=run.save_every)
+                except BaseException:
+                    # the logs up to the stop, without hiding its reason
+                    with contextlib.suppress(Exception):
+                        summaries.flush()
+                    raise
+                finally:
+                    preemption.close()
+                summaries.flush()
+        finally:
+            if not chief:
+                shutil.rmtree(ckpt_dir, ignore_errors=True)
     return dict(
         step=int(optimizer.iterations.numpy()),
         perplexity=progress.perplexity,
@@ -325,17 +446,32 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
 
 
 # ------------------------------------------------- 1. options and corpus
-def _check_adaptation(init_weights, *, resuming: bool) -> None:
-    """``init_weights``, checked before any corpus pass (its settings were
-    checked by :class:`TrainingRun`)."""
-    if init_weights is None:
+def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
+    """``init_weights`` or ``init_checkpoint``, checked before any corpus
+    pass (their settings were checked by :class:`TrainingRun`)."""
+    if not run.adapts:
         return
+    flag = ("--init_weights" if run.init_weights is not None
+            else "--init_checkpoint")
     if resuming:
         raise CheckpointError(
-            "--init_weights starts a new run; a checkpoint continues with "
-            "its own weights (restart.py, without --init_weights)"
+            f"{flag} starts a new run; a checkpoint continues with "
+            f"its own weights (restart.py, without {flag})"
         )
-    check_weight_file(init_weights)
+    if run.init_weights is not None:
+        check_weight_file(run.init_weights)
+        return
+    found = locate_checkpoint(run.init_checkpoint)
+    if found.kind != BILM_TF:
+        raise CheckpointError(
+            f"--init_checkpoint {run.init_checkpoint}: {found.name} is a "
+            "bilm_keras checkpoint (continue its run with restart "
+            "--n_epochs, or start from its dump-weights file with "
+            "--init_weights)")
+    if run.init_vocab_file is not None and not os.path.isfile(
+            run.init_vocab_file):
+        raise CheckpointError(
+            f"--init_vocab_file {run.init_vocab_file}: no such file")
 
 
 def _resolve_options(options: BiLMOptions, flags: dict, *, train_prefix,
@@ -399,30 +535,45 @@ def _check_batch_splits(options: BiLMOptions, n_replicas: int) -> None:
 
 # ------------------------------------------------------------ 3. checkpoint
 def _prepare_checkpoint(lm, optimizer, stream: DataStream, warmup: LMWarmup,
-                        save_dir: str, *, resume: bool) -> tuple:
-    """``(checkpoint, stream restored?)``: the checkpoint of the model,
-    the optimizer, the data stream and the warm-up, restored from
-    ``save_dir`` when resuming.
+                        carried: CarriedStates, save_dir: str, *,
+                        resume: bool) -> tuple:
+    """``(checkpoint, stream restored?, LSTM states restored?)``: the
+    checkpoint of the model, the optimizer, the data stream, the LSTM
+    states and the warm-up, restored from ``save_dir`` when resuming.
 
     Raises:
         CheckpointError: resuming, and no checkpoint fits; not resuming,
             and ``save_dir`` holds one already.
     """
-    latest = tf.train.latest_checkpoint(save_dir) if resume else None
-    stream_saved = latest is not None and DataStream.in_checkpoint(latest)
-    warmup_saved = latest is not None and LMWarmup.in_checkpoint(latest)
+    # the newest checkpoint that reads whole (a damaged newer one is named)
+    found = choose_checkpoint(save_dir) if resume else None
+    latest = None if found is None else found.path
+    ours = found is not None and found.kind != BILM_TF
+    stream_saved = ours and DataStream.in_checkpoint(latest)
+    warmup_saved = ours and LMWarmup.in_checkpoint(latest)
+    states_saved = ours and CarriedStates.in_checkpoint(
+        latest, carried.batch_size)
     checkpoint = model_checkpoint(lm, optimizer=optimizer)
-    # a checkpoint written before the stream or the warm-up were saved
-    # restores without them
+    # a checkpoint written before the stream, the states or the warm-up
+    # were saved (or with the states of another batch size) restores
+    # without them
     if stream_saved:
         checkpoint.data_stream = stream.variables
     if warmup_saved:
         checkpoint.lm_frozen_until = warmup.until
-    if resume:
-        restored = restore_checkpoint(checkpoint, lm, save_dir)
+    if states_saved:
+        setattr(checkpoint, CHECKPOINT_KEY, carried.variables)
+    if ours:
+        restored = restore_checkpoint(checkpoint, lm, save_dir, path=latest)
         print(f"restored {restored} at step "
               f"{int(optimizer.iterations.numpy())}", flush=True)
-    elif tf.train.latest_checkpoint(save_dir) is not None:
+    elif resume:  # bilm-tf's: ours go beside it, its state file set aside
+        step = restore_bilm_tf_run(found, lm, optimizer, save_dir=save_dir)
+        set_aside_bilm_tf_state_file(save_dir)
+        print(f"restored bilm-tf's checkpoint {latest} ({found.generation} "
+              f"names) at step {step}; bilm-tf saved no data position: a "
+              "new data stream starts", flush=True)
+    elif list_checkpoints(save_dir):
         raise CheckpointError(
             f"{save_dir}: already holds a checkpoint; continue it with "
             "restart.py or choose an empty --save_dir"
@@ -430,8 +581,34 @@ def _prepare_checkpoint(lm, optimizer, stream: DataStream, warmup: LMWarmup,
     # saved from now on (also when resuming an older checkpoint)
     checkpoint.data_stream = stream.variables
     checkpoint.lm_frozen_until = warmup.until
-    return checkpoint, stream_saved
+    setattr(checkpoint, CHECKPOINT_KEY, carried.variables)
+    return checkpoint, stream_saved, states_saved
 
+
+def checkpoint_variables(lm, optimizer, carried: CarriedStates) -> list:
+    """The variables a checkpoint holds (for its size)."""
+    return [*lm.variables, *optimizer.variables,
+            *carried.variables.values()]
+
+
+def _restart_args(run: TrainingRun, *, more_epochs: bool,
+                  steps_left: int) -> list:
+    """The arguments of ``bilm-keras restart`` that continue ``run``: its
+    files and the flags it set. A run of new epochs (``restart
+    --n_epochs``) goes on for the steps it had left, on a new stream of
+    its data; any other continues its stream to the end of its epochs."""
+    args = ["--save_dir", run.save_dir, "--vocab_file", run.vocab_file,
+            "--train_prefix", run.train_prefix]
+    defaults = TrainingRun(train_prefix="-", vocab_file="-", save_dir="-")
+    for name in ("n_gpus", "save_every", "log_every", "seed",
+                 "intra_op_threads", "inter_op_threads"):
+        value = getattr(run, name)
+        if value is not None and value != getattr(defaults, name):
+            args += [f"--{name}", str(value)]
+    if more_epochs:
+        args += ["--n_epochs", str(run.n_epochs), "--max_steps",
+                 str(steps_left)]
+    return args
 
 def _write_run_files(save_dir: str, options: BiLMOptions, corpus: dict, *,
                      train_prefix, vocab_file) -> None:
@@ -478,19 +655,26 @@ def _make_step(lm, optimizer, strategy, options: BiLMOptions, *, seed,
 
 
 # ------------------------------------------------------------- 5. the steps
-def _run_steps(train_step, batches, states, *, start_step: int,
-               last_step: int, progress: TrainingProgress,
-               manager: tf.train.CheckpointManager, log_every: int,
+def _run_steps(train_step, batches, carried: CarriedStates, *,
+               start_step: int, last_step: int, progress: TrainingProgress,
+               writer: CheckpointWriter, preemption, log_every: int,
                save_every: int) -> Optional[str]:
     """Runs the global steps after ``start_step`` up to ``last_step``;
-    returns the path of the last checkpoint written (None: no step)."""
+    returns the path of the last checkpoint written (None: no step).
+
+    Raises:
+        TrainingPreempted: a signal came (``preemption.after_step`` wrote
+            the checkpoint of the step reached).
+    """
     path = None
     for current in range(start_step + 1, last_step + 1):
-        loss, grad_norm, states, direction_losses = train_step(
-            next(batches), states)
+        loss, grad_norm, carried.current, direction_losses = train_step(
+            next(batches), carried.current)
         progress.add(loss, direction_losses)
         if current % log_every == 0 or current == last_step:
             progress.report(current, grad_norm)
         if current % save_every == 0 or current == last_step:
-            path = manager.save(checkpoint_number=current)
+            path = writer.save(current)
+        if current < last_step:  # the last step ends the run anyway
+            preemption.after_step(current)
     return path

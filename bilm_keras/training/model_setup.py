@@ -17,6 +17,7 @@ from bilm_keras.training.adaptation import (
     draw_softmax_weights,
     load_pretrained_lm,
 )
+from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_backbone
 
 
 def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
@@ -30,7 +31,7 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
-                init_weights=None, **model_kwargs):
+                init_weights=None, init_checkpoint=None, **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad (call in scope).
 
     ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
@@ -38,19 +39,26 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
     checked against the options first, see :func:`load_pretrained_lm`);
     the softmax, which the file does not have, gets its random ``W`` and
     a zero bias (:func:`init_softmax` sets the bias from the corpus).
+    ``init_checkpoint``: the same from a bilm-tf save_dir's checkpoint
+    (every variable's shape checked first; its softmax rows are
+    :func:`init_softmax_from_checkpoint`'s).
     ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
     ``dedup_tokens``: the training fast path, on by default).
     """
     lm = LanguageModel.from_options(options, training=training, seed=seed,
                                     **model_kwargs)
-    if init_weights is None:
+    if init_weights is None and init_checkpoint is None:
         lm.build_all()
     else:
         # the file fills the backbone: zeros until then, no random values
         # to compute and hold (bench/RESULTS.md has the memory this saves)
         with placeholder_weights():
             lm.build_all()
-        load_pretrained_lm(lm, init_weights)
+        if init_weights is not None:
+            load_pretrained_lm(lm, init_weights)
+        else:
+            load_bilm_tf_backbone(init_checkpoint, lm.backbone,
+                                  options_label="the options (--options)")
         draw_softmax_weights(lm)
     optimizer = make_optimizer(options)
     optimizer.build(lm.trainable_variables)

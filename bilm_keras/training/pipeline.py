@@ -16,15 +16,10 @@ from bilm_keras.bidirectional_language_model import (
     BidirectionalLanguageModel,
 )
 from bilm_keras.options import BiLMOptions
+from bilm_keras.presets import options_file as preset_or_path
 from bilm_keras.training.evaluation import evaluate
 from bilm_keras.training.loop import train
 from bilm_keras.training.weight_dump import dump_weights
-
-TINY_OPTIONS = os.path.join(
-    os.path.dirname(os.path.abspath(__file__)), "..", "..", "options",
-    "tiny.json",
-)
-
 
 
 def heldout_examples(pattern: str, n: int = 2) -> list:
@@ -46,7 +41,7 @@ def run_pipeline(
     out_dir: str,
     corpus: Optional[str] = None,
     heldout: Optional[str] = None,
-    options_file: str = TINY_OPTIONS,
+    options_file: str = "tiny",
     n_epochs: Optional[int] = None,
     max_sentences: Optional[int] = 6000,
     min_count: int = 2,
@@ -64,7 +59,8 @@ def run_pipeline(
             library (no download).
         heldout: glob of heldout files; default: the stdlib corpus's
             heldout part, or ``corpus`` itself when only it is given.
-        options_file: the model to train (default ``options/tiny.json``).
+        options_file: the model to train: an options file or a preset's
+            name (:mod:`bilm_keras.presets`; default ``"tiny"``).
         n_epochs: override the options' epochs.
         max_sentences: size of the stdlib corpus.
         min_count: vocabulary cut-off.
@@ -74,6 +70,7 @@ def run_pipeline(
         :func:`evaluate`), ``train`` (of :func:`train`) and ``embeddings``
         (shapes of the ELMo layers of two heldout sentences).
     """
+    options = BiLMOptions.from_json(preset_or_path(options_file))
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)
     start = time.perf_counter()
@@ -94,7 +91,7 @@ def run_pipeline(
     # 3. train
     save_dir = os.path.join(out_dir, "checkpoints")
     trained = train(
-        options=BiLMOptions.from_json(options_file), train_prefix=corpus,
+        options=options, train_prefix=corpus,
         vocab_file=vocab_file, save_dir=save_dir, n_epochs=n_epochs,
         n_train_tokens=vocab_stats["n_train_tokens"], seed=seed,
         log_every=log_every,

@@ -28,7 +28,7 @@ import dataclasses
 import itertools
 import math
 import os
-from typing import Dict, Iterable
+from typing import Dict, Iterable, Optional
 
 import numpy as np
 import tensorflow as tf
@@ -37,10 +37,7 @@ from bilm_keras.data.bilm_tf_heldout import (
     bilm_tf_shard_order,
     iter_bilm_tf_heldout_batches,
 )
-from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_language_model
-from bilm_keras.training.checkpoints import load_trained_model
-from bilm_keras.training.inputs import check_vocab_fits, load_vocab
-from bilm_keras.weights.bilm_tf_checkpoint import BILM_TF, locate_checkpoint
+from bilm_keras.training.save_dir_models import load_save_dir_model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,6 +136,7 @@ def evaluate_stateful(
     test_prefix: str,
     batch_size: int = 256,
     log_every: int = 0,
+    checkpoint: Optional[str] = None,
 ) -> StatefulPerplexity:
     """bilm-tf's ``run_test.py`` on a save_dir, bilm-tf's or ours.
 
@@ -150,6 +148,9 @@ def evaluate_stateful(
         test_prefix: glob of heldout files.
         batch_size: rows per batch (``run_test.py``'s default 256).
         log_every: see :func:`stateful_perplexity`.
+        checkpoint: the checkpoint to read (``model-200``; default: the
+            newest that reads whole, see
+            :func:`~bilm_keras.training.save_dir_models.choose_checkpoint`).
 
     Raises:
         CheckpointFileError, CheckpointError: a save_dir that cannot be
@@ -158,16 +159,25 @@ def evaluate_stateful(
     """
     save_dir = os.fspath(save_dir)
     bilm_tf_shard_order(test_prefix)  # a missing file before the model
-    if locate_checkpoint(save_dir).kind == BILM_TF:
-        options, lm, _ = load_bilm_tf_language_model(save_dir)
-        vocab = load_vocab(vocab_file, options)
-        check_vocab_fits(options, vocab, vocab_file,
-                         os.path.join(save_dir, "options.json"))
-    else:
-        options, lm, vocab = load_trained_model(save_dir,
-                                                vocab_file=vocab_file)
+    options, lm, vocab, _ = load_save_dir_model(
+        save_dir, vocab_file=vocab_file, checkpoint=checkpoint)
+    return stateful_heldout_perplexity(lm, vocab, test_prefix,
+                                       batch_size=batch_size,
+                                       bidirectional=options.bidirectional,
+                                       log_every=log_every)
+
+
+def stateful_heldout_perplexity(lm, vocab, test_prefix: str, *,
+                                batch_size: int, bidirectional: bool,
+                                log_every: int = 0) -> StatefulPerplexity:
+    """:func:`stateful_perplexity` over bilm-tf's heldout stream of
+    ``test_prefix``.
+
+    Raises:
+        ValueError: the heldout data does not fill one batch (named).
+    """
     batches = iter_bilm_tf_heldout_batches(
-        test_prefix, vocab, batch_size, bidirectional=options.bidirectional)
+        test_prefix, vocab, batch_size, bidirectional=bidirectional)
     try:
         return stateful_perplexity(lm, batches, batch_size=batch_size,
                                    log_every=log_every)

@@ -45,7 +45,9 @@ class TrainingRun:
             end). Default 1250.
         log_every: int >= 1, steps between progress lines / TensorBoard
             points. Default 100.
-        max_to_keep: int >= 1, checkpoints kept in ``save_dir``. Default 5.
+        max_to_keep: int >= 2, checkpoints kept in ``save_dir`` (the
+            newest ones; at least two, so that one is whole should the
+            newest be damaged). Default 5.
         seed: int in ``0..2**32-1`` or None, the initialisation, data-order
             and dropout seed (None: random).
         fast_path: bool, the LSTMs statically unrolled, both directions
@@ -54,11 +56,24 @@ class TrainingRun:
         init_weights: str or None, domain adaptation: a bilm-tf / AllenNLP
             ``lm_weights.hdf5`` matching the options, which the backbone
             starts from; the softmax is new, for ``vocab_file``.
-        freeze_lm_steps: int >= 0, with ``init_weights``: the first global
-            steps train only the softmax. Default 0.
+        init_checkpoint: str or None, domain adaptation from a training
+            checkpoint: a bilm-tf save_dir (its ``model.ckpt-N``, e.g. the
+            published training checkpoints) whose weights the backbone
+            starts from; the softmax is new, for ``vocab_file``, except the
+            rows of the words ``init_vocab_file`` shares with it. Not with
+            ``init_weights``.
+        init_vocab_file: str or None, with ``init_checkpoint``: the
+            vocabulary that checkpoint was trained with (a save_dir holds
+            none), so that the softmax rows of the words it shares with
+            ``vocab_file`` are kept (all of them: the same vocabulary);
+            None: a new softmax.
+        freeze_lm_steps: int >= 0, with ``init_weights`` or
+            ``init_checkpoint``: the first global steps train only the
+            softmax. Default 0.
         softmax_bias: ``"unigram"`` (default: log target frequencies of
             ``train_prefix``) or ``"zeros"`` (bilm-tf's): with
-            ``init_weights``, the new softmax's bias.
+            ``init_weights`` or ``init_checkpoint``, the new softmax's bias
+            (rows kept from a checkpoint keep theirs).
         intra_op_threads, inter_op_threads: int >= 0 or None, TensorFlow's
             CPU thread pools (threads per op, ops at a time; 0 =
             TensorFlow's default; None: half the cores per op and two ops
@@ -86,6 +101,8 @@ class TrainingRun:
     seed: Optional[int] = None
     fast_path: bool = True
     init_weights: Optional[str] = None
+    init_checkpoint: Optional[str] = None
+    init_vocab_file: Optional[str] = None
     freeze_lm_steps: int = 0
     softmax_bias: str = "unigram"
     intra_op_threads: Optional[int] = None
@@ -95,9 +112,9 @@ class TrainingRun:
     def __post_init__(self):
         for name in ("train_prefix", "vocab_file", "save_dir"):
             self._set(name, _path(name, getattr(self, name)))
-        if self.init_weights is not None:
-            self._set("init_weights", _path("init_weights",
-                                            self.init_weights))
+        for name in ("init_weights", "init_checkpoint", "init_vocab_file"):
+            if getattr(self, name) is not None:
+                self._set(name, _path(name, getattr(self, name)))
         if self.devices is not None:
             if isinstance(self.devices, str) or not isinstance(
                     self.devices, Sequence) or not all(
@@ -111,18 +128,38 @@ class TrainingRun:
         for name in ("batch_size", "n_epochs", "n_train_tokens",
                      "max_steps"):
             check_int(name, getattr(self, name), 1, optional=True)
-        for name in ("save_every", "log_every", "max_to_keep"):
+        for name in ("save_every", "log_every"):
             check_int(name, getattr(self, name), 1)
+        check_int("max_to_keep", self.max_to_keep, 2)
         check_int("seed", self.seed, 0, optional=True, maximum=MAX_SEED)
         if not isinstance(self.fast_path, bool):
             raise SettingError("fast_path", f"expected True or False, found "
                                             f"{self.fast_path!r}")
         check_int("freeze_lm_steps", self.freeze_lm_steps, 0)
         check_choice("softmax_bias", self.softmax_bias, SOFTMAX_BIASES)
-        if self.init_weights is None and self.freeze_lm_steps:
+        if self.init_weights is not None and (
+                self.init_checkpoint is not None):
+            raise SettingError("init_checkpoint",
+                               f"expected none with init_weights (a run "
+                               f"starts from one), found "
+                               f"{self.init_checkpoint!r}")
+        if self.init_vocab_file is not None and self.init_checkpoint is None:
+            raise SettingError("init_vocab_file",
+                               f"expected none without init_checkpoint "
+                               f"(the vocabulary of its softmax), found "
+                               f"{self.init_vocab_file!r}")
+        if not self.adapts and self.freeze_lm_steps:
             raise SettingError("freeze_lm_steps",
-                               f"expected 0 without init_weights, found "
+                               f"expected 0 without init_weights or "
+                               f"init_checkpoint, found "
                                f"{self.freeze_lm_steps}")
+
+    @property
+    def adapts(self) -> bool:
+        """A new run from a trained LM (``init_weights`` or
+        ``init_checkpoint``)."""
+        return (self.init_weights is not None
+                or self.init_checkpoint is not None)
 
     def _set(self, name, value):
         object.__setattr__(self, name, value)

@@ -4,36 +4,67 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from typing import Optional
 
-from bilm_keras.options import N_CHARACTERS_WITH_PADDING
+from bilm_keras.options import N_CHARACTERS_WITH_PADDING, BiLMOptions
+from bilm_keras.training.bilm_tf_save_dir import dump_bilm_tf_checkpoint
 from bilm_keras.training.checkpoints import load_trained_model
 from bilm_keras.training.options_file import write_options
+from bilm_keras.training.save_dir_models import choose_checkpoint
+from bilm_keras.weights.bilm_tf_checkpoint import BILM_TF
 from bilm_keras.weights.bilm_tf_hdf5 import save_bilm_tf_hdf5
 
 
-def dump_weights(save_dir: str, outfile: str) -> dict:
-    """Writes the latest checkpoint of ``save_dir`` as bilm-tf HDF5.
+def dump_weights(save_dir: str, outfile: str, *,
+                 checkpoint: Optional[str] = None) -> dict:
+    """Writes a checkpoint of ``save_dir`` as bilm-tf HDF5.
 
     The file has bilm-tf's layout (``char_embed`` without the padding row,
-    no softmax; token models keep ``embedding``), written atomically.
-    Beside it goes ``options.json`` for prediction: the training options
-    with ``n_characters = 262``, as bilm-tf requires after training (a
+    no softmax; token models keep ``embedding``), written atomically. A
+    bilm-tf save_dir's checkpoint is written as bilm-tf's own
+    ``dump_weights`` wrote it: the same datasets and float32 values, bit
+    for bit. Beside it goes ``options.json`` for prediction (bilm-tf's
+    ``dump_weights`` wrote none: its users copied the training options and
+    edited ``n_characters`` by hand): the training options with
+    ``n_characters = 262``, as bilm-tf requires after training (a
     converted ELMoForManyLangs model keeps its own ``n_characters`` and
     gets copies of its ``char.dic``/``word.dic``, named relative to the
-    options). Load both with :class:`~bilm_keras.BidirectionalLanguageModel`.
+    options). Load both with
+    :class:`~bilm_keras.BidirectionalLanguageModel`.
+
+    Args:
+        save_dir: our training's save_dir or bilm-tf's.
+        checkpoint: the checkpoint to write (``model-200``,
+            ``model.ckpt-40``); None: the newest, which must read whole (a
+            damaged newest one is refused, naming the newest that does:
+            the file would pass for the latest model).
 
     Returns:
-        dict: ``weight_file`` and ``options_file`` written.
+        dict: ``weight_file`` and ``options_file`` written, ``checkpoint``
+        (the prefix read).
     """
     outfile = os.fspath(outfile)
-    options, lm, _ = load_trained_model(save_dir)
+    found = choose_checkpoint(save_dir, checkpoint=checkpoint,
+                              fallback=False)
+    out_dir = os.path.dirname(os.path.abspath(outfile))
+    if found.kind == BILM_TF:
+        written = dump_bilm_tf_checkpoint(save_dir, outfile, located=found)
+        options = written["options"]
+    else:
+        options, lm, _ = load_trained_model(save_dir, path=found.path)
+        os.makedirs(out_dir, exist_ok=True)
+        save_bilm_tf_hdf5(lm.backbone, outfile)
+    options_file = os.path.join(out_dir, "options.json")
+    write_options(prediction_options(options), options_file)
+    return dict(weight_file=outfile, options_file=options_file,
+                checkpoint=found.path)
+
+
+def prediction_options(options: BiLMOptions) -> BiLMOptions:
+    """The training options as prediction needs them: ``n_characters``
+    262 for a bilm-tf char-CNN model (it loads in bilm-tf and AllenNLP
+    too; bilm_keras takes either)."""
     if options.char_cnn is not None and options.manylangs is None:
-        # 262 loads in bilm-tf and AllenNLP too (bilm_keras takes either)
         options = options.replace(char_cnn=dataclasses.replace(
             options.char_cnn, n_characters=N_CHARACTERS_WITH_PADDING))
-    out_dir = os.path.dirname(os.path.abspath(outfile))
-    os.makedirs(out_dir, exist_ok=True)
-    save_bilm_tf_hdf5(lm.backbone, outfile)
-    options_file = os.path.join(out_dir, "options.json")
-    write_options(options, options_file)
-    return dict(weight_file=outfile, options_file=options_file)
+    return options

@@ -29,26 +29,31 @@ renaming undone (:func:`checkpoint_name`): for TF 1.2 it is just
 ``"lm/" + dataset``. So the checkpoint's values are the dump's, and go
 through the table's ``to_keras`` like an HDF5 file's.
 
-The checkpoint is found the way ``tf.train.latest_checkpoint`` finds it,
-except that a ``checkpoint`` file naming a path that does not exist (a
-save_dir copied from the machine that trained it: bilm-tf wrote absolute
-paths) falls back to the file of that name inside the save_dir.
+:func:`locate_checkpoint` finds a save_dir's newest checkpoint that reads
+whole, ours or bilm-tf's: a ``checkpoint`` state file naming a path that
+does not exist (a save_dir copied from the machine that trained it:
+bilm-tf wrote absolute paths) is read as the file of that name inside the
+save_dir, and a checkpoint whose ``.index`` or ``.data`` file is missing
+or cut short is passed over (:mod:`~bilm_keras.weights.checkpoint_files`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import glob
 import os
 import re
 from typing import Callable, Dict, Iterator, List, Optional, Tuple
 
-import h5py
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras._utils.atomic_files import atomic_path
+from bilm_keras._utils.atomic_files import atomic_hdf5
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+from bilm_keras.weights.checkpoint_files import (
+    checkpoint_damage,
+    list_checkpoints,
+    resolve_checkpoint,
+)
 
 #: :attr:`SaveDirCheckpoint.kind` of a checkpoint our training wrote
 BILM_KERAS = "bilm_keras"
@@ -126,12 +131,32 @@ class SaveDirCheckpoint:
         generation: for bilm-tf, :data:`TF_1_5` or :data:`TF_1_2`; None for
             ours.
         shapes: ``{variable name: shape}`` of every tensor in it.
+        damaged: ``(prefix, what is wrong)`` of each newer checkpoint that
+            does not read whole and was passed over, newest first.
     """
 
     path: str
     kind: str
     generation: Optional[str]
     shapes: Dict[str, Tuple[int, ...]]
+    damaged: Tuple[Tuple[str, str], ...] = ()
+
+    @property
+    def name(self) -> str:
+        """The checkpoint's file name prefix (``model.ckpt-40``)."""
+        return os.path.basename(self.path)
+
+    def fallback_note(self) -> Optional[str]:
+        """One line saying which newer checkpoints were passed over and
+        which is used instead; None when none was."""
+        if not self.damaged:
+            return None
+        passed = "; ".join(problem for _, problem in self.damaged[:3])
+        more = (f" (and {len(self.damaged) - 3} more)"
+                if len(self.damaged) > 3 else "")
+        return (f"WARNING: the latest checkpoint does not read whole "
+                f"({passed}){more}; using {self.name}, the newest that "
+                "does")
 
     @property
     def global_step(self) -> Optional[int]:
@@ -142,71 +167,82 @@ class SaveDirCheckpoint:
             tf.train.load_checkpoint(self.path).get_tensor(GLOBAL_STEP))))
 
 
-def _checkpoint_prefix(save_dir: str) -> str:
-    """The latest checkpoint's prefix, with a ``.index`` file."""
-    if not os.path.isdir(save_dir):
-        raise CheckpointFileError(
-            f"{save_dir}: no such directory (expected a save_dir with a "
-            "checkpoint)")
-    # None without a state file, or with one that does not parse; a
-    # relative path in it comes back joined to save_dir
-    state = tf.train.get_checkpoint_state(save_dir)
-    named = state.model_checkpoint_path if state else None
-    if named:
-        # copied from another machine: the file of that name beside the
-        # state file
-        candidates = [named, os.path.join(save_dir, os.path.basename(named))]
-        for prefix in candidates:
-            if os.path.exists(prefix + ".index"):
-                return prefix
-        raise CheckpointFileError(
-            f"{os.path.join(save_dir, 'checkpoint')} names checkpoint "
-            f"{named}, but neither it nor "
-            f"{os.path.basename(named)}.index in {save_dir} exists")
-    # no state file: the highest-numbered index in the folder
-    indexes = glob.glob(os.path.join(glob.escape(save_dir), "*.index"))
-    if not indexes:
-        raise CheckpointFileError(
-            f"{save_dir}: no checkpoint (expected a 'checkpoint' file or a "
-            "model.ckpt-N.index)")
+def locate_checkpoint(save_dir: str | os.PathLike, *,
+                      checkpoint: Optional[str] = None,
+                      fallback: bool = True) -> SaveDirCheckpoint:
+    """Finds a save_dir's newest checkpoint that reads whole, and tells who
+    wrote it.
 
-    def step(path):
-        m = re.search(r"-(\d+)\.index$", path)
-        return (int(m.group(1)) if m else -1, path)
-
-    return max(indexes, key=step)[: -len(".index")]
-
-
-def _check_data_files(prefix: str) -> None:
-    shards = glob.glob(glob.escape(prefix) + ".data-?????-of-?????")
-    expected = f"{prefix}.data-00000-of-00001"
-    if shards:
-        n = int(shards[0][-5:])
-        expected_all = [f"{prefix}.data-{i:05d}-of-{n:05d}" for i in range(n)]
-        missing = [p for p in expected_all if not os.path.exists(p)]
-        if not missing:
-            return
-        expected = missing[0]
-    raise CheckpointFileError(
-        f"{expected}: missing (the checkpoint's values; "
-        f"{os.path.basename(prefix)}.index is there without them)")
-
-
-def locate_checkpoint(save_dir: str | os.PathLike) -> SaveDirCheckpoint:
-    """Finds a save_dir's latest checkpoint and tells who wrote it.
+    The save_dir's checkpoints are taken newest first
+    (:func:`~bilm_keras.weights.checkpoint_files.list_checkpoints`: ours
+    and bilm-tf's, those its ``checkpoint`` state file names included, by
+    the file name in the save_dir when the path it gives is gone), and
+    each is checked with :func:`~bilm_keras.weights.checkpoint_files.
+    checkpoint_damage` (a missing or cut-short ``.index`` or ``.data``
+    file) before its variables are listed; the damaged newer ones are
+    returned as :attr:`SaveDirCheckpoint.damaged`.
 
     ``kind`` comes from the variable names: ours are the ``weights/...``
     of :func:`~bilm_keras.training.checkpoints.model_checkpoint`;
     bilm-tf's are ``lm/...``, and their LSTM names give the generation.
 
+    Args:
+        checkpoint: use this checkpoint (``model-200``, ``model.ckpt-40``,
+            a path), not the newest; it must read whole.
+        fallback: False: refuse when the newest checkpoint is damaged,
+            naming it and the newest that reads whole (a command that
+            writes a model the user will take for the latest: they must
+            name the older one).
+
     Raises:
-        CheckpointFileError: no checkpoint; a ``checkpoint`` file naming one
-            that is nowhere; a missing ``.data`` file; or variables that are
-            neither ours nor bilm-tf's (a few of them named).
+        CheckpointFileError: no checkpoint, or none that reads whole; the
+            named one damaged; a damaged newest one without ``fallback``;
+            or variables that are neither ours nor bilm-tf's (a few of
+            them named).
+        SettingError: (field ``checkpoint``) no checkpoint of that name.
     """
     save_dir = os.fspath(save_dir)
-    prefix = _checkpoint_prefix(save_dir)
-    _check_data_files(prefix)
+    if not os.path.isdir(save_dir):
+        raise CheckpointFileError(
+            f"{save_dir}: no such directory (expected a save_dir with a "
+            "checkpoint)")
+    if checkpoint is not None:
+        prefix = resolve_checkpoint(save_dir, checkpoint)
+        problem = checkpoint_damage(prefix)
+        if problem is not None:
+            raise CheckpointFileError(
+                f"{prefix}: the checkpoint does not read whole ({problem})")
+        return _identify(prefix, damaged=())
+    candidates = list_checkpoints(save_dir)
+    if not candidates:
+        raise CheckpointFileError(
+            f"{save_dir}: no checkpoint found (expected a 'checkpoint' file, "
+            "or model-N.index and its .data as our training writes them, "
+            "or bilm-tf's model.ckpt-N.index)")
+    damaged = []
+    for prefix in candidates:
+        problem = checkpoint_damage(prefix)
+        if problem is None:
+            break
+        damaged.append((prefix, problem))
+    else:
+        raise CheckpointFileError(
+            f"{save_dir}: no checkpoint reads whole ("
+            + "; ".join(problem for _, problem in damaged[:3])
+            + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+            + ")")
+    if damaged and not fallback:
+        latest, problem = damaged[0]
+        raise CheckpointFileError(
+            f"{save_dir}: the latest checkpoint {os.path.basename(latest)} "
+            f"does not read whole ({problem}); the newest that does is "
+            f"{os.path.basename(prefix)}: name it to use it (--checkpoint "
+            f"{os.path.basename(prefix)})")
+    return _identify(prefix, damaged=tuple(damaged))
+
+
+def _identify(prefix: str, *, damaged) -> SaveDirCheckpoint:
+    """The kind and generation of a whole checkpoint, from its names."""
     try:
         shapes = {name: tuple(shape)
                   for name, shape in tf.train.list_variables(prefix)}
@@ -216,11 +252,15 @@ def locate_checkpoint(save_dir: str | os.PathLike) -> SaveDirCheckpoint:
             f"({str(e).splitlines()[0]})") from None
     names = sorted(shapes)
     if any(name.startswith("weights/") for name in names):
-        return SaveDirCheckpoint(prefix, BILM_KERAS, None, shapes)
+        return SaveDirCheckpoint(prefix, BILM_KERAS, None, shapes, damaged)
     for generation, pattern in _LSTM_NAME.items():
         if any(pattern.match(name) for name in names):
-            return SaveDirCheckpoint(prefix, BILM_TF, generation, shapes)
-    shown = [n for n in names if n != GLOBAL_STEP][:5]
+            return SaveDirCheckpoint(prefix, BILM_TF, generation, shapes,
+                                     damaged)
+    # the names a user would recognise first (not TF's bookkeeping)
+    shown = [n for n in names if n not in (GLOBAL_STEP,
+                                           "_CHECKPOINTABLE_OBJECT_GRAPH")
+             and not n.startswith("save_counter/")][:5]
     raise CheckpointFileError(
         f"{prefix}: neither a bilm_keras nor a bilm-tf checkpoint (expected "
         "'weights/...' or bilm-tf's 'lm/...' LSTM variables; found "
@@ -344,6 +384,7 @@ def read_bilm_tf_checkpoint(
     *,
     softmax=None,
     options_file: Optional[str | os.PathLike] = None,
+    located: Optional[SaveDirCheckpoint] = None,
 ) -> BilmTFCheckpoint:
     """Checks a bilm-tf save_dir's checkpoint against a model.
 
@@ -364,6 +405,8 @@ def read_bilm_tf_checkpoint(
             to leave ``lm/softmax/*`` aside (the dump, an export).
         options_file: named in shape errors (default
             ``save_dir/options.json``).
+        located: the checkpoint to read, as :func:`locate_checkpoint`
+            found it (default: the save_dir's newest that reads whole).
 
     Returns:
         A :class:`BilmTFCheckpoint`.
@@ -376,7 +419,7 @@ def read_bilm_tf_checkpoint(
     save_dir = os.fspath(save_dir)
     options_file = os.fspath(options_file or os.path.join(save_dir,
                                                           "options.json"))
-    found = locate_checkpoint(save_dir)
+    found = located if located is not None else locate_checkpoint(save_dir)
     if found.kind != BILM_TF:
         raise CheckpointFileError(
             f"{found.path}: a bilm_keras checkpoint, not bilm-tf's (read it "
@@ -453,6 +496,6 @@ def save_bilm_tf_dump(checkpoint: BilmTFCheckpoint,
     """Writes what bilm-tf's ``dump_weights`` wrote for this checkpoint:
     the same datasets, float32, the same values bit for bit (no softmax),
     atomically (a temporary file, then ``os.replace``)."""
-    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+    with atomic_hdf5(outfile) as fout:
         for name, value in checkpoint.read_hdf5_datasets():
             fout.create_dataset(name, data=value)

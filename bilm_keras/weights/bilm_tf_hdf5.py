@@ -34,7 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras._utils.atomic_files import atomic_path
+from bilm_keras._utils.atomic_files import atomic_hdf5
 from bilm_keras.layers.initialization import placeholder_weights
 
 #: what the functions below take: a ``BiLMBackbone`` (``bilm_keras.models``
@@ -325,7 +325,7 @@ def save_bilm_tf_hdf5(
     backbone: Backbone, outfile: str | os.PathLike
 ) -> None:
     """Writes a backbone's weights in bilm-tf's HDF5 layout (atomically)."""
-    with atomic_path(outfile) as tmp, h5py.File(tmp, "w") as fout:
+    with atomic_hdf5(outfile) as fout:
         for row in weight_table(backbone):
             value = row.to_hdf5(np.asarray(row.variable.numpy()))
             fout.create_dataset(row.hdf5_path, data=value.astype(np.float32))

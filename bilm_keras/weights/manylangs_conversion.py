@@ -34,10 +34,13 @@ import os
 import shutil
 from typing import Dict
 
-import h5py
 import numpy as np
 
-from bilm_keras._utils.atomic_files import atomic_directory, check_output_directory
+from bilm_keras._utils.atomic_files import (
+    atomic_directory,
+    check_output_directory,
+    hdf5_for_writing,
+)
 from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
 from bilm_keras.weights.manylangs_config import (
     ManyLangsModelConfig,
@@ -172,7 +175,7 @@ def convert_manylangs(
     options = manylangs_options(config, n_chars=n_chars, n_words=n_words)
 
     with atomic_directory(outdir, overwrite=overwrite) as tmp:
-        with h5py.File(os.path.join(tmp, WEIGHT_FILE), "w") as fout:
+        with hdf5_for_writing(os.path.join(tmp, WEIGHT_FILE)) as fout:
             for hdf5_path, value in datasets:
                 fout.create_dataset(hdf5_path, data=value)
         with open(os.path.join(tmp, OPTIONS_JSON), "w", encoding="utf-8",

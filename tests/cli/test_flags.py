@@ -71,6 +71,20 @@ BAD_VALUES = [
     ("pipeline", "--max_sentences", "0", "an integer >= 1"),
     ("pipeline", "--min_count", "0", "an integer >= 1"),
     ("pipeline", "--seed", "-1", "an integer in 0..4294967295"),
+    # a model SPEC (checked without the network) and an options preset
+    ("embed", "--model", "elmo-smal",
+     "unknown model name (did you mean elmo-small"),
+    ("embed", "--model", "ftp://example.org/elmo.zip",
+     "expected an http:// or https:// URL"),
+    ("dump-tokens", "--model", "manylangs-xx",
+     "list the names with `bilm-keras models`"),
+    ("export-hub", "--model", "no/such/model.zip",
+     "no such file or directory (expected a registry name"),
+    ("train", "--init_model", "elmo-origianl",
+     "unknown model name (did you mean elmo-original"),
+    ("train", "--options", "smal", "expected a preset name (tiny, small, "
+     "elmo_2x4096_512_2048cnn_2xhighway) or an options JSON file"),
+    ("pipeline", "--options", "tyni", "(did you mean tiny?)"),
 ]
 
 
@@ -102,7 +116,8 @@ def inputs(model_dir, train_dir, tmp_path_factory):
         index[0] = json.dumps({"a b": "0"})
         f.attrs.update(shard="0/1", n_shards=1, n_lines_total=1,
                        shard_lines=np.asarray([0, 1], np.int64),
-                       run=json.dumps({"n_lines": 1}), run_id="0" * 16)
+                       run=json.dumps({"n_lines": 1, "chunk_size": 4096}),
+                       run_id="0" * 16)
     return root
 
 
@@ -133,6 +148,7 @@ def _good_args(command, model_dir, train_dir, inputs, out):
                              i / "part-0.hdf5"],
         "convert-manylangs": ["--model_dir", inputs,
                               "--outdir", out / "converted"],
+        "models": [],
     }[command]
     return [str(a) for a in args]
 
@@ -192,6 +208,45 @@ def test_bad_numeric_flag_is_one_line_and_writes_nothing(
     # and what is allowed
     assert re.match(rf"{re.escape(prog)}: error: (argument )?{flag}: ",
                     line), line
+    assert value in line and allowed in line, line
+    assert _tree(tmp_path, inputs) == before
+
+
+# flags whose values name files, folders or checkpoints, checked against
+# the inputs before TensorFlow: (command, flag, bad value, what the line
+# says, other arguments the flag needs)
+BAD_NAMES = [
+    ("test", "--checkpoint", "model-999", "expected a checkpoint of", []),
+    ("dump-weights", "--checkpoint", "model-999", "expected a checkpoint of",
+     []),
+    ("export-hub", "--checkpoint", "model-999", "expected a checkpoint of",
+     ["--save_dir"]),
+    ("train", "--init_checkpoint", "nowhere", "no such directory", []),
+    ("train", "--init_vocab_file", "nowhere.txt", "no such file",
+     ["--init_checkpoint"]),
+]
+
+
+@pytest.mark.parametrize("alias", [False, True], ids=["command", "alias"])
+@pytest.mark.parametrize("command,flag,value,allowed,needs", BAD_NAMES)
+def test_bad_name_flag_is_one_line_and_writes_nothing(
+        model_dir, train_dir, inputs, tmp_path, capsys, no_tensorflow,
+        command, flag, value, allowed, needs, alias):
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = _good_args(command, model_dir, train_dir, inputs, out)
+    if "--save_dir" in needs:  # instead of the HDF5 files
+        argv = ["--save_dir", str(inputs / "ckpt"), "--outdir",
+                str(out / "hub")]
+    if "--init_checkpoint" in needs:
+        argv += ["--init_checkpoint", str(inputs / "ckpt")]
+    argv += [flag, value]
+    before = _tree(tmp_path, inputs)
+    code, prog = _main(argv, command, alias)
+    err = capsys.readouterr().err
+    assert code == cli.EXIT_BAD_INPUT == 1, err
+    [line] = err.splitlines()
+    assert re.match(rf"{re.escape(prog)}: error: {flag}[: ]", line), line
     assert value in line and allowed in line, line
     assert _tree(tmp_path, inputs) == before
 
@@ -372,7 +427,23 @@ def test_usage_only_when_a_required_flag_is_missing(capsys, alias):
                            "--batchsize 8"),
     (["export-hub", "--options_file", "o.json", "--outdir", "hub"],
      "bilm-keras export-hub: error: --options_file and --weight_file are "
-     "both required (or give --save_dir)"),
+     "both required (or give --model or --save_dir)"),
+    (["export-hub", "--options_file", "o.json", "--weight_file", "w.hdf5",
+      "--outdir", "hub", "--checkpoint", "model-2"],
+     "bilm-keras export-hub: error: --checkpoint names a checkpoint of "
+     "--save_dir; give --save_dir"),
+    (["train", "--save_dir", "s", "--vocab_file", "v", "--train_prefix",
+      "t", "--init_weights", "w.hdf5", "--init_checkpoint", "c"],
+     "bilm-keras train: error: give either --init_weights or "
+     "--init_checkpoint, not both"),
+    (["train", "--save_dir", "s", "--vocab_file", "v", "--train_prefix",
+      "t", "--init_vocab_file", "v"],
+     "bilm-keras train: error: --init_vocab_file is the vocabulary of "
+     "--init_checkpoint; give --init_checkpoint"),
+    (["train", "--save_dir", "s", "--vocab_file", "v", "--train_prefix",
+      "t", "--init_model", "elmo-small", "--init_checkpoint", "c"],
+     "bilm-keras train: error: give either --init_model or "
+     "--init_checkpoint, not both"),
 ])
 def test_other_command_line_errors_are_one_line(capsys, argv, line):
     with pytest.raises(SystemExit) as exit_:

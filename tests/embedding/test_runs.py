@@ -135,27 +135,29 @@ def test_resume_with_nothing_to_resume_runs(model_dir, corpus, uninterrupted,
 
 @pytest.fixture(scope="module")
 def three_shards(model_dir, corpus):
-    """3 shards of the 11 lines, [0, 3) [3, 7) [7, 11), run in the order 2,
-    0, 1."""
+    """3 shards of the 11 lines, whole chunks of the single run: [0, 3)
+    [3, 6) [6, 11), run in the order 2, 0, 1."""
     paths = {}
     for k in (2, 0, 1):
         paths[k] = corpus / f"part-{k}.hdf5"
         assert cli.run(_args(model_dir, corpus, paths[k], "--shard",
-                             f"{k}/3")) == len(range(*shard_lines(k, 3, 11)))
+                             f"{k}/3")) == len(range(*shard_lines(
+                                 k, 3, 11, CHUNK)))
     return [paths[k] for k in range(3)]
 
 
 def test_shards_merge_to_the_single_run(three_shards, uninterrupted,
                                         tmp_path, capsys):
-    # each shard was chunked (sorted, batched) from its own first line: the
-    # vectors still come out bit-identical (a sentence's row does not
-    # depend on its batch-mates)
+    # each shard is whole chunks of the single run, so it sorts and batches
+    # every sentence with the same batch-mates: bit-identical vectors,
+    # although TensorFlow's CPU kernels may give a row a result that
+    # depends on the other rows of its batch
     with h5py.File(three_shards[2], "r") as f:  # global line numbers
         assert sorted(f.keys(), key=lambda k: (len(k), k)) == [
-            "7", "8", "9", "10", "sentence_to_index"]
+            "6", "7", "8", "9", "10", "sentence_to_index"]
         assert (f.attrs["shard"], f.attrs["n_shards"],
                 f.attrs["n_lines_total"]) == ("2/3", 3, 11)
-        assert list(f.attrs["shard_lines"]) == [7, 11]
+        assert list(f.attrs["shard_lines"]) == [6, 11]
     merged = tmp_path / "all.hdf5"
     assert cli.run(["merge-embeddings", "--outfile", str(merged),
                     *map(str, three_shards[::-1])]) == len(LINES)
@@ -274,6 +276,80 @@ def test_sigkill_then_resume(model_dir, corpus, uninterrupted, tmp_path,
     assert cli.run(_args(model_dir, corpus, out, "--resume")) == len(LINES)
     assert_same_file(out, uninterrupted)
     assert sorted(os.listdir(tmp_path)) == ["elmo.hdf5"]
+
+
+# ------------------------------------------------------- a full disk
+# free space left for the run on a tmpfs (4 KiB pages): the manifest and
+# the parts take 1 + 3 + 3 + 2 + 3 pages, the merged file 6 more
+@pytest.mark.parametrize("pages_left,where", [
+    (6, "part"),  # the first part fits, not the second
+    pytest.param(15, "merge", marks=pytest.mark.slow),  # the merged file
+])
+def test_full_disk_then_resume_gives_the_uninterrupted_file(
+        model_dir, corpus, uninterrupted, small_disk, monkeypatch, capsys,
+        pages_left, where):
+    """``embed`` on a disk that fills up: one line naming the file, the
+    bytes and the space free, exit 1; the part or merged file being
+    written is gone, the whole parts stay; with space freed, ``--resume``
+    writes the uninterrupted run's file."""
+    from full_disk import fail_hdf5_writes, names
+
+    disk = small_disk(4 << 20)
+    out = disk.path / "elmo.hdf5"
+    folder = partial_dir(out)
+    if disk.real:
+        disk.fill(leave=pages_left * 4096)
+    else:  # the second part's or the merged file's writes fail
+        fail_hdf5_writes(monkeypatch, lambda path: path.endswith(
+            "003-000000000006.hdf5.tmp" if where == "part"
+            else "merged.hdf5.tmp"))
+    capsys.readouterr()
+    assert cli.main(_args(model_dir, corpus, out)) == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    kept = names(disk.path)
+    assert kept[0] == "elmo.hdf5.partial" and not any(
+        name.endswith(".tmp") for name in kept)
+    n_parts = len(kept) - 2  # less the folder and its manifest
+    if where == "part":  # the part after the whole ones did not fit
+        assert 1 <= n_parts < 4
+        a, b = CHUNK * n_parts, min(CHUNK * (n_parts + 1), len(LINES))
+        named, what = f"{folder}/part-{a:012d}-{b:012d}.hdf5", (
+            f"lines {a}..{b}")
+    else:
+        assert n_parts == 4
+        named, what = str(out), "the merged file"
+    assert last.startswith(f"bilm-keras embed: error: {named}: no space "
+                           f"left on device (needs ")
+    assert last.endswith(
+        f" free); {n_parts} whole part{'s' * (n_parts > 1)} kept in "
+        f"{folder}/ ({what} not written); free some space and run the "
+        f"same command with --resume")
+    disk.free_space()
+    monkeypatch.undo()
+    assert cli.main(_args(model_dir, corpus, out, "--resume")) == 0
+    assert_same_file(out, uninterrupted)
+    assert names(disk.path) == ["elmo.hdf5"]
+
+
+def test_merge_on_a_full_disk_is_one_line_and_leaves_nothing(
+        three_shards, small_disk, monkeypatch, capsys):
+    from full_disk import fail_hdf5_writes, names
+
+    disk = small_disk(4 << 20)
+    out = disk.path / "all.hdf5"
+    if disk.real:
+        disk.fill(leave=8192)
+    else:
+        fail_hdf5_writes(monkeypatch, lambda path: True)
+    capsys.readouterr()
+    assert cli.main(["merge-embeddings", "--outfile", str(out),
+                     *map(str, three_shards)]) == 1
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(f"bilm-keras merge-embeddings: error: {out}: no "
+                           f"space left on device (")
+    assert line.endswith(" free); free some space and run the command "
+                         "again")
+    assert names(disk.path) == []
 
 
 def test_an_error_before_the_first_part_leaves_nothing(model_dir, corpus,

@@ -1,12 +1,13 @@
 """Export from a training ``save_dir`` (checkpoint + options.json), and
 the export as a Keras 3 layer.
 
-The quick tier's SavedModel: a tiny random model (``options/tiny.json``),
+The quick tier's SavedModel: a tiny random model (the ``tiny`` preset),
 exported once for the module. (The fixture model's exports and their
 consumers in fresh processes are in ``test_hub_export.py``, slow.)
 """
 
 import json
+import pathlib
 
 import keras
 import numpy as np
@@ -22,11 +23,13 @@ from bilm_keras.training.checkpoints import (
     model_checkpoint,
 )
 from bilm_keras.training.model_setup import build_model
+from bilm_keras.presets import preset_file
+from bilm_keras.weights.bilm_tf_checkpoint import CheckpointFileError
 from helpers import REPO_ROOT
 
 
 def _save_dir(path):
-    options = json.loads((REPO_ROOT / "options" / "tiny.json").read_text())
+    options = json.loads(pathlib.Path(preset_file("tiny")).read_text())
     options["n_tokens_vocab"] = 30
     (path / "options.json").write_text(json.dumps(options))
     lm, _ = build_model(BiLMOptions.from_json(path / "options.json"),
@@ -89,6 +92,7 @@ def test_elmo_hub_layer_wraps_the_export(exported):
 
 def test_save_dir_without_checkpoint(tmp_path):
     _save_dir(tmp_path)
-    with pytest.raises(CheckpointError, match="no checkpoint found"):
+    with pytest.raises((CheckpointError, CheckpointFileError),
+                       match="no checkpoint found"):
         export_hub_from_save_dir(save_dir=tmp_path, outdir=tmp_path / "hub")
     assert not (tmp_path / "hub").exists()

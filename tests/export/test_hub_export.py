@@ -335,7 +335,9 @@ def test_non_empty_outdir_is_refused(model_dir, tmp_path):
     (outdir / "keep.txt").write_text("old")
     with pytest.raises(ExportError, match="exists and is not empty"):
         export_hub(outdir=outdir, **_files(model_dir))
-    with pytest.raises(ExportError, match="exists and is not empty"):
+    # the command finds it in its checks, before TensorFlow (CommandError,
+    # a ValueError as ExportError is)
+    with pytest.raises(ValueError, match="exists and is not empty"):
         load_bin_script("export_hub.py").main([
             "--options_file", str(model_dir / "options.json"),
             "--weight_file", str(model_dir / "lm_weights.hdf5"),

@@ -9,6 +9,7 @@ in the cache."""
 # arguments: pytest's way to share them without a second conftest.py)
 
 import json
+import re
 import os
 import pathlib
 
@@ -388,3 +389,27 @@ def test_a_cache_entry_changed_by_hand_is_named(mirrored, cache_dir):
                        match=r"bilm_keras_model\.json: expected a cached "
                              r"model's manifest \(a JSON object\)"):
         resolve_model("elmo-small")
+
+
+# --- the kind of a SPEC, without fetching it ----------------------------------
+
+def test_check_model_spec_fetches_nothing(tmp_path, cache_dir, served_files,
+                                          bilm_fixtures):
+    from bilm_keras.pretrained import check_model_spec
+
+    archive = tmp_path / "zhs.model.tar.bz2"
+    archive.write_bytes(served_files[ZHS_TAR])
+    assert check_model_spec("elmo-small") == "name"
+    assert check_model_spec("https://example.org/elmo.zip") == "url"
+    assert check_model_spec(bilm_fixtures / "model") == "directory"
+    assert check_model_spec(archive) == "archive"
+    for spec, message in [
+            ("elmo-smal", "'elmo-smal': unknown model name (did you mean "
+                          "elmo-small"),
+            ("ftp://example.org/elmo.zip", "expected an http:// or "
+                                           "https:// URL"),
+            ("  ", "expected a model name, URL, archive or directory"),
+            (str(tmp_path / "gone.zip"), "no such file or directory")]:
+        with pytest.raises(PretrainedModelError, match=re.escape(message)):
+            check_model_spec(spec)
+    assert not cache_dir.exists()

@@ -379,7 +379,8 @@ def test_missing_weight_file(model_dir, train_dir, tmp_path):
 
 def test_adaptation_flags_need_a_fresh_run(model_dir, train_dir, tmp_path):
     with pytest.raises(ValueError, match=r"^freeze_lm_steps: expected 0 "
-                                         r"without init_weights, found 5"):
+                                         r"without init_weights or "
+                                         r"init_checkpoint, found 5"):
         train(options=BiLMOptions.from_json(model_dir / "options.json"),
               train_prefix=str(train_dir / "data.txt"),
               vocab_file=str(train_dir / "vocab.txt"),

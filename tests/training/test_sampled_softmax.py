@@ -84,3 +84,81 @@ def test_shared_embedding_softmax_with_chars_is_an_error():
     backbone = BiLMBackbone.from_options(fixture_options(use_chars=True))
     with pytest.raises(ValueError, match="share_embedding_softmax"):
         LanguageModel(backbone, 32, share_embedding_softmax=True)
+
+
+# ------------------------------------- negative samples from a step's seed
+def _numpy_tries(seed, n_blocks, block, range_max):
+    """The tries the stateless sampler draws, in numpy from the same
+    uniforms (``floor(exp(u * log(V + 1))) - 1``, TF's LogUniformSampler)."""
+    from bilm_keras.layers.dropout import fold_seed
+
+    u = np.concatenate([
+        tf.random.stateless_uniform([block], seed=fold_seed(seed, i),
+                                    dtype=tf.float64).numpy()
+        for i in range(n_blocks)])
+    return (np.exp(u * np.log(range_max + 1.0)).astype(np.int64) - 1) % (
+        range_max)
+
+
+def test_stateless_samples_are_tensorflows_distribution_and_counts():
+    from bilm_keras.layers.sampled_softmax import (
+        stateless_log_uniform_candidates,
+    )
+
+    V, K = 32, 16  # the fixture's softmax: most tries are repeats
+    labels = tf.constant([[0], [5], [31]], tf.int64)
+    seed = tf.constant([3, 9], tf.int64)
+    sampled, true_count, sampled_count = stateless_log_uniform_candidates(
+        labels, K, V, seed)
+    again = stateless_log_uniform_candidates(labels, K, V, seed)
+    np.testing.assert_array_equal(sampled, again[0])  # a function of seed
+    other = stateless_log_uniform_candidates(
+        labels, K, V, tf.constant([3, 10], tf.int64))[0]
+    assert not np.array_equal(sampled, other)
+    # numpy: the first K distinct tries, in the order drawn, and TF's
+    # expected counts 1 - (1 - p)^n_tries (ExpectedCountHelper)
+    tries = _numpy_tries(seed, 4, 64, V)
+    distinct, first = np.unique(tries, return_index=True)
+    order = np.argsort(first)
+    want = distinct[order][:K]
+    n_tries = first[order][K - 1] + 1
+    np.testing.assert_array_equal(sampled.numpy(), want)
+    assert len(set(want)) == K and want.min() >= 0 and want.max() < V
+
+    def p(c):
+        return np.log((c + 2.0) / (c + 1.0)) / np.log(V + 1.0)
+
+    np.testing.assert_allclose(sampled_count.numpy(),
+                               -np.expm1(n_tries * np.log1p(-p(want))),
+                               rtol=1e-6)
+    np.testing.assert_allclose(true_count.numpy()[:, 0],
+                               -np.expm1(n_tries * np.log1p(-p(
+                                   np.array([0, 5, 31])))), rtol=1e-6)
+    # over many seeds, each class as often as TensorFlow's sampler draws it
+    V, K, n = 1000, 50, 300
+    ours, theirs = np.zeros(V), np.zeros(V)
+    draw = tf.function(lambda s: stateless_log_uniform_candidates(
+        labels, K, V, s)[0])
+    for i in range(n):
+        ours[draw(tf.constant([i, 1], tf.int64)).numpy()] += 1
+        theirs[tf.random.log_uniform_candidate_sampler(
+            labels, 1, K, True, V, seed=i + 1)[0].numpy()] += 1
+    for first, end in [(0, 4), (4, 20), (20, 100), (100, 1000)]:
+        assert abs(ours[first:end].sum() - theirs[first:end].sum()) < (
+            0.1 * theirs[first:end].sum() + 20), (first, end)
+
+
+def test_a_sample_seed_makes_the_training_loss_a_function_of_it():
+    layer = SampledSoftmaxLoss(n_tokens_vocab=50, dim=4,
+                               n_negative_samples=5)
+    x = tf.random.normal((3, 4, 4), seed=2)
+    t = tf.ones((3, 4), tf.int32)
+    seed = tf.constant([1, 2], tf.int64)
+    first = layer(x, t, training=True, sample_seed=seed).numpy()
+    np.testing.assert_array_equal(
+        layer(x, t, training=True, sample_seed=seed).numpy(), first)
+    other = tf.constant([1, 3], tf.int64)
+    assert not np.array_equal(
+        layer(x, t, training=True, sample_seed=other).numpy(), first)
+    full = layer(x, t, training=False, sample_seed=seed).numpy()
+    assert not np.allclose(first, full)

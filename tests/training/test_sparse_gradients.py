@@ -14,8 +14,10 @@ from helpers import fixture_options, training_run
 def _two_steps(train_dir, options, sparse_gradients):
     """Every variable after two training steps on the fixture corpus,
     and the step's concrete graph."""
+    # one step seed for both runs: the same dropout masks and negatives
     lm, step, batches, states = training_run(
-        train_dir, options, sparse_gradients=sparse_gradients)
+        train_dir, options, sparse_gradients=sparse_gradients,
+        dropout_seed=0)
     for _ in range(2):
         batch = next(batches)
         _, _, states, _ = step(batch, states)

@@ -221,24 +221,42 @@ def test_missing_data_file(tmp_path):
     save_dir = _copy(tmp_path)
     (save_dir / "model.ckpt-40.data-00000-of-00001").unlink()
     _dump_fails(save_dir, tmp_path,
-                r"model\.ckpt-40\.data-00000-of-00001: missing \(the "
-                r"checkpoint's values; model\.ckpt-40\.index is there")
+                r"save_dir: no checkpoint reads whole \(model\.ckpt-40\."
+                r"data-00000-of-00001: missing \(the checkpoint's values; "
+                r"model\.ckpt-40\.index is there without them\)\)")
 
 
 def test_no_checkpoint(tmp_path):
     save_dir = tmp_path / "empty"
     save_dir.mkdir()
     shutil.copy(RUN / "save_dir" / "options.json", save_dir)
-    _dump_fails(save_dir, tmp_path, r"empty: no checkpoint \(expected")
+    _dump_fails(save_dir, tmp_path, r"empty: no checkpoint found \(expected")
 
 
 def test_state_file_naming_a_checkpoint_that_is_nowhere(tmp_path):
+    # the state file names model.ckpt-40; only model.ckpt-39 is there: a
+    # reader passes over 40 and says so, a dump refuses to pass it over
     save_dir = _copy(tmp_path)
     for path in save_dir.glob("model.ckpt-40.*"):
         path.rename(save_dir / path.name.replace("-40.", "-39."))
+    found = locate_checkpoint(save_dir)
+    assert found.path == str(save_dir / "model.ckpt-39")
+    assert found.damaged == ((str(save_dir / "model.ckpt-40"),
+                              "model.ckpt-40.index: missing"),)
+    assert found.fallback_note() == (
+        "WARNING: the latest checkpoint does not read whole "
+        "(model.ckpt-40.index: missing); using model.ckpt-39, the newest "
+        "that does")
     _dump_fails(save_dir, tmp_path,
-                r"checkpoint names checkpoint "
-                r"/home/elmo/runs/bilm_tf_run/model\.ckpt-40, but neither")
+                r"save_dir: the latest checkpoint model\.ckpt-40 does not "
+                r"read whole \(model\.ckpt-40\.index: missing\); the newest "
+                r"that does is model\.ckpt-39: name it to use it "
+                r"\(--checkpoint model\.ckpt-39\)")
+    out = tmp_path / "named" / "lm_weights.hdf5"
+    dump_bilm_tf_checkpoint(
+        save_dir, out,
+        located=locate_checkpoint(save_dir, checkpoint="model.ckpt-39"))
+    assert out.exists()
 
 
 def test_neither_ours_nor_bilm_tfs(tmp_path):
@@ -296,3 +314,34 @@ def test_read_a_tensor_by_name(loaded):
     with pytest.raises(CheckpointFileError,
                        match=r"model\.ckpt-40: cannot read lm/nothing"):
         checkpoint.read_tensor("lm/nothing")
+
+
+def test_a_damaged_latest_checkpoint_is_passed_over(tmp_path):
+    # bilm-tf kept its two newest checkpoints; the newest cut short
+    save_dir = _copy(tmp_path)
+    for path in save_dir.glob("model.ckpt-40.*"):
+        shutil.copy(path, save_dir / path.name.replace("-40.", "-30."))
+    data = save_dir / "model.ckpt-40.data-00000-of-00001"
+    size = data.stat().st_size
+    with open(data, "r+b") as f:
+        f.truncate(size // 2)
+    problem = (f"model.ckpt-40.data-00000-of-00001: cut short "
+               f"({size // 2} of {size} bytes)")
+    found = locate_checkpoint(save_dir)
+    assert (found.path, found.kind) == (str(save_dir / "model.ckpt-30"),
+                                        BILM_TF)
+    assert found.damaged == ((str(save_dir / "model.ckpt-40"), problem),)
+    with pytest.raises(CheckpointFileError) as info:
+        locate_checkpoint(save_dir, fallback=False)
+    assert str(info.value) == (
+        f"{save_dir}: the latest checkpoint model.ckpt-40 does not read "
+        f"whole ({problem}); the newest that does is model.ckpt-30: name it "
+        "to use it (--checkpoint model.ckpt-30)")
+    # named: used as it is, or refused when it is the damaged one
+    assert locate_checkpoint(save_dir, checkpoint="model.ckpt-30",
+                             fallback=False).damaged == ()
+    with pytest.raises(CheckpointFileError) as info:
+        locate_checkpoint(save_dir, checkpoint="model.ckpt-40")
+    assert str(info.value) == (
+        f"{save_dir / 'model.ckpt-40'}: the checkpoint does not read whole "
+        f"({problem})")

@@ -1,0 +1,119 @@
+"""``bilm-keras models``: the published models it can fetch by name, and
+which are in the cache (no network, no TensorFlow)."""
+
+import os
+import sys
+
+NAME = "models"
+ALIAS = "list_models.py"
+HELP = "list the published models (by name, for --model), and which are " \
+       "cached"
+NEEDS_TENSORFLOW = False
+DESCRIPTION = """\
+List the published ELMo models that --model, --init_model and
+BidirectionalLanguageModel.from_pretrained(NAME) take by name: AllenNLP's
+English models (bilm-tf format) and ELMoForManyLangs' 44 languages
+(converted once, without PyTorch, when first used). For each: its
+language (ISO 639-1 code, else 639-3), its size in parameters where the
+publisher states it, its format, and whether it is in the cache with its
+size on disk.
+
+The cache is $BILM_KERAS_CACHE (default $XDG_CACHE_HOME/bilm_keras, else
+~/.cache/bilm_keras); a cached model is used with no network access.
+$BILM_KERAS_MODEL_MIRROR=BASE fetches every model from a mirror with the
+same paths. Nothing is downloaded here; docs/pretrained-models.md has each
+model's source, license and citation."""
+EPILOG = """\
+examples:
+  bilm-keras models
+  bilm-keras models --cached
+  bilm-keras models --markdown
+then use one by name, e.g. `bilm-keras embed --model manylangs-zh ...`."""
+
+
+def add_arguments(parser):
+    parser.add_argument("--cached", action="store_true",
+                        help="only the models in the cache")
+    parser.add_argument("--markdown", action="store_true",
+                        help="print the registry as the Markdown table of "
+                             "docs/pretrained-models.md, with each source's "
+                             "license and citation (no cache state)")
+
+
+def check(args) -> None:
+    pass  # nothing to check: the registry ships with the package
+
+
+def _megabytes(n: int) -> str:
+    return f"{n / 1e6:,.1f} MB"
+
+
+def format_table(listed) -> list:
+    """The lines of the table of ``listed``
+    (:class:`~bilm_keras.pretrained.ListedModel` rows)."""
+    rows = [("NAME", "CODE", "LANGUAGE", "PARAMS", "FORMAT", "CACHED")]
+    for entry in listed:
+        model = entry.model
+        params = ("-" if model.parameters_millions is None
+                  else f"{model.parameters_millions:g} M")
+        cached = ("no" if not entry.cached
+                  else _megabytes(entry.cached_bytes))
+        rows.append((model.name, model.language_code, model.language,
+                     params, model.format, cached))
+    widths = [max(len(row[i]) for row in rows) for i in range(5)]
+    return ["  ".join(cell.rjust(width) if i == 3 else cell.ljust(width)
+                      for i, (cell, width) in enumerate(zip(row, widths)))
+            + "  " + row[5] for row in rows]
+
+
+def registry_markdown(models) -> str:
+    """The table of ``models`` (:class:`~bilm_keras.pretrained.
+    RegisteredModel` rows, in order) and, per source, its models, license
+    and citation, in Markdown: what docs/pretrained-models.md holds
+    between its ``registry`` markers (a test keeps the two equal)."""
+    lines = ["| Name | Language | Code | Format | Parameters | Trained on |",
+             "|---|---|---|---|---:|---|"]
+    groups = {}
+    for model in models:
+        params = ("-" if model.parameters_millions is None
+                  else f"{model.parameters_millions:g} M")
+        lines.append(f"| `{model.name}` | {model.language} | "
+                     f"{model.language_code} | {model.format} | {params} | "
+                     f"{model.description} |")
+        key = (model.source, model.license, model.citation)
+        groups.setdefault(key, []).append(model.name)
+    lines.append("")
+    for (source, license_, citation), names in groups.items():
+        shown = ", ".join(f"`{name}`" for name in names)
+        lines += [f"* {shown}", f"  * source: {source}",
+                  f"  * license: {license_}", f"  * cite: {citation}"]
+    return "\n".join(lines) + "\n"
+
+
+def run(args) -> list:
+    from bilm_keras.pretrained import CACHE_ENV, default_cache_dir, list_models
+
+    if args.markdown:
+        from bilm_keras.pretrained import registered_models
+
+        models = list(registered_models().values())
+        print(registry_markdown(models), end="")
+        return models
+    cache = default_cache_dir()
+    listed = list_models(cache_dir=cache)
+    cached = [entry for entry in listed if entry.cached]
+    shown = cached if args.cached else listed
+    lines = format_table(shown) if shown else ["no model is cached"]
+    total = sum(entry.cached_bytes for entry in cached)
+    lines += ["", f"{len(listed)} models; {len(cached)} cached "
+                  f"({_megabytes(total)}) in {cache} (${CACHE_ENV})",
+              "use one: bilm-keras embed --model NAME ..., or "
+              "BidirectionalLanguageModel.from_pretrained(NAME)"]
+    try:
+        print("\n".join(lines), flush=True)
+    except BrokenPipeError:  # `bilm-keras models | head`: not an error
+        # Python's advice: point stdout elsewhere so that its flush at
+        # exit does not fail again
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    return shown

@@ -1,0 +1,317 @@
+"""Embedding in an Apache Beam pipeline: Beam's ``RunInference`` with our
+:class:`BiLMModelHandler`, and :class:`EmbedSentences`, the transform of a
+PCollection of ``(key, tokens)`` into ``(key, array)``.
+
+::
+
+    import apache_beam as beam
+    from bilm_keras.embedding.beam_inference import EmbedSentences
+
+    with beam.Pipeline() as p:
+        vectors = (p
+                   | beam.Create([(0, ["The", "cat", "sat", "."]),
+                                  (1, ["深度", "学习"])])
+                   | EmbedSentences(options_file="options.json",
+                                    weight_file="lm_weights.hdf5",
+                                    spec=EmbeddingSpec(output="top")))
+        # (0, (4, 1024) float32), (1, (2, 1024) float32)
+
+Each worker process loads the model once (Beam's ``shared.Shared``: the
+threads of a process share it) and embeds whole Beam batches of sentences
+with a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder`, which
+sorts each batch by length into its own compute batches: a Beam batch is
+a chunk of ``bilm-keras embed`` (4,096 sentences by default). The model
+may be files (``options.json`` + weights, on any Beam file system: a
+worker copies a remote file to its disk once) or a published model's
+name, URL or archive, resolved on each worker through
+:func:`~bilm_keras.pretrained.resolve_model` (its cache,
+``$BILM_KERAS_CACHE``).
+
+The whole-file job (``bilm-keras embed --runner``) is
+:mod:`bilm_keras.embedding.beam_dump`. Needs ``apache-beam`` (the
+``beam`` extra); TensorFlow is imported on the workers, when the model
+is loaded.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any, Optional
+
+import apache_beam as beam
+from apache_beam.ml.inference.base import ModelHandler, RunInference
+
+from bilm_keras._utils.settings import SettingError, is_positive_int
+from bilm_keras.embedding import beam_files
+from bilm_keras.embedding.outputs import EmbeddingSpec
+from bilm_keras.options import BiLMOptions
+from bilm_keras.pretrained.resolution import ResolvedModel, resolve_model
+
+#: sentences per Beam batch by default: ``bilm-keras embed``'s chunk, so
+#: the embedder's length sorting has as many sentences to group
+DEFAULT_BATCH_SENTENCES = 4096
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelFiles:
+    """The files of a model, as a worker reads them (local paths or URLs on
+    a Beam file system).
+
+    Attributes:
+        options_file: the options JSON.
+        weight_file: the weights HDF5 (bilm-tf's layout).
+        vocab_file: the vocabulary (token input; optional for characters).
+        embedding_weight_file: a token-input run's token table
+            (``bilm-keras dump-tokens``); None: character input, or for
+            options without ``char_cnn`` (a token-trained model) the table
+            in ``weight_file``.
+    """
+
+    options_file: str
+    weight_file: str
+    vocab_file: Optional[str] = None
+    embedding_weight_file: Optional[str] = None
+
+
+class LoadedBiLM:
+    """What :meth:`BiLMModelHandler.load_model` gives each worker process:
+    a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder` over the
+    loaded backbone, and what it embeds. Its threads share it; a lock lets
+    one batch at a time through (TensorFlow's own threads use the cores).
+
+    Attributes:
+        embedder: the embedder.
+        spec: what each sentence's array holds.
+        vocab_file: a local copy of the vocabulary, or None.
+        batch_size: sentences per LSTM batch, or None for the embedder's
+            compute batches.
+        model: where the files came from (the resolved model, or None).
+    """
+
+    def __init__(self, embedder, spec: EmbeddingSpec,
+                 vocab_file: Optional[str], batch_size: Optional[int],
+                 model: Optional[ResolvedModel] = None):
+        self.embedder = embedder
+        self.spec = spec
+        self.vocab_file = vocab_file
+        self.batch_size = batch_size
+        self.model = model
+        self._lock = threading.Lock()
+
+    def embed(self, sentences: Sequence[Sequence[str]]) -> list:
+        """One array per sentence, in order
+        (:meth:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder.
+        embed_sentences` with this model's spec)."""
+        with self._lock:
+            return self.embedder.embed_sentences(
+                sentences, batch_size=self.batch_size,
+                vocab_file=self.vocab_file, spec=self.spec)
+
+
+class BiLMModelHandler(ModelHandler):
+    """Beam's ``ModelHandler`` for a biLM: ``RunInference`` over ``(key,
+    tokens)`` elements gives ``(key, array)`` elements, the array as
+    :meth:`~bilm_keras.BidirectionalLanguageModel.embed_sentences` returns
+    it for ``spec`` (every ``output``: all layers `(K, n, D)`, the top one
+    or a mix or an average `(n, D)`, a sentence vector `(D,)`; ``n`` =
+    ``len(tokens)``, ``D`` = ``2 * projection_dim``).
+
+    The model is loaded once per worker process and shared by its threads
+    (``RunInference`` keeps it in Beam's ``shared.Shared``); with
+    ``large_model`` one copy per machine serves every process
+    (``share_model_across_processes``: for a model that does not fit once
+    per process; the arrays then travel between processes). Elements are
+    batched by Beam's ``BatchElements``, ``batch_sentences`` at a time
+    (fewer at a bundle's end), and each batch is sorted by length into the
+    embedder's compute batches, as a chunk of ``bilm-keras embed`` is.
+
+    Args:
+        model: a published model: a registry name (``"elmo-original"``),
+            an http(s) URL or a local archive or folder, resolved on each
+            worker by :func:`~bilm_keras.pretrained.resolve_model` (into
+            ``cache_dir``); or a :class:`~bilm_keras.pretrained.
+            ResolvedModel` (its files are used as they are). Not with
+            ``options_file``.
+        options_file, weight_file: the model's files instead (local paths,
+            or any Beam file system's, e.g. ``gs://bucket/options.json``:
+            copied to the worker's disk once).
+        vocab_file: the vocabulary; required for token input (default: a
+            resolved model's own, if it ships one).
+        embedding_weight_file: token input: the token table of
+            ``vocab_file`` (``bilm-keras dump-tokens``).
+        spec: what to embed (:class:`~bilm_keras.embedding.outputs.
+            EmbeddingSpec`); default every layer, float32.
+        batch_size: sentences per LSTM batch; None (default): the
+            embedder's own length-sorted compute batches.
+        devices: the devices each worker embeds on (default: every GPU,
+            else the CPU).
+        batch_sentences: int, sentences per Beam batch (``BatchElements``'
+            ``min_batch_size`` and ``max_batch_size``); the embedder sorts
+            each batch by length, so larger batches pad less; memory holds
+            a batch's arrays.
+        large_model: one model per machine, not per process (above).
+        cache_dir: the model cache of ``model`` on the workers (default
+            ``$BILM_KERAS_CACHE``, else ``~/.cache/bilm_keras``).
+
+    Raises:
+        SettingError: no model or two, a spec that is not an
+            ``EmbeddingSpec``, a bad ``batch_size`` or ``batch_sentences``
+            (checked here, on the machine that builds the pipeline).
+
+    Example:
+        >>> handler = BiLMModelHandler(options_file="options.json",
+        ...                            weight_file="lm_weights.hdf5",
+        ...                            spec=EmbeddingSpec(output="average"))
+        >>> keyed = pcoll | RunInference(handler)  # (key, (n, D) float32)
+    """
+
+    def __init__(
+        self,
+        model: str | os.PathLike | ResolvedModel | None = None,
+        *,
+        options_file: str | os.PathLike | None = None,
+        weight_file: str | os.PathLike | None = None,
+        vocab_file: str | os.PathLike | None = None,
+        embedding_weight_file: str | os.PathLike | None = None,
+        spec: EmbeddingSpec | None = None,
+        batch_size: int | None = None,
+        devices: Sequence[str] | None = None,
+        batch_sentences: int = DEFAULT_BATCH_SENTENCES,
+        large_model: bool = False,
+        cache_dir: str | os.PathLike | None = None,
+    ):
+        if (model is None) == (options_file is None):
+            raise SettingError(
+                "model", "expected either model (a name, URL, archive or "
+                         "folder) or options_file and weight_file, found "
+                         f"{'both' if model is not None else 'neither'}")
+        if options_file is not None and weight_file is None:
+            raise SettingError("weight_file", "expected the weights of "
+                                              "options_file, found None")
+        spec = EmbeddingSpec() if spec is None else spec
+        if not isinstance(spec, EmbeddingSpec):
+            raise SettingError("spec", f"expected an EmbeddingSpec, found "
+                                       f"{type(spec).__name__}")
+        if batch_size is not None and not is_positive_int(batch_size):
+            raise SettingError("batch_size", f"expected a positive integer "
+                                             f"or None, found "
+                                             f"{batch_size!r}")
+        if not is_positive_int(batch_sentences):
+            raise SettingError("batch_sentences", f"expected a positive "
+                                                  f"integer, found "
+                                                  f"{batch_sentences!r}")
+        super().__init__(min_batch_size=batch_sentences,
+                         max_batch_size=batch_sentences,
+                         large_model=large_model)
+        self.model = (model if model is None or isinstance(
+            model, ResolvedModel) else os.fspath(model))
+        self.files = None if options_file is None else ModelFiles(
+            _path(options_file), _path(weight_file), _path(vocab_file),
+            _path(embedding_weight_file))
+        self.vocab_file = _path(vocab_file)
+        self.spec = spec
+        self.batch_size = batch_size
+        self.devices = None if devices is None else list(devices)
+        self.batch_sentences = batch_sentences
+        self.cache_dir = None if cache_dir is None else os.fspath(cache_dir)
+
+    def model_files(self) -> tuple[ModelFiles, Optional[ResolvedModel]]:
+        """The files to load (resolving ``model`` if it is a spec: a
+        download into the cache the first time) and the resolved model."""
+        if self.files is not None:
+            return self.files, None
+        resolved = self.model
+        if not isinstance(resolved, ResolvedModel):
+            resolved = resolve_model(resolved, cache_dir=self.cache_dir,
+                                     progress=False)
+        vocab = self.vocab_file or resolved.vocab_file
+        return ModelFiles(resolved.options_file, resolved.weight_file,
+                          vocab, None), resolved
+
+    def load_model(self) -> LoadedBiLM:
+        """Loads the model on a worker (once per process: Beam shares it
+        between the process's threads)."""
+        from bilm_keras.embedding.bulk_embedder import BulkEmbedder
+        from bilm_keras.models.backbone_loading import load_backbone
+
+        files, resolved = self.model_files()
+        scratch = beam_files.scratch_folder()
+        local = {name: None if path is None
+                 else beam_files.local_copy(path, scratch)
+                 for name, path in dataclasses.asdict(files).items()}
+        options = BiLMOptions.from_json(local["options_file"])
+        table = local["embedding_weight_file"]
+        if table is None and options.char_cnn is None:
+            table = local["weight_file"]  # a token-trained model's table
+        if table is not None and local["vocab_file"] is None:
+            raise SettingError("vocab_file", "token input needs the "
+                                             "vocabulary of its token "
+                                             "table, found None")
+        self.spec.resolve(options.lstm.n_layers)  # its layers, its mix
+        backbone = load_backbone(
+            options, local["weight_file"],
+            use_character_inputs=table is None, embedding_weight_file=table)
+        embedder = BulkEmbedder(backbone, devices=self.devices,
+                                options=options)
+        return LoadedBiLM(embedder, self.spec, local["vocab_file"],
+                          self.batch_size, resolved)
+
+    def run_inference(self, batch: Sequence[tuple[Any, Sequence[str]]],
+                      model: LoadedBiLM,
+                      inference_args: Optional[dict] = None
+                      ) -> Iterable[tuple[Any, Any]]:
+        """``(key, tokens)`` -> ``(key, array)``, one batch, in order."""
+        keys = [key for key, _ in batch]
+        arrays = model.embed([tokens for _, tokens in batch])
+        return list(zip(keys, arrays))
+
+    def get_num_bytes(self, batch) -> int:
+        """The batch's text, in UTF-8 bytes (for Beam's metrics; cheaper
+        than Beam's default, a pickle of the batch)."""
+        return sum(len(token.encode("utf-8")) for _, tokens in batch
+                   for token in tokens)
+
+    def get_metrics_namespace(self) -> str:
+        return "bilm_keras"
+
+    def validate_inference_args(self, inference_args) -> None:
+        if inference_args:
+            raise ValueError(f"inference_args: BiLMModelHandler takes none "
+                             f"(the spec says what to embed), found "
+                             f"{sorted(inference_args)}")
+
+    def __repr__(self) -> str:
+        model = self.model if self.files is None else self.files
+        return f"BiLMModelHandler({model!r}, spec={self.spec!r})"
+
+
+class EmbedSentences(beam.PTransform):
+    """``(key, tokens)`` -> ``(key, array)``: ``RunInference`` with a
+    :class:`BiLMModelHandler` (the arguments are the handler's, or give
+    one as ``handler``). Keys are any values and pass through unchanged;
+    ``tokens`` is a list of strings (a sentence may be empty).
+
+    Example:
+        >>> pcoll | EmbedSentences("elmo-original",
+        ...                        spec=EmbeddingSpec(output="mix",
+        ...                                           mix_weights=(.2, .5, .3)))
+    """
+
+    def __init__(self, model=None, *, handler: BiLMModelHandler | None = None,
+                 **handler_arguments):
+        super().__init__()
+        if handler is not None and (model is not None or handler_arguments):
+            raise SettingError("handler", "expected a handler or its "
+                                          "arguments, found both")
+        self.handler = (handler if handler is not None
+                        else BiLMModelHandler(model, **handler_arguments))
+
+    def expand(self, pcoll):
+        return pcoll | "EmbedWithBiLM" >> RunInference(self.handler)
+
+
+def _path(path) -> Optional[str]:
+    return None if path is None else os.fspath(path)

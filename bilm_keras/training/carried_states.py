@@ -1,0 +1,100 @@
+"""The LSTM states a run carries from one step to the next, kept in its
+checkpoints: :class:`CarriedStates`.
+
+Training is truncated backpropagation through time: every row of the batch
+is a continuous stream of sentences, and each step starts from the states
+the previous step ended with (:mod:`.train_step`). A run resumed from a
+checkpoint that starts its rows from zero states computes other losses
+than the uninterrupted run from its first step on. With these states in
+the checkpoint (and the data stream, the step's seeds), a run preempted at
+a step and resumed ends with the same weights as one never stopped.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras.models.language_model import LanguageModel
+
+#: the checkpoint's attribute that holds them
+CHECKPOINT_KEY = "lstm_states"
+
+
+class CarriedStates:
+    """The states of every LSTM layer of both directions, for the global
+    batch, as variables a checkpoint holds.
+
+    Each replica carries ``{direction: [(c, h), ...]}`` for its
+    ``batch_size / R`` rows (``c`` `(rows, dim)`, ``h`` `(rows,
+    projection_dim)`); here they are stored as the global batch's rows, in
+    replica order, which is the order of the global batch's rows (replica
+    ``r`` trains rows ``[r * B / R, (r + 1) * B / R)``), one variable per
+    layer and state, named ``DIRECTION:LAYER:c`` / ``...:h``.
+
+    Args:
+        lm: the model (its directions, layers and sizes).
+        batch_size: the global batch.
+
+    Attributes:
+        current: the replicas' states the next step starts from (the
+            training loop keeps it up to date; :meth:`capture` saves it).
+    """
+
+    def __init__(self, lm: LanguageModel, batch_size: int):
+        self.batch_size = batch_size
+        self._template = lm.zero_states(batch_size)
+        self.variables = {}
+        for direction, layers in self._template.items():
+            for layer, (c, h) in enumerate(layers):
+                for name, zeros in (("c", c), ("h", h)):
+                    key = f"{direction}:{layer}:{name}"
+                    self.variables[key] = tf.Variable(
+                        zeros, trainable=False,
+                        name=f"lstm_state_{direction}_{layer}_{name}")
+        # in the order tf.nest flattens the states
+        self._keys = sorted(self.variables, key=_nest_order)
+        self.current = None
+
+    @staticmethod
+    def in_checkpoint(path: str, batch_size: int) -> bool:
+        """Whether the checkpoint at ``path`` holds the states of a global
+        batch of ``batch_size`` rows (an older checkpoint holds none; a run
+        with another batch starts a new stream, from zero states)."""
+        shapes = [shape for name, shape in tf.train.list_variables(path)
+                  if name.startswith(CHECKPOINT_KEY + "/")]
+        return bool(shapes) and all(s[0] == batch_size for s in shapes)
+
+    def capture(self, strategy: tf.distribute.Strategy) -> None:
+        """Copies :attr:`current` (what the last step returned) into the
+        variables, before a checkpoint is written. Under
+        ``MultiWorkerMirroredStrategy`` this gathers from every worker (a
+        collective: every worker calls it at the same step, as they all
+        save)."""
+        for key, value in zip(self._keys, tf.nest.flatten(self.current)):
+            self.variables[key].assign(strategy.gather(value, axis=0))
+
+    def distribute(self, strategy: tf.distribute.Strategy):
+        """The states held (restored from a checkpoint) as each replica's
+        initial states: replica ``r`` gets rows ``[r * B / R, (r + 1) *
+        B / R)``."""
+        values = [self.variables[key].numpy() for key in self._keys]
+        per_replica = self.batch_size // strategy.num_replicas_in_sync
+        template = tf.nest.map_structure(lambda t: t[:per_replica],
+                                         self._template)
+
+        def replica_states(ctx):
+            first = ctx.replica_id_in_sync_group * per_replica
+            return tf.nest.pack_sequence_as(template, [
+                tf.constant(np.ascontiguousarray(v[first:first + per_replica]))
+                for v in values])
+
+        return strategy.experimental_distribute_values_from_function(
+            replica_states)
+
+
+def _nest_order(key: str) -> tuple:
+    """``tf.nest``'s order of ``{direction: [(c, h), ...]}``: directions
+    sorted, layers in order, ``c`` before ``h``."""
+    direction, layer, name = key.split(":")
+    return direction, int(layer), name

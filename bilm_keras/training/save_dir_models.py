@@ -1,0 +1,96 @@
+"""A save_dir's checkpoint, ours or bilm-tf's, chosen and loaded for a
+command (``test``, ``dump-weights``, ``export-hub --save_dir``,
+``restart``).
+
+Who wrote a checkpoint is told from its variable names, and which one is
+used from its files
+(:func:`~bilm_keras.weights.bilm_tf_checkpoint.locate_checkpoint`): the
+newest that reads whole. When newer ones do not (a ``.index`` or
+``.data`` file missing or cut short), a command that reads the model
+(``test``, ``restart``) says so in one line and uses the newest whole
+one; a command that writes the model out for others (``dump-weights``,
+``export-hub``) refuses, naming both, unless the user names a checkpoint:
+its output would otherwise pass for the latest model.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Optional
+
+from bilm_keras.options import BiLMOptions
+from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_language_model
+from bilm_keras.training.checkpoints import OPTIONS_FILE, load_trained_model
+from bilm_keras.training.inputs import check_vocab_fits, load_vocab
+from bilm_keras.weights.bilm_tf_checkpoint import (
+    BILM_TF,
+    SaveDirCheckpoint,
+    locate_checkpoint,
+)
+
+
+def choose_checkpoint(save_dir: str | os.PathLike, *,
+                      checkpoint: Optional[str] = None,
+                      fallback: bool = True) -> SaveDirCheckpoint:
+    """The checkpoint of ``save_dir`` a command uses.
+
+    Args:
+        checkpoint: the one the user named (``model-200``), else None: the
+            newest that reads whole.
+        fallback: True: pass over damaged newer checkpoints, saying so in
+            one line on stderr; False: refuse them (one line naming the
+            damaged one and the newest whole one).
+
+    Raises:
+        CheckpointFileError: see :func:`locate_checkpoint`.
+        SettingError: (field ``checkpoint``) no checkpoint of that name.
+    """
+    found = locate_checkpoint(save_dir, checkpoint=checkpoint,
+                              fallback=fallback)
+    note = found.fallback_note()
+    if note is not None:
+        print(note, file=sys.stderr, flush=True)
+    return found
+
+
+def load_save_dir_model(save_dir: str | os.PathLike, *,
+                        vocab_file=None,
+                        checkpoint: Optional[str] = None,
+                        fallback: bool = True) -> tuple:
+    """A save_dir's checkpoint as an inference :class:`LanguageModel`
+    (no dropout), softmax included, whoever wrote it.
+
+    Args:
+        vocab_file: the model's vocabulary, loaded and checked against the
+            options' ``n_tokens_vocab`` (None: no vocabulary).
+        checkpoint, fallback: see :func:`choose_checkpoint`.
+
+    Returns:
+        ``(options, lm, vocab, found)``: the save_dir's options, the
+        model, the vocabulary (or None) and the
+        :class:`~bilm_keras.weights.bilm_tf_checkpoint.SaveDirCheckpoint`
+        read.
+
+    Raises:
+        CheckpointFileError, CheckpointError: a checkpoint that cannot be
+            read or does not fit the options; OptionsError: a vocabulary of
+            another size.
+    """
+    save_dir = os.fspath(save_dir)
+    found = choose_checkpoint(save_dir, checkpoint=checkpoint,
+                              fallback=fallback)
+    if found.kind != BILM_TF:
+        options, lm, vocab = load_trained_model(save_dir,
+                                                vocab_file=vocab_file,
+                                                path=found.path)
+        return options, lm, vocab, found
+    options_file = os.path.join(save_dir, OPTIONS_FILE)
+    options = BiLMOptions.from_json(options_file)
+    vocab = None
+    if vocab_file is not None:  # before the model: a wrong file fails fast
+        vocab = load_vocab(vocab_file, options)
+        check_vocab_fits(options, vocab, vocab_file, options_file)
+    _, lm, _ = load_bilm_tf_language_model(save_dir, located=found,
+                                           options=options)
+    return options, lm, vocab, found

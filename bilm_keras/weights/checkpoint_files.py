@@ -1,0 +1,304 @@
+"""A TensorFlow checkpoint's files, and whether they read whole.
+
+A checkpoint ``PREFIX`` is ``PREFIX.index`` and its data shards
+``PREFIX.data-0000K-of-0000N`` (``tf.train.Saver`` in bilm-tf's TF1 runs
+and ``tf.train.Checkpoint`` in ours write the same "tensor bundle"). The
+index is a LevelDB-format table: the key ``""`` holds a
+``BundleHeaderProto`` (the number of shards), every other key a tensor's
+``BundleEntryProto`` with its shard, ``offset`` and ``size`` in bytes.
+TensorFlow writes each shard's tensors one after another, so a shard is
+exactly as long as its last tensor's ``offset + size``.
+
+:func:`checkpoint_damage` checks that cheaply and exactly: it reads the
+index (kilobytes) and stats the shards, instead of reading every tensor
+(``tf.train.load_checkpoint`` + ``get_tensor``: a pass over the published
+model's 1.6 GB softmax and its as large Adagrad slots). A shard cut short
+(a kill during a write on a network file system, a full disk) is shorter
+than its index says; a cut-short index has no table footer.
+
+:func:`list_checkpoints` lists a save_dir's checkpoints newest first, both
+bilm-tf's (``model.ckpt-N``) and ours (``model-N``), including those its
+``checkpoint`` state file names but whose files are gone, and
+:func:`resolve_checkpoint` finds the one a user names. Neither imports
+TensorFlow (the command line checks a ``--checkpoint`` before it loads);
+reading an index does, for its protocol buffers.
+"""
+
+from __future__ import annotations
+
+import codecs
+import dataclasses
+import glob
+import os
+import re
+import struct
+from typing import Dict, List, Optional, Tuple
+
+from bilm_keras._utils.settings import SettingError
+
+#: the last 8 bytes of a LevelDB table (``kTableMagicNumber``)
+_TABLE_MAGIC = 0xDB4775248B80FB57
+#: the footer: two block handles padded to 40 bytes, then the magic
+_FOOTER_BYTES = 48
+#: a block's trailer: compression type (1 byte) and a CRC (4 bytes)
+_BLOCK_TRAILER_BYTES = 5
+_DATA_SHARD = re.compile(r"\.data-(\d{5})-of-(\d{5})$")
+_STEP = re.compile(r"-(\d+)$")
+
+
+class CheckpointIndexError(ValueError):
+    """An index file that is not a whole tensor-bundle table."""
+
+
+@dataclasses.dataclass(frozen=True)
+class TensorExtent:
+    """Where a tensor's bytes are: ``size`` bytes at ``offset`` of data
+    shard ``shard``."""
+
+    shard: int
+    offset: int
+    size: int
+
+
+@dataclasses.dataclass(frozen=True)
+class CheckpointIndex:
+    """What a checkpoint's ``.index`` says about its data.
+
+    Attributes:
+        num_shards: the ``.data-*-of-N`` files.
+        extents: ``{tensor key: TensorExtent}`` (a sliced tensor's slices
+            are keys of their own).
+    """
+
+    num_shards: int
+    extents: Dict[str, TensorExtent]
+
+    def shard_path(self, prefix: str, shard: int) -> str:
+        return f"{prefix}.data-{shard:05d}-of-{self.num_shards:05d}"
+
+    def shard_sizes(self) -> List[int]:
+        """The bytes each data shard must hold."""
+        sizes = [0] * self.num_shards
+        for extent in self.extents.values():
+            end = extent.offset + extent.size
+            if 0 <= extent.shard < self.num_shards:
+                sizes[extent.shard] = max(sizes[extent.shard], end)
+        return sizes
+
+
+def _varint(data: bytes, pos: int) -> Tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(data):
+            raise CheckpointIndexError("a varint runs past its block")
+        byte = data[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return result, pos
+        shift += 7
+
+
+def _block(data: bytes, handle: bytes, pos: int = 0) -> bytes:
+    """The contents of the block a handle (offset, size varints) names."""
+    offset, pos = _varint(handle, pos)
+    size, _ = _varint(handle, pos)
+    end = offset + size + _BLOCK_TRAILER_BYTES
+    if end > len(data):
+        raise CheckpointIndexError(
+            f"a block ends at byte {end}, past the file's {len(data)}")
+    if data[offset + size] != 0:  # TensorFlow's bundles are uncompressed
+        raise CheckpointIndexError(
+            f"a block has compression type {data[offset + size]}, "
+            "expected 0 (none)")
+    return data[offset:offset + size]
+
+
+def _block_entries(block: bytes):
+    """``(key, value)`` of each entry of a table block, in order."""
+    if len(block) < 4:
+        raise CheckpointIndexError("a block too short for its restarts")
+    (n_restarts,) = struct.unpack_from("<I", block, len(block) - 4)
+    limit = len(block) - 4 - 4 * n_restarts
+    if limit < 0:
+        raise CheckpointIndexError("a block's restart array runs past it")
+    pos, key = 0, b""
+    while pos < limit:
+        shared, pos = _varint(block, pos)
+        unshared, pos = _varint(block, pos)
+        value_length, pos = _varint(block, pos)
+        if shared > len(key) or pos + unshared + value_length > limit:
+            raise CheckpointIndexError("an entry runs past its block")
+        key = key[:shared] + block[pos:pos + unshared]
+        pos += unshared
+        yield key, block[pos:pos + value_length]
+        pos += value_length
+
+
+def read_checkpoint_index(prefix: str | os.PathLike) -> CheckpointIndex:
+    """Parses ``PREFIX.index``.
+
+    Raises:
+        FileNotFoundError: no ``.index``.
+        CheckpointIndexError: it is not a whole table (cut short: no
+            footer; or an entry that does not parse).
+    """
+    from tensorflow.core.protobuf import tensor_bundle_pb2
+
+    with open(f"{os.fspath(prefix)}.index", "rb") as f:
+        data = f.read()
+    if len(data) < _FOOTER_BYTES or struct.unpack_from(
+            "<Q", data, len(data) - 8)[0] != _TABLE_MAGIC:
+        raise CheckpointIndexError(
+            f"no table footer in its {len(data)} bytes (cut short?)")
+    footer = data[len(data) - _FOOTER_BYTES:]
+    _, pos = _varint(footer, 0)  # the metaindex handle: unused
+    _, pos = _varint(footer, pos)
+    index_block = _block(data, footer, pos)
+    num_shards, extents = None, {}
+    for _, handle in _block_entries(index_block):
+        for key, value in _block_entries(_block(data, handle)):
+            try:
+                if key == b"":
+                    header = tensor_bundle_pb2.BundleHeaderProto()
+                    header.ParseFromString(value)
+                    num_shards = header.num_shards
+                    continue
+                entry = tensor_bundle_pb2.BundleEntryProto()
+                entry.ParseFromString(value)
+            except Exception as e:  # protobuf's DecodeError and kin
+                raise CheckpointIndexError(
+                    f"entry {key!r} does not parse ({e})") from None
+            extents[key.decode("utf-8", "replace")] = TensorExtent(
+                entry.shard_id, entry.offset, entry.size)
+    if num_shards is None:
+        raise CheckpointIndexError("no header entry")
+    return CheckpointIndex(num_shards, extents)
+
+
+def checkpoint_damage(prefix: str | os.PathLike) -> Optional[str]:
+    """None when checkpoint ``prefix`` reads whole, else what is wrong,
+    as a short phrase naming the file (``model-217.data-00000-of-00001:
+    cut short (12288 of 40960 bytes)``).
+
+    Whole means: the ``.index`` parses to its end and every data shard it
+    names is there with at least the bytes its tensors occupy. (The
+    tensors' CRCs are not read: that is the pass over every byte this
+    check avoids; TensorFlow checks them when it reads a tensor.)
+    """
+    prefix = os.fspath(prefix)
+    name = os.path.basename(prefix)
+    if not os.path.exists(prefix + ".index"):
+        return f"{name}.index: missing"
+    try:
+        index = read_checkpoint_index(prefix)
+    except (OSError, CheckpointIndexError) as e:
+        return f"{name}.index: unreadable ({e})"
+    for shard, needed in enumerate(index.shard_sizes()):
+        path = index.shard_path(prefix, shard)
+        try:
+            size = os.path.getsize(path)
+        except OSError:
+            return (f"{os.path.basename(path)}: missing (the checkpoint's "
+                    f"values; {name}.index is there without them)")
+        if size < needed:
+            return (f"{os.path.basename(path)}: cut short ({size} of "
+                    f"{needed} bytes)")
+    return None
+
+
+def checkpoint_step(prefix: str) -> int:
+    """The number a checkpoint's name ends with (``model.ckpt-40``: 40;
+    -1 for none)."""
+    m = _STEP.search(os.path.basename(prefix))
+    return int(m.group(1)) if m else -1
+
+
+#: a line of a ``checkpoint`` state file (a text-format
+#: ``CheckpointState``): ``model_checkpoint_path: "PATH"``
+_STATE_LINE = re.compile(
+    r'^\s*(model_checkpoint_path|all_model_checkpoint_paths)\s*:\s*'
+    r'"((?:[^"\\]|\\.)*)"\s*$')
+
+
+def _state_file_paths(save_dir: str, state_file: str) -> List[str]:
+    """The checkpoints a ``checkpoint`` state file names, the latest
+    first, each as the file of that name in ``save_dir`` when the path it
+    gives is not there (a save_dir copied from another machine: bilm-tf
+    wrote absolute paths). A state file that does not parse names none."""
+    try:
+        with open(os.path.join(save_dir, state_file), "rb") as f:
+            text = f.read().decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return []
+    latest, others = [], []
+    for line in text.splitlines():
+        m = _STATE_LINE.match(line)
+        if m:
+            # C escapes, non-ASCII bytes as octal (text format)
+            path = codecs.escape_decode(m.group(2).encode("utf-8"))[0]
+            (latest if m.group(1) == "model_checkpoint_path"
+             else others).append(path.decode("utf-8", "replace"))
+    paths = []
+    for path in latest + others:
+        if not path:
+            continue
+        if not os.path.isabs(path):
+            path = os.path.join(save_dir, path)
+        if not _has_files(path):
+            path = os.path.join(save_dir, os.path.basename(path))
+        paths.append(os.path.normpath(path))
+    return paths
+
+
+def _has_files(prefix: str) -> bool:
+    return (os.path.exists(prefix + ".index")
+            or bool(glob.glob(glob.escape(prefix) + ".data-*")))
+
+
+def list_checkpoints(save_dir: str | os.PathLike,
+                     state_file: str = "checkpoint") -> List[str]:
+    """Every checkpoint prefix of ``save_dir``, newest first.
+
+    A checkpoint is there if its ``.index`` or a data shard is, or if the
+    ``state_file`` names it (its files may all be gone). Newest is the
+    highest number at the end of the name (the global step, in bilm-tf's
+    ``model.ckpt-N`` and our ``model-N`` alike); among equal numbers, the
+    one the state file names as the latest first.
+    """
+    save_dir = os.path.normpath(os.fspath(save_dir))
+    found = set()
+    for path in glob.glob(os.path.join(glob.escape(save_dir), "*.index")):
+        found.add(path[: -len(".index")])
+    for path in glob.glob(os.path.join(glob.escape(save_dir), "*.data-*")):
+        m = _DATA_SHARD.search(path)
+        if m:
+            found.add(path[: m.start()])
+    named = _state_file_paths(save_dir, state_file)
+    found.update(named)
+    latest = named[0] if named else None
+    return sorted(found, key=lambda p: (checkpoint_step(p), p == latest, p),
+                  reverse=True)
+
+
+def resolve_checkpoint(save_dir: str | os.PathLike, name: str) -> str:
+    """The prefix of the checkpoint of ``save_dir`` a user named:
+    ``model-200``, ``model.ckpt-40``, a path, or one of its files
+    (``model-200.index``).
+
+    Raises:
+        SettingError: (field ``checkpoint``) no checkpoint of that name;
+            the message lists the save_dir's.
+    """
+    save_dir = os.fspath(save_dir)
+    name = os.fspath(name)
+    base = re.sub(r"\.(index|data-\d{5}-of-\d{5}|meta)$", "", name)
+    for prefix in (os.path.join(save_dir, base), base):
+        if _has_files(prefix):
+            return os.path.normpath(prefix)
+    known = [os.path.basename(p) for p in list_checkpoints(save_dir)]
+    raise SettingError(
+        "checkpoint",
+        f"expected a checkpoint of {save_dir} "
+        f"({', '.join(known[:6]) or 'it has none'}"
+        f"{', ...' if len(known) > 6 else ''}), found {name!r}")
