@@ -310,3 +310,17 @@ if __name__ == "__main__":
         sys.exit("usage: python bench/common.py write-model OPTIONS_JSON "
                  "WEIGHTS_HDF5")
     write_random_weights(sys.argv[2], sys.argv[3])
+
+
+def max_abs_diff_to_saved(check_file, embed, sentences):
+    """The largest absolute difference between ``embed(sentences)`` (one
+    array per sentence) and the arrays another implementation saved in
+    ``check_file`` (``np.savez``, in sentence order); None when it saved
+    none."""
+    if not os.path.exists(check_file):
+        return None
+    import numpy as np
+
+    theirs = np.load(check_file)
+    return max(float(np.abs(o - theirs[f"arr_{k}"]).max())
+               for k, o in enumerate(embed(sentences)))

@@ -109,8 +109,6 @@ def allennlp_child(workdir, args) -> dict:
 
 def ours_child(workdir, args) -> dict:
     """In this project's interpreter: our tokens/s, the default call."""
-    import numpy as np
-
     from bilm_keras import BidirectionalLanguageModel
 
     corpus = make_corpus(n_sentences=args.n_sentences)
@@ -118,13 +116,9 @@ def ours_child(workdir, args) -> dict:
     t0 = time.perf_counter()
     model = BidirectionalLanguageModel(*_files(workdir))
     load_s = time.perf_counter() - t0
-    check = os.path.join(workdir, "allennlp_check.npz")
-    max_abs_diff = None
-    if os.path.exists(check):
-        theirs = np.load(check)
-        ours = model.embed_sentences(corpus[:CHECK_SENTENCES])
-        max_abs_diff = max(float(np.abs(o - theirs[f"arr_{k}"]).max())
-                           for k, o in enumerate(ours))
+    max_abs_diff = common.max_abs_diff_to_saved(
+        os.path.join(workdir, "allennlp_check.npz"), model.embed_sentences,
+        corpus[:CHECK_SENTENCES])
     model.embed_sentences(corpus)  # warm-up
     times = []
     for _ in range(args.passes):

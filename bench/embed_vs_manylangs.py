@@ -93,8 +93,6 @@ def upstream_child(model_dir: str, args) -> dict:
 
 def ours_child(converted: str, args) -> dict:
     """In this project's interpreter: our tokens/s, the default call."""
-    import numpy as np
-
     from bilm_keras import BidirectionalLanguageModel
 
     corpus = common.make_corpus(n_sentences=args.n_sentences)
@@ -104,13 +102,9 @@ def ours_child(converted: str, args) -> dict:
         os.path.join(converted, "options.json"),
         os.path.join(converted, "lm_weights.hdf5"))
     load_s = time.perf_counter() - t0
-    max_abs_diff = None
-    check = os.path.join(args.workdir, "upstream_check.npz")
-    if os.path.exists(check):
-        theirs = np.load(check)
-        ours = model.embed_sentences(corpus[:CHECK_SENTENCES])
-        max_abs_diff = max(float(np.abs(o - theirs[f"arr_{k}"]).max())
-                           for k, o in enumerate(ours))
+    max_abs_diff = common.max_abs_diff_to_saved(
+        os.path.join(args.workdir, "upstream_check.npz"),
+        model.embed_sentences, corpus[:CHECK_SENTENCES])
     model.embed_sentences(corpus)  # warm-up
     times = common.time_passes(lambda: model.embed_sentences(corpus),
                                args.passes)

@@ -57,7 +57,6 @@ import common  # noqa: E402
 from bilm_keras.data.corpus import count_corpus  # noqa: E402
 from bilm_keras.data.tf_dataset import make_tf_dataset  # noqa: E402
 from bilm_keras.options import BiLMOptions  # noqa: E402
-from bilm_keras.presets import preset_file  # noqa: E402
 from bilm_keras.training.adaptation import (  # noqa: E402
     init_softmax,
     softmax_variables,

@@ -295,3 +295,15 @@ def training_run(train_dir, options, *, sparse_gradients=True,
     batches = iter(make_tf_dataset(data, options.batch_size,
                                    options.unroll_steps))
     return lm, step, batches, lm.zero_states(options.batch_size)
+
+
+def hdf5_datasets(path) -> dict:
+    """Every dataset of an HDF5 file, by its path in the file, as numpy
+    arrays (or scalars)."""
+    import h5py
+
+    out = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: out.__setitem__(name, obj[()])
+                     if isinstance(obj, h5py.Dataset) else None)
+    return out

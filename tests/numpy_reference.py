@@ -27,6 +27,8 @@ HDF5 file; the padding row is prepended here.
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 # ---------------------------------------------------------------------------
@@ -517,3 +519,39 @@ def scalar_mix(
 def l2_regularization(w: np.ndarray, l2_coef: float) -> float:
     """The ``weight_layers`` regulariser: ``l2_coef * sum(w ** 2)``."""
     return float(l2_coef * np.sum(np.square(w)))
+
+
+def assert_reproduces_manylangs_reference(converted_dir, reference_file,
+                                          atol: float = 1e-5) -> None:
+    """bilm-tf's equations on a converted ELMoForManyLangs model
+    (``converted_dir``: ``options.json`` and ``lm_weights.hdf5``), fed
+    upstream's own ids from ``reference_file`` (shifted by +1: 0 is
+    padding) in one padded batch, give upstream's layers for all 15
+    sentences, to ``atol``."""
+    import json
+
+    import h5py
+
+    weights = load_hdf5_weights(os.path.join(converted_dir, "lm_weights.hdf5"))
+    with open(os.path.join(converted_dir, "options.json"), encoding="utf-8") as f:
+        options = json.load(f)
+    with h5py.File(reference_file, "r") as ref:
+        n = len([k for k in ref.keys() if k.isdigit()])
+        chars = [ref[f"char_ids/{i}"][...] for i in range(n)]
+        words = [ref[f"word_ids/{i}"][...] for i in range(n)]
+        expected = [ref[str(i)][...] for i in range(n)]
+    assert n == 15
+    N = max(len(w) for w in words)
+    char_ids = np.zeros((n, N, chars[0].shape[1]), np.int64)
+    word_ids = np.zeros((n, N), np.int64)
+    for i in range(n):
+        char_ids[i, :len(chars[i])] = chars[i] + 1
+        word_ids[i, :len(words[i])] = words[i] + 1
+    result = bilm_forward(weights, options, char_ids=char_ids,
+                          word_ids=word_ids)
+    layers, lengths = remove_bos_eos(result["layers"], result["lengths"])
+    for i in range(n):
+        got = layers[i, :, :lengths[i]]
+        assert got.shape == expected[i].shape
+        np.testing.assert_allclose(got, expected[i], rtol=0, atol=atol,
+                                   err_msg=f"sentence {i}")

@@ -175,7 +175,7 @@ def atomic_directory(outdir: str | os.PathLike, *,
         os.replace(tmp, outdir)
         tmp = None
     except Exception as e:
-        written = (_tree_size(tmp) if tmp is not None
+        written = (folder_bytes(tmp) if tmp is not None
                    and full_errno(e) is not None else 0)
         if tmp is not None:
             shutil.rmtree(tmp, ignore_errors=True)
@@ -189,8 +189,9 @@ def atomic_directory(outdir: str | os.PathLike, *,
             shutil.rmtree(old, ignore_errors=True)
 
 
-def _tree_size(folder: str) -> int:
-    """Bytes in the files under ``folder``."""
+def folder_bytes(folder: str) -> int:
+    """Bytes in the files under ``folder`` (one that vanishes meanwhile
+    counts 0)."""
     total = 0
     for root, _, names in os.walk(folder):
         for name in names:

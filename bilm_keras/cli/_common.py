@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import glob
 import math
+import contextlib
 import os
 import sys
 import tempfile
@@ -260,18 +261,30 @@ def import_tensorflow(verbose: bool = False) -> None:
         import tensorflow  # noqa: F401
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+    with stderr_replayed_on_failure():
+        import keras  # noqa: F401
+        import tensorflow  # noqa: F401
+
+
+@contextlib.contextmanager
+def stderr_replayed_on_failure(expected: tuple = ()):
+    """Points the stderr file descriptor at a temporary file while the
+    block runs (what C++ libraries and child processes write there is
+    hidden); if the block fails with anything but ``expected`` (a bad
+    input's own one-line error), the hidden text is written to stderr
+    before the error goes on. Without a usable stderr, changes nothing."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)
     except (OSError, ValueError, AttributeError):  # no usable stderr
-        import keras  # noqa: F401
-        import tensorflow  # noqa: F401
+        yield
         return
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)
         try:
-            import keras  # noqa: F401
-            import tensorflow  # noqa: F401
+            yield
+        except expected:
+            raise
         except BaseException:
             sys.stderr.flush()
             os.dup2(saved, 2)

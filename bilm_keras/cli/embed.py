@@ -3,8 +3,6 @@
 import argparse
 import contextlib
 import os
-import sys
-import tempfile
 
 from bilm_keras.cli._common import (
     CommandError,
@@ -14,6 +12,7 @@ from bilm_keras.cli._common import (
     finite_float,
     non_negative_int,
     positive_int,
+    stderr_replayed_on_failure,
 )
 from bilm_keras.cli._model_flags import (
     add_model_argument,
@@ -460,21 +459,5 @@ def _quiet_stderr(show: bool):
     if show:
         yield
         return
-    sys.stderr.flush()
-    saved = os.dup(2)
-    with tempfile.TemporaryFile() as captured:
-        os.dup2(captured.fileno(), 2)
-        try:
-            yield
-        except (ValueError, OSError):
-            raise
-        except BaseException:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            captured.seek(0)
-            sys.stderr.write(captured.read().decode("utf-8", "replace"))
-            raise
-        finally:
-            sys.stderr.flush()
-            os.dup2(saved, 2)
-            os.close(saved)
+    with stderr_replayed_on_failure(expected=(ValueError, OSError)):
+        yield

@@ -6,10 +6,10 @@ from __future__ import annotations
 import dataclasses
 import os
 
+from bilm_keras._utils.atomic_files import folder_bytes
 from bilm_keras.pretrained.model_cache import (
     default_cache_dir,
     entry_dir,
-    folder_bytes,
     is_complete,
 )
 from bilm_keras.pretrained.registry import RegisteredModel, registered_models

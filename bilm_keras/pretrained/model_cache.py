@@ -206,15 +206,3 @@ def install_entry(model_dir: str, entry: str) -> None:
                 f"{entry}: expected a complete cached model or no folder, "
                 f"found an incomplete one; remove it and try again"
             ) from None
-
-
-def folder_bytes(path: str) -> int:
-    """The total size of the files under ``path``."""
-    total = 0
-    for folder, _, files in os.walk(path):
-        for name in files:
-            try:
-                total += os.path.getsize(os.path.join(folder, name))
-            except OSError:
-                pass
-    return total

@@ -10,25 +10,18 @@ import json
 import pathlib
 import shutil
 
-import h5py
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bilm_keras import cli
+from helpers import hdf5_datasets
 
 RUN = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "bilm_tf_run"
 RECORDED = json.loads((RUN / "perplexities.json").read_text())["by_batch_size"]
 VOCAB = str(RUN / "vocab.txt")
 HELDOUT = str(RUN / "heldout.txt")
 
-
-def _datasets(path):
-    with h5py.File(path, "r") as f:
-        out = {}
-        f.visititems(lambda name, obj: out.__setitem__(name, obj[...])
-                     if isinstance(obj, h5py.Dataset) else None)
-    return out
 
 
 def _tree(*roots):
@@ -99,7 +92,7 @@ def test_dump_weights_is_bilm_tfs_dump(sub, tmp_path, capsys):
     out = tmp_path / "model" / "lm_weights.hdf5"
     assert cli.main(["dump-weights", "--save_dir", str(RUN / sub),
                      "--outfile", str(out)]) == 0
-    ours, theirs = _datasets(out), _datasets(RUN / "lm_weights.hdf5")
+    ours, theirs = hdf5_datasets(out), hdf5_datasets(RUN / "lm_weights.hdf5")
     assert sorted(ours) == sorted(theirs)
     for name, value in theirs.items():
         assert ours[name].dtype == value.dtype == np.float32
@@ -244,7 +237,7 @@ def test_stateful_without_a_softmax(stateful, tmp_path, capsys):
     out = tmp_path / "dump" / "lm_weights.hdf5"
     assert cli.main(["dump-weights", "--save_dir", str(save_dir),
                      "--outfile", str(out)]) == 0
-    ours, theirs = _datasets(out), _datasets(RUN / "lm_weights.hdf5")
+    ours, theirs = hdf5_datasets(out), hdf5_datasets(RUN / "lm_weights.hdf5")
     assert all(np.array_equal(ours[k], v) for k, v in theirs.items())
 
 

@@ -27,6 +27,7 @@ from model_server import (  # noqa: F401 (fixtures)
 )
 
 from bilm_keras import cli
+from helpers import hdf5_datasets
 
 
 def _main(argv):
@@ -37,10 +38,6 @@ def _main(argv):
     except SystemExit as e:  # usage errors, from argparse
         return e.code
 
-
-def _datasets(path) -> dict:
-    with h5py.File(path, "r") as f:
-        return {name: f[name][()] for name in f}
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +58,7 @@ def test_embed_by_name(mirrored, cache_dir, sentences, fixture_bilm,
     assert _main(["embed", "--model", "elmo-small", "--dataset_file",
                   sentences, "--outfile", outfile]) == 0
     assert "wrote 6 sentences" in capsys.readouterr().out
-    got = _datasets(outfile)
+    got = hdf5_datasets(outfile)
     lines = sentences.read_text("utf-8").splitlines()
     want = fixture_bilm.embed_sentences([line.split() for line in lines])
     for i, w in enumerate(want):
@@ -81,7 +78,7 @@ def test_embed_by_name_equals_embed_by_path(mirrored, cache_dir, model_dir,
     assert _main(["embed", "--options_file", model_dir / "options.json",
                   "--weight_file", model_dir / "lm_weights.hdf5",
                   "--dataset_file", sentences, "--outfile", by_path]) == 0
-    got, want = _datasets(by_name), _datasets(by_path)
+    got, want = hdf5_datasets(by_name), hdf5_datasets(by_path)
     assert sorted(got) == sorted(want) and len(got) == 7  # + the index
     for name in want:
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
@@ -98,8 +95,8 @@ def test_dump_tokens_by_url_takes_the_models_vocabulary(
                   model_dir / "vocab_test.txt", "--options_file",
                   model_dir / "options.json", "--weight_file",
                   model_dir / "lm_weights.hdf5", "--outfile", by_path]) == 0
-    np.testing.assert_array_equal(_datasets(by_url)["embedding"],
-                                  _datasets(by_path)["embedding"])
+    np.testing.assert_array_equal(hdf5_datasets(by_url)["embedding"],
+                                  hdf5_datasets(by_path)["embedding"])
 
 
 @pytest.mark.slow

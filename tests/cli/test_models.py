@@ -18,7 +18,7 @@ from helpers import run_command
 
 from bilm_keras import cli
 from bilm_keras.pretrained import registered_models, resolve_model
-from bilm_keras.pretrained.model_cache import folder_bytes
+from bilm_keras._utils.atomic_files import folder_bytes
 
 
 def _rows(out):

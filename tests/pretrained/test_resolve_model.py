@@ -13,7 +13,6 @@ import re
 import os
 import pathlib
 
-import h5py
 import numpy as np
 import pytest
 from model_server import (  # noqa: F401 (fixtures)
@@ -38,14 +37,8 @@ from bilm_keras.pretrained import (
     resolve_model,
 )
 from bilm_keras.pretrained.model_cache import MANIFEST
+from helpers import hdf5_datasets
 
-
-def _datasets(path) -> dict:
-    out = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda name, obj: out.__setitem__(name, obj[()])
-                     if isinstance(obj, h5py.Dataset) else None)
-    return out
 
 
 def assert_same_conversion(resolved, local: dict, tiny_model):
@@ -53,8 +46,8 @@ def assert_same_conversion(resolved, local: dict, tiny_model):
     assert resolved.format == "elmoformanylangs"
     with open(resolved.options_file) as f, open(local["options_file"]) as g:
         assert json.load(f) == json.load(g)
-    ours, theirs = (_datasets(resolved.weight_file),
-                    _datasets(local["weight_file"]))
+    ours, theirs = (hdf5_datasets(resolved.weight_file),
+                    hdf5_datasets(local["weight_file"]))
     assert sorted(ours) == sorted(theirs) and ours
     for name in theirs:
         assert ours[name].dtype == theirs[name].dtype, name

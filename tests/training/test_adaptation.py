@@ -5,7 +5,6 @@ import dataclasses
 import json
 import math
 
-import h5py
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -40,7 +39,7 @@ from bilm_keras.weights.bilm_tf_hdf5 import (
     WeightFileError,
     save_bilm_tf_hdf5,
 )
-from helpers import load_bin_script
+from helpers import hdf5_datasets, load_bin_script
 
 # three sentences of the fixture vocabulary, five words each
 SENTENCES = [
@@ -60,13 +59,6 @@ def _options_file(model_dir, tmp_path, **changes):
     path.write_text(json.dumps(options))
     return path
 
-
-def _datasets(path):
-    with h5py.File(path, "r") as f:
-        out = {}
-        f.visititems(lambda name, obj: out.__setitem__(name, obj[...])
-                     if isinstance(obj, h5py.Dataset) else None)
-    return out
 
 
 # ------------------------------------------------- (a) nothing lost on load
@@ -197,11 +189,11 @@ def test_warmup_freezes_the_lm_across_restarts(model_dir, train_dir,
         "--init_weights", str(weights), "--freeze_lm_steps", "12",
     ])
     assert result["step"] == 6
-    original = _datasets(weights)
+    original = hdf5_datasets(weights)
 
     def lm_after(step):
         path = dump_weights(str(save_dir), str(tmp_path / f"d{step}.hdf5"))
-        return _datasets(path["weight_file"])
+        return hdf5_datasets(path["weight_file"])
 
     assert lm_after(6).keys() == original.keys()
     for name, value in lm_after(6).items():

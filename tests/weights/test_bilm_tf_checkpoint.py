@@ -6,7 +6,6 @@ import json
 import pathlib
 import shutil
 
-import h5py
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -29,17 +28,11 @@ from bilm_keras.weights.bilm_tf_checkpoint import (
     locate_checkpoint,
     read_bilm_tf_checkpoint,
 )
+from helpers import hdf5_datasets
 
 RUN = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "bilm_tf_run"
 GENERATIONS = {"save_dir": TF_1_5, "save_dir_tf12": TF_1_2}
 
-
-def _datasets(path):
-    with h5py.File(path, "r") as f:
-        out = {}
-        f.visititems(lambda name, obj: out.__setitem__(name, obj[...])
-                     if isinstance(obj, h5py.Dataset) else None)
-    return out
 
 
 def _raw(save_dir):
@@ -51,7 +44,7 @@ def _raw(save_dir):
 
 @pytest.fixture(scope="module")
 def bilm_tf_dump():
-    return _datasets(RUN / "lm_weights.hdf5")
+    return hdf5_datasets(RUN / "lm_weights.hdf5")
 
 
 @pytest.mark.parametrize("sub", sorted(GENERATIONS))
@@ -108,7 +101,7 @@ def test_dump_is_bilm_tfs_bit_for_bit(sub, bilm_tf_dump, tmp_path):
     out = tmp_path / "out" / "lm_weights.hdf5"
     result = dump_bilm_tf_checkpoint(RUN / sub, out)
     assert result["generation"] == GENERATIONS[sub]
-    ours = _datasets(out)
+    ours = hdf5_datasets(out)
     assert sorted(ours) == sorted(bilm_tf_dump)
     for name, value in bilm_tf_dump.items():
         assert ours[name].dtype == np.float32

@@ -98,28 +98,8 @@ def test_converted_weights_reproduce_upstream(converted, manylangs_fixtures):
     (shifted by +1: 0 is padding), give upstream's layers for all 15
     sentences, in one padded batch."""
     out, _ = converted
-    weights = nr.load_hdf5_weights(out / "lm_weights.hdf5")
-    options = json.loads((out / "options.json").read_text())
-    with h5py.File(manylangs_fixtures / "reference.hdf5", "r") as ref:
-        n = len([k for k in ref.keys() if k.isdigit()])
-        chars = [ref[f"char_ids/{i}"][...] for i in range(n)]
-        words = [ref[f"word_ids/{i}"][...] for i in range(n)]
-        expected = [ref[str(i)][...] for i in range(n)]
-    assert n == 15
-    N = max(len(w) for w in words)
-    char_ids = np.zeros((n, N, chars[0].shape[1]), np.int64)
-    word_ids = np.zeros((n, N), np.int64)
-    for i in range(n):
-        char_ids[i, :len(chars[i])] = chars[i] + 1
-        word_ids[i, :len(words[i])] = words[i] + 1
-    result = nr.bilm_forward(weights, options, char_ids=char_ids,
-                             word_ids=word_ids)
-    layers, lengths = nr.remove_bos_eos(result["layers"], result["lengths"])
-    for i in range(n):
-        got = layers[i, :, :lengths[i]]
-        assert got.shape == expected[i].shape
-        np.testing.assert_allclose(got, expected[i], rtol=0, atol=1e-5,
-                                   err_msg=f"sentence {i}")
+    nr.assert_reproduces_manylangs_reference(
+        out, manylangs_fixtures / "reference.hdf5")
 
 
 def test_cli_converts_and_refuses_a_full_outdir(tiny_model, tmp_path, capsys):
