@@ -45,6 +45,8 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import common  # noqa: E402
+
 from bilm_keras.layers.initialization import placeholder_weights  # noqa
 from bilm_keras.options import BiLMOptions  # noqa: E402
 from bilm_keras.training.carried_states import CarriedStates  # noqa: E402
@@ -55,8 +57,6 @@ from bilm_keras.training.checkpoints import (  # noqa: E402
 )
 from bilm_keras.training.model_setup import build_model  # noqa: E402
 
-OPTIONS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                       "options")
 MODELS = {
     "tiny": ("tiny.json", 10_000),
     "mid": ("small.json", 100_000),
@@ -71,7 +71,7 @@ def folder_bytes(folder, prefix):
 
 def time_saves(name, passes, root):
     options_file, vocab = MODELS[name]
-    options = BiLMOptions.from_json(os.path.join(OPTIONS, options_file))
+    options = BiLMOptions.from_json(common.preset_file(options_file))
     options = options.replace(n_tokens_vocab=vocab)
     started = time.perf_counter()
     with placeholder_weights():

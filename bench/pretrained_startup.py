@@ -42,17 +42,12 @@ import random
 import resource
 import shutil
 import statistics
-import sys
 import tempfile
 import threading
 import time
 import urllib.parse
 
-BENCH_DIR = os.path.dirname(os.path.abspath(__file__))
-#: this checkout's package, whatever is installed
-REPO_ROOT = os.path.dirname(BENCH_DIR)
-sys.path[:0] = [BENCH_DIR, REPO_ROOT]
-from bench_processes import cpu_model, run_json_child  # noqa: E402
+from common import REPO_ROOT, cpu_model, run_json_child
 
 NAME = "elmo-original"
 WAYS = ("by_name", "by_path")

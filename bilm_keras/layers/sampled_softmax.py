@@ -57,10 +57,12 @@ def stateless_log_uniform_candidates(true_classes, num_sampled, range_max,
         shape_invariants=(tf.TensorShape([]), tf.TensorShape([None])))
     distinct, first_of = tf.unique(tries)  # in the order first drawn
     sampled = distinct[:num_sampled]  # (K,)
-    # tries until the K-th distinct class: its first position + 1
-    first_try = tf.math.unsorted_segment_min(
-        tf.range(tf.size(tries)), first_of, tf.size(distinct))
-    n_tries = tf.cast(first_try[num_sampled - 1] + 1, tf.float64)
+    # tries until the K-th distinct class: its first position + 1 (argmax
+    # gives the first of equal maxima; unsorted_segment_min over the tries
+    # met a stale static length in graph mode once the loop ran twice)
+    first_try = tf.argmax(tf.cast(tf.equal(first_of, num_sampled - 1),
+                                  tf.int32), output_type=tf.int32)
+    n_tries = tf.cast(first_try + 1, tf.float64)
 
     def expected_count(classes):
         c = tf.cast(classes, tf.float64)

@@ -578,6 +578,10 @@ def _prepare_checkpoint(lm, optimizer, stream: DataStream, warmup: LMWarmup,
             f"{save_dir}: already holds a checkpoint; continue it with "
             "restart.py or choose an empty --save_dir"
         )
+    if ours and not states_saved:
+        # the states restored would be another batch's (or none): a new
+        # root, so that attaching them below restores nothing into them
+        checkpoint = model_checkpoint(lm, optimizer=optimizer)
     # saved from now on (also when resuming an older checkpoint)
     checkpoint.data_stream = stream.variables
     checkpoint.lm_frozen_until = warmup.until

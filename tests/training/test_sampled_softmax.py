@@ -115,6 +115,18 @@ def test_stateless_samples_are_tensorflows_distribution_and_counts():
     other = stateless_log_uniform_candidates(
         labels, K, V, tf.constant([3, 10], tf.int64))[0]
     assert not np.array_equal(sampled, other)
+    # traced, as the training step runs it, with the loop past its first
+    # block of tries (the tiny preset's 256 negatives of a 461-token
+    # vocabulary): the same three results as eagerly (a graph once lost
+    # the tries' length there)
+    def both(k, v):
+        args = (labels, k, v, seed)
+        return (stateless_log_uniform_candidates(*args),
+                tf.function(stateless_log_uniform_candidates)(*args))
+
+    for k, v in ((K, V), (256, 461)):
+        for eager, graph in zip(*both(k, v)):
+            np.testing.assert_array_equal(eager.numpy(), graph.numpy())
     # numpy: the first K distinct tries, in the order drawn, and TF's
     # expected counts 1 - (1 - p)^n_tries (ExpectedCountHelper)
     tries = _numpy_tries(seed, 4, 64, V)
