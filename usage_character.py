@@ -5,7 +5,7 @@ Runs as-is against bilm-tf's small test model::
     python usage_character.py [MODEL_DIR]
 
 MODEL_DIR holds ``options.json``, ``lm_weights.hdf5`` and ``vocab_test.txt``
-(default: ``$BILM_FIXTURES/model``, else ``../shared/fixtures/bilm-tf/model``).
+(default: ``$BILM_FIXTURES/model``, else ``tests/fixtures/bilm-tf/model``).
 """
 
 import os
@@ -19,8 +19,8 @@ def model_dir_from_argv(argv):
         return argv[1]
     root = os.environ.get(
         "BILM_FIXTURES",
-        os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
-                     "shared", "fixtures", "bilm-tf"),
+        os.path.join(os.path.dirname(os.path.abspath(__file__)), "tests",
+                     "fixtures", "bilm-tf"),
     )
     return os.path.join(root, "model")
 

@@ -130,7 +130,7 @@ def main(argv=None):
 
             model_dir = os.path.join(
                 os.environ.get("BILM_FIXTURES", os.path.join(
-                    HERE, "..", "..", "shared", "fixtures", "bilm-tf")),
+                    HERE, "..", "tests", "fixtures", "bilm-tf")),
                 "model")
             savedmodel = export_hub(
                 options_file=args.options_file

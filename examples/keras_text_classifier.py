@@ -36,7 +36,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 def fixtures_root():
     return os.environ.get(
         "BILM_FIXTURES",
-        os.path.join(HERE, "..", "..", "shared", "fixtures", "bilm-tf"),
+        os.path.join(HERE, "..", "tests", "fixtures", "bilm-tf"),
     )
 
 

@@ -1,8 +1,8 @@
 """Shared pytest configuration: the fixtures with set-up, the tiers.
 
 The bilm-tf fixtures are found through one setting, the environment variable
-``BILM_FIXTURES`` (default ``../shared/fixtures/bilm-tf`` relative to the
-repository root). When they are missing, tests that need them skip on a
+``BILM_FIXTURES`` (default ``tests/fixtures/bilm-tf``; the ELMoForManyLangs
+one ``MANYLANGS_FIXTURES``, default ``tests/fixtures/elmoformanylangs``). When they are missing, tests that need them skip on a
 developer's machine and *fail* when ``CI=true``, so CI can never go green
 without checking against the reference numbers.
 

@@ -43,8 +43,9 @@ def require_extra(module: str, extra: str):
 
 
 def fixtures_root() -> pathlib.Path:
-    """The bilm-tf fixture folder (``data/``, ``model/``, ``train/``)."""
-    default = REPO_ROOT.parent / "shared" / "fixtures" / "bilm-tf"
+    """The bilm-tf fixture folder (``data/``, ``model/``, ``train/``):
+    ``BILM_FIXTURES``, default ``tests/fixtures/bilm-tf``."""
+    default = REPO_ROOT / "tests" / "fixtures" / "bilm-tf"
     return pathlib.Path(os.environ.get("BILM_FIXTURES", default))
 
 
@@ -52,8 +53,8 @@ def fixtures_root() -> pathlib.Path:
 def manylangs_fixtures_root() -> pathlib.Path:
     """The ELMoForManyLangs fixture folder (``tiny.model/``,
     ``reference.hdf5``, ``sentences.json``): ``MANYLANGS_FIXTURES``, default
-    ``../shared/fixtures/elmoformanylangs``."""
-    default = REPO_ROOT.parent / "shared" / "fixtures" / "elmoformanylangs"
+    ``tests/fixtures/elmoformanylangs``."""
+    default = REPO_ROOT / "tests" / "fixtures" / "elmoformanylangs"
     return pathlib.Path(os.environ.get("MANYLANGS_FIXTURES", default))
 
 

@@ -5,7 +5,7 @@ One declarative table: every HDF5 dataset of a converted model, the torch
 keys it is made from, and the transform, each with its one-line reason.
 With these transforms bilm-tf's equations (which :class:`BiLMBackbone`
 computes) give upstream's numbers, so the highway and LSTM layers need no
-variant; see ``../shared/fixtures/elmoformanylangs/README.md``, "bilm-tf
+variant; see ``tests/fixtures/elmoformanylangs/README.md``, "bilm-tf
 form". Sizes, in the names of the fixture README:
 
 * ``D`` char_dim, ``F`` total CNN filters, ``W`` word_dim, ``P``
