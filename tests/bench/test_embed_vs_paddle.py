@@ -1,4 +1,4 @@
-"""``bench/paddle_baike.py`` needs Paddle 1.8.5 in a Python 3.7 venv and
+"""``bench/embed_vs_paddle.py`` needs Paddle 1.8.5 in a Python 3.7 venv and
 upstream's model code (its docstring); without them it says so in one
 line. (``--quick`` with both is the smoke check of the script.)"""
 
@@ -7,7 +7,7 @@ import sys
 
 from helpers import REPO_ROOT
 
-SCRIPT = REPO_ROOT / "bench" / "paddle_baike.py"
+SCRIPT = REPO_ROOT / "bench" / "embed_vs_paddle.py"
 
 
 def test_without_paddle_one_line(tmp_path):

@@ -30,9 +30,9 @@ Python 3.7 venv its README describes), then:
 
 Usage::
 
-    python bench/paddle_baike.py --paddle_python ../venv-paddle18/bin/python \\
+    python bench/embed_vs_paddle.py --paddle_python ../venv-paddle18/bin/python \\
         --upstream_dir ../upstream_paddle_elmo --rounds 3
-    python bench/paddle_baike.py ... --quick   # tiny sizes, a smoke check
+    python bench/embed_vs_paddle.py ... --quick   # tiny sizes, a smoke check
 
 Prints ONE JSON line. The checkpoint (about 520 MB) is kept in
 ``--workdir`` (default a temporary folder) for the next run.
@@ -187,7 +187,7 @@ def main(argv=None) -> dict:
         os.path.join(paddle_dir, "paddle_outputs.npz"), ours_npz,
         args.n_sentences)
     result = {
-        "bench": "paddle_baike", **common.machine(), "sizes": sizes,
+        "bench": "embed_vs_paddle", **common.machine(), "sizes": sizes,
         "paddle_write_checkpoint_seconds": round(write_seconds, 1),
         "checkpoint_mib": round(sum(
             os.path.getsize(os.path.join(checkpoint, n))
