@@ -30,7 +30,8 @@ Python 3.7 venv its README describes), then:
 
 Usage::
 
-    python bench/embed_vs_paddle.py --paddle_python ../venv-paddle18/bin/python \\
+    python bench/embed_vs_paddle.py \\
+        --paddle_python ../venv-paddle18/bin/python \\
         --upstream_dir ../upstream_paddle_elmo --rounds 3
     python bench/embed_vs_paddle.py ... --quick   # tiny sizes, a smoke check
 

@@ -29,13 +29,15 @@ The format comes from the files (:mod:`.model_layout`): a bilm-tf model
 Paddle model (a Fluid persistables checkpoint, a ``.pdparams``) with
 :func:`~bilm_keras.weights.paddle_conversion.read_paddle`, and the
 converted model cached (a Paddle model's vocabulary with it where one lies
-beside it; the baike model's must be passed where it is used). A local bilm-tf directory is used in place (nothing
-is cached); everything else lands in the model cache (:mod:`.model_cache`),
-where the next call finds it with no network access. Registry URLs go
+beside it; the baike model's must be passed where it is used). A local
+bilm-tf directory is used in place (nothing is cached); everything else
+lands in the model cache (:mod:`.model_cache`), where the next call finds
+it with no network access. Registry URLs go
 through ``$BILM_KERAS_MODEL_MIRROR`` (:func:`.registry.mirrored_url`).
 
 Nothing here imports TensorFlow; numpy and h5py only to convert an
-ELMoForManyLangs model or to tell a weights HDF5 from other HDF5 files.
+ELMoForManyLangs or Paddle model or to tell a weights HDF5 from other
+HDF5 files.
 """
 
 from __future__ import annotations
