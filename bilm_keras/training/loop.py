@@ -1,7 +1,7 @@
 """The training loop: :func:`train` a biLM from scratch, :func:`restart` it
 from its checkpoint.
 
-Both gather their settings into one
+Both take their settings as one
 :class:`~bilm_keras.training.training_run.TrainingRun` and run
 :func:`_run_training`, which reads top to bottom:
 
@@ -40,7 +40,7 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Optional, Sequence
+from typing import Optional
 
 import keras
 import tensorflow as tf
@@ -103,88 +103,17 @@ from bilm_keras.weights.checkpoint_files import list_checkpoints
 logger = logging.getLogger(__name__)
 
 
-def train(
-    *,
-    options: BiLMOptions,
-    train_prefix: Optional[str] = None,
-    vocab_file: Optional[str] = None,
-    save_dir: Optional[str] = None,
-    n_gpus: Optional[int] = None,
-    devices: Optional[Sequence[str]] = None,
-    batch_size: Optional[int] = None,
-    n_epochs: Optional[int] = None,
-    n_train_tokens: Optional[int] = None,
-    save_every: int = 1250,
-    log_every: int = 100,
-    max_to_keep: int = 5,
-    seed: Optional[int] = None,
-    fast_path: bool = True,
-    init_weights: Optional[str] = None,
-    init_checkpoint: Optional[str] = None,
-    init_vocab_file: Optional[str] = None,
-    freeze_lm_steps: int = 0,
-    softmax_bias: str = "unigram",
-    intra_op_threads: Optional[int] = None,
-    inter_op_threads: Optional[int] = None,
-    max_steps: Optional[int] = None,
-    run: Optional[TrainingRun] = None,
-) -> dict:
+def train(options: BiLMOptions, run: TrainingRun) -> dict:
     """Trains a biLM from scratch (:func:`restart` continues one).
-
-    The keyword arguments after ``options`` are the fields of a
-    :class:`~bilm_keras.training.training_run.TrainingRun` (checked there,
-    each error naming its field), or pass one as ``run``.
 
     Args:
         options: the model and training options (``n_tokens_vocab`` is
-            filled from ``vocab_file``).
-        train_prefix: glob of training shards.
-        vocab_file: vocabulary with ``<S>``, ``</S>``, ``<UNK>``.
-        save_dir: checkpoints, ``options.json`` and TensorBoard logs; it
-            must not hold a checkpoint yet.
-        n_gpus, devices: see :func:`make_strategy`.
-        batch_size, n_epochs, n_train_tokens: override the options;
-            ``n_train_tokens`` is counted from the corpus when neither
-            gives it.
-        save_every: steps between checkpoints (and one at the end).
-        log_every: steps between progress lines / TensorBoard points.
-        max_to_keep: checkpoints kept in ``save_dir`` (at least 2).
-        seed: initialisation, data-order and dropout seed (None: random).
-        fast_path: run the LSTMs statically unrolled, both directions
-            batched, and the char-CNN once per distinct token
-            (:class:`LanguageModel`'s ``unroll_windows`` and
-            ``dedup_tokens``); False: the plain per-direction loop. The
-            same numbers (tests/training/test_fast_path.py), the fast path
-            faster (``bench/train_throughput.py --compare``).
-        init_weights: domain adaptation: a bilm-tf / AllenNLP
-            ``lm_weights.hdf5`` matching ``options`` whose weights the
-            backbone starts from (:mod:`bilm_keras.training.adaptation`);
-            the softmax is new, for ``vocab_file``.
-        init_checkpoint: domain adaptation from a bilm-tf save_dir's
-            training checkpoint (e.g. the published ones): the backbone
-            starts from its weights, the softmax from its rows for the
-            words ``init_vocab_file`` (the checkpoint's vocabulary) shares
-            with ``vocab_file``, new rows for the others (all new without
-            ``init_vocab_file``); Adagrad and the step start afresh
-            (:mod:`bilm_keras.training.adaptation`).
-        init_vocab_file: with ``init_checkpoint``, its vocabulary.
-        freeze_lm_steps: with ``init_weights`` or ``init_checkpoint``, the
-            first global steps that train only the softmax (kept in the
-            checkpoints: a restart finishes the warm-up). Part of the
-            run's steps, not extra.
-        softmax_bias: with ``init_weights`` or ``init_checkpoint``, the
-            new softmax rows' bias: ``"unigram"`` (log target frequencies
-            of ``train_prefix``) or ``"zeros"`` (bilm-tf's).
-        intra_op_threads, inter_op_threads: TensorFlow's CPU thread pools
-            (threads per op, ops at a time; 0 = TensorFlow's default).
-            None: half the cores per op and two ops at a time when no GPU
-            is visible (:mod:`bilm_keras.training.threads`). They can be
-            set only before TensorFlow's first op in the process.
-        max_steps: the most steps this call runs, then a checkpoint
-            (:func:`restart` continues the run); None: every step of
-            ``n_epochs``.
-        run: a :class:`~bilm_keras.training.training_run.TrainingRun`
-            instead of the keyword arguments above (not both).
+            filled from ``run.vocab_file``; ``run``'s ``batch_size``,
+            ``n_epochs`` and ``n_train_tokens`` override theirs).
+        run: the run's settings
+            (:class:`~bilm_keras.training.training_run.TrainingRun`, each
+            field documented there); its ``save_dir`` must not hold a
+            checkpoint yet.
 
     Returns:
         dict: ``step`` (final global step), ``perplexity`` (train, last
@@ -196,7 +125,6 @@ def train(
         :class:`LanguageModel`).
 
     Raises:
-        SettingError: a setting out of range (its field named).
         CheckpointError: ``save_dir`` holds a checkpoint already.
         CorpusError: ``train_prefix`` matches no file, or no tokens.
         VocabularyError: ``vocab_file`` is missing or lacks ``<S>``,
@@ -208,27 +136,20 @@ def train(
             its ``exit_status`` to tell a scheduler).
         DiskFullError: a checkpoint (or another file of ``save_dir``)
             did not fit; the checkpoints before it are as they were.
+
+    Example:
+        >>> run = TrainingRun(train_prefix="data/*.txt",
+        ...                   vocab_file="vocab.txt", save_dir="ckpt/")
+        >>> result = train(BiLMOptions.from_json("options.json"), run)
     """
-    fields = dict(locals())  # the keyword arguments: the run's fields
-    del fields["options"], fields["run"]
-    return _run_training(options, TrainingRun.from_arguments(run, **fields))
+    return _run_training(_checked_options(options), _checked_run(run))
 
 
-def restart(
-    *,
-    save_dir: Optional[str] = None,
-    train_prefix: Optional[str] = None,
-    vocab_file: Optional[str] = None,
-    n_epochs: Optional[int] = None,
-    batch_size: Optional[int] = None,
-    n_train_tokens: Optional[int] = None,
-    run: Optional[TrainingRun] = None,
-    **settings,
-) -> dict:
-    """Continues training from the latest checkpoint of ``save_dir``.
+def restart(run: TrainingRun) -> dict:
+    """Continues training from the latest checkpoint of ``run.save_dir``.
 
     The step counter and Adagrad's accumulators continue. Without
-    ``n_epochs`` the run goes on to the step count the saved options
+    ``run.n_epochs`` the run goes on to the step count the saved options
     describe (after a crash), on the data stream the checkpoint recorded;
     with it, it trains ``n_epochs`` more epochs of ``train_prefix``
     (fine-tuning on new data; ``n_train_tokens`` is then counted from that
@@ -248,18 +169,14 @@ def restart(
     or bilm-tf's) is named in one line and the newest that reads whole
     is used.
 
-    Other keyword arguments (``settings``, or ``run``) and the result are
-    those of :func:`train`.
+    The result is that of :func:`train`.
 
     Raises:
         CheckpointError: ``save_dir`` has no ``options.json`` or no
             checkpoint, or one that does not fit the options.
         OptionsError: ``vocab_file``'s size is not the checkpoint's.
     """
-    run = TrainingRun.from_arguments(
-        run, save_dir=save_dir, train_prefix=train_prefix,
-        vocab_file=vocab_file, n_epochs=n_epochs, batch_size=batch_size,
-        n_train_tokens=n_train_tokens, **settings)
+    run = _checked_run(run)
     options_file = os.path.join(run.save_dir, OPTIONS_FILE)
     if not os.path.exists(options_file):
         raise CheckpointError(
@@ -275,6 +192,20 @@ def restart(
             run = run.replace(n_train_tokens=options.n_train_tokens)
     return _run_training(options, run, resume=True,
                          more_epochs=run.n_epochs is not None)
+
+
+def _checked_options(options) -> BiLMOptions:
+    if not isinstance(options, BiLMOptions):
+        raise TypeError(f"options: expected a BiLMOptions, found "
+                        f"{type(options).__name__}")
+    return options
+
+
+def _checked_run(run) -> TrainingRun:
+    if not isinstance(run, TrainingRun):
+        raise TypeError(f"run: expected a TrainingRun, found "
+                        f"{type(run).__name__}")
+    return run
 
 
 def _checkpoint_kind(save_dir: str) -> Optional[str]:
