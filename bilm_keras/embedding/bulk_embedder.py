@@ -179,13 +179,8 @@ class BulkEmbedder:
         batch_size: int | None = None,
         vocab_file: str | None = None,
         *,
-        output: str = "all",
-        layers: Sequence[int] | None = None,
-        mix_weights: Sequence[float] | None = None,
-        mix_logits: Sequence[float] | None = None,
-        gamma: float | None = None,
+        spec: EmbeddingSpec = EmbeddingSpec(),
         on_batch: Callable[[int, int], None] | None = None,
-        spec: EmbeddingSpec | None = None,
     ) -> list[np.ndarray]:
         """Embeds many tokenized sentences, in input order.
 
@@ -203,47 +198,16 @@ class BulkEmbedder:
             vocab_file: for token input, the vocabulary of the embedding
                 file (``TokenBatcher``; without ``<UNK>`` every token must be
                 in it). Optional for char input.
-            output: what each sentence's array holds (``L`` = LSTM layers,
-                ``D`` = ``2 * projection_dim``; AllenNLP's ``elmo``
-                command and TF-Hub's ``default`` output):
-
-                * ``"all"``: every layer, `(L + 1, n_tokens, D)` (or the
-                  ``layers`` chosen, in their order: `(len(layers),
-                  n_tokens, D)`);
-                * ``"top"``: the top LSTM layer, `(n_tokens, D)`;
-                * ``"average"``: the mean of the layers (of ``layers``),
-                  `(n_tokens, D)`;
-                * ``"mix"``: a task's weighted mix of the layers (of
-                  ``layers``), ``gamma * sum_j s_j h_j``, `(n_tokens, D)`:
-                  ELMo's eq. (1), one vector per token to cache instead of
-                  ``L + 1``;
-                * ``"sentence_mean"``: that mean averaged over the tokens
-                  too, `(D,)` (zeros for a sentence of no tokens) — TF-Hub
-                  ELMo's ``default`` with an untrained, equal mix.
-            layers: the layers to keep (``"all"``), to average
-                (``"average"``, ``"sentence_mean"``) or to mix (``"mix"``),
-                0 = token layer, ``L`` = top; default all. Not with
-                ``"top"``.
-            mix_weights: for ``"mix"``: the normalised ``s_j``, one per
-                layer mixed (``L + 1``, or ``len(layers)``), used as given
-                (any finite numbers; a trained mix's sum to 1).
-            mix_logits: for ``"mix"``, instead of ``mix_weights``: raw
-                weights ``w`` of a trained
-                :class:`~bilm_keras.layers.scalar_mix.ScalarMix` /
-                ``weight_layers``, normalised as they are there,
-                ``s = softmax(w + 1/K)``. ``**scalar_mix.mix_arguments()``
-                passes a trained layer's ``w`` and ``gamma``.
-            gamma: for ``"mix"``: the scale (default 1.0).
+            spec: what each sentence's array holds
+                (:class:`~bilm_keras.embedding.outputs.EmbeddingSpec`: the
+                output, its layers, a mix, the dtype; default every layer,
+                `(L + 1, n_tokens, 2 * projection_dim)` float32).
             on_batch: called after each batch with its number of sentences
                 and of tokens (a progress bar).
-            spec: instead of ``output``, ``layers``, ``mix_weights``,
-                ``mix_logits`` and ``gamma`` (which then keep their
-                defaults): an :class:`~bilm_keras.embedding.outputs.
-                EmbeddingSpec`, whose ``dtype`` also sets the arrays'.
 
         Returns:
-            One array per sentence (float32, or the spec's ``dtype``),
-            shaped as ``output`` says.
+            One array per sentence, in the spec's ``dtype``, shaped as
+            its ``output`` says.
 
         Raises:
             SettingError: a bad setting, named
@@ -257,9 +221,7 @@ class BulkEmbedder:
                 raise TypeError(f"sentences: expected an iterable of token "
                                 f"lists, found {type(sentences).__name__}")
             sentences = list(sentences)
-        plan = self._plan(batch_size, vocab_file, EmbeddingSpec.from_arguments(
-            spec, output=output, layers=layers, mix_weights=mix_weights,
-            mix_logits=mix_logits, gamma=gamma))
+        plan = self._plan(batch_size, vocab_file, spec)
         if len(sentences) == 0:
             return []
         check_sentences(sentences)
@@ -271,14 +233,9 @@ class BulkEmbedder:
         batch_size: int | None = None,
         vocab_file: str | None = None,
         *,
-        output: str = "all",
-        layers: Sequence[int] | None = None,
-        mix_weights: Sequence[float] | None = None,
-        mix_logits: Sequence[float] | None = None,
-        gamma: float | None = None,
+        spec: EmbeddingSpec = EmbeddingSpec(),
         chunk_size: int = 4096,
         on_batch: Callable[[int, int], None] | None = None,
-        spec: EmbeddingSpec | None = None,
     ) -> Iterator[np.ndarray]:
         """:meth:`embed_sentences`, streaming: one array per sentence, in
         input order, reading ``chunk_size`` sentences at a time.
@@ -295,13 +252,12 @@ class BulkEmbedder:
                 is read lazily).
             chunk_size: sentences sorted and embedded together (the token
                 table and the length sorting work within a chunk).
-            batch_size, vocab_file, output, layers, mix_weights,
-                mix_logits, gamma, on_batch, spec: as
+            batch_size, vocab_file, spec, on_batch: as
                 :meth:`embed_sentences`.
 
         Yields:
-            One array per sentence (float32, or the spec's ``dtype``),
-            shaped as ``output`` says.
+            One array per sentence, in the spec's ``dtype``, shaped as its
+            ``output`` says.
 
         Example:
             A share of a large file (shard 3 of 8, as ``bilm-keras embed
@@ -320,9 +276,7 @@ class BulkEmbedder:
         if isinstance(sentences, str) or not isinstance(sentences, Iterable):
             raise TypeError(f"sentences: expected an iterable of token "
                             f"lists, found {type(sentences).__name__}")
-        plan = self._plan(batch_size, vocab_file, EmbeddingSpec.from_arguments(
-            spec, output=output, layers=layers, mix_weights=mix_weights,
-            mix_logits=mix_logits, gamma=gamma))
+        plan = self._plan(batch_size, vocab_file, spec)
         return self._iter_chunks(iter(sentences), plan, chunk_size, on_batch)
 
     def embed_token_table(
@@ -420,6 +374,9 @@ class BulkEmbedder:
               ) -> EmbeddingPlan:
         """Checks the arguments of a call; returns what it needs."""
         return_freed_memory_for_bulk_embedding()
+        if not isinstance(spec, EmbeddingSpec):
+            raise TypeError(f"spec: expected an EmbeddingSpec, found "
+                            f"{type(spec).__name__}")
         if batch_size is not None and not is_positive_int(batch_size):
             raise SettingError("batch_size", f"expected a positive integer "
                                              f"or None, found "
