@@ -30,7 +30,7 @@ from bilm_keras.training import (
 )
 from bilm_keras.training import adaptation
 from bilm_keras.training.adaptation import target_log_frequencies
-from bilm_keras.training.checkpoints import (
+from bilm_keras.training.run_checkpoint import (
     model_checkpoint,
     restore_checkpoint,
 )
