@@ -33,6 +33,7 @@ from bilm_keras._utils.settings import SettingError
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.embedding.bulk_embedder import BulkEmbedder
 from bilm_keras.embedding.dump import dump_token_embeddings
+from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.embedding.outputs import EmbeddingSpec
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.models.bilm_backbone import BiLMBackbone
@@ -386,7 +387,13 @@ class BidirectionalLanguageModel:
         :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` (documented
         there), given here as keywords (``output="average"``); or pass
         one as ``spec`` (then none of them): :func:`embedding_spec`.
+
+        The first call fixes glibc's mmap threshold for the process, so
+        that freed memory goes back to the system (:mod:`bilm_keras.
+        embedding.memory`; not when ``MALLOC_MMAP_THRESHOLD_`` is set or
+        after :func:`~bilm_keras.embedding.memory.keep_glibc_defaults`).
         """
+        return_freed_memory_for_bulk_embedding()  # the process's malloc
         return self.bulk_embedder.embed_sentences(
             sentences, batch_size, self._vocab_for(vocab_file),
             spec=embedding_spec(spec, output=output, layers=layers,
@@ -411,7 +418,9 @@ class BidirectionalLanguageModel:
     ) -> Iterator[np.ndarray]:
         """:meth:`embed_sentences`, streaming ``chunk_size`` sentences at a
         time: :meth:`BulkEmbedder.iter_embeddings` (arguments there; the
-        spec's fields as keywords, as :meth:`embed_sentences`)."""
+        spec's fields as keywords and the process's malloc setting, as
+        :meth:`embed_sentences`)."""
+        return_freed_memory_for_bulk_embedding()  # the process's malloc
         return self.bulk_embedder.iter_embeddings(
             sentences, batch_size, self._vocab_for(vocab_file),
             spec=embedding_spec(spec, output=output, layers=layers,

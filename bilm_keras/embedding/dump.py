@@ -29,11 +29,13 @@ from bilm_keras.embedding.dump_plan import (
     dump_record,
     plan_dump,
 )
+from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.embedding.outputs import EmbeddingSpec
 from bilm_keras.embedding.progress import ProgressBar
 from bilm_keras.embedding.runs import RunEvent, file_locations, run_durably
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.options import BiLMOptions
+
 
 def dump_token_embeddings(
     vocab_file: str,
@@ -132,7 +134,9 @@ def dump_bilm_embeddings(
     checked before the model is loaded (missing, not UTF-8 with its line,
     no token at all: :class:`~bilm_keras.data.sentence_file.
     SentenceFileError`), read ``chunk_size`` lines at a time, and the file
-    appears only when complete. Caching every layer in float32 costs
+    appears only when complete. It fixes glibc's mmap threshold for the
+    process (:mod:`bilm_keras.embedding.memory`). Caching every layer in
+    float32 costs
     ``3 * 1024 * 4`` bytes per token for the published model; the spec's
     ``layers``, ``output="mix"`` and ``dtype="float16"`` store less.
 
@@ -164,6 +168,8 @@ def dump_bilm_embeddings(
         dataset_file=dataset_file)
 
     def embed_lines(start, stop):  # (text, array) of lines [start, stop)
+        # the process's malloc: freed blocks back to the system (memory)
+        return_freed_memory_for_bulk_embedding()
         backbone = load_backbone(
             plan.options, weight_file,
             use_character_inputs=plan.embedding_weight_file is None,
