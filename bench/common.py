@@ -300,7 +300,7 @@ def matmul_gflops(m: int, k: int, n: int, repeats: int = 5) -> float:
     for run, products in ((lambda: one(a[0], b), 1),
                           (lambda: each(a, b), cores)):
         float(run())  # trace, warm up
-        best = min(time_passes(lambda: float(run()), repeats))
+        best = min(time_passes(lambda run=run: float(run()), repeats))
         rates.append(products * 2 * m * k * n / best / 1e9)
     return max(rates)
 

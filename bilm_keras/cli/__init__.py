@@ -17,8 +17,8 @@ combinations, reported with ``parser.error``),
 e.g. ``embed --runner``'s to Beam; False: an error as usual),
 ``NEEDS_TENSORFLOW`` (False, or a function of ``args``) and ``FLAGS``
 (the flag of a library setting whose name is not the flag's, e.g.
-``{"mix_weights": "--mix"}``). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
-script names and flags. All argparse code lives in this package.
+``{"mix_weights": "--mix"}``). ``bin/*.py`` are aliases of the subcommands with
+bilm-tf's script names and flags. All argparse code lives in this package.
 
 Nothing is written before ``run``: every numeric flag has a range type
 from :mod:`._common` (``positive_int``, ``non_negative_int``,
@@ -48,8 +48,8 @@ Errors and exit statuses:
   usage block is printed only with ``--help`` and above the line for a
   missing required flag or command;
 * 0: done; 130: interrupted (Ctrl-C); 70 (``EXIT_INTERNAL_ERROR``): an
-  unexpected error, printed with Python's traceback (a bug to report). ``--verbose`` adds the traceback to a bad
-  input's line;
+  unexpected error, printed with Python's traceback (a bug to report).
+  ``--verbose`` adds the traceback to a bad input's line;
 * ``train`` and ``restart`` stopped by a signal after their first step
   write a checkpoint of the step reached and print one line naming it and
   the command that continues the run: exit 143 after SIGTERM (what a

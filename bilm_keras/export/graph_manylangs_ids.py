@@ -1,4 +1,5 @@
-"""In-graph ids of an ELMoForManyLangs model: the signatures' ``ManyLangsBatcher``.
+"""In-graph ids of an ELMoForManyLangs model: the signatures'
+``ManyLangsBatcher``.
 
 TensorFlow ops only (hash tables + string ops), so it runs inside a
 SavedModel with no Python. The result is the ids tensor of a converted

@@ -383,12 +383,12 @@ def test_sigterm_to_one_worker_stops_the_cluster_at_one_step(train_dir,
                   "--options", options_file, "--seed", "5",
                   "--log_every", "1", "--save_every", "100"]
     whole = _workers(train_args, tmp_path / "whole")
-    for code, out, err in whole:
+    for code, _, err in whole:
         assert code == 0, err[-3000:]
 
     save_dir = tmp_path / "stopped"
     stopped = _workers(train_args, save_dir, stop_worker=1, stop_at=4)
-    for code, out, err in stopped:
+    for code, _, err in stopped:
         assert code == 143, err[-3000:]
     chief_line = stopped[0][2].strip().splitlines()[-1]
     worker_line = stopped[1][2].strip().splitlines()[-1]
@@ -406,7 +406,7 @@ def test_sigterm_to_one_worker_stops_the_cluster_at_one_step(train_dir,
         ["restart", "--train_prefix", train_dir / "data.txt",
          "--vocab_file", train_dir / "vocab.txt", "--log_every", "1",
          "--save_every", "100"], save_dir)
-    for code, out, err in restarted:
+    for code, _, err in restarted:
         assert code == 0, err[-3000:]
     assert_same_checkpoint(str(save_dir / "model-36"),
                            str(tmp_path / "whole" / "model-36"))
