@@ -16,6 +16,8 @@ import sys
 import tempfile
 from typing import Optional
 
+from bilm_keras.options import OPTIONS_FILE
+
 
 #: the exit status of every bad input: a flag's value, a combination of
 #: flags, a missing or bad input file (one line, ``PROG: error: ...``).
@@ -149,7 +151,7 @@ def check_save_dir(path: str, flag: str = "--save_dir") -> None:
     """``path`` is a training directory (``bilm-keras train`` wrote its
     ``options.json`` there, beside the checkpoints)."""
     check_dir(path, flag)
-    if not os.path.isfile(os.path.join(path, "options.json")):
+    if not os.path.isfile(os.path.join(path, OPTIONS_FILE)):
         raise CommandError(
             f"{flag} {path}: not a training directory (no options.json; "
             "expected the --save_dir of `bilm-keras train`)")

@@ -30,7 +30,7 @@ from typing import Optional
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.language_model import LanguageModel
-from bilm_keras.options import BiLMOptions
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.weights.bilm_tf_checkpoint import (
     BILM_TF,
     SOFTMAX_B,
@@ -44,7 +44,6 @@ from bilm_keras.weights.bilm_tf_checkpoint import (
     save_bilm_tf_dump,
 )
 
-OPTIONS_FILE = "options.json"
 #: TensorFlow's checkpoint state file, which bilm-tf's tools and ours read
 STATE_FILE = "checkpoint"
 #: bilm-tf's state file, set aside when our first checkpoint goes into its

@@ -29,10 +29,9 @@ import tensorflow as tf
 from bilm_keras._utils.disk_full import reporting_disk_full
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
-from bilm_keras.options import BiLMOptions
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
 
-OPTIONS_FILE = "options.json"
 #: the fewest checkpoints a run keeps (``max_to_keep``): should the newest
 #: be damaged later (a kill during a copy, a disk error), the one before it
 #: is still there
