@@ -21,6 +21,7 @@ from bilm_keras.data.manylangs_dictionaries import (
     CHAR_SPECIALS,
     WORD_SPECIALS,
     read_char_dic,
+    read_dictionaries,
     read_word_dic,
 )
 
@@ -95,8 +96,7 @@ class ManyLangsBatcher:
     ) -> "ManyLangsBatcher":
         """Reads ``char.dic`` (and ``word.dic`` unless None) as upstream
         does (:mod:`bilm_keras.data.manylangs_dictionaries`)."""
-        return cls(read_char_dic(char_dic),
-                   None if word_dic is None else read_word_dic(word_dic),
+        return cls(*read_dictionaries(char_dic, word_dic),
                    max_characters_per_token)
 
     @property

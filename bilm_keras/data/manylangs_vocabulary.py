@@ -19,7 +19,7 @@ from typing import Mapping, Optional
 import numpy as np
 
 from bilm_keras.data.manylangs_batcher import BOS, EOS, upstream_token_ids
-from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
+from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.data.vocabulary import (
     UnicodeCharsVocabulary,
     Vocabulary,
@@ -92,8 +92,7 @@ class ManyLangsCharsVocabulary(UnicodeCharsVocabulary):
     ) -> "ManyLangsCharsVocabulary":
         """Reads ``char.dic`` (and ``word.dic`` unless None) as upstream."""
         return cls(
-            filename, read_char_dic(char_dic),
-            None if word_dic is None else read_word_dic(word_dic),
+            filename, *read_dictionaries(char_dic, word_dic),
             max_characters_per_token, **kwargs,
         )
 
