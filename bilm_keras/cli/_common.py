@@ -218,8 +218,8 @@ def check_options(path: str, flag: str):
 
 def check_options_flag(path: str, flag: str = "--options"):
     """:func:`check_options` of an :func:`options_arg` flag: a missing file
-    also names the presets (``--options options/small.json`` from before
-    they were package data)."""
+    also names the presets (``--options small``: the file
+    ``options/small.json`` is only in a checkout)."""
     from bilm_keras.presets import preset_names
 
     if not os.path.exists(path):
