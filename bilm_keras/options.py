@@ -40,6 +40,11 @@ from bilm_keras._utils.atomic_files import write_text_atomic
 N_CHARACTERS_TRAIN = 261
 N_CHARACTERS_WITH_PADDING = 262
 
+#: The name of a model's options file wherever the package writes or looks
+#: for one beside other files: a save_dir, dumped or converted weights, a
+#: cached download.
+OPTIONS_FILE = "options.json"
+
 
 class OptionsError(ValueError):
     """An options file or dict that does not describe a valid biLM."""

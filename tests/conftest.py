@@ -1,10 +1,11 @@
 """Shared pytest configuration: the fixtures with set-up, the tiers.
 
 The bilm-tf fixtures are found through one setting, the environment variable
-``BILM_FIXTURES`` (default ``tests/fixtures/bilm-tf``; the ELMoForManyLangs
-one ``MANYLANGS_FIXTURES``, default ``tests/fixtures/elmoformanylangs``). When they are missing, tests that need them skip on a
-developer's machine and *fail* when ``CI=true``, so CI can never go green
-without checking against the reference numbers.
+``BILM_FIXTURES`` (default ``tests/fixtures/bilm-tf``; the ELMoForManyLangs one
+``MANYLANGS_FIXTURES``, default ``tests/fixtures/elmoformanylangs``). When they
+are missing, tests that need them skip on a developer's machine and *fail* when
+``CI=true``, so CI can never go green without checking against the reference
+numbers.
 
 Two tiers: ``pytest -m "not slow"`` is the quick loop; the full suite (what
 CI runs) adds the tests marked ``slow`` and everything under ``tests/bench/``.

@@ -13,14 +13,15 @@ Each subcommand is a module of this package with ``NAME``, ``HELP``,
 (the inputs, before TensorFlow is imported) and ``run(args)`` (the one
 library call); ``check`` may instead return the command's job, an
 immutable value of everything checked, and ``run(job)`` executes it
-(``embed``: :class:`~bilm_keras.cli.embed.EmbedJob`); optionally ``check_flags(args, parser)`` (flag
-combinations, reported with ``parser.error``),
+(``embed``: :class:`~bilm_keras.cli.embed.EmbedJob`); optionally
+``check_flags(args, parser)`` (flag combinations, reported with
+``parser.error``),
 ``take_unknown_arguments(args, unknown)`` (flags the command hands on,
 e.g. ``embed --runner``'s to Beam; False: an error as usual),
 ``NEEDS_TENSORFLOW`` (False, or a function of ``args``) and ``FLAGS``
 (the flag of a library setting whose name is not the flag's, e.g.
-``{"mix_weights": "--mix"}``). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
-script names and flags. All argparse code lives in this package.
+``{"mix_weights": "--mix"}``). ``bin/*.py`` are aliases of the subcommands with
+bilm-tf's script names and flags. All argparse code lives in this package.
 
 Nothing is written before ``run``: every numeric flag has a range type
 from :mod:`._common` (``positive_int``, ``non_negative_int``,
@@ -50,8 +51,8 @@ Errors and exit statuses:
   usage block is printed only with ``--help`` and above the line for a
   missing required flag or command;
 * 0: done; 130: interrupted (Ctrl-C); 70 (``EXIT_INTERNAL_ERROR``): an
-  unexpected error, printed with Python's traceback (a bug to report). ``--verbose`` adds the traceback to a bad
-  input's line;
+  unexpected error, printed with Python's traceback (a bug to report).
+  ``--verbose`` adds the traceback to a bad input's line;
 * ``train`` and ``restart`` stopped by a signal after their first step
   write a checkpoint of the step reached and print one line naming it and
   the command that continues the run: exit 143 after SIGTERM (what a

@@ -54,7 +54,7 @@ from apache_beam.utils.windowed_value import WindowedValue
 from bilm_keras._utils.atomic_files import atomic_path
 from bilm_keras._utils.settings import SettingError
 from bilm_keras.data.sentence_file import (
-    SentenceFileError,
+    check_not_empty,
     check_sentence_key,
 )
 from bilm_keras.embedding import beam_files
@@ -213,12 +213,8 @@ def plan_beam_dump(
             segments.append(tuple(segment))
     if segments:
         ranges.append(LineRange(start, n_lines, tuple(segments)))
-    if n_tokens == 0:
-        found = ("0 lines" if n_lines == 0
-                 else f"{n_lines} line{'s' * (n_lines > 1)}, all blank")
-        raise SentenceFileError(
-            f"{beam_files.local_path(dataset_file)}: empty input (expected "
-            f"one whitespace-tokenized sentence per line, found {found})")
+    check_not_empty(beam_files.local_path(dataset_file), n_lines=n_lines,
+                    n_tokens=n_tokens)
     plan = plan_dump(
         options_file=beam_files.local_copy(options_file, scratch),
         weight_file=weight_file,

@@ -96,7 +96,7 @@ from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
-from bilm_keras.options import BiLMOptions
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
 
 
@@ -510,8 +510,8 @@ def export_hub_from_save_dir(
     outdir = os.path.abspath(os.fspath(outdir))
     _check_outdir(outdir, overwrite)
     save_dir = os.fspath(save_dir)
-    if not os.path.isfile(os.path.join(save_dir, "options.json")):
-        raise ExportError(f"{save_dir}: no options.json in the save_dir")
+    if not os.path.isfile(os.path.join(save_dir, OPTIONS_FILE)):
+        raise ExportError(f"{save_dir}: no {OPTIONS_FILE} in the save_dir")
     with tempfile.TemporaryDirectory(prefix="bilm_export_") as tmp:
         files = dump_weights(save_dir, os.path.join(tmp, "lm_weights.hdf5"),
                              checkpoint=checkpoint)

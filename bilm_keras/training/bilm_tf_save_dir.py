@@ -33,7 +33,7 @@ import numpy as np
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.language_model import LanguageModel
-from bilm_keras.options import BiLMOptions
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.training.run_checkpoint import (
     SOFTMAX_B_KEY,
     SOFTMAX_W_KEY,
@@ -54,7 +54,6 @@ from bilm_keras.weights.bilm_tf_checkpoint import (
     save_bilm_tf_dump,
 )
 
-OPTIONS_FILE = "options.json"
 #: TensorFlow's checkpoint state file, which bilm-tf's tools and ours read
 STATE_FILE = "checkpoint"
 #: bilm-tf's state file, set aside when our first checkpoint goes into its

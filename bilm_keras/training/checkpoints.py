@@ -26,7 +26,6 @@ import tensorflow as tf
 
 from bilm_keras._utils.disk_full import reporting_disk_full
 
-OPTIONS_FILE = "options.json"
 #: the fewest checkpoints a run keeps (``max_to_keep``): should the newest
 #: be damaged later (a kill during a copy, a disk error), the one before it
 #: is still there

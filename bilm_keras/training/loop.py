@@ -50,7 +50,7 @@ from bilm_keras._utils.disk_full import reporting_disk_full
 from bilm_keras.data.corpus import CorpusError, count_corpus, list_shards
 from bilm_keras.data.unigram import unigram_perplexity
 from bilm_keras.layers.initialization import placeholder_weights
-from bilm_keras.options import BiLMOptions
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.training.adaptation import (
     check_weight_file,
     init_softmax,
@@ -64,7 +64,6 @@ from bilm_keras.training.bilm_tf_save_dir import (
 )
 from bilm_keras.training.carried_states import CarriedStates
 from bilm_keras.training.checkpoints import (
-    OPTIONS_FILE,
     TRAINING_DATA_FILE,
     CheckpointError,
     CheckpointWriter,

@@ -41,10 +41,9 @@ import tensorflow as tf
 
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
-from bilm_keras.options import BiLMOptions
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.training.carried_states import CarriedStates
 from bilm_keras.training.checkpoints import (
-    OPTIONS_FILE,
     CheckpointError,
     CheckpointWriter,
     DataStream,

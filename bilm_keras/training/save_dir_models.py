@@ -21,7 +21,7 @@ from typing import Optional
 
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_language_model
-from bilm_keras.training.checkpoints import OPTIONS_FILE
+from bilm_keras.options import OPTIONS_FILE
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
 from bilm_keras.training.run_checkpoint import (
     load_trained_model,

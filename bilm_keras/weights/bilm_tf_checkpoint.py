@@ -56,6 +56,7 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_hdf5
+from bilm_keras.options import OPTIONS_FILE
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 from bilm_keras.weights.checkpoint_files import (
     checkpoint_damage,
@@ -451,8 +452,8 @@ def read_bilm_tf_checkpoint(
             variables only one side has.
     """
     save_dir = os.fspath(save_dir)
-    options_file = os.fspath(options_file or os.path.join(save_dir,
-                                                          "options.json"))
+    options_file = os.fspath(options_file
+                             or os.path.join(save_dir, OPTIONS_FILE))
     found = located if located is not None else locate_checkpoint(save_dir)
     if found.kind != BILM_TF:
         raise CheckpointFileError(

@@ -230,7 +230,7 @@ def test_errors_before_tensorflow(model_dir, root, tmp_path):
 
     with concurrent.futures.ThreadPoolExecutor(os.cpu_count()) as pool:
         procs = list(pool.map(run, cases))
-    for (flags, match), proc in zip(cases, procs):
+    for (_, match), proc in zip(cases, procs):
         report = json.loads(proc.stdout.splitlines()[-1])
         assert report == {"code": 1, "tf": False}, proc.stderr
         match = match or r".*dup.txt, lines 1 and 3: the same sentence"

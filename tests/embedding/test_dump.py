@@ -1,4 +1,5 @@
-"""dump_token_embeddings / dump_bilm_embeddings write what the model computes."""
+"""dump_token_embeddings / dump_bilm_embeddings write what the model
+computes."""
 
 import json
 import os

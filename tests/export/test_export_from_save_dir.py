@@ -23,7 +23,6 @@ from bilm_keras.training.run_checkpoint import model_checkpoint
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.presets import preset_file
 from bilm_keras.weights.bilm_tf_checkpoint import CheckpointFileError
-from helpers import REPO_ROOT
 
 
 def _save_dir(path):

@@ -55,10 +55,10 @@ def mirrored(train_dir, out_file):
             losses = []
             for batch in global_batches:
                 dist = strategy.experimental_distribute_values_from_function(
-                    lambda ctx: {k: v[ctx.replica_id_in_sync_group * 4 // n:
-                                      (ctx.replica_id_in_sync_group + 1)
-                                      * 4 // n]
-                                 for k, v in batch.items()})
+                    lambda ctx, batch=batch: {
+                        k: v[ctx.replica_id_in_sync_group * 4 // n:
+                             (ctx.replica_id_in_sync_group + 1) * 4 // n]
+                        for k, v in batch.items()})
                 loss, _, states, _ = step(dist, states)
                 losses.append(float(loss))
         return lm, losses

@@ -128,9 +128,9 @@ def test_written_options_name_copies_of_the_dictionaries(converted,
 @pytest.mark.slow
 def test_adapt_dump_and_export(converted, corpus, fixture_data, tmp_path):
     """A few steps (softmax warm-up, then everything), then the usual
-    tail: evaluate, ``bilm-keras dump-weights`` (options keep the elmoformanylangs
-    section, the dictionaries copied beside them), the dumped files in
-    BidirectionalLanguageModel, and ``bilm-keras export-hub`` from the
+    tail: evaluate, ``bilm-keras dump-weights`` (options keep the
+    elmoformanylangs section, the dictionaries copied beside them), the dumped
+    files in BidirectionalLanguageModel, and ``bilm-keras export-hub`` from the
     save_dir."""
     sentences, _, ids = fixture_data
     save_dir = tmp_path / "adapted"

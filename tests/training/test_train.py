@@ -212,8 +212,8 @@ def test_progress_and_tensorboard_show_each_direction(train_dir, tmp_path,
         train_prefix=str(train_dir / "data.txt"),
         vocab_file=str(train_dir / "vocab.txt"), save_dir=str(tmp_path),
         seed=1, log_every=3))
-    lines = [l for l in capsys.readouterr().out.splitlines()
-             if l.startswith("step ")]
+    lines = [line for line in capsys.readouterr().out.splitlines()
+             if line.startswith("step ")]
     assert len(lines) == 2
     for line in lines:
         assert "  forward " in line and "  backward " in line
