@@ -13,6 +13,7 @@ sentences with it.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from typing import (
@@ -30,6 +31,7 @@ import tensorflow as tf
 
 from bilm_keras._utils.eager import require_eager
 from bilm_keras.data.batcher_for_options import batcher_for_options
+from bilm_keras.data.long_tokens import limit_for_batcher, warn_of_long_tokens
 from bilm_keras.embedding.bulk_embedder import BulkEmbedder
 from bilm_keras.embedding.dump import dump_token_embeddings
 from bilm_keras.embedding.outputs import EmbeddingSpec
@@ -234,6 +236,7 @@ class BidirectionalLanguageModel:
         else:
             spec = tf.TensorSpec((None, None), tf.int32)
         self.input_spec = spec
+        self._long_token_limit = None  # on first use: it reads word.dic
         self._states = None
         if stateful:
             self._states = {
@@ -337,6 +340,16 @@ class BidirectionalLanguageModel:
         """``{direction: [(c, h), ...]}`` state variables (stateful only)."""
         return self._states
 
+    def _warn_of_long_tokens(self, sentences, vocab_file):
+        """``sentences``, with one warning (logged) at the first token far
+        longer than a word of the model's (:mod:`bilm_keras.data.
+        long_tokens`): unsegmented text."""
+        if self._long_token_limit is None and self.use_character_inputs:
+            self._long_token_limit = limit_for_batcher(
+                self.make_batcher(vocab_file))
+        return warn_of_long_tokens(sentences, self._long_token_limit,
+                                   logging.getLogger(__name__).warning)
+
     def _vocab_for(self, vocab_file):
         """``vocab_file``, else the model's own for token input (char ids
         do not depend on a vocabulary: none is read for char input)."""
@@ -380,6 +393,7 @@ class BidirectionalLanguageModel:
         and sentences are sorted by length. A stateful model is not
         touched: its states stay as they were.
         """
+        sentences = self._warn_of_long_tokens(sentences, vocab_file)
         return self.bulk_embedder.embed_sentences(
             sentences, batch_size, self._vocab_for(vocab_file),
             output=output, layers=layers,
@@ -403,6 +417,7 @@ class BidirectionalLanguageModel:
     ) -> Iterator[np.ndarray]:
         """:meth:`embed_sentences`, streaming ``chunk_size`` sentences at a
         time: :meth:`BulkEmbedder.iter_embeddings` (arguments there)."""
+        sentences = self._warn_of_long_tokens(sentences, vocab_file)
         return self.bulk_embedder.iter_embeddings(
             sentences, batch_size, self._vocab_for(vocab_file),
             output=output, layers=layers,

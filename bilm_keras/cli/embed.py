@@ -3,6 +3,7 @@
 import argparse
 import contextlib
 import os
+import sys
 
 from bilm_keras.cli._common import (
     CommandError,
@@ -396,6 +397,7 @@ def run(args) -> int:
         return _run_beam(args)
     from bilm_keras.embedding.dump import dump_bilm_embeddings
 
+    _warn_of_long_tokens(args)
     n = dump_bilm_embeddings(
         args.vocab_file, args.dataset_file, args.options_file,
         args.weight_file, args.outfile, batch_size=args.batch_size,
@@ -409,6 +411,40 @@ def run(args) -> int:
     print(f"wrote {n} sentences to {args.outfile} ({args.output}{layers}, "
           f"{args.spec.dtype}{shard})")
     return n
+
+
+#: the lines of --dataset_file checked for unsegmented text (its first
+#: ones: an unsegmented file shows it at once)
+LINES_CHECKED = 100_000
+
+
+def _warn_of_long_tokens(args) -> None:
+    """One ``WARNING:`` line on stderr for the first of the input's first
+    :data:`LINES_CHECKED` lines with a token far longer than a word of the
+    model's (:mod:`bilm_keras.data.long_tokens`): unsegmented text."""
+    import itertools
+
+    from bilm_keras.data.batcher_for_options import batcher_for_options
+    from bilm_keras.data.long_tokens import (
+        first_long_token_in_lines,
+        limit_for_batcher,
+        long_token_message,
+    )
+    from bilm_keras.options import BiLMOptions
+
+    if args.embedding_weight_file:
+        return  # token input: every token is checked against the vocabulary
+    limit = limit_for_batcher(batcher_for_options(
+        BiLMOptions.from_json(args.options_file), args.vocab_file))
+    if limit is None:
+        return
+    with open(args.dataset_file, encoding="utf-8", errors="replace") as f:
+        found = first_long_token_in_lines(
+            itertools.islice(f, LINES_CHECKED), limit)
+    if found is not None:
+        where = f"{args.dataset_file}, line {found.sentence + 1}"
+        print(f"WARNING: {long_token_message(found, limit, where)}",
+              file=sys.stderr, flush=True)
 
 
 def before_tensorflow(args) -> None:
