@@ -413,38 +413,18 @@ def run(args) -> int:
     return n
 
 
-#: the lines of --dataset_file checked for unsegmented text (its first
-#: ones: an unsegmented file shows it at once)
-LINES_CHECKED = 100_000
-
-
 def _warn_of_long_tokens(args) -> None:
-    """One ``WARNING:`` line on stderr for the first of the input's first
-    :data:`LINES_CHECKED` lines with a token far longer than a word of the
-    model's (:mod:`bilm_keras.data.long_tokens`): unsegmented text."""
-    import itertools
+    """One ``WARNING:`` line on stderr when the input's first lines hold a
+    token far longer than a word of the model's: unsegmented text
+    (:mod:`bilm_keras.data.long_tokens`). Token input is checked against
+    its vocabulary already."""
+    from bilm_keras.data.long_tokens import long_token_warning_for_file
 
-    from bilm_keras.data.batcher_for_options import batcher_for_options
-    from bilm_keras.data.long_tokens import (
-        first_long_token_in_lines,
-        limit_for_batcher,
-        long_token_message,
-    )
-    from bilm_keras.options import BiLMOptions
-
-    if args.embedding_weight_file:
-        return  # token input: every token is checked against the vocabulary
-    limit = limit_for_batcher(batcher_for_options(
-        BiLMOptions.from_json(args.options_file), args.vocab_file))
-    if limit is None:
-        return
-    with open(args.dataset_file, encoding="utf-8", errors="replace") as f:
-        found = first_long_token_in_lines(
-            itertools.islice(f, LINES_CHECKED), limit)
-    if found is not None:
-        where = f"{args.dataset_file}, line {found.sentence + 1}"
-        print(f"WARNING: {long_token_message(found, limit, where)}",
-              file=sys.stderr, flush=True)
+    warning = None if args.embedding_weight_file else \
+        long_token_warning_for_file(args.dataset_file, args.options_file,
+                                    args.vocab_file)
+    if warning:
+        print(f"WARNING: {warning}", file=sys.stderr, flush=True)
 
 
 def before_tensorflow(args) -> None:

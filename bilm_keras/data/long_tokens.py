@@ -25,6 +25,8 @@ char ids, characters for a converted ELMoForManyLangs model):
 from __future__ import annotations
 
 import dataclasses
+import itertools
+import os
 from typing import Iterable, Optional, Sequence
 
 #: the units a model's ids count a token in
@@ -166,6 +168,34 @@ def first_long_token_in_lines(lines: Iterable[str],
     """:func:`first_long_token` of a text's lines, whitespace-tokenized as
     ``embed`` reads them (``sentence`` is the 0-based line number)."""
     return first_long_token((line.split() for line in lines), limit)
+
+
+#: the lines of a sentence file :func:`long_token_warning_for_file` reads
+#: (its first ones: an unsegmented file shows it at once)
+LINES_CHECKED = 100_000
+
+
+def long_token_warning_for_file(
+        dataset_file: str | os.PathLike, options_file: str | os.PathLike,
+        vocab_file: Optional[str | os.PathLike] = None) -> Optional[str]:
+    """The warning for a sentence file (``bilm-keras embed``'s input, one
+    whitespace-tokenized sentence a line) and a char-input model's
+    options, naming the first of its first :data:`LINES_CHECKED` lines
+    with a long token; None when there is none."""
+    from bilm_keras.data.batcher_for_options import batcher_for_options
+    from bilm_keras.options import BiLMOptions
+
+    limit = limit_for_batcher(batcher_for_options(
+        BiLMOptions.from_json(options_file), vocab_file))
+    if limit is None:
+        return None
+    with open(dataset_file, encoding="utf-8", errors="replace") as f:
+        found = first_long_token_in_lines(
+            itertools.islice(f, LINES_CHECKED), limit)
+    if found is None:
+        return None
+    return long_token_message(
+        found, limit, f"{os.fspath(dataset_file)}, line {found.sentence + 1}")
 
 
 def limit_for_batcher(batcher) -> Optional[LongTokenLimit]:
