@@ -13,6 +13,7 @@ sentences with it.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from typing import (
@@ -31,6 +32,7 @@ import tensorflow as tf
 from bilm_keras._utils.eager import require_eager
 from bilm_keras._utils.settings import SettingError
 from bilm_keras.data.batcher_for_options import batcher_for_options
+from bilm_keras.data.long_tokens import limit_for_batcher, warn_of_long_tokens
 from bilm_keras.embedding.bulk_embedder import BulkEmbedder
 from bilm_keras.embedding.dump import dump_token_embeddings
 from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
@@ -236,6 +238,7 @@ class BidirectionalLanguageModel:
         else:
             spec = tf.TensorSpec((None, None), tf.int32)
         self.input_spec = spec
+        self._long_token_limit = None  # on first use: it reads word.dic
         self._states = None
         if stateful:
             self._states = {
@@ -339,6 +342,16 @@ class BidirectionalLanguageModel:
         """``{direction: [(c, h), ...]}`` state variables (stateful only)."""
         return self._states
 
+    def _warn_of_long_tokens(self, sentences, vocab_file):
+        """``sentences``, with one warning (logged) at the first token far
+        longer than a word of the model's (:mod:`bilm_keras.data.
+        long_tokens`): unsegmented text."""
+        if self._long_token_limit is None and self.use_character_inputs:
+            self._long_token_limit = limit_for_batcher(
+                self.make_batcher(vocab_file))
+        return warn_of_long_tokens(sentences, self._long_token_limit,
+                                   logging.getLogger(__name__).warning)
+
     def _vocab_for(self, vocab_file):
         """``vocab_file``, else the model's own for token input (char ids
         do not depend on a vocabulary: none is read for char input)."""
@@ -394,6 +407,7 @@ class BidirectionalLanguageModel:
         after :func:`~bilm_keras.embedding.memory.keep_glibc_defaults`).
         """
         return_freed_memory_for_bulk_embedding()  # the process's malloc
+        sentences = self._warn_of_long_tokens(sentences, vocab_file)
         return self.bulk_embedder.embed_sentences(
             sentences, batch_size, self._vocab_for(vocab_file),
             spec=embedding_spec(spec, output=output, layers=layers,
@@ -421,6 +435,7 @@ class BidirectionalLanguageModel:
         spec's fields as keywords and the process's malloc setting, as
         :meth:`embed_sentences`)."""
         return_freed_memory_for_bulk_embedding()  # the process's malloc
+        sentences = self._warn_of_long_tokens(sentences, vocab_file)
         return self.bulk_embedder.iter_embeddings(
             sentences, batch_size, self._vocab_for(vocab_file),
             spec=embedding_spec(spec, output=output, layers=layers,

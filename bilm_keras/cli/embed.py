@@ -4,6 +4,7 @@ import argparse
 import contextlib
 import dataclasses
 import os
+import sys
 from typing import Any, Optional
 
 from bilm_keras.cli._common import (
@@ -451,6 +452,7 @@ def run(job: EmbedJob) -> int:
         return _run_beam(job)
     from bilm_keras.embedding.dump import dump_bilm_embeddings
 
+    _warn_of_long_tokens(job)
     n = dump_bilm_embeddings(
         job.vocab_file, job.dataset_file, job.options_file,
         job.weight_file, job.outfile, job.spec, job.settings)
@@ -458,6 +460,20 @@ def run(job: EmbedJob) -> int:
     shard = "" if shard is None else f", shard {shard[0]}/{shard[1]}"
     print(f"wrote {n} sentences to {job.outfile} ({job.summary()}{shard})")
     return n
+
+
+def _warn_of_long_tokens(job: EmbedJob) -> None:
+    """One ``WARNING:`` line on stderr when the input's first lines hold a
+    token far longer than a word of the model's: unsegmented text
+    (:mod:`bilm_keras.data.long_tokens`). Token input is checked against
+    its vocabulary already."""
+    from bilm_keras.data.long_tokens import long_token_warning_for_file
+
+    warning = None if job.settings.embedding_weight_file else \
+        long_token_warning_for_file(job.dataset_file, job.options_file,
+                                    job.vocab_file)
+    if warning:
+        print(f"WARNING: {warning}", file=sys.stderr, flush=True)
 
 
 def before_tensorflow(args) -> None:

@@ -87,10 +87,15 @@ from typing import Optional
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_directory
+from bilm_keras.data.long_tokens import long_token_limit
+from bilm_keras.data.manylangs_dictionaries import read_word_dic
 from bilm_keras.export.graph_char_ids import (
     padded_tokens_to_char_ids,
+    ragged_tokens,
     sentences_to_char_ids,
+    split_sentences,
 )
+from bilm_keras.export.graph_long_tokens import warn_of_long_tokens
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
@@ -169,6 +174,13 @@ class ELMoHubModule(tf.Module):
             None if vocab_file is None
             else tf.saved_model.Asset(os.fspath(vocab_file))
         )
+        # the longest plausible token (data/long_tokens.py), a constant of
+        # the graph: the string signatures warn past it
+        self._long_token_limit = long_token_limit(
+            self.max_characters_per_token,
+            unit="bytes" if graph_ids is None else "characters",
+            words=None if word_dic_file is None
+            else read_word_dic(word_dic_file))
         self.char_dic_file, self.word_dic_file = (
             None if f is None else tf.saved_model.Asset(os.fspath(f))
             for f in (char_dic_file, word_dic_file)
@@ -303,9 +315,12 @@ class ELMoHubModule(tf.Module):
         return self.graph_ids.padded_tokens_to_ids(tokens, sequence_len)
 
     def _default(self, strings):
+        warn_of_long_tokens(split_sentences(strings), self._long_token_limit)
         return self._embed_inference(self._ids_of_strings(strings))
 
     def _tokens(self, tokens, sequence_len):
+        warn_of_long_tokens(ragged_tokens(tokens, sequence_len)[0],
+                            self._long_token_limit)
         return self._embed_inference(self._ids_of_tokens(tokens, sequence_len))
 
     def _elmo(self, char_ids):
@@ -317,6 +332,7 @@ class ELMoHubModule(tf.Module):
     def __call__(self, strings, training=False):
         """The ``default`` signature's computation, for ``hub.KerasLayer``."""
         embed = self._embed_training if training else self._embed_inference
+        warn_of_long_tokens(split_sentences(strings), self._long_token_limit)
         return embed(self._ids_of_strings(strings))
 
     def signatures(self) -> dict:

@@ -64,8 +64,10 @@ class RegisteredModel:
         citation: the paper(s) to cite.
         options_url / weight_url: a ``bilm-tf`` model's two files.
         archive_url: an ``elmoformanylangs`` model's archive.
-        parameters_millions: the model's size where its publisher states
-            it, else None.
+        parameters_millions: the model's size in millions of parameters
+            where its publisher states it, else None.
+        download_megabytes: what is downloaded (its files or archive), in
+            MB (10**6 bytes), where known, else None.
     """
 
     name: str
@@ -80,6 +82,7 @@ class RegisteredModel:
     weight_url: str | None = None
     archive_url: str | None = None
     parameters_millions: float | None = None
+    download_megabytes: float | None = None
 
     @property
     def urls(self) -> tuple[str, ...]:
