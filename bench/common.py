@@ -38,11 +38,11 @@ REPO_ROOT = os.path.dirname(BENCH_DIR)
 
 
 def preset_file(name: str) -> str:
-    """The options preset ``name`` (``"small.json"``) of this checkout,
-    where the package keeps them as package data (``bilm_keras/presets/``):
-    the one definition of each in the repository. A path, so that the
+    """The options preset ``name`` (``"small.json"``) of this checkout, in
+    the top-level ``options/`` (the one definition of each in the
+    repository; the wheel ships it as package data). A path, so that the
     AllenNLP child (another venv, without our package) reads it too."""
-    path = os.path.join(REPO_ROOT, "bilm_keras", "presets", name)
+    path = os.path.join(REPO_ROOT, "options", name)
     if not os.path.exists(path):
         raise FileNotFoundError(f"no options preset {name!r} in "
                                 f"{os.path.dirname(path)}")
@@ -217,6 +217,14 @@ def time_passes(fn, n: int) -> list:
     return times
 
 
+def embed_corpus(model, corpus, batch_size: int) -> None:
+    """One pass of ``model.embed_sentences`` over ``corpus``, a vector
+    list a sentence checked and dropped (what the throughput benches
+    time)."""
+    vectors = model.embed_sentences(corpus, batch_size=batch_size)
+    assert len(vectors) == len(corpus)
+
+
 def median_ratio(numerators, denominators) -> float:
     """The median of the per-round ratios ``numerators[i] /
     denominators[i]``: how every ratio in ``bench/`` is quoted (each round
@@ -300,7 +308,7 @@ def matmul_gflops(m: int, k: int, n: int, repeats: int = 5) -> float:
     for run, products in ((lambda: one(a[0], b), 1),
                           (lambda: each(a, b), cores)):
         float(run())  # trace, warm up
-        best = min(time_passes(lambda: float(run()), repeats))
+        best = min(time_passes(lambda run=run: float(run()), repeats))
         rates.append(products * 2 * m * k * n / best / 1e9)
     return max(rates)
 

@@ -187,13 +187,9 @@ def measure_as_user(workdir: str, args) -> dict:
         os.path.join(workdir, "weights.hdf5"),
     )
     load_s = time.perf_counter() - t0
-    times = []
-    for _ in range(args.passes):
-        t = time.perf_counter()
-        vectors = model.embed_sentences(corpus, batch_size=args.batch_size)
-        times.append(time.perf_counter() - t)
-        assert len(vectors) == len(corpus)
-        del vectors
+    times = common.time_passes(
+        lambda: common.embed_corpus(model, corpus, args.batch_size),
+        args.passes)
     peak_rss_mib = common.peak_rss_mib()
     import tensorflow as tf
 

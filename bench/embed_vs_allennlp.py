@@ -186,7 +186,7 @@ def main(argv=None):
         sentences=args.n_sentences, passes=args.passes,
         ours_tokens_per_s=median(lambda r: r["ours"]["tokens_per_s"]),
         allennlp_tokens_per_s={
-            key: median(lambda r: r["allennlp"]["tokens_per_s"][key])
+            key: median(lambda r, key=key: r["allennlp"]["tokens_per_s"][key])
             for key in rounds[0]["allennlp"]["tokens_per_s"]},
         ratio_to_best_allennlp=median(lambda r: r["ratio_to_best_allennlp"]),
         ratio_by_round=[round(r["ratio_to_best_allennlp"], 3)

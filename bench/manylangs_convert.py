@@ -160,13 +160,9 @@ def measure_embedding(options_file: str, weight_file: str, args) -> dict:
     model = BidirectionalLanguageModel(options_file, weight_file)
     load_s = time.perf_counter() - t0
     model.embed_sentences(corpus, batch_size=args.batch_size)  # warm-up
-    times = []
-    for _ in range(args.passes):
-        t = time.perf_counter()
-        vectors = model.embed_sentences(corpus, batch_size=args.batch_size)
-        times.append(time.perf_counter() - t)
-        assert len(vectors) == len(corpus)
-        del vectors
+    times = common.time_passes(
+        lambda: common.embed_corpus(model, corpus, args.batch_size),
+        args.passes)
     return dict(tokens_per_s=n_tokens / statistics.median(times),
                 pass_s_all=[round(t, 3) for t in times],
                 peak_rss_mib=common.peak_rss_mib(), import_s=import_s,

@@ -21,10 +21,11 @@ each followed by ``embed_sentences`` of one batch (``--sentences`` of
 TensorFlow), ``load_s`` (the constructor or ``from_pretrained``),
 ``first_batch_s``, ``startup_s = load_s + first_batch_s`` (load to first
 batch), ``process_s`` (the whole process as the parent sees it) and peak
-RSS; ``resolve_cached_s`` is the cached look-up alone (``resolve_model``:
-the registry and the manifest), which ``by_path`` runs before its clock. The two ways' vectors are compared (equal bit for bit: the same
-files). Prints ONE JSON line: medians per way and the medians of the
-per-round ratios ``by_name / by_path``. Usage::
+RSS; ``resolve_cached_s`` is the cached look-up alone (``resolve_model``: the
+registry and the manifest), which ``by_path`` runs before its clock. The two
+ways' vectors are compared (equal bit for bit: the same files). Prints ONE JSON
+line: medians per way and the medians of the per-round ratios ``by_name /
+by_path``. Usage::
 
     python bench/pretrained_startup.py                # published size
     python bench/pretrained_startup.py --rounds 7

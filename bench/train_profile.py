@@ -101,7 +101,7 @@ def step_products(c: dict, reps: int = 200, rounds: int = 5) -> dict:
                 for name, layouts in shapes.items()
                 for k, (x, y) in enumerate(layouts)}
     times = collections.defaultdict(list)
-    for key, (x, y) in operands.items():
+    for x, y in operands.values():
         mm(x, y).numpy()
     for _ in range(rounds):
         for key, (x, y) in operands.items():

@@ -13,6 +13,7 @@ sentences with it.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 from typing import (
@@ -29,9 +30,12 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.eager import require_eager
+from bilm_keras._utils.settings import SettingError
 from bilm_keras.data.batcher_for_options import batcher_for_options
+from bilm_keras.data.long_tokens import limit_for_batcher, warn_of_long_tokens
 from bilm_keras.embedding.bulk_embedder import BulkEmbedder
 from bilm_keras.embedding.dump import dump_token_embeddings
+from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.embedding.outputs import EmbeddingSpec
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.models.bilm_backbone import BiLMBackbone
@@ -248,6 +252,7 @@ class BidirectionalLanguageModel:
         else:
             spec = tf.TensorSpec((None, None), tf.int32)
         self.input_spec = spec
+        self._long_token_limit = None  # on first use: it reads word.dic
         self._states = None
         if stateful:
             self._states = {
@@ -351,6 +356,16 @@ class BidirectionalLanguageModel:
         """``{direction: [(c, h), ...]}`` state variables (stateful only)."""
         return self._states
 
+    def _warn_of_long_tokens(self, sentences, vocab_file):
+        """``sentences``, with one warning (logged) at the first token far
+        longer than a word of the model's (:mod:`bilm_keras.data.
+        long_tokens`): unsegmented text."""
+        if self._long_token_limit is None and self.use_character_inputs:
+            self._long_token_limit = limit_for_batcher(
+                self.make_batcher(vocab_file))
+        return warn_of_long_tokens(sentences, self._long_token_limit,
+                                   logging.getLogger(__name__).warning)
+
     def _vocab_for(self, vocab_file):
         """``vocab_file``, else the model's own for token input (char ids
         do not depend on a vocabulary: none is read for char input)."""
@@ -393,12 +408,26 @@ class BidirectionalLanguageModel:
         alone, stateless, and faster: distinct tokens are embedded once
         and sentences are sorted by length. A stateful model is not
         touched: its states stay as they were.
+
+        ``output``, ``layers``, ``mix_weights``, ``mix_logits`` and
+        ``gamma`` are the fields of an
+        :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` (documented
+        there), given here as keywords (``output="average"``); or pass
+        one as ``spec`` (then none of them): :func:`embedding_spec`.
+
+        The first call fixes glibc's mmap threshold for the process, so
+        that freed memory goes back to the system (:mod:`bilm_keras.
+        embedding.memory`; not when ``MALLOC_MMAP_THRESHOLD_`` is set or
+        after :func:`~bilm_keras.embedding.memory.keep_glibc_defaults`).
         """
+        return_freed_memory_for_bulk_embedding()  # the process's malloc
+        sentences = self._warn_of_long_tokens(sentences, vocab_file)
         return self.bulk_embedder.embed_sentences(
             sentences, batch_size, self._vocab_for(vocab_file),
-            output=output, layers=layers,
-            mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
-            on_batch=on_batch, spec=spec)
+            spec=embedding_spec(spec, output=output, layers=layers,
+                                mix_weights=mix_weights,
+                                mix_logits=mix_logits, gamma=gamma),
+            on_batch=on_batch)
 
     def iter_embeddings(
         self,
@@ -416,10 +445,43 @@ class BidirectionalLanguageModel:
         spec: Optional[EmbeddingSpec] = None,
     ) -> Iterator[np.ndarray]:
         """:meth:`embed_sentences`, streaming ``chunk_size`` sentences at a
-        time: :meth:`BulkEmbedder.iter_embeddings` (arguments there)."""
+        time: :meth:`BulkEmbedder.iter_embeddings` (arguments there; the
+        spec's fields as keywords and the process's malloc setting, as
+        :meth:`embed_sentences`)."""
+        return_freed_memory_for_bulk_embedding()  # the process's malloc
+        sentences = self._warn_of_long_tokens(sentences, vocab_file)
         return self.bulk_embedder.iter_embeddings(
             sentences, batch_size, self._vocab_for(vocab_file),
-            output=output, layers=layers,
-            mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
-            chunk_size=chunk_size, on_batch=on_batch, spec=spec)
+            spec=embedding_spec(spec, output=output, layers=layers,
+                                mix_weights=mix_weights,
+                                mix_logits=mix_logits, gamma=gamma),
+            chunk_size=chunk_size, on_batch=on_batch)
+
+
+def embedding_spec(spec: Optional[EmbeddingSpec] = None,
+                   **fields) -> EmbeddingSpec:
+    """The one place the facade's convenience keywords become an
+    :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`: ``spec`` as it
+    is, or one built from ``fields`` (its fields, as keywords). A field
+    given (not None, not its default) with a ``spec`` is an error: the
+    two would disagree.
+
+    Raises:
+        SettingError: a field out of range (named), or ``spec`` and a
+            field both given.
+        TypeError: ``spec`` is not an EmbeddingSpec.
+    """
+    if spec is None:
+        return EmbeddingSpec(**fields)
+    if not isinstance(spec, EmbeddingSpec):
+        raise TypeError(f"spec: expected an EmbeddingSpec, found "
+                        f"{type(spec).__name__}")
+    defaults = EmbeddingSpec()
+    given = [name for name, value in fields.items()
+             if value is not None and value != getattr(defaults, name)]
+    if given:
+        raise SettingError("spec", f"expected the settings either as "
+                                   f"spec or as keyword arguments, "
+                                   f"found spec and {given[0]}")
+    return spec
 

@@ -2,9 +2,10 @@
 
 Reading (imported by the test): :func:`code_blocks` finds every fenced
 block of a Markdown file with its language, its flags (the info string's
-other words: ``notest``) and its line; :func:`named_repo_paths` every
-path of this repository the text names (in prose, code spans, links and
-blocks alike).
+other words: ``notest``, and after it the reason the block is not run)
+and its line; :func:`named_repo_paths` every path of this repository the
+text names (in prose, code spans, links and blocks alike);
+:func:`named_flags` every flag it gives one of the project's commands.
 
 Running (``python tests/doc_blocks.py PLAN.json``, a fresh interpreter
 per document, started by the test in the document's scratch folder):
@@ -40,17 +41,25 @@ _FENCE = re.compile(r"^(\s*)(`{3,})(.*)$")
 class CodeBlock:
     """One fenced block: ``language`` (the info string's first word),
     ``flags`` (its other words), ``code``, ``line`` (1-based, the opening
-    fence's) and ``end_line`` (the closing fence's)."""
+    fence's), ``end_line`` (the closing fence's) and ``reason``: why a
+    ``notest`` block is not run, the info string after ``notest``
+    (```` ```bash notest: it needs a Slurm cluster ````; Markdown shows
+    only the language)."""
 
     language: str
     flags: tuple
     code: str
     line: int
     end_line: int
+    reason: str = ""
 
     @property
     def runs(self) -> bool:
         return self.language in RUN_LANGUAGES and "notest" not in self.flags
+
+
+#: a ``notest`` flag and the reason after it
+_NOTEST = re.compile(r"(?:^|\s)notest\b:?\s*(.*)$")
 
 
 def code_blocks(text: str) -> list:
@@ -73,20 +82,14 @@ def code_blocks(text: str) -> list:
             body.append(line[len(indent):] if line.startswith(indent)
                         else line.lstrip())
             i += 1
+        notest = _NOTEST.search(info)
         blocks.append(CodeBlock(
-            language=words[0] if words else "", flags=tuple(words[1:]),
-            code="\n".join(body) + "\n", line=start + 1, end_line=i + 1))
+            language=words[0] if words else "",
+            flags=("notest",) if notest else tuple(words[1:]),
+            code="\n".join(body) + "\n", line=start + 1, end_line=i + 1,
+            reason=notest.group(1).strip() if notest else ""))
         i += 1
     return blocks
-
-
-def text_around(text: str, block: CodeBlock, lines: int = 4) -> str:
-    """The ``lines`` lines before a block's opening fence and after its
-    closing one: where a ``notest`` block says why it is not run."""
-    all_lines = text.splitlines()
-    before = all_lines[max(0, block.line - 1 - lines): block.line - 1]
-    after = all_lines[block.end_line: block.end_line + lines]
-    return "\n".join(before + after)
 
 
 #: a path of this repository as documents name it: a top-level folder of
@@ -139,6 +142,124 @@ def repo_path_exists(path: str, root: pathlib.Path = REPO_ROOT) -> bool:
     if any(c in pattern for c in "*?["):
         return bool(glob.glob(str(root / pattern)))
     return (root / pattern).exists()
+
+
+#: how a document runs one of this project's commands: ``bilm-keras
+#: SUB``, ``python -m bilm_keras SUB`` or a ``bin/`` alias
+_INVOCATION = re.compile(
+    r"(?:\bbilm-keras|python3? -m bilm_keras(?:\.cli)?)\s+([a-z][a-z-]*)"
+    r"|\bbin/(\w+\.py)")
+
+#: a flag as documents write it
+_FLAG = re.compile(r"(?<![\w-])(--[A-Za-z][\w-]*)")
+
+#: a code span in prose (it may wrap onto the next line)
+_CODE_SPAN = re.compile(r"(?<!`)`([^`]+)`(?!`)")
+
+#: where one shell command ends and the next begins
+_COMMAND_END = re.compile(r"\||;|&&|\$\(|\)|\bthen\b|\bdo\b")
+
+
+@dataclasses.dataclass(frozen=True)
+class NamedFlag:
+    """A flag a document gives one of the project's commands: ``command``
+    (a subcommand's name, or the ``bin/`` alias as written), ``flag``
+    (``--checkpoint``) and ``line`` (1-based)."""
+
+    line: int
+    command: str
+    flag: str
+
+
+def _flags_of_command(text: str, line: int, subcommands,
+                      aliases) -> list:
+    """The flags each invocation in one shell command line gives."""
+    found = []
+    for command in _COMMAND_END.split(text.split(" #")[0]):
+        match = _INVOCATION.search(command)
+        if not match:
+            continue
+        name = match.group(1) or match.group(2)
+        if match.group(1) and name not in subcommands:
+            continue  # `bilm-keras --help`, prose
+        if match.group(2) and name not in aliases:
+            continue  # another bin/ script (or none: the path test says)
+        for flag in _FLAG.findall(command[match.end():]):
+            found.append(NamedFlag(line, name, flag))
+    return found
+
+
+def named_flags(text: str, subcommands, aliases=()) -> list:
+    """Every flag ``text`` gives one of the project's commands, as
+    :class:`NamedFlag`: in code blocks of every language but ``text`` and
+    ``json`` (run or not: a ``notest`` block must be right too), each
+    line continued with ``\\`` read as one; and in prose, each code span
+    that starts with a subcommand's name or an invocation (```restart
+    --checkpoint```, ```bilm-keras embed --average```, ```bin/restart.py
+    --save_dir```). ``subcommands``: the subcommands' names; ``aliases``:
+    the ``bin/`` scripts' file names."""
+    found = []
+    lines = text.splitlines()
+    blanked = list(lines)
+    for block in code_blocks(text):
+        for i in range(block.line - 1, min(block.end_line, len(lines))):
+            blanked[i] = ""  # prose only, below: line numbers kept
+        if block.language in ("text", "json"):
+            continue  # outputs and files, not commands
+        number, joined = block.line + 1, ""
+        for k, line in enumerate(block.code.splitlines()):
+            if not joined:
+                number = block.line + 1 + k
+            if line.rstrip().endswith("\\"):
+                joined += line.rstrip()[:-1] + " "
+                continue
+            found += _flags_of_command(joined + line, number, subcommands,
+                                       aliases)
+            joined = ""
+    prose = "\n".join(blanked)
+    names = "|".join(re.escape(n) for n in sorted(subcommands, key=len,
+                                                   reverse=True))
+    starts = re.compile(rf"^(?:{names})(?=\s|$)")
+    for match in _CODE_SPAN.finditer(prose):
+        span = " ".join(match.group(1).split())
+        number = prose.count("\n", 0, match.start()) + 1
+        if span.startswith("--"):
+            found.append(NamedFlag(number, "", _FLAG.match(span).group(1)))
+            continue
+        if starts.match(span):
+            span = "bilm-keras " + span
+        found += _flags_of_command(span, number, subcommands, aliases)
+    return sorted(found, key=lambda f: (f.line, f.command, f.flag))
+
+
+#: flags of other programs that documents name alone, in a code span
+FOREIGN_FLAGS = {
+    "--signal": "Slurm's sbatch (long-runs.md)",
+    "--direct_num_workers": "Apache Beam's DirectRunner (beam.md)",
+}
+
+
+def unknown_flags(named, flags_by_command: dict, *,
+                  other_flags=frozenset()) -> list:
+    """The :class:`NamedFlag` of ``named`` that their command lacks.
+
+    ``flags_by_command``: each subcommand's (or ``bin/`` alias's) option
+    strings. A flag named alone (``command`` empty) must be a flag of some
+    subcommand, of ``other_flags`` (the benchmarks') or of
+    :data:`FOREIGN_FLAGS`. After ``--runner``, ``embed`` hands the flags
+    it does not know to Apache Beam, as the command itself does."""
+    every = set().union(*flags_by_command.values()) | set(other_flags) \
+        | set(FOREIGN_FLAGS)
+    unknown, beam_lines = [], {f.line for f in named
+                               if f.flag == "--runner"}
+    for f in named:
+        known = (every if not f.command
+                 else flags_by_command.get(f.command, set()))
+        if f.flag in known or (f.line in beam_lines
+                               and f.command == "embed"):
+            continue
+        unknown.append(f)
+    return unknown
 
 
 # ------------------------------------------------------------- the runner

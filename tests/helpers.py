@@ -314,3 +314,19 @@ def hdf5_datasets(path) -> dict:
         f.visititems(lambda name, obj: out.__setitem__(name, obj[()])
                      if isinstance(obj, h5py.Dataset) else None)
     return out
+
+
+#: the options.json a conversion of the ELMoForManyLangs fixture's
+#: tiny.model writes (its config.json and dictionaries, by design)
+MANYLANGS_TINY_OPTIONS = {
+    "lstm": {"dim": 64, "projection_dim": 16, "n_layers": 2, "cell_clip": 3,
+             "proj_clip": 3, "use_skip_connections": True},
+    "char_cnn": {"embedding": {"dim": 6},
+                 "filters": [[1, 4], [2, 8], [3, 16], [4, 32]],
+                 "n_highway": 2, "n_characters": 107,
+                 "max_characters_per_token": 20, "activation": "relu"},
+    "elmoformanylangs": {"char_dic": "char.dic", "word_dic": "word.dic",
+                         "word_embedding_dim": 8, "n_words": 78},
+    "bidirectional": True, "dropout": 0.1,
+}
+

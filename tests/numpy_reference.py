@@ -105,7 +105,8 @@ def sentence_token_ids(sentences, vocab: list[str]) -> np.ndarray:
     max_len = max(len(t) for t in tokenized)
     out = np.zeros((len(tokenized), max_len + 2), dtype=np.int32)
     for b, tokens in enumerate(tokenized):
-        ids = [index["<S>"]] + [index.get(w, unk) for w in tokens] + [index["</S>"]]
+        ids = ([index["<S>"]] + [index.get(w, unk) for w in tokens]
+               + [index["</S>"]])
         out[b, : len(ids)] = np.asarray(ids) + 1
     return out
 
@@ -184,7 +185,8 @@ def random_bilm_weights(
             prefix = lstm_prefix(direction, layer)
             fan_in = P + P  # layer input (P) concat recurrent h (P)
             limit = np.sqrt(6.0 / (fan_in + 4 * H))  # glorot uniform
-            w[f"{prefix}/W_0"] = rng.uniform(-limit, limit, size=(fan_in, 4 * H))
+            w[f"{prefix}/W_0"] = rng.uniform(-limit, limit,
+                                             size=(fan_in, 4 * H))
             w[f"{prefix}/B"] = normal((4 * H,), 0.1)
             limit = np.sqrt(6.0 / (H + P))
             w[f"{prefix}/W_P_0"] = rng.uniform(-limit, limit, size=(H, P))
@@ -230,19 +232,22 @@ def char_cnn_embeddings(
     act = {"relu": _relu, "tanh": np.tanh}[cnn["activation"]]
     E = cnn["embedding"]["dim"]
     table = np.concatenate(
-        [np.zeros((1, E), dtype), np.asarray(weights["char_embed"], dtype)], axis=0
+        [np.zeros((1, E), dtype), np.asarray(weights["char_embed"], dtype)],
+        axis=0,
     )
     x = table[char_ids]  # (B, N, C, E)
     B, N, C, _ = x.shape
 
     pieces = []
     for i, (width, num) in enumerate(cnn["filters"]):
-        kernel = np.asarray(weights[f"CNN/W_cnn_{i}"], dtype)[0]  # (width, E, num)
+        # (width, E, num)
+        kernel = np.asarray(weights[f"CNN/W_cnn_{i}"], dtype)[0]
         bias = np.asarray(weights[f"CNN/b_cnn_{i}"], dtype)  # (num,)
         n_pos = C - width + 1  # VALID convolution
         conv = np.zeros((B, N, n_pos, num), dtype)
         for k in range(width):
-            # window offset k: chars k .. k + n_pos - 1, (B, N, n_pos, E) @ (E, num)
+            # window offset k: chars k .. k + n_pos - 1,
+            # (B, N, n_pos, E) @ (E, num)
             conv += x[:, :, k : k + n_pos, :] @ kernel[k]
         conv += bias
         pieces.append(act(conv.max(axis=2)))  # (B, N, num)
@@ -275,7 +280,8 @@ def token_lookup_embeddings(
     padding row; ``token_ids`` ``(B, N)`` are vocab index + 1 (0 = padding).
     Returns ``(B, N, P)``; padding positions are zero."""
     table = np.asarray(token_embedding, dtype)
-    table = np.concatenate([np.zeros((1, table.shape[1]), dtype), table], axis=0)
+    table = np.concatenate([np.zeros((1, table.shape[1]), dtype), table],
+                           axis=0)
     return table[token_ids]
 
 
@@ -323,7 +329,8 @@ def run_lstm_layer(inputs, lengths, W, B, W_P, cell_clip, proj_clip, c0, h0):
     outputs = np.zeros((batch, time, W_P.shape[1]), inputs.dtype)
     for t in range(time):
         live = (t < lengths)[:, None]  # (batch, 1)
-        c_new, h_new = lstm_step(inputs[:, t], c, h, W, B, W_P, cell_clip, proj_clip)
+        c_new, h_new = lstm_step(inputs[:, t], c, h, W, B, W_P, cell_clip,
+                                 proj_clip)
         c = np.where(live, c_new, c)
         h = np.where(live, h_new, h)
         outputs[:, t] = np.where(live, h_new, 0.0)
@@ -414,7 +421,8 @@ def bilm_forward(
                 c0 = np.zeros((batch, H), dtype)
                 h0 = np.zeros((batch, P), dtype)
             else:
-                c0, h0 = (np.asarray(s, dtype) for s in initial_states[direction][layer])
+                c0, h0 = (np.asarray(s, dtype)
+                          for s in initial_states[direction][layer])
             out, state = run_lstm_layer(
                 x,
                 lengths,
@@ -429,20 +437,23 @@ def bilm_forward(
             if skip and layer > 0:
                 # ResidualWrapper: residual on the output only, and dynamic_rnn
                 # zeroes outputs past the length AFTER the wrapper ran.
-                live = (np.arange(x.shape[1])[None, :] < lengths[:, None])[..., None]
+                live = (np.arange(x.shape[1])[None, :]
+                        < lengths[:, None])[..., None]
                 out = np.where(live, out + x, 0.0)
             outputs_per_layer.append(out)
             states.append(state)
             x = out
         if direction == 1:
-            outputs_per_layer = [reverse_sequence(o, lengths) for o in outputs_per_layer]
+            outputs_per_layer = [reverse_sequence(o, lengths)
+                                 for o in outputs_per_layer]
         directions_out.append(outputs_per_layer)
         final_states.append(states)
 
     layers = [np.concatenate([emb, emb], axis=-1)]
     for layer in range(n_layers):
         layers.append(
-            np.concatenate([directions_out[0][layer], directions_out[1][layer]], axis=-1)
+            np.concatenate([directions_out[0][layer],
+                            directions_out[1][layer]], axis=-1)
         )
     return {
         "token_embeddings": emb,
@@ -504,15 +515,15 @@ def scalar_mix(
     e = np.exp(logits - logits.max())
     weights = e / e.sum()
     total = np.zeros_like(x[:, 0])
-    for l in range(n_layers):
-        layer = x[:, l]
+    for k in range(n_layers):
+        layer = x[:, k]
         if do_layer_norm:
             n = m.sum() * D
             masked = layer * m
             mean = masked.sum() / n
             var = (((masked - mean) * m) ** 2).sum() / n
             layer = (layer - mean) / np.sqrt(var + 1e-12)
-        total = total + weights[l] * layer
+        total = total + weights[k] * layer
     return gamma * total
 
 
@@ -533,7 +544,8 @@ def assert_reproduces_manylangs_reference(converted_dir, reference_file,
     import h5py
 
     weights = load_hdf5_weights(os.path.join(converted_dir, "lm_weights.hdf5"))
-    with open(os.path.join(converted_dir, "options.json"), encoding="utf-8") as f:
+    with open(os.path.join(converted_dir, "options.json"),
+              encoding="utf-8") as f:
         options = json.load(f)
     with h5py.File(reference_file, "r") as ref:
         n = len([k for k in ref.keys() if k.isdigit()])

@@ -13,8 +13,8 @@ own that holds (the doc-block convention, CONTRIBUTING.md):
   fixture checkpoint, ``baike_checkpoint/``, and its vocabulary,
   ``vocabulary_min5k.txt`` (35 words, standing in for the release's);
 * the repository's ``bin``, ``examples``, ``bench``, ``tests`` (bilm-tf's
-  run fixtures) and usage scripts, linked, so a block reads as if run from the repository root
-  (and writes nothing into it);
+  run fixtures) and usage scripts, linked, so a block reads as if run
+  from the repository root (and writes nothing into it);
 * ``bilm-keras`` on ``PATH``; ``BILM_KERAS_MODEL_MIRROR`` at a local
   server (127.0.0.1) that serves fixture models at every path of the
   registry (bilm-tf's fixture model for AllenNLP's English names,
@@ -22,17 +22,22 @@ own that holds (the doc-block convention, CONTRIBUTING.md):
   fixture checkpoint for ``paddle-baike-zh``), and
   ``BILM_KERAS_CACHE`` in the folder: nothing touches the network.
 
-A block whose info string says ``notest`` (``bash notest``) is not run;
-the text within four lines of it must say why, with the words "not run".
-A document that names a path of the repository that does not exist fails
-too. The two set-up commands at the top of the README are such a block:
-CI runs them (``.ci/run``).
+A block whose info string says ``notest`` is not run, and says why after
+it (``bash notest: it needs a Slurm cluster``). A document that names a
+path of the repository that does not exist fails too, and (a quick test)
+one that gives a subcommand a flag it does not have, in a block, run or
+not, or in prose (``restart --checkpoint``). The two set-up commands at
+the top of the README are a ``notest`` block: CI runs them
+(``.ci/run``).
 """
 
+import argparse
+import functools
 import importlib.util
 import json
 import os
 import pathlib
+import re
 import shutil
 import subprocess
 import sys
@@ -41,11 +46,13 @@ import time
 import pytest
 
 from doc_blocks import (
+    NamedFlag,
     code_blocks,
     linked_files,
+    named_flags,
     named_repo_paths,
     repo_path_exists,
-    text_around,
+    unknown_flags,
 )
 from helpers import REPO_ROOT, user_env
 
@@ -152,6 +159,79 @@ def test_every_document_is_found():
     assert {"README.md", "CONTRIBUTING.md", "docs/architecture.md"} <= names
 
 
+@functools.cache
+def _command_flags() -> dict:
+    """Each subcommand's option strings, by its name and by its ``bin/``
+    alias's file name, from the parser itself (no TensorFlow)."""
+    from bilm_keras import cli
+
+    subparsers = next(
+        action for action in cli.build_parser()._actions
+        if isinstance(action, argparse._SubParsersAction)).choices
+    flags = {name: set(parser._option_string_actions)
+             for name, parser in subparsers.items()}
+    for module in cli.COMMANDS:
+        flags[module.ALIAS] = flags[module.NAME]
+    return flags
+
+
+def _bench_flags() -> set:
+    """The flags the benchmark scripts define (``--quick``, ...)."""
+    found = set()
+    for script in (REPO_ROOT / "bench").glob("*.py"):
+        found |= set(re.findall(r"add_argument\(\s*\"(--[\w-]+)\"",
+                                script.read_text("utf-8")))
+    return found
+
+
+@pytest.mark.parametrize("document", DOCUMENTS, ids=_relative)
+def test_every_flag_named_exists(document):
+    # `restart --checkpoint`, `bilm-keras embed --average`, `bin/restart.py
+    # --save_dir` in prose and in every code block, run or not
+    flags = _command_flags()
+    aliases = {name for name in flags if name.endswith(".py")}
+    named = named_flags(document.read_text("utf-8"),
+                        set(flags) - aliases, aliases)
+    unknown = unknown_flags(named, flags, other_flags=_bench_flags())
+    assert not unknown, "flags their command does not have:\n" + "\n".join(
+        f"{_relative(document)}:{f.line}: {f.command or '(alone)'} {f.flag}"
+        for f in unknown)
+
+
+def test_reading_finds_flags_of_commands():
+    text = "\n".join([
+        "Continue with `restart --checkpoint\nmodel-40`, or",
+        "`bilm-keras embed --average` and `--quick` alone; `embed_sentences`",
+        "and `test_docs.py --x` name no command.",
+        "```bash notest",
+        "bilm-keras train --n_gpus 2 \\",
+        "    --save_dir ckpt/  # --not_a_flag",
+        "python bin/restart.py --save_dir x | bilm-keras models --cached",
+        "bilm-keras embed --runner DirectRunner --project p",
+        "```",
+        "```text",
+        "bilm-keras embed --in_output_only",
+        "```",
+    ])
+    subcommands = {"restart", "embed", "train", "models", "test"}
+    named = named_flags(text, subcommands, {"restart.py"})
+    assert named == [
+        NamedFlag(1, "restart", "--checkpoint"),
+        NamedFlag(3, "", "--quick"), NamedFlag(3, "embed", "--average"),
+        NamedFlag(6, "train", "--n_gpus"), NamedFlag(6, "train", "--save_dir"),
+        NamedFlag(8, "models", "--cached"),
+        NamedFlag(8, "restart.py", "--save_dir"),
+        NamedFlag(9, "embed", "--project"), NamedFlag(9, "embed", "--runner")]
+    flags = {"restart": {"--save_dir"}, "restart.py": {"--save_dir"},
+             "embed": {"--average", "--runner"}, "models": {"--cached"},
+             "train": {"--n_gpus", "--save_dir"}, "test": {"--checkpoint"}}
+    # --checkpoint is test's, not restart's; --project goes to Beam
+    assert unknown_flags(named, flags, other_flags={"--quick"}) == [
+        NamedFlag(1, "restart", "--checkpoint")]
+    assert unknown_flags(named, flags) == [
+        NamedFlag(1, "restart", "--checkpoint"), NamedFlag(3, "", "--quick")]
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("document", DOCUMENTS, ids=_relative)
 def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
@@ -170,13 +250,12 @@ def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
     assert not missing, "paths that do not exist:\n" + "\n".join(missing)
 
     blocks = code_blocks(text)
-    # a block that is not run says why
+    # a block that is not run says why, in its info string
     silent = [f"{name}:{b.line}" for b in blocks
-              if "notest" in b.flags
-              and "not run" not in text_around(text, b).lower()]
+              if "notest" in b.flags and not b.reason]
     assert not silent, (
-        "notest blocks whose text does not say why they are not run: "
-        + ", ".join(silent))
+        "notest blocks that do not say why they are not run "
+        "(```bash notest: REASON): " + ", ".join(silent))
 
     runnable = [dict(language=b.language, code=b.code, line=b.line)
                 for b in blocks if b.runs]
@@ -218,10 +297,10 @@ def test_reading_finds_blocks_flags_and_paths():
     text = "\n".join([
         "Intro naming `bench/common.py` and [a doc](docs/none-such.md).",
         "",
-        "```bash notest",
+        "```bash notest: it would delete everything",
         "rm -rf /",
         "```",
-        "Not run: it would delete everything.",
+        "",
         "",
         "1. A list item:",
         "",
@@ -233,12 +312,13 @@ def test_reading_finds_blocks_flags_and_paths():
         "```",
     ])
     blocks = code_blocks(text)
-    assert [(b.language, b.flags, b.line, b.end_line) for b in blocks] == [
-        ("bash", ("notest",), 3, 5), ("python", (), 10, 12),
-        ("text", (), 13, 15)]
+    assert [(b.language, b.flags, b.line, b.end_line, b.reason)
+            for b in blocks] == [
+        ("bash", ("notest",), 3, 5, "it would delete everything"),
+        ("python", (), 10, 12, ""), ("text", (), 13, 15, "")]
     assert blocks[1].code == "x = 1\n" and blocks[1].runs
     assert not blocks[0].runs and not blocks[2].runs
-    assert "not run" in text_around(text, blocks[0]).lower()
+    assert code_blocks("```python notest\nx\n```")[0].reason == ""
     assert named_repo_paths(text) == [
         (1, "bench/common.py"), (1, "docs/none-such.md"),
         (14, "bin/does_not_exist.py")]

@@ -6,19 +6,7 @@ import os
 import pytest
 
 from bilm_keras.options import BiLMOptions, ManyLangsOptions, OptionsError
-
-#: the options a conversion of the fixture's tiny.model writes (design)
-CONVERTED = {
-    "lstm": {"dim": 64, "projection_dim": 16, "n_layers": 2, "cell_clip": 3,
-             "proj_clip": 3, "use_skip_connections": True},
-    "char_cnn": {"embedding": {"dim": 6},
-                 "filters": [[1, 4], [2, 8], [3, 16], [4, 32]],
-                 "n_highway": 2, "n_characters": 107,
-                 "max_characters_per_token": 20, "activation": "relu"},
-    "elmoformanylangs": {"char_dic": "char.dic", "word_dic": "word.dic",
-                         "word_embedding_dim": 8, "n_words": 78},
-    "bidirectional": True, "dropout": 0.1,
-}
+from helpers import MANYLANGS_TINY_OPTIONS as CONVERTED
 
 
 def _write(tmp_path, options, name="options.json"):

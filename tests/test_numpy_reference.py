@@ -71,7 +71,8 @@ def _max_diff_top(result, expected, sentences, i):
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_first_batch_matches_bilm_tf(weights, options, sentences, expected, dtype):
+def test_first_batch_matches_bilm_tf(weights, options, sentences, expected,
+                                     dtype):
     ids = _batch_char_ids(sentences, options, 0)
     result = nr.bilm_forward(weights, options, char_ids=ids, dtype=dtype)
     L, P = options["lstm"]["n_layers"], options["lstm"]["projection_dim"]
@@ -81,7 +82,8 @@ def test_first_batch_matches_bilm_tf(weights, options, sentences, expected, dtyp
 
 
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
-def test_all_batches_match_statefully(weights, options, sentences, expected, dtype):
+def test_all_batches_match_statefully(weights, options, sentences,
+                                      expected, dtype):
     """bilm-tf computed the fixtures with state carried batch to batch: row k
     of batch i starts from row k's final (c, h) of batch i - 1, in both
     directions and every layer. A stateless run must NOT match batch 1 (the
@@ -97,7 +99,8 @@ def test_all_batches_match_statefully(weights, options, sentences, expected, dty
         states = result["final_states"]
         assert _max_diff_top(result, expected, sentences, i) < 1e-6, i
         if i in (1, N_BATCHES - 1):
-            stateless = nr.bilm_forward(weights, options, char_ids=ids, dtype=dtype)
+            stateless = nr.bilm_forward(weights, options, char_ids=ids,
+                                        dtype=dtype)
             assert _max_diff_top(stateless, expected, sentences, i) > 1e-2, i
 
 
@@ -105,13 +108,18 @@ def test_char_ids_layout():
     ids = nr.sentence_char_ids(["a bc", "é"], max_characters_per_token=6)
     assert ids.shape == (2, 4, 6)
     pad = nr.PAD_CHAR + 1
-    np.testing.assert_array_equal(ids[0, 0], [259, 257, 260, pad, pad, pad])  # <S>
-    np.testing.assert_array_equal(ids[0, 2], [259, 98 + 1, 99 + 1, 260, pad, pad])
-    np.testing.assert_array_equal(ids[0, 3], [259, 258, 260, pad, pad, pad])  # </S>
-    np.testing.assert_array_equal(ids[1, 1], [259, 0xC3 + 1, 0xA9 + 1, 260, pad, pad])
+    # <S>
+    np.testing.assert_array_equal(ids[0, 0], [259, 257, 260, pad, pad, pad])
+    np.testing.assert_array_equal(ids[0, 2],
+                                  [259, 98 + 1, 99 + 1, 260, pad, pad])
+    # </S>
+    np.testing.assert_array_equal(ids[0, 3], [259, 258, 260, pad, pad, pad])
+    np.testing.assert_array_equal(ids[1, 1],
+                                  [259, 0xC3 + 1, 0xA9 + 1, 260, pad, pad])
     assert np.all(ids[1, 3] == 0)  # padding token
     long = nr.sentence_char_ids(["abcdefgh"], max_characters_per_token=6)[0, 1]
-    np.testing.assert_array_equal(long, [259, 98, 99, 100, 101, 260])  # truncated
+    # truncated
+    np.testing.assert_array_equal(long, [259, 98, 99, 100, 101, 260])
 
 
 def test_reverse_sequence():
@@ -136,7 +144,8 @@ def test_random_weights_smoke(options, sentences, activation, skip):
     assert weights["char_embed"].shape == (261, 4)
     assert all(v.dtype == np.float32 for v in weights.values())
     ids = nr.sentence_char_ids(
-        [sentences[0][3], sentences[1][5], "x"], opts["char_cnn"]["max_characters_per_token"]
+        [sentences[0][3], sentences[1][5], "x"],
+        opts["char_cnn"]["max_characters_per_token"],
     )
     result = nr.bilm_forward(weights, opts, char_ids=ids)
     B, N = ids.shape[:2]
@@ -174,7 +183,8 @@ def test_skip_connections_add_layer_input(options, sentences):
         if layer > 0:
             live = (np.arange(x.shape[1])[None] < lengths[:, None])[..., None]
             out = np.where(live, out + x, 0.0)
-        np.testing.assert_allclose(result["layers"][:, layer + 1, :, :P], out, atol=1e-10)
+        np.testing.assert_allclose(result["layers"][:, layer + 1, :, :P], out,
+                                   atol=1e-10)
         x = out
 
 
@@ -185,7 +195,8 @@ def test_token_input(options):
     ids = nr.sentence_token_ids(["the cat", "dog"], vocab)
     np.testing.assert_array_equal(ids, [[1, 4, 5, 2], [1, 3, 2, 0]])
     table = np.random.default_rng(0).normal(size=(len(vocab), 16))
-    result = nr.bilm_forward(weights, opts, token_ids=ids, token_embedding=table)
+    result = nr.bilm_forward(weights, opts, token_ids=ids,
+                             token_embedding=table)
     np.testing.assert_array_equal(result["lengths"], [4, 3])
     np.testing.assert_allclose(result["token_embeddings"][0, 1], table[3])
     assert np.all(result["token_embeddings"][1, 3] == 0)
@@ -200,12 +211,13 @@ def test_scalar_mix():
     s = np.exp(w + 1 / 3) / np.exp(w + 1 / 3).sum()
     out = nr.scalar_mix(x, mask, w, 0.5)
     np.testing.assert_allclose(out, 0.5 * np.einsum("l,bltd->btd", s, x))
-    np.testing.assert_allclose(nr.scalar_mix(x, mask, w, 2.0, use_top_only=True), 2 * x[:, -1])
+    np.testing.assert_allclose(
+        nr.scalar_mix(x, mask, w, 2.0, use_top_only=True), 2 * x[:, -1])
     ln = nr.scalar_mix(x, mask, np.zeros(3), 1.0, do_layer_norm=True)
     # Each normalised layer has mean 0 / variance 1 over the masked entries.
-    for l in range(3):
+    for k in range(3):
         one_hot = np.full(3, -1e9)
-        one_hot[l] = 0.0
+        one_hot[k] = 0.0
         y = nr.scalar_mix(x, mask, one_hot, 1.0, do_layer_norm=True)[mask]
         assert abs(y.mean()) < 1e-9 and abs(y.var() - 1) < 1e-9
     assert ln.shape == (2, 5, 4)

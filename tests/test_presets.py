@@ -1,6 +1,8 @@
-"""The options presets as package data: every preset is a valid options
-file inside the package, found by name; a name that is no preset is one
-line listing them; a path stays a path (bilm-tf users pass paths)."""
+"""The options presets: every preset is a valid options file of the
+top-level ``options/``, found by name from this checkout (as on
+``PYTHONPATH``); a name that is no preset is one line listing them; a
+path stays a path (bilm-tf users pass paths). The wheel and an editable
+install find them too: ``tests/test_wheel_install.py`` (slow)."""
 
 import json
 import pathlib
@@ -9,7 +11,6 @@ import pytest
 
 from helpers import REPO_ROOT
 
-import bilm_keras
 from bilm_keras.options import BiLMOptions
 from bilm_keras.presets import (
     PRESETS,
@@ -19,16 +20,20 @@ from bilm_keras.presets import (
     preset_file,
 )
 
-PACKAGE = pathlib.Path(bilm_keras.__file__).parent
+OPTIONS = REPO_ROOT / "options"
 
 
-def test_every_preset_is_a_json_file_in_the_package():
-    files = sorted(p.stem for p in (PACKAGE / "presets").glob("*.json"))
+def test_every_preset_is_a_json_file_of_options():
+    files = sorted(p.stem for p in OPTIONS.glob("*.json"))
     assert files == sorted(PRESETS)
     for name in PRESETS:
         path = pathlib.Path(preset_file(name))
-        assert path.parent == PACKAGE / "presets" and path.is_file()
+        assert path == OPTIONS / f"{name}.json" and path.is_file()
         assert load_preset(name) == BiLMOptions.from_json(path)
+    # one copy: none inside the package (its one JSON file: the registry)
+    assert [p.relative_to(REPO_ROOT).as_posix()
+            for p in (REPO_ROOT / "bilm_keras").rglob("*.json")] == [
+        "bilm_keras/pretrained/registry.json"]
 
 
 def test_the_presets_sizes():
@@ -43,15 +48,19 @@ def test_the_presets_sizes():
     assert published.char_cnn.n_highway == 2
 
 
-def test_the_wheel_ships_the_presets():
-    # setup.cfg's package data names them (the slow wheel test installs
-    # one and runs `bilm-keras pipeline` from it)
-    import configparser
+def test_the_wheel_ships_options_as_the_presets_data(monkeypatch):
+    # setup.py maps options/ onto bilm_keras.presets.files (the slow wheel
+    # test builds one, installs it and runs `bilm-keras pipeline`)
+    import setuptools
 
-    config = configparser.ConfigParser()
-    config.read(REPO_ROOT / "setup.cfg")
-    assert config["options.package_data"]["bilm_keras.presets"].strip() \
-        == "*.json"
+    seen = {}
+    monkeypatch.setattr(setuptools, "setup", lambda **kw: seen.update(kw))
+    monkeypatch.chdir(REPO_ROOT)
+    exec(compile((REPO_ROOT / "setup.py").read_text(), "setup.py", "exec"),
+         {"__name__": "__main__"})
+    assert seen["package_dir"] == {"bilm_keras.presets.files": "options"}
+    assert "bilm_keras.presets.files" in seen["packages"]
+    assert seen["package_data"]["bilm_keras.presets.files"] == ["*.json"]
 
 
 def test_options_file_takes_a_name_or_a_path(tmp_path, monkeypatch):

@@ -11,14 +11,17 @@
 Each subcommand is a module of this package with ``NAME``, ``HELP``,
 ``DESCRIPTION``, ``EPILOG``, ``add_arguments(parser)``, ``check(args)``
 (the inputs, before TensorFlow is imported) and ``run(args)`` (the one
-library call); optionally ``check_flags(args, parser)`` (flag
-combinations, reported with ``parser.error``),
+library call); ``check`` may instead return the command's job, an
+immutable value of everything checked, and ``run(job)`` executes it
+(``embed``: :class:`~bilm_keras.cli.embed.EmbedJob`); optionally
+``check_flags(args, parser)`` (flag combinations, reported with
+``parser.error``),
 ``take_unknown_arguments(args, unknown)`` (flags the command hands on,
 e.g. ``embed --runner``'s to Beam; False: an error as usual),
 ``NEEDS_TENSORFLOW`` (False, or a function of ``args``) and ``FLAGS``
 (the flag of a library setting whose name is not the flag's, e.g.
-``{"mix_weights": "--mix"}``). ``bin/*.py`` are aliases of the subcommands with bilm-tf's
-script names and flags. All argparse code lives in this package.
+``{"mix_weights": "--mix"}``). ``bin/*.py`` are aliases of the subcommands with
+bilm-tf's script names and flags. All argparse code lives in this package.
 
 Nothing is written before ``run``: every numeric flag has a range type
 from :mod:`._common` (``positive_int``, ``non_negative_int``,
@@ -48,8 +51,8 @@ Errors and exit statuses:
   usage block is printed only with ``--help`` and above the line for a
   missing required flag or command;
 * 0: done; 130: interrupted (Ctrl-C); 70 (``EXIT_INTERNAL_ERROR``): an
-  unexpected error, printed with Python's traceback (a bug to report). ``--verbose`` adds the traceback to a bad
-  input's line;
+  unexpected error, printed with Python's traceback (a bug to report).
+  ``--verbose`` adds the traceback to a bad input's line;
 * ``train`` and ``restart`` stopped by a signal after their first step
   write a checkpoint of the step reached and print one line naming it and
   the command that continues the run: exit 143 after SIGTERM (what a
@@ -199,7 +202,7 @@ def execute(args: argparse.Namespace):
     """
     module = args._command
     try:
-        module.check(args)
+        job = module.check(args)
         needs = getattr(module, "NEEDS_TENSORFLOW", True)
         if callable(needs):  # depends on the flags (embed --runner)
             needs = needs(args)
@@ -208,7 +211,7 @@ def execute(args: argparse.Namespace):
             if before is not None:
                 before(args)
             import_tensorflow(verbose=args.verbose)
-        return module.run(args)
+        return module.run(args if job is None else job)
     except SettingError as e:
         raise _as_flag_error(e, module, args._parser) from e
 

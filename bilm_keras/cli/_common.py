@@ -16,6 +16,8 @@ import sys
 import tempfile
 from typing import Optional
 
+from bilm_keras.options import OPTIONS_FILE
+
 
 #: the exit status of every bad input: a flag's value, a combination of
 #: flags, a missing or bad input file (one line, ``PROG: error: ...``).
@@ -149,7 +151,7 @@ def check_save_dir(path: str, flag: str = "--save_dir") -> None:
     """``path`` is a training directory (``bilm-keras train`` wrote its
     ``options.json`` there, beside the checkpoints)."""
     check_dir(path, flag)
-    if not os.path.isfile(os.path.join(path, "options.json")):
+    if not os.path.isfile(os.path.join(path, OPTIONS_FILE)):
         raise CommandError(
             f"{flag} {path}: not a training directory (no options.json; "
             "expected the --save_dir of `bilm-keras train`)")
@@ -216,8 +218,8 @@ def check_options(path: str, flag: str):
 
 def check_options_flag(path: str, flag: str = "--options"):
     """:func:`check_options` of an :func:`options_arg` flag: a missing file
-    also names the presets (``--options options/small.json`` from before
-    they were package data)."""
+    also names the presets (``--options small``: the file
+    ``options/small.json`` is only in a checkout)."""
     from bilm_keras.presets import preset_names
 
     if not os.path.exists(path):

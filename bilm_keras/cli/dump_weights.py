@@ -11,6 +11,7 @@ from bilm_keras.cli._common import (
     check_output_file,
     check_save_dir,
 )
+from bilm_keras.options import OPTIONS_FILE
 
 NAME = "dump-weights"
 ALIAS = "dump_weights.py"
@@ -47,7 +48,7 @@ def check(args) -> None:
     check_output_file(args.outfile, "--outfile", args.overwrite)
     # written beside the weights; in --save_dir it is the training options
     options_file = os.path.join(
-        os.path.dirname(os.path.abspath(args.outfile)), "options.json")
+        os.path.dirname(os.path.abspath(args.outfile)), OPTIONS_FILE)
     if os.path.lexists(options_file) and not args.overwrite:
         raise CommandError(
             f"--outfile {args.outfile}: {options_file} exists (written "

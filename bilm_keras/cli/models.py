@@ -14,9 +14,10 @@ List the published ELMo models that --model, --init_model and
 BidirectionalLanguageModel.from_pretrained(NAME) take by name: AllenNLP's
 English models (bilm-tf format) and ELMoForManyLangs' 44 languages
 (converted once, without PyTorch, when first used). For each: its
-language (ISO 639-1 code, else 639-3), its size in parameters where the
-publisher states it, its format, and whether it is in the cache with its
-size on disk.
+language (ISO 639-1 code, else 639-3), its parameters in millions where
+the publisher states them, the size of its download in MB where it is
+known, its format, and whether it is in the cache with its size on disk
+("-": not stated).
 
 The cache is $BILM_KERAS_CACHE (default $XDG_CACHE_HOME/bilm_keras, else
 ~/.cache/bilm_keras); a cached model is used with no network access.
@@ -48,22 +49,38 @@ def _megabytes(n: int) -> str:
     return f"{n / 1e6:,.1f} MB"
 
 
+#: the table's columns: header, and whether its cells align right
+COLUMNS = (("NAME", False), ("CODE", False), ("LANGUAGE", False),
+           ("PARAMETERS", True), ("DOWNLOAD", True), ("FORMAT", False),
+           ("CACHED", False))
+
+#: what the table's size columns hold (printed under it)
+LEGEND = ("PARAMETERS: millions, as published; DOWNLOAD: what the first "
+          "use fetches; CACHED: on disk; -: not stated")
+
+
+def _figure(value, unit: str) -> str:
+    return "-" if value is None else f"{value:,g} {unit}"
+
+
 def format_table(listed) -> list:
     """The lines of the table of ``listed``
-    (:class:`~bilm_keras.pretrained.ListedModel` rows)."""
-    rows = [("NAME", "CODE", "LANGUAGE", "PARAMS", "FORMAT", "CACHED")]
+    (:class:`~bilm_keras.pretrained.ListedModel` rows), header first."""
+    rows = [tuple(name for name, _ in COLUMNS)]
     for entry in listed:
         model = entry.model
-        params = ("-" if model.parameters_millions is None
-                  else f"{model.parameters_millions:g} M")
         cached = ("no" if not entry.cached
                   else _megabytes(entry.cached_bytes))
         rows.append((model.name, model.language_code, model.language,
-                     params, model.format, cached))
-    widths = [max(len(row[i]) for row in rows) for i in range(5)]
-    return ["  ".join(cell.rjust(width) if i == 3 else cell.ljust(width)
+                     _figure(model.parameters_millions, "M"),
+                     _figure(model.download_megabytes, "MB"),
+                     model.format, cached))
+    last = len(COLUMNS) - 1
+    widths = [max(len(row[i]) for row in rows) for i in range(last)]
+    return ["  ".join(cell.rjust(width) if COLUMNS[i][1]
+                      else cell.ljust(width)
                       for i, (cell, width) in enumerate(zip(row, widths)))
-            + "  " + row[5] for row in rows]
+            + "  " + row[last] for row in rows]
 
 
 def registry_markdown(models) -> str:
@@ -105,6 +122,7 @@ def run(args) -> list:
     shown = cached if args.cached else listed
     lines = format_table(shown) if shown else ["no model is cached"]
     total = sum(entry.cached_bytes for entry in cached)
+    lines += [LEGEND] if shown else []
     lines += ["", f"{len(listed)} models; {len(cached)} cached "
                   f"({_megabytes(total)}) in {cache} (${CACHE_ENV})",
               "use one: bilm-keras embed --model NAME ..., or "

@@ -10,6 +10,7 @@ from bilm_keras.cli._common import (
     check_save_dir,
 )
 from bilm_keras.cli._training_flags import add_run_arguments, training_run
+from bilm_keras.options import OPTIONS_FILE
 
 NAME = "restart"
 ALIAS = "restart.py"
@@ -44,7 +45,7 @@ def add_arguments(parser):
 def check(args) -> None:
     args.run = training_run(args)  # the settings, before any file
     check_save_dir(args.save_dir)
-    options_file = os.path.join(args.save_dir, "options.json")
+    options_file = os.path.join(args.save_dir, OPTIONS_FILE)
     check_run_options(check_options(options_file, "--save_dir"),
                       options_file, args)
     check_file(args.vocab_file, "--vocab_file")
@@ -54,4 +55,4 @@ def check(args) -> None:
 def run(args) -> dict:
     from bilm_keras.training import restart
 
-    return restart(run=args.run)
+    return restart(args.run)

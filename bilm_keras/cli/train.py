@@ -17,6 +17,7 @@ from bilm_keras.cli._training_flags import (
     add_run_arguments,
     training_run,
 )
+from bilm_keras.options import OPTIONS_FILE
 
 NAME = "train"
 ALIAS = "train_elmo.py"
@@ -94,7 +95,7 @@ def check(args) -> None:
                                     and args.init_checkpoint is not None)
     if args.options_from_checkpoint:
         check_save_dir(args.init_checkpoint, "--init_checkpoint")
-        args.options = os.path.join(args.init_checkpoint, "options.json")
+        args.options = os.path.join(args.init_checkpoint, OPTIONS_FILE)
     elif args.init_checkpoint is not None:
         check_dir(args.init_checkpoint, "--init_checkpoint")
     if args.init_vocab_file is not None:
@@ -122,4 +123,4 @@ def run(args) -> dict:
     if args.init_model is not None or args.options_from_checkpoint:
         # an epoch is a pass over YOUR corpus, not the publisher's
         options = options.replace(n_train_tokens=None)
-    return train(options=options, run=args.run)
+    return train(options, args.run)

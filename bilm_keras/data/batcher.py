@@ -10,7 +10,7 @@ positions. Shapes:
 
 from __future__ import annotations
 
-from typing import List, Optional, Sequence
+from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
@@ -50,6 +50,30 @@ def check_sentences(sentences) -> None:
                 )
 
 
+def batch_char_rows(sentences: List[List[str]], width: int,
+                    sentence_rows: Callable[[List[str]], np.ndarray]
+                    ) -> np.ndarray:
+    """The char batchers' array (:class:`Batcher`'s and
+    ``ManyLangsBatcher``'s), after :func:`check_sentences`.
+
+    Args:
+        width: ids per token, the last axis.
+        sentence_rows: a sentence's unshifted ids, boundaries included:
+            `(n_tokens + 2, width)`.
+
+    Returns:
+        `(n_sentences, max_len + 2, width)` int64: each sentence's rows
+        + 1, then 0 (padding) past its end.
+    """
+    check_sentences(sentences)
+    max_length = max(len(s) for s in sentences) + 2
+    x = np.zeros((len(sentences), max_length, width), dtype=np.int64)
+    for k, sentence in enumerate(sentences):
+        # +1 so that 0 is the mask value
+        x[k, : len(sentence) + 2] = sentence_rows(sentence) + 1
+    return x
+
+
 class Batcher:
     """Char ids for sentences, exactly as bilm-tf's ``Batcher``.
 
@@ -81,17 +105,10 @@ class Batcher:
     def batch_sentences(self, sentences: List[List[str]]) -> np.ndarray:
         """``(n_sentences, max_len + 2, max_characters_per_token)`` int64
         char ids."""
-        check_sentences(sentences)
-        max_length = max(len(s) for s in sentences) + 2
-        x = np.zeros(
-            (len(sentences), max_length, self._max_characters_per_token),
-            dtype=np.int64,
-        )
-        for k, sentence in enumerate(sentences):
-            char_ids = self._lm_vocab.encode_chars(sentence, split=False)
-            # +1 so that 0 is the mask value
-            x[k, : len(sentence) + 2, :] = char_ids + 1
-        return x
+        return batch_char_rows(
+            sentences, self._max_characters_per_token,
+            lambda sentence: self._lm_vocab.encode_chars(sentence,
+                                                         split=False))
 
 
 class TokenBatcher:

@@ -16,11 +16,12 @@ from typing import Dict, List, Mapping, Optional
 
 import numpy as np
 
-from bilm_keras.data.batcher import check_sentences
+from bilm_keras.data.batcher import batch_char_rows
 from bilm_keras.data.manylangs_dictionaries import (
     CHAR_SPECIALS,
     WORD_SPECIALS,
     read_char_dic,
+    read_dictionaries,
     read_word_dic,
 )
 
@@ -84,7 +85,7 @@ class ManyLangsBatcher:
         self.char_dic = dict(char_dic)
         self.word_dic = None if word_dic is None else dict(word_dic)
         self.chars_per_token = max_characters_per_token
-        self._rows: Dict[str, np.ndarray] = {}  # token -> (W,) shifted ids
+        self._rows: Dict[str, np.ndarray] = {}  # token -> (W,) ids
 
     @classmethod
     def from_files(
@@ -95,8 +96,7 @@ class ManyLangsBatcher:
     ) -> "ManyLangsBatcher":
         """Reads ``char.dic`` (and ``word.dic`` unless None) as upstream
         does (:mod:`bilm_keras.data.manylangs_dictionaries`)."""
-        return cls(read_char_dic(char_dic),
-                   None if word_dic is None else read_word_dic(word_dic),
+        return cls(*read_dictionaries(char_dic, word_dic),
                    max_characters_per_token)
 
     @property
@@ -112,14 +112,13 @@ class ManyLangsBatcher:
     def token_ids(self, token: str) -> np.ndarray:
         """Upstream's ids of one token (no +1): `(W,)` int64, the char row
         then the word id (with a word part)."""
-        return self._shifted_row(token) - 1
+        return self._row(token).copy()
 
-    def _shifted_row(self, token: str) -> np.ndarray:
+    def _row(self, token: str) -> np.ndarray:
         row = self._rows.get(token)
         if row is None:
             row = upstream_token_ids(
-                token, self.char_dic, self.word_dic, self.chars_per_token,
-            ) + 1  # 0 is the batch's padding
+                token, self.char_dic, self.word_dic, self.chars_per_token)
             if len(self._rows) < 1_000_000:  # a bounded cache
                 self._rows[token] = row
         return row
@@ -127,16 +126,10 @@ class ManyLangsBatcher:
     def batch_sentences(self, sentences: List[List[str]]) -> np.ndarray:
         """``(n_sentences, max_len + 2, W)`` int64 ids, +1-shifted, 0 past
         each sentence's end; ``W = MC`` (+ 1: the word id, last column)."""
-        check_sentences(sentences)
-        max_length = max(len(s) for s in sentences) + 2
-        x = np.zeros(
-            (len(sentences), max_length, self.max_characters_per_token),
-            dtype=np.int64,
-        )
-        for k, sentence in enumerate(sentences):
-            for t, token in enumerate([BOS, *sentence, EOS]):
-                x[k, t] = self._shifted_row(token)
-        return x
+        return batch_char_rows(
+            sentences, self.max_characters_per_token,
+            lambda sentence: np.stack(
+                [self._row(token) for token in [BOS, *sentence, EOS]]))
 
 
 def upstream_token_ids(token: str, char_dic: Mapping[str, int],

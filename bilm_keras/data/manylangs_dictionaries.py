@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import codecs
 import os
-from typing import Dict, Sequence
+from typing import Dict, Optional, Sequence, Tuple
 
 #: the special tokens upstream looks up in char.dic (``create_one_batch``)
 CHAR_SPECIALS = ("<bos>", "<eos>", "<oov>", "<pad>", "<bow>", "<eow>")
@@ -128,3 +128,13 @@ def read_word_dic(path: str | os.PathLike) -> Dict[str, int]:
     """``word.dic``: :func:`read_manylangs_dictionary` with upstream's
     word specials (:data:`WORD_SPECIALS`) required."""
     return read_manylangs_dictionary(path, required=WORD_SPECIALS)
+
+
+def read_dictionaries(
+    char_dic: str | os.PathLike, word_dic: Optional[str | os.PathLike],
+) -> Tuple[Dict[str, int], Optional[Dict[str, int]]]:
+    """A model's ``char.dic`` and ``word.dic`` (None, and None returned,
+    for a model without a word part), as every ``from_files`` reads them.
+    """
+    return (read_char_dic(char_dic),
+            None if word_dic is None else read_word_dic(word_dic))

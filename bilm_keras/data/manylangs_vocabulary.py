@@ -18,11 +18,9 @@ from typing import Mapping, Optional
 
 import numpy as np
 
-from bilm_keras.data.manylangs_batcher import upstream_token_ids
-from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
+from bilm_keras.data.manylangs_batcher import BOS, EOS, upstream_token_ids
+from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.data.vocabulary import (
-    BOS_TOKEN,
-    EOS_TOKEN,
     UnicodeCharsVocabulary,
     Vocabulary,
     VocabularyError,
@@ -79,16 +77,9 @@ class ManyLangsCharsVocabulary(UnicodeCharsVocabulary):
         self.word_dic = None if word_dic is None else dict(word_dic)
         self._max_characters_per_token = (
             max_characters_per_token + int(word_dic is not None))
-        self.bos_chars = self._row("<bos>")
-        self.eos_chars = self._row("<eos>")
-        self._word_char_ids = np.stack(
-            [self._row(w) for w in self._id_to_word]
-        ) if self._id_to_word else np.zeros(
-            (0, self._max_characters_per_token), np.int32)
-        if self._bos >= 0:
-            self._word_char_ids[self._bos] = self.bos_chars
-        if self._eos >= 0:
-            self._word_char_ids[self._eos] = self.eos_chars
+        # the bilm-tf boundary tokens <S>/</S> are upstream's <bos>/<eos>
+        self._build_char_table(self._token_char_ids(BOS),
+                               self._token_char_ids(EOS))
 
     @classmethod
     def from_files(
@@ -101,23 +92,11 @@ class ManyLangsCharsVocabulary(UnicodeCharsVocabulary):
     ) -> "ManyLangsCharsVocabulary":
         """Reads ``char.dic`` (and ``word.dic`` unless None) as upstream."""
         return cls(
-            filename, read_char_dic(char_dic),
-            None if word_dic is None else read_word_dic(word_dic),
+            filename, *read_dictionaries(char_dic, word_dic),
             max_characters_per_token, **kwargs,
         )
 
-    def _row(self, token: str) -> np.ndarray:
+    def _token_char_ids(self, token: str) -> np.ndarray:
         """Upstream's unshifted ids of one token: `(W,)` int32."""
         return upstream_token_ids(token, self.char_dic, self.word_dic,
                                   self.chars_per_token).astype(np.int32)
-
-    def word_to_char_ids(self, word: str) -> np.ndarray:
-        idx = self._word_to_id.get(word)
-        if idx is not None:
-            return self._word_char_ids[idx]
-        # the bilm-tf boundary tokens are upstream's <bos>/<eos>
-        if word == BOS_TOKEN:
-            return self.bos_chars
-        if word == EOS_TOKEN:
-            return self.eos_chars
-        return self._row(word)

@@ -14,6 +14,11 @@ from typing import Iterator
 from bilm_keras.data.utf8_lines import read_utf8_lines
 
 
+#: what a sentence file is, in the messages of every reader of one
+SENTENCE_FILE_EXPECTED = ("a text file, one whitespace-tokenized sentence "
+                          "per line")
+
+
 class SentenceFileError(ValueError):
     """A sentence file that cannot be embedded (the message names the file
     and, for bad bytes, the line)."""
@@ -43,10 +48,8 @@ def read_sentence_lines(path: str | os.PathLike) -> Iterator[str]:
         SentenceFileError: the file is missing, a directory, unreadable, or
             a line is not valid UTF-8 (file, line and byte named).
     """
-    for _, line in read_utf8_lines(
-            path, error=SentenceFileError,
-            expected="a text file, one whitespace-tokenized sentence per "
-                     "line"):
+    for _, line in read_utf8_lines(path, error=SentenceFileError,
+                                   expected=SENTENCE_FILE_EXPECTED):
         yield line
 
 
@@ -76,14 +79,24 @@ def check_sentence_file(path: str | os.PathLike, *,
         n_blank += n == 0
         if sentence_keys:
             check_sentence_key(path, n_lines, line.strip(), first_line)
+    check_not_empty(path, n_lines=n_lines, n_tokens=n_tokens)
+    return SentenceFileStats(n_lines=n_lines, n_tokens=n_tokens,
+                             n_blank_lines=n_blank)
+
+
+def check_not_empty(path, *, n_lines: int, n_tokens: int) -> None:
+    """The sentences of ``path`` (``n_lines`` lines, ``n_tokens`` tokens in
+    all) hold a token.
+
+    Raises:
+        SentenceFileError: no token at all (empty, or blank lines only).
+    """
     if n_tokens == 0:
         found = ("0 lines" if n_lines == 0
                  else f"{n_lines} line{'s' * (n_lines > 1)}, all blank")
         raise SentenceFileError(
             f"{os.fspath(path)}: empty input (expected one "
             f"whitespace-tokenized sentence per line, found {found})")
-    return SentenceFileStats(n_lines=n_lines, n_tokens=n_tokens,
-                             n_blank_lines=n_blank)
 
 
 def check_sentence_key(path, line_number: int, text: str,

@@ -3,7 +3,9 @@ the line and the bad bytes.
 
 Every text input goes through :func:`read_utf8_lines`: the training corpus
 and the vocabulary builder (:mod:`bilm_keras.data.corpus`) and the
-sentences to embed (:mod:`bilm_keras.data.sentence_file`). No TensorFlow.
+sentences to embed (:mod:`bilm_keras.data.sentence_file`); a reader of
+another file system (``embed --runner``'s) decodes each line with
+:func:`decode_line`, so the message is the same. No TensorFlow.
 """
 
 from __future__ import annotations
@@ -12,12 +14,35 @@ import os
 from typing import Iterator, Type
 
 
+UTF8_HINT = "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
+
+
+def decode_line(raw: bytes, *, path: str, line_number: int, first: bool,
+                error: Type[Exception] = ValueError,
+                hint: str = UTF8_HINT) -> str:
+    """``raw``, line ``line_number`` of ``path``, decoded from UTF-8 (a
+    byte-order mark dropped when it is the file's ``first`` line).
+
+    Raises:
+        error: the line is not valid UTF-8 (file, line, byte offset and
+            nearby bytes named, then ``hint``).
+    """
+    try:
+        return raw.decode("utf-8-sig" if first else "utf-8")
+    except UnicodeDecodeError as e:
+        near = raw[max(e.start - 8, 0): e.end + 8]
+        raise error(
+            f"{path}, line {line_number}: not valid UTF-8 at byte "
+            f"{e.start} of the line ({e.reason}; near {near!r}); "
+            f"{hint}") from None
+
+
 def read_utf8_lines(
     path: str | os.PathLike,
     *,
     error: Type[Exception] = ValueError,
     expected: str = "a UTF-8 text file",
-    hint: str = "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)",
+    hint: str = UTF8_HINT,
 ) -> Iterator[tuple]:
     """Yields ``(line_number, line)`` of ``path``, 1-based, decoded
     (``\\n`` not removed). A UTF-8 byte-order mark at the start is dropped.
@@ -46,12 +71,6 @@ def read_utf8_lines(
         raise error(f"{path}: cannot open ({e.strerror})") from None
     with f:
         for lineno, raw in enumerate(f, 1):
-            try:
-                yield lineno, raw.decode("utf-8-sig" if lineno == 1
-                                         else "utf-8")
-            except UnicodeDecodeError as e:
-                near = raw[max(e.start - 8, 0): e.end + 8]
-                raise error(
-                    f"{path}, line {lineno}: not valid UTF-8 at byte "
-                    f"{e.start} of the line ({e.reason}; near {near!r}); "
-                    f"{hint}") from None
+            yield lineno, decode_line(raw, path=path, line_number=lineno,
+                                      first=lineno == 1, error=error,
+                                      hint=hint)

@@ -57,7 +57,8 @@ def build_vocab(train_prefix, vocab_file, *, min_count: int = 1,
         (lines written), ``n_oov_tokens`` (corpus tokens that will map to
         ``<UNK>``), ``unigram_perplexity`` (of the LM targets over this
         vocabulary, :mod:`bilm_keras.data.unigram`), ``train_prefix``,
-        ``vocab_file``, ``min_count`` and ``max_size``; the same dict is the sidecar file's content.
+        ``vocab_file``, ``min_count`` and ``max_size``; the same dict is the
+        sidecar file's content.
     """
     if not (isinstance(min_count, int) and min_count >= 1):
         raise ValueError(f"min_count: expected an int >= 1, found "

@@ -153,6 +153,10 @@ class UnicodeCharsVocabulary(Vocabulary):
     them. As in bilm-tf (whose vocabularies always hold them), the literal
     tokens ``<S>`` and ``</S>`` get the sentence-boundary chars rather than
     their spelling; here that holds with any file, or none.
+
+    A subclass with other char ids (an ELMoForManyLangs model's) overrides
+    :meth:`_token_char_ids` and builds its table with
+    :meth:`_build_char_table`, giving its own boundary rows.
     """
 
     bos_char = BOS_CHAR
@@ -169,19 +173,32 @@ class UnicodeCharsVocabulary(Vocabulary):
                 f"{max_characters_per_token}"
             )
         self._max_characters_per_token = max_characters_per_token
-        self.bos_chars = special_char_ids(BOS_CHAR, max_characters_per_token)
-        self.eos_chars = special_char_ids(EOS_CHAR, max_characters_per_token)
+        self._build_char_table(
+            special_char_ids(BOS_CHAR, max_characters_per_token),
+            special_char_ids(EOS_CHAR, max_characters_per_token))
+
+    def _build_char_table(self, bos_chars: np.ndarray,
+                          eos_chars: np.ndarray) -> None:
+        """Caches every vocabulary token's char ids
+        (:meth:`_token_char_ids`), ``<S>`` and ``</S>`` given the boundary
+        rows ``bos_chars`` / ``eos_chars`` (each `(W,)`, W =
+        :attr:`max_characters_per_token`)."""
+        self.bos_chars, self.eos_chars = bos_chars, eos_chars
         self._word_char_ids = np.stack(
-            [word_to_char_ids(w, max_characters_per_token)
-             for w in self._id_to_word]
-        ) if self._id_to_word else np.zeros((0, max_characters_per_token),
-                                            np.int32)
+            [self._token_char_ids(w) for w in self._id_to_word]
+        ) if self._id_to_word else np.zeros(
+            (0, self._max_characters_per_token), np.int32)
         # bilm-tf wrote these rows unconditionally, so a file without <S>
         # overwrote the last word's row (index -1); we only do it when present.
         if self._bos >= 0:
             self._word_char_ids[self._bos] = self.bos_chars
         if self._eos >= 0:
             self._word_char_ids[self._eos] = self.eos_chars
+
+    def _token_char_ids(self, word: str) -> np.ndarray:
+        """The char ids of a token that is not a sentence boundary: `(W,)`
+        int32, unshifted."""
+        return word_to_char_ids(word, self._max_characters_per_token)
 
     @property
     def word_char_ids(self) -> np.ndarray:
@@ -203,7 +220,7 @@ class UnicodeCharsVocabulary(Vocabulary):
             return self.bos_chars
         if word == EOS_TOKEN:
             return self.eos_chars
-        return word_to_char_ids(word, self._max_characters_per_token)
+        return self._token_char_ids(word)
 
     def encode_chars(self, sentence, reverse=False, split=True) -> np.ndarray:
         """``(n_tokens + 2, max_characters_per_token)`` char ids with

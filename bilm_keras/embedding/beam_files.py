@@ -23,12 +23,13 @@ from typing import Optional
 from apache_beam.io.filesystem import BeamIOError
 from apache_beam.io.filesystems import FileSystems
 
-from bilm_keras.data.sentence_file import SentenceFileError
+from bilm_keras.data.sentence_file import (
+    SENTENCE_FILE_EXPECTED,
+    SentenceFileError,
+)
+from bilm_keras.data.utf8_lines import decode_line
 from bilm_keras.embedding.runs import file_fingerprint
 
-#: what a sentence file is, for the messages (as ``bilm-keras embed``'s)
-_EXPECTED = "a text file, one whitespace-tokenized sentence per line"
-_HINT = "convert the file to UTF-8 (e.g. iconv -f latin1 -t utf-8)"
 _MIB = 2**20
 
 
@@ -105,10 +106,10 @@ def match_files(pattern: str) -> list[MatchedFile]:
         path = local_path(pattern)  # one local file: embed's own messages
         if os.path.isdir(path):
             raise SentenceFileError(f"{path}: is a directory (expected "
-                                    f"{_EXPECTED})")
+                                    f"{SENTENCE_FILE_EXPECTED})")
         if not os.path.isfile(path):
             raise SentenceFileError(f"{path}: no such file (expected "
-                                    f"{_EXPECTED})")
+                                    f"{SENTENCE_FILE_EXPECTED})")
         return [MatchedFile(pattern, os.path.getsize(path))]
     try:
         metadata = FileSystems.match([pattern])[0].metadata_list
@@ -118,8 +119,8 @@ def match_files(pattern: str) -> list[MatchedFile]:
                     if not m.path.endswith("/")), key=lambda m: m.path)
     if not files:
         raise SentenceFileError(
-            f"{pattern}: no file matches (expected {_EXPECTED}, or a glob "
-            f"of such files; quote it)")
+            f"{pattern}: no file matches (expected "
+            f"{SENTENCE_FILE_EXPECTED}, or a glob of such files; quote it)")
     return files
 
 
@@ -142,14 +143,9 @@ def read_lines(path: str, *, offset: int = 0,
             f.seek(offset)
         position = offset
         for lineno, raw in enumerate(f, first_line):
-            try:
-                line = raw.decode("utf-8-sig" if position == 0 else "utf-8")
-            except UnicodeDecodeError as e:
-                near = raw[max(e.start - 8, 0): e.end + 8]
-                raise SentenceFileError(
-                    f"{local_path(path)}, line {lineno}: not valid UTF-8 at "
-                    f"byte {e.start} of the line ({e.reason}; near "
-                    f"{near!r}); {_HINT}") from None
+            line = decode_line(raw, path=local_path(path),
+                               line_number=lineno, first=position == 0,
+                               error=SentenceFileError)
             yield lineno, position, line
             position += len(raw)
 

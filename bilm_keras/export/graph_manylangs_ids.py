@@ -1,4 +1,5 @@
-"""In-graph ids of an ELMoForManyLangs model: the signatures' ``ManyLangsBatcher``.
+"""In-graph ids of an ELMoForManyLangs model: the signatures'
+``ManyLangsBatcher``.
 
 TensorFlow ops only (hash tables + string ops), so it runs inside a
 SavedModel with no Python. The result is the ids tensor of a converted
@@ -34,7 +35,7 @@ from typing import Mapping, Optional
 
 import tensorflow as tf
 
-from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
+from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.export.graph_char_ids import (
     ragged_tokens,
     split_sentences,
@@ -125,11 +126,8 @@ class ManyLangsGraphIds(tf.Module):
         max_characters_per_token: int,
     ) -> "ManyLangsGraphIds":
         """Reads ``char.dic`` (and ``word.dic`` unless None) as upstream."""
-        return cls(
-            read_char_dic(char_dic),
-            None if word_dic is None else read_word_dic(word_dic),
-            max_characters_per_token,
-        )
+        return cls(*read_dictionaries(char_dic, word_dic),
+                   max_characters_per_token)
 
     # ------------------------------------------------------------- one row
     def _boundary_row(self, char: int, word: int) -> list:

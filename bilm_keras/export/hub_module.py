@@ -93,17 +93,22 @@ from typing import Optional
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_directory
+from bilm_keras.data.long_tokens import long_token_limit
+from bilm_keras.data.manylangs_dictionaries import read_word_dic
 from bilm_keras.export.graph_char_ids import (
     padded_tokens_to_char_ids,
+    ragged_tokens,
     sentences_to_char_ids,
+    split_sentences,
 )
+from bilm_keras.export.graph_long_tokens import warn_of_long_tokens
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.export.graph_word_ids import WordGraphIds
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
-from bilm_keras.options import BiLMOptions
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
 
 
@@ -181,6 +186,13 @@ class ELMoHubModule(tf.Module):
             None if vocab_file is None
             else tf.saved_model.Asset(os.fspath(vocab_file))
         )
+        # the longest plausible token (data/long_tokens.py), a constant of
+        # the graph: the string signatures warn past it
+        self._long_token_limit = long_token_limit(
+            self.max_characters_per_token,
+            unit="bytes" if graph_ids is None else "characters",
+            words=None if word_dic_file is None
+            else read_word_dic(word_dic_file))
         self.char_dic_file, self.word_dic_file = (
             None if f is None else tf.saved_model.Asset(os.fspath(f))
             for f in (char_dic_file, word_dic_file)
@@ -320,9 +332,12 @@ class ELMoHubModule(tf.Module):
         return self.graph_ids.padded_tokens_to_ids(tokens, sequence_len)
 
     def _default(self, strings):
+        warn_of_long_tokens(split_sentences(strings), self._long_token_limit)
         return self._embed_inference(self._ids_of_strings(strings))
 
     def _tokens(self, tokens, sequence_len):
+        warn_of_long_tokens(ragged_tokens(tokens, sequence_len)[0],
+                            self._long_token_limit)
         return self._embed_inference(self._ids_of_tokens(tokens, sequence_len))
 
     def _elmo(self, char_ids):
@@ -334,6 +349,7 @@ class ELMoHubModule(tf.Module):
     def __call__(self, strings, training=False):
         """The ``default`` signature's computation, for ``hub.KerasLayer``."""
         embed = self._embed_training if training else self._embed_inference
+        warn_of_long_tokens(split_sentences(strings), self._long_token_limit)
         return embed(self._ids_of_strings(strings))
 
     def signatures(self) -> dict:
@@ -543,8 +559,8 @@ def export_hub_from_save_dir(
     outdir = os.path.abspath(os.fspath(outdir))
     _check_outdir(outdir, overwrite)
     save_dir = os.fspath(save_dir)
-    if not os.path.isfile(os.path.join(save_dir, "options.json")):
-        raise ExportError(f"{save_dir}: no options.json in the save_dir")
+    if not os.path.isfile(os.path.join(save_dir, OPTIONS_FILE)):
+        raise ExportError(f"{save_dir}: no {OPTIONS_FILE} in the save_dir")
     with tempfile.TemporaryDirectory(prefix="bilm_export_") as tmp:
         files = dump_weights(save_dir, os.path.join(tmp, "lm_weights.hdf5"),
                              checkpoint=checkpoint)

@@ -1,7 +1,10 @@
-"""Model presets: ``options.json`` files shipped inside the package, by
-name (keras-hub's presets), read with :mod:`importlib.resources` so that
-they are there however the package was installed (a wheel, ``pip install
-.``, an editable checkout).
+"""Model presets: ``options.json`` files by name (keras-hub's presets).
+
+One copy of each, in the repository's top-level ``options/`` (the design
+card's layout). A wheel ships that folder as this package's data,
+``bilm_keras/presets/files/`` (``setup.py`` maps it there), read with
+:mod:`importlib.resources`; a checkout (on ``PYTHONPATH``, or installed
+editable) reads ``options/`` beside the package itself.
 
 ::
 
@@ -29,7 +32,7 @@ import importlib.resources
 import os
 import pathlib
 
-#: preset name -> what it is (each is ``<name>.json`` beside this module)
+#: preset name -> what it is (each is ``options/<name>.json``)
 PRESETS = {
     "tiny": "LSTM 2 x 128, projection 32, 4 small filters, 1 highway; "
             "trains in minutes on a CPU (bilm-keras pipeline's default)",
@@ -59,12 +62,25 @@ def preset_file(name: str) -> str:
     """
     if name not in PRESETS:
         raise _unknown(name)
-    resource = importlib.resources.files(__package__) / f"{name}.json"
+    resource = _preset_folder() / f"{name}.json"
+    if not resource.is_file():
+        raise FileNotFoundError(
+            f"{resource}: preset {name!r} missing (an incomplete checkout "
+            "or installation of bilm_keras)")
     if isinstance(resource, pathlib.Path):  # an installed package: a file
         return str(resource)
     # a package inside a zip: a file extracted once, for this process
     return str(_EXTRACTED.enter_context(
         importlib.resources.as_file(resource)))
+
+
+def _preset_folder():
+    """The presets' folder: the installed package's data (a wheel's
+    ``bilm_keras/presets/files/``), else the checkout's ``options/``."""
+    packaged = importlib.resources.files(__package__) / "files"
+    if packaged.is_dir():
+        return packaged
+    return pathlib.Path(__file__).resolve().parents[2] / "options"
 
 
 def load_preset(name: str):

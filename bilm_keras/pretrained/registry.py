@@ -68,8 +68,10 @@ class RegisteredModel:
         citation: the paper(s) to cite.
         options_url / weight_url: a ``bilm-tf`` model's two files.
         archive_url: an ``elmoformanylangs`` model's archive.
-        parameters_millions: the model's size where its publisher states
-            it, else None.
+        parameters_millions: the model's size in millions of parameters
+            where its publisher states it, else None.
+        download_megabytes: what is downloaded (its files or archive), in
+            MB (10**6 bytes), where known, else None.
         vocab_note: a word-input model whose vocabulary is not in its
             archive: where to get it and which flag takes it (the
             ``vocab_file`` it must be used with); else None.
@@ -87,6 +89,7 @@ class RegisteredModel:
     weight_url: str | None = None
     archive_url: str | None = None
     parameters_millions: float | None = None
+    download_megabytes: float | None = None
     vocab_note: str | None = None
 
     @property

@@ -52,12 +52,11 @@ import sys
 from collections.abc import Callable
 
 from bilm_keras._utils.version import __version__
-from bilm_keras.options import BiLMOptions
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.pretrained.archives import ARCHIVE_SUFFIXES, extract_archive
 from bilm_keras.pretrained.download import download_file
 from bilm_keras.pretrained.errors import PretrainedModelError
 from bilm_keras.pretrained.model_cache import (
-    OPTIONS_JSON,
     WEIGHT_FILE,
     default_cache_dir,
     entry_dir,
@@ -161,7 +160,7 @@ def _unknown_spec(spec: str) -> PretrainedModelError:
 
 def _from_entry(entry: str, spec: str) -> ResolvedModel:
     manifest = read_manifest(entry)
-    files = {"options_file": OPTIONS_JSON, "weight_file": WEIGHT_FILE}
+    files = {"options_file": OPTIONS_FILE, "weight_file": WEIGHT_FILE}
     vocab = manifest.get("vocab_file")
     paths = {field: os.path.join(entry, name) for field, name in files.items()}
     for path in paths.values():
@@ -184,7 +183,7 @@ def _manifest(name: str, fmt: str, spec: str, sources, vocab_file) -> dict:
         "format": fmt,
         "spec": spec,
         "sources": list(sources),
-        "options_file": OPTIONS_JSON,
+        "options_file": OPTIONS_FILE,
         "weight_file": WEIGHT_FILE,
         "vocab_file": vocab_file,
         # datetime.UTC is Python 3.11+; setup.cfg allows 3.10
@@ -272,7 +271,7 @@ def _bilm_tf_folder(layout: ModelLayout, staging: str, label: str,
              for path in (layout.options_file, layout.weight_file,
                           layout.vocab_file) if path}
     os.replace(moved[layout.options_file],
-               os.path.join(model_dir, OPTIONS_JSON))
+               os.path.join(model_dir, OPTIONS_FILE))
     os.replace(moved[layout.weight_file],
                os.path.join(model_dir, WEIGHT_FILE))
     vocab = (os.path.basename(layout.vocab_file) if layout.vocab_file
@@ -367,7 +366,7 @@ def _registered(model: RegisteredModel, spec: str, cache_dir: str,
                     remove_archive=True)
             model_dir = os.path.join(staging, "model")
             os.mkdir(model_dir)
-            options = os.path.join(model_dir, OPTIONS_JSON)
+            options = os.path.join(model_dir, OPTIONS_FILE)
             weights = os.path.join(model_dir, WEIGHT_FILE)
             download_file(urls[0], options, label=f"{model.name} options",
                           progress=progress)

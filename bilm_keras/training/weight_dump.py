@@ -6,10 +6,14 @@ import dataclasses
 import os
 from typing import Optional
 
-from bilm_keras.options import N_CHARACTERS_WITH_PADDING, BiLMOptions
+from bilm_keras.options import (
+    N_CHARACTERS_WITH_PADDING,
+    OPTIONS_FILE,
+    BiLMOptions,
+)
 from bilm_keras.training.bilm_tf_save_dir import dump_bilm_tf_checkpoint
-from bilm_keras.training.checkpoints import load_trained_model
 from bilm_keras.training.options_file import write_options
+from bilm_keras.training.run_checkpoint import load_trained_model
 from bilm_keras.training.save_dir_models import choose_checkpoint
 from bilm_keras.weights.bilm_tf_checkpoint import BILM_TF
 from bilm_keras.weights.bilm_tf_hdf5 import save_bilm_tf_hdf5
@@ -54,7 +58,7 @@ def dump_weights(save_dir: str, outfile: str, *,
         options, lm, _ = load_trained_model(save_dir, path=found.path)
         os.makedirs(out_dir, exist_ok=True)
         save_bilm_tf_hdf5(lm.backbone, outfile)
-    options_file = os.path.join(out_dir, "options.json")
+    options_file = os.path.join(out_dir, OPTIONS_FILE)
     write_options(prediction_options(options), options_file)
     return dict(weight_file=outfile, options_file=options_file,
                 checkpoint=found.path)

@@ -42,6 +42,7 @@ from bilm_keras._utils.atomic_files import (
     hdf5_for_writing,
 )
 from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
+from bilm_keras.options import OPTIONS_FILE
 from bilm_keras.weights.manylangs_config import (
     ManyLangsModelConfig,
     read_model_config,
@@ -60,7 +61,6 @@ from bilm_keras.weights.torch_pickle import (
 
 CHAR_DIC = "char.dic"
 WORD_DIC = "word.dic"
-OPTIONS_JSON = "options.json"
 WEIGHT_FILE = "lm_weights.hdf5"
 
 def manylangs_options(config: ManyLangsModelConfig, *, n_chars: int,
@@ -178,7 +178,7 @@ def convert_manylangs(
         with hdf5_for_writing(os.path.join(tmp, WEIGHT_FILE)) as fout:
             for hdf5_path, value in datasets:
                 fout.create_dataset(hdf5_path, data=value)
-        with open(os.path.join(tmp, OPTIONS_JSON), "w", encoding="utf-8",
+        with open(os.path.join(tmp, OPTIONS_FILE), "w", encoding="utf-8",
                   newline="\n") as f:
             json.dump(options, f, indent=2)
             f.write("\n")
@@ -187,6 +187,6 @@ def convert_manylangs(
             shutil.copyfile(word_dic, os.path.join(tmp, WORD_DIC))
     return {
         "outdir": outdir,
-        "options_file": os.path.join(outdir, OPTIONS_JSON),
+        "options_file": os.path.join(outdir, OPTIONS_FILE),
         "weight_file": os.path.join(outdir, WEIGHT_FILE),
     }

@@ -41,7 +41,10 @@ def test_file_gets_the_usual_permissions(tmp_path):
 
 
 def test_atomic_directory(tmp_path):
-    from bilm_keras._utils.atomic_files import OutputDirectoryError, atomic_directory
+    from bilm_keras._utils.atomic_files import (
+        OutputDirectoryError,
+        atomic_directory,
+    )
 
     out = tmp_path / "out"
     with pytest.raises(RuntimeError):

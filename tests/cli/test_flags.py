@@ -414,7 +414,8 @@ def test_usage_only_when_a_required_flag_is_missing(capsys, alias):
     with pytest.raises(SystemExit) as exit_:
         cli.main([])
     err = capsys.readouterr().err.splitlines()
-    assert exit_.value.code == cli.EXIT_BAD_INPUT and err[0].startswith("usage: bilm-keras")
+    assert exit_.value.code == cli.EXIT_BAD_INPUT
+    assert err[0].startswith("usage: bilm-keras")
     assert err[-1] == ("bilm-keras: error: the following arguments are "
                        "required: COMMAND")
 

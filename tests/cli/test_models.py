@@ -35,11 +35,16 @@ def test_every_model_and_what_is_cached(mirrored, cache_dir, capsys):
     rows = _rows(out)
     assert list(rows) == list(registered_models())  # registry order
     size = folder_bytes(cached.directory) / 1e6
-    assert re.fullmatch(r"manylangs-zh +zh +Chinese \(traditional\) +- +"
+    assert re.fullmatch(r"manylangs-zh +zh +Chinese \(traditional\) +- +- +"
                         rf"elmoformanylangs +{size:,.1f} MB",
                         rows["manylangs-zh"])
-    assert re.fullmatch(r"elmo-original +en +English +93\.6 M +bilm-tf +no",
-                        rows["elmo-original"])
+    assert re.fullmatch(r"elmo-original +en +English +93\.6 M +- +bilm-tf "
+                        r"+no", rows["elmo-original"])
+    header = next(line for line in out.splitlines()
+                  if line.startswith("NAME"))
+    assert header.split() == ["NAME", "CODE", "LANGUAGE", "PARAMETERS",
+                              "DOWNLOAD", "FORMAT", "CACHED"]
+    assert "PARAMETERS: millions, as published; DOWNLOAD: " in out
     assert sum(row.endswith("  no") for row in rows.values()) == len(
         rows) - 1
     assert (f"{len(rows)} models; 1 cached ({size:,.1f} MB) in "
@@ -47,6 +52,24 @@ def test_every_model_and_what_is_cached(mirrored, cache_dir, capsys):
     # --cached: that one alone
     assert cli.main(["models", "--cached"]) == 0
     assert list(_rows(capsys.readouterr().out)) == ["manylangs-zh"]
+
+
+def test_sizes_are_shown_where_the_registry_knows_them():
+    import dataclasses
+
+    from bilm_keras.cli.models import format_table
+    from bilm_keras.pretrained import ListedModel
+
+    model = dataclasses.replace(registered_models()["elmo-original"],
+                                download_megabytes=1374.4)
+    header, row = format_table([ListedModel(model, "/cache/x", 2_500_000)])
+    assert row.split() == ["elmo-original", "en", "English", "93.6", "M",
+                           "1,374.4", "MB", "bilm-tf", "2.5", "MB"]
+    # the figures stand under their headers, aligned right
+    assert row.index("93.6 M") + len("93.6 M") == header.index(
+        "PARAMETERS") + len("PARAMETERS")
+    assert row.index("1,374.4 MB") + len("1,374.4 MB") == header.index(
+        "DOWNLOAD") + len("DOWNLOAD")
 
 
 def test_an_empty_cache(cache_dir, capsys):

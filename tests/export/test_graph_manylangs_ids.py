@@ -34,7 +34,8 @@ def graph_ids(dictionaries):
 
 @pytest.fixture(scope="module")
 def sentences(manylangs_fixtures):
-    return json.loads((manylangs_fixtures / "sentences.json").read_text("utf-8"))
+    return json.loads(
+        (manylangs_fixtures / "sentences.json").read_text("utf-8"))
 
 
 @pytest.fixture(scope="module")

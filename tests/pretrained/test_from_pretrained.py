@@ -52,7 +52,7 @@ def test_elmo_small_by_name_equals_the_files_by_path(
     # and they are bilm-tf's numbers (the top layer of each list's first
     # sentence: bilm-tf's later batches started from the earlier ones'
     # states), to the fixture's 1e-6
-    for k, lst in enumerate(lists):
+    for k in range(len(lists)):
         first = by_name[sum(len(x) for x in lists[:k])]
         np.testing.assert_allclose(first[-1], expected[k][0], rtol=0,
                                    atol=1e-6)

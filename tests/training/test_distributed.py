@@ -5,7 +5,6 @@ import json
 import os
 import pathlib
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -14,6 +13,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from helpers import REPO_ROOT, fixture_options
+from local_cluster import local_cluster
 
 HERE = pathlib.Path(__file__).resolve().parent
 WORKER = str(HERE / "distributed_worker.py")
@@ -42,34 +42,14 @@ def test_mirrored_step_matches_single_device(train_dir, tmp_path):
     assert result["max_abs_diff"] < 1e-5
 
 
-def _free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 @pytest.mark.slow
 def test_two_workers_end_with_identical_weights(train_dir, tmp_path):
-    workers = [f"127.0.0.1:{p}" for p in _free_ports(2)]
-    procs = []
-    for index in range(2):
-        tf_config = json.dumps({"cluster": {"worker": workers},
-                                "task": {"type": "worker", "index": index}})
-        procs.append(subprocess.Popen(
-            [sys.executable, WORKER, "multi_worker", str(train_dir),
-             str(tmp_path / "ckpt"), str(tmp_path / f"w{index}.npz")],
-            env=_env(TF_CONFIG=tf_config), stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT, text=True))
-    try:
+    commands = [[sys.executable, WORKER, "multi_worker", str(train_dir),
+                 str(tmp_path / "ckpt"), str(tmp_path / f"w{index}.npz")]
+                for index in range(2)]
+    with local_cluster(commands, _env(), stdout=subprocess.PIPE,
+                       stderr=subprocess.STDOUT) as procs:
         outputs = [p.communicate(timeout=240)[0] for p in procs]
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
     for p, output in zip(procs, outputs):
         assert p.returncode == 0, output[-3000:]
     w0, w1 = (np.load(tmp_path / f"w{i}.npz") for i in range(2))

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 from helpers import REPO_ROOT, fixture_options, user_env
+from local_cluster import local_cluster
 
 from bilm_keras.training import evaluate, restart, train
 from bilm_keras.training.preemption import (
@@ -137,8 +138,9 @@ def test_sigterm_saves_the_step_and_restart_ends_as_never_stopped(
     options = fixture_options(n_epochs=3, lstm=ONE_LAYER)  # 18 steps
     common = dict(train_prefix=str(train_dir / "data.txt"),
                   vocab_file=str(train_dir / "vocab.txt"), log_every=1000)
-    never_stopped = train(options=options, save_dir=str(tmp_path / "whole"),
-                          seed=3, save_every=1, max_to_keep=18, **common)
+    never_stopped = train(options, TrainingRun(
+        save_dir=str(tmp_path / "whole"), seed=3, save_every=1, max_to_keep=18,
+        **common))
     assert never_stopped["step"] == 18
 
     save_dir = tmp_path / "stopped"
@@ -158,8 +160,8 @@ def test_sigterm_saves_the_step_and_restart_ends_as_never_stopped(
     sender.start()
     try:
         with pytest.raises(TrainingPreempted) as stopped:
-            train(options=options, save_dir=str(save_dir), seed=3,
-                  save_every=1, **common)
+            train(options, TrainingRun(
+                save_dir=str(save_dir), seed=3, save_every=1, **common))
     finally:
         sender.join()
         signal.signal(signal.SIGTERM, before)
@@ -178,8 +180,8 @@ def test_sigterm_saves_the_step_and_restart_ends_as_never_stopped(
                                   "1000", "--seed", "3"]
     # at least the two newest checkpoints are kept (max_to_keep 2 here)
     capsys.readouterr()
-    resumed = restart(save_dir=str(save_dir), save_every=1000, max_to_keep=2,
-                      **common)
+    resumed = restart(TrainingRun(
+        save_dir=str(save_dir), save_every=1000, max_to_keep=2, **common))
     assert resumed["step"] == 18
     assert "continuing the data stream after its first" in (
         capsys.readouterr().out)
@@ -288,10 +290,10 @@ def test_ctrl_c_to_restart_exits_130_with_a_checkpoint(train_dir, tmp_path):
     options_file = tmp_path / "options.json"
     fixture_options(n_epochs=30, lstm=ONE_LAYER).to_json(options_file)
     save_dir = tmp_path / "ckpt"
-    train(options=fixture_options(n_epochs=30, lstm=ONE_LAYER),
-          train_prefix=str(train_dir / "data.txt"),
-          vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
-          seed=1, max_steps=3, log_every=1000)
+    train(fixture_options(n_epochs=30, lstm=ONE_LAYER), TrainingRun(
+        train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+        seed=1, max_steps=3, log_every=1000))
     code, out, err = _stop_at_step(
         ["restart", "--train_prefix", train_dir / "data.txt",
          "--vocab_file", train_dir / "vocab.txt", "--save_dir", save_dir,
@@ -308,18 +310,6 @@ def test_ctrl_c_to_restart_exits_130_with_a_checkpoint(train_dir, tmp_path):
 
 
 # ------------------------------------------- several workers (MWMS)
-def _free_ports(n):
-    import socket
-
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
-
 def _workers(args, save_dir, *, stop_worker=None, stop_at=None,
              timeout=240):
     """``bilm-keras ARGS --save_dir SAVE_DIR`` as the two workers of a
@@ -327,43 +317,33 @@ def _workers(args, save_dir, *, stop_worker=None, stop_at=None,
     a shared file system: the chief writes it); once worker
     ``stop_worker`` prints ``step STOP_AT/``, it (only) gets SIGTERM.
     Returns ``[(exit status, stdout, stderr)]`` per worker."""
-    import json
+    command = _command(*args, "--save_dir", save_dir)
+    with local_cluster([command] * 2, _env(), cwd=REPO_ROOT,
+                       stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE) as procs:
+        timers = [threading.Timer(timeout, p.kill) for p in procs]
+        outputs = [[], []]
 
-    hosts = [f"127.0.0.1:{p}" for p in _free_ports(2)]
-    procs = []
-    for index in range(2):
-        env = _env()
-        env["TF_CONFIG"] = json.dumps({"cluster": {"worker": hosts},
-                                       "task": {"type": "worker",
-                                                "index": index}})
-        procs.append(subprocess.Popen(
-            _command(*args, "--save_dir", save_dir), cwd=REPO_ROOT,
-            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True))
-    timers = [threading.Timer(timeout, p.kill) for p in procs]
-    outputs = [[], []]
+        def read(index):
+            for line in procs[index].stdout:
+                outputs[index].append(line)
+                if index == stop_worker and line.startswith(
+                        f"step {stop_at}/"):
+                    procs[index].send_signal(signal.SIGTERM)
 
-    def read(index):
-        for line in procs[index].stdout:
-            outputs[index].append(line)
-            if index == stop_worker and line.startswith(f"step {stop_at}/"):
-                procs[index].send_signal(signal.SIGTERM)
-
-    readers = [threading.Thread(target=read, args=(k,)) for k in range(2)]
-    for t in timers + readers:
-        t.start()
-    try:
-        errs = [p.stderr.read() for p in procs]
-        for t in readers:
-            t.join()
-        for p in procs:
-            p.wait()
-    finally:
-        for t in timers:
-            t.cancel()
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
+        readers = [threading.Thread(target=read, args=(k,))
+                   for k in range(2)]
+        for t in timers + readers:
+            t.start()
+        try:
+            errs = [p.stderr.read() for p in procs]
+            for t in readers:
+                t.join()
+            for p in procs:
+                p.wait()
+        finally:
+            for t in timers:
+                t.cancel()
     return [(p.returncode, "".join(o), e)
             for p, o, e in zip(procs, outputs, errs)]
 
@@ -383,12 +363,12 @@ def test_sigterm_to_one_worker_stops_the_cluster_at_one_step(train_dir,
                   "--options", options_file, "--seed", "5",
                   "--log_every", "1", "--save_every", "100"]
     whole = _workers(train_args, tmp_path / "whole")
-    for code, out, err in whole:
+    for code, _, err in whole:
         assert code == 0, err[-3000:]
 
     save_dir = tmp_path / "stopped"
     stopped = _workers(train_args, save_dir, stop_worker=1, stop_at=4)
-    for code, out, err in stopped:
+    for code, _, err in stopped:
         assert code == 143, err[-3000:]
     chief_line = stopped[0][2].strip().splitlines()[-1]
     worker_line = stopped[1][2].strip().splitlines()[-1]
@@ -406,7 +386,7 @@ def test_sigterm_to_one_worker_stops_the_cluster_at_one_step(train_dir,
         ["restart", "--train_prefix", train_dir / "data.txt",
          "--vocab_file", train_dir / "vocab.txt", "--log_every", "1",
          "--save_every", "100"], save_dir)
-    for code, out, err in restarted:
+    for code, _, err in restarted:
         assert code == 0, err[-3000:]
     assert_same_checkpoint(str(save_dir / "model-36"),
                            str(tmp_path / "whole" / "model-36"))

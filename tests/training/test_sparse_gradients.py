@@ -62,11 +62,14 @@ def test_row_sparse_adagrad_equals_keras_adagrad():
                         epsilon=1e-7)
         optimizer.build([variable])
 
+        # traced and called within this iteration: the loop variables are
+        # the ones it closes over
         @tf.function
         def update(values):
             gradient = tf.IndexedSlices(values, tf.constant(rows),
                                         tf.constant([10, 3], tf.int64))
-            optimizer.update_step(gradient, variable, tf.constant(0.2))
+            optimizer.update_step(gradient, variable,  # noqa: B023
+                                  tf.constant(0.2))
 
         for values in steps:
             update(tf.constant(values))

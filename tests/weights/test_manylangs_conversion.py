@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import numpy_reference as nr
-from helpers import require_extra
+from helpers import MANYLANGS_TINY_OPTIONS, require_extra
 
 from bilm_keras import cli
 from bilm_keras._utils.atomic_files import OutputDirectoryError
@@ -71,18 +71,8 @@ def test_converted_files(converted, tiny_model):
         "char.dic", "lm_weights.hdf5", "options.json", "word.dic"]
     for name in ("char.dic", "word.dic"):
         assert (out / name).read_bytes() == (tiny_model / name).read_bytes()
-    assert json.loads((out / "options.json").read_text()) == {
-        "lstm": {"dim": 64, "projection_dim": 16, "n_layers": 2,
-                 "cell_clip": 3.0, "proj_clip": 3.0,
-                 "use_skip_connections": True},
-        "char_cnn": {"embedding": {"dim": 6},
-                     "filters": [[1, 4], [2, 8], [3, 16], [4, 32]],
-                     "n_highway": 2, "n_characters": 107,
-                     "max_characters_per_token": 20, "activation": "relu"},
-        "elmoformanylangs": {"char_dic": "char.dic", "word_dic": "word.dic",
-                             "word_embedding_dim": 8, "n_words": 78},
-        "bidirectional": True, "dropout": 0.1,
-    }
+    assert json.loads((out / "options.json").read_text()) == (
+        MANYLANGS_TINY_OPTIONS)
     with h5py.File(out / "lm_weights.hdf5", "r") as f:
         assert f["char_embed"].shape == (106, 6)
         assert f["word_embed"].shape == (78, 8)

@@ -1,0 +1,217 @@
+"""Tokens far longer than a word: text not segmented as the model's was.
+
+A model reads words. An unsegmented line (Chinese written without spaces,
+``今天天氣真好``) reaches it as one long "word", which the batcher cuts to
+the model's characters per token without an error, and the vectors are
+silently wrong. :func:`long_token_limit` says how long a token of the
+model's text can plausibly be; :func:`first_long_token` finds the first
+token past it; :func:`long_token_message` is the one warning line, naming
+the line and the segmentation the model expects. The facade, ``bilm-keras
+embed`` and the SavedModel warn once per call or run with it, never per
+line.
+
+The limit, in the unit the model's ids count (UTF-8 bytes for bilm-tf's
+char ids, characters for a converted ELMoForManyLangs model):
+
+* with the model's vocabulary (a ManyLangs model's ``word.dic``): twice
+  the length of its 999th word in 1,000 by length, when that is shorter
+  than what the model reads (a traditional-Chinese vocabulary's words are
+  a few characters; a sentence is dozens);
+* else what the model reads of a token, ``max_characters_per_token - 2``
+  (the word's begin and end marks take the other two): past it the
+  token is cut.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+import os
+from typing import Iterable, Optional, Sequence
+
+#: the units a model's ids count a token in
+UNITS = ("bytes", "characters")
+
+#: what the warning shows of a long token
+_SHOWN = 24
+
+
+@dataclasses.dataclass(frozen=True)
+class LongTokenLimit:
+    """The longest token a model's text plausibly holds.
+
+    Args:
+        length: that length, in ``unit``.
+        unit: ``"bytes"`` (UTF-8, bilm-tf's char ids) or ``"characters"``
+            (a converted ELMoForManyLangs model).
+        read: what the model reads of a token, in ``unit`` (the rest is
+            cut).
+        basis: why ``length``, in words, for the warning.
+    """
+
+    length: int
+    unit: str
+    read: int
+    basis: str
+
+    def length_of(self, token: str) -> int:
+        """``token``'s length in :attr:`unit`."""
+        if self.unit == "bytes":
+            return len(token.encode("utf-8", "ignore"))
+        return len(token)
+
+
+@dataclasses.dataclass(frozen=True)
+class LongToken:
+    """The first token past a :class:`LongTokenLimit`: its sentence
+    (0-based index in the input), the token and its length."""
+
+    sentence: int
+    token: str
+    length: int
+
+
+def long_token_limit(max_characters_per_token: int, *, unit: str,
+                     words: Optional[Iterable[str]] = None
+                     ) -> LongTokenLimit:
+    """The limit for a model (module docstring).
+
+    Args:
+        max_characters_per_token: the options' (the model's ids' width
+            without a ManyLangs word column).
+        unit: ``"bytes"`` or ``"characters"``, what the ids count.
+        words: the model's vocabulary, when it has one.
+    """
+    if unit not in UNITS:
+        raise ValueError(f"unit: expected one of {UNITS}, found {unit!r}")
+    read = max_characters_per_token - 2
+    limit = LongTokenLimit(read, unit, read,
+                           f"the {read} {unit} the model reads of a token")
+    probe = LongTokenLimit(0, unit, read, "")
+    lengths = sorted(probe.length_of(w) for w in words or ())
+    if lengths:
+        typical = lengths[(len(lengths) - 1) * 999 // 1000]
+        if 0 < 2 * typical < read:
+            limit = LongTokenLimit(
+                2 * typical, unit, read,
+                f"twice the length of 999 in 1,000 of the model's "
+                f"{len(lengths):,} words ({typical} {unit})")
+    return limit
+
+
+def first_long_token(sentences: Iterable[Sequence[str]],
+                     limit: LongTokenLimit,
+                     start: int = 0) -> Optional[LongToken]:
+    """The first token of ``sentences`` longer than ``limit`` (sentences
+    numbered from ``start``), or None. Tokens that are not strings are
+    left to the batcher's own check."""
+    for number, sentence in enumerate(sentences, start):
+        if isinstance(sentence, str):
+            return None  # not token lists: the batcher's error
+        for token in sentence:
+            if isinstance(token, str) \
+                    and limit.length_of(token) > limit.length:
+                return LongToken(number, token, limit.length_of(token))
+    return None
+
+
+def long_token_message(found: LongToken, limit: LongTokenLimit,
+                       where: str) -> str:
+    """The warning: ``where`` names the input (``"sentences[12]"``,
+    ``"text.txt, line 13"``)."""
+    shown = (found.token if len(found.token) <= _SHOWN
+             else found.token[:_SHOWN] + "...")
+    return (f"{where}: a token of {found.length} {limit.unit} ({shown!r}), "
+            f"longer than {limit.basis}: is the text segmented into words "
+            f"as the model's vocabulary was? The model expects "
+            f"whitespace-separated words (Chinese: '今天 天氣 真好', not "
+            f"'今天天氣真好'); it reads the first {limit.read} {limit.unit} "
+            f"of a token and cuts the rest (warned once, for the first such "
+            f"token)")
+
+
+def warn_of_long_tokens(sentences, limit: Optional[LongTokenLimit], warn):
+    """``sentences`` as they are, ``warn(message)`` called once for the
+    first long token: at once for a sequence, when it is reached for any
+    other iterable (read once, lazily, as given). No limit: unchanged."""
+    if limit is None:
+        return sentences
+    if isinstance(sentences, Sequence):
+        if not isinstance(sentences, str):
+            _warn_first(sentences, limit, warn, 0)
+        return sentences
+    try:
+        iterator = iter(sentences)
+    except TypeError:
+        return sentences  # the embedder's own error
+    return _checked(iterator, limit, warn)
+
+
+def _warn_first(sentences, limit, warn, start) -> bool:
+    found = first_long_token(sentences, limit, start)
+    if found is not None:
+        warn(long_token_message(found, limit, f"sentences[{found.sentence}]"))
+    return found is not None
+
+
+def _checked(iterator, limit, warn):
+    number, warned = 0, False
+    for sentence in iterator:
+        if not warned:
+            warned = _warn_first([sentence], limit, warn, number)
+        number += 1
+        yield sentence
+
+
+def first_long_token_in_lines(lines: Iterable[str],
+                              limit: LongTokenLimit) -> Optional[LongToken]:
+    """:func:`first_long_token` of a text's lines, whitespace-tokenized as
+    ``embed`` reads them (``sentence`` is the 0-based line number)."""
+    return first_long_token((line.split() for line in lines), limit)
+
+
+#: the lines of a sentence file :func:`long_token_warning_for_file` reads
+#: (its first ones: an unsegmented file shows it at once)
+LINES_CHECKED = 100_000
+
+
+def long_token_warning_for_file(
+        dataset_file: str | os.PathLike, options_file: str | os.PathLike,
+        vocab_file: Optional[str | os.PathLike] = None) -> Optional[str]:
+    """The warning for a sentence file (``bilm-keras embed``'s input, one
+    whitespace-tokenized sentence a line) and a char-input model's
+    options, naming the first of its first :data:`LINES_CHECKED` lines
+    with a long token; None when there is none."""
+    from bilm_keras.data.batcher_for_options import batcher_for_options
+    from bilm_keras.options import BiLMOptions
+
+    limit = limit_for_batcher(batcher_for_options(
+        BiLMOptions.from_json(options_file), vocab_file))
+    if limit is None:
+        return None
+    with open(dataset_file, encoding="utf-8", errors="replace") as f:
+        found = first_long_token_in_lines(
+            itertools.islice(f, LINES_CHECKED), limit)
+    if found is None:
+        return None
+    return long_token_message(
+        found, limit, f"{os.fspath(dataset_file)}, line {found.sentence + 1}")
+
+
+def limit_for_batcher(batcher) -> Optional[LongTokenLimit]:
+    """The limit of the model whose ids ``batcher`` makes: a
+    :class:`~bilm_keras.data.batcher.Batcher` (bytes, no vocabulary
+    needed), a :class:`~bilm_keras.data.manylangs_batcher.
+    ManyLangsBatcher` (characters, its ``word.dic``); None for a
+    :class:`~bilm_keras.data.batcher.TokenBatcher` (its tokens are
+    checked against its vocabulary already)."""
+    from bilm_keras.data.batcher import Batcher
+    from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
+
+    if isinstance(batcher, ManyLangsBatcher):
+        return long_token_limit(batcher.chars_per_token, unit="characters",
+                                words=batcher.word_dic)
+    if isinstance(batcher, Batcher):
+        return long_token_limit(batcher.max_characters_per_token,
+                                unit="bytes")
+    return None
