@@ -110,7 +110,7 @@ def paddle_to_tf_gates(x: np.ndarray) -> np.ndarray:
 
 def _check_shapes(dirname: str, headers: Dict[str, TensorHeader]) -> tuple:
     """(V, P, D) from the headers, every shape and dtype checked."""
-    for name, h in headers.items():
+    for h in headers.values():
         if h.type_name != "FP32":
             raise PaddleFormatError(
                 f"{h.path}: data type: expected FP32 (a baike parameter), "
