@@ -9,10 +9,13 @@ import json
 import os
 import pathlib
 import pickle
+import subprocess
+import sys
 
 import h5py
 import numpy as np
 import pytest
+from helpers import REPO_ROOT, user_env
 
 from bilm_keras import BidirectionalLanguageModel
 from bilm_keras.data.batcher import Batcher
@@ -284,3 +287,19 @@ def test_bad_vocabulary_is_one_line(tmp_path, lines, message):
     with pytest.raises(PaddleFormatError, match=message) as e:
         read_paddlenlp(PDPARAMS, vocab_file=vocab)
     assert str(e.value).startswith(f"{vocab}: ")
+
+
+def test_reading_needs_neither_tensorflow_nor_paddle():
+    code = (
+        "import sys\n"
+        "from bilm_keras.weights.paddlenlp_elmo import read_paddlenlp\n"
+        f"m = read_paddlenlp({str(PDPARAMS)!r}, vocab_file={str(VOCAB)!r})\n"
+        "assert len(m.vocab) == 24\n"
+        "print(sorted(k for k in sys.modules\n"
+        "             if k.split('.')[0] in ('tensorflow', 'paddle', 'keras')))\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT,
+                          env=user_env(), capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "[]"
