@@ -180,6 +180,16 @@ class BidirectionalLanguageModel:
                               progress=progress)
         if vocab_file is None:
             vocab_file = model.vocab_file
+        if BiLMOptions.from_json(model.options_file).char_cnn is None:
+            # a word-input model (Paddle's baike model): its token table is
+            # its weight file's ``embedding``, its ids its vocabulary's
+            if vocab_file is None:
+                raise ValueError(
+                    f"vocab_file: {model.name} takes words and ships no "
+                    "vocabulary (pass vocab_file=)")
+            use_character_inputs = False
+            if embedding_weight_file is None:
+                embedding_weight_file = model.weight_file
         if use_character_inputs or embedding_weight_file is not None:
             bilm = cls(model.options_file, model.weight_file,
                        use_character_inputs=use_character_inputs,
