@@ -5,7 +5,6 @@ PaddleNLP's own code under paddlepaddle 2.6.2
 both ``.pdparams`` layouts and both numpy module names convert alike; bad
 input is one line naming the file, the key, the expected and the found."""
 
-import json
 import os
 import pathlib
 import pickle
@@ -17,9 +16,10 @@ import numpy as np
 import pytest
 from helpers import REPO_ROOT, user_env
 
-from bilm_keras import BidirectionalLanguageModel
+from bilm_keras import BidirectionalLanguageModel, cli
 from bilm_keras.data.batcher import Batcher
 from bilm_keras.data.vocabulary import Vocabulary
+from bilm_keras.weights.paddle_conversion import convert_paddle
 from bilm_keras.weights.paddle_model import PaddleFormatError
 from bilm_keras.weights.paddlenlp_elmo import read_paddlenlp
 
@@ -46,27 +46,15 @@ def _write_state(path, state):
     return path
 
 
-def _write_converted(model, out):
-    """options.json, lm_weights.hdf5 and vocab.txt of a PaddleModel (the
-    files convert-paddle writes)."""
-    out.mkdir()
-    with h5py.File(out / "lm_weights.hdf5", "w") as f:
-        for name, value in model.lm_weights.items():
-            f.create_dataset(name, data=value)
-    (out / "options.json").write_text(json.dumps(model.options))
-    (out / "vocab.txt").write_text(
-        "".join(w + "\n" for w in model.vocab), encoding="utf-8")
-    return out
-
-
 @pytest.fixture(scope="module")
 def model():
     return read_paddlenlp(PDPARAMS, vocab_file=VOCAB)
 
 
 @pytest.fixture(scope="module")
-def converted(model, tmp_path_factory):
-    out = _write_converted(model, tmp_path_factory.mktemp("pnlp") / "out")
+def converted(tmp_path_factory):
+    out = tmp_path_factory.mktemp("pnlp") / "out"
+    convert_paddle(PDPARAMS, out, vocab_file=VOCAB)
     lm = BidirectionalLanguageModel(out / "options.json",
                                     out / "lm_weights.hdf5")
     return out, lm, Batcher(str(out / "vocab.txt"), 50)
@@ -303,3 +291,66 @@ def test_reading_needs_neither_tensorflow_nor_paddle():
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "[]"
+
+
+# --------------------------------------------- the command and its users
+def test_convert_paddle_then_embed_and_from_pretrained(tmp_path, capsys):
+    out = tmp_path / "pnlp-elmo"
+    assert cli.main(["convert-paddle", "--checkpoint", str(PDPARAMS),
+                     "--vocab_file", str(VOCAB), "--outdir", str(out)]) == 0
+    assert "wrote" in capsys.readouterr().out
+    assert sorted(p.name for p in out.iterdir()) == [
+        "lm_weights.hdf5", "options.json", "vocab.txt"]
+    expected = np.load(FIXTURES / "embeddings.npz")
+    sentences = _sentences()
+
+    bilm = BidirectionalLanguageModel.from_pretrained(out)
+    for i, found in enumerate(bilm.embed_sentences(sentences)):
+        np.testing.assert_allclose(found, expected[f"sentence_{i}"],
+                                   rtol=0, atol=1e-5, err_msg=f"sentence {i}")
+
+    outfile = tmp_path / "elmo.hdf5"
+    assert cli.main([
+        "embed", "--options_file", str(out / "options.json"),
+        "--weight_file", str(out / "lm_weights.hdf5"),
+        "--vocab_file", str(out / "vocab.txt"),
+        "--dataset_file", str(FIXTURES / "sentences.txt"),
+        "--outfile", str(outfile)]) == 0
+    with h5py.File(outfile, "r") as f:
+        for i in range(len(sentences)):
+            np.testing.assert_allclose(f[str(i)][...],
+                                       expected[f"sentence_{i}"],
+                                       rtol=0, atol=1e-5)
+
+
+@pytest.mark.parametrize("make_state, pattern", [
+    (lambda marker: _altered(**{
+        "_linear_layer.bias": _RunsCode(f"touch {marker}")}),
+     r"found the global (posix|os)\.system, which is not a numpy array"),
+    (lambda marker: _altered(**{
+        LSTM + "weight_hh_l0": np.zeros((64, 15), np.float32),
+        LSTM + "0.cell.weight_hh": np.zeros((64, 15), np.float32)}),
+     r"weight_hh_l0: expected shape \(64, 16\)"),
+    (lambda marker: _altered(**{
+        "_token_embding_layer.cnn_layer_2.bias": None}),
+     r"cnn_layer_2\.bias: expected a parameter of shape \(8,\)"),
+    (lambda marker: {"encoder.weight": np.zeros((4, 4), np.float32)},
+     (r"expected PaddleNLP's ELMo \(its char table\), found another "
+      r"model's parameters: encoder\.weight")),
+], ids=["code", "shape", "missing-key", "not-elmo"])
+def test_convert_paddle_refuses_bad_pdparams(tmp_path, capsys, make_state,
+                                             pattern):
+    marker = tmp_path / "ran"
+    path = _write_state(tmp_path / "bad.pdparams", make_state(marker))
+    out = tmp_path / "out"
+    with pytest.raises(PaddleFormatError, match=pattern) as info:
+        convert_paddle(path, out, vocab_file=VOCAB)
+    code = cli.main(["convert-paddle", "--checkpoint", str(path),
+                     "--vocab_file", str(VOCAB), "--outdir", str(out)])
+    err = capsys.readouterr().err
+    assert code == 1 and len(err.strip().splitlines()) == 1
+    assert str(info.value) in err and str(path) in err
+    assert not out.exists()
+    assert [p.name for p in tmp_path.iterdir()
+            if p.name.startswith(".out.")] == []
+    assert not marker.exists()  # the pickle's code never ran
