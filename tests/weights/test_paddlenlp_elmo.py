@@ -134,6 +134,21 @@ def test_embeddings_match_paddlenlp_encode(converted):
                     err_msg=f"sentence {i}, (layer, direction) {key}")
 
 
+def test_model_without_projection(tmp_path):
+    # filters adding up to projection_dim: PaddleNLP's char-CNN has no
+    # projection, nor has bilm-tf's then
+    out = tmp_path / "no-projection"
+    convert_paddle(FIXTURES / "elmo_no_projection.pdparams", out,
+                   vocab_file=VOCAB)
+    with h5py.File(out / "lm_weights.hdf5", "r") as f:
+        assert "CNN_proj" not in f
+    expected = np.load(FIXTURES / "embeddings_no_projection.npz")
+    bilm = BidirectionalLanguageModel.from_pretrained(out)
+    for i, found in enumerate(bilm.embed_sentences(_sentences())):
+        np.testing.assert_allclose(found, expected[f"sentence_{i}"],
+                                   rtol=0, atol=1e-5, err_msg=f"sentence {i}")
+
+
 def test_encode_carries_states_across_batches_and_we_do_not(converted):
     # embeddings_carry.npz: encode with batches of 2; the first batch
     # starts from zero states, later ones from the previous batch's ends
@@ -294,6 +309,7 @@ def test_reading_needs_neither_tensorflow_nor_paddle():
 
 
 # --------------------------------------------- the command and its users
+@pytest.mark.slow  # the quick tier has convert_paddle and the model
 def test_convert_paddle_then_embed_and_from_pretrained(tmp_path, capsys):
     out = tmp_path / "pnlp-elmo"
     assert cli.main(["convert-paddle", "--checkpoint", str(PDPARAMS),
