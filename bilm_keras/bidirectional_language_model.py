@@ -168,9 +168,13 @@ class BidirectionalLanguageModel:
             ...     "manylangs-zh")
             >>> vectors = bilm.embed_sentences([["今天", "天氣", "很好"]])
         """
+        row = registered_model(os.fspath(spec))
+        if row is not None and row.vocab_note and vocab_file is None:
+            # a word-input model published without its vocabulary
+            raise ValueError(f"vocab_file: {spec}: {row.vocab_note}")
         needs_vocab = not (use_character_inputs or vocab_file is not None
                            or embedding_weight_file is not None)
-        if needs_vocab and registered_model(os.fspath(spec)) is not None:
+        if needs_vocab and row is not None:
             # the registry's models ship no vocabulary: say so before a
             # download
             raise ValueError(

@@ -120,8 +120,9 @@ def convert_paddle(
 
 def write_converted(model: PaddleModel, outdir: str, *,
                     overwrite: bool = False) -> None:
-    """``options.json``, ``lm_weights.hdf5`` and ``vocab.txt`` of a read
-    model, written whole into ``outdir`` or not at all."""
+    """``options.json``, ``lm_weights.hdf5`` and ``vocab.txt`` (where the
+    model has a vocabulary) of a read model, written whole into ``outdir``
+    or not at all."""
     with atomic_directory(outdir, overwrite=overwrite) as tmp:
         with hdf5_for_writing(os.path.join(tmp, WEIGHT_FILE)) as fout:
             for hdf5_path, value in model.lm_weights.items():
@@ -130,6 +131,7 @@ def write_converted(model: PaddleModel, outdir: str, *,
                   newline="\n") as f:
             json.dump(model.options, f, indent=2)
             f.write("\n")
-        with open(os.path.join(tmp, VOCAB_FILE), "w", encoding="utf-8",
-                  newline="\n") as f:
-            f.writelines(word + "\n" for word in model.vocab)
+        if model.vocab is not None:
+            with open(os.path.join(tmp, VOCAB_FILE), "w", encoding="utf-8",
+                      newline="\n") as f:
+                f.writelines(word + "\n" for word in model.vocab)
