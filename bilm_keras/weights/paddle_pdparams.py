@@ -23,8 +23,10 @@ arguments; any other global (``os.system``, ``builtins.eval``, a Paddle
 class, ...) is refused with one line naming the file and the global before
 anything can call it, so a ``.pdparams`` can hold arrays, never code.
 Arrays come back as numpy arrays of the stored numeric dtype (bool, int,
-uint, float16/32/64), shape and values; object, string, structured and
-subarray dtypes are refused.
+uint, float16/32/64), shape and values, in native byte order and C order:
+read-only views of the bytes the pickle holds (no copy), or writable copies
+where the file's byte or element order differs; object, string,
+structured and subarray dtypes are refused.
 
 A file that is not such a pickle, is cut short or holds anything but
 strings, numbers, tuples, dicts and arrays raises
@@ -35,7 +37,6 @@ what was found.
 from __future__ import annotations
 
 import collections
-import io
 import os
 import pickle
 from typing import Any
@@ -148,9 +149,13 @@ class _Array:
                            f"{size * dtype.itemsize})")
         array = np.frombuffer(data, dtype=dtype).reshape(
             shape, order="F" if fortran else "C")
-        # a copy: native byte order, C order, writable, not the pickle's
-        self.array = np.array(array, dtype=dtype.newbyteorder("="),
-                              order="C", copy=True)
+        if fortran or not dtype.isnative:
+            # native byte order and C order: a copy, writable
+            array = np.array(array, dtype=dtype.newbyteorder("="),
+                             order="C")
+        # else a read-only view of the pickle's bytes: no copy (a released
+        # model's softmax alone is 300 MB)
+        self.array = array
 
 
 def _reconstruct(cls, shape, dtype_code) -> _Array:
@@ -229,24 +234,26 @@ def read_pdparams(path: str | os.PathLike) -> dict[str, Any]:
     """
     path = os.fspath(path)
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        f = open(path, "rb")
     except FileNotFoundError:
         raise PdparamsError(f"{path}: file not found") from None
     except IsADirectoryError:
         raise PdparamsError(f"{path}: expected a .pdparams file, found a "
                             "directory") from None
-    try:
-        value = _plain(_Unpickler(io.BytesIO(data)).load(), "the dict")
-    except _Refused as e:
-        raise PdparamsError(f"{path}: expected a state dict of numpy "
-                            f"arrays, found {e}") from None
-    except (pickle.UnpicklingError, EOFError, ValueError, TypeError,
-            AttributeError, IndexError, KeyError, MemoryError,
-            UnicodeDecodeError) as e:
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        raise PdparamsError(f"{path}: not a .pdparams pickle, or cut short "
-                            f"({first})") from None
+    # read from the file as it goes: the file's bytes are never all held
+    # beside the arrays made of them
+    with f:
+        try:
+            value = _plain(_Unpickler(f).load(), "the dict")
+        except _Refused as e:
+            raise PdparamsError(f"{path}: expected a state dict of numpy "
+                                f"arrays, found {e}") from None
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError,
+                AttributeError, IndexError, KeyError, MemoryError,
+                UnicodeDecodeError) as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise PdparamsError(f"{path}: not a .pdparams pickle, or cut "
+                                f"short ({first})") from None
     if not isinstance(value, dict):
         raise PdparamsError(f"{path}: expected a dict of parameters, found "
                             f"a {type(value).__name__}")

@@ -405,5 +405,7 @@ def read_paddlenlp(path: str | os.PathLike,
         source=path, system="paddlenlp", options=paddlenlp_options(sizes),
         lm_weights={k: np.ascontiguousarray(v, np.float32)
                     for k, v in lm_weights.items()},
-        softmax_weight=np.ascontiguousarray(softmax_weight, np.float32),
+        # (V, P) as a view of the file's (P, V): a released model's is 300
+        # MB, and converting does not write it
+        softmax_weight=softmax_weight,
         softmax_bias=softmax_bias, vocab=vocab)
