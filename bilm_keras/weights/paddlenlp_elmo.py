@@ -68,6 +68,11 @@ SOFTMAX = "_linear_layer."
 #: PaddleNLP's vocabulary entries before the file's words, in id order,
 #: as our vocab.txt spells them (PaddleNLP spells the first "UNK")
 SPECIAL_TOKENS = ("<UNK>", "<S>", "</S>", "<PAD>")
+PDPARAMS_SUFFIX = ".pdparams"
+#: ``run_pretrain.py`` saves its optimizer's state beside the weights
+PDOPT_SUFFIX = ".pdopt"
+#: Adagrad's accumulator of a parameter: ``<internal name>_moment_0``
+MOMENT_SUFFIX = "_moment_0"
 #: PaddleNLP's char ids: 256 bytes + 5 markers + the padding id 0
 N_CHARACTERS = 262
 #: not stored in the file; PaddleNLP's and bilm-tf's default
@@ -167,9 +172,12 @@ def _tf_gates(x: np.ndarray) -> np.ndarray:
     return np.concatenate([i, g, f, o], axis=0)
 
 
-def _bilm_tf_datasets(path: str, state: dict) -> tuple[dict, dict]:
+def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
+                      ) -> tuple[dict, dict]:
     """(bilm-tf HDF5 datasets, sizes) from a PaddleNLP state dict; every
-    key and shape checked first, every key used."""
+    key and shape checked first, every key used. ``moment``: the state is
+    Adagrad's accumulators under the parameters' names (the same moves, no
+    forget-bias shift)."""
     used = {STRUCTURED_NAMES_KEY}
     char_table = state[CHAR_TABLE]
     if char_table.ndim != 2 or char_table.shape[0] != N_CHARACTERS:
@@ -266,7 +274,8 @@ def _bilm_tf_datasets(path: str, state: dict) -> tuple[dict, dict]:
             out[f"{p}/W_0"] = np.concatenate(
                 [_tf_gates(a["weight_ih"]).T, _tf_gates(a["weight_hh"]).T])
             bias = _tf_gates(a["bias_ih"] + a["bias_hh"]).copy()
-            bias[2 * dim_p:3 * dim_p] -= TF_FORGET_BIAS  # block f
+            if not moment:
+                bias[2 * dim_p:3 * dim_p] -= TF_FORGET_BIAS  # block f
             out[f"{p}/B"] = bias
 
     softmax_w = state.get(SOFTMAX + "weight")
@@ -353,15 +362,82 @@ def read_paddlenlp_vocab(path: str | os.PathLike, n_vocab: int,
     return list(SPECIAL_TOKENS) + words
 
 
+def pdopt_path(path: str) -> str:
+    """The ``.pdopt`` that ``run_pretrain.py`` saves beside a
+    ``.pdparams`` (its optimizer's state)."""
+    root, ext = os.path.splitext(path)
+    return (root if ext == PDPARAMS_SUFFIX else path) + PDOPT_SUFFIX
+
+
+def read_paddlenlp_accumulators(path: str, state: dict
+                                ) -> dict[str, np.ndarray]:
+    """Adagrad's accumulators of the ``.pdopt`` beside ``path`` (the
+    ``.pdparams`` whose arrays are ``state``), in bilm-tf's layout under
+    ``lm_weights``' keys plus ``softmax/W`` and ``softmax/b``; empty where
+    there is no ``.pdopt``.
+
+    The ``.pdopt`` names each accumulator ``<parameter>_moment_0`` by the
+    parameter's internal name (``lstm_cell_0.w_0``), which the
+    ``.pdparams``' ``StructuredToParameterName@@`` maps to its structured
+    one. The frozen ``bias_hh`` has none (it is not trained): a bias's
+    accumulator is ``bias_ih``'s.
+
+    Raises:
+        PaddleFormatError: a ``.pdopt`` that is not a ``.pdparams``-style
+            pickle, lacks an accumulator, or holds one of another shape.
+    """
+    opt_path = pdopt_path(path)
+    if not os.path.isfile(opt_path):
+        return {}
+    names = state.get(STRUCTURED_NAMES_KEY)
+    if not isinstance(names, dict):
+        logger.warning(
+            "%s: no %s in %s to tell which accumulator is whose: Adagrad's "
+            "accumulators not read", opt_path, STRUCTURED_NAMES_KEY, path)
+        return {}
+    try:
+        moments = read_pdparams(opt_path)
+    except PdparamsError as e:
+        raise PaddleFormatError(str(e)) from None
+    structured = {}
+    for key, value in state.items():
+        if key == STRUCTURED_NAMES_KEY \
+                or key.endswith(("bias_hh", "bias_hh_l0")):
+            continue  # frozen: no accumulator
+        moment = f"{names.get(key, key)}{MOMENT_SUFFIX}"
+        if moment not in moments:
+            raise PaddleFormatError(
+                f"{opt_path}: {moment}: expected the Adagrad accumulator of "
+                f"{key} (shape {tuple(value.shape)}), found none")
+        found = moments[moment]
+        if not isinstance(found, np.ndarray) \
+                or tuple(found.shape) != tuple(value.shape):
+            raise PaddleFormatError(
+                f"{opt_path}: {moment}: expected shape {tuple(value.shape)} "
+                f"(as {key}), found "
+                f"{getattr(found, 'shape', type(found).__name__)}")
+        structured[key] = found.astype(np.float32, copy=False)
+    accumulators, sizes = _bilm_tf_datasets(opt_path, structured,
+                                            moment=True)
+    softmax_w, softmax_b = sizes["softmax"]
+    accumulators["softmax/W"] = softmax_w
+    accumulators["softmax/b"] = softmax_b
+    return accumulators
+
+
 def read_paddlenlp(path: str | os.PathLike,
-                   vocab_file: str | os.PathLike | None = None
-                   ) -> PaddleModel:
+                   vocab_file: str | os.PathLike | None = None,
+                   *, with_accumulators: bool = True) -> PaddleModel:
     """A PaddleNLP ELMo ``.pdparams`` as a :class:`PaddleModel`.
 
     Args:
         path: the ``.pdparams`` file ``run_pretrain.py`` saved.
         vocab_file: PaddleNLP's vocabulary file (words only, as its
             ``--vocab_file``); None: the model has no ``vocab``.
+        with_accumulators: read Adagrad's accumulators from the ``.pdopt``
+            beside ``path`` where there is one
+            (:func:`read_paddlenlp_accumulators`); False: none (converting
+            does not need them).
 
     Raises:
         PaddleFormatError: not a PaddleNLP ELMo ``.pdparams`` (a pickle
@@ -393,14 +469,17 @@ def read_paddlenlp(path: str | os.PathLike,
              for k, v in state.items()}
     lm_weights, sizes = _bilm_tf_datasets(path, state)
     softmax_weight, softmax_bias = sizes.pop("softmax")
+    accumulators = (read_paddlenlp_accumulators(path, state)
+                    if with_accumulators else {})
     vocab = None
     if vocab_file is not None:
         vocab = read_paddlenlp_vocab(vocab_file, sizes["n_vocab"], path)
     logger.info(
         "%s: PaddleNLP ELMo, %d filters, %d highways, %d x 2 LSTMs of %d, "
-        "softmax over %d", path, sum(n for _, n in sizes["filters"]),
+        "softmax over %d%s", path, sum(n for _, n in sizes["filters"]),
         sizes["n_highway"], sizes["n_layers"], sizes["projection_dim"],
-        sizes["n_vocab"])
+        sizes["n_vocab"],
+        ", Adagrad accumulators" if accumulators else "")
     return PaddleModel(
         source=path, system="paddlenlp", options=paddlenlp_options(sizes),
         lm_weights={k: np.ascontiguousarray(v, np.float32)
@@ -408,4 +487,7 @@ def read_paddlenlp(path: str | os.PathLike,
         # (V, P) as a view of the file's (P, V): a released model's is 300
         # MB, and converting does not write it
         softmax_weight=softmax_weight,
-        softmax_bias=softmax_bias, vocab=vocab)
+        softmax_bias=softmax_bias, vocab=vocab,
+        accumulators={k: np.ascontiguousarray(v, np.float32)
+                      if k != "softmax/W" else v
+                      for k, v in accumulators.items()})

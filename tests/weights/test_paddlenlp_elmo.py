@@ -8,6 +8,7 @@ input is one line naming the file, the key, the expected and the found."""
 import os
 import pathlib
 import pickle
+import shutil
 import subprocess
 import sys
 
@@ -370,3 +371,69 @@ def test_convert_paddle_refuses_bad_pdparams(tmp_path, capsys, make_state,
     assert [p.name for p in tmp_path.iterdir()
             if p.name.startswith(".out.")] == []
     assert not marker.exists()  # the pickle's code never ran
+
+
+# ------------------------------------------- Adagrad's accumulators (.pdopt)
+RUN = FIXTURES / "checkpoints"
+
+
+def test_accumulators_move_as_the_weights(tmp_path):
+    # a .pdopt whose every accumulator is its parameter's value: read, it
+    # must be the converted weights (B: bias_ih alone, no forget shift)
+    state = _trusted_state()
+    names = state["StructuredToParameterName@@"]
+    moments = {f"{names[k]}_moment_0": v for k, v in state.items()
+               if k in names and not k.endswith("bias_hh")}
+    path = _write_state(tmp_path / "final.pdparams", state)
+    _write_state(tmp_path / "final.pdopt", moments)
+    model = read_paddlenlp(path)
+    acc = model.accumulators
+    assert sorted(acc) == sorted([*model.lm_weights, "softmax/W",
+                                  "softmax/b"])
+    for name, weight in model.lm_weights.items():
+        if name.endswith("/B"):  # the fixture's bias_hh is zero
+            expected = weight.copy()
+            expected[32:48] += 1.0  # the forget block, unshifted
+            np.testing.assert_allclose(acc[name], expected, rtol=0,
+                                       atol=1e-6, err_msg=name)
+        else:
+            np.testing.assert_array_equal(acc[name], weight, err_msg=name)
+    np.testing.assert_array_equal(acc["softmax/W"], model.softmax_weight)
+    np.testing.assert_array_equal(acc["softmax/b"], model.softmax_bias)
+    assert read_paddlenlp(path, with_accumulators=False).accumulators == {}
+
+
+def test_paddles_own_adagrad_accumulators():
+    # checkpoints/: two of run_pretrain.py's Adagrad steps (from 1.0)
+    model = read_paddlenlp(RUN / "final.pdparams", vocab_file=VOCAB)
+    acc = model.accumulators
+    assert all(v.min() >= 1.0 for v in acc.values())
+    assert acc["softmax/b"].max() > 1.0
+    # the char table's rows of bytes no sentence holds were never trained
+    text = (FIXTURES / "sentences.txt").read_bytes()
+    unseen = [b for b in range(256) if bytes([b]) not in text]
+    seen = sorted(set(text) - {ord("\n"), ord(" ")})
+    # (file row r is char id r + 1, byte r)
+    assert (acc["char_embed"][unseen] == 1.0).all()
+    assert (acc["char_embed"][seen] > 1.0).any()
+    assert read_paddlenlp(FIXTURES / "elmo.pdparams").accumulators == {}
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda m: m.pop("lstm_cell_12.w_1_moment_0"),
+     ("lstm_cell_12.w_1_moment_0: expected the Adagrad accumulator of "
+      "_elmobilm.forward_lstm_layer_0.weight_hh_l0 (shape (64, 16)), found "
+      "none")),
+    (lambda m: m.update({"linear_21.b_0_moment_0": np.ones(23, np.float32)}),
+     ("linear_21.b_0_moment_0: expected shape (24,) (as _linear_layer.bias),"
+      " found (23,)")),
+], ids=["missing", "shape"])
+def test_bad_pdopt_is_one_line(tmp_path, change, message):
+    shutil.copy(RUN / "final.pdparams", tmp_path / "final.pdparams")
+    with open(RUN / "final.pdopt", "rb") as f:
+        moments = pickle.load(f)
+    change(moments)
+    _write_state(tmp_path / "final.pdopt", moments)
+    with pytest.raises(PaddleFormatError) as e:
+        read_paddlenlp(tmp_path / "final.pdparams")
+    assert str(e.value) == f"{tmp_path / 'final.pdopt'}: {message}"
