@@ -362,6 +362,48 @@ def read_paddlenlp_vocab(path: str | os.PathLike, n_vocab: int,
     return list(SPECIAL_TOKENS) + words
 
 
+#: the name run_pretrain.py gives its last checkpoint
+FINAL_STEM = "final"
+
+
+def locate_pdparams(path: str | os.PathLike) -> str | None:
+    """The ``.pdparams`` a PaddleNLP checkpoint path names, else None.
+
+    Accepted as PaddleNLP's own scripts name them: the file; the file
+    without its suffix (``--init_from_ckpt checkpoints/10000``); or the
+    run's ``--save_dir``, where ``final.pdparams`` is taken, else the
+    highest step (``20000.pdparams`` over ``10000.pdparams``).
+
+    Raises:
+        PaddleFormatError: a directory of ``.pdparams`` files none of
+            which is ``final`` or a step number, and more than one.
+    """
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        return path if path.endswith(PDPARAMS_SUFFIX) else None
+    if os.path.isfile(path + PDPARAMS_SUFFIX):
+        return path + PDPARAMS_SUFFIX
+    if not os.path.isdir(path):
+        return None
+    stems = [n[:-len(PDPARAMS_SUFFIX)] for n in os.listdir(path)
+             if n.endswith(PDPARAMS_SUFFIX)
+             and os.path.isfile(os.path.join(path, n))]
+    if not stems:
+        return None
+    if FINAL_STEM in stems:
+        chosen = FINAL_STEM
+    elif any(stem.isdigit() for stem in stems):
+        chosen = max((s for s in stems if s.isdigit()), key=int)
+    elif len(stems) == 1:
+        chosen = stems[0]
+    else:
+        found = _shown(s + PDPARAMS_SUFFIX for s in stems)
+        raise PaddleFormatError(
+            f"{path}: expected final.pdparams or STEP.pdparams (a "
+            f"run_pretrain.py save_dir), found {found}; name the file")
+    return os.path.join(path, chosen + PDPARAMS_SUFFIX)
+
+
 def pdopt_path(path: str) -> str:
     """The ``.pdopt`` that ``run_pretrain.py`` saves beside a
     ``.pdparams`` (its optimizer's state)."""
