@@ -46,6 +46,7 @@ default and bilm-tf's, 50, is assumed (a token keeps 48 UTF-8 bytes).
 
 from __future__ import annotations
 
+import collections.abc
 import logging
 import os
 import re
@@ -467,6 +468,43 @@ def read_paddlenlp_accumulators(path: str, state: dict
     return accumulators
 
 
+class LazyAccumulators(collections.abc.Mapping):
+    """The accumulators of :func:`read_paddlenlp_accumulators`, read from
+    the ``.pdopt`` on first use: converting a model never reads its
+    optimizer's state (as large as the weights), continuing a run does.
+
+    Raises (on first use):
+        PaddleFormatError: see :func:`read_paddlenlp_accumulators`.
+    """
+
+    def __init__(self, path: str, state: dict):
+        self._path = path
+        self._state = state
+        self._loaded: dict | None = None
+
+    def _arrays(self) -> dict:
+        if self._loaded is None:
+            self._loaded = {
+                k: v if k == "softmax/W" else np.ascontiguousarray(v)
+                for k, v in read_paddlenlp_accumulators(
+                    self._path, self._state).items()}
+            self._state = None  # no longer needed
+        return self._loaded
+
+    def __getitem__(self, key):
+        return self._arrays()[key]
+
+    def __iter__(self):
+        return iter(self._arrays())
+
+    def __len__(self):
+        return len(self._arrays())
+
+    def __repr__(self):
+        state = "read" if self._loaded is not None else "not read yet"
+        return f"LazyAccumulators({pdopt_path(self._path)!r}, {state})"
+
+
 def read_paddlenlp(path: str | os.PathLike,
                    vocab_file: str | os.PathLike | None = None,
                    *, with_accumulators: bool = True) -> PaddleModel:
@@ -476,10 +514,9 @@ def read_paddlenlp(path: str | os.PathLike,
         path: the ``.pdparams`` file ``run_pretrain.py`` saved.
         vocab_file: PaddleNLP's vocabulary file (words only, as its
             ``--vocab_file``); None: the model has no ``vocab``.
-        with_accumulators: read Adagrad's accumulators from the ``.pdopt``
-            beside ``path`` where there is one
-            (:func:`read_paddlenlp_accumulators`); False: none (converting
-            does not need them).
+        with_accumulators: Adagrad's accumulators from the ``.pdopt``
+            beside ``path`` where there is one, read on first use
+            (:class:`LazyAccumulators`); False: none.
 
     Raises:
         PaddleFormatError: not a PaddleNLP ELMo ``.pdparams`` (a pickle
@@ -511,8 +548,9 @@ def read_paddlenlp(path: str | os.PathLike,
              for k, v in state.items()}
     lm_weights, sizes = _bilm_tf_datasets(path, state)
     softmax_weight, softmax_bias = sizes.pop("softmax")
-    accumulators = (read_paddlenlp_accumulators(path, state)
-                    if with_accumulators else {})
+    accumulators = {}
+    if with_accumulators and os.path.isfile(pdopt_path(path)):
+        accumulators = LazyAccumulators(path, dict(state))
     vocab = None
     if vocab_file is not None:
         vocab = read_paddlenlp_vocab(vocab_file, sizes["n_vocab"], path)
@@ -521,7 +559,8 @@ def read_paddlenlp(path: str | os.PathLike,
         "softmax over %d%s", path, sum(n for _, n in sizes["filters"]),
         sizes["n_highway"], sizes["n_layers"], sizes["projection_dim"],
         sizes["n_vocab"],
-        ", Adagrad accumulators" if accumulators else "")
+        f", Adagrad accumulators in {pdopt_path(path)}"
+        if isinstance(accumulators, LazyAccumulators) else "")
     return PaddleModel(
         source=path, system="paddlenlp", options=paddlenlp_options(sizes),
         lm_weights={k: np.ascontiguousarray(v, np.float32)
@@ -530,6 +569,4 @@ def read_paddlenlp(path: str | os.PathLike,
         # MB, and converting does not write it
         softmax_weight=softmax_weight,
         softmax_bias=softmax_bias, vocab=vocab,
-        accumulators={k: np.ascontiguousarray(v, np.float32)
-                      if k != "softmax/W" else v
-                      for k, v in accumulators.items()})
+        accumulators=accumulators)

@@ -434,34 +434,10 @@ def test_bad_pdopt_is_one_line(tmp_path, change, message):
         moments = pickle.load(f)
     change(moments)
     _write_state(tmp_path / "final.pdopt", moments)
+    model = read_paddlenlp(tmp_path / "final.pdparams")
+    # read on first use only: converting never reads the .pdopt
+    convert_paddle(tmp_path / "final.pdparams", tmp_path / "out",
+                   vocab_file=VOCAB)
     with pytest.raises(PaddleFormatError) as e:
-        read_paddlenlp(tmp_path / "final.pdparams")
+        model.accumulators["softmax/b"]
     assert str(e.value) == f"{tmp_path / 'final.pdopt'}: {message}"
-
-
-def test_locate_pdparams_as_paddlenlp_names_them(tmp_path):
-    from bilm_keras.weights.paddlenlp_elmo import locate_pdparams
-
-    run = tmp_path / "checkpoints"
-    run.mkdir()
-    assert locate_pdparams(run) is None  # no .pdparams: not PaddleNLP's
-    for name in ("100.pdparams", "20000.pdparams", "3000.pdparams",
-                 "3000.pdopt"):
-        (run / name).write_bytes(b"")
-    assert locate_pdparams(run) == str(run / "20000.pdparams")
-    (run / "final.pdparams").write_bytes(b"")
-    assert locate_pdparams(run) == str(run / "final.pdparams")
-    # --init_from_ckpt's spelling: no suffix
-    assert locate_pdparams(run / "3000") == str(run / "3000.pdparams")
-    assert locate_pdparams(run / "3000.pdparams") == str(
-        run / "3000.pdparams")
-    assert locate_pdparams(run / "3000.pdopt") is None
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "a.pdparams").write_bytes(b"")
-    assert locate_pdparams(other) == str(other / "a.pdparams")
-    (other / "b.pdparams").write_bytes(b"")
-    with pytest.raises(PaddleFormatError,
-                       match=r"expected final\.pdparams or STEP\.pdparams "
-                             r".*found a\.pdparams, b\.pdparams"):
-        locate_pdparams(other)
