@@ -222,18 +222,6 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
         used.update((key, f"{EMBEDDER}cnn_layer_{i}.bias"))
     n_filters = sum(num for _, num in filters)
 
-    n_highway = _numbered(path, highways, EMBEDDER + "_highway_layer.N")
-    why = f"a highway over {n_filters} filters"
-    for i in range(n_highway):
-        for part in ("carry", "transform"):
-            p = f"{EMBEDDER}_highway_layer.{part}_linear_{i}."
-            # nn.Linear stores [in, out], as bilm-tf's W_carry/W_transform
-            out[f"CNN_high_{i}/W_{part}"] = _expect(
-                path, state, p + "weight", (n_filters, n_filters), why)
-            out[f"CNN_high_{i}/b_{part}"] = _expect(
-                path, state, p + "bias", (n_filters,), why)
-            used.update((p + "weight", p + "bias"))
-
     if not lstms["forward"]:
         raise PaddleFormatError(
             f"{path}: _elmobilm.forward_lstm_layer_0.weight_hh_l0: expected "
@@ -254,6 +242,26 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
             f"{path}: {first}weight_hh_l0: expected shape (4 x P, P), found "
             f"{'none' if hh is None else tuple(hh.shape)}")
     dim_p = hh.shape[1]
+
+    if n_filters < dim_p:
+        # PaddleNLP would project up; bilm-tf's char-CNN (and so its
+        # options and ours) projects down only
+        raise PaddleFormatError(
+            f"{path}: {EMBEDDER}cnn_layer_N: expected at least "
+            f"projection_dim={dim_p} filters in total (bilm-tf's char-CNN "
+            f"projects down only), found {n_filters}")
+
+    n_highway = _numbered(path, highways, EMBEDDER + "_highway_layer.N")
+    why = f"a highway over {n_filters} filters"
+    for i in range(n_highway):
+        for part in ("carry", "transform"):
+            p = f"{EMBEDDER}_highway_layer.{part}_linear_{i}."
+            # nn.Linear stores [in, out], as bilm-tf's W_carry/W_transform
+            out[f"CNN_high_{i}/W_{part}"] = _expect(
+                path, state, p + "weight", (n_filters, n_filters), why)
+            out[f"CNN_high_{i}/b_{part}"] = _expect(
+                path, state, p + "bias", (n_filters,), why)
+            used.update((p + "weight", p + "bias"))
 
     if n_filters != dim_p:  # PaddleNLP projects only then
         for part, dataset, shape in (

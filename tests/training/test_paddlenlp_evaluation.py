@@ -21,8 +21,8 @@ from bilm_keras.training.inputs import load_vocab
 from bilm_keras.training.stateful_evaluation import (
     stateful_heldout_perplexity,
 )
-from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
-from bilm_keras.weights.paddle_conversion import convert_paddle
+from bilm_keras.weights.bilm_tf_checkpoint import assign_bilm_tf_checkpoint
+from bilm_keras.weights.paddle_checkpoint import read_paddle_checkpoint
 from bilm_keras.weights.paddlenlp_elmo import read_paddlenlp
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / \
@@ -32,17 +32,18 @@ CHECKPOINT = FIXTURES / "checkpoints" / "final.pdparams"
 
 @pytest.mark.slow  # the quick tier has the softmax's log-probabilities
 def test_run_eval_perplexity_reproduced(tmp_path):
-    out = tmp_path / "converted"
-    convert_paddle(CHECKPOINT, out, vocab_file=FIXTURES / "vocab.txt")
-    paddle_model = read_paddlenlp(CHECKPOINT)
-    options = BiLMOptions.from_json(out / "options.json")
+    paddle_model = read_paddlenlp(CHECKPOINT,
+                                  vocab_file=FIXTURES / "vocab.txt")
+    options = BiLMOptions.from_dict(paddle_model.options)
     lm = LanguageModel.from_options(options, training=False).build_all()
-    load_bilm_tf_hdf5(lm.backbone, out / "lm_weights.hdf5")
-    lm.softmax.W.assign(np.ascontiguousarray(paddle_model.softmax_weight))
-    lm.softmax.b.assign(paddle_model.softmax_bias)
+    assign_bilm_tf_checkpoint(read_paddle_checkpoint(
+        paddle_model, lm.backbone, softmax=lm.softmax))
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("".join(w + "\n" for w in paddle_model.vocab),
+                          encoding="utf-8")
 
     result = stateful_heldout_perplexity(
-        lm, load_vocab(str(out / "vocab.txt"), options),
+        lm, load_vocab(str(vocab_file), options),
         str(FIXTURES / "heldout.txt"), batch_size=1, bidirectional=True)
     expected = json.loads((FIXTURES / "eval.json").read_text())[
         "batch_size_1"]

@@ -239,6 +239,12 @@ def _altered(**changes):
                  np.zeros((8, 5, 1, 2), np.float32)}),
      ("_token_embding_layer.cnn_layer_1.weight: expected shape (filters, 4, "
      "1, width)")),
+    (_altered(**{"_token_embding_layer.cnn_layer_2.weight":
+                 np.zeros((2, 4, 1, 3), np.float32),
+                 "_token_embding_layer.cnn_layer_2.bias":
+                 np.zeros(2, np.float32)}),
+     ("_token_embding_layer.cnn_layer_N: expected at least projection_dim=16"
+      " filters in total (bilm-tf's char-CNN projects down only), found 14")),
     (_altered(extra=np.zeros(3, np.float32)),
      "extra: expected only PaddleNLP ELMo's parameters, found 1 more"),
     (_altered(**{"_linear_layer.bias": np.zeros(24, np.int64)}),
@@ -249,7 +255,8 @@ def _altered(**changes):
      "PaddleNLP's ELMo (its char table), found another model's parameters: "
      "linear.bias, linear.weight")),
 ], ids=["missing-key", "shape", "missing-lstm", "names-disagree",
-        "softmax-shape", "no-softmax", "layer-counts", "conv-shape", "extra",
+        "softmax-shape", "no-softmax", "layer-counts", "conv-shape",
+        "filters-below-projection", "extra",
         "dtype", "not-elmo"])
 def test_bad_state_is_one_line(tmp_path, state, message):
     path = _write_state(tmp_path / "bad.pdparams", state)
