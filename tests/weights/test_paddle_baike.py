@@ -328,3 +328,48 @@ def test_no_vocabulary(paddle_baike_fixtures, tmp_path):
         convert_paddle(paddle_baike_fixtures / "checkpoint",
                        tmp_path / "out")
     assert not (tmp_path / "out").exists()
+
+
+def test_stateful_perplexity_reproduces_paddle(bilm, paddle_baike_fixtures):
+    """Upstream's evaluation (perplexity.json): each direction's stream in
+    batches of 2 x 4, LSTM states carried from batch to batch. Each
+    direction's stack runs on its stream as upstream feeds it (the
+    backward one already reversed), from the states the previous batch
+    left; Paddle's softmax (float64 numpy) gives its per-direction losses
+    and perplexity to 1e-4 relative."""
+    import tensorflow as tf
+
+    expected = json.loads(
+        (paddle_baike_fixtures / "perplexity.json").read_text())
+    model = read_baike(paddle_baike_fixtures / "checkpoint",
+                       paddle_baike_fixtures / "vocab.txt")
+    w = model.softmax_weight.astype(np.float64)
+    b = model.softmax_bias.astype(np.float64)
+    backbone = bilm.backbone
+    states = {"forward": None, "backward": None}
+    losses = []
+    for batch in expected["batches"]:
+        got = {}
+        for direction, key in (("forward", "token_ids"),
+                               ("backward", "token_ids_reverse")):
+            ids = np.asarray(batch[key])  # (B, T) Paddle's ids
+            emb = backbone.embed_tokens(tf.constant(ids + 1))
+            lengths = tf.fill([ids.shape[0]], ids.shape[1])
+            layers, states[direction] = backbone.run_direction(
+                direction, emb, lengths, states[direction])
+            top = np.asarray(layers[-1], np.float64)  # (B, T, P)
+            got[direction] = _log_softmax(top @ w.T + b)
+        losses.append(got)
+    for batch, got in zip(expected["batches"], losses):
+        for direction, key, field in (
+                ("forward", "next_token_id", "forward_loss"),
+                ("backward", "next_token_id_reverse", "backward_loss")):
+            targets = np.asarray(batch[key])  # (B, T)
+            logp = np.take_along_axis(got[direction], targets[..., None],
+                                      axis=-1)
+            np.testing.assert_allclose(-logp.mean(), batch[field],
+                                       rtol=1e-4)
+    mean_loss = np.mean([(b["forward_loss"] + b["backward_loss"]) / 2
+                         for b in expected["batches"]])
+    np.testing.assert_allclose(np.exp(mean_loss), expected["perplexity"],
+                               rtol=1e-4)
