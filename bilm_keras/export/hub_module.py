@@ -533,7 +533,8 @@ def export_hub_from_save_dir(
     checkpoint: Optional[str] = None,
 ) -> str:
     """Exports the latest checkpoint of a training ``save_dir`` (ours or
-    bilm-tf's).
+    bilm-tf's), or a Paddle checkpoint (a ``.pdparams``, its run's
+    save_dir, a persistables directory).
 
     The checkpoint goes through
     :func:`bilm_keras.training.weight_dump.dump_weights` (into a temporary
@@ -554,12 +555,14 @@ def export_hub_from_save_dir(
             ``options.json``.
     """
     # imported here: the training stack is not needed to export HDF5 files
+    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
     from bilm_keras.training.weight_dump import dump_weights
 
     outdir = os.path.abspath(os.fspath(outdir))
     _check_outdir(outdir, overwrite)
     save_dir = os.fspath(save_dir)
-    if not os.path.isfile(os.path.join(save_dir, OPTIONS_FILE)):
+    if (locate_paddle_checkpoint(save_dir) is None  # Paddle's: no options
+            and not os.path.isfile(os.path.join(save_dir, OPTIONS_FILE))):
         raise ExportError(f"{save_dir}: no {OPTIONS_FILE} in the save_dir")
     with tempfile.TemporaryDirectory(prefix="bilm_export_") as tmp:
         files = dump_weights(save_dir, os.path.join(tmp, "lm_weights.hdf5"),
