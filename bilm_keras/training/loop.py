@@ -367,8 +367,9 @@ def _configure_threads(run: TrainingRun) -> None:
     threads = configure_training_threads(run.intra_op_threads,
                                          run.inter_op_threads)
     if threads is not None:
-        print(f"TensorFlow CPU threads: {threads[0] or 'default'} per op, "
-              f"{threads[1] or 'default'} ops at a time")
+        logger.info(f"TensorFlow CPU threads: {threads[0] or 'default'} "
+                    f"per op, "
+                    f"{threads[1] or 'default'} ops at a time")
 
 
 # ------------------------------------------------------------- 2. model
@@ -420,14 +421,14 @@ def _open_checkpoint(lm, optimizer, options: BiLMOptions,
     found = choose_checkpoint(save_dir)
     if found.kind == BILM_KERAS:
         restored = saved.restore(save_dir, found.path)
-        print(f"restored {restored} at step "
-              f"{int(optimizer.iterations.numpy())}", flush=True)
+        logger.info(f"restored {restored} at step "
+                    f"{int(optimizer.iterations.numpy())}")
     else:  # bilm-tf's: ours go beside it, its state file set aside
         step = restore_bilm_tf_run(found, saved, save_dir=save_dir)
         set_aside_bilm_tf_state_file(save_dir)
-        print(f"restored bilm-tf's checkpoint {found.path} "
-              f"({found.generation} names) at step {step}; bilm-tf saved "
-              "no data position: a new data stream starts", flush=True)
+        logger.info(f"restored bilm-tf's checkpoint {found.path} "
+                    f"({found.generation} names) at step {step}; bilm-tf saved "
+                    "no data position: a new data stream starts")
     return saved
 
 
@@ -485,16 +486,16 @@ def _plan_steps(saved: RunCheckpoint, strategy, options: BiLMOptions,
     last = _last_step(options, start, more_epochs=more_epochs,
                       max_steps=run.max_steps)
     if last <= start:
-        print(f"step {start}: the run's {options.n_epochs} epoch(s) are "
-              "done, nothing to train (restart --n_epochs N trains N "
-              "more)", flush=True)
+        logger.info(f"step {start}: the run's {options.n_epochs} epoch(s) are "
+                    "done, nothing to train (restart --n_epochs N trains N "
+                    "more)")
     stream_seed, skip = stream.resolve(
         restored=DATA_STREAM in saved.restored,
         continue_stream=not more_epochs, step=start,
         batch_size=options.batch_size, seed=run.seed)
     if skip:
-        print(f"continuing the data stream after its first {skip} "
-              "batches", flush=True)
+        logger.info(f"continuing the data stream after its first {skip} "
+                    "batches")
     batches = distributed_batches(
         strategy, run.train_prefix, vocab, options, stream_seed, skip)
     # the step's dropout masks and softmax samples: a function of the
@@ -510,7 +511,7 @@ def _plan_steps(saved: RunCheckpoint, strategy, options: BiLMOptions,
         carried.current = (
             strategy.experimental_distribute_values_from_function(
                 lambda ctx: lm.zero_states(per_replica)))
-    logger.info("training steps %d..%d on %d replica(s)", start, last,
+    logger.debug("training steps %d..%d on %d replica(s)", start, last,
                 strategy.num_replicas_in_sync)
     return _Steps(start, last, batches, train_step)
 
