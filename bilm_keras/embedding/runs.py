@@ -193,6 +193,8 @@ def check_leftover(outfile: str, resume: bool) -> None:
         f"remove the folder to start over")
 
 
+# Keyword-only parts of one run, each documented below (the dump and the
+# Beam merge build them from their values).
 def run_durably(
     outfile: str,
     *,

@@ -578,11 +578,9 @@ def _train_steps(saved: RunCheckpoint, steps: _Steps, strategy,
             preemption = watch_preemption(strategy, watch, writer.save,
                                           preempted)
             try:
-                path = _run_steps(
-                    steps.train_step, steps.batches, saved.carried,
-                    start_step=steps.start, last_step=steps.last,
-                    progress=progress, writer=writer, preemption=preemption,
-                    log_every=run.log_every, save_every=run.save_every)
+                path = _run_steps(steps, saved.carried, run,
+                                  progress=progress, writer=writer,
+                                  preemption=preemption)
             except BaseException:
                 # the logs up to the stop, without hiding its reason
                 with contextlib.suppress(Exception):
@@ -606,26 +604,27 @@ def _train_steps(saved: RunCheckpoint, steps: _Steps, strategy,
     )
 
 
-def _run_steps(train_step, batches, carried: CarriedStates, *,
-               start_step: int, last_step: int, progress: TrainingProgress,
-               writer: CheckpointWriter, preemption, log_every: int,
-               save_every: int) -> Optional[str]:
-    """Runs the global steps after ``start_step`` up to ``last_step``;
-    returns the path of the last checkpoint written (None: no step).
+def _run_steps(steps: _Steps, carried: CarriedStates, run: TrainingRun, *,
+               progress: TrainingProgress, writer: CheckpointWriter,
+               preemption) -> Optional[str]:
+    """Runs the global steps after ``steps.start`` up to ``steps.last``
+    (a progress line every ``run.log_every``, a checkpoint every
+    ``run.save_every`` and at the last); returns the path of the last
+    checkpoint written (None: no step).
 
     Raises:
         TrainingPreempted: a signal came (``preemption.after_step`` wrote
             the checkpoint of the step reached).
     """
-    path = None
-    for current in range(start_step + 1, last_step + 1):
-        loss, grad_norm, carried.current, direction_losses = train_step(
-            next(batches), carried.current)
+    path, last = None, steps.last
+    for current in range(steps.start + 1, last + 1):
+        loss, grad_norm, carried.current, direction_losses = (
+            steps.train_step(next(steps.batches), carried.current))
         progress.add(loss, direction_losses)
-        if current % log_every == 0 or current == last_step:
+        if current % run.log_every == 0 or current == last:
             progress.report(current, grad_norm)
-        if current % save_every == 0 or current == last_step:
+        if current % run.save_every == 0 or current == last:
             path = writer.save(current)
-        if current < last_step:  # the last step ends the run anyway
+        if current < last:  # the last step ends the run anyway
             preemption.after_step(current)
     return path
