@@ -378,8 +378,9 @@ def _configure_threads(run: TrainingRun) -> None:
     threads = configure_training_threads(run.intra_op_threads,
                                          run.inter_op_threads)
     if threads is not None:
-        print(f"TensorFlow CPU threads: {threads[0] or 'default'} per op, "
-              f"{threads[1] or 'default'} ops at a time")
+        logger.info(f"TensorFlow CPU threads: {threads[0] or 'default'} "
+                    f"per op, "
+                    f"{threads[1] or 'default'} ops at a time")
 
 
 # ------------------------------------------------------------- 2. model
@@ -441,14 +442,14 @@ def _open_checkpoint(lm, optimizer, options: BiLMOptions,
     found = choose_checkpoint(save_dir)
     if found.kind == BILM_KERAS:
         restored = saved.restore(save_dir, found.path)
-        print(f"restored {restored} at step "
-              f"{int(optimizer.iterations.numpy())}", flush=True)
+        logger.info(f"restored {restored} at step "
+                    f"{int(optimizer.iterations.numpy())}")
     else:  # bilm-tf's: ours go beside it, its state file set aside
         step = restore_bilm_tf_run(found, saved, save_dir=save_dir)
         set_aside_bilm_tf_state_file(save_dir)
-        print(f"restored bilm-tf's checkpoint {found.path} "
-              f"({found.generation} names) at step {step}; bilm-tf saved "
-              "no data position: a new data stream starts", flush=True)
+        logger.info(f"restored bilm-tf's checkpoint {found.path} "
+                    f"({found.generation} names) at step {step}; bilm-tf saved "
+                    "no data position: a new data stream starts")
     return saved
 
 
@@ -506,16 +507,16 @@ def _plan_steps(saved: RunCheckpoint, strategy, options: BiLMOptions,
     last = _last_step(options, start, more_epochs=more_epochs,
                       max_steps=run.max_steps)
     if last <= start:
-        print(f"step {start}: the run's {options.n_epochs} epoch(s) are "
-              "done, nothing to train (restart --n_epochs N trains N "
-              "more)", flush=True)
+        logger.info(f"step {start}: the run's {options.n_epochs} epoch(s) are "
+                    "done, nothing to train (restart --n_epochs N trains N "
+                    "more)")
     stream_seed, skip = stream.resolve(
         restored=DATA_STREAM in saved.restored,
         continue_stream=not more_epochs, step=start,
         batch_size=options.batch_size, seed=run.seed)
     if skip:
-        print(f"continuing the data stream after its first {skip} "
-              "batches", flush=True)
+        logger.info(f"continuing the data stream after its first {skip} "
+                    "batches")
     batches = distributed_batches(
         strategy, run.train_prefix, vocab, options, stream_seed, skip)
     # the step's dropout masks and softmax samples: a function of the
@@ -531,7 +532,7 @@ def _plan_steps(saved: RunCheckpoint, strategy, options: BiLMOptions,
         carried.current = (
             strategy.experimental_distribute_values_from_function(
                 lambda ctx: lm.zero_states(per_replica)))
-    logger.info("training steps %d..%d on %d replica(s)", start, last,
+    logger.debug("training steps %d..%d on %d replica(s)", start, last,
                 strategy.num_replicas_in_sync)
     return _Steps(start, last, batches, train_step)
 
@@ -598,11 +599,9 @@ def _train_steps(saved: RunCheckpoint, steps: _Steps, strategy,
             preemption = watch_preemption(strategy, watch, writer.save,
                                           preempted)
             try:
-                path = _run_steps(
-                    steps.train_step, steps.batches, saved.carried,
-                    start_step=steps.start, last_step=steps.last,
-                    progress=progress, writer=writer, preemption=preemption,
-                    log_every=run.log_every, save_every=run.save_every)
+                path = _run_steps(steps, saved.carried, run,
+                                  progress=progress, writer=writer,
+                                  preemption=preemption)
             except BaseException:
                 # the logs up to the stop, without hiding its reason
                 with contextlib.suppress(Exception):
@@ -626,26 +625,27 @@ def _train_steps(saved: RunCheckpoint, steps: _Steps, strategy,
     )
 
 
-def _run_steps(train_step, batches, carried: CarriedStates, *,
-               start_step: int, last_step: int, progress: TrainingProgress,
-               writer: CheckpointWriter, preemption, log_every: int,
-               save_every: int) -> Optional[str]:
-    """Runs the global steps after ``start_step`` up to ``last_step``;
-    returns the path of the last checkpoint written (None: no step).
+def _run_steps(steps: _Steps, carried: CarriedStates, run: TrainingRun, *,
+               progress: TrainingProgress, writer: CheckpointWriter,
+               preemption) -> Optional[str]:
+    """Runs the global steps after ``steps.start`` up to ``steps.last``
+    (a progress line every ``run.log_every``, a checkpoint every
+    ``run.save_every`` and at the last); returns the path of the last
+    checkpoint written (None: no step).
 
     Raises:
         TrainingPreempted: a signal came (``preemption.after_step`` wrote
             the checkpoint of the step reached).
     """
-    path = None
-    for current in range(start_step + 1, last_step + 1):
-        loss, grad_norm, carried.current, direction_losses = train_step(
-            next(batches), carried.current)
+    path, last = None, steps.last
+    for current in range(steps.start + 1, last + 1):
+        loss, grad_norm, carried.current, direction_losses = (
+            steps.train_step(next(steps.batches), carried.current))
         progress.add(loss, direction_losses)
-        if current % log_every == 0 or current == last_step:
+        if current % run.log_every == 0 or current == last:
             progress.report(current, grad_norm)
-        if current % save_every == 0 or current == last_step:
+        if current % run.save_every == 0 or current == last:
             path = writer.save(current)
-        if current < last_step:  # the last step ends the run anyway
+        if current < last:  # the last step ends the run anyway
             preemption.after_step(current)
     return path
