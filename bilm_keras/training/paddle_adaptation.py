@@ -22,6 +22,7 @@ Paddle keeps no step counter: the run starts at step 0.
 
 from __future__ import annotations
 
+import logging
 import os
 import tempfile
 
@@ -33,6 +34,8 @@ from bilm_keras.training.run_checkpoint import SOFTMAX_B_KEY, SOFTMAX_W_KEY
 from bilm_keras.weights.bilm_tf_checkpoint import INITIAL_ACCUMULATOR
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
+
+logger = logging.getLogger(__name__)
 
 
 def paddle_init_checkpoint(path) -> str | None:
@@ -81,7 +84,7 @@ def keep_paddle_softmax(lm, model: PaddleModel, *, vocab: Vocabulary,
     """Keeps the softmax rows of the words ``vocab`` shares with the
     checkpoint's vocabulary (``init_vocab_file``, default: the one the
     checkpoint carries, else for a word-input model the run's own, whose
-    words its table's rows are). Prints what it kept.
+    words its table's rows are). Logs what it kept.
 
     Returns:
         ``(new_rows, old_rows)`` int64 arrays (empty: none kept).
@@ -103,10 +106,9 @@ def keep_paddle_softmax(lm, model: PaddleModel, *, vocab: Vocabulary,
         # options' n_tokens_vocab checked them): its softmax's rows too
         old_words = [vocab.id_to_word(i) for i in range(vocab.size)]
     if old_words is None:
-        print(f"softmax: new, for the {vocab.size} words of {vocab_file} "
+        logger.info(f"softmax: new, for the {vocab.size} words of {vocab_file} "
               f"({model.source} carries no vocabulary: give it as "
-              "--init_vocab_file to keep the rows of the words both have)",
-              flush=True)
+              "--init_vocab_file to keep the rows of the words both have)")
         return empty, empty
     if len(old_words) != n_rows:
         raise VocabularyError(
@@ -129,9 +131,9 @@ def keep_paddle_softmax(lm, model: PaddleModel, *, vocab: Vocabulary,
             f"{model.source}'s vocabulary in its order")
     keep_softmax_rows(lm, model.softmax_weight, model.softmax_bias,
                       new_rows, old_rows)
-    print(f"softmax: {len(new_rows)} of the {vocab.size} words of "
+    logger.info(f"softmax: {len(new_rows)} of the {vocab.size} words of "
           f"{vocab_file} keep their rows from {model.source}"
-          + (" (the same vocabulary)" if same else ""), flush=True)
+          + (" (the same vocabulary)" if same else ""))
     return new_rows, old_rows
 
 
@@ -143,8 +145,7 @@ def set_paddle_accumulators(lm, optimizer, model: PaddleModel,
     False (nothing set) where the checkpoint holds none."""
     acc = model.accumulators
     if not acc:
-        print(f"Adagrad: new accumulators ({model.source} holds none)",
-              flush=True)
+        logger.info(f"Adagrad: new accumulators ({model.source} holds none)")
         return False
     for row in weight_table(lm.backbone):
         value = np.array(row.to_keras(np.asarray(acc[row.hdf5_path],
@@ -160,6 +161,6 @@ def set_paddle_accumulators(lm, optimizer, model: PaddleModel,
                         np.float32)
         value[new_rows] = np.asarray(acc[key], np.float32)[old_rows]
         optimizer.set_accumulator(variable, value)
-    print(f"Adagrad: accumulators from {model.source} (the LM's and "
-          f"{len(new_rows)} softmax rows)", flush=True)
+    logger.info(f"Adagrad: accumulators from {model.source} (the LM's and "
+          f"{len(new_rows)} softmax rows)")
     return True
