@@ -3,6 +3,7 @@
 import os
 
 from bilm_keras.cli._common import (
+    CommandError,
     check_dir,
     check_file,
     check_glob,
@@ -93,10 +94,22 @@ def check(args) -> None:
     # a new run from a training checkpoint: its own options by default
     args.options_from_checkpoint = (args.options is None
                                     and args.init_checkpoint is not None)
+    paddle = None
+    if args.init_checkpoint is not None:
+        from bilm_keras.training.paddle_save_dir import (
+            locate_paddle_checkpoint,
+        )
+
+        paddle = locate_paddle_checkpoint(args.init_checkpoint)
+    if paddle is not None and args.options_from_checkpoint:
+        raise CommandError(
+            f"--init_checkpoint {args.init_checkpoint}: a Paddle checkpoint "
+            "has no options.json: pass --options (the options.json "
+            "convert-paddle writes for it, edited for your run)")
     if args.options_from_checkpoint:
         check_save_dir(args.init_checkpoint, "--init_checkpoint")
         args.options = os.path.join(args.init_checkpoint, OPTIONS_FILE)
-    elif args.init_checkpoint is not None:
+    elif args.init_checkpoint is not None and paddle is None:
         check_dir(args.init_checkpoint, "--init_checkpoint")
     if args.init_vocab_file is not None:
         check_file(args.init_vocab_file, "--init_vocab_file")

@@ -77,6 +77,7 @@ from bilm_keras.training.inputs import (
 from bilm_keras.training.lm_warmup import LMWarmup
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
+from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
 from bilm_keras.training.preemption import (
     SignalWatch,
     TrainingPreempted,
@@ -287,8 +288,11 @@ def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
     if run.init_weights is not None:
         check_weight_file(run.init_weights)
         return
-    found = locate_run_checkpoint(run.init_checkpoint)
-    if found.kind != BILM_TF:
+    if locate_paddle_checkpoint(run.init_checkpoint) is not None:
+        found = None  # Paddle's: read whole when the model is built
+    else:
+        found = locate_run_checkpoint(run.init_checkpoint)
+    if found is not None and found.kind != BILM_TF:
         raise CheckpointError(
             f"--init_checkpoint {run.init_checkpoint}: {found.name} is a "
             "bilm_keras checkpoint (continue its run with restart "

@@ -18,6 +18,10 @@ from bilm_keras.training.adaptation import (
     load_pretrained_lm,
 )
 from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_backbone
+from bilm_keras.training.paddle_save_dir import (
+    load_paddle_backbone,
+    locate_paddle_checkpoint,
+)
 
 
 def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
@@ -40,8 +44,8 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
     the softmax, which the file does not have, gets its random ``W`` and
     a zero bias (:func:`init_softmax` sets the bias from the corpus).
     ``init_checkpoint``: the same from a bilm-tf save_dir's checkpoint
-    (every variable's shape checked first; its softmax rows are
-    :func:`init_softmax_from_checkpoint`'s).
+    or a Paddle checkpoint (every variable's shape checked first; its
+    softmax rows are :func:`init_softmax_from_checkpoint`'s).
     ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
     ``dedup_tokens``: the training fast path, on by default).
     """
@@ -56,6 +60,8 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
             lm.build_all()
         if init_weights is not None:
             load_pretrained_lm(lm, init_weights)
+        elif locate_paddle_checkpoint(init_checkpoint) is not None:
+            load_paddle_backbone(init_checkpoint, lm.backbone)
         else:
             load_bilm_tf_backbone(init_checkpoint, lm.backbone,
                                   options_label="the options (--options)")
