@@ -394,7 +394,7 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
     # a Paddle checkpoint (persistables directory, .pdparams): read once
     paddle_path = paddle_init_checkpoint(run.init_checkpoint)
     paddle = (None if paddle_path is None
-              else read_init_checkpoint(paddle_path))
+              else read_init_checkpoint(paddle_path, run.init_vocab_file))
     with (placeholder_weights() if resume else contextlib.nullcontext()):
         lm, optimizer = build_model(
             options, seed=run.seed, unroll_windows=run.fast_path,
@@ -407,8 +407,7 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
     if paddle is not None:
         # Paddle's softmax rows and Adagrad state, where they fit
         kept = keep_paddle_softmax(lm, paddle, vocab=vocab,
-                                   vocab_file=run.vocab_file,
-                                   init_vocab_file=run.init_vocab_file)
+                                   vocab_file=run.vocab_file)
         set_paddle_accumulators(lm, optimizer, paddle, *kept)
     elif run.init_checkpoint is not None:
         init_softmax_from_checkpoint(

@@ -48,12 +48,14 @@ def paddle_init_checkpoint(path) -> str | None:
     return locate_paddle_checkpoint(path)
 
 
-def read_init_checkpoint(path: str) -> PaddleModel:
-    """The checkpoint as a :class:`PaddleModel` (its own vocabulary where
-    it carries one)."""
+def read_init_checkpoint(path: str, init_vocab_file=None) -> PaddleModel:
+    """The checkpoint as a :class:`PaddleModel`, with its vocabulary
+    (``init_vocab_file`` as Paddle read it: PaddleNLP's words-only file,
+    the baike model's ``vocabulary_min5k.txt``; default: the one it
+    carries, if any), checked against its softmax."""
     from bilm_keras.weights.paddle_conversion import read_paddle
 
-    return read_paddle(path)
+    return read_paddle(path, init_vocab_file)
 
 
 def load_paddle_backbone(model: PaddleModel, backbone) -> None:
@@ -80,11 +82,11 @@ def load_paddle_backbone(model: PaddleModel, backbone) -> None:
 
 
 def keep_paddle_softmax(lm, model: PaddleModel, *, vocab: Vocabulary,
-                        vocab_file: str, init_vocab_file=None) -> tuple:
+                        vocab_file: str) -> tuple:
     """Keeps the softmax rows of the words ``vocab`` shares with the
-    checkpoint's vocabulary (``init_vocab_file``, default: the one the
-    checkpoint carries, else for a word-input model the run's own, whose
-    words its table's rows are). Logs what it kept.
+    checkpoint's vocabulary (``model.vocab``: :func:`read_init_checkpoint`
+    read it; else, for a word-input model, the run's own, whose words its
+    table's rows are). Logs what it kept.
 
     Returns:
         ``(new_rows, old_rows)`` int64 arrays (empty: none kept).
@@ -95,9 +97,6 @@ def keep_paddle_softmax(lm, model: PaddleModel, *, vocab: Vocabulary,
             checkpoint's (its table's rows are words).
     """
     old_words = model.vocab
-    if init_vocab_file is not None:
-        old = Vocabulary(os.fspath(init_vocab_file))
-        old_words = [old.id_to_word(i) for i in range(old.size)]
     empty = np.zeros(0, np.int64)
     n_rows = model.softmax_bias.shape[0]
     if (old_words is None and not lm.backbone.use_character_inputs
@@ -112,7 +111,7 @@ def keep_paddle_softmax(lm, model: PaddleModel, *, vocab: Vocabulary,
         return empty, empty
     if len(old_words) != n_rows:
         raise VocabularyError(
-            f"{init_vocab_file or model.source}: {len(old_words)} words, "
+            f"{model.source}: its vocabulary has {len(old_words)} words, "
             f"but the softmax of {model.source} has {n_rows} rows: not the "
             "vocabulary it was trained with")
     # our Vocabulary reads files: the checkpoint's words, written once

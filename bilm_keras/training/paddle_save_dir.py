@@ -111,3 +111,46 @@ def dump_paddle_checkpoint(path: str, outfile: str) -> dict:
     write_options(options, options_file)
     return dict(weight_file=outfile, options_file=options_file,
                 checkpoint=path)
+
+
+def load_paddle_backbone(init_checkpoint: str, backbone) -> None:
+    """``train --init_checkpoint`` from a Paddle checkpoint: every
+    variable of ``backbone`` (built from the run's options) from it, each
+    shape checked first (the softmax is the run's:
+    :func:`read_paddle_softmax`).
+
+    Raises:
+        PaddleFormatError: not a Paddle checkpoint, or one whose weights
+            do not fit the options.
+    """
+    from bilm_keras.weights.bilm_tf_checkpoint import (
+        assign_bilm_tf_checkpoint,
+    )
+    from bilm_keras.weights.paddle_checkpoint import read_paddle_checkpoint
+    from bilm_keras.weights.paddle_conversion import read_paddle
+
+    model = read_paddle(locate_paddle_checkpoint(init_checkpoint))
+    assign_bilm_tf_checkpoint(read_paddle_checkpoint(model, backbone))
+
+
+def read_paddle_softmax(init_checkpoint: str, init_vocab_file) -> tuple:
+    """``(path, vocabulary, W, b)``: a Paddle checkpoint's softmax, `(V, P)`
+    and `(V,)` in bilm-tf's orientation, and its vocabulary as our
+    :class:`~bilm_keras.data.vocabulary.Vocabulary` (PaddleNLP's specials
+    before its words), from ``init_vocab_file`` as Paddle read it (its size
+    checked against the softmax)."""
+    import numpy as np
+
+    from bilm_keras.data.vocabulary import Vocabulary
+    from bilm_keras.weights.paddle_conversion import read_paddle
+
+    path = locate_paddle_checkpoint(init_checkpoint)
+    model = read_paddle(path, init_vocab_file)
+    with tempfile.TemporaryDirectory() as tmp:
+        lines = os.path.join(tmp, "vocab.txt")
+        with open(lines, "w", encoding="utf-8", newline="\n") as f:
+            f.writelines(word + "\n" for word in model.vocab)
+        vocabulary = Vocabulary(lines)
+    return (path, vocabulary,
+            np.asarray(model.softmax_weight, np.float32),
+            np.asarray(model.softmax_bias, np.float32))

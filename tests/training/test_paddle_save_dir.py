@@ -101,3 +101,64 @@ def test_a_bad_paddle_save_dir_is_one_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1
     assert "expected final.pdparams or STEP.pdparams" in err
+
+
+# --------------------------------------- train --init_checkpoint from Paddle
+def test_init_checkpoint_starts_from_paddles_weights_and_softmax(tmp_path):
+    from bilm_keras.data.vocabulary import Vocabulary
+    from bilm_keras.training.adaptation import init_softmax_from_checkpoint
+    from bilm_keras.training.model_setup import build_model
+    from bilm_keras.weights.paddlenlp_elmo import read_paddlenlp
+
+    paddle_model = read_paddlenlp(RUN / "final.pdparams", vocab_file=VOCAB)
+    options = BiLMOptions.from_dict(paddle_model.options)
+    lm, _ = build_model(options, init_checkpoint=str(RUN))
+    table = lm.backbone.token_embedder.char_embedding.numpy()
+    np.testing.assert_array_equal(table[1:],
+                                  paddle_model.lm_weights["char_embed"])
+    # the user's vocabulary: bilm-tf's, some of Paddle's words, in another
+    # order, and one Paddle never saw
+    words = ["<S>", "</S>", "<UNK>", "北京", "新词", "的"]
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("".join(w + "\n" for w in words), encoding="utf-8")
+    options = options.replace(n_tokens_vocab=len(words))
+    lm, _ = build_model(options, init_checkpoint=str(RUN))
+    kept = init_softmax_from_checkpoint(
+        lm, str(RUN), init_vocab_file=str(VOCAB),
+        vocab=Vocabulary(vocab_file), vocab_file=str(vocab_file))
+    assert kept == 5  # all but 新词
+    paddle_ids = {w: i for i, w in enumerate(paddle_model.vocab)}
+    W, b = lm.softmax.W.numpy(), lm.softmax.b.numpy()
+    for row, word in enumerate(words):
+        if word == "新词":
+            continue
+        old = paddle_ids[word]
+        np.testing.assert_array_equal(W[row],
+                                      paddle_model.softmax_weight[old])
+        assert b[row] == paddle_model.softmax_bias[old]
+
+
+def test_init_checkpoint_takes_the_checkpoints_options(tmp_path, capsys):
+    """Without --options the run takes the checkpoint's converted options
+    (as a bilm-tf save_dir's options.json), and Paddle's Adagrad state
+    from the .pdopt beside the .pdparams."""
+    corpus = tmp_path / "train.txt"
+    corpus.write_text("我们 今天 在 北京 。\n" * 4, encoding="utf-8")
+    paddle_model = read_paddlenlp_model()
+    vocab_file = tmp_path / "vocab.txt"
+    vocab_file.write_text("".join(w + "\n" for w in paddle_model.vocab),
+                          encoding="utf-8")
+    code = cli.main(["train", "--train_prefix", str(corpus), "--vocab_file",
+                     str(vocab_file), "--save_dir", str(tmp_path / "run"),
+                     "--init_checkpoint", str(RUN / "final.pdparams"),
+                     "--init_vocab_file", str(VOCAB), "--batch_size", "1",
+                     "--max_steps", "1", "--n_gpus", "0"])
+    assert code == 0, capsys.readouterr().err
+    assert BiLMOptions.from_json(tmp_path / "run" / "options.json").lstm == \
+        BiLMOptions.from_dict(paddle_model.options).lstm
+
+
+def read_paddlenlp_model():
+    from bilm_keras.weights.paddlenlp_elmo import read_paddlenlp
+
+    return read_paddlenlp(RUN / "final.pdparams", vocab_file=VOCAB)
