@@ -308,7 +308,7 @@ def read_baike(dirname: str | os.PathLike,
         accumulators = _converted(m_arrays, moment=True)
         accumulators["softmax/W"] = m_arrays[SOFTMAX_WEIGHT]
         accumulators["softmax/b"] = m_arrays[SOFTMAX_BIAS].reshape(-1)
-    logger.info("read a Fluid ELMo checkpoint from %s: %d words, %d cells, "
+    logger.debug("read a Fluid ELMo checkpoint from %s: %d words, %d cells, "
                 "projection %d%s", dirname, n_vocab, dim_d, dim_p,
                 ", Adagrad accumulators" if present else "")
     return PaddleModel(
