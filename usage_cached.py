@@ -4,9 +4,9 @@
 dataset per line, key = line number, shape (n_layers + 1, n_tokens, dim)),
 and AllenNLP's ``sentence_to_index`` (a JSON map: sentence -> key).
 Training a task model then reads vectors instead of running the biLM each
-epoch. To save space keep only what the task uses — ``output="average"``,
-``"top"`` or ``"sentence_mean"``, some ``layers``, or float16 — see the
-README::
+epoch. To save space keep only what the task uses — an ``EmbeddingSpec``
+with ``output="average"``, ``"top"`` or ``"sentence_mean"``, some
+``layers``, or float16 — see the README::
 
     python usage_cached.py [MODEL_DIR]
 """

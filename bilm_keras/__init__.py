@@ -26,10 +26,16 @@ unit and those below it, and no modules import each other.
 
 import os as _os
 
+from bilm_keras._utils.console_log import (
+    install_console_handler as _install_console_handler,
+)
 from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 from bilm_keras._utils.version import __version__  # noqa: F401
 
 _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+# the library logs; a script sees its lines as the command does, and can
+# silence or redirect them (bilm_keras._utils.console_log)
+_install_console_handler()
 
 #: public name -> the module that defines it
 _EXPORTS = {

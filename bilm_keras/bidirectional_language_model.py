@@ -268,13 +268,11 @@ class BidirectionalLanguageModel:
                 ]
                 for direction, stack in backbone.stacks.items()
             }
-        self.trace_count = 0
         self._bulk_embedder = None
         self._call_fn = tf.function(self._call, input_signature=[spec])
 
     # ----------------------------------------------------------- the graph
     def _call(self, ids):
-        self.trace_count += 1  # runs once per trace, not per call
         batch = tf.shape(ids)[0]
         initial = None
         if self._states is not None:
@@ -387,6 +385,9 @@ class BidirectionalLanguageModel:
                                                options=self.options)
         return self._bulk_embedder
 
+    # More than eight parameters on purpose: bilm-tf's positional
+    # arguments, then the spec's fields as keywords (the facade users'
+    # way), which become one EmbeddingSpec in embedding_spec only.
     def embed_sentences(
         self,
         sentences: Iterable[Sequence[str]],
@@ -429,6 +430,7 @@ class BidirectionalLanguageModel:
                                 mix_logits=mix_logits, gamma=gamma),
             on_batch=on_batch)
 
+    # (the keywords of embed_sentences, and chunk_size)
     def iter_embeddings(
         self,
         sentences: Iterable[Sequence[str]],

@@ -304,6 +304,22 @@ def training_run(train_dir, options, *, sparse_gradients=True,
     return lm, step, batches, lm.zero_states(options.batch_size)
 
 
+def bilm_tf_state(checkpoint) -> tuple:
+    """``({variable path: weight}, {variable path: Adagrad accumulator})``
+    of a :class:`~bilm_keras.weights.bilm_tf_checkpoint.BilmTFCheckpoint`,
+    in our layout (the HDF5 table's ``to_keras``; a padding row's
+    accumulator is bilm-tf's initial 1.0), all in memory."""
+    weights, accumulators = {}, {}
+    for entry in checkpoint.variables:
+        name = entry.checkpoint_name
+        weights[entry.variable_path] = entry.to_keras(
+            checkpoint.read_tensor(name))
+        value = entry.to_keras(checkpoint.read_tensor(name + "/Adagrad"))
+        value[: entry.padding_rows] = 1.0
+        accumulators[entry.variable_path] = value
+    return weights, accumulators
+
+
 def hdf5_datasets(path) -> dict:
     """Every dataset of an HDF5 file, by its path in the file, as numpy
     arrays (or scalars)."""

@@ -71,6 +71,11 @@ import sys
 import traceback
 from typing import List, Optional
 
+from bilm_keras._utils.console_log import (
+    restore_console_level,
+    set_console_level,
+)
+from bilm_keras._utils.settings import SettingError
 from bilm_keras._utils.version import __version__
 from bilm_keras.cli import (
     build_vocab,
@@ -87,12 +92,11 @@ from bilm_keras.cli import (
     restart,
     train,
 )
-from bilm_keras._utils.settings import SettingError
 from bilm_keras.cli._common import (
-    CommandError,
     EXIT_BAD_INPUT,
     EXIT_INTERNAL_ERROR,
     ArgumentParser,
+    CommandError,
     HelpFormatter,
     import_tensorflow,
 )
@@ -131,9 +135,14 @@ a typical session:
 
 def _add_command_arguments(parser: ArgumentParser, module) -> None:
     module.add_arguments(parser)
-    parser.add_argument("--verbose", action="store_true",
-                        help="show TensorFlow's start-up and log lines, and "
-                             "the traceback of an error")
+    level = parser.add_mutually_exclusive_group()
+    level.add_argument("--verbose", action="store_true",
+                       help="show TensorFlow's start-up and log lines, "
+                            "bilm_keras's debug lines, and the traceback of "
+                            "an error")
+    level.add_argument("--quiet", action="store_true",
+                       help="show warnings and errors only (no progress "
+                            "or result lines)")
     parser.set_defaults(_command=module, _parser=parser)
 
 
@@ -201,6 +210,9 @@ def execute(args: argparse.Namespace):
         The command's result (the library call's).
     """
     module = args._command
+    # the library's lines (bilm_keras._utils.console_log): --quiet keeps
+    # warnings only, --verbose adds debug lines; as before afterwards
+    previous = set_console_level(verbose=args.verbose, quiet=args.quiet)
     try:
         job = module.check(args)
         needs = getattr(module, "NEEDS_TENSORFLOW", True)
@@ -214,6 +226,8 @@ def execute(args: argparse.Namespace):
         return module.run(args if job is None else job)
     except SettingError as e:
         raise _as_flag_error(e, module, args._parser) from e
+    finally:
+        restore_console_level(previous)
 
 
 def _as_flag_error(error: SettingError, module, parser) -> CommandError:

@@ -142,7 +142,7 @@ class LMDataset:
             sentences = sentences[self.shard_index::self._sentence_stride]
         if self.shuffle_on_load:
             self._rng.shuffle(sentences)
-        logger.info("Loaded %d sentences from %s", len(sentences), path)
+        logger.debug("Loaded %d sentences from %s", len(sentences), path)
         return sentences
 
     def iter_lines(self) -> Iterator[str]:

@@ -377,6 +377,8 @@ class MergeParts(beam.DoFn):
         yield n
 
 
+# bilm-tf's five arguments, then the pipeline's options, the two values
+# (spec, settings) and the model / plan a caller may have resolved already
 def dump_bilm_embeddings_with_beam(
     vocab_file: Optional[str],
     dataset_file: str,

@@ -89,6 +89,9 @@ def dump_token_embeddings(
         fout.create_dataset("embedding", data=embeddings.astype(np.float32))
 
 
+# Long for its docstring (the output file's layout and attributes,
+# documented here once); the body is its checks, a line reader and the
+# durable run.
 def dump_bilm_embeddings(
     vocab_file: Optional[str],
     dataset_file: str,

@@ -38,18 +38,20 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import re
 import shutil
-import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from typing import NamedTuple, Optional, TextIO
+from typing import NamedTuple, Optional
 
 import h5py
 import numpy as np
 
 from bilm_keras._utils.atomic_files import hdf5_for_writing, write_text_atomic
 from bilm_keras._utils.disk_full import disk_full_error, full_errno
+
+logger = logging.getLogger(__name__)
 
 #: bump when the partial folder's layout changes (an old folder is then a
 #: mismatch, never misread)
@@ -191,6 +193,8 @@ def check_leftover(outfile: str, resume: bool) -> None:
         f"remove the folder to start over")
 
 
+# Keyword-only parts of one run, each documented below (the dump and the
+# Beam merge build them from their values).
 def run_durably(
     outfile: str,
     *,
@@ -201,7 +205,6 @@ def run_durably(
     embed_lines: Callable[[int, int], Iterator[tuple[str, np.ndarray]]],
     resume: bool = False,
     shard: Optional[tuple[int, int]] = None,
-    log: Optional[TextIO] = None,
     on_event: Optional[Callable[[RunEvent], None]] = None,
 ) -> int:
     """Embeds ``lines`` into ``outfile`` through its ``.partial/`` folder.
@@ -221,7 +224,6 @@ def run_durably(
             With nothing to continue, a line says so and the run starts
             from its first line.
         shard: ``(K, N)`` if this is a shard (recorded in its attributes).
-        log: where the one-line notices go (default ``sys.stderr``).
         on_event: called at each :class:`RunEvent` (each line written,
             each dataset merged, before the rename, before the clean-up).
 
@@ -233,7 +235,6 @@ def run_durably(
             (``--resume``: the first difference named), or a killed run's
             progress and ``resume`` is False.
     """
-    log = sys.stderr if log is None else log
     folder = partial_dir(outfile)
     manifest = {"run": identity, "run_id": run_id(identity),
                 "files": locations, "lines": list(lines),
@@ -241,7 +242,7 @@ def run_durably(
     first, end = lines
     size = identity["chunk_size"]
     ranges = [(a, min(a + size, end)) for a in range(first, end, size)]
-    done = _prepare(outfile, folder, manifest, ranges, resume, log)
+    done = _prepare(outfile, folder, manifest, ranges, resume)
     if done is None:  # the killed run had finished: nothing to do
         with h5py.File(outfile, "r") as f:
             return int(f.attrs["n_sentences"])
@@ -315,7 +316,7 @@ def inspect_partial(outfile: str, folder: str, manifest: dict,
                                            manifest["run_id"]))
 
 
-def _prepare(outfile, folder, manifest, ranges, resume, log):
+def _prepare(outfile, folder, manifest, ranges, resume):
     """Sets up the folder as its state (:func:`inspect_partial`) asks;
     returns how many parts are whole (a prefix of ``ranges``), or None
     when ``outfile`` is already this run's output."""
@@ -327,23 +328,23 @@ def _prepare(outfile, folder, manifest, ranges, resume, log):
             f"({state.difference or 'manifest differs'}); remove the "
             f"folder to start over")
     if state.kind == "interrupted":
-        return _continue_parts(folder, ranges, state.whole, resume, log)
+        return _continue_parts(folder, ranges, state.whole, resume)
     if state.kind == "finished":
         os.remove(os.path.join(folder, "manifest.json"))
     shutil.rmtree(folder, ignore_errors=True)  # (none: nothing there)
     if state.kind == "finished" and resume:
-        print(f"--resume: {outfile} is already complete (removed "
-              f"{folder}/)", file=log, flush=True)
+        logger.warning("--resume: %s is already complete (removed %s/)",
+                       outfile, folder)
         return None
     if resume and state.kind != "finished":
-        print(f"--resume: no interrupted run to continue "
-              f"({folder}/ does not exist); starting from the first "
-              f"line", file=log, flush=True)
+        logger.warning("--resume: no interrupted run to continue (%s/ "
+                       "does not exist); starting from the first line",
+                       folder)
     _create_folder(folder, manifest)
     return 0
 
 
-def _continue_parts(folder, ranges, whole, resume, log) -> int:
+def _continue_parts(folder, ranges, whole, resume) -> int:
     """An interrupted run's folder, continued (``resume``) from its
     ``whole`` first parts: the others, and temporary files, are removed
     (they are redone)."""
@@ -358,10 +359,10 @@ def _continue_parts(folder, ranges, whole, resume, log) -> int:
                 match and (int(match[1]), int(match[2])) in ranges[:whole]):
             continue
         os.remove(os.path.join(folder, name))
-    print(f"--resume: {whole} of {len(ranges)} parts done "
-          f"(lines {ranges[0][0] if ranges else 0}.."
-          f"{ranges[whole - 1][1] if whole else 0} kept); continuing",
-          file=log, flush=True)
+    logger.warning("--resume: %d of %d parts done (lines %d..%d kept); "
+                   "continuing", whole, len(ranges),
+                   ranges[0][0] if ranges else 0,
+                   ranges[whole - 1][1] if whole else 0)
     return whole
 
 

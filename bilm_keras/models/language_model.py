@@ -49,11 +49,15 @@ class LanguageModel(keras.Model):
         window_chunk_steps: int or None. With ``unroll_windows``, the
             layers run as a pipeline over chunks of this many steps, layer
             ``l + 1``'s chunk beside layer ``l``'s next one (None: each
-            layer over the whole window, then the next).
+            layer over the whole window, then the next). Same numbers; a
+            setting for a machine whose cores or caches favour another
+            chunk than the default's (``bench/train_throughput.py``
+            times them).
         fused_gates: bool. With ``unroll_windows``, each step's
             elementwise gate math (and its gradient) runs as one XLA
-            kernel; False: plain TensorFlow ops. Same numbers to float
-            rounding.
+            kernel; False: plain TensorFlow ops, for a TensorFlow build or
+            device without XLA's JIT, or to profile the ops one by one.
+            Same numbers to float rounding.
         dedup_tokens: bool. Run the char-CNN once per distinct token of
             the batch (both directions' streams together) and gather; exact,
             since a token's embedding has no context. Char input only.

@@ -193,10 +193,17 @@ def _manifest(name: str, fmt: str, spec: str, sources, vocab_file) -> dict:
     }
 
 
+#: the download notes shown on request (``progress``): a ``.progress``
+#: logger, on stderr like a progress bar (:mod:`bilm_keras._utils.
+#: console_log`)
+progress_logger = logging.getLogger(__name__ + ".progress")
+
+
 def _say(progress: bool, message: str) -> None:
-    logger.info(message)
     if progress:
-        print(message, file=sys.stderr, flush=True)
+        progress_logger.info(message)
+    else:
+        logger.debug(message)
 
 
 #: a build: staging folder -> (the complete model folder, its manifest)

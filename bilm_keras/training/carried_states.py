@@ -17,6 +17,7 @@ import tensorflow as tf
 
 from bilm_keras.models.language_model import LanguageModel
 
+
 class CarriedStates:
     """The states of every LSTM layer of both directions, for the global
     batch, as variables a checkpoint holds.

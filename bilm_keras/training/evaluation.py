@@ -13,6 +13,7 @@ bilm-tf's ``run_test.py`` figure
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from typing import Optional
@@ -29,6 +30,8 @@ from bilm_keras.training.save_dir_models import load_save_dir_model
 from bilm_keras.training.stateful_evaluation import (
     stateful_heldout_perplexity,
 )
+
+logger = logging.getLogger(__name__)
 
 
 def training_unigram_perplexity(save_dir: str, vocab_file=None):
@@ -120,8 +123,8 @@ def evaluate(
         if i % log_every == 0:
             running = np.mean([loss_sum[d] / max(n_tokens[d], 1)
                                for d in lm.directions])
-            print(f"batch {i}  running perplexity {math.exp(running):.3f}",
-                  flush=True)
+            logger.info("batch %d  running perplexity %.3f", i,
+                        math.exp(running))
     if not n_tokens["forward"]:
         raise ValueError(f"{test_prefix}: no tokens to evaluate")
     mean_loss = {d: loss_sum[d] / n_tokens[d] for d in lm.directions}
@@ -130,12 +133,12 @@ def evaluate(
     result["n_tokens"] = int(n_tokens["forward"])
     result["files"] = list(data.shards)
     result["checkpoint"] = found.path
-    print(f"checkpoint: {found.path}")
-    print(f"heldout files: {', '.join(result['files'])}")
+    logger.info(f"checkpoint: {found.path}")
+    logger.info(f"heldout files: {', '.join(result['files'])}")
     for d in lm.directions:
-        print(f"{d} perplexity: {result[f'{d}_perplexity']:.3f}")
-    print(f"mean perplexity: {result['perplexity']:.3f}  "
-          f"({result['n_tokens']} tokens)", flush=True)
+        logger.info(f"{d} perplexity: {result[f'{d}_perplexity']:.3f}")
+    logger.info(f"mean perplexity: {result['perplexity']:.3f}  "
+                f"({result['n_tokens']} tokens)")
     result["unigram_perplexity"] = unigram_perplexity
     result["warnings"] = [
         f"WARNING: {d} heldout perplexity {result[f'{d}_perplexity']:.1f} "
@@ -149,7 +152,7 @@ def evaluate(
         and result[f"{d}_perplexity"] > unigram_perplexity
     ]
     for line in result["warnings"]:
-        print(line, flush=True)
+        logger.info(line)
     if stateful:
         figure = stateful_heldout_perplexity(
             lm, vocab, test_prefix, batch_size=batch_size,
@@ -157,8 +160,9 @@ def evaluate(
         result["stateful"] = figure
         directions = ", ".join(
             f"{d} {p:.3f}" for d, p in figure.direction_perplexities.items())
-        print(f"bilm-tf's run_test.py perplexity: {figure.perplexity:.3f}  "
-              f"({directions}; states carried across sentences, "
-              f"{figure.n_batches} batches of {figure.batch_size} rows, "
-              "unroll 1)", flush=True)
+        logger.info(f"bilm-tf's run_test.py perplexity: "
+                    f"{figure.perplexity:.3f}  "
+                    f"({directions}; states carried across sentences, "
+                    f"{figure.n_batches} batches of {figure.batch_size} rows, "
+                    "unroll 1)")
     return result

@@ -4,9 +4,12 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Callable
 
 import tensorflow as tf
+
+logger = logging.getLogger(__name__)
 
 
 class LMWarmup:
@@ -35,16 +38,16 @@ class LMWarmup:
         if until <= start_step:
             return full_step
         warmup_step = make_warmup_step()
-        print(f"steps {start_step + 1}..{until}: only the softmax trains "
-              "(the pretrained LM is frozen)", flush=True)
+        logger.info(f"steps {start_step + 1}..{until}: only the softmax trains "
+                    "(the pretrained LM is frozen)")
         current = start_step
 
         def train_step(batch, states):
             nonlocal current
             current += 1
             if current == until + 1:
-                print(f"step {current}: the whole model trains from now on",
-                      flush=True)
+                logger.info("step %d: the whole model trains from now on",
+                            current)
             step = warmup_step if current <= until else full_step
             return step(batch, states)
 

@@ -77,7 +77,12 @@ from bilm_keras.training.inputs import (
 from bilm_keras.training.lm_warmup import LMWarmup
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
-from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
+from bilm_keras.training.paddle_adaptation import (
+    keep_paddle_softmax,
+    paddle_init_checkpoint,
+    read_init_checkpoint,
+    set_paddle_accumulators,
+)
 from bilm_keras.training.preemption import (
     SignalWatch,
     TrainingPreempted,
@@ -288,11 +293,14 @@ def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
     if run.init_weights is not None:
         check_weight_file(run.init_weights)
         return
-    if locate_paddle_checkpoint(run.init_checkpoint) is not None:
-        found = None  # Paddle's: read whole when the model is built
-    else:
-        found = locate_run_checkpoint(run.init_checkpoint)
-    if found is not None and found.kind != BILM_TF:
+    if paddle_init_checkpoint(run.init_checkpoint) is not None:
+        if run.init_vocab_file is not None and not os.path.isfile(
+                run.init_vocab_file):
+            raise CheckpointError(
+                f"--init_vocab_file {run.init_vocab_file}: no such file")
+        return  # read whole, and checked, when the model is built
+    found = locate_run_checkpoint(run.init_checkpoint)
+    if found.kind != BILM_TF:
         raise CheckpointError(
             f"--init_checkpoint {run.init_checkpoint}: {found.name} is a "
             "bilm_keras checkpoint (continue its run with restart "
@@ -370,8 +378,9 @@ def _configure_threads(run: TrainingRun) -> None:
     threads = configure_training_threads(run.intra_op_threads,
                                          run.inter_op_threads)
     if threads is not None:
-        print(f"TensorFlow CPU threads: {threads[0] or 'default'} per op, "
-              f"{threads[1] or 'default'} ops at a time")
+        logger.info(f"TensorFlow CPU threads: {threads[0] or 'default'} "
+                    f"per op, "
+                    f"{threads[1] or 'default'} ops at a time")
 
 
 # ------------------------------------------------------------- 2. model
@@ -382,16 +391,26 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
     vocabulary, rows a checkpoint shares kept); resuming, every variable
     is restored after, so they start as placeholders, not random
     values."""
+    # a Paddle checkpoint (persistables directory, .pdparams): read once
+    paddle_path = paddle_init_checkpoint(run.init_checkpoint)
+    paddle = (None if paddle_path is None
+              else read_init_checkpoint(paddle_path))
     with (placeholder_weights() if resume else contextlib.nullcontext()):
-        lm, optimizer = build_model(options, seed=run.seed,
-                                    unroll_windows=run.fast_path,
-                                    dedup_tokens=run.fast_path,
-                                    init_weights=run.init_weights,
-                                    init_checkpoint=run.init_checkpoint)
+        lm, optimizer = build_model(
+            options, seed=run.seed, unroll_windows=run.fast_path,
+            dedup_tokens=run.fast_path, init_weights=run.init_weights,
+            init_checkpoint=None if paddle else run.init_checkpoint,
+            init_paddle=paddle)
     if run.adapts:
         init_softmax(lm, run.softmax_bias, token_counts=token_counts,
                      n_sentences=corpus["n_sentences"], vocab=vocab)
-    if run.init_checkpoint is not None:
+    if paddle is not None:
+        # Paddle's softmax rows and Adagrad state, where they fit
+        kept = keep_paddle_softmax(lm, paddle, vocab=vocab,
+                                   vocab_file=run.vocab_file,
+                                   init_vocab_file=run.init_vocab_file)
+        set_paddle_accumulators(lm, optimizer, paddle, *kept)
+    elif run.init_checkpoint is not None:
         init_softmax_from_checkpoint(
             lm, run.init_checkpoint, init_vocab_file=run.init_vocab_file,
             vocab=vocab, vocab_file=run.vocab_file)
@@ -423,14 +442,14 @@ def _open_checkpoint(lm, optimizer, options: BiLMOptions,
     found = choose_checkpoint(save_dir)
     if found.kind == BILM_KERAS:
         restored = saved.restore(save_dir, found.path)
-        print(f"restored {restored} at step "
-              f"{int(optimizer.iterations.numpy())}", flush=True)
+        logger.info(f"restored {restored} at step "
+                    f"{int(optimizer.iterations.numpy())}")
     else:  # bilm-tf's: ours go beside it, its state file set aside
         step = restore_bilm_tf_run(found, saved, save_dir=save_dir)
         set_aside_bilm_tf_state_file(save_dir)
-        print(f"restored bilm-tf's checkpoint {found.path} "
-              f"({found.generation} names) at step {step}; bilm-tf saved "
-              "no data position: a new data stream starts", flush=True)
+        logger.info(f"restored bilm-tf's checkpoint {found.path} "
+                    f"({found.generation} names) at step {step}; bilm-tf saved "
+                    "no data position: a new data stream starts")
     return saved
 
 
@@ -488,16 +507,16 @@ def _plan_steps(saved: RunCheckpoint, strategy, options: BiLMOptions,
     last = _last_step(options, start, more_epochs=more_epochs,
                       max_steps=run.max_steps)
     if last <= start:
-        print(f"step {start}: the run's {options.n_epochs} epoch(s) are "
-              "done, nothing to train (restart --n_epochs N trains N "
-              "more)", flush=True)
+        logger.info(f"step {start}: the run's {options.n_epochs} epoch(s) are "
+                    "done, nothing to train (restart --n_epochs N trains N "
+                    "more)")
     stream_seed, skip = stream.resolve(
         restored=DATA_STREAM in saved.restored,
         continue_stream=not more_epochs, step=start,
         batch_size=options.batch_size, seed=run.seed)
     if skip:
-        print(f"continuing the data stream after its first {skip} "
-              "batches", flush=True)
+        logger.info(f"continuing the data stream after its first {skip} "
+                    "batches")
     batches = distributed_batches(
         strategy, run.train_prefix, vocab, options, stream_seed, skip)
     # the step's dropout masks and softmax samples: a function of the
@@ -513,7 +532,7 @@ def _plan_steps(saved: RunCheckpoint, strategy, options: BiLMOptions,
         carried.current = (
             strategy.experimental_distribute_values_from_function(
                 lambda ctx: lm.zero_states(per_replica)))
-    logger.info("training steps %d..%d on %d replica(s)", start, last,
+    logger.debug("training steps %d..%d on %d replica(s)", start, last,
                 strategy.num_replicas_in_sync)
     return _Steps(start, last, batches, train_step)
 
@@ -580,11 +599,9 @@ def _train_steps(saved: RunCheckpoint, steps: _Steps, strategy,
             preemption = watch_preemption(strategy, watch, writer.save,
                                           preempted)
             try:
-                path = _run_steps(
-                    steps.train_step, steps.batches, saved.carried,
-                    start_step=steps.start, last_step=steps.last,
-                    progress=progress, writer=writer, preemption=preemption,
-                    log_every=run.log_every, save_every=run.save_every)
+                path = _run_steps(steps, saved.carried, run,
+                                  progress=progress, writer=writer,
+                                  preemption=preemption)
             except BaseException:
                 # the logs up to the stop, without hiding its reason
                 with contextlib.suppress(Exception):
@@ -608,26 +625,27 @@ def _train_steps(saved: RunCheckpoint, steps: _Steps, strategy,
     )
 
 
-def _run_steps(train_step, batches, carried: CarriedStates, *,
-               start_step: int, last_step: int, progress: TrainingProgress,
-               writer: CheckpointWriter, preemption, log_every: int,
-               save_every: int) -> Optional[str]:
-    """Runs the global steps after ``start_step`` up to ``last_step``;
-    returns the path of the last checkpoint written (None: no step).
+def _run_steps(steps: _Steps, carried: CarriedStates, run: TrainingRun, *,
+               progress: TrainingProgress, writer: CheckpointWriter,
+               preemption) -> Optional[str]:
+    """Runs the global steps after ``steps.start`` up to ``steps.last``
+    (a progress line every ``run.log_every``, a checkpoint every
+    ``run.save_every`` and at the last); returns the path of the last
+    checkpoint written (None: no step).
 
     Raises:
         TrainingPreempted: a signal came (``preemption.after_step`` wrote
             the checkpoint of the step reached).
     """
-    path = None
-    for current in range(start_step + 1, last_step + 1):
-        loss, grad_norm, carried.current, direction_losses = train_step(
-            next(batches), carried.current)
+    path, last = None, steps.last
+    for current in range(steps.start + 1, last + 1):
+        loss, grad_norm, carried.current, direction_losses = (
+            steps.train_step(next(steps.batches), carried.current))
         progress.add(loss, direction_losses)
-        if current % log_every == 0 or current == last_step:
+        if current % run.log_every == 0 or current == last:
             progress.report(current, grad_norm)
-        if current % save_every == 0 or current == last_step:
+        if current % run.save_every == 0 or current == last:
             path = writer.save(current)
-        if current < last_step:  # the last step ends the run anyway
+        if current < last:  # the last step ends the run anyway
             preemption.after_step(current)
     return path

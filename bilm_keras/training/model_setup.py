@@ -18,10 +18,7 @@ from bilm_keras.training.adaptation import (
     load_pretrained_lm,
 )
 from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_backbone
-from bilm_keras.training.paddle_save_dir import (
-    load_paddle_backbone,
-    locate_paddle_checkpoint,
-)
+from bilm_keras.training.paddle_adaptation import load_paddle_backbone
 
 
 def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
@@ -35,7 +32,8 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
-                init_weights=None, init_checkpoint=None, **model_kwargs):
+                init_weights=None, init_checkpoint=None, init_paddle=None,
+                **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad (call in scope).
 
     ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
@@ -44,14 +42,18 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
     the softmax, which the file does not have, gets its random ``W`` and
     a zero bias (:func:`init_softmax` sets the bias from the corpus).
     ``init_checkpoint``: the same from a bilm-tf save_dir's checkpoint
-    or a Paddle checkpoint (every variable's shape checked first; its
-    softmax rows are :func:`init_softmax_from_checkpoint`'s).
+    (every variable's shape checked first; its softmax rows are
+    :func:`init_softmax_from_checkpoint`'s).
+    ``init_paddle``: the same from a Paddle checkpoint already read (a
+    :class:`~bilm_keras.weights.paddle_model.PaddleModel`; its softmax and
+    accumulators: :mod:`bilm_keras.training.paddle_adaptation`).
     ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
     ``dedup_tokens``: the training fast path, on by default).
     """
     lm = LanguageModel.from_options(options, training=training, seed=seed,
                                     **model_kwargs)
-    if init_weights is None and init_checkpoint is None:
+    if init_weights is None and init_checkpoint is None \
+            and init_paddle is None:
         lm.build_all()
     else:
         # the file fills the backbone: zeros until then, no random values
@@ -60,8 +62,8 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
             lm.build_all()
         if init_weights is not None:
             load_pretrained_lm(lm, init_weights)
-        elif locate_paddle_checkpoint(init_checkpoint) is not None:
-            load_paddle_backbone(init_checkpoint, lm.backbone)
+        elif init_paddle is not None:
+            load_paddle_backbone(init_paddle, lm.backbone)
         else:
             load_bilm_tf_backbone(init_checkpoint, lm.backbone,
                                   options_label="the options (--options)")

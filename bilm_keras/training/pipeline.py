@@ -5,22 +5,25 @@ main job."""
 from __future__ import annotations
 
 import glob
+import logging
 import os
 import time
 from typing import Optional
 
-from bilm_keras.data.sentence_file import read_sentence_lines
-from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
-from bilm_keras.data.vocab_builder import build_vocab
 from bilm_keras.bidirectional_language_model import (
     BidirectionalLanguageModel,
 )
+from bilm_keras.data.sentence_file import read_sentence_lines
+from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
+from bilm_keras.data.vocab_builder import build_vocab
 from bilm_keras.options import BiLMOptions
 from bilm_keras.presets import options_file as preset_or_path
 from bilm_keras.training.evaluation import evaluate
 from bilm_keras.training.loop import train
 from bilm_keras.training.training_run import TrainingRun
 from bilm_keras.training.weight_dump import dump_weights
+
+logger = logging.getLogger(__name__)
 
 
 def heldout_examples(pattern: str, n: int = 2) -> list:
@@ -87,8 +90,8 @@ def run_pipeline(
     # 2. vocabulary
     vocab_file = os.path.join(out_dir, "vocab.txt")
     vocab_stats = build_vocab(corpus, vocab_file, min_count=min_count)
-    print(f"vocabulary: {vocab_stats['n_tokens_vocab']} tokens, "
-          f"{vocab_stats['n_train_tokens']} training tokens", flush=True)
+    logger.info(f"vocabulary: {vocab_stats['n_tokens_vocab']} tokens, "
+                f"{vocab_stats['n_train_tokens']} training tokens")
     # 3. train
     save_dir = os.path.join(out_dir, "checkpoints")
     trained = train(options, TrainingRun(
@@ -107,10 +110,10 @@ def run_pipeline(
     examples = heldout_examples(heldout)
     embeddings = bilm.embed_sentences(examples)
     for sentence, emb in zip(examples, embeddings):
-        print(f"ELMo layers {emb.shape} for: {' '.join(sentence)}")
-    print(f"pipeline done in {time.perf_counter() - start:.0f} s", flush=True)
+        logger.info(f"ELMo layers {emb.shape} for: {' '.join(sentence)}")
+    logger.info(f"pipeline done in {time.perf_counter() - start:.0f} s")
     for line in perplexity["warnings"]:  # repeated where they are seen
-        print(line, flush=True)
+        logger.info(line)
     return dict(
         vocab_file=vocab_file, save_dir=save_dir, **dumped,
         perplexity=perplexity, train=trained,

@@ -7,11 +7,14 @@ The scalars: ``train_perplexity`` (the mean over directions) and
 
 from __future__ import annotations
 
+import logging
 import math
 import time
 
 import tensorflow as tf
 from tensorflow.core.framework import summary_pb2
+
+logger = logging.getLogger(__name__)
 
 
 class TrainingProgress:
@@ -67,11 +70,11 @@ class TrainingProgress:
         each = "".join(
             f"  {d} {p:.2f}" for d, p in self.direction_perplexity.items()
         ) if len(self.direction_perplexity) > 1 else ""
-        print(f"step {step}/{self.last_step}  "
-              f"train_perplexity {self.perplexity:.2f}{each}  "
-              f"grad_norm {float(grad_norm):.3f}  "
-              f"tokens/s {self.tokens_per_second:.0f}  "
-              f"ETA {_format_eta(eta)}", flush=True)
+        logger.info(f"step {step}/{self.last_step}  "
+                    f"train_perplexity {self.perplexity:.2f}{each}  "
+                    f"grad_norm {float(grad_norm):.3f}  "
+                    f"tokens/s {self.tokens_per_second:.0f}  "
+                    f"ETA {_format_eta(eta)}")
         with self.writer.as_default(step=step):
             _scalar_summary("train_perplexity", self.perplexity, step)
             for d, p in self.direction_perplexity.items():

@@ -16,8 +16,8 @@ its output would otherwise pass for the latest model.
 
 from __future__ import annotations
 
+import logging
 import os
-import sys
 from typing import Optional
 
 from bilm_keras.options import BiLMOptions
@@ -33,6 +33,8 @@ from bilm_keras.training.run_checkpoint import (
     locate_run_checkpoint,
 )
 from bilm_keras.weights.bilm_tf_checkpoint import BILM_TF, SaveDirCheckpoint
+
+logger = logging.getLogger(__name__)
 
 
 def choose_checkpoint(save_dir: str | os.PathLike, *,
@@ -55,7 +57,7 @@ def choose_checkpoint(save_dir: str | os.PathLike, *,
                                   fallback=fallback)
     note = found.fallback_note()
     if note is not None:
-        print(note, file=sys.stderr, flush=True)
+        logger.warning(note)
     return found
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import logging
 import math
 import os
 from typing import Dict, Iterable, Optional
@@ -38,6 +39,8 @@ from bilm_keras.data.bilm_tf_heldout import (
     iter_bilm_tf_heldout_batches,
 )
 from bilm_keras.training.save_dir_models import load_save_dir_model
+
+logger = logging.getLogger(__name__)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,8 +115,8 @@ def stateful_perplexity(
         if log_every and n_batches // log_every > before // log_every:
             running = np.mean(list(loss_sum.values())) / (
                 n_batches * batch_size)
-            print(f"batch {n_batches}  running perplexity "
-                  f"{math.exp(running):.3f}", flush=True)
+            logger.info(f"batch {n_batches}  running perplexity "
+                        f"{math.exp(running):.3f}")
     if n_batches == 0:
         raise ValueError(
             f"no complete batch of {batch_size} rows: bilm-tf's evaluation "

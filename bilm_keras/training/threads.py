@@ -109,7 +109,7 @@ def configure_training_threads(
                 f"{current}; its thread pools can be sized only before its "
                 "first op (call train() first, or use a fresh process)"
             ) from None
-        logger.info("TensorFlow already running; its thread pools %s stay",
+        logger.debug("TensorFlow already running; its thread pools %s stay",
                     current)
         return None
     return intra_op, inter_op

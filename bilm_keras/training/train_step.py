@@ -63,8 +63,10 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
     ``direction_losses`` ``{direction: ()}`` each direction's mean token
     loss, both averaged over the replicas.
     ``sparse_gradients=False`` makes the softmax's and the embeddings'
-    gradients dense before the all-reduce (the same updates; for
-    comparison, ``bench/train_throughput.py --compare dense_gradients``).
+    gradients dense before the all-reduce: the same updates, for a
+    strategy whose all-reduce of rows (an all-gather) is slower than a
+    dense sum, e.g. a small vocabulary over many replicas
+    (``bench/train_throughput.py --compare dense_gradients`` times both).
     Dropout masks are a function of ``dropout_seed`` (None: drawn once
     from the system), the global step and the replica, the same in the
     fast and the plain LSTM path (:mod:`bilm_keras.layers.dropout`).

@@ -378,30 +378,6 @@ class BilmTFCheckpoint:
             yield entry, entry.to_keras(
                 self._read(reader, entry.checkpoint_name))
 
-    def iter_accumulators(self) -> Iterator[Tuple[CheckpointVariable,
-                                                  np.ndarray]]:
-        """``(entry, Adagrad accumulator)`` per variable, in the variable's
-        layout; a padding row holds :data:`INITIAL_ACCUMULATOR` (bilm-tf had
-        no such row)."""
-        if not self.has_accumulators:
-            raise CheckpointFileError(
-                f"{self.path}: holds no Adagrad accumulators (expected "
-                f"'{self.variables[0].checkpoint_name}{ADAGRAD_SUFFIX}')")
-        reader = self._reader()
-        for entry in self.variables:
-            value = entry.to_keras(self._read(
-                reader, entry.checkpoint_name + ADAGRAD_SUFFIX))
-            value[: entry.padding_rows] = INITIAL_ACCUMULATOR
-            yield entry, value
-
-    def read_weights(self) -> Dict[str, np.ndarray]:
-        """``{variable path: value}`` of every variable (all in memory)."""
-        return {e.variable_path: v for e, v in self.iter_weights()}
-
-    def read_accumulators(self) -> Dict[str, np.ndarray]:
-        """``{variable path: Adagrad accumulator}`` (all in memory)."""
-        return {e.variable_path: v for e, v in self.iter_accumulators()}
-
     def read_hdf5_datasets(self) -> Iterator[Tuple[str, np.ndarray]]:
         """``(dataset name, value)`` as bilm-tf's ``dump_weights`` wrote
         them: the backbone's variables, values as stored (bilm-tf's
@@ -518,9 +494,8 @@ def _identity(x):
 
 def assign_bilm_tf_checkpoint(checkpoint: BilmTFCheckpoint) -> None:
     """Assigns every variable its value from the checkpoint, one at a
-    time (the optimizer's accumulators and step are the caller's:
-    :meth:`BilmTFCheckpoint.iter_accumulators`,
-    :attr:`BilmTFCheckpoint.global_step`)."""
+    time (a run's accumulators and step: :func:`bilm_keras.training.
+    bilm_tf_save_dir.restore_bilm_tf_run`)."""
     for entry, value in checkpoint.iter_weights():
         entry.variable.assign(value)
 

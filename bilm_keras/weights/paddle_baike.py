@@ -222,6 +222,23 @@ def _own_vocab(dirname: str) -> Optional[str]:
     return None
 
 
+def baike_checkpoint_options(dirname: str | os.PathLike) -> dict:
+    """The ``options.json`` of a baike checkpoint from its variables'
+    headers alone (no weight is read).
+
+    Raises:
+        PaddleFormatError: see :func:`read_baike`.
+    """
+    dirname = os.fspath(dirname)
+    names = list_variables(dirname)
+    missing = [n for n in PARAMETERS if n not in names]
+    if not is_baike_checkpoint(names) or missing:
+        read_baike(dirname)  # raises the one-line error
+    n_vocab, dim_p, dim_d = _check_shapes(
+        dirname, read_headers(dirname, PARAMETERS))
+    return baike_options(n_vocab, dim_p, dim_d)
+
+
 def read_baike(dirname: str | os.PathLike,
                vocab_file: Optional[str | os.PathLike] = None
                ) -> PaddleModel:

@@ -72,6 +72,17 @@ def read_paddle(checkpoint: str | os.PathLike,
         "file, found no such file or directory")
 
 
+def paddle_options(checkpoint: str | os.PathLike) -> dict:
+    """The ``options.json`` a Paddle checkpoint converts with (a Fluid
+    directory's from its headers alone)."""
+    path = os.fspath(checkpoint)
+    if os.path.isdir(path):
+        from bilm_keras.weights.paddle_baike import baike_checkpoint_options
+
+        return baike_checkpoint_options(path)
+    return read_paddle(path).options
+
+
 def convert_paddle(
     checkpoint: str | os.PathLike,
     outdir: str | os.PathLike,

@@ -110,7 +110,7 @@ def test_stateful_batches_match_bilm_tf(model_dir, reference, token_files):
             for state in (c.numpy(), h.numpy()):
                 np.testing.assert_allclose(state[2], third_rows[k], atol=1e-7)
                 k += 1
-    assert model.trace_count == 1
+    assert model._call_fn.experimental_get_tracing_count() == 1
 
 
 def test_first_batch_matches_statelessly(model_dir, reference, token_files,
@@ -142,7 +142,7 @@ def test_no_retracing_across_batch_shapes(stateless_char_model):
                   [["x"] * 7, [], ["y", "z"], ["w"]]):
         model(batcher.batch_sentences(batch))
     model(tf.constant(batcher.batch_sentences([["q"]]), tf.int64))
-    assert model.trace_count == 1
+    assert model._call_fn.experimental_get_tracing_count() == 1
 
 
 def test_token_embeddings_output(stateless_char_model):

@@ -18,6 +18,8 @@ import shutil
 import numpy as np
 import pytest
 
+from helpers import bilm_tf_state
+
 from bilm_keras import cli
 from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.layers.initialization import placeholder_weights
@@ -56,8 +58,7 @@ def _bilm_tf_state(save_dir, options):
         lm, _ = build_model(options)
     checkpoint = read_bilm_tf_checkpoint(save_dir, lm.backbone,
                                          softmax=lm.softmax)
-    weights, accumulators = (checkpoint.read_weights(),
-                             checkpoint.read_accumulators())
+    weights, accumulators = bilm_tf_state(checkpoint)
     return ({p: (weights[p], accumulators[p]) for p in weights},
             checkpoint.global_step)
 

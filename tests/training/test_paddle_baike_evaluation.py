@@ -68,3 +68,31 @@ def test_cli_test_and_dump_weights(paddle_baike_fixtures, tmp_path,
         for name in ("embedding",
                      "RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_0"):
             np.testing.assert_array_equal(a[name][...], b[name][...])
+
+
+@pytest.mark.slow  # an export and its SavedModel
+def test_export_hub_from_the_fluid_directory(paddle_baike_fixtures,
+                                             tmp_path):
+    """``export-hub --save_dir`` on Paddle's directory: the SavedModel's
+    ``default`` signature gives Paddle's own layers (reference.npz)."""
+    import tensorflow as tf
+
+    fx = paddle_baike_fixtures
+    out = tmp_path / "hub"
+    assert cli.main(["export-hub", "--save_dir", str(fx / "checkpoint"),
+                     "--vocab_file", str(fx / "vocab.txt"), "--outdir",
+                     str(out)]) == 0
+    sentences = (fx / "sentences.txt").read_text("utf-8").splitlines()
+    got = tf.saved_model.load(str(out)).signatures["default"](
+        strings=tf.constant(sentences))
+    with np.load(fx / "reference.npz") as ref:
+        for i, sentence in enumerate(sentences):
+            n = len(sentence.split())
+            words = slice(1, n + 1)
+            layer2 = got["lstm_outputs2"][i, :n].numpy()
+            np.testing.assert_allclose(layer2[:, :8],
+                                       ref[f"s{i}_fw_2"][words],
+                                       rtol=0, atol=1e-5)
+            np.testing.assert_allclose(layer2[:, 8:],
+                                       ref[f"s{i}_bw_2"][::-1][words],
+                                       rtol=0, atol=1e-5)

@@ -14,12 +14,16 @@ from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.bilm_tf_save_dir import (
+    bilm_tf_run_options,
     dump_bilm_tf_checkpoint,
     load_bilm_tf_language_model,
+    restore_bilm_tf_run,
 )
 from bilm_keras.weights import load_bilm_tf_hdf5
+from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.run_checkpoint import (
     BILM_KERAS,
+    RunCheckpoint,
     locate_run_checkpoint,
 )
 from bilm_keras.weights.bilm_tf_checkpoint import (
@@ -31,7 +35,7 @@ from bilm_keras.weights.bilm_tf_checkpoint import (
     locate_checkpoint,
     read_bilm_tf_checkpoint,
 )
-from helpers import hdf5_datasets
+from helpers import bilm_tf_state, hdf5_datasets
 
 RUN = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "bilm_tf_run"
 GENERATIONS = {"save_dir": TF_1_5, "save_dir_tf12": TF_1_2}
@@ -141,7 +145,7 @@ def test_weights_and_accumulators_in_our_layout(sub, loaded):
     # every variable of the model, softmax included, is filled
     assert sorted(entries) == sorted(v.path for v in lm.variables)
     assert checkpoint.has_accumulators
-    accumulators = checkpoint.read_accumulators()
+    _, accumulators = bilm_tf_state(checkpoint)
     for variable in lm.variables:
         name = entries[variable.path].checkpoint_name
         expected = _expected_layout(name, raw[name])
@@ -304,10 +308,17 @@ def test_a_checkpoint_without_optimizer_slots(tmp_path):
     assert not checkpoint.has_accumulators
     assert checkpoint.global_step == 40
     assert np.array_equal(lm.softmax.b.numpy(), raw["lm/softmax/b"])
+    # a run cannot continue from it: the accumulators named
+    options = bilm_tf_run_options(save_dir)
+    with placeholder_weights():
+        lm, optimizer = build_model(options)
     with pytest.raises(CheckpointFileError,
                        match=r"holds no Adagrad accumulators \(expected "
-                             r"'lm/char_embed/Adagrad'\)"):
-        checkpoint.read_accumulators()
+                             r"'lm/char_embed/Adagrad'\): restart "):
+        restore_bilm_tf_run(
+            locate_run_checkpoint(save_dir),
+            RunCheckpoint(lm, optimizer, batch_size=options.batch_size),
+            save_dir=save_dir)
 
 
 def test_read_a_tensor_by_name(loaded):
