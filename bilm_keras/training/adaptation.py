@@ -62,10 +62,6 @@ from bilm_keras.data.unigram import target_counts
 from bilm_keras.data.vocabulary import UNK_TOKEN, Vocabulary, VocabularyError
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.training.bilm_tf_save_dir import read_bilm_tf_softmax
-from bilm_keras.training.paddle_save_dir import (
-    locate_paddle_checkpoint,
-    read_paddle_softmax,
-)
 from bilm_keras.training.training_run import SOFTMAX_BIASES
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
 
@@ -238,16 +234,10 @@ def init_softmax_from_checkpoint(lm: LanguageModel, save_dir, *,
                     "(give the checkpoint's vocabulary as --init_vocab_file to "
                     "keep the rows of the words both have)")
         return 0
-    if locate_paddle_checkpoint(save_dir) is not None:
-        # Paddle's vocabulary file as Paddle read it (PaddleNLP's holds
-        # only words), in our form
-        path, old_vocab, W, b = read_paddle_softmax(save_dir,
-                                                    init_vocab_file)
-    else:
-        old_vocab = Vocabulary(init_vocab_file)
-        path, W, b = read_bilm_tf_softmax(
-            save_dir, purpose="--init_vocab_file keeps its rows; without it "
-                              "the softmax is new")
+    old_vocab = Vocabulary(init_vocab_file)
+    path, W, b = read_bilm_tf_softmax(
+        save_dir, purpose="--init_vocab_file keeps its rows; without it the "
+                          "softmax is new")
     if old_vocab.size != b.shape[0]:
         raise VocabularyError(
             f"{init_vocab_file}: {old_vocab.size} words, but the softmax of "

@@ -82,11 +82,13 @@ def load_paddle_backbone(model: PaddleModel, backbone) -> None:
 
 
 def keep_paddle_softmax(lm, model: PaddleModel, *, vocab: Vocabulary,
-                        vocab_file: str) -> tuple:
+                        vocab_file: str, init_vocab_file=None) -> tuple:
     """Keeps the softmax rows of the words ``vocab`` shares with the
     checkpoint's vocabulary (``model.vocab``: :func:`read_init_checkpoint`
     read it; else, for a word-input model, the run's own, whose words its
-    table's rows are). Logs what it kept.
+    table's rows are). ``init_vocab_file``: the checkpoint's vocabulary
+    file instead, as Paddle read it (PaddleNLP's holds only words: its
+    four specials come first). Logs what it kept.
 
     Returns:
         ``(new_rows, old_rows)`` int64 arrays (empty: none kept).
@@ -97,6 +99,15 @@ def keep_paddle_softmax(lm, model: PaddleModel, *, vocab: Vocabulary,
             checkpoint's (its table's rows are words).
     """
     old_words = model.vocab
+    if init_vocab_file is not None and model.system == "paddlenlp":
+        # PaddleNLP's file holds only words: its four specials first
+        from bilm_keras.weights.paddlenlp_elmo import read_paddlenlp_vocab
+
+        old_words = read_paddlenlp_vocab(
+            init_vocab_file, model.softmax_bias.shape[0], model.source)
+    elif init_vocab_file is not None:
+        old = Vocabulary(os.fspath(init_vocab_file))
+        old_words = [old.id_to_word(i) for i in range(old.size)]
     empty = np.zeros(0, np.int64)
     n_rows = model.softmax_bias.shape[0]
     if (old_words is None and not lm.backbone.use_character_inputs

@@ -104,38 +104,36 @@ def test_a_bad_paddle_save_dir_is_one_line(tmp_path, capsys):
 
 
 # --------------------------------------- train --init_checkpoint from Paddle
-def test_init_checkpoint_starts_from_paddles_weights_and_softmax(tmp_path):
+def test_init_vocab_file_is_paddlenlps_own(tmp_path, capsys):
+    # --init_vocab_file is PaddleNLP's words-only file: its rows are the
+    # words' ids after PaddleNLP's four specials
     from bilm_keras.data.vocabulary import Vocabulary
-    from bilm_keras.training.adaptation import init_softmax_from_checkpoint
-    from bilm_keras.training.model_setup import build_model
+    from bilm_keras.models.language_model import LanguageModel
+    from bilm_keras.training.paddle_adaptation import keep_paddle_softmax
     from bilm_keras.weights.paddlenlp_elmo import read_paddlenlp
 
-    paddle_model = read_paddlenlp(RUN / "final.pdparams", vocab_file=VOCAB)
-    options = BiLMOptions.from_dict(paddle_model.options)
-    lm, _ = build_model(options, init_checkpoint=str(RUN))
-    table = lm.backbone.token_embedder.char_embedding.numpy()
-    np.testing.assert_array_equal(table[1:],
-                                  paddle_model.lm_weights["char_embed"])
-    # the user's vocabulary: bilm-tf's, some of Paddle's words, in another
-    # order, and one Paddle never saw
+    paddle_model = read_paddlenlp(RUN / "final.pdparams")
+    assert paddle_model.vocab is None  # none given: the file's words only
     words = ["<S>", "</S>", "<UNK>", "北京", "新词", "的"]
     vocab_file = tmp_path / "vocab.txt"
     vocab_file.write_text("".join(w + "\n" for w in words), encoding="utf-8")
-    options = options.replace(n_tokens_vocab=len(words))
-    lm, _ = build_model(options, init_checkpoint=str(RUN))
-    kept = init_softmax_from_checkpoint(
-        lm, str(RUN), init_vocab_file=str(VOCAB),
-        vocab=Vocabulary(vocab_file), vocab_file=str(vocab_file))
-    assert kept == 5  # all but 新词
-    paddle_ids = {w: i for i, w in enumerate(paddle_model.vocab)}
+    options = BiLMOptions.from_dict(
+        dict(paddle_model.options, n_tokens_vocab=len(words)))
+    lm = LanguageModel.from_options(options, training=False).build_all()
+    new_rows, old_rows = keep_paddle_softmax(
+        lm, paddle_model, vocab=Vocabulary(vocab_file),
+        vocab_file=str(vocab_file), init_vocab_file=str(VOCAB))
+    assert len(new_rows) == 5  # all but 新词
+    paddle_ids = {"<UNK>": 0, "<S>": 1, "</S>": 2}
+    paddle_ids.update({w: 4 + i for i, w in enumerate(
+        VOCAB.read_text("utf-8").split())})
     W, b = lm.softmax.W.numpy(), lm.softmax.b.numpy()
     for row, word in enumerate(words):
-        if word == "新词":
-            continue
-        old = paddle_ids[word]
-        np.testing.assert_array_equal(W[row],
-                                      paddle_model.softmax_weight[old])
-        assert b[row] == paddle_model.softmax_bias[old]
+        if word != "新词":
+            old = paddle_ids[word]
+            np.testing.assert_array_equal(W[row],
+                                          paddle_model.softmax_weight[old])
+            assert b[row] == paddle_model.softmax_bias[old]
 
 
 def test_init_checkpoint_takes_the_checkpoints_options(tmp_path, capsys):
