@@ -67,7 +67,7 @@ def preset_file(name: str) -> str:
         raise FileNotFoundError(
             f"{resource}: preset {name!r} missing (an incomplete checkout "
             "or installation of bilm_keras)")
-    if isinstance(resource, pathlib.Path):  # an installed package: a file
+    if isinstance(resource, pathlib.Path):  # a file: a checkout or a wheel
         return str(resource)
     # a package inside a zip: a file extracted once, for this process
     return str(_EXTRACTED.enter_context(

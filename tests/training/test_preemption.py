@@ -129,6 +129,9 @@ def assert_same_checkpoint(got, want):
         np.testing.assert_array_equal(got[name], want[name], err_msg=name)
 
 
+# slow: three short runs in this process (the quick tier's largest test);
+# the quick tier keeps the watch's and the message's tests above
+@pytest.mark.slow
 def test_sigterm_saves_the_step_and_restart_ends_as_never_stopped(
         train_dir, tmp_path, capsys):
     """In this process: SIGTERM from another thread once step 2 is
