@@ -172,9 +172,13 @@ class BidirectionalLanguageModel:
             ...     "manylangs-zh")
             >>> vectors = bilm.embed_sentences([["今天", "天氣", "很好"]])
         """
+        row = registered_model(os.fspath(spec))
+        if row is not None and row.vocab_note and vocab_file is None:
+            # a word-input model published without its vocabulary
+            raise ValueError(f"vocab_file: {spec}: {row.vocab_note}")
         needs_vocab = not (use_character_inputs or vocab_file is not None
                            or embedding_weight_file is not None)
-        if needs_vocab and registered_model(os.fspath(spec)) is not None:
+        if needs_vocab and row is not None:
             # the registry's models ship no vocabulary: say so before a
             # download
             raise ValueError(
@@ -184,6 +188,16 @@ class BidirectionalLanguageModel:
                               progress=progress)
         if vocab_file is None:
             vocab_file = model.vocab_file
+        if BiLMOptions.from_json(model.options_file).char_cnn is None:
+            # a word-input model (Paddle's baike model): its token table is
+            # its weight file's ``embedding``, its ids its vocabulary's
+            if vocab_file is None:
+                raise ValueError(
+                    f"vocab_file: {model.name} takes words and ships no "
+                    "vocabulary (pass vocab_file=)")
+            use_character_inputs = False
+            if embedding_weight_file is None:
+                embedding_weight_file = model.weight_file
         if use_character_inputs or embedding_weight_file is not None:
             bilm = cls(model.options_file, model.weight_file,
                        use_character_inputs=use_character_inputs,

@@ -31,6 +31,7 @@ from helpers import (  # noqa: E402
     fixture_options,
     fixtures_root,
     manylangs_fixtures_root,
+    paddle_baike_fixtures_root,
     skip_or_fail,
 )
 
@@ -86,6 +87,25 @@ def manylangs_reference(manylangs_fixtures) -> dict:
                                  f[f"word_ids/{i}"][...][:, None]], axis=1)
                  for i in range(n)],
         )
+
+
+@pytest.fixture(scope="session")
+def paddle_baike_fixtures() -> pathlib.Path:
+    """The Fluid (baike) ELMo fixtures Paddle 1.8.5 made
+    (tests/fixtures/paddle_baike/README.md)."""
+    return paddle_baike_fixtures_root()
+
+
+@pytest.fixture(scope="session")
+def paddle_baike_converted(paddle_baike_fixtures, tmp_path_factory) -> dict:
+    """The fixture's Fluid checkpoint converted once per session
+    (``convert_paddle``'s result: outdir, options, weight and vocab
+    files)."""
+    from bilm_keras.weights.paddle_conversion import convert_paddle
+
+    out = tmp_path_factory.mktemp("paddle_baike") / "baike-elmo"
+    return convert_paddle(paddle_baike_fixtures / "checkpoint", out,
+                          vocab_file=paddle_baike_fixtures / "vocab.txt")
 
 
 @pytest.fixture(scope="session")

@@ -58,6 +58,12 @@ def manylangs_fixtures_root() -> pathlib.Path:
     return pathlib.Path(os.environ.get("MANYLANGS_FIXTURES", default))
 
 
+def paddle_baike_fixtures_root() -> pathlib.Path:
+    """The Fluid (baike) ELMo fixture folder made by Paddle 1.8.5
+    (``checkpoint/``, ``vocab.txt``, ``reference.npz``, ...)."""
+    return REPO_ROOT / "tests" / "fixtures" / "paddle_baike"
+
+
 
 # ------------------------------------------------------- commands and files
 def load_bin_script(name):

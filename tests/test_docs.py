@@ -9,14 +9,17 @@ own that holds (the doc-block convention, CONTRIBUTING.md):
   ``vocab.txt``; a small text ``sentences.txt`` (one whitespace-tokenized
   sentence a line, English and segmented Chinese); a corpus
   ``corpus/train/*.txt`` and ``corpus/heldout/*.txt``; ELMoForManyLangs'
-  tiny fixture model as released, ``zht.model/``;
+  tiny fixture model as released, ``zht.model/``; Paddle's Fluid (baike)
+  fixture checkpoint, ``baike_checkpoint/``, and its vocabulary,
+  ``vocabulary_min5k.txt`` (35 words, standing in for the release's);
 * the repository's ``bin``, ``examples``, ``bench``, ``tests`` (bilm-tf's
   run fixtures) and usage scripts, linked, so a block reads as if run
   from the repository root (and writes nothing into it);
 * ``bilm-keras`` on ``PATH``; ``BILM_KERAS_MODEL_MIRROR`` at a local
   server (127.0.0.1) that serves fixture models at every path of the
   registry (bilm-tf's fixture model for AllenNLP's English names,
-  ELMoForManyLangs' tiny fixture model for the 44 languages), and
+  ELMoForManyLangs' tiny fixture model for the 44 languages, the baike
+  fixture checkpoint for ``paddle-baike-zh``), and
   ``BILM_KERAS_CACHE`` in the folder: nothing touches the network.
 
 A block whose info string says ``notest`` is not run, and says why after
@@ -74,7 +77,7 @@ def _relative(document: pathlib.Path) -> str:
 
 
 @pytest.fixture(scope="module")
-def mirror(bilm_fixtures, manylangs_fixtures):
+def mirror(bilm_fixtures, manylangs_fixtures, paddle_baike_fixtures):
     """A local server with a fixture model at every registry path."""
     import urllib.parse
 
@@ -92,6 +95,12 @@ def mirror(bilm_fixtures, manylangs_fixtures):
                 model / "lm_weights.hdf5").read_bytes()
             continue
         path = urllib.parse.urlsplit(entry.archive_url).path
+        if entry.format == "paddle-fluid":
+            routes[path] = server_module.tar_bytes(
+                server_module.folder_files(
+                    paddle_baike_fixtures / "checkpoint",
+                    "baike_elmo_checkpoint/"), "w:gz")
+            continue
         files = server_module.manylangs_files(tiny, f"{entry.name}.model/")
         routes[path] = (server_module.zip_bytes(files)
                         if path.endswith(".zip")
@@ -116,9 +125,13 @@ def _model_server_module():
 
 
 def _scratch_folder(folder: pathlib.Path, bilm_fixtures,
-                    manylangs_fixtures) -> None:
+                    manylangs_fixtures, paddle_baike_fixtures) -> None:
     """The doc-block convention's files (module docstring)."""
     shutil.copytree(manylangs_fixtures / "tiny.model", folder / "zht.model")
+    shutil.copytree(paddle_baike_fixtures / "checkpoint",
+                    folder / "baike_checkpoint")
+    shutil.copyfile(paddle_baike_fixtures / "vocab.txt",
+                    folder / "vocabulary_min5k.txt")
     model = bilm_fixtures / "model"
     shutil.copyfile(model / "options.json", folder / "options.json")
     shutil.copyfile(model / "lm_weights.hdf5", folder / "lm_weights.hdf5")
@@ -222,7 +235,7 @@ def test_reading_finds_flags_of_commands():
 @pytest.mark.slow
 @pytest.mark.parametrize("document", DOCUMENTS, ids=_relative)
 def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
-                  mirror):
+                  paddle_baike_fixtures, mirror):
     name = _relative(document)
     text = document.read_text("utf-8")
 
@@ -251,7 +264,8 @@ def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
 
     folder = tmp_path / "scratch"
     folder.mkdir()
-    _scratch_folder(folder, bilm_fixtures, manylangs_fixtures)
+    _scratch_folder(folder, bilm_fixtures, manylangs_fixtures,
+                    paddle_baike_fixtures)
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(dict(document=name, blocks=runnable)),
                     encoding="utf-8")

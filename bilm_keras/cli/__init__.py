@@ -80,6 +80,7 @@ from bilm_keras._utils.version import __version__
 from bilm_keras.cli import (
     build_vocab,
     convert_manylangs,
+    convert_paddle,
     dump_tokens,
     dump_weights,
     embed,
@@ -105,7 +106,7 @@ PROG = "bilm-keras"
 #: the subcommands, in the order ``--help`` lists them
 COMMANDS = (embed, models, merge_embeddings, dump_tokens, build_vocab,
             train, restart, evaluate, dump_weights, export_hub,
-            convert_manylangs, pipeline)
+            convert_manylangs, convert_paddle, pipeline)
 COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
 
 DESCRIPTION = """\

@@ -147,9 +147,19 @@ def check_dir(path: str, flag: str) -> None:
         raise CommandError(f"{flag} {path}: is a file, expected a directory")
 
 
-def check_save_dir(path: str, flag: str = "--save_dir") -> None:
+def check_save_dir(path: str, flag: str = "--save_dir", *,
+                   paddle: bool = False) -> None:
     """``path`` is a training directory (``bilm-keras train`` wrote its
-    ``options.json`` there, beside the checkpoints)."""
+    ``options.json`` there, beside the checkpoints); with ``paddle``, a
+    Paddle checkpoint also passes (a persistables directory, a PaddleNLP
+    ``.pdparams`` or its run's save_dir: the command reads it as one)."""
+    if paddle:
+        from bilm_keras.training.paddle_save_dir import (
+            locate_paddle_checkpoint,
+        )
+
+        if locate_paddle_checkpoint(path) is not None:
+            return
     check_dir(path, flag)
     if not os.path.isfile(os.path.join(path, OPTIONS_FILE)):
         raise CommandError(

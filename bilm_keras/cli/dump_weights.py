@@ -43,7 +43,7 @@ def add_arguments(parser):
 
 
 def check(args) -> None:
-    check_save_dir(args.save_dir)
+    check_save_dir(args.save_dir, paddle=True)
     check_checkpoint(args.save_dir, args.checkpoint)
     check_output_file(args.outfile, "--outfile", args.overwrite)
     # written beside the weights; in --save_dir it is the training options

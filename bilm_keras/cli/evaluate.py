@@ -44,7 +44,7 @@ def add_arguments(parser):
 
 
 def check(args) -> None:
-    check_save_dir(args.save_dir)
+    check_save_dir(args.save_dir, paddle=True)
     check_checkpoint(args.save_dir, args.checkpoint)
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.test_prefix, "--test_prefix")

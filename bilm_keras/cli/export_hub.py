@@ -89,7 +89,7 @@ def check(args) -> None:
         if args.vocab_file is None:
             args.vocab_file = model.vocab_file
     if args.save_dir is not None:
-        check_save_dir(args.save_dir)
+        check_save_dir(args.save_dir, paddle=True)
         check_checkpoint(args.save_dir, args.checkpoint)
     else:
         check_options(args.options_file, "--options_file")

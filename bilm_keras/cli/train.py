@@ -86,6 +86,31 @@ def check_flags(args, parser) -> None:
                      "--init_checkpoint; give --init_checkpoint")
 
 
+def _paddle(path) -> bool:
+    """A Paddle checkpoint (a persistables directory, a ``.pdparams``)."""
+    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
+
+    return locate_paddle_checkpoint(path) is not None
+
+
+def _paddle_options_file(args) -> str:
+    """The Paddle checkpoint's options as a file that lives as long as
+    ``args``."""
+    import json
+    import tempfile
+
+    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
+    from bilm_keras.weights.paddle_conversion import paddle_options
+
+    options = paddle_options(locate_paddle_checkpoint(args.init_checkpoint))
+    args.paddle_options_dir = tempfile.TemporaryDirectory(
+        prefix="bilm_paddle_options.")
+    path = os.path.join(args.paddle_options_dir.name, OPTIONS_FILE)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump(options, f, indent=2)
+    return path
+
+
 def check(args) -> None:
     args.run = training_run(args)  # the settings, before any file
     check_file(args.vocab_file, "--vocab_file")
@@ -93,10 +118,15 @@ def check(args) -> None:
     # a new run from a training checkpoint: its own options by default
     args.options_from_checkpoint = (args.options is None
                                     and args.init_checkpoint is not None)
-    if args.options_from_checkpoint:
+    if args.options_from_checkpoint and _paddle(args.init_checkpoint):
+        # a Paddle checkpoint has no options.json: the converted options,
+        # written for this process
+        args.options = _paddle_options_file(args)
+    elif args.options_from_checkpoint:
         check_save_dir(args.init_checkpoint, "--init_checkpoint")
         args.options = os.path.join(args.init_checkpoint, OPTIONS_FILE)
-    elif args.init_checkpoint is not None:
+    elif args.init_checkpoint is not None and not _paddle(
+            args.init_checkpoint):
         check_dir(args.init_checkpoint, "--init_checkpoint")
     if args.init_vocab_file is not None:
         check_file(args.init_vocab_file, "--init_vocab_file")

@@ -25,6 +25,12 @@ Every signature, and the root's ``__call__``, returns the same dict::
     default        tf.float32 (B, 2 * P)     mean of elmo over the real tokens
     sequence_len   tf.int32   (B,)           tokens per row
 
+A word-input model (options without ``char_cnn``: a converted Paddle
+baike model) has the same signatures and outputs, its vocabulary a hash
+table in the graph (:mod:`bilm_keras.export.graph_word_ids`; the
+vocabulary is then required): ``char_ids`` of ``elmo`` is `(B, T + 2, 1)`,
+``TokenBatcher``'s ids, and ``word_emb`` the token table's rows.
+
 A converted ELMoForManyLangs model (options with an ``elmoformanylangs``
 section) has the same signatures and outputs; its ids are those of
 ``ManyLangsBatcher`` (see :mod:`bilm_keras.export.graph_manylangs_ids`):
@@ -97,6 +103,7 @@ from bilm_keras.export.graph_char_ids import (
 )
 from bilm_keras.export.graph_long_tokens import warn_of_long_tokens
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
+from bilm_keras.export.graph_word_ids import WordGraphIds
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
@@ -123,7 +130,8 @@ class ELMoHubModule(tf.Module):
         l2_coef: float or None. L2 penalty on the scalar-mix weights,
             exposed through ``regularization_losses``.
         graph_ids: the in-graph ids of a converted ELMoForManyLangs model
-            (:func:`graph_ids_for_options`); None: bilm-tf's char ids.
+            or of a word-input model (:func:`graph_ids_for_options`);
+            None: bilm-tf's char ids.
         char_dic_file, word_dic_file: that model's dictionaries, shipped
             as assets.
 
@@ -146,19 +154,23 @@ class ELMoHubModule(tf.Module):
         trainable_lm: bool = False,
         l2_coef: Optional[float] = None,
         name: str = "elmo",
-        graph_ids: Optional[ManyLangsGraphIds] = None,
+        graph_ids: Optional[ManyLangsGraphIds | WordGraphIds] = None,
         char_dic_file: Optional[str] = None,
         word_dic_file: Optional[str] = None,
     ):
         super().__init__(name=name)
-        if not backbone.use_character_inputs:
+        self.word_input = isinstance(graph_ids, WordGraphIds)
+        if not backbone.use_character_inputs and not self.word_input:
             raise ExportError(
-                "backbone: the hub signatures need character input "
-                "(options with a 'char_cnn' section), found token input"
+                "backbone: token input needs its vocabulary in the graph "
+                "(graph_ids=WordGraphIds: pass vocab_file)"
             )
         self.backbone = backbone
-        self.max_characters_per_token = backbone.max_characters_per_token
-        self.n_characters = backbone.n_characters
+        # the ids' value bound: characters, or words of a word-input model
+        self.max_characters_per_token = (
+            1 if self.word_input else backbone.max_characters_per_token)
+        self.n_characters = (graph_ids.n_words + 1 if self.word_input
+                             else backbone.n_characters)
         self.n_lstm_layers = backbone.n_layers
         self.scalar_mix = ScalarMix(
             backbone.n_layers + 1, l2_coef=l2_coef, name="scalar_mix"
@@ -243,6 +255,8 @@ class ELMoHubModule(tf.Module):
             ),  # (1, T + 2, C)
             lambda: char_ids,
         )
+        if self.word_input:
+            char_ids = char_ids[..., 0]  # (B, T + 2): TokenBatcher's ids
         out = self.backbone(char_ids, training=training)
         layers, lengths, mask = strip_boundaries(
             lm_layers(out), out["lengths"]
@@ -264,7 +278,10 @@ class ELMoHubModule(tf.Module):
         # these run in the graph (rank is not checkable there: TensorFlow
         # folds it from the spec).
         mc = self.max_characters_per_token
-        if self.graph_ids is None:
+        if self.word_input:
+            width = "1 id per token (a word-input model)"
+            batcher = "TokenBatcher"
+        elif self.graph_ids is None:
             width = f"{mc} characters per token (max_characters_per_token)"
             batcher = "Batcher"
         else:
@@ -291,7 +308,7 @@ class ELMoHubModule(tf.Module):
                 message="char_ids: expected time >= 2 (<S> and </S>)",
             ),
         ]
-        if self.ids_width > mc:
+        if self.ids_width > mc and not self.word_input:
             n_words = self.graph_ids.n_words + 1
             checks.append(tf.debugging.assert_less(
                 char_ids[..., mc:], tf.constant(n_words, tf.int32),
@@ -371,7 +388,8 @@ def _variables_trainable(trainable: bool):
 def build_backbone(
     options: BiLMOptions, trainable_lm: bool, source: str = "options"
 ) -> BiLMBackbone:
-    """A built char-input backbone whose variables are trainable or not.
+    """A built backbone whose variables are trainable or not: character
+    input, or word input for options without ``char_cnn``.
 
     Its weights are zeros (:func:`placeholder_weights`): the caller assigns
     them all (:func:`export_hub` from the HDF5 file).
@@ -379,13 +397,9 @@ def build_backbone(
     Args:
         source: the options' file, for error messages.
     """
-    if options.char_cnn is None:
-        raise ExportError(
-            f"{source}: the hub signatures need character input, but the "
-            "options have no 'char_cnn' section"
-        )
     backbone = BiLMBackbone.from_options(
-        options, use_character_inputs=True, name="bilm"
+        options, use_character_inputs=options.char_cnn is not None,
+        name="bilm"
     )
     with _variables_trainable(trainable_lm), placeholder_weights():
         backbone.build_all()
@@ -394,10 +408,24 @@ def build_backbone(
 
 
 def graph_ids_for_options(
-    options: BiLMOptions,
-) -> Optional[ManyLangsGraphIds]:
+    options: BiLMOptions, vocab_file: Optional[str] = None,
+    source: str = "options",
+) -> Optional[ManyLangsGraphIds | WordGraphIds]:
     """The in-graph ids of a converted ELMoForManyLangs model (its
-    dictionaries read as upstream reads them); None for a bilm-tf model."""
+    dictionaries read as upstream reads them) or of a word-input model
+    (its ``vocab_file``, required); None for a bilm-tf character model."""
+    if options.char_cnn is None:
+        if vocab_file is None:
+            raise ExportError(
+                f"{source}: a word-input model (no 'char_cnn' section) "
+                "needs its vocabulary in the SavedModel: pass vocab_file "
+                "(--vocab_file)")
+        ids = WordGraphIds.from_file(vocab_file)
+        if ids.n_words != options.n_tokens_vocab:
+            raise ExportError(
+                f"{vocab_file}: expected {options.n_tokens_vocab} words "
+                f"(n_tokens_vocab of {source}), found {ids.n_words}")
+        return ids
     manylangs = options.manylangs
     if manylangs is None:
         return None
@@ -446,13 +474,16 @@ def export_hub(
     """Exports bilm-tf files as a TF-Hub-style SavedModel.
 
     Args:
-        options_file: bilm-tf ``options.json`` (must have ``char_cnn``),
-            or a converted ELMoForManyLangs model's (its dictionaries are
-            read from the paths it names).
-        weight_file: bilm-tf ``lm_weights.hdf5``.
+        options_file: bilm-tf ``options.json``, or a converted
+            ELMoForManyLangs model's (its dictionaries are read from the
+            paths it names), or a word-input model's (no ``char_cnn``: a
+            converted Paddle baike model).
+        weight_file: bilm-tf ``lm_weights.hdf5`` (a word-input model's
+            holds its token table, ``embedding``).
         outdir: the SavedModel directory to write.
         vocab_file: vocabulary shipped as an asset (the char ids do not
-            depend on it).
+            depend on it); a word-input model's ids do: required there,
+            and put in the graph.
         trainable_lm: make every LM weight trainable too (fine-tuning);
             default: only the scalar-mix weights and gamma are.
         overwrite: replace a non-empty ``outdir``; default: refuse.
@@ -465,7 +496,7 @@ def export_hub(
 
     Raises:
         ExportError: ``outdir`` is not empty without ``overwrite``, or
-            the options describe a token-input model.
+            a word-input model without its vocabulary.
         OptionsError, WeightFileError, VocabularyError: bad input files
             (nothing is written).
     """
@@ -474,7 +505,9 @@ def export_hub(
     if vocab_file is not None and not os.path.isfile(vocab_file):
         raise ExportError(f"{os.fspath(vocab_file)}: vocabulary not found")
     options = BiLMOptions.from_json(options_file)
-    graph_ids = graph_ids_for_options(options)
+    graph_ids = graph_ids_for_options(
+        options, None if vocab_file is None else os.fspath(vocab_file),
+        source=os.fspath(options_file))
     backbone = build_backbone(options, trainable_lm,
                               source=os.fspath(options_file))
     load_bilm_tf_hdf5(backbone, weight_file)
@@ -500,7 +533,8 @@ def export_hub_from_save_dir(
     checkpoint: Optional[str] = None,
 ) -> str:
     """Exports the latest checkpoint of a training ``save_dir`` (ours or
-    bilm-tf's).
+    bilm-tf's), or a Paddle checkpoint (a ``.pdparams``, its run's
+    save_dir, a persistables directory).
 
     The checkpoint goes through
     :func:`bilm_keras.training.weight_dump.dump_weights` (into a temporary
@@ -521,12 +555,14 @@ def export_hub_from_save_dir(
             ``options.json``.
     """
     # imported here: the training stack is not needed to export HDF5 files
+    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
     from bilm_keras.training.weight_dump import dump_weights
 
     outdir = os.path.abspath(os.fspath(outdir))
     _check_outdir(outdir, overwrite)
     save_dir = os.fspath(save_dir)
-    if not os.path.isfile(os.path.join(save_dir, OPTIONS_FILE)):
+    if (locate_paddle_checkpoint(save_dir) is None  # Paddle's: no options
+            and not os.path.isfile(os.path.join(save_dir, OPTIONS_FILE))):
         raise ExportError(f"{save_dir}: no {OPTIONS_FILE} in the save_dir")
     with tempfile.TemporaryDirectory(prefix="bilm_export_") as tmp:
         files = dump_weights(save_dir, os.path.join(tmp, "lm_weights.hdf5"),

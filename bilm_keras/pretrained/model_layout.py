@@ -16,6 +16,12 @@ archives hold one top folder, e.g. ``zhs.model/``); the two formats:
   finds the model config as upstream does (a stale absolute
   ``config_path`` falls back to the file in the folder, then to upstream's
   packaged configs).
+* ``paddle-fluid``: a Fluid ``save_persistables`` checkpoint of Paddle's
+  ELMo (the baike model: ``embedding_para``, ``fw_layer1_gate_w``,
+  ``lstmp_0.w_0``, ...), a ``vocab*.txt`` beside it the vocabulary;
+* ``paddlenlp``: one PaddleNLP 2.x ``.pdparams`` file (and a
+  ``vocab*.txt``); both converted with
+  :func:`bilm_keras.weights.paddle_conversion.read_paddle`.
 
 Folders named ``__MACOSX`` or starting with ``.`` are skipped. No model, two
 models (at the root and in a folder, or in two folders), or a bilm-tf folder
@@ -33,6 +39,11 @@ from bilm_keras.pretrained.errors import PretrainedModelError
 
 BILM_TF = "bilm-tf"
 ELMOFORMANYLANGS = "elmoformanylangs"
+PADDLE_FLUID = "paddle-fluid"
+PADDLENLP = "paddlenlp"
+#: the formats converted on first use (the rest are used as they are)
+CONVERTED = (ELMOFORMANYLANGS, PADDLE_FLUID, PADDLENLP)
+PDPARAMS_SUFFIX = ".pdparams"
 
 MANYLANGS_CONFIG = "config.json"
 MANYLANGS_PKL = ("token_embedder.pkl", "encoder.pkl")
@@ -46,11 +57,17 @@ class ModelLayout:
     """Where a model is in a folder, and its format.
 
     Args:
-        format: ``"bilm-tf"`` or ``"elmoformanylangs"``.
-        model_dir: the folder holding the model's files.
+        format: ``"bilm-tf"``, ``"elmoformanylangs"``, ``"paddle-fluid"``
+            or ``"paddlenlp"``.
+        model_dir: the folder holding the model's files (a Fluid
+            checkpoint's variables).
         options_file / weight_file / vocab_file: a bilm-tf model's files
             (``vocab_file`` None where it has none); None for an
             ELMoForManyLangs model (its files are found by the conversion).
+            A Paddle model's ``vocab_file`` is the ``vocab*.txt`` beside
+            it, if any.
+        checkpoint: a Paddle model's checkpoint: the Fluid directory or
+            the ``.pdparams`` file.
     """
 
     format: str
@@ -58,6 +75,7 @@ class ModelLayout:
     options_file: str | None = None
     weight_file: str | None = None
     vocab_file: str | None = None
+    checkpoint: str | None = None
 
 
 def _is_options_json(path: str) -> bool:
@@ -97,6 +115,21 @@ def _layout_of(folder: str, label: str, shown: str) -> ModelLayout | None:
     paths = {name: os.path.join(folder, name) for name in files}
     if MANYLANGS_CONFIG in paths and any(p in paths for p in MANYLANGS_PKL):
         return ModelLayout(ELMOFORMANYLANGS, folder)
+    vocabs = [paths[n] for n in files
+              if "vocab" in n.lower() and n.lower().endswith(".txt")]
+    vocab = vocabs[0] if len(vocabs) == 1 else None
+    # here, not at the top: `bilm-keras models` imports this module and
+    # must not import numpy
+    from bilm_keras.weights.paddle_baike import is_baike_checkpoint
+
+    if is_baike_checkpoint(files):
+        return ModelLayout(PADDLE_FLUID, folder, vocab_file=vocab,
+                           checkpoint=folder)
+    pdparams = [paths[n] for n in files if n.endswith(PDPARAMS_SUFFIX)]
+    if pdparams:
+        return ModelLayout(
+            PADDLENLP, folder, vocab_file=vocab,
+            checkpoint=_one(label, shown, "PaddleNLP .pdparams", pdparams))
     weights = [paths[n] for n in files if n.lower().endswith(WEIGHT_SUFFIXES)]
     options = [paths[n] for n in files
                if n.lower().endswith(".json") and _is_options_json(paths[n])]
@@ -105,13 +138,11 @@ def _layout_of(folder: str, label: str, shown: str) -> ModelLayout | None:
     if len(weights) > 1:
         # e.g. bilm-tf's test model: lm_weights.hdf5 beside embedding files
         weights = [p for p in weights if _has_bilm_tf_weights(p)] or weights
-    vocabs = [paths[n] for n in files
-              if "vocab" in n.lower() and n.lower().endswith(".txt")]
     return ModelLayout(
         BILM_TF, folder,
         options_file=_one(label, shown, "options JSON", options),
         weight_file=_one(label, shown, "weights HDF5", weights),
-        vocab_file=vocabs[0] if len(vocabs) == 1 else None)
+        vocab_file=vocab)
 
 
 def find_model_layout(root: str, *, label: str | None = None
@@ -148,7 +179,8 @@ def find_model_layout(root: str, *, label: str | None = None
         raise PretrainedModelError(
             f"{label}: expected a model at its root or inside one folder "
             "(bilm-tf: an options JSON and a weights HDF5; "
-            "ELMoForManyLangs: config.json and .pkl files), found none "
+            "ELMoForManyLangs: config.json and .pkl files; Paddle: a Fluid "
+            "ELMo checkpoint or a .pdparams), found none "
             f"(contents: {shown or 'nothing'})")
     if len(found) > 1:
         models = ", ".join(f"{where} ({layout.format})"

@@ -13,7 +13,11 @@ Two kinds of rows, by where the publisher keeps the files:
   HDF5, two URLs (``options_url``, ``weight_url``);
 * ``elmoformanylangs`` (HIT-SCIR's 44 languages on the NLPL repository, and
   their simplified-Chinese model): one archive (``archive_url``) holding
-  ``config.json``, the dictionaries and the ``.pkl`` state dicts.
+  ``config.json``, the dictionaries and the ``.pkl`` state dicts;
+* ``paddle-fluid`` (PaddlePaddle's Chinese encyclopedia model): one archive
+  holding a Fluid ``save_persistables`` checkpoint, word input; its
+  vocabulary is published apart (``vocab_note`` says where and which flag
+  takes it).
 
 Each row names its language (name and ISO 639-1 code, else ISO 639-3),
 where it comes from, the license and the paper to cite.
@@ -39,7 +43,7 @@ from bilm_keras.pretrained.errors import PretrainedModelError
 MIRROR_ENV = "BILM_KERAS_MODEL_MIRROR"
 
 #: the formats a published model comes in
-FORMATS = ("bilm-tf", "elmoformanylangs")
+FORMATS = ("bilm-tf", "elmoformanylangs", "paddle-fluid")
 
 REGISTRY_FILE = "registry.json"
 
@@ -68,6 +72,9 @@ class RegisteredModel:
             where its publisher states it, else None.
         download_megabytes: what is downloaded (its files or archive), in
             MB (10**6 bytes), where known, else None.
+        vocab_note: a word-input model whose vocabulary is not in its
+            archive: where to get it and which flag takes it (the
+            ``vocab_file`` it must be used with); else None.
     """
 
     name: str
@@ -83,6 +90,7 @@ class RegisteredModel:
     archive_url: str | None = None
     parameters_millions: float | None = None
     download_megabytes: float | None = None
+    vocab_note: str | None = None
 
     @property
     def urls(self) -> tuple[str, ...]:

@@ -17,20 +17,27 @@ SPEC is tried in this order:
 2. a registry name (:func:`~bilm_keras.pretrained.registry.registered_models`;
    ``bilm-keras models`` lists them); a local folder of the same name is
    reached as ``./NAME``;
-3. a local directory holding a model (at its root or one folder down);
-4. a local archive.
+3. a local directory holding a model (at its root or one folder down; a
+   Paddle Fluid checkpoint directory is one);
+4. a PaddleNLP ``.pdparams`` file;
+5. a local archive.
 
 The format comes from the files (:mod:`.model_layout`): a bilm-tf model
 (options JSON + weights HDF5) is used as it is; an ELMoForManyLangs model
 (``config.json`` + ``.pkl`` files) is converted once with
-:func:`~bilm_keras.weights.manylangs_conversion.convert_manylangs` and the
-converted model cached. A local bilm-tf directory is used in place (nothing
-is cached); everything else lands in the model cache (:mod:`.model_cache`),
-where the next call finds it with no network access. Registry URLs go
+:func:`~bilm_keras.weights.manylangs_conversion.convert_manylangs`, and a
+Paddle model (a Fluid persistables checkpoint, a ``.pdparams``) with
+:func:`~bilm_keras.weights.paddle_conversion.read_paddle`, and the
+converted model cached (a Paddle model's vocabulary with it where one lies
+beside it; the baike model's must be passed where it is used). A local
+bilm-tf directory is used in place (nothing is cached); everything else
+lands in the model cache (:mod:`.model_cache`), where the next call finds
+it with no network access. Registry URLs go
 through ``$BILM_KERAS_MODEL_MIRROR`` (:func:`.registry.mirrored_url`).
 
 Nothing here imports TensorFlow; numpy and h5py only to convert an
-ELMoForManyLangs model or to tell a weights HDF5 from other HDF5 files.
+ELMoForManyLangs or Paddle model or to tell a weights HDF5 from other
+HDF5 files.
 """
 
 from __future__ import annotations
@@ -64,6 +71,9 @@ from bilm_keras.pretrained.model_cache import (
 from bilm_keras.pretrained.model_layout import (
     BILM_TF,
     ELMOFORMANYLANGS,
+    PADDLE_FLUID,
+    PADDLENLP,
+    PDPARAMS_SUFFIX,
     ModelLayout,
     find_model_layout,
 )
@@ -81,7 +91,8 @@ logger = logging.getLogger(__name__)
 LIST_COMMAND = "bilm-keras models"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: the kinds of SPEC, in the order they are tried (:func:`check_model_spec`)
-URL, NAME, DIRECTORY, ARCHIVE = "url", "name", "directory", "archive"
+URL, NAME, DIRECTORY, PDPARAMS, ARCHIVE = (
+    "url", "name", "directory", "pdparams", "archive")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,10 +104,11 @@ class ResolvedModel:
     Args:
         name: the registry name; else the URL's, archive's or folder's name
             (without its archive suffix).
-        format: the format the model was published in: ``"bilm-tf"`` or
+        format: the format the model was published in: ``"bilm-tf"``,
             ``"elmoformanylangs"`` (converted: its ``options.json`` has an
             ``elmoformanylangs`` section naming ``char.dic``/``word.dic``
-            beside it). The files here are bilm-tf's layout either way.
+            beside it), ``"paddle-fluid"`` or ``"paddlenlp"`` (converted).
+            The files here are bilm-tf's layout either way.
         directory: the folder holding the files: ``<cache>/models/<key>``,
             or a local bilm-tf directory used in place.
         options_file: the options JSON (``options.json`` in the cache).
@@ -294,6 +306,30 @@ def _convert(model_dir: str, staging: str, label: str,
     return out
 
 
+def _convert_paddle(layout: ModelLayout, staging: str, label: str,
+                    root: str | None) -> tuple[str, str | None]:
+    """Converts the Paddle checkpoint of ``layout`` into ``staging/model``
+    (``vocab.txt`` too where a vocabulary lies beside it). Returns the
+    folder and the vocabulary's file name (or None)."""
+    from bilm_keras.weights.paddle_conversion import (
+        VOCAB_FILE,
+        read_paddle,
+        write_converted,
+    )
+
+    out = os.path.join(staging, "model")
+    try:
+        model = read_paddle(layout.checkpoint, layout.vocab_file)
+        write_converted(model, out)
+    except ValueError as e:
+        message = str(e)
+        if root is not None:
+            message = message.replace(root + os.sep, "")
+        raise PretrainedModelError(
+            f"{label}: cannot convert the Paddle model: {message}") from None
+    return out, VOCAB_FILE if model.vocab is not None else None
+
+
 def _from_archive(archive: str, staging: str, *, name: str, spec: str,
                   label: str, sources, progress: bool,
                   remove_archive: bool) -> tuple[str, dict]:
@@ -309,6 +345,9 @@ def _from_archive(archive: str, staging: str, *, name: str, spec: str,
         _say(progress, f"{name}: converting the ELMoForManyLangs model")
         model_dir = _convert(layout.model_dir, staging, label, extracted)
         vocab = None
+    elif layout.format in (PADDLE_FLUID, PADDLENLP):
+        _say(progress, f"{name}: converting the Paddle model")
+        model_dir, vocab = _convert_paddle(layout, staging, label, extracted)
     else:
         model_dir, vocab = _bilm_tf_folder(layout, staging, label,
                                            extracted)
@@ -406,12 +445,42 @@ def _local_directory(path: str, spec: str, cache_dir: str,
         for s in [os.stat(os.path.join(model_dir, n))]]
 
     def build(staging: str) -> tuple[str, dict]:
-        _say(progress, f"{name}: converting the ELMoForManyLangs model")
-        out = _convert(model_dir, staging, path, None)
-        return out, _manifest(name, ELMOFORMANYLANGS, spec, [model_dir],
-                              None)
+        if layout.format == ELMOFORMANYLANGS:
+            _say(progress, f"{name}: converting the ELMoForManyLangs model")
+            out, vocab = _convert(model_dir, staging, path, None), None
+        else:
+            _say(progress, f"{name}: converting the Paddle model")
+            out, vocab = _convert_paddle(layout, staging, path, None)
+        return out, _manifest(name, layout.format, spec, [model_dir], vocab)
 
     key = hashed_key("dir", "\n".join(identity), name)
+    return _cached(cache_dir, key, spec, build, progress)
+
+
+def _local_pdparams(path: str, spec: str, cache_dir: str,
+                    progress: bool) -> ResolvedModel:
+    """A PaddleNLP ``.pdparams`` file (a ``vocab*.txt`` beside it is its
+    vocabulary), converted once and cached."""
+    real = os.path.realpath(path)
+    info = os.stat(real)
+    folder = os.path.dirname(real)
+    vocabs = sorted(n for n in os.listdir(folder)
+                    if "vocab" in n.lower() and n.lower().endswith(".txt"))
+    vocab = os.path.join(folder, vocabs[0]) if len(vocabs) == 1 else None
+    layout = ModelLayout(PADDLENLP, folder, vocab_file=vocab,
+                         checkpoint=real)
+    name = os.path.basename(real)[: -len(PDPARAMS_SUFFIX)] or "model"
+    identity = f"{real}\0{info.st_size}\0{info.st_mtime_ns}"
+    if vocab is not None:
+        v = os.stat(vocab)
+        identity += f"\0{vocab}\0{v.st_size}\0{v.st_mtime_ns}"
+
+    def build(staging: str) -> tuple[str, dict]:
+        _say(progress, f"{name}: converting the Paddle model")
+        out, vocab_name = _convert_paddle(layout, staging, path, None)
+        return out, _manifest(name, PADDLENLP, spec, [real], vocab_name)
+
+    key = hashed_key("file", identity, name)
     return _cached(cache_dir, key, spec, build, progress)
 
 
@@ -461,13 +530,16 @@ def resolve_model(spec: str | os.PathLike, *,
                            mirror or None, progress)
     if kind == DIRECTORY:
         return _local_directory(spec, spec, cache, progress)
+    if kind == PDPARAMS:
+        return _local_pdparams(spec, spec, cache, progress)
     return _local_archive(spec, spec, cache, progress)
 
 
 
 def check_model_spec(spec: str | os.PathLike) -> str:
     """What kind of SPEC ``spec`` is (:data:`URL`, :data:`NAME`,
-    :data:`DIRECTORY` or :data:`ARCHIVE`, tried in that order), found from
+    :data:`DIRECTORY`, :data:`PDPARAMS` or :data:`ARCHIVE`, tried in that
+    order), found from
     the text, the registry and the file system alone: no network, no file
     read. ``bilm-keras`` checks its ``--model`` flags with it, before
     anything is fetched.
@@ -493,6 +565,8 @@ def check_model_spec(spec: str | os.PathLike) -> str:
         return NAME
     if os.path.isdir(spec):
         return DIRECTORY
+    if os.path.isfile(spec) and spec.endswith(PDPARAMS_SUFFIX):
+        return PDPARAMS
     if os.path.isfile(spec):
         return ARCHIVE
     raise _unknown_spec(spec)

@@ -77,6 +77,12 @@ from bilm_keras.training.inputs import (
 from bilm_keras.training.lm_warmup import LMWarmup
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
+from bilm_keras.training.paddle_adaptation import (
+    keep_paddle_softmax,
+    paddle_init_checkpoint,
+    read_init_checkpoint,
+    set_paddle_accumulators,
+)
 from bilm_keras.training.preemption import (
     SignalWatch,
     TrainingPreempted,
@@ -287,6 +293,12 @@ def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
     if run.init_weights is not None:
         check_weight_file(run.init_weights)
         return
+    if paddle_init_checkpoint(run.init_checkpoint) is not None:
+        if run.init_vocab_file is not None and not os.path.isfile(
+                run.init_vocab_file):
+            raise CheckpointError(
+                f"--init_vocab_file {run.init_vocab_file}: no such file")
+        return  # read whole, and checked, when the model is built
     found = locate_run_checkpoint(run.init_checkpoint)
     if found.kind != BILM_TF:
         raise CheckpointError(
@@ -379,16 +391,25 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
     vocabulary, rows a checkpoint shares kept); resuming, every variable
     is restored after, so they start as placeholders, not random
     values."""
+    # a Paddle checkpoint (persistables directory, .pdparams): read once
+    paddle_path = paddle_init_checkpoint(run.init_checkpoint)
+    paddle = (None if paddle_path is None
+              else read_init_checkpoint(paddle_path, run.init_vocab_file))
     with (placeholder_weights() if resume else contextlib.nullcontext()):
-        lm, optimizer = build_model(options, seed=run.seed,
-                                    unroll_windows=run.fast_path,
-                                    dedup_tokens=run.fast_path,
-                                    init_weights=run.init_weights,
-                                    init_checkpoint=run.init_checkpoint)
+        lm, optimizer = build_model(
+            options, seed=run.seed, unroll_windows=run.fast_path,
+            dedup_tokens=run.fast_path, init_weights=run.init_weights,
+            init_checkpoint=None if paddle else run.init_checkpoint,
+            init_paddle=paddle)
     if run.adapts:
         init_softmax(lm, run.softmax_bias, token_counts=token_counts,
                      n_sentences=corpus["n_sentences"], vocab=vocab)
-    if run.init_checkpoint is not None:
+    if paddle is not None:
+        # Paddle's softmax rows and Adagrad state, where they fit
+        kept = keep_paddle_softmax(lm, paddle, vocab=vocab,
+                                   vocab_file=run.vocab_file)
+        set_paddle_accumulators(lm, optimizer, paddle, *kept)
+    elif run.init_checkpoint is not None:
         init_softmax_from_checkpoint(
             lm, run.init_checkpoint, init_vocab_file=run.init_vocab_file,
             vocab=vocab, vocab_file=run.vocab_file)

@@ -18,6 +18,11 @@ from bilm_keras.training.adaptation import (
     load_pretrained_lm,
 )
 from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_backbone
+from bilm_keras.training.paddle_adaptation import (
+    load_paddle_backbone,
+    paddle_init_checkpoint,
+    read_init_checkpoint,
+)
 
 
 def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
@@ -31,7 +36,8 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
-                init_weights=None, init_checkpoint=None, **model_kwargs):
+                init_weights=None, init_checkpoint=None, init_paddle=None,
+                **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad (call in scope).
 
     ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
@@ -42,12 +48,17 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
     ``init_checkpoint``: the same from a bilm-tf save_dir's checkpoint
     (every variable's shape checked first; its softmax rows are
     :func:`init_softmax_from_checkpoint`'s).
+    A Paddle checkpoint as ``init_checkpoint`` (a persistables directory,
+    a ``.pdparams``) fills it as well; ``init_paddle``: one already read
+    (a :class:`~bilm_keras.weights.paddle_model.PaddleModel`; its softmax
+    and accumulators: :mod:`bilm_keras.training.paddle_adaptation`).
     ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
     ``dedup_tokens``: the training fast path, on by default).
     """
     lm = LanguageModel.from_options(options, training=training, seed=seed,
                                     **model_kwargs)
-    if init_weights is None and init_checkpoint is None:
+    if init_weights is None and init_checkpoint is None \
+            and init_paddle is None:
         lm.build_all()
     else:
         # the file fills the backbone: zeros until then, no random values
@@ -56,6 +67,12 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
             lm.build_all()
         if init_weights is not None:
             load_pretrained_lm(lm, init_weights)
+        elif init_paddle is not None or paddle_init_checkpoint(
+                init_checkpoint) is not None:
+            load_paddle_backbone(
+                init_paddle if init_paddle is not None
+                else read_init_checkpoint(
+                    paddle_init_checkpoint(init_checkpoint)), lm.backbone)
         else:
             load_bilm_tf_backbone(init_checkpoint, lm.backbone,
                                   options_label="the options (--options)")

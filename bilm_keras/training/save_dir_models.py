@@ -1,6 +1,7 @@
 """A save_dir's checkpoint, ours or bilm-tf's, chosen and loaded for a
 command (``test``, ``dump-weights``, ``export-hub --save_dir``,
-``restart``).
+``restart``); for the reading commands a Paddle checkpoint too
+(:mod:`bilm_keras.training.paddle_save_dir`).
 
 Who wrote a checkpoint is told from its variable names, and which one is
 used from its files
@@ -23,6 +24,10 @@ from bilm_keras.options import BiLMOptions
 from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_language_model
 from bilm_keras.options import OPTIONS_FILE
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
+from bilm_keras.training.paddle_save_dir import (
+    load_paddle_language_model,
+    locate_paddle_checkpoint,
+)
 from bilm_keras.training.run_checkpoint import (
     load_trained_model,
     locate_run_checkpoint,
@@ -61,18 +66,24 @@ def load_save_dir_model(save_dir: str | os.PathLike, *,
                         checkpoint: Optional[str] = None,
                         fallback: bool = True) -> tuple:
     """A save_dir's checkpoint as an inference :class:`LanguageModel`
-    (no dropout), softmax included, whoever wrote it.
+    (no dropout), softmax included, whoever wrote it: ours, bilm-tf's, or
+    Paddle's (a persistables directory, a PaddleNLP ``.pdparams`` or its
+    run's save_dir: :func:`~bilm_keras.training.paddle_save_dir.
+    locate_paddle_checkpoint`).
 
     Args:
         vocab_file: the model's vocabulary, loaded and checked against the
-            options' ``n_tokens_vocab`` (None: no vocabulary).
-        checkpoint, fallback: see :func:`choose_checkpoint`.
+            options' ``n_tokens_vocab`` (None: no vocabulary); for a Paddle
+            checkpoint, the file Paddle read (PaddleNLP's words-only one).
+        checkpoint, fallback: see :func:`choose_checkpoint` (not for a
+            Paddle checkpoint, which is one).
 
     Returns:
         ``(options, lm, vocab, found)``: the save_dir's options, the
         model, the vocabulary (or None) and the
         :class:`~bilm_keras.weights.bilm_tf_checkpoint.SaveDirCheckpoint`
-        read.
+        read (a :class:`~bilm_keras.weights.paddle_checkpoint.
+        PaddleCheckpoint` for Paddle's; both have ``path``).
 
     Raises:
         CheckpointFileError, CheckpointError: a checkpoint that cannot be
@@ -80,6 +91,9 @@ def load_save_dir_model(save_dir: str | os.PathLike, *,
             another size.
     """
     save_dir = os.fspath(save_dir)
+    paddle = locate_paddle_checkpoint(save_dir)
+    if paddle is not None:
+        return load_paddle_language_model(paddle, vocab_file=vocab_file)
     found = choose_checkpoint(save_dir, checkpoint=checkpoint,
                               fallback=fallback)
     if found.kind != BILM_TF:

@@ -13,6 +13,10 @@ from bilm_keras.options import (
 )
 from bilm_keras.training.bilm_tf_save_dir import dump_bilm_tf_checkpoint
 from bilm_keras.training.options_file import write_options
+from bilm_keras.training.paddle_save_dir import (
+    dump_paddle_checkpoint,
+    locate_paddle_checkpoint,
+)
 from bilm_keras.training.run_checkpoint import load_trained_model
 from bilm_keras.training.save_dir_models import choose_checkpoint
 from bilm_keras.weights.bilm_tf_checkpoint import BILM_TF
@@ -36,8 +40,13 @@ def dump_weights(save_dir: str, outfile: str, *,
     options). Load both with
     :class:`~bilm_keras.BidirectionalLanguageModel`.
 
+    A Paddle checkpoint (:func:`~bilm_keras.training.paddle_save_dir.
+    locate_paddle_checkpoint`) is written as ``convert-paddle`` writes its
+    weights, with its options (no vocabulary: that is ``convert-paddle``'s).
+
     Args:
-        save_dir: our training's save_dir or bilm-tf's.
+        save_dir: our training's save_dir or bilm-tf's; or a Paddle
+            checkpoint.
         checkpoint: the checkpoint to write (``model-200``,
             ``model.ckpt-40``); None: the newest, which must read whole (a
             damaged newest one is refused, naming the newest that does:
@@ -48,6 +57,9 @@ def dump_weights(save_dir: str, outfile: str, *,
         (the prefix read).
     """
     outfile = os.fspath(outfile)
+    paddle = locate_paddle_checkpoint(save_dir)
+    if paddle is not None:
+        return dump_paddle_checkpoint(paddle, outfile)
     found = choose_checkpoint(save_dir, checkpoint=checkpoint,
                               fallback=False)
     out_dir = os.path.dirname(os.path.abspath(outfile))

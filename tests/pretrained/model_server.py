@@ -39,6 +39,9 @@ ZHS_TAR = "/zhs.model.tar.bz2"
 #: a bilm-tf model zip as NLPL's own ELMo zips are laid out (root:
 #: options.json, model.hdf5, vocab.txt), reached by URL
 BILM_TF_ZIP = "/repository/20/999.zip"
+#: paddle-baike-zh: the Fluid checkpoint (tests/fixtures/paddle_baike)
+#: inside one folder, no vocabulary (as the release is thought to be)
+BAIKE_TAR = "/elmo/baike_elmo_checkpoint.tar.gz"
 
 TINY_CONFIG = "cnn_6_8_16_64_tiny.json"
 
@@ -179,11 +182,15 @@ def bilm_tf_files(model: pathlib.Path) -> dict:
 
 
 @pytest.fixture(scope="session")
-def served_files(bilm_fixtures, manylangs_fixtures) -> dict:
+def served_files(bilm_fixtures, manylangs_fixtures,
+                 paddle_baike_fixtures) -> dict:
     """Every served path's bytes."""
     model = bilm_fixtures / "model"
     tiny = manylangs_fixtures / "tiny.model"
+    baike = paddle_baike_fixtures / "checkpoint"
     return {
+        BAIKE_TAR: tar_bytes(folder_files(baike, "baike_elmo_checkpoint/"),
+                             mode="w:gz"),
         ELMO_SMALL_OPTIONS: (model / "options.json").read_bytes(),
         ELMO_SMALL_WEIGHTS: (model / "lm_weights.hdf5").read_bytes(),
         ZH_ZIP: zip_bytes(manylangs_files(tiny, "tiny.model/")),

@@ -87,7 +87,7 @@ def test_the_44_manylangs_models_and_zhs():
     assert zhs.archive_url == "http://39.96.43.154/zhs.model.tar.bz2"
     assert zhs.format == "elmoformanylangs" and zhs.language_code == "zh"
     assert "simplified" in zhs.language
-    assert len(models) == 6 + 44 + 1
+    assert len(models) == 6 + 44 + 1 + 1  # + paddle-baike-zh
 
 
 def test_every_row_is_complete():

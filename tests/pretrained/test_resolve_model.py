@@ -351,7 +351,7 @@ def test_an_unwritable_cache_is_named(tmp_path, mirrored, monkeypatch):
 
 def test_list_models_shows_what_is_cached(mirrored, cache_dir):
     before = {m.model.name: m for m in list_models()}
-    assert len(before) == 51 and not any(m.cached for m in before.values())
+    assert len(before) == 52 and not any(m.cached for m in before.values())
     resolve_model("elmo-small")
     after = {m.model.name: m for m in list_models()}
     small = after["elmo-small"]

@@ -1,0 +1,114 @@
+"""A Paddle ELMo checkpoint wherever a ``--save_dir`` or
+``--init_checkpoint`` is taken: a Fluid persistables directory (the baike
+model), a PaddleNLP ``.pdparams`` (or its run's save_dir, or the
+``--init_from_ckpt`` prefix PaddleNLP's scripts take).
+
+:func:`locate_paddle_checkpoint` tells one from a save_dir of ours or
+bilm-tf's (no TensorFlow); :func:`load_paddle_language_model` builds our
+:class:`~bilm_keras.models.language_model.LanguageModel` from its
+options and fills it, Paddle's softmax included
+(:mod:`bilm_keras.weights.paddle_checkpoint`), with the vocabulary in our
+form (PaddleNLP's specials before its words: ``read_paddlenlp``).
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+
+
+def locate_paddle_checkpoint(path: str | os.PathLike) -> str | None:
+    """The Paddle checkpoint ``path`` names (a ``.pdparams`` file or a
+    persistables directory), else None (a save_dir of ours or bilm-tf's,
+    or nothing). Reads names only.
+
+    Raises:
+        PaddleFormatError: a directory of ``.pdparams`` none of which is
+            ``final`` or a step number, and more than one.
+    """
+    from bilm_keras.weights.paddle_baike import is_baike_checkpoint
+    from bilm_keras.weights.paddlenlp_elmo import locate_pdparams
+
+    path = os.fspath(path)
+    pdparams = locate_pdparams(path)
+    if pdparams is not None:
+        return pdparams
+    if os.path.isdir(path) and is_baike_checkpoint(os.listdir(path)):
+        return path
+    return None
+
+
+def load_paddle_language_model(path: str, *, vocab_file=None,
+                               training: bool = False) -> tuple:
+    """A Paddle checkpoint as our :class:`LanguageModel`, softmax included.
+
+    Args:
+        path: what :func:`locate_paddle_checkpoint` returned.
+        vocab_file: the model's vocabulary as Paddle read it (PaddleNLP's
+            words-only file; the baike model's ``vocabulary_min5k.txt``),
+            checked against the softmax; None: the one the checkpoint
+            carries, if any.
+        training: build with the options' dropout.
+
+    Returns:
+        ``(options, lm, vocab, checkpoint)``: the options, the model, the
+        vocabulary in our form (or None) and the
+        :class:`~bilm_keras.weights.paddle_checkpoint.PaddleCheckpoint`
+        (its ``path`` the checkpoint read; ``iter_accumulators`` Paddle's
+        Adagrad state where the checkpoint has it).
+
+    Raises:
+        PaddleFormatError: see ``read_paddle`` and ``read_paddle_checkpoint``.
+    """
+    from bilm_keras.models.language_model import LanguageModel
+    from bilm_keras.options import BiLMOptions
+    from bilm_keras.training.inputs import load_vocab
+    from bilm_keras.weights.bilm_tf_checkpoint import (
+        assign_bilm_tf_checkpoint,
+    )
+    from bilm_keras.weights.paddle_checkpoint import read_paddle_checkpoint
+    from bilm_keras.weights.paddle_conversion import read_paddle
+
+    model = read_paddle(path, vocab_file)
+    options = BiLMOptions.from_dict(model.options, source=model.source)
+    lm = LanguageModel.from_options(options, training=training).build_all()
+    checkpoint = read_paddle_checkpoint(model, lm.backbone,
+                                        softmax=lm.softmax)
+    assign_bilm_tf_checkpoint(checkpoint)
+    vocab = None
+    if model.vocab is not None:
+        # our vocabulary classes read files: the lines, written once
+        with tempfile.TemporaryDirectory() as tmp:
+            lines = os.path.join(tmp, "vocab.txt")
+            with open(lines, "w", encoding="utf-8", newline="\n") as f:
+                f.writelines(word + "\n" for word in model.vocab)
+            vocab = load_vocab(lines, options)
+    return options, lm, vocab, checkpoint
+
+
+def dump_paddle_checkpoint(path: str, outfile: str) -> dict:
+    """``dump-weights`` of a Paddle checkpoint: its ``lm_weights.hdf5``
+    (atomically) and ``options.json`` beside it, as ``convert-paddle``
+    writes them.
+
+    Returns:
+        dict: ``weight_file``, ``options_file`` and ``checkpoint`` (the
+        path read).
+    """
+    from bilm_keras._utils.atomic_files import atomic_hdf5
+    from bilm_keras.options import BiLMOptions
+    from bilm_keras.training.options_file import write_options
+    from bilm_keras.weights.paddle_conversion import read_paddle
+
+    model = read_paddle(path)  # checked whole before anything is written
+    options = BiLMOptions.from_dict(model.options, source=model.source)
+    out_dir = os.path.dirname(os.path.abspath(outfile))
+    os.makedirs(out_dir, exist_ok=True)
+    with atomic_hdf5(outfile) as fout:
+        for name, value in model.lm_weights.items():
+            fout.create_dataset(name, data=value)
+    options_file = os.path.join(out_dir, "options.json")
+    write_options(options, options_file)
+    return dict(weight_file=outfile, options_file=options_file,
+                checkpoint=path)
+

@@ -1,0 +1,264 @@
+"""Paddle ``.pdparams`` files read with the standard library and numpy, no
+Paddle.
+
+::
+
+    from bilm_keras.weights.paddle_pdparams import read_pdparams
+    state = read_pdparams("final.pdparams")   # {name: np.ndarray}
+
+``paddle.save(layer.state_dict(), path)`` (Paddle 2.x) writes one pickle
+(protocol 4 by default) of a dict: each parameter's structured name
+(``_elmobilm.forward_lstm_layer_0.weight_ih_l0``) to a numpy array, plus
+``StructuredToParameterName@@``, a dict of structured name to Paddle's
+internal parameter name (``lstm_cell_0.w_0``). Each array is pickled as
+numpy pickles it: ``numpy.core.multiarray._reconstruct`` (``numpy._core``
+from numpy >= 2) called on ``numpy.ndarray``, then a state of (version,
+shape, ``numpy.dtype(...)`` with its own state, Fortran order, raw bytes).
+
+The pickle goes through a restricted unpickler: a global is looked up in a
+table of exactly those names (the two ``_reconstruct`` spellings,
+``numpy.ndarray``, ``numpy.dtype``, ``collections.OrderedDict``), each
+mapped to a function or marker of this module that only records its
+arguments; any other global (``os.system``, ``builtins.eval``, a Paddle
+class, ...) is refused with one line naming the file and the global before
+anything can call it, so a ``.pdparams`` can hold arrays, never code.
+Arrays come back as numpy arrays of the stored numeric dtype (bool, int,
+uint, float16/32/64), shape and values, in native byte order and C order:
+read-only views of the bytes the pickle holds (no copy), or writable copies
+where the file's byte or element order differs; object, string,
+structured and subarray dtypes are refused.
+
+A file that is not such a pickle, is cut short or holds anything but
+strings, numbers, tuples, dicts and arrays raises
+:class:`PdparamsError` with one line naming the file, what was expected and
+what was found.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import pickle
+from typing import Any
+
+import numpy as np
+
+#: the key ``paddle.save`` adds to a state dict: structured name -> the
+#: parameter's internal name
+STRUCTURED_NAMES_KEY = "StructuredToParameterName@@"
+#: the key Paddle adds when it splits arrays over 4 GiB (protocol 2 and 3)
+BIG_PARAM_KEY = "UnpackBigParamInfor@@"
+
+#: numpy dtype kinds an array may have (bool, int, uint, float)
+_NUMERIC_KINDS = "biuf"
+
+
+class PdparamsError(ValueError):
+    """A file that is not a ``.pdparams`` state dict of numpy arrays, or that
+    asks for anything beyond arrays (one line: file, expected, found)."""
+
+
+class _Refused(Exception):
+    """Raised inside the unpickler; :func:`read_pdparams` adds the file."""
+
+
+class _Marker:
+    """A global the pickle may name but never call (``numpy.ndarray``)."""
+
+    __slots__ = ("qualname",)
+
+    def __init__(self, qualname: str):
+        self.qualname = qualname
+
+    def __call__(self, *args, **kwargs):
+        raise _Refused(f"a call to {self.qualname}")
+
+    def __setstate__(self, state):
+        raise _Refused(f"state set on {self.qualname}")
+
+
+_NDARRAY = _Marker("numpy.ndarray")
+
+
+class _DType:
+    """``numpy.dtype(name, align, copy)``; its state sets the byte order."""
+
+    __slots__ = ("byte_order", "name")
+
+    def __init__(self, name: str):
+        self.name = name
+        self.byte_order = "="
+
+    def __setstate__(self, state):
+        # (version, byte order, subarray, names, fields, elsize, alignment,
+        # flags): a plain numeric dtype has no subarray, names or fields
+        if (not isinstance(state, tuple) or len(state) < 5
+                or state[1] not in ("<", ">", "|", "=")
+                or any(s is not None for s in state[2:5])):
+            raise _Refused(f"a dtype {self.name!r} with state {state!r} "
+                           "(expected a plain numeric dtype)")
+        self.byte_order = state[1]
+
+    def numpy(self) -> np.dtype:
+        dtype = np.dtype(self.name)
+        if self.byte_order in "<>":
+            dtype = dtype.newbyteorder(self.byte_order)
+        return dtype
+
+
+def _dtype(name, align=False, copy=True) -> _DType:
+    """numpy.dtype: only the numeric ones an array of weights has."""
+    try:
+        ok = isinstance(name, str) and np.dtype(name).kind in _NUMERIC_KINDS
+    except TypeError:
+        ok = False
+    if not ok:
+        raise _Refused(f"a dtype {name!r} (expected a numeric one)")
+    return _DType(name)
+
+
+class _Array:
+    """``_reconstruct(ndarray, (0,), b'b')`` and then its state: built into
+    a numpy array once the pickle is read."""
+
+    __slots__ = ("array",)
+
+    def __init__(self):
+        self.array = None
+
+    def __setstate__(self, state):
+        # (version, shape, dtype, is_fortran, raw bytes)
+        if not (isinstance(state, tuple) and len(state) == 5):
+            raise _Refused(f"an array state of {type(state).__name__} "
+                           "(expected numpy's 5-tuple)")
+        _, shape, dtype, fortran, data = state
+        if not (isinstance(shape, tuple) and all(
+                isinstance(n, int) and not isinstance(n, bool) and n >= 0
+                for n in shape)):
+            raise _Refused(f"an array shape {shape!r}")
+        if not isinstance(dtype, _DType):
+            raise _Refused(f"an array dtype {dtype!r}")
+        if not isinstance(data, (bytes, bytearray)):
+            raise _Refused(f"array data of {type(data).__name__} (expected "
+                           "raw bytes)")
+        dtype = dtype.numpy()
+        size = int(np.prod(shape, dtype=np.int64))
+        if len(data) != size * dtype.itemsize:
+            raise _Refused(f"an array of shape {shape} {dtype} in "
+                           f"{len(data)} bytes (expected "
+                           f"{size * dtype.itemsize})")
+        array = np.frombuffer(data, dtype=dtype).reshape(
+            shape, order="F" if fortran else "C")
+        if fortran or not dtype.isnative:
+            # native byte order and C order: a copy, writable
+            array = np.array(array, dtype=dtype.newbyteorder("="),
+                             order="C")
+        # else a read-only view of the pickle's bytes: no copy (a released
+        # model's softmax alone is 300 MB)
+        self.array = array
+
+
+def _reconstruct(cls, shape, dtype_code) -> _Array:
+    """numpy.core.multiarray._reconstruct: an empty array to fill."""
+    if cls is not _NDARRAY:
+        raise _Refused(f"an array of class {cls!r} (expected numpy.ndarray)")
+    return _Array()
+
+
+class _Global:
+    """A global the pickle may call: the function, behind an object whose
+    state cannot be set (a pickle's BUILD on a bare function or class would
+    set attributes on it for the whole process)."""
+
+    __slots__ = ("function", "qualname")
+
+    def __init__(self, qualname: str, function):
+        self.qualname = qualname
+        self.function = function
+
+    def __call__(self, *args):
+        return self.function(*args)
+
+    def __setstate__(self, state):
+        raise _Refused(f"state set on {self.qualname}")
+
+
+_ALLOWED = {
+    ("numpy.core.multiarray", "_reconstruct"): _Global(
+        "numpy.core.multiarray._reconstruct", _reconstruct),
+    ("numpy._core.multiarray", "_reconstruct"): _Global(
+        "numpy._core.multiarray._reconstruct", _reconstruct),
+    ("numpy", "ndarray"): _NDARRAY,
+    ("numpy", "dtype"): _Global("numpy.dtype", _dtype),
+    ("collections", "OrderedDict"): _Global(
+        "collections.OrderedDict", collections.OrderedDict),
+}
+
+
+class _Unpickler(pickle.Unpickler):
+    def find_class(self, module, name):
+        try:
+            return _ALLOWED[(module, name)]
+        except KeyError:
+            raise _Refused(f"the global {module}.{name}, which is not a "
+                           "numpy array (refused: a .pdparams holds arrays, "
+                           "never code)") from None
+
+    def persistent_load(self, pid):
+        raise _Refused(f"a persistent id {pid!r}")
+
+
+def _plain(value, where: str):
+    """The unpickled value with every array built; anything but dicts,
+    tuples, lists, strings, numbers and arrays is refused."""
+    if isinstance(value, _Array):
+        if value.array is None:
+            raise _Refused(f"{where}: an array without its state")
+        return value.array
+    if isinstance(value, dict):
+        return {k: _plain(v, f"{where}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (tuple, list)):
+        return type(value)(_plain(v, where) for v in value)
+    if value is None or isinstance(value, (str, bytes, int, float, bool)):
+        return value
+    raise _Refused(f"{where}: a {type(value).__name__}")
+
+
+def read_pdparams(path: str | os.PathLike) -> dict[str, Any]:
+    """A ``.pdparams`` file's dict: name -> numpy array (and the
+    ``StructuredToParameterName@@`` dict where the file has it).
+
+    Raises:
+        PdparamsError: not such a pickle, cut short, or naming anything
+            beyond numpy arrays (refused before it can run).
+    """
+    path = os.fspath(path)
+    try:
+        f = open(path, "rb")
+    except FileNotFoundError:
+        raise PdparamsError(f"{path}: file not found") from None
+    except IsADirectoryError:
+        raise PdparamsError(f"{path}: expected a .pdparams file, found a "
+                            "directory") from None
+    # read from the file as it goes: the file's bytes are never all held
+    # beside the arrays made of them
+    with f:
+        try:
+            value = _plain(_Unpickler(f).load(), "the dict")
+        except _Refused as e:
+            raise PdparamsError(f"{path}: expected a state dict of numpy "
+                                f"arrays, found {e}") from None
+        except (pickle.UnpicklingError, EOFError, ValueError, TypeError,
+                AttributeError, IndexError, KeyError, MemoryError,
+                UnicodeDecodeError) as e:
+            first = str(e).splitlines()[0] if str(e) else type(e).__name__
+            raise PdparamsError(f"{path}: not a .pdparams pickle, or cut "
+                                f"short ({first})") from None
+    if not isinstance(value, dict):
+        raise PdparamsError(f"{path}: expected a dict of parameters, found "
+                            f"a {type(value).__name__}")
+    if BIG_PARAM_KEY in value:
+        raise PdparamsError(
+            f"{path}: {BIG_PARAM_KEY!r}: arrays split over 4 GiB (Paddle's "
+            "pickle protocol 2/3) are not read; save with protocol 4")
+    return value

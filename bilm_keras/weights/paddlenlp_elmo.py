@@ -1,0 +1,580 @@
+"""PaddleNLP 2.x ELMo ``.pdparams`` -> a :class:`PaddleModel` in bilm-tf's
+layout.
+
+::
+
+    from bilm_keras.weights.paddlenlp_elmo import read_paddlenlp
+    model = read_paddlenlp("checkpoints/final.pdparams",
+                           vocab_file="vocab-15w.txt")
+
+PaddleNLP's ``examples/language_model/elmo/elmo.py`` (``ELMo``, task
+``pre-train``, as ``run_pretrain.py`` saves it) is bilm-tf's character
+biLM with these differences, each undone by one transform in
+:func:`_bilm_tf_datasets`:
+
+* char table ``[262, char_dim]``, row 0 the padding id of the +1-shifted
+  char ids (bilm-tf's file has no such row: it is dropped; it only ever
+  meets padded token positions);
+* conv kernels ``[filters, char_dim, 1, width]`` (Paddle's NCHW-ordered
+  ``Conv2D`` weight; bilm-tf's is ``[1, width, char_dim, filters]``);
+  highways and the projection are ``nn.Linear`` weights ``[in, out]``,
+  bilm-tf's orientation already, with bilm-tf's carry/transform meaning;
+  the projection exists only when the filter total differs from
+  ``projection_dim``;
+* per direction ``num_layers`` separate single-layer ``nn.LSTM``\\ s of
+  hidden size ``projection_dim``: no cell projection, no clipping, no
+  residual connection; gate blocks (i, f, g, o), input and recurrent
+  weights ``[4P, in]`` and ``[4P, P]`` apart, biases ``bias_ih`` (and,
+  from Paddle 2.6, a frozen zero ``bias_hh``) and no forget-bias constant
+  (bilm-tf's cell adds 1.0: subtracted here);
+* each LSTM's weights are in the file twice, ``N.weight_ih_l0`` ... and
+  ``N.0.cell.weight_ih`` ... (one parameter, two names): both are read and
+  must agree;
+* one softmax, ``_linear_layer.weight [P, V]`` (bilm-tf's is ``[V, P]``)
+  and its bias.
+
+The vocabulary file of PaddleNLP holds only words; PaddleNLP's
+``Vocabulary`` puts ``UNK`` (0), ``<S>`` (1), ``</S>`` (2) and ``<PAD>``
+(3) before them. The model's ``vocab`` gives those four ids the lines
+``<UNK>``, ``<S>``, ``</S>``, ``<PAD>``, which our
+:class:`~bilm_keras.data.vocabulary.Vocabulary` reads to the same ids (an
+unknown word is id 0 in both).
+
+Nothing is known of ``max_characters_per_token`` from the file: PaddleNLP's
+default and bilm-tf's, 50, is assumed (a token keeps 48 UTF-8 bytes).
+"""
+
+from __future__ import annotations
+
+import collections.abc
+import logging
+import os
+import re
+
+import numpy as np
+
+from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
+from bilm_keras.weights.paddle_pdparams import (
+    STRUCTURED_NAMES_KEY,
+    PdparamsError,
+    read_pdparams,
+)
+
+logger = logging.getLogger(__name__)
+
+EMBEDDER = "_token_embding_layer."  # sic: PaddleNLP's attribute name
+CHAR_TABLE = EMBEDDER + "_char_embedding_layer.weight"
+PROJECTION = EMBEDDER + "_linear_layer."
+SOFTMAX = "_linear_layer."
+#: PaddleNLP's vocabulary entries before the file's words, in id order,
+#: as our vocab.txt spells them (PaddleNLP spells the first "UNK")
+SPECIAL_TOKENS = ("<UNK>", "<S>", "</S>", "<PAD>")
+PDPARAMS_SUFFIX = ".pdparams"
+#: ``run_pretrain.py`` saves its optimizer's state beside the weights
+PDOPT_SUFFIX = ".pdopt"
+#: Adagrad's accumulator of a parameter: ``<internal name>_moment_0``
+MOMENT_SUFFIX = "_moment_0"
+#: PaddleNLP's char ids: 256 bytes + 5 markers + the padding id 0
+N_CHARACTERS = 262
+#: not stored in the file; PaddleNLP's and bilm-tf's default
+MAX_CHARACTERS_PER_TOKEN = 50
+#: bilm-tf's LSTM cell adds this to the forget gate; Paddle's does not
+TF_FORGET_BIAS = 1.0
+#: PaddleNLP's ``args.py`` defaults, written into options.json
+TRAINING_DEFAULTS = {
+    "dropout": 0.1,
+    "unroll_steps": 20,
+    "batch_size": 128,
+    "learning_rate": 0.2,
+    "all_clip_norm_val": 10.0,
+}
+
+_CONV = re.compile(re.escape(EMBEDDER) + r"cnn_layer_(\d+)\.(weight|bias)$")
+_HIGHWAY = re.compile(re.escape(EMBEDDER) + r"_highway_layer\."
+                      r"(carry|transform)_linear_(\d+)\.(weight|bias)$")
+_LSTM = re.compile(r"_elmobilm\.(forward|backward)_lstm_layer_(\d+)\.(.+)$")
+#: an LSTM's parameters under its two names: flat, cell (None: optional)
+_LSTM_PARAMS = {
+    "weight_ih": ("weight_ih_l0", "0.cell.weight_ih"),
+    "weight_hh": ("weight_hh_l0", "0.cell.weight_hh"),
+    "bias_ih": ("bias_ih_l0", "0.cell.bias_ih"),
+    "bias_hh": ("bias_hh_l0", "0.cell.bias_hh"),
+}
+_DIRECTIONS = ("forward", "backward")
+
+
+def is_paddlenlp_state(state: dict) -> bool:
+    """Whether a ``.pdparams`` dict is PaddleNLP's ELMo (its char table)."""
+    return CHAR_TABLE in state
+
+
+def _shown(names) -> str:
+    names = sorted(names)
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") \
+        if names else "no parameters"
+
+
+def _expect(path: str, state: dict, key: str, shape: tuple, why: str
+            ) -> np.ndarray:
+    if key not in state:
+        raise PaddleFormatError(
+            f"{path}: {key}: expected a parameter of shape {shape} ({why}), "
+            "found none")
+    value = state[key]
+    if tuple(value.shape) != shape:
+        raise PaddleFormatError(
+            f"{path}: {key}: expected shape {shape} ({why}), found "
+            f"{tuple(value.shape)}")
+    return value
+
+
+def _numbered(path: str, found: dict[int, object], what: str) -> int:
+    """How many of ``what`` (0..n-1, none missing)."""
+    n = len(found)
+    if sorted(found) != list(range(n)):
+        missing = sorted(set(range(max(found) + 1)) - set(found))
+        raise PaddleFormatError(
+            f"{path}: {what}: expected 0..{max(found)} without a gap, found "
+            f"none numbered {missing[0]}")
+    return n
+
+
+def _lstm_arrays(path: str, state: dict, prefix: str, dim_p: int
+                 ) -> dict[str, np.ndarray]:
+    """One single-layer LSTM's four arrays; where both names are present
+    they must agree."""
+    shapes = {"weight_ih": (4 * dim_p, dim_p), "weight_hh": (4 * dim_p, dim_p),
+              "bias_ih": (4 * dim_p,), "bias_hh": (4 * dim_p,)}
+    out = {}
+    for param, names in _LSTM_PARAMS.items():
+        keys = [prefix + n for n in names if prefix + n in state]
+        if not keys:
+            if param == "bias_hh":  # Paddle < 2.6 wrote none (it is zero)
+                out[param] = np.zeros(shapes[param], np.float32)
+                continue
+            raise PaddleFormatError(
+                f"{path}: {prefix}{names[0]}: expected a parameter of shape "
+                f"{shapes[param]} (an LSTM of hidden size {dim_p}), found "
+                "none")
+        values = [_expect(path, state, k, shapes[param],
+                          f"an LSTM of hidden size {dim_p}") for k in keys]
+        if len(values) == 2 and not np.array_equal(values[0], values[1]):
+            raise PaddleFormatError(
+                f"{path}: {keys[1]}: expected the same values as {keys[0]} "
+                "(one parameter under two names), found others")
+        out[param] = values[0]
+    return out
+
+
+def _tf_gates(x: np.ndarray) -> np.ndarray:
+    """Blocks along axis 0 in Paddle's order (i, f, g, o) -> TF1's
+    (i, j=g, f, o)."""
+    i, f, g, o = np.split(x, 4, axis=0)
+    return np.concatenate([i, g, f, o], axis=0)
+
+
+def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
+                      ) -> tuple[dict, dict]:
+    """(bilm-tf HDF5 datasets, sizes) from a PaddleNLP state dict; every
+    key and shape checked first, every key used. ``moment``: the state is
+    Adagrad's accumulators under the parameters' names (the same moves, no
+    forget-bias shift)."""
+    used = {STRUCTURED_NAMES_KEY}
+    char_table = state[CHAR_TABLE]
+    if char_table.ndim != 2 or char_table.shape[0] != N_CHARACTERS:
+        raise PaddleFormatError(
+            f"{path}: {CHAR_TABLE}: expected shape ({N_CHARACTERS}, "
+            f"char_dim) (PaddleNLP's char ids), found {char_table.shape}")
+    dim_c = char_table.shape[1]
+    used.add(CHAR_TABLE)
+
+    convs, highways, lstms = {}, {}, {d: {} for d in _DIRECTIONS}
+    for key in state:
+        if m := _CONV.match(key):
+            convs.setdefault(int(m[1]), {})[m[2]] = key
+        elif m := _HIGHWAY.match(key):
+            highways.setdefault(int(m[2]), set()).add(key)
+        elif m := _LSTM.match(key):
+            lstms[m[1]].setdefault(int(m[2]), set()).add(key)
+    if not convs:
+        raise PaddleFormatError(
+            f"{path}: {EMBEDDER}cnn_layer_0.weight: expected the char-CNN's "
+            f"convolutions, found none (parameters: {_shown(state)})")
+    n_conv = _numbered(path, convs, EMBEDDER + "cnn_layer_N")
+    out = {"char_embed": char_table[1:]}  # bilm-tf's file: no padding row
+    filters = []
+    for i in range(n_conv):
+        key = f"{EMBEDDER}cnn_layer_{i}.weight"
+        if key not in state or state[key].ndim != 4 \
+                or state[key].shape[1:3] != (dim_c, 1):
+            found = tuple(state[key].shape) if key in state else "none"
+            raise PaddleFormatError(
+                f"{path}: {key}: expected shape (filters, {dim_c}, 1, "
+                f"width) (a Conv2D over {dim_c}-dim chars), found {found}")
+        num, _, _, width = state[key].shape
+        bias = _expect(path, state, f"{EMBEDDER}cnn_layer_{i}.bias", (num,),
+                       f"{num} filters")
+        # Paddle's [filters, char_dim, 1, width] -> bilm-tf's
+        # [1, width, char_dim, filters]
+        out[f"CNN/W_cnn_{i}"] = np.transpose(state[key], (2, 3, 1, 0))
+        out[f"CNN/b_cnn_{i}"] = bias
+        filters.append([int(width), int(num)])
+        used.update((key, f"{EMBEDDER}cnn_layer_{i}.bias"))
+    n_filters = sum(num for _, num in filters)
+
+    if not lstms["forward"]:
+        raise PaddleFormatError(
+            f"{path}: _elmobilm.forward_lstm_layer_0.weight_hh_l0: expected "
+            f"the biLM's LSTMs, found none (parameters: {_shown(state)})")
+    n_layers = _numbered(path, lstms["forward"],
+                         "_elmobilm.forward_lstm_layer_N")
+    n_back = len(lstms["backward"]) and _numbered(
+        path, lstms["backward"], "_elmobilm.backward_lstm_layer_N")
+    if n_back != n_layers:
+        raise PaddleFormatError(
+            f"{path}: _elmobilm.backward_lstm_layer_N: expected {n_layers} "
+            f"layers (as forward), found {n_back}")
+    first = "_elmobilm.forward_lstm_layer_0."
+    hh = state.get(first + "weight_hh_l0",
+                   state.get(first + "0.cell.weight_hh"))
+    if hh is None or hh.ndim != 2:
+        raise PaddleFormatError(
+            f"{path}: {first}weight_hh_l0: expected shape (4 x P, P), found "
+            f"{'none' if hh is None else tuple(hh.shape)}")
+    dim_p = hh.shape[1]
+
+    if n_filters < dim_p:
+        # PaddleNLP would project up; bilm-tf's char-CNN (and so its
+        # options and ours) projects down only
+        raise PaddleFormatError(
+            f"{path}: {EMBEDDER}cnn_layer_N: expected at least "
+            f"projection_dim={dim_p} filters in total (bilm-tf's char-CNN "
+            f"projects down only), found {n_filters}")
+
+    n_highway = _numbered(path, highways, EMBEDDER + "_highway_layer.N")
+    why = f"a highway over {n_filters} filters"
+    for i in range(n_highway):
+        for part in ("carry", "transform"):
+            p = f"{EMBEDDER}_highway_layer.{part}_linear_{i}."
+            # nn.Linear stores [in, out], as bilm-tf's W_carry/W_transform
+            out[f"CNN_high_{i}/W_{part}"] = _expect(
+                path, state, p + "weight", (n_filters, n_filters), why)
+            out[f"CNN_high_{i}/b_{part}"] = _expect(
+                path, state, p + "bias", (n_filters,), why)
+            used.update((p + "weight", p + "bias"))
+
+    if n_filters != dim_p:  # PaddleNLP projects only then
+        for part, dataset, shape in (
+                ("weight", "W_proj", (n_filters, dim_p)),
+                ("bias", "b_proj", (dim_p,))):
+            out[f"CNN_proj/{dataset}"] = _expect(
+                path, state, PROJECTION + part, shape,
+                f"{n_filters} filters projected to {dim_p}")
+            used.add(PROJECTION + part)
+
+    for d, direction in enumerate(_DIRECTIONS):
+        for layer in range(n_layers):
+            prefix = f"_elmobilm.{direction}_lstm_layer_{layer}."
+            a = _lstm_arrays(path, state, prefix, dim_p)
+            used.update(prefix + n for names in _LSTM_PARAMS.values()
+                        for n in names)
+            p = f"RNN_{d}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+            # TF1 multiplies [x, h] by one (in + P, 4P) kernel
+            out[f"{p}/W_0"] = np.concatenate(
+                [_tf_gates(a["weight_ih"]).T, _tf_gates(a["weight_hh"]).T])
+            bias = _tf_gates(a["bias_ih"] + a["bias_hh"]).copy()
+            if not moment:
+                bias[2 * dim_p:3 * dim_p] -= TF_FORGET_BIAS  # block f
+            out[f"{p}/B"] = bias
+
+    softmax_w = state.get(SOFTMAX + "weight")
+    if softmax_w is None or softmax_w.ndim != 2 or softmax_w.shape[0] != dim_p:
+        raise PaddleFormatError(
+            f"{path}: {SOFTMAX}weight: expected shape ({dim_p}, vocabulary) "
+            "(the pre-train model's softmax), found "
+            f"{'none' if softmax_w is None else tuple(softmax_w.shape)}")
+    n_vocab = softmax_w.shape[1]
+    softmax_b = _expect(path, state, SOFTMAX + "bias", (n_vocab,),
+                        f"a softmax over {n_vocab} words")
+    used.update((SOFTMAX + "weight", SOFTMAX + "bias"))
+
+    unused = set(state) - used
+    if unused:
+        raise PaddleFormatError(
+            f"{path}: {_shown(unused)}: expected only PaddleNLP ELMo's "
+            f"parameters, found {len(unused)} more")
+    sizes = {"char_dim": dim_c, "filters": filters, "n_highway": n_highway,
+             "projection_dim": dim_p, "n_layers": n_layers,
+             "n_vocab": n_vocab, "softmax": (softmax_w.T, softmax_b)}
+    return out, sizes
+
+
+def paddlenlp_options(sizes: dict) -> dict:
+    """The ``options.json`` of a converted PaddleNLP model."""
+    return {
+        "lstm": {
+            # nn.LSTM(hidden_size=projection_dim): no cell projection
+            "dim": sizes["projection_dim"],
+            "projection_dim": sizes["projection_dim"],
+            "n_layers": sizes["n_layers"],
+            "use_skip_connections": False,
+        },
+        "char_cnn": {
+            "embedding": {"dim": sizes["char_dim"]},
+            "filters": sizes["filters"],
+            "n_highway": sizes["n_highway"],
+            "n_characters": N_CHARACTERS,
+            "max_characters_per_token": MAX_CHARACTERS_PER_TOKEN,
+            "activation": "relu",
+        },
+        "bidirectional": True,
+        "n_tokens_vocab": sizes["n_vocab"],
+        **TRAINING_DEFAULTS,
+        # PaddleNLP's training carries states from batch to batch
+        "reset_states_at_sentence_start": False,
+    }
+
+
+def read_paddlenlp_vocab(path: str | os.PathLike, n_vocab: int,
+                         source: str) -> list[str]:
+    """``vocab.txt`` lines (the four specials, then the file's words) of a
+    PaddleNLP vocabulary file, checked as PaddleNLP checks it and against
+    the softmax's size."""
+    path = os.fspath(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            words = [line.strip() for line in f]
+    except FileNotFoundError:
+        raise PaddleFormatError(f"{path}: vocabulary file not found") \
+            from None
+    except UnicodeDecodeError as e:
+        raise PaddleFormatError(f"{path}: expected UTF-8 text, found byte "
+                                f"{e.object[e.start]:#x} at {e.start}") \
+            from None
+    seen = {"UNK", *SPECIAL_TOKENS[1:]}
+    for n, word in enumerate(words, 1):
+        if word in seen:  # PaddleNLP's Vocabulary refuses these too
+            raise PaddleFormatError(
+                f"{path}: line {n}: expected a word not already in the "
+                f"vocabulary (PaddleNLP adds UNK, <S>, </S>, <PAD>), found "
+                f"{word!r} again")
+        if word in ("<UNK>", "!!!MAXTERMID"):
+            raise PaddleFormatError(
+                f"{path}: line {n}: expected a word, found {word!r}, which "
+                "bilm-tf's vocabulary reads as a special entry")
+        seen.add(word)
+    if len(SPECIAL_TOKENS) + len(words) != n_vocab:
+        raise PaddleFormatError(
+            f"{path}: lines: expected {n_vocab - len(SPECIAL_TOKENS)} words "
+            f"({source} has a softmax over {n_vocab} = "
+            f"{len(SPECIAL_TOKENS)} specials + words), found {len(words)}")
+    return list(SPECIAL_TOKENS) + words
+
+
+#: the name run_pretrain.py gives its last checkpoint
+FINAL_STEM = "final"
+
+
+def locate_pdparams(path: str | os.PathLike) -> str | None:
+    """The ``.pdparams`` a PaddleNLP checkpoint path names, else None.
+
+    Accepted as PaddleNLP's own scripts name them: the file; the file
+    without its suffix (``--init_from_ckpt checkpoints/10000``); or the
+    run's ``--save_dir``, where ``final.pdparams`` is taken, else the
+    highest step (``20000.pdparams`` over ``10000.pdparams``).
+
+    Raises:
+        PaddleFormatError: a directory of ``.pdparams`` files none of
+            which is ``final`` or a step number, and more than one.
+    """
+    path = os.fspath(path)
+    if os.path.isfile(path):
+        return path if path.endswith(PDPARAMS_SUFFIX) else None
+    if os.path.isfile(path + PDPARAMS_SUFFIX):
+        return path + PDPARAMS_SUFFIX
+    if not os.path.isdir(path):
+        return None
+    stems = [n[:-len(PDPARAMS_SUFFIX)] for n in os.listdir(path)
+             if n.endswith(PDPARAMS_SUFFIX)
+             and os.path.isfile(os.path.join(path, n))]
+    if not stems:
+        return None
+    if FINAL_STEM in stems:
+        chosen = FINAL_STEM
+    elif any(stem.isdigit() for stem in stems):
+        chosen = max((s for s in stems if s.isdigit()), key=int)
+    elif len(stems) == 1:
+        chosen = stems[0]
+    else:
+        found = _shown(s + PDPARAMS_SUFFIX for s in stems)
+        raise PaddleFormatError(
+            f"{path}: expected final.pdparams or STEP.pdparams (a "
+            f"run_pretrain.py save_dir), found {found}; name the file")
+    return os.path.join(path, chosen + PDPARAMS_SUFFIX)
+
+
+def pdopt_path(path: str) -> str:
+    """The ``.pdopt`` that ``run_pretrain.py`` saves beside a
+    ``.pdparams`` (its optimizer's state)."""
+    root, ext = os.path.splitext(path)
+    return (root if ext == PDPARAMS_SUFFIX else path) + PDOPT_SUFFIX
+
+
+def read_paddlenlp_accumulators(path: str, state: dict
+                                ) -> dict[str, np.ndarray]:
+    """Adagrad's accumulators of the ``.pdopt`` beside ``path`` (the
+    ``.pdparams`` whose arrays are ``state``), in bilm-tf's layout under
+    ``lm_weights``' keys plus ``softmax/W`` and ``softmax/b``; empty where
+    there is no ``.pdopt``.
+
+    The ``.pdopt`` names each accumulator ``<parameter>_moment_0`` by the
+    parameter's internal name (``lstm_cell_0.w_0``), which the
+    ``.pdparams``' ``StructuredToParameterName@@`` maps to its structured
+    one. The frozen ``bias_hh`` has none (it is not trained): a bias's
+    accumulator is ``bias_ih``'s.
+
+    Raises:
+        PaddleFormatError: a ``.pdopt`` that is not a ``.pdparams``-style
+            pickle, lacks an accumulator, or holds one of another shape.
+    """
+    opt_path = pdopt_path(path)
+    if not os.path.isfile(opt_path):
+        return {}
+    names = state.get(STRUCTURED_NAMES_KEY)
+    if not isinstance(names, dict):
+        logger.warning(
+            "%s: no %s in %s to tell which accumulator is whose: Adagrad's "
+            "accumulators not read", opt_path, STRUCTURED_NAMES_KEY, path)
+        return {}
+    try:
+        moments = read_pdparams(opt_path)
+    except PdparamsError as e:
+        raise PaddleFormatError(str(e)) from None
+    structured = {}
+    for key, value in state.items():
+        if key == STRUCTURED_NAMES_KEY \
+                or key.endswith(("bias_hh", "bias_hh_l0")):
+            continue  # frozen: no accumulator
+        moment = f"{names.get(key, key)}{MOMENT_SUFFIX}"
+        if moment not in moments:
+            raise PaddleFormatError(
+                f"{opt_path}: {moment}: expected the Adagrad accumulator of "
+                f"{key} (shape {tuple(value.shape)}), found none")
+        found = moments[moment]
+        if not isinstance(found, np.ndarray) \
+                or tuple(found.shape) != tuple(value.shape):
+            raise PaddleFormatError(
+                f"{opt_path}: {moment}: expected shape {tuple(value.shape)} "
+                f"(as {key}), found "
+                f"{getattr(found, 'shape', type(found).__name__)}")
+        structured[key] = found.astype(np.float32, copy=False)
+    accumulators, sizes = _bilm_tf_datasets(opt_path, structured,
+                                            moment=True)
+    softmax_w, softmax_b = sizes["softmax"]
+    accumulators["softmax/W"] = softmax_w
+    accumulators["softmax/b"] = softmax_b
+    return accumulators
+
+
+class LazyAccumulators(collections.abc.Mapping):
+    """The accumulators of :func:`read_paddlenlp_accumulators`, read from
+    the ``.pdopt`` on first use: converting a model never reads its
+    optimizer's state (as large as the weights), continuing a run does.
+
+    Raises (on first use):
+        PaddleFormatError: see :func:`read_paddlenlp_accumulators`.
+    """
+
+    def __init__(self, path: str, state: dict):
+        self._path = path
+        self._state = state
+        self._loaded: dict | None = None
+
+    def _arrays(self) -> dict:
+        if self._loaded is None:
+            self._loaded = {
+                k: v if k == "softmax/W" else np.ascontiguousarray(v)
+                for k, v in read_paddlenlp_accumulators(
+                    self._path, self._state).items()}
+            self._state = None  # no longer needed
+        return self._loaded
+
+    def __getitem__(self, key):
+        return self._arrays()[key]
+
+    def __iter__(self):
+        return iter(self._arrays())
+
+    def __len__(self):
+        return len(self._arrays())
+
+    def __repr__(self):
+        state = "read" if self._loaded is not None else "not read yet"
+        return f"LazyAccumulators({pdopt_path(self._path)!r}, {state})"
+
+
+def read_paddlenlp(path: str | os.PathLike,
+                   vocab_file: str | os.PathLike | None = None,
+                   *, with_accumulators: bool = True) -> PaddleModel:
+    """A PaddleNLP ELMo ``.pdparams`` as a :class:`PaddleModel`.
+
+    Args:
+        path: the ``.pdparams`` file ``run_pretrain.py`` saved.
+        vocab_file: PaddleNLP's vocabulary file (words only, as its
+            ``--vocab_file``); None: the model has no ``vocab``.
+        with_accumulators: Adagrad's accumulators from the ``.pdopt``
+            beside ``path`` where there is one, read on first use
+            (:class:`LazyAccumulators`); False: none.
+
+    Raises:
+        PaddleFormatError: not a PaddleNLP ELMo ``.pdparams`` (a pickle
+            holding code is refused before it runs), a missing key, a shape
+            that does not fit, a vocabulary of another size; one line.
+    """
+    path = os.fspath(path)
+    try:
+        state = read_pdparams(path)
+    except PdparamsError as e:
+        raise PaddleFormatError(str(e)) from None
+    if not is_paddlenlp_state(state):
+        names = [k for k in state if k != STRUCTURED_NAMES_KEY]
+        raise PaddleFormatError(
+            f"{path}: {CHAR_TABLE}: expected PaddleNLP's ELMo (its char "
+            f"table), found another model's parameters: {_shown(names)}")
+    for key, value in state.items():
+        if key == STRUCTURED_NAMES_KEY:
+            continue
+        if not isinstance(value, np.ndarray) \
+                or not np.issubdtype(value.dtype, np.floating):
+            found = (value.dtype if isinstance(value, np.ndarray)
+                     else type(value).__name__)
+            raise PaddleFormatError(
+                f"{path}: {key}: expected a floating-point array, found "
+                f"{found}")
+    state = {k: (v if k == STRUCTURED_NAMES_KEY
+                 else v.astype(np.float32, copy=False))
+             for k, v in state.items()}
+    lm_weights, sizes = _bilm_tf_datasets(path, state)
+    softmax_weight, softmax_bias = sizes.pop("softmax")
+    accumulators = {}
+    if with_accumulators and os.path.isfile(pdopt_path(path)):
+        accumulators = LazyAccumulators(path, dict(state))
+    vocab = None
+    if vocab_file is not None:
+        vocab = read_paddlenlp_vocab(vocab_file, sizes["n_vocab"], path)
+    logger.info(
+        "%s: PaddleNLP ELMo, %d filters, %d highways, %d x 2 LSTMs of %d, "
+        "softmax over %d%s", path, sum(n for _, n in sizes["filters"]),
+        sizes["n_highway"], sizes["n_layers"], sizes["projection_dim"],
+        sizes["n_vocab"],
+        f", Adagrad accumulators in {pdopt_path(path)}"
+        if isinstance(accumulators, LazyAccumulators) else "")
+    return PaddleModel(
+        source=path, system="paddlenlp", options=paddlenlp_options(sizes),
+        lm_weights={k: np.ascontiguousarray(v, np.float32)
+                    for k, v in lm_weights.items()},
+        # (V, P) as a view of the file's (P, V): a released model's is 300
+        # MB, and converting does not write it
+        softmax_weight=softmax_weight,
+        softmax_bias=softmax_bias, vocab=vocab,
+        accumulators=accumulators)
