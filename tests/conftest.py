@@ -18,6 +18,7 @@ which when it is missing, and fails when ``CI=true``
 """
 
 import json
+import logging
 import os
 import pathlib
 
@@ -34,6 +35,19 @@ from helpers import (  # noqa: E402
     paddle_baike_fixtures_root,
     skip_or_fail,
 )
+
+
+@pytest.fixture(autouse=True)
+def library_records_reach_caplog():
+    """The package logger does not propagate to the root logger
+    (``bilm_keras._utils.console_log``: a root handler would print every
+    line twice); pytest's ``caplog`` listens there, so in a test it does
+    (pytest's root handlers capture, they print nothing)."""
+    logger = logging.getLogger("bilm_keras")
+    before = logger.propagate
+    logger.propagate = True
+    yield
+    logger.propagate = before
 
 
 @pytest.fixture(scope="session")

@@ -18,6 +18,8 @@ logger) on stderr, the message alone. To change that::
     logger = logging.getLogger("bilm_keras")
     logger.removeHandler(bilm_keras._utils.console_log.CONSOLE_HANDLER)
     logger.addHandler(logging.FileHandler("run.log"))
+    # or to the root logger's handlers (logging.basicConfig)
+    logger.propagate = True
 
 ``bilm-keras --quiet`` sets ``WARNING``, ``--verbose`` ``DEBUG``
 (:func:`set_console_level`).
@@ -57,10 +59,13 @@ CONSOLE_HANDLER = ConsoleHandler()
 
 def install_console_handler() -> None:
     """Gives the package's logger :data:`CONSOLE_HANDLER` and ``INFO``
-    (once; a level the program set is kept)."""
+    (once; a level the program set is kept). Its records do not also go
+    to the root logger's handlers: a handler there (``basicConfig``, or
+    one a library sets up) would print every line twice."""
     logger = logging.getLogger(LOGGER)
     if CONSOLE_HANDLER not in logger.handlers:
         logger.addHandler(CONSOLE_HANDLER)
+        logger.propagate = False
         if logger.level == logging.NOTSET:
             logger.setLevel(logging.INFO)
 

@@ -40,6 +40,7 @@ def heldout_examples(pattern: str, n: int = 2) -> list:
     return examples
 
 
+# Nine keyword-only parameters: bilm-keras pipeline's flags, one each.
 def run_pipeline(
     *,
     out_dir: str,

@@ -389,6 +389,8 @@ class BilmTFCheckpoint:
                                                   entry.checkpoint_name)
 
 
+# Long for its checks: every variable against the table's shape, the
+# checkpoint's extra weights and the Adagrad slots, all named in one error.
 def read_bilm_tf_checkpoint(
     save_dir: str | os.PathLike,
     backbone,
