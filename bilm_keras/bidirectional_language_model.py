@@ -358,7 +358,9 @@ class BidirectionalLanguageModel:
         """``sentences``, with one warning (logged) at the first token far
         longer than a word of the model's (:mod:`bilm_keras.data.
         long_tokens`): unsegmented text."""
-        if self._long_token_limit is None and self.use_character_inputs:
+        if self._long_token_limit is None and (
+                self.use_character_inputs
+                or self._vocab_for(vocab_file) is not None):
             self._long_token_limit = limit_for_batcher(
                 self.make_batcher(vocab_file))
         return warn_of_long_tokens(sentences, self._long_token_limit,

@@ -465,8 +465,9 @@ def run(job: EmbedJob) -> int:
 def _warn_of_long_tokens(job: EmbedJob) -> None:
     """One ``WARNING:`` line on stderr when the input's first lines hold a
     token far longer than a word of the model's: unsegmented text
-    (:mod:`bilm_keras.data.long_tokens`). Token input is checked against
-    its vocabulary already."""
+    (:mod:`bilm_keras.data.long_tokens`). A token model given as
+    ``--embedding_weight_file`` (a table made for the input's own words)
+    is not checked."""
     from bilm_keras.data.long_tokens import long_token_warning_for_file
 
     warning = None if job.settings.embedding_weight_file else \

@@ -150,6 +150,12 @@ class TokenBatcher:
         """Tokens of the vocabulary file: rows of its token table."""
         return self._lm_vocab.size
 
+    @property
+    def words(self) -> List[str]:
+        """The vocabulary's tokens in id order."""
+        return [self._lm_vocab.id_to_word(i)
+                for i in range(self._lm_vocab.size)]
+
     def batch_sentences(self, sentences: List[List[str]]) -> np.ndarray:
         """``(n_sentences, max_len + 2)`` int64 token ids.
 

@@ -10,13 +10,20 @@ the line and the segmentation the model expects. The facade, ``bilm-keras
 embed`` and the SavedModel warn once per call or run with it, never per
 line.
 
+A word-input model (the converted Paddle baike model) looks a whole token
+up in its vocabulary: an unsegmented line is one unknown word, ``<UNK>``,
+and it is warned of the same way.
+
 The limit, in the unit the model's ids count (UTF-8 bytes for bilm-tf's
-char ids, characters for a converted ELMoForManyLangs model):
+char ids, characters for a converted ELMoForManyLangs model and for a
+word-input model's vocabulary):
 
 * with the model's vocabulary (a ManyLangs model's ``word.dic``): twice
   the length of its 999th word in 1,000 by length, when that is shorter
   than what the model reads (a traditional-Chinese vocabulary's words are
   a few characters; a sentence is dozens);
+* a word-input model: the same, from its vocabulary file, however
+  long (it cuts nothing);
 * else what the model reads of a token, ``max_characters_per_token - 2``
   (the word's begin and end marks take the other two): past it the
   token is cut.
@@ -45,13 +52,14 @@ class LongTokenLimit:
         unit: ``"bytes"`` (UTF-8, bilm-tf's char ids) or ``"characters"``
             (a converted ELMoForManyLangs model).
         read: what the model reads of a token, in ``unit`` (the rest is
-            cut).
+            cut); None for a word-input model, which looks the whole
+            token up in its vocabulary.
         basis: why ``length``, in words, for the warning.
     """
 
     length: int
     unit: str
-    read: int
+    read: Optional[int]
     basis: str
 
     def length_of(self, token: str) -> int:
@@ -71,27 +79,32 @@ class LongToken:
     length: int
 
 
-def long_token_limit(max_characters_per_token: int, *, unit: str,
-                     words: Optional[Iterable[str]] = None
-                     ) -> LongTokenLimit:
+def long_token_limit(max_characters_per_token: Optional[int], *,
+                     unit: str, words: Optional[Iterable[str]] = None
+                     ) -> Optional[LongTokenLimit]:
     """The limit for a model (module docstring).
 
     Args:
         max_characters_per_token: the options' (the model's ids' width
-            without a ManyLangs word column).
+            without a ManyLangs word column); None for a word-input model
+            (then the limit comes from ``words`` alone, and there is none
+            without them).
         unit: ``"bytes"`` or ``"characters"``, what the ids count.
         words: the model's vocabulary, when it has one.
     """
     if unit not in UNITS:
         raise ValueError(f"unit: expected one of {UNITS}, found {unit!r}")
-    read = max_characters_per_token - 2
-    limit = LongTokenLimit(read, unit, read,
-                           f"the {read} {unit} the model reads of a token")
+    if max_characters_per_token is None:
+        read, limit = None, None
+    else:
+        read = max_characters_per_token - 2
+        limit = LongTokenLimit(
+            read, unit, read, f"the {read} {unit} the model reads of a token")
     probe = LongTokenLimit(0, unit, read, "")
     lengths = sorted(probe.length_of(w) for w in words or ())
     if lengths:
         typical = lengths[(len(lengths) - 1) * 999 // 1000]
-        if 0 < 2 * typical < read:
+        if 0 < 2 * typical and (read is None or 2 * typical < read):
             limit = LongTokenLimit(
                 2 * typical, unit, read,
                 f"twice the length of 999 in 1,000 of the model's "
@@ -125,9 +138,16 @@ def long_token_message(found: LongToken, limit: LongTokenLimit,
             f"longer than {limit.basis}: is the text segmented into words "
             f"as the model's vocabulary was? The model expects "
             f"whitespace-separated words (Chinese: '今天 天氣 真好', not "
-            f"'今天天氣真好'); it reads the first {limit.read} {limit.unit} "
-            f"of a token and cuts the rest (warned once, for the first such "
-            f"token)")
+            f"'今天天氣真好'); {_what_the_model_does(limit)} (warned once, "
+            f"for the first such token)")
+
+
+def _what_the_model_does(limit: LongTokenLimit) -> str:
+    if limit.read is None:
+        return ("it looks the whole token up in its vocabulary, where "
+                "this one is <UNK>")
+    return (f"it reads the first {limit.read} {limit.unit} of a token and "
+            f"cuts the rest")
 
 
 def warn_of_long_tokens(sentences, limit: Optional[LongTokenLimit], warn):
@@ -179,9 +199,10 @@ def long_token_warning_for_file(
         dataset_file: str | os.PathLike, options_file: str | os.PathLike,
         vocab_file: Optional[str | os.PathLike] = None) -> Optional[str]:
     """The warning for a sentence file (``bilm-keras embed``'s input, one
-    whitespace-tokenized sentence a line) and a char-input model's
-    options, naming the first of its first :data:`LINES_CHECKED` lines
-    with a long token; None when there is none."""
+    whitespace-tokenized sentence a line) and a model's options (and
+    its vocabulary, for a word-input model), naming the first of its
+    first :data:`LINES_CHECKED` lines with a long token; None when there
+    is none."""
     from bilm_keras.data.batcher_for_options import batcher_for_options
     from bilm_keras.options import BiLMOptions
 
@@ -202,10 +223,10 @@ def limit_for_batcher(batcher) -> Optional[LongTokenLimit]:
     """The limit of the model whose ids ``batcher`` makes: a
     :class:`~bilm_keras.data.batcher.Batcher` (bytes, no vocabulary
     needed), a :class:`~bilm_keras.data.manylangs_batcher.
-    ManyLangsBatcher` (characters, its ``word.dic``); None for a
-    :class:`~bilm_keras.data.batcher.TokenBatcher` (its tokens are
-    checked against its vocabulary already)."""
-    from bilm_keras.data.batcher import Batcher
+    ManyLangsBatcher` (characters, its ``word.dic``), a
+    :class:`~bilm_keras.data.batcher.TokenBatcher` (characters, its
+    vocabulary: a word-input model)."""
+    from bilm_keras.data.batcher import Batcher, TokenBatcher
     from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
 
     if isinstance(batcher, ManyLangsBatcher):
@@ -214,4 +235,7 @@ def limit_for_batcher(batcher) -> Optional[LongTokenLimit]:
     if isinstance(batcher, Batcher):
         return long_token_limit(batcher.max_characters_per_token,
                                 unit="bytes")
+    if isinstance(batcher, TokenBatcher):
+        return long_token_limit(None, unit="characters",
+                                words=batcher.words)
     return None

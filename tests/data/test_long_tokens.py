@@ -6,13 +6,14 @@ import logging
 
 import pytest
 
-from bilm_keras.data.batcher import Batcher
+from bilm_keras.data.batcher import Batcher, TokenBatcher
 from bilm_keras.data.long_tokens import (
     LongToken,
     first_long_token,
     limit_for_batcher,
     long_token_limit,
     long_token_message,
+    long_token_warning_for_file,
     warn_of_long_tokens,
 )
 from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
@@ -55,6 +56,32 @@ def test_limits_of_the_batchers(manylangs_fixtures):
     assert limit.unit == "characters" and limit.read == 18
     assert limit.length == min(18, 2 * typical)
     assert first_long_token([UNSEGMENTED.split()], limit) is not None
+
+
+def test_a_word_input_model_is_warned_of_unknown_long_tokens(
+        paddle_baike_fixtures):
+    vocab = paddle_baike_fixtures / "vocab.txt"
+    words = vocab.read_text(encoding="utf-8").split()
+    limit = limit_for_batcher(TokenBatcher(str(vocab)))
+    # nothing is cut: the limit is the vocabulary's own, in characters
+    lengths = sorted(len(w) for w in words)
+    assert limit.read is None and limit.unit == "characters"
+    assert limit.length == 2 * lengths[(len(lengths) - 1) * 999 // 1000]
+    found = first_long_token([["今天", "天气"], ["今天天气很好我们去公园"]],
+                             limit)
+    assert found.sentence == 1
+    message = long_token_message(found, limit, "sentences[1]")
+    assert "this one is <UNK>" in message and "cuts" not in message
+
+
+def test_embed_command_warns_for_a_word_input_model(
+        tmp_path, paddle_baike_converted, paddle_baike_fixtures):
+    text = tmp_path / "text.txt"
+    text.write_text("今天 天气\n今天天气很好我们去公园\n", encoding="utf-8")
+    warning = long_token_warning_for_file(
+        text, paddle_baike_converted["options_file"],
+        paddle_baike_converted["vocab_file"])
+    assert warning.startswith(f"{text}, line 2: a token of 11 characters")
 
 
 def test_warned_once_for_a_list_and_lazily_for_an_iterator():
