@@ -23,6 +23,19 @@ BFLOAT16_CPU_FLAG = "amx_bf16"
 #: the lowest GPU compute capability with fast products of each dtype
 MIN_GPU_CAPABILITY = {"bfloat16": (8, 0), "float16": (7, 0)}
 
+#: the precision names every path takes (``bilm_keras.layers.precision``
+#: says what each computes) -> the Keras dtype policy layers are built
+#: with; the default first. Here, without TensorFlow, so that the commands'
+#: flags can list them before TensorFlow is imported.
+KERAS_POLICIES = {
+    "float32": "float32",
+    "bfloat16": "mixed_bfloat16",
+    "float16": "mixed_float16",
+    "mixed_bfloat16": "mixed_bfloat16",
+    "mixed_float16": "mixed_float16",
+}
+PRECISIONS = tuple(KERAS_POLICIES)
+
 _warned: set[str] = set()
 
 

@@ -37,28 +37,29 @@ training); a layer only sees the policy.
 import keras
 import tensorflow as tf
 
-#: precision -> the Keras dtype policy layers are built with
-KERAS_POLICIES = {
-    "float32": "float32",
-    "bfloat16": "mixed_bfloat16",
-    "float16": "mixed_float16",
-    "mixed_bfloat16": "mixed_bfloat16",
-    "mixed_float16": "mixed_float16",
-}
+from bilm_keras._utils.fast_precision import (
+    KERAS_POLICIES,
+    PRECISIONS,
+    warn_if_slow,
+)
+from bilm_keras._utils.settings import SettingError
 
-#: the precisions a model accepts, the default first
-PRECISIONS = tuple(KERAS_POLICIES)
+__all__ = ["KERAS_POLICIES", "PRECISIONS", "compute_dtype_of", "dtype_policy",
+           "einsum", "float32_io", "matmul", "set_precision", "tensordot"]
+
 
 
 def dtype_policy(precision: str) -> keras.DTypePolicy:
     """The Keras policy a model of ``precision`` builds its layers with.
 
     Raises:
-        ValueError: an unknown precision, naming the ones there are.
+        SettingError: an unknown precision, naming the ones there are (a
+            ``ValueError``).
     """
     if precision not in KERAS_POLICIES:
-        raise ValueError(f"precision: expected one of "
-                         f"{', '.join(PRECISIONS)}, found {precision!r}")
+        raise SettingError("precision", f"expected one of "
+                                        f"{', '.join(PRECISIONS)}, found "
+                                        f"{precision!r}")
     return keras.DTypePolicy(KERAS_POLICIES[precision])
 
 
@@ -113,14 +114,19 @@ def float32_io(layer: keras.layers.Layer) -> None:
 
 def set_precision(layer: keras.layers.Layer, precision: str) -> None:
     """Gives ``layer`` and every layer inside it the policy of
-    ``precision`` (and :func:`float32_io`), built or not: every policy here keeps float32
-    variables, so a loaded model changes only the dtype its products run
-    in (a graph traced before runs as it was traced: trace anew).
+    ``precision`` (and :func:`float32_io`), built or not: every policy
+    here keeps float32 variables, so a loaded model changes only the
+    dtype its products run in (a graph traced before runs as it was
+    traced: trace anew). A compute dtype this machine does not run fast
+    is logged once as a warning, naming the CPU flag or the GPU's compute
+    capability that is missing
+    (:func:`~bilm_keras._utils.fast_precision.warn_if_slow`).
 
     Raises:
         ValueError: an unknown precision.
     """
     policy = dtype_policy(precision)
+    warn_if_slow(policy.compute_dtype)
     # Keras' own walk over the layers a layer tracks, itself included
     for sublayer in layer._flatten_layers(include_self=True, recursive=True):
         sublayer.dtype_policy = policy

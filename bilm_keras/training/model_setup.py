@@ -10,6 +10,7 @@ from __future__ import annotations
 import keras
 
 from bilm_keras.layers.initialization import placeholder_weights
+from bilm_keras.layers.precision import set_precision
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.adagrad import RowSparseAdagrad
@@ -31,7 +32,8 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
-                init_weights=None, init_checkpoint=None, **model_kwargs):
+                init_weights=None, init_checkpoint=None,
+                precision="float32", **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad (call in scope).
 
     ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
@@ -42,6 +44,10 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
     ``init_checkpoint``: the same from a bilm-tf save_dir's checkpoint
     (every variable's shape checked first; its softmax rows are
     :func:`init_softmax_from_checkpoint`'s).
+    ``precision``: what the model's products compute in
+    (:mod:`bilm_keras.layers.precision`; ``"mixed_bfloat16"`` /
+    ``"mixed_float16"`` train with float32 variables and accumulators);
+    default float32, exact.
     ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
     ``dedup_tokens``: the training fast path, on by default).
     """
@@ -60,6 +66,7 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
             load_bilm_tf_backbone(init_checkpoint, lm.backbone,
                                   options_label="the options (--options)")
         draw_softmax_weights(lm)
+    set_precision(lm, precision)
     optimizer = make_optimizer(options)
     optimizer.build(lm.trainable_variables)
     return lm, optimizer

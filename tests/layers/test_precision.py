@@ -3,7 +3,8 @@ vectors move from float32, bounded on the two fixture models against our
 float32 path and against the fixtures' own reference numbers; that the
 bounds would catch a broken cast; that float32 stays exact.
 
-The bounds come from measurement (``bench/RESULTS.md``, "Precision"): at
+The bounds (``tests/helpers.py``, ``assert_near_float32``) come from
+measurement (``bench/RESULTS.md``, "Precision"): at
 bfloat16 the per-token cosine to float32 is >= 0.99998 at the worst token
 of bilm-tf's fixture and of the published-size model with random weights,
 and >= 0.99988 on ELMoForManyLangs' fixture (a trained model; median
@@ -21,53 +22,18 @@ import pytest
 
 import numpy_reference as nr
 from bilm_keras import Batcher, BidirectionalLanguageModel
+from bilm_keras._utils.settings import SettingError
 from bilm_keras.layers.precision import (
     PRECISIONS,
     compute_dtype_of,
     dtype_policy,
     set_precision,
 )
-from helpers import load_reference_embeddings
-
-MEDIAN_COSINE = 0.9999
-WORST_COSINE = 0.999
-MAX_RELATIVE_ERROR = 0.05
-
-
-def token_distances(reference, got):
-    """Per token (rows of the last axis): cosine and relative error of
-    ``got`` to ``reference``, in float64, independently of the code under
-    test. ``reference``, ``got``: lists of arrays of the same shapes."""
-    cosines, relative = [], []
-    for a, b in zip(reference, got):
-        assert a.shape == b.shape
-        a = np.asarray(a, np.float64).reshape(-1, a.shape[-1])
-        b = np.asarray(b, np.float64).reshape(-1, b.shape[-1])
-        norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
-        cosines.append((a * b).sum(1) / np.maximum(norms, 1e-30))
-        relative.append(np.abs(b - a).max(1)
-                        / np.maximum(np.abs(a).max(1), 1e-30))
-    return np.concatenate(cosines), np.concatenate(relative)
-
-
-def near_float32_failures(reference, got, what) -> list[str]:
-    """What is wrong with ``got`` as a reduced-precision ``reference``:
-    [] when it is within the bounds."""
-    if not all(np.isfinite(b).all() for b in got):
-        return [f"{what}: not finite (an overflow)"]
-    cosine, relative = token_distances(reference, got)
-    failures = []
-    if not np.median(cosine) >= MEDIAN_COSINE:
-        failures.append(f"{what}: median cosine {np.median(cosine):.7f}")
-    if not cosine.min() >= WORST_COSINE:
-        failures.append(f"{what}: worst cosine {cosine.min():.7f}")
-    if not relative.max() <= MAX_RELATIVE_ERROR:
-        failures.append(f"{what}: relative error {relative.max():.4f}")
-    return failures
-
-
-def assert_near_float32(reference, got, what):
-    assert not near_float32_failures(reference, got, what)
+from helpers import (
+    assert_near_float32,
+    load_reference_embeddings,
+    near_float32_failures,
+)
 
 
 @pytest.fixture(scope="module")
@@ -99,7 +65,7 @@ def test_precisions_and_their_policies():
     assert compute_dtype_of("bfloat16") == "bfloat16"
     assert compute_dtype_of("mixed_bfloat16") == "bfloat16"
     assert compute_dtype_of("mixed_float16") == "float16"
-    with pytest.raises(ValueError, match=r"precision: expected one of "
+    with pytest.raises(SettingError, match=r"precision: expected one of "
                                          r"float32, .* found 'int8'"):
         dtype_policy("int8")
 
@@ -276,3 +242,66 @@ def test_mixed_bfloat16_training_gradients(train_dir):
     for g_fast, g_plain in zip(results["fast_bf16"][1],
                                results["plain_bf16"][1]):
         assert _cosine(g_fast, g_plain) >= 0.9999
+
+
+def _mixed_run(train_dir, precision):
+    """A seeded fixture run at ``precision``: ``(lm, step, batches,
+    states)``."""
+    import keras
+    import tensorflow as tf
+
+    from bilm_keras.data.tf_dataset import make_tf_dataset
+    from bilm_keras.training.inputs import load_vocab, make_dataset
+    from bilm_keras.training.model_setup import build_model
+    from bilm_keras.training.train_step import make_train_step
+    from helpers import fixture_options
+
+    options = fixture_options(use_chars=True, dropout=0.0, unroll_steps=5)
+    keras.utils.set_random_seed(0)
+    vocab = load_vocab(str(train_dir / "vocab.txt"), options)
+    options = options.replace(n_tokens_vocab=vocab.size)
+    lm, optimizer = build_model(options, seed=0, precision=precision)
+    step = make_train_step(lm, optimizer, tf.distribute.get_strategy(),
+                           options, dropout_seed=0, precision=precision)
+    data = make_dataset(str(train_dir / "data.txt"), vocab, options, seed=0)
+    batches = iter(make_tf_dataset(data, options.batch_size,
+                                   options.unroll_steps))
+    return lm, optimizer, step, batches, lm.zero_states(options.batch_size)
+
+
+def test_mixed_float16_scales_the_loss_and_skips_an_overflow(train_dir):
+    lm, optimizer, step, batches, states = _mixed_run(train_dir,
+                                                      "mixed_float16")
+    assert {layer.compute_dtype for layer in lm._flatten_layers()} == {
+        "float16"}
+    assert {v.dtype for v in lm.variables} == {"float32"}
+    assert {v.dtype for v in optimizer.variables} <= {"float32", "int64"}
+    scale = step.loss_scale.scale
+    assert float(scale) == 2.0**15
+    loss, _, states, _ = step(next(batches), states)
+    assert np.isfinite(float(loss)) and float(scale) == 2.0**15
+    # a scale past float16's range: the gradients overflow, no weight
+    # changes, the scale halves
+    scale.assign(3e38)
+    before = [v.numpy() for v in lm.trainable_variables]
+    step(next(batches), states)
+    assert float(scale) == np.float32(3e38) / 2
+    for b, v in zip(before, lm.trainable_variables):
+        np.testing.assert_array_equal(b, v.numpy())
+
+
+def test_mixed_bfloat16_steps_follow_float32(train_dir):
+    """Ten steps of the fixture run at mixed_bfloat16 and at float32 from
+    the same weights and batches: the losses stay within 2 % (no loss
+    scaling at bfloat16: its range is float32's)."""
+    losses = {}
+    for precision in ("float32", "mixed_bfloat16"):
+        _, _, step, batches, states = _mixed_run(train_dir, precision)
+        assert (step.loss_scale is None)
+        losses[precision] = []
+        for _ in range(10):
+            loss, _, states, _ = step(next(batches), states)
+            losses[precision].append(float(loss))
+    np.testing.assert_allclose(losses["mixed_bfloat16"], losses["float32"],
+                               rtol=0.02)
+    assert losses["mixed_bfloat16"] != losses["float32"]
