@@ -49,12 +49,8 @@ import common  # noqa: E402
 
 from bilm_keras.layers.initialization import placeholder_weights  # noqa
 from bilm_keras.options import BiLMOptions  # noqa: E402
-from bilm_keras.training.carried_states import CarriedStates  # noqa: E402
-from bilm_keras.training.checkpoints import (  # noqa: E402
-    CheckpointWriter,
-    DataStream,
-    model_checkpoint,
-)
+from bilm_keras.training.checkpoints import CheckpointWriter  # noqa: E402
+from bilm_keras.training.run_checkpoint import RunCheckpoint  # noqa: E402
 from bilm_keras.training.model_setup import build_model  # noqa: E402
 
 MODELS = {
@@ -76,10 +72,9 @@ def time_saves(name, passes, root):
     started = time.perf_counter()
     with placeholder_weights():
         lm, optimizer = build_model(options)
-    stream, carried = DataStream(), CarriedStates(lm, options.batch_size)
-    checkpoint = model_checkpoint(lm, optimizer=optimizer)
-    checkpoint.data_stream = stream.variables
-    checkpoint.lstm_states = carried.variables
+    # what a run's checkpoint holds (weights, Adagrad, stream, states)
+    checkpoint = RunCheckpoint(lm, optimizer,
+                               batch_size=options.batch_size).checkpoint
     build_s = time.perf_counter() - started
     folder = tempfile.mkdtemp(prefix=f"ckpt_{name}_", dir=root)
     writer = CheckpointWriter(checkpoint, folder, max_to_keep=2)

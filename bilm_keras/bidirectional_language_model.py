@@ -29,9 +29,11 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.eager import require_eager
+from bilm_keras._utils.settings import SettingError
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.embedding.bulk_embedder import BulkEmbedder
 from bilm_keras.embedding.dump import dump_token_embeddings
+from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.embedding.outputs import EmbeddingSpec
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.models.bilm_backbone import BiLMBackbone
@@ -379,12 +381,25 @@ class BidirectionalLanguageModel:
         alone, stateless, and faster: distinct tokens are embedded once
         and sentences are sorted by length. A stateful model is not
         touched: its states stay as they were.
+
+        ``output``, ``layers``, ``mix_weights``, ``mix_logits`` and
+        ``gamma`` are the fields of an
+        :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` (documented
+        there), given here as keywords (``output="average"``); or pass
+        one as ``spec`` (then none of them): :func:`embedding_spec`.
+
+        The first call fixes glibc's mmap threshold for the process, so
+        that freed memory goes back to the system (:mod:`bilm_keras.
+        embedding.memory`; not when ``MALLOC_MMAP_THRESHOLD_`` is set or
+        after :func:`~bilm_keras.embedding.memory.keep_glibc_defaults`).
         """
+        return_freed_memory_for_bulk_embedding()  # the process's malloc
         return self.bulk_embedder.embed_sentences(
             sentences, batch_size, self._vocab_for(vocab_file),
-            output=output, layers=layers,
-            mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
-            on_batch=on_batch, spec=spec)
+            spec=embedding_spec(spec, output=output, layers=layers,
+                                mix_weights=mix_weights,
+                                mix_logits=mix_logits, gamma=gamma),
+            on_batch=on_batch)
 
     def iter_embeddings(
         self,
@@ -402,10 +417,42 @@ class BidirectionalLanguageModel:
         spec: Optional[EmbeddingSpec] = None,
     ) -> Iterator[np.ndarray]:
         """:meth:`embed_sentences`, streaming ``chunk_size`` sentences at a
-        time: :meth:`BulkEmbedder.iter_embeddings` (arguments there)."""
+        time: :meth:`BulkEmbedder.iter_embeddings` (arguments there; the
+        spec's fields as keywords and the process's malloc setting, as
+        :meth:`embed_sentences`)."""
+        return_freed_memory_for_bulk_embedding()  # the process's malloc
         return self.bulk_embedder.iter_embeddings(
             sentences, batch_size, self._vocab_for(vocab_file),
-            output=output, layers=layers,
-            mix_weights=mix_weights, mix_logits=mix_logits, gamma=gamma,
-            chunk_size=chunk_size, on_batch=on_batch, spec=spec)
+            spec=embedding_spec(spec, output=output, layers=layers,
+                                mix_weights=mix_weights,
+                                mix_logits=mix_logits, gamma=gamma),
+            chunk_size=chunk_size, on_batch=on_batch)
+
+
+def embedding_spec(spec: Optional[EmbeddingSpec] = None,
+                   **fields) -> EmbeddingSpec:
+    """The one place the facade's convenience keywords become an
+    :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`: ``spec`` as it
+    is, or one built from ``fields`` (its fields, as keywords). A field
+    given (not None, not its default) with a ``spec`` is an error: the
+    two would disagree.
+
+    Raises:
+        SettingError: a field out of range (named), or ``spec`` and a
+            field both given.
+        TypeError: ``spec`` is not an EmbeddingSpec.
+    """
+    if spec is None:
+        return EmbeddingSpec(**fields)
+    if not isinstance(spec, EmbeddingSpec):
+        raise TypeError(f"spec: expected an EmbeddingSpec, found "
+                        f"{type(spec).__name__}")
+    defaults = EmbeddingSpec()
+    given = [name for name, value in fields.items()
+             if value is not None and value != getattr(defaults, name)]
+    if given:
+        raise SettingError("spec", f"expected the settings either as "
+                                   f"spec or as keyword arguments, "
+                                   f"found spec and {given[0]}")
+    return spec
 

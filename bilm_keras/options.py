@@ -250,6 +250,114 @@ def _parse_manylangs(d, source: str,
     )
 
 
+def _parse_lstm(d, source: str) -> LSTMOptions:
+    """The ``lstm`` section."""
+    if not isinstance(d, dict):
+        raise _fail(source, "lstm", "a JSON object", d)
+    p = "lstm."
+    lstm = LSTMOptions(
+        dim=_get(d, "dim", source, p, int),
+        projection_dim=_get(d, "projection_dim", source, p, int),
+        n_layers=_get(d, "n_layers", source, p, int, 1),
+        cell_clip=_get(d, "cell_clip", source, p, float, None),
+        proj_clip=_get(d, "proj_clip", source, p, float, None),
+        use_skip_connections=_get(
+            d, "use_skip_connections", source, p, bool, False
+        ),
+    )
+    for name in ("dim", "projection_dim", "n_layers"):
+        if getattr(lstm, name) < 1:
+            raise _fail(source, p + name, "a positive integer",
+                        getattr(lstm, name))
+    return lstm
+
+
+def _parse_char_cnn(d, source: str, lstm: LSTMOptions, *,
+                    manylangs: bool) -> CharCNNOptions:
+    """The ``char_cnn`` section, checked against the LSTMs it feeds (an
+    ELMoForManyLangs model's, ``manylangs``, has its own char table and
+    always projects)."""
+    p = "char_cnn."
+    if not isinstance(d, dict):
+        raise _fail(source, "char_cnn", "a JSON object", d)
+    emb = _get(d, "embedding", source, p, dict)
+    if not isinstance(emb, dict):
+        raise _fail(source, p + "embedding", '{"dim": N}', emb)
+    filters = _get(d, "filters", source, p, list)
+    if (
+        not isinstance(filters, list)
+        or not filters
+        or not all(
+            isinstance(f, (list, tuple)) and len(f) == 2
+            and all(isinstance(v, int) and v > 0 for v in f)
+            for f in filters
+        )
+    ):
+        raise _fail(source, p + "filters",
+                    "a non-empty list of [width, n_filters]", filters)
+    char_cnn = CharCNNOptions(
+        filters=tuple((int(w), int(n)) for w, n in filters),
+        char_embedding_dim=_get(emb, "dim", source, p + "embedding.", int),
+        n_highway=_get(d, "n_highway", source, p, int, 0) or 0,
+        n_characters=_get(d, "n_characters", source, p, int),
+        max_characters_per_token=_get(
+            d, "max_characters_per_token", source, p, int
+        ),
+        activation=_get(d, "activation", source, p, str),
+    )
+    if manylangs:
+        # char.dic's rows + the padding row of the +1-shifted ids
+        if char_cnn.n_characters < 2:
+            raise _fail(source, p + "n_characters",
+                        "rows of char.dic + 1 (at least 2)",
+                        char_cnn.n_characters)
+    elif char_cnn.n_characters not in (N_CHARACTERS_TRAIN,
+                                       N_CHARACTERS_WITH_PADDING):
+        raise _fail(source, p + "n_characters", "261 or 262",
+                    char_cnn.n_characters)
+    if char_cnn.activation not in ("relu", "tanh"):
+        raise _fail(source, p + "activation", "'relu' or 'tanh'",
+                    char_cnn.activation)
+    widest = max(w for w, _ in char_cnn.filters)
+    # ELMoForManyLangs' <bos> token row takes 7 slots (upstream asserts
+    # len('<bos>') + 2 <= max_characters_per_token)
+    least = max(7 if manylangs else 3, widest)
+    if char_cnn.max_characters_per_token < least:
+        raise _fail(
+            source, p + "max_characters_per_token",
+            f"at least {least} (begin/end-of-word markers and the widest "
+            "filter)",
+            char_cnn.max_characters_per_token,
+        )
+    # an ELMoForManyLangs model always projects (also upwards)
+    if not manylangs and char_cnn.n_filters < lstm.projection_dim:
+        raise _fail(
+            source, p + "filters",
+            f"at least lstm.projection_dim={lstm.projection_dim} filters "
+            "in total",
+            char_cnn.n_filters,
+        )
+    return char_cnn
+
+
+def _parse_top_level(d, source: str, defaults) -> dict:
+    """The top-level fields (the model's and training's), as keyword
+    arguments of :class:`BiLMOptions` (``defaults``: its defaults)."""
+    kw = {}
+    for name, kind in (
+        ("bidirectional", bool), ("dropout", float),
+        ("n_negative_samples_batch", int),
+        ("share_embedding_softmax", bool), ("all_clip_norm_val", float),
+        ("unroll_steps", int), ("n_epochs", int), ("batch_size", int),
+        ("learning_rate", float),
+        ("reset_states_at_sentence_start", bool),
+    ):
+        kw[name] = _get(d, name, source, "", kind, getattr(defaults, name))
+    for name in ("n_tokens_vocab", "n_train_tokens", "token_embedding_dim"):
+        kw[name] = _get(d, name, source, "", int, None)
+    return kw
+
+
 @dataclasses.dataclass(frozen=True)
 class BiLMOptions:
     """A whole biLM: token embedder, LSTMs and training settings.
@@ -298,25 +406,7 @@ class BiLMOptions:
         """
         if not isinstance(d, dict):
             raise _fail(source, "<root>", "a JSON object", type(d).__name__)
-        lstm_d = _get(d, "lstm", source, "", dict)
-        if not isinstance(lstm_d, dict):
-            raise _fail(source, "lstm", "a JSON object", lstm_d)
-        p = "lstm."
-        lstm = LSTMOptions(
-            dim=_get(lstm_d, "dim", source, p, int),
-            projection_dim=_get(lstm_d, "projection_dim", source, p, int),
-            n_layers=_get(lstm_d, "n_layers", source, p, int, 1),
-            cell_clip=_get(lstm_d, "cell_clip", source, p, float, None),
-            proj_clip=_get(lstm_d, "proj_clip", source, p, float, None),
-            use_skip_connections=_get(
-                lstm_d, "use_skip_connections", source, p, bool, False
-            ),
-        )
-        for name in ("dim", "projection_dim", "n_layers"):
-            if getattr(lstm, name) < 1:
-                raise _fail(source, p + name, "a positive integer",
-                            getattr(lstm, name))
-
+        lstm = _parse_lstm(_get(d, "lstm", source, "", dict), source)
         manylangs = None
         if d.get(MANYLANGS_SECTION) is not None:
             manylangs = _parse_manylangs(d[MANYLANGS_SECTION], source,
@@ -326,94 +416,18 @@ class BiLMOptions:
                     f"{source}: missing field 'char_cnn' (expected a JSON "
                     f"object: an '{MANYLANGS_SECTION}' model reads "
                     "characters)")
-
         char_cnn = None
         if d.get("char_cnn") is not None:
-            cd = d["char_cnn"]
-            p = "char_cnn."
-            if not isinstance(cd, dict):
-                raise _fail(source, "char_cnn", "a JSON object", cd)
-            emb = _get(cd, "embedding", source, p, dict)
-            if not isinstance(emb, dict):
-                raise _fail(source, p + "embedding", '{"dim": N}', emb)
-            filters = _get(cd, "filters", source, p, list)
-            if (
-                not isinstance(filters, list)
-                or not filters
-                or not all(
-                    isinstance(f, (list, tuple)) and len(f) == 2
-                    and all(isinstance(v, int) and v > 0 for v in f)
-                    for f in filters
-                )
-            ):
-                raise _fail(source, p + "filters",
-                            "a non-empty list of [width, n_filters]", filters)
-            char_cnn = CharCNNOptions(
-                filters=tuple((int(w), int(n)) for w, n in filters),
-                char_embedding_dim=_get(emb, "dim", source, p + "embedding.",
-                                        int),
-                n_highway=_get(cd, "n_highway", source, p, int, 0) or 0,
-                n_characters=_get(cd, "n_characters", source, p, int),
-                max_characters_per_token=_get(
-                    cd, "max_characters_per_token", source, p, int
-                ),
-                activation=_get(cd, "activation", source, p, str),
-            )
-            if manylangs is not None:
-                # char.dic's rows + the padding row of the +1-shifted ids
-                if char_cnn.n_characters < 2:
-                    raise _fail(source, p + "n_characters",
-                                "rows of char.dic + 1 (at least 2)",
-                                char_cnn.n_characters)
-            elif char_cnn.n_characters not in (N_CHARACTERS_TRAIN,
-                                               N_CHARACTERS_WITH_PADDING):
-                raise _fail(source, p + "n_characters", "261 or 262",
-                            char_cnn.n_characters)
-            if char_cnn.activation not in ("relu", "tanh"):
-                raise _fail(source, p + "activation", "'relu' or 'tanh'",
-                            char_cnn.activation)
-            widest = max(w for w, _ in char_cnn.filters)
-            # ELMoForManyLangs' <bos> token row takes 7 slots (upstream
-            # asserts len('<bos>') + 2 <= max_characters_per_token)
-            least = max(7 if manylangs is not None else 3, widest)
-            if char_cnn.max_characters_per_token < least:
-                raise _fail(
-                    source, p + "max_characters_per_token",
-                    f"at least {least} (begin/end-of-word markers "
-                    "and the widest filter)",
-                    char_cnn.max_characters_per_token,
-                )
-            # an ELMoForManyLangs model always projects (also upwards)
-            if (manylangs is None
-                    and char_cnn.n_filters < lstm.projection_dim):
-                raise _fail(
-                    source, p + "filters",
-                    f"at least lstm.projection_dim={lstm.projection_dim} "
-                    "filters in total",
-                    char_cnn.n_filters,
-                )
-
-        defaults = cls()
-        kw = {}
-        for name, kind in (
-            ("bidirectional", bool), ("dropout", float),
-            ("n_negative_samples_batch", int),
-            ("share_embedding_softmax", bool), ("all_clip_norm_val", float),
-            ("unroll_steps", int), ("n_epochs", int), ("batch_size", int),
-            ("learning_rate", float),
-            ("reset_states_at_sentence_start", bool),
-        ):
-            kw[name] = _get(d, name, source, "", kind, getattr(defaults, name))
-        for name in ("n_tokens_vocab", "n_train_tokens",
-                     "token_embedding_dim"):
-            kw[name] = _get(d, name, source, "", int, None)
+            char_cnn = _parse_char_cnn(d["char_cnn"], source, lstm,
+                                       manylangs=manylangs is not None)
+        top = _parse_top_level(d, source, cls())
         # bilm-tf reads the token embedding size from lstm.projection_dim
-        if char_cnn is None and kw["token_embedding_dim"] is None:
-            kw["token_embedding_dim"] = lstm.projection_dim
-        if char_cnn is not None and kw["share_embedding_softmax"]:
+        if char_cnn is None and top["token_embedding_dim"] is None:
+            top["token_embedding_dim"] = lstm.projection_dim
+        if char_cnn is not None and top["share_embedding_softmax"]:
             raise _fail(source, "share_embedding_softmax",
                         "false for a char-CNN model (bilm-tf's rule)", True)
-        return cls(lstm=lstm, char_cnn=char_cnn, manylangs=manylangs, **kw)
+        return cls(lstm=lstm, char_cnn=char_cnn, manylangs=manylangs, **top)
 
     @classmethod
     def from_json(cls, path: str | os.PathLike) -> "BiLMOptions":

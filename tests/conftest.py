@@ -138,16 +138,17 @@ def short_char_run(train_dir, tmp_path_factory):
     step (~3 CPU s), so the quick tests that only read a short run's
     save_dir share this one (test_short_run_save_dir,
     test_evaluate_vs_numpy); none of them writes into it."""
-    from bilm_keras.training import train
+    from bilm_keras.training import TrainingRun, train
 
     lstm = {"dim": 16, "projection_dim": 8, "n_layers": 2,
             "use_skip_connections": True, "cell_clip": 3, "proj_clip": 3}
     options = fixture_options(use_chars=True, dropout=0.1, lstm=lstm,
                               n_epochs=1)
     save_dir = tmp_path_factory.mktemp("short_char_run") / "checkpoints"
-    result = train(options=options, train_prefix=str(train_dir / "data.txt"),
-                   vocab_file=str(train_dir / "vocab.txt"),
-                   save_dir=str(save_dir), seed=3, log_every=1000)
+    result = train(options, TrainingRun(
+        train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+        seed=3, log_every=1000))
     return save_dir, result
 
 

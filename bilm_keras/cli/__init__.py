@@ -11,7 +11,9 @@
 Each subcommand is a module of this package with ``NAME``, ``HELP``,
 ``DESCRIPTION``, ``EPILOG``, ``add_arguments(parser)``, ``check(args)``
 (the inputs, before TensorFlow is imported) and ``run(args)`` (the one
-library call); optionally ``check_flags(args, parser)`` (flag
+library call); ``check`` may instead return the command's job, an
+immutable value of everything checked, and ``run(job)`` executes it
+(``embed``: :class:`~bilm_keras.cli.embed.EmbedJob`); optionally ``check_flags(args, parser)`` (flag
 combinations, reported with ``parser.error``),
 ``take_unknown_arguments(args, unknown)`` (flags the command hands on,
 e.g. ``embed --runner``'s to Beam; False: an error as usual),
@@ -198,7 +200,7 @@ def execute(args: argparse.Namespace):
     """
     module = args._command
     try:
-        module.check(args)
+        job = module.check(args)
         needs = getattr(module, "NEEDS_TENSORFLOW", True)
         if callable(needs):  # depends on the flags (embed --runner)
             needs = needs(args)
@@ -207,7 +209,7 @@ def execute(args: argparse.Namespace):
             if before is not None:
                 before(args)
             import_tensorflow(verbose=args.verbose)
-        return module.run(args)
+        return module.run(args if job is None else job)
     except SettingError as e:
         raise _as_flag_error(e, module, args._parser) from e
 

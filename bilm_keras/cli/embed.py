@@ -2,7 +2,9 @@
 
 import argparse
 import contextlib
+import dataclasses
 import os
+from typing import Any, Optional
 
 from bilm_keras.cli._common import (
     CommandError,
@@ -236,89 +238,131 @@ def check_flags(args, parser) -> None:
     check_model_flags(args, parser)
 
 
-def check(args) -> None:
-    """Everything that needs no TensorFlow: files, options, layers, input
-    (:func:`~bilm_keras.embedding.dump_plan.plan_dump`, as the library
-    does), the output file and a killed run's progress; ``--model``'s
-    files, fetched into the cache once the cheap checks pass."""
-    from bilm_keras.embedding.dump_plan import plan_dump
+@dataclasses.dataclass(frozen=True)
+class EmbedJob:
+    """What ``bilm-keras embed`` runs, checked (:func:`check`): the files
+    (``--model``'s resolved into the cache), what to embed and how.
+    :func:`run` executes it; nothing changes ``args``."""
+
+    #: the model's files and the input, the output
+    options_file: str
+    weight_file: str
+    vocab_file: Optional[str]
+    dataset_file: str
+    outfile: str
+    #: what to embed (:class:`~bilm_keras.embedding.outputs.EmbeddingSpec`)
+    spec: Any
+    #: how (:class:`~bilm_keras.embedding.dump_plan.DumpSettings`)
+    settings: Any
+    #: ``--runner``'s: its name, Beam's options, the checked plan and
+    #: ``--model``'s SPEC for its workers (None without ``--runner``)
+    runner: Optional[str] = None
+    pipeline_options: Any = None
+    beam_plan: Any = None
+    model: Optional[str] = None
+    verbose: bool = False
+
+    def summary(self) -> str:
+        """What was written, for the closing line."""
+        layers = ("" if self.spec.layers is None
+                  else f", layers {list(self.spec.layers)}")
+        return f"{self.spec.output}{layers}, {self.spec.dtype}"
+
+
+def embedding_spec(args):
+    """The :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` the flags
+    describe (``--mix``/``--mix_logits`` imply the output ``mix``)."""
+    from bilm_keras.embedding.outputs import EmbeddingSpec
+
+    mixed = args.mix_weights is not None or args.mix_logits is not None
+    return EmbeddingSpec(
+        output="mix" if mixed else args.output, layers=args.layers,
+        mix_weights=args.mix_weights, mix_logits=args.mix_logits,
+        gamma=args.gamma, dtype="float16" if args.float16 else "float32")
+
+
+def dump_settings(args):
+    """The :class:`~bilm_keras.embedding.dump_plan.DumpSettings` the flags
+    describe (a progress bar unless ``--runner``)."""
+    from bilm_keras.embedding.dump_plan import DumpSettings
+
+    return DumpSettings(
+        batch_size=args.batch_size, chunk_size=args.chunk_size,
+        embedding_weight_file=args.embedding_weight_file,
+        use_sentence_keys=args.use_sentence_keys, shard=args.shard,
+        resume=args.resume, devices=args.devices,
+        progress=args.runner is None)
+
+
+def check(args) -> EmbedJob:
+    """Everything that needs no TensorFlow, each once: the settings, the
+    files, the output file and a killed run's progress; then
+    ``--model``'s files (fetched into the cache only once those cheap
+    checks pass); then the options, the spec against them, the input and
+    the token table (:func:`~bilm_keras.embedding.dump_plan.plan_dump`,
+    as the library does). Returns the job :func:`run` executes."""
+    if args.runner is not None:
+        # the Beam flags first: --resume and --shard are refused there
+        return _check_beam(args)
+    spec, settings = embedding_spec(args), dump_settings(args)
+    _check_local_inputs(args)
+    options_file, weight_file, vocab_file = _model_files(args)
+    plan = _plan(args, spec, settings, options_file, weight_file, vocab_file)
+    if plan.embedding_weight_file is not None:
+        _check_token_table(plan, vocab_file, args.embedding_weight_file)
+    return EmbedJob(options_file=options_file, weight_file=weight_file,
+                    vocab_file=vocab_file, dataset_file=args.dataset_file,
+                    outfile=args.outfile, spec=spec, settings=settings,
+                    verbose=args.verbose)
+
+
+def _check_local_inputs(args) -> None:
+    """The files given by flag and the output (with ``--resume``, the
+    killed run's progress): all before any download (the input is read
+    whole by :func:`_plan`; with ``--model`` its presence is checked
+    here, before the download)."""
     from bilm_keras.embedding.runs import check_leftover, partial_dir
 
-    if args.runner is not None:
-        if args.model is not None:
-            if args.runner not in LOCAL_RUNNERS:
-                raise CommandError(
-                    f"--model: not with --runner {args.runner} (its workers "
-                    "cannot read this machine's model cache); give "
-                    "--options_file and --weight_file on a file system the "
-                    "workers reach")
-            _resolve_model(args)  # the files of this machine's cache
-        return _check_beam(args)
     if args.model is not None:
-        _use_model(args, check_leftover, partial_dir)
-    check_file(args.options_file, "--options_file")
-    check_file(args.weight_file, "--weight_file")
-    if args.vocab_file is not None:
-        check_file(args.vocab_file, "--vocab_file")
-    if args.embedding_weight_file is not None:
-        check_file(args.embedding_weight_file, "--embedding_weight_file")
-    args.spec = _spec(args)
-    plan = plan_dump(
-        options_file=args.options_file, weight_file=args.weight_file,
-        vocab_file=args.vocab_file, dataset_file=args.dataset_file,
-        spec=args.spec, embedding_weight_file=args.embedding_weight_file,
-        use_sentence_keys=args.use_sentence_keys, shard=args.shard,
-        chunk_size=args.chunk_size)
-    if plan.embedding_weight_file is not None:
-        _check_token_table(args, plan)
+        check_file(args.dataset_file, "--dataset_file")
+    for flag in ("options_file", "weight_file", "vocab_file",
+                 "embedding_weight_file"):
+        if getattr(args, flag) is not None:
+            check_file(getattr(args, flag), f"--{flag}")
     if not (args.resume and os.path.isdir(partial_dir(args.outfile))):
         # (a resumed run killed after its rename finds its output there)
         check_output_file(args.outfile, "--outfile", args.overwrite)
     check_leftover(args.outfile, args.resume)  # a killed run's progress
 
 
-def _use_model(args, check_leftover, partial_dir) -> None:
-    """Resolves ``--model`` into ``--options_file`` and ``--weight_file``
-    (and, for token input, its vocabulary), after the checks that need no
-    model: no download for a run that would fail on its other inputs."""
-    check_file(args.dataset_file, "--dataset_file")
-    for flag in ("vocab_file", "embedding_weight_file"):
-        if getattr(args, flag) is not None:
-            check_file(getattr(args, flag), f"--{flag}")
-    if not (args.resume and os.path.isdir(partial_dir(args.outfile))):
-        check_output_file(args.outfile, "--outfile", args.overwrite)
-    check_leftover(args.outfile, args.resume)
-    _resolve_model(args)
+def _plan(args, spec, settings, options_file, weight_file, vocab_file):
+    from bilm_keras.embedding.dump_plan import plan_dump
+
+    return plan_dump(
+        options_file=options_file, weight_file=weight_file,
+        vocab_file=vocab_file, dataset_file=args.dataset_file, spec=spec,
+        settings=settings)
 
 
-def _resolve_model(args) -> None:
-    """``--model``'s files as ``--options_file`` and ``--weight_file``
-    (fetched into the cache if needed) and, for token input, its
-    vocabulary unless ``--vocab_file`` is given."""
+def _model_files(args) -> tuple:
+    """``(options_file, weight_file, vocab_file)``: the flags', or
+    ``--model``'s (fetched into the cache if needed; for token input its
+    vocabulary unless ``--vocab_file`` is given)."""
+    if args.model is None:
+        return args.options_file, args.weight_file, args.vocab_file
     from bilm_keras.options import BiLMOptions
 
     model = resolve_model_flag(args.model, "--model")
-    args.options_file, args.weight_file = (model.options_file,
-                                           model.weight_file)
+    vocab_file = args.vocab_file
     token_input = (args.embedding_weight_file is not None
                    or not BiLMOptions.from_json(
                        model.options_file).use_character_inputs)
-    if args.vocab_file is None and token_input:
-        args.vocab_file = model.vocab_file
+    if vocab_file is None and token_input:
+        vocab_file = model.vocab_file
+    return model.options_file, model.weight_file, vocab_file
 
 
-def _spec(args):
-    from bilm_keras.embedding.outputs import EmbeddingSpec
-
-    if args.mix_weights is not None or args.mix_logits is not None:
-        args.output = "mix"
-    return EmbeddingSpec(
-        output=args.output, layers=args.layers, mix_weights=args.mix_weights,
-        mix_logits=args.mix_logits, gamma=args.gamma,
-        dtype="float16" if args.float16 else "float32")
-
-
-def _check_beam(args) -> None:
+def _check_beam(args) -> EmbedJob:
     """``--runner``: Beam is there, the runner and Beam's flags are
     Beam's, the flags fit a pipeline; then the same checks as without it
     (the input read where it lies: a glob, another file system)."""
@@ -328,6 +372,12 @@ def _check_beam(args) -> None:
             raise CommandError(
                 f"{flag}: not with --runner (the runner retries failed "
                 f"work and splits the input itself)")
+    if args.model is not None and args.runner not in LOCAL_RUNNERS:
+        raise CommandError(
+            f"--model: not with --runner {args.runner} (its workers "
+            "cannot read this machine's model cache); give "
+            "--options_file and --weight_file on a file system the "
+            "workers reach")
     try:
         with _quiet_stderr(args.verbose):  # Beam's import warnings
             from bilm_keras.embedding import beam_dump, beam_files
@@ -336,35 +386,38 @@ def _check_beam(args) -> None:
             f"--runner: needs Apache Beam ({e}); install it with pip "
             f"install 'bilm_keras[beam]' (or pip install apache-beam)"
         ) from None
-    args.pipeline_options = beam_dump.pipeline_options(args.runner,
-                                                       args.beam_flags)
-    for flag, path in (("--options_file", args.options_file),
-                       ("--weight_file", args.weight_file),
-                       ("--vocab_file", args.vocab_file),
-                       ("--embedding_weight_file",
-                        args.embedding_weight_file)):
+    spec, settings = embedding_spec(args), dump_settings(args)
+    pipeline_options = beam_dump.pipeline_options(args.runner,
+                                                  args.beam_flags)
+    for flag in ("options_file", "weight_file", "vocab_file",
+                 "embedding_weight_file"):
+        path = getattr(args, flag)
         if path is not None and beam_files.is_local(path):
-            check_file(path, flag)
-    args.spec = _spec(args)
-    plan = beam_dump.plan_beam_dump(
-        options_file=args.options_file, weight_file=args.weight_file,
-        vocab_file=args.vocab_file, dataset_file=args.dataset_file,
-        spec=args.spec, embedding_weight_file=args.embedding_weight_file,
-        use_sentence_keys=args.use_sentence_keys,
-        batch_size=args.batch_size, chunk_size=args.chunk_size)
-    if plan.plan.embedding_weight_file is not None and all(
-            beam_files.is_local(path) for path in (
-                plan.plan.embedding_weight_file, args.vocab_file)):
-        _check_token_table(args, plan.plan)
+            check_file(path, f"--{flag}")
     if beam_files.is_local(args.outfile):
         check_output_file(args.outfile, "--outfile", args.overwrite)
     elif beam_files.exists(args.outfile) and not args.overwrite:
         raise CommandError(f"--outfile {args.outfile}: file exists (pass "
                            f"--overwrite to replace it)")
-    args.beam_plan = plan
+    # the files of this machine's cache
+    options_file, weight_file, vocab_file = _model_files(args)
+    plan = beam_dump.plan_beam_dump(
+        options_file=options_file, weight_file=weight_file,
+        vocab_file=vocab_file, dataset_file=args.dataset_file, spec=spec,
+        settings=settings)
+    if plan.plan.embedding_weight_file is not None and all(
+            beam_files.is_local(path) for path in (
+                plan.plan.embedding_weight_file, vocab_file)):
+        _check_token_table(plan.plan, vocab_file,
+                           args.embedding_weight_file)
+    return EmbedJob(options_file=options_file, weight_file=weight_file,
+                    vocab_file=vocab_file, dataset_file=args.dataset_file,
+                    outfile=args.outfile, spec=spec, settings=settings,
+                    runner=args.runner, pipeline_options=pipeline_options,
+                    beam_plan=plan, model=args.model, verbose=args.verbose)
 
 
-def _check_token_table(args, plan) -> None:
+def _check_token_table(plan, vocab_file, embedding_weight_file) -> None:
     """Token input: the token table has one row per line of the vocabulary
     and projection_dim columns (the library would find out only after
     loading the model)."""
@@ -373,10 +426,10 @@ def _check_token_table(args, plan) -> None:
     from bilm_keras.data.batcher import TokenBatcher
 
     flag = "--embedding_weight_file"
-    if args.embedding_weight_file is None:  # a token-input model
+    if embedding_weight_file is None:  # a token-input model
         flag = "--weight_file"
     table = plan.embedding_weight_file
-    size = TokenBatcher(args.vocab_file).vocabulary_size
+    size = TokenBatcher(vocab_file).vocabulary_size
     try:
         with h5py.File(table, "r") as f:
             shape = getattr(f.get("embedding"), "shape", None)
@@ -388,26 +441,22 @@ def _check_token_table(args, plan) -> None:
         raise CommandError(
             f"{flag} {table}: dataset 'embedding' has shape {shape}, "
             f"expected {expected} (one row per line of --vocab_file "
-            f"{args.vocab_file}, projection_dim columns)")
+            f"{vocab_file}, projection_dim columns)")
 
 
-def run(args) -> int:
-    if args.runner is not None:
-        return _run_beam(args)
+def run(job: EmbedJob) -> int:
+    """Executes the checked job: the library's dump (or its Beam
+    pipeline); prints what was written."""
+    if job.runner is not None:
+        return _run_beam(job)
     from bilm_keras.embedding.dump import dump_bilm_embeddings
 
     n = dump_bilm_embeddings(
-        args.vocab_file, args.dataset_file, args.options_file,
-        args.weight_file, args.outfile, batch_size=args.batch_size,
-        chunk_size=args.chunk_size, spec=args.spec,
-        embedding_weight_file=args.embedding_weight_file,
-        use_sentence_keys=args.use_sentence_keys,
-        resume=args.resume, shard=args.shard, devices=args.devices)
-    layers = "" if args.layers is None else f", layers {args.layers}"
-    shard = ("" if args.shard is None
-             else f", shard {args.shard[0]}/{args.shard[1]}")
-    print(f"wrote {n} sentences to {args.outfile} ({args.output}{layers}, "
-          f"{args.spec.dtype}{shard})")
+        job.vocab_file, job.dataset_file, job.options_file,
+        job.weight_file, job.outfile, job.spec, job.settings)
+    shard = job.settings.shard
+    shard = "" if shard is None else f", shard {shard[0]}/{shard[1]}"
+    print(f"wrote {n} sentences to {job.outfile} ({job.summary()}{shard})")
     return n
 
 
@@ -419,28 +468,23 @@ def before_tensorflow(args) -> None:
     memory.return_freed_memory_for_bulk_embedding()
 
 
-def _run_beam(args) -> int:
+def _run_beam(job: EmbedJob) -> int:
     from bilm_keras.embedding.beam_dump import dump_bilm_embeddings_with_beam
 
-    if not args.verbose:  # Beam's relayed worker lines
+    if not job.verbose:  # Beam's relayed worker lines
         import logging
 
         logging.getLogger("apache_beam").setLevel(logging.ERROR)
     # local workers inherit stderr: their start-up lines are hidden too
-    with _quiet_stderr(args.verbose or args.runner not in LOCAL_RUNNERS):
+    with _quiet_stderr(job.verbose or job.runner not in LOCAL_RUNNERS):
         n = dump_bilm_embeddings_with_beam(
-            args.vocab_file, args.dataset_file, args.options_file,
-            args.weight_file, args.outfile,
-            pipeline_options=args.pipeline_options, spec=args.spec,
-            batch_size=args.batch_size, chunk_size=args.chunk_size,
-            embedding_weight_file=args.embedding_weight_file,
-            use_sentence_keys=args.use_sentence_keys, devices=args.devices,
-            model=getattr(args, "model", None), plan=args.beam_plan)
-    layers = "" if args.layers is None else f", layers {args.layers}"
-    files = args.beam_plan.n_files
-    print(f"wrote {n} sentences to {args.outfile} ({args.output}{layers}, "
-          f"{args.spec.dtype}; {args.runner}, {files} input "
-          f"file{'s' * (files != 1)})")
+            job.vocab_file, job.dataset_file, job.options_file,
+            job.weight_file, job.outfile,
+            pipeline_options=job.pipeline_options, spec=job.spec,
+            settings=job.settings, model=job.model, plan=job.beam_plan)
+    files = job.beam_plan.n_files
+    print(f"wrote {n} sentences to {job.outfile} ({job.summary()}; "
+          f"{job.runner}, {files} input file{'s' * (files != 1)})")
     return n
 
 

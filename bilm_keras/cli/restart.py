@@ -54,4 +54,4 @@ def check(args) -> None:
 def run(args) -> dict:
     from bilm_keras.training import restart
 
-    return restart(run=args.run)
+    return restart(args.run)

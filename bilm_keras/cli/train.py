@@ -122,4 +122,4 @@ def run(args) -> dict:
     if args.init_model is not None or args.options_from_checkpoint:
         # an epoch is a pass over YOUR corpus, not the publisher's
         options = options.replace(n_train_tokens=None)
-    return train(options=options, run=args.run)
+    return train(options, args.run)

@@ -52,6 +52,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
 from bilm_keras._utils.atomic_files import atomic_path
+from bilm_keras._utils.settings import SettingError
 from bilm_keras.data.sentence_file import (
     SentenceFileError,
     check_sentence_key,
@@ -61,6 +62,7 @@ from bilm_keras.embedding.beam_inference import BiLMModelHandler
 from bilm_keras.embedding.dump_plan import (
     DumpPlan,
     DumpRecord,
+    DumpSettings,
     dump_record,
     plan_dump,
 )
@@ -162,10 +164,7 @@ def plan_beam_dump(
     vocab_file: Optional[str],
     dataset_file: str,
     spec: EmbeddingSpec,
-    embedding_weight_file: Optional[str] = None,
-    use_sentence_keys: bool = False,
-    batch_size: Optional[int] = None,
-    chunk_size: int = 4096,
+    settings: DumpSettings,
 ) -> BeamDumpPlan:
     """Everything of a Beam dump that needs no model, on the machine that
     starts it: the model files are there, the input (a path or a glob, on
@@ -174,9 +173,18 @@ def plan_beam_dump(
 
     Raises:
         SentenceFileError, OptionsError, SettingError: as
-            :func:`~bilm_keras.embedding.dump_plan.plan_dump`.
+            :func:`~bilm_keras.embedding.dump_plan.plan_dump`; ``resume``
+            or ``shard`` (the runner retries failed work and splits the
+            input itself).
         FileNotFoundError: a model file that is not there.
     """
+    for name in ("resume", "shard"):
+        if getattr(settings, name):
+            raise SettingError(name, "not with a Beam runner (it retries "
+                                     "failed work and splits the input "
+                                     "itself)")
+    embedding_weight_file = settings.embedding_weight_file
+    chunk_size = settings.chunk_size
     for name, path in (("weight_file", weight_file),
                        ("embedding_weight_file", embedding_weight_file)):
         if path is not None and not beam_files.exists(path):
@@ -194,7 +202,7 @@ def plan_beam_dump(
             segment[3] += 1
             n_lines += 1
             n_tokens += len(line.split())
-            if use_sentence_keys:
+            if settings.use_sentence_keys:
                 check_sentence_key(beam_files.local_path(matched.path),
                                    n_lines, line.strip(), first_line)
             if n_lines - start == chunk_size:
@@ -216,14 +224,12 @@ def plan_beam_dump(
         weight_file=weight_file,
         vocab_file=(None if vocab_file is None
                     else beam_files.local_copy(vocab_file, scratch)),
-        dataset_file=dataset_file, spec=spec,
-        embedding_weight_file=embedding_weight_file,
-        use_sentence_keys=use_sentence_keys, checked_lines=n_lines)
+        dataset_file=dataset_file, spec=spec, settings=settings,
+        checked_lines=n_lines)
     record = dump_record(
-        plan, spec, options_file=options_file, weight_file=weight_file,
-        vocab_file=vocab_file, dataset_file=dataset_file,
-        batch_size=batch_size, chunk_size=chunk_size,
-        fingerprint=beam_files.fingerprint)
+        plan, spec, settings, options_file=options_file,
+        weight_file=weight_file, vocab_file=vocab_file,
+        dataset_file=dataset_file, fingerprint=beam_files.fingerprint)
     return BeamDumpPlan(plan=plan, record=record, ranges=tuple(ranges),
                         n_files=len(files))
 
@@ -383,12 +389,8 @@ def dump_bilm_embeddings_with_beam(
     outfile: str,
     *,
     pipeline_options: PipelineOptions,
-    spec: EmbeddingSpec | None = None,
-    batch_size: Optional[int] = None,
-    chunk_size: int = 4096,
-    embedding_weight_file: Optional[str] = None,
-    use_sentence_keys: bool = False,
-    devices: Optional[Sequence[str]] = None,
+    spec: EmbeddingSpec = EmbeddingSpec(),
+    settings: DumpSettings = DumpSettings(progress=False),
     model: Optional[str] = None,
     plan: Optional[BeamDumpPlan] = None,
 ) -> int:
@@ -412,21 +414,20 @@ def dump_bilm_embeddings_with_beam(
             machine.
         plan: the checks' result, if the caller made them already
             (:func:`plan_beam_dump`).
-        vocab_file, options_file, weight_file, spec, batch_size,
-            chunk_size, embedding_weight_file, use_sentence_keys, devices:
-            as :func:`~bilm_keras.dump_bilm_embeddings`.
+        vocab_file, options_file, weight_file, spec, settings: as
+            :func:`~bilm_keras.dump_bilm_embeddings` (not ``settings``'
+            ``resume`` nor ``shard``; ``progress`` is the runner's).
 
     Returns:
         The number of sentences written.
     """
-    spec = EmbeddingSpec() if spec is None else spec
     if plan is None:
         plan = plan_beam_dump(
             options_file=options_file, weight_file=weight_file,
             vocab_file=vocab_file, dataset_file=dataset_file, spec=spec,
-            embedding_weight_file=embedding_weight_file,
-            use_sentence_keys=use_sentence_keys, batch_size=batch_size,
-            chunk_size=chunk_size)
+            settings=settings)
+    batch_size, chunk_size, devices = (
+        settings.batch_size, settings.chunk_size, settings.devices)
     if beam_files.is_local(outfile):
         outfile = os.path.abspath(beam_files.local_path(outfile))
     folder = f"{outfile}.beam-{uuid.uuid4().hex[:8]}"
@@ -439,7 +440,7 @@ def dump_bilm_embeddings_with_beam(
             options_file=_absolute(options_file),
             weight_file=_absolute(weight_file),
             vocab_file=_absolute(vocab_file),
-            embedding_weight_file=_absolute(embedding_weight_file),
+            embedding_weight_file=_absolute(settings.embedding_weight_file),
             spec=spec, batch_size=batch_size, devices=devices,
             batch_sentences=chunk_size)
     if beam_files.is_local(folder):

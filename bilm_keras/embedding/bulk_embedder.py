@@ -18,16 +18,22 @@ from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
 from bilm_keras.embedding.compute_batches import plan_compute_batches
-from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.embedding.outputs import (
     EMBEDDING_OUTPUTS,
     EmbeddingSpec,
     ResolvedEmbedding,
 )
+from bilm_keras.embedding.replica_runner import ReplicaRunner, resolve_devices
+from bilm_keras.embedding.sentence_assembly import batch_outputs
+from bilm_keras.embedding.token_table import (
+    TokenTable,
+    batch_positions,
+    distinct_tokens,
+    embed_tokens,
+)
 from bilm_keras.layers.recurrence import columns_inside
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
-
 
 #: Positions per compute batch by default (``batch_size=None``), and
 #: sentences at most: ``bench/RESULTS.md`` has the measurements behind them.
@@ -81,9 +87,19 @@ class BulkEmbedder:
        order given.
 
     ``bench/embed_throughput.py`` measures it (``bench/RESULTS.md``). The
-    first call fixes glibc's mmap threshold for the process
-    (:mod:`bilm_keras.embedding.memory`: freed blocks go back to the
-    system; not when ``MALLOC_MMAP_THRESHOLD_`` is set).
+    parts are modules of their own: the token table
+    (:mod:`~bilm_keras.embedding.token_table`), the batches on one device
+    or several (:mod:`~bilm_keras.embedding.replica_runner`) and each
+    sentence's array (:mod:`~bilm_keras.embedding.sentence_assembly`).
+
+    The process-wide malloc setting (glibc's mmap threshold fixed, so that
+    freed blocks go back to the system: :mod:`bilm_keras.embedding.
+    memory`) is not made here but at the entry points: the facade's
+    ``embed_sentences`` / ``iter_embeddings``,
+    :func:`~bilm_keras.dump_bilm_embeddings` and ``bilm-keras embed``; a
+    program that uses this class alone calls
+    :func:`~bilm_keras.embedding.memory.
+    return_freed_memory_for_bulk_embedding` itself if it wants it.
 
     Args:
         backbone: a :class:`BiLMBackbone` holding its weights (built here
@@ -155,22 +171,16 @@ class BulkEmbedder:
                 "ELMoForManyLangs model) needs its options, which name "
                 "its char.dic and word.dic, found None")
         self.devices = resolve_devices(devices)
-        self._strategy = None
-        if len(self.devices) > 1:
-            self._strategy = tf.distribute.MirroredStrategy(self.devices)
-            # one graph: every replica runs the "encode" graph's function
-            # on its own batch (shapes relaxed after the first traces)
-            self._replicated_encode = tf.function(
-                lambda table, positions, lengths: self._strategy.run(
-                    self._encode, args=(table, positions, lengths)),
-                reduce_retracing=True)
+        self._runner = ReplicaRunner(
+            self._encode, lambda *args: self.graphs["encode"](*args),
+            self.devices)
         self._graphs = None
         self._manylangs_batcher = None  # read once: it needs no vocab_file
 
     @property
     def n_replicas(self) -> int:
         """Compute batches run at once (one per device)."""
-        return len(self.devices) if self._strategy is not None else 1
+        return self._runner.n_replicas
 
     # ------------------------------------------------------------ public
     def embed_sentences(
@@ -179,13 +189,8 @@ class BulkEmbedder:
         batch_size: int | None = None,
         vocab_file: str | None = None,
         *,
-        output: str = "all",
-        layers: Sequence[int] | None = None,
-        mix_weights: Sequence[float] | None = None,
-        mix_logits: Sequence[float] | None = None,
-        gamma: float | None = None,
+        spec: EmbeddingSpec = EmbeddingSpec(),
         on_batch: Callable[[int, int], None] | None = None,
-        spec: EmbeddingSpec | None = None,
     ) -> list[np.ndarray]:
         """Embeds many tokenized sentences, in input order.
 
@@ -203,47 +208,16 @@ class BulkEmbedder:
             vocab_file: for token input, the vocabulary of the embedding
                 file (``TokenBatcher``; without ``<UNK>`` every token must be
                 in it). Optional for char input.
-            output: what each sentence's array holds (``L`` = LSTM layers,
-                ``D`` = ``2 * projection_dim``; AllenNLP's ``elmo``
-                command and TF-Hub's ``default`` output):
-
-                * ``"all"``: every layer, `(L + 1, n_tokens, D)` (or the
-                  ``layers`` chosen, in their order: `(len(layers),
-                  n_tokens, D)`);
-                * ``"top"``: the top LSTM layer, `(n_tokens, D)`;
-                * ``"average"``: the mean of the layers (of ``layers``),
-                  `(n_tokens, D)`;
-                * ``"mix"``: a task's weighted mix of the layers (of
-                  ``layers``), ``gamma * sum_j s_j h_j``, `(n_tokens, D)`:
-                  ELMo's eq. (1), one vector per token to cache instead of
-                  ``L + 1``;
-                * ``"sentence_mean"``: that mean averaged over the tokens
-                  too, `(D,)` (zeros for a sentence of no tokens) — TF-Hub
-                  ELMo's ``default`` with an untrained, equal mix.
-            layers: the layers to keep (``"all"``), to average
-                (``"average"``, ``"sentence_mean"``) or to mix (``"mix"``),
-                0 = token layer, ``L`` = top; default all. Not with
-                ``"top"``.
-            mix_weights: for ``"mix"``: the normalised ``s_j``, one per
-                layer mixed (``L + 1``, or ``len(layers)``), used as given
-                (any finite numbers; a trained mix's sum to 1).
-            mix_logits: for ``"mix"``, instead of ``mix_weights``: raw
-                weights ``w`` of a trained
-                :class:`~bilm_keras.layers.scalar_mix.ScalarMix` /
-                ``weight_layers``, normalised as they are there,
-                ``s = softmax(w + 1/K)``. ``**scalar_mix.mix_arguments()``
-                passes a trained layer's ``w`` and ``gamma``.
-            gamma: for ``"mix"``: the scale (default 1.0).
+            spec: what each sentence's array holds
+                (:class:`~bilm_keras.embedding.outputs.EmbeddingSpec`: the
+                output, its layers, a mix, the dtype; default every layer,
+                `(L + 1, n_tokens, 2 * projection_dim)` float32).
             on_batch: called after each batch with its number of sentences
                 and of tokens (a progress bar).
-            spec: instead of ``output``, ``layers``, ``mix_weights``,
-                ``mix_logits`` and ``gamma`` (which then keep their
-                defaults): an :class:`~bilm_keras.embedding.outputs.
-                EmbeddingSpec`, whose ``dtype`` also sets the arrays'.
 
         Returns:
-            One array per sentence (float32, or the spec's ``dtype``),
-            shaped as ``output`` says.
+            One array per sentence, in the spec's ``dtype``, shaped as
+            its ``output`` says.
 
         Raises:
             SettingError: a bad setting, named
@@ -257,9 +231,7 @@ class BulkEmbedder:
                 raise TypeError(f"sentences: expected an iterable of token "
                                 f"lists, found {type(sentences).__name__}")
             sentences = list(sentences)
-        plan = self._plan(batch_size, vocab_file, EmbeddingSpec.from_arguments(
-            spec, output=output, layers=layers, mix_weights=mix_weights,
-            mix_logits=mix_logits, gamma=gamma))
+        plan = self._plan(batch_size, vocab_file, spec)
         if len(sentences) == 0:
             return []
         check_sentences(sentences)
@@ -271,14 +243,9 @@ class BulkEmbedder:
         batch_size: int | None = None,
         vocab_file: str | None = None,
         *,
-        output: str = "all",
-        layers: Sequence[int] | None = None,
-        mix_weights: Sequence[float] | None = None,
-        mix_logits: Sequence[float] | None = None,
-        gamma: float | None = None,
+        spec: EmbeddingSpec = EmbeddingSpec(),
         chunk_size: int = 4096,
         on_batch: Callable[[int, int], None] | None = None,
-        spec: EmbeddingSpec | None = None,
     ) -> Iterator[np.ndarray]:
         """:meth:`embed_sentences`, streaming: one array per sentence, in
         input order, reading ``chunk_size`` sentences at a time.
@@ -295,13 +262,12 @@ class BulkEmbedder:
                 is read lazily).
             chunk_size: sentences sorted and embedded together (the token
                 table and the length sorting work within a chunk).
-            batch_size, vocab_file, output, layers, mix_weights,
-                mix_logits, gamma, on_batch, spec: as
+            batch_size, vocab_file, spec, on_batch: as
                 :meth:`embed_sentences`.
 
         Yields:
-            One array per sentence (float32, or the spec's ``dtype``),
-            shaped as ``output`` says.
+            One array per sentence, in the spec's ``dtype``, shaped as its
+            ``output`` says.
 
         Example:
             A share of a large file (shard 3 of 8, as ``bilm-keras embed
@@ -320,9 +286,7 @@ class BulkEmbedder:
         if isinstance(sentences, str) or not isinstance(sentences, Iterable):
             raise TypeError(f"sentences: expected an iterable of token "
                             f"lists, found {type(sentences).__name__}")
-        plan = self._plan(batch_size, vocab_file, EmbeddingSpec.from_arguments(
-            spec, output=output, layers=layers, mix_weights=mix_weights,
-            mix_logits=mix_logits, gamma=gamma))
+        plan = self._plan(batch_size, vocab_file, spec)
         return self._iter_chunks(iter(sentences), plan, chunk_size, on_batch)
 
     def embed_token_table(
@@ -342,15 +306,8 @@ class BulkEmbedder:
         Returns:
             `(len(tokens) + 2, projection_dim)` float32.
         """
-        ids = batcher.batch_sentences([tokens])[0]  # (N + 2[, W])
-        ids = ids[:, None]  # (N + 2, 1[, W]): each token its own row
-        fn = self.graphs["tokens"]
-        chunk = self.token_chunk_size
-        parts = [
-            fn(tf.constant(ids[i: i + chunk], tf.int32))[:, 0]  # (n, P)
-            for i in range(0, len(ids), chunk)
-        ]
-        return tf.concat(parts, axis=0)
+        return embed_tokens(self.graphs["tokens"], batcher, tokens,
+                            self.token_chunk_size)
 
     def encode(self, table: tf.Tensor, positions, lengths
                ) -> dict[str, list[tf.Tensor]]:
@@ -419,7 +376,9 @@ class BulkEmbedder:
     def _plan(self, batch_size, vocab_file, spec: EmbeddingSpec
               ) -> EmbeddingPlan:
         """Checks the arguments of a call; returns what it needs."""
-        return_freed_memory_for_bulk_embedding()
+        if not isinstance(spec, EmbeddingSpec):
+            raise TypeError(f"spec: expected an EmbeddingSpec, found "
+                            f"{type(spec).__name__}")
         if batch_size is not None and not is_positive_int(batch_size):
             raise SettingError("batch_size", f"expected a positive integer "
                                              f"or None, found "
@@ -466,17 +425,12 @@ class BulkEmbedder:
         if isinstance(plan.batcher, TokenBatcher):
             # names sentences[i][j] as given, not in the table built below
             plan.batcher.check_in_vocabulary(sentences)
-        # 1. one row per distinct token: row 0 <S>, rows 1..N the tokens in
-        # order of first appearance, row N + 1 </S> (the batcher's own ids)
-        rows: dict[str, int] = {}
-        for sentence in sentences:
-            for token in sentence:
-                if token not in rows:
-                    rows[token] = len(rows) + 1
-        table = self.embed_token_table(plan.batcher, list(rows))  # (N+2, P)
-        eos = len(rows) + 1
+        # 1. one row per distinct token (the batcher's own boundary ids)
+        rows = distinct_tokens(sentences)
+        table = TokenTable(rows, self.embed_token_table(plan.batcher,
+                                                        list(rows)))
+        table_rows = np.asarray(table.embeddings)  # (N + 2, P), no copy
         # 2.-4. sorted batches through the LSTMs, n_replicas at a time
-        table_rows = np.asarray(table)  # (N + 2, P), not a copy
         lengths = [len(s) for s in sentences]
         if plan.batch_size is None:  # the embedder's compute batches
             batches = plan_compute_batches(
@@ -489,59 +443,20 @@ class BulkEmbedder:
         results: list[np.ndarray | None] = [None] * len(sentences)
         group = self.n_replicas
         for start in range(0, len(batches), group):
-            inputs = [_batch_positions(sentences, idx, rows, eos)
-                      for idx in batches[start: start + group]]
+            chunk = batches[start: start + group]
+            inputs = [batch_positions(sentences, idx, table) for idx in chunk]
+            encoded_batches = self._runner.run(table.embeddings, inputs)
             for idx, (positions, lengths), encoded in zip(
-                    batches[start: start + group], inputs,
-                    self._encode_batches(table, inputs)):
-                # np.asarray reads the tensor's buffer (.numpy() copies it)
-                layers = [[np.asarray(h) for h in encoded[direction]]
-                          for direction in self.backbone.directions
-                          ]  # per direction, per LSTM layer (T + 2, P, B')
-                for row, i in enumerate(idx):
-                    n = len(sentences[i])
-                    # tokens 1..n: the backward LM read them n..1
-                    results[i] = _sentence_output(
-                        table_rows[positions[row, 1: n + 1]],
-                        [[h[1: n + 1, :, row] for h in layers[0]]]
-                        + [[h[n: 0: -1, :, row] for h in backward]
-                           for backward in layers[1:]],
-                        plan.embedding,
-                    )
-                del encoded, layers
+                    chunk, inputs, encoded_batches):
+                for i, array in batch_outputs(
+                        encoded, self.backbone.directions, sentences, idx,
+                        positions, table_rows, plan.embedding):
+                    results[i] = array
+                del encoded
                 if on_batch is not None:
                     on_batch(len(idx), int(lengths.sum()) - 2 * len(idx))
+            del encoded_batches
         return results
-
-    def _encode_batches(self, table, inputs) -> list[dict]:
-        """:meth:`encode` of up to ``n_replicas`` batches, one per device;
-        one device: today's single call."""
-        encode = self.graphs["encode"]
-        if self._strategy is None:
-            if self.devices:  # one device chosen
-                with tf.device(self.devices[0]):
-                    return [encode(table, *batch) for batch in inputs]
-            return [encode(table, *batch) for batch in inputs]
-        # idle replicas (the last group) get <S> </S> alone, dropped after
-        idle = (np.zeros((1, 2), np.int32), np.full((1,), 2, np.int32))
-        padded = list(inputs) + [idle] * (self.n_replicas - len(inputs))
-        strategy = self._strategy
-
-        def replica_value(k):
-            return lambda context: tf.constant(
-                padded[context.replica_id_in_sync_group][k])
-
-        positions, lengths = (
-            strategy.experimental_distribute_values_from_function(
-                replica_value(k)) for k in (0, 1))
-        outputs = self._replicated_encode(table, positions, lengths)
-        per_replica = {
-            direction: [strategy.experimental_local_results(h)
-                        for h in layers]
-            for direction, layers in outputs.items()}
-        return [{direction: [h[r] for h in layers]
-                 for direction, layers in per_replica.items()}
-                for r in range(len(inputs))]
 
     def _encode(self, table, positions, lengths):
         """The Python function of the ``"encode"`` graph."""
@@ -572,82 +487,3 @@ class BulkEmbedder:
                                              batch_axis=2)
             outputs[direction] = stack.infer_columns(inputs, inside)
         return outputs  # per direction, per layer (T, P, B')
-
-
-def resolve_devices(devices: Sequence[str] | str | None) -> list[str]:
-    """``devices`` as TensorFlow's full logical device names.
-
-    None or ``"all"``: every GPU if there are two or more; otherwise ``[]``
-    (one device, chosen by TensorFlow as always). Names are matched without
-    case and without the ``/device:`` prefix (``"gpu:1"``, ``"GPU:1"``).
-
-    Raises:
-        SettingError: a device that is not there (the ones there named).
-    """
-    available = [d.name for d in tf.config.list_logical_devices()]
-    if devices is None or devices == "all" or list(devices) == ["all"]:
-        gpus = [d.name for d in tf.config.list_logical_devices("GPU")]
-        return gpus if len(gpus) > 1 else []
-    if isinstance(devices, str):
-        devices = [devices]
-    short = {name.split("device:")[-1].upper(): name for name in available}
-    resolved = []
-    for device in devices:
-        key = str(device).split("device:")[-1].lstrip("/").upper()
-        if key not in short:
-            raise SettingError(
-                "devices", f"expected some of {', '.join(sorted(short))}, "
-                           f"found {device!r}")
-        if short[key] in resolved:
-            raise SettingError("devices", f"{device!r} given twice")
-        resolved.append(short[key])
-    return resolved
-
-
-def _batch_positions(sentences, idx, rows, eos):
-    """One compute batch's inputs of :meth:`BulkEmbedder.encode`: each
-    position's row of the token table (boundaries included; padding
-    gathers row 0, which the LSTMs ignore) and the lengths."""
-    n_max = max(len(sentences[i]) for i in idx)
-    positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T + 2)
-    lengths = np.empty((len(idx),), np.int32)
-    for row, i in enumerate(idx):
-        n = len(sentences[i])
-        positions[row, 1: n + 1] = [rows[t] for t in sentences[i]]
-        positions[row, n + 1] = eos
-        lengths[row] = n + 2
-    return positions, lengths
-
-
-def _sentence_layers(token_embeddings, lstm_layers, layer_ids) -> np.ndarray:
-    """One sentence's layers, in the layout of
-    :func:`~bilm_keras.models.lm_embeddings.lm_layers`.
-
-    Args:
-        token_embeddings: `(n, P)`.
-        lstm_layers: per direction, per LSTM layer `(n, P)`.
-        layer_ids: the layers to build, in this order (0 = token layer,
-            ``l`` = LSTM layer ``l``).
-
-    Returns:
-        `(len(layer_ids), n, n_directions * P)` float32: layer 0 the token
-        embedding once per direction, layer ``l`` the directions' outputs
-        of LSTM layer ``l`` side by side.
-    """
-    n, dim = token_embeddings.shape
-    out = np.empty((len(layer_ids), n, len(lstm_layers) * dim), np.float32)
-    for d, direction in enumerate(lstm_layers):
-        columns = slice(d * dim, (d + 1) * dim)
-        for k, layer in enumerate(layer_ids):
-            out[k, :, columns] = (token_embeddings if layer == 0
-                                  else direction[layer - 1])
-    return out
-
-
-def _sentence_output(token_embeddings, lstm_layers,
-                     embedding: ResolvedEmbedding) -> np.ndarray:
-    """One sentence's result of :meth:`BulkEmbedder.embed_sentences`: its
-    layers (:func:`_sentence_layers`) reduced as ``embedding`` asks."""
-    layers = _sentence_layers(token_embeddings, lstm_layers,
-                              embedding.layer_ids)
-    return embedding.reduce(layers)

@@ -1,5 +1,6 @@
-"""What a whole-file dump (:func:`~bilm_keras.dump_bilm_embeddings`,
-``bilm-keras embed``) checks before it loads a model: the options, the
+"""How a whole-file dump runs (:class:`DumpSettings`, one value) and what
+it (:func:`~bilm_keras.dump_bilm_embeddings`, ``bilm-keras embed``)
+checks before it loads a model: the options, the
 :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` against them, the
 token-input files, the keys and the shard, the input file. One function
 for the library and the command, so that each rule is written once; no
@@ -15,11 +16,11 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import Callable, Optional, Tuple
+from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from bilm_keras._utils.settings import SettingError, check_int
+from bilm_keras._utils.settings import SettingError, check_int, is_int
 from bilm_keras._utils.version import __version__
 from bilm_keras.data.sentence_file import check_sentence_file
 from bilm_keras.embedding.outputs import (
@@ -30,6 +31,102 @@ from bilm_keras.embedding.outputs import (
 from bilm_keras.embedding.runs import run_identity
 from bilm_keras.embedding.shards import shard_lines
 from bilm_keras.options import BiLMOptions
+
+
+@dataclasses.dataclass(frozen=True)
+class DumpSettings:
+    """How a whole-file dump runs, as one value (what it embeds is an
+    :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`).
+    :func:`~bilm_keras.dump_bilm_embeddings`, the Beam pipeline and
+    ``bilm-keras embed`` (which builds it from its flags) take it; each
+    field is documented here alone. Checked when built: a bad field raises
+    :class:`~bilm_keras._utils.settings.SettingError` naming it.
+
+    Fields:
+        batch_size: int >= 1 or None: sentences per LSTM batch; None
+            (default): the embedder's own compute batches
+            (:meth:`~bilm_keras.BulkEmbedder.embed_sentences`).
+        chunk_size: int >= 1, lines read, sorted and embedded together
+            (default 4096; it also sets which lines a shard embeds).
+        embedding_weight_file: str or None: run from token ids with this
+            token table (from :func:`~bilm_keras.dump_token_embeddings` of
+            ``vocab_file``, as bilm-tf's ``usage_token.py``): the same
+            vectors without the char-CNN; ``vocab_file`` is then required.
+            None: character input, or for options without ``char_cnn`` (a
+            token-input model) the table in ``weight_file``.
+        use_sentence_keys: bool: name datasets by their line's text
+            (AllenNLP's ``--use-sentence-keys``) instead of its number.
+            Every line must then be a possible, distinct name, checked
+            before anything is embedded: no blank line, no two lines
+            alike, no ``/``, no NUL, not ``.``. Not with ``shard``.
+        shard: ``(K, N)`` or None: embed only shard ``K`` of ``N`` (of the
+            ``c = ceil(n / chunk_size)`` chunks of the single run, chunks
+            ``[K * c // N, (K + 1) * c // N)``: :func:`~bilm_keras.
+            embedding.shards.shard_lines`; datasets keep their line
+            numbers); :func:`~bilm_keras.embedding.merge.
+            merge_embedding_files` joins the shards, bit for bit the
+            single run's file.
+        resume: bool: continue a killed run of the same inputs and
+            settings from its last whole part
+            (:mod:`bilm_keras.embedding.runs`: the run's progress is kept
+            in ``outfile + ".partial/"`` until the output is complete).
+        devices: tuple of str or None: the devices to embed on (e.g.
+            ``("GPU:0", "GPU:1")``); None: every GPU, else the CPU.
+        progress: bool: a progress bar on stderr (sentences, tokens/s,
+            ETA), updated after every batch (default True).
+    """
+
+    batch_size: Optional[int] = None
+    chunk_size: int = 4096
+    embedding_weight_file: Optional[str] = None
+    use_sentence_keys: bool = False
+    shard: Optional[Tuple[int, int]] = None
+    resume: bool = False
+    devices: Optional[Tuple[str, ...]] = None
+    progress: bool = True
+
+    def __post_init__(self):
+        check_int("batch_size", self.batch_size, 1, optional=True)
+        check_int("chunk_size", self.chunk_size, 1)
+        if self.embedding_weight_file is not None:
+            object.__setattr__(self, "embedding_weight_file",
+                               os.fspath(self.embedding_weight_file))
+        for name in ("use_sentence_keys", "resume", "progress"):
+            if not isinstance(getattr(self, name), bool):
+                raise SettingError(name, f"expected True or False, found "
+                                         f"{getattr(self, name)!r}")
+        if self.shard is not None:
+            shard = self.shard
+            if (isinstance(shard, (str, bytes))
+                    or not isinstance(shard, Sequence) or len(shard) != 2
+                    or not all(is_int(k) for k in shard)
+                    or not 0 <= shard[0] < shard[1]):
+                raise SettingError("shard", f"expected (K, N) with 0 <= K "
+                                            f"< N, found {shard!r}")
+            object.__setattr__(self, "shard", (int(shard[0]),
+                                               int(shard[1])))
+        if self.use_sentence_keys and self.shard is not None:
+            raise SettingError("use_sentence_keys",
+                               "not with shard (a shard's datasets keep "
+                               "their line numbers for the merge)")
+        if self.devices is not None:
+            devices = ([self.devices] if isinstance(self.devices, str)
+                       else self.devices)
+            if not isinstance(devices, Sequence) or not all(
+                    isinstance(d, str) for d in devices):
+                raise SettingError("devices", f"expected a list of device "
+                                              f"names, found "
+                                              f"{self.devices!r}")
+            object.__setattr__(self, "devices", tuple(devices))
+
+    @property
+    def keys(self) -> str:
+        """How datasets are named: ``"line_number"`` or ``"sentence"``."""
+        return "sentence" if self.use_sentence_keys else "line_number"
+
+    def replace(self, **changes) -> "DumpSettings":
+        """A copy with ``changes`` (checked again)."""
+        return dataclasses.replace(self, **changes)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -64,16 +161,12 @@ def plan_dump(
     vocab_file: Optional[str | os.PathLike],
     dataset_file: str | os.PathLike,
     spec: EmbeddingSpec,
-    embedding_weight_file: Optional[str | os.PathLike] = None,
-    use_sentence_keys: bool = False,
-    shard: Optional[Tuple[int, int]] = None,
+    settings: DumpSettings,
     checked_lines: Optional[int] = None,
-    chunk_size: int = 4096,
 ) -> DumpPlan:
     """Checks everything of a dump that needs no model (arguments as
     :func:`~bilm_keras.dump_bilm_embeddings`): a bad input fails in
-    seconds, before hours of work. ``chunk_size`` (the run's) sets which
-    lines a shard embeds.
+    seconds, before hours of work.
 
     ``checked_lines``: the input was read and checked by the caller (the
     Beam pipeline's glob: :func:`~bilm_keras.embedding.beam_dump.
@@ -84,11 +177,14 @@ def plan_dump(
         OptionsError: ``options_file`` does not describe a biLM.
         SettingError: the spec does not fit the model (its layers, its
             mix); token input (``embedding_weight_file``, or a model
-            without ``char_cnn``) without ``vocab_file``; keys by sentence
-            with a shard.
+            without ``char_cnn``) without ``vocab_file``.
         SentenceFileError: ``dataset_file`` is missing, not UTF-8, or (keys
             by sentence) has lines that cannot name a dataset.
     """
+    if not isinstance(settings, DumpSettings):
+        raise TypeError(f"settings: expected a DumpSettings, found "
+                        f"{type(settings).__name__}")
+    embedding_weight_file = settings.embedding_weight_file
     options = BiLMOptions.from_json(options_file)
     embedding = spec.resolve(options.lstm.n_layers)
     if embedding_weight_file is None and options.char_cnn is None:
@@ -103,22 +199,16 @@ def plan_dump(
         raise SettingError("vocab_file", f"token input ({given}) needs the "
                                          f"vocabulary of its token table, "
                                          f"found None")
-    if use_sentence_keys and shard is not None:
-        raise SettingError("use_sentence_keys",
-                           "not with shard (a shard's datasets keep their "
-                           "line numbers for the merge)")
     n_lines = checked_lines
     if n_lines is None:
         n_lines = check_sentence_file(
-            dataset_file, sentence_keys=use_sentence_keys).n_lines
-    if shard is None:
+            dataset_file, sentence_keys=settings.use_sentence_keys).n_lines
+    if settings.shard is None:
         lines = (0, n_lines)
     else:
-        check_int("chunk_size", chunk_size, 1)
-        lines = shard_lines(*shard, n_lines, chunk_size)
+        lines = shard_lines(*settings.shard, n_lines, settings.chunk_size)
     return DumpPlan(options=options, embedding=embedding,
-                    embedding_weight_file=table,
-                    keys="sentence" if use_sentence_keys else "line_number",
+                    embedding_weight_file=table, keys=settings.keys,
                     n_lines=n_lines, lines=lines)
 
 
@@ -142,13 +232,12 @@ class DumpRecord:
 def dump_record(
     plan: DumpPlan,
     spec: EmbeddingSpec,
+    settings: DumpSettings,
     *,
     options_file: str | os.PathLike,
     weight_file: str | os.PathLike,
     vocab_file: Optional[str | os.PathLike],
     dataset_file: Optional[str | os.PathLike],
-    batch_size: Optional[int],
-    chunk_size: int,
     fingerprint: Optional[Callable[[str, Optional[str]], dict]] = None,
 ) -> DumpRecord:
     """The identity and the attributes of the dump ``plan`` describes
@@ -171,7 +260,8 @@ def dump_record(
         options_file=options_file, weight_file=weight_file,
         vocab_file=vocab_file, dataset_file=dataset_file,
         output=spec.output, layers=embedding.layer_ids, dtype=spec.dtype,
-        batch_size=batch_size, chunk_size=chunk_size, n_lines=plan.n_lines,
+        batch_size=settings.batch_size, chunk_size=settings.chunk_size,
+        n_lines=plan.n_lines,
         embedding_weight_file=table, keys=plan.keys,
         **({} if fingerprint is None else {"fingerprint": fingerprint}),
         **mix_settings)

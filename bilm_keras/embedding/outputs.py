@@ -83,8 +83,12 @@ class EmbeddingSpec:
     (:meth:`BulkEmbedder.embed_sentences
     <bilm_keras.embedding.bulk_embedder.BulkEmbedder.embed_sentences>`,
     ``iter_embeddings``, :func:`~bilm_keras.dump_bilm_embeddings`,
-    ``bilm-keras embed``); those take its fields as keyword arguments too
-    and build it.
+    ``bilm-keras embed``), which take it as ``spec``; the facade
+    :meth:`BidirectionalLanguageModel.embed_sentences
+    <bilm_keras.BidirectionalLanguageModel.embed_sentences>` also takes its
+    fields as keyword arguments (bilm-tf's and AllenNLP's users' way) and
+    builds it from them in one place. Each field is documented here
+    alone.
 
     It is checked when built; a bad field raises
     :class:`~bilm_keras._utils.settings.SettingError` whose ``field`` is
@@ -168,28 +172,6 @@ class EmbeddingSpec:
                 raise SettingError("gamma", f"expected a finite number, "
                                             f"found {self.gamma!r}")
             object.__setattr__(self, "gamma", float(self.gamma))
-
-    @classmethod
-    def from_arguments(cls, spec: Optional["EmbeddingSpec"] = None,
-                       **fields) -> "EmbeddingSpec":
-        """``spec``, or one built from keyword arguments (the functions
-        that take both): ``fields`` that differ from their defaults may
-        not come with a ``spec``."""
-        if spec is None:
-            return cls(**fields)
-        if not isinstance(spec, cls):
-            raise TypeError(f"spec: expected an EmbeddingSpec, found "
-                            f"{type(spec).__name__}")
-        defaults = cls()
-        given = [name for name, value in fields.items()
-                 if value is not None and (getattr(defaults, name) is None
-                                           or value != getattr(defaults,
-                                                               name))]
-        if given:
-            raise SettingError("spec", f"expected the settings either as "
-                                       f"spec or as keyword arguments, "
-                                       f"found spec and {given[0]}")
-        return spec
 
     def resolve(self, n_lm_layers: int) -> "ResolvedEmbedding":
         """The spec for a model of ``n_lm_layers`` LSTM layers: the layer

@@ -270,50 +270,88 @@ def run_durably(
     return n
 
 
-def _prepare(outfile, folder, manifest, ranges, resume, log):
-    """Sets up the folder; returns how many parts are whole (a prefix of
-    ``ranges``), or None when ``outfile`` is already this run's output."""
+class PartialState(NamedTuple):
+    """What a run's ``.partial/`` folder holds, as :func:`inspect_partial`
+    found it (nothing changed). ``kind`` is one of:
+
+    * ``"none"``: no folder;
+    * ``"leftover"``: a folder without a manifest (a finished run killed
+      while it removed its folder);
+    * ``"finished"``: this run's folder, and the output is this run's (it
+      was killed after the rename, before the clean-up);
+    * ``"other"``: another run's progress (``difference`` names the first
+      difference);
+    * ``"interrupted"``: this run's progress, ``whole`` parts done.
+    """
+
+    kind: str
+    whole: int = 0
+    difference: Optional[str] = None
+
+
+def inspect_partial(outfile: str, folder: str, manifest: dict,
+                    ranges: list) -> PartialState:
+    """What ``folder`` holds for the run of ``manifest``: a pure
+    inspection (:class:`PartialState`)."""
     manifest_file = os.path.join(folder, "manifest.json")
-    if os.path.isdir(folder) and not os.path.isfile(manifest_file):
-        # killed while a finished run removed its folder
-        shutil.rmtree(folder, ignore_errors=True)
     if not os.path.isdir(folder):
-        if resume:
-            print(f"--resume: no interrupted run to continue "
-                  f"({folder}/ does not exist); starting from the first "
-                  f"line", file=log, flush=True)
-        _create_folder(folder, manifest)
-        return 0
+        return PartialState("none")
+    if not os.path.isfile(manifest_file):
+        return PartialState("leftover")
     with open(manifest_file, encoding="utf-8") as f:
         recorded = json.load(f)
     same = recorded.get("run_id") == manifest["run_id"] and (
         recorded == manifest)
-    finished = same and _is_output_of(outfile, manifest["run_id"])
-    if finished:  # killed after the rename, before the clean-up
-        os.remove(manifest_file)
-        shutil.rmtree(folder, ignore_errors=True)
-        if resume:
-            print(f"--resume: {outfile} is already complete (removed "
-                  f"{folder}/)", file=log, flush=True)
-            return None
-        return _prepare(outfile, folder, manifest, ranges, resume, log)
     if not same:
         difference = first_difference(*(
             {**m.get("run", {}), **m.get("files", {}),
              "lines": m.get("lines"), "shard": m.get("shard")}
             for m in (recorded, manifest)))
+        return PartialState("other", difference=difference)
+    if _is_output_of(outfile, manifest["run_id"]):
+        return PartialState("finished")
+    return PartialState("interrupted",
+                        whole=_whole_parts(folder, ranges,
+                                           manifest["run_id"]))
+
+
+def _prepare(outfile, folder, manifest, ranges, resume, log):
+    """Sets up the folder as its state (:func:`inspect_partial`) asks;
+    returns how many parts are whole (a prefix of ``ranges``), or None
+    when ``outfile`` is already this run's output."""
+    state = inspect_partial(outfile, folder, manifest, ranges)
+    if state.kind == "other":
         raise EmbeddingRunError(
             f"{'--resume: ' * resume}{folder}/ holds the progress of an "
             f"interrupted run with other inputs or flags "
-            f"({difference or 'manifest differs'}); remove the folder to "
-            f"start over")
-    whole = _whole_parts(folder, ranges, manifest["run_id"])
+            f"({state.difference or 'manifest differs'}); remove the "
+            f"folder to start over")
+    if state.kind == "interrupted":
+        return _continue_parts(folder, ranges, state.whole, resume, log)
+    if state.kind == "finished":
+        os.remove(os.path.join(folder, "manifest.json"))
+    shutil.rmtree(folder, ignore_errors=True)  # (none: nothing there)
+    if state.kind == "finished" and resume:
+        print(f"--resume: {outfile} is already complete (removed "
+              f"{folder}/)", file=log, flush=True)
+        return None
+    if resume and state.kind != "finished":
+        print(f"--resume: no interrupted run to continue "
+              f"({folder}/ does not exist); starting from the first "
+              f"line", file=log, flush=True)
+    _create_folder(folder, manifest)
+    return 0
+
+
+def _continue_parts(folder, ranges, whole, resume, log) -> int:
+    """An interrupted run's folder, continued (``resume``) from its
+    ``whole`` first parts: the others, and temporary files, are removed
+    (they are redone)."""
     if not resume:
         raise EmbeddingRunError(
             f"{folder}/: progress of an interrupted run ({whole} of "
             f"{len(ranges)} parts done); add --resume to continue it, or "
             f"remove the folder to start over")
-    # parts past the first missing one, and temporary files, are redone
     for name in os.listdir(folder):
         match = _PART.fullmatch(name)
         if name == "manifest.json" or (

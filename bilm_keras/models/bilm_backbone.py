@@ -7,6 +7,7 @@ stacks run by one of three paths (:mod:`bilm_keras.layers.recurrence` has
 the table).
 """
 
+import inspect
 from typing import Optional
 
 import keras
@@ -62,6 +63,11 @@ class BiLMBackbone(keras.layers.Layer):
         ``final_states`` shaped like ``initial_states``.
     """
 
+    # Many arguments, not an options value, by design: a Keras layer's
+    # config is its constructor's arguments (keras-hub's backbones), so
+    # that get_config / from_config and .keras files round-trip plain
+    # numbers; from_options is the one factory from BiLMOptions, and
+    # get_config reads the list from this signature.
     def __init__(
         self,
         lstm_dim,
@@ -303,25 +309,16 @@ class BiLMBackbone(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            lstm_dim=self.lstm_dim,
-            projection_dim=self.projection_dim,
-            n_layers=self.n_layers,
-            cell_clip=self.cell_clip,
-            proj_clip=self.proj_clip,
-            use_skip_connections=self.use_skip_connections,
-            use_character_inputs=self.use_character_inputs,
-            filters=self.filters,
-            char_embedding_dim=self.char_embedding_dim,
-            n_highway=self.n_highway,
-            activation=self.activation,
-            max_characters_per_token=self.max_characters_per_token,
-            n_characters=self.n_characters,
-            n_tokens_vocab=self.n_tokens_vocab,
-            bidirectional=self.bidirectional,
-            dropout=self.dropout,
-            word_embedding_dim=self.word_embedding_dim,
-            n_words=self.n_words,
-            always_project=self.always_project,
-        )
+        # every constructor argument, read from the attribute of its name
+        config.update({name: getattr(self, name)
+                       for name in _ARCHITECTURE_ARGUMENTS})
         return config
+
+
+#: the architecture arguments of :class:`BiLMBackbone`, read from its
+#: signature (each is kept as the attribute of its name): written once,
+#: in the constructor, not again in ``get_config``
+_ARCHITECTURE_ARGUMENTS = tuple(
+    name for name, parameter in inspect.signature(
+        BiLMBackbone.__init__).parameters.items()
+    if name != "self" and parameter.kind is parameter.POSITIONAL_OR_KEYWORD)

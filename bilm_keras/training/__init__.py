@@ -8,9 +8,14 @@ The package's modules, by job:
 * :mod:`.model_setup`: the model and its Adagrad (:mod:`.adagrad`);
 * :mod:`.train_step`: one distributed training step;
 * :mod:`.reporting`: progress lines and TensorBoard scalars;
-* :mod:`.checkpoints`: what a ``save_dir`` holds, written whole, restored;
-* :mod:`.carried_states`: the LSTM states a step hands the next, kept in
-  the checkpoints;
+* :mod:`.run_checkpoint`: :class:`RunCheckpoint`, what a checkpoint
+  holds (weights, Adagrad, step, data stream, carried states, warm-up),
+  built once, saved, restored, and continued from a foreign run's values
+  (:class:`ForeignRun`);
+* :mod:`.checkpoints`: what a ``save_dir`` holds, checkpoints written
+  whole, the data stream;
+* :mod:`.carried_states`: the LSTM states a step hands the next;
+* :mod:`.lm_warmup`: the adapted run's softmax-only first steps;
 * :mod:`.preemption`: SIGTERM / SIGINT end a run with a checkpoint;
 * :mod:`.save_dir_models`: a save_dir's checkpoint, ours or bilm-tf's,
   chosen (the newest that reads whole) and loaded for a command;
@@ -40,7 +45,7 @@ _EXPORTS = {
     "evaluate": "bilm_keras.training.evaluation",
     "evaluate_stateful": "bilm_keras.training.stateful_evaluation",
     "load_save_dir_model": "bilm_keras.training.save_dir_models",
-    "load_trained_model": "bilm_keras.training.checkpoints",
+    "load_trained_model": "bilm_keras.training.run_checkpoint",
     "make_strategy": "bilm_keras.training.strategy",
     "restart": "bilm_keras.training.loop",
     "train": "bilm_keras.training.loop",

@@ -29,8 +29,8 @@ with ``init_weights``):
    pretrained LSTMs see any gradient.
 
 The warm-up's end is a global step kept in the checkpoints
-(:class:`LMWarmup`), so a restart during the warm-up finishes it and one
-after it trains everything.
+(:class:`~bilm_keras.training.lm_warmup.LMWarmup`), so a restart during
+the warm-up finishes it and one after it trains everything.
 
 A training checkpoint (``init_checkpoint``: bilm-tf's save_dir, e.g. the
 published ``model.ckpt-935588``) holds the softmax too, trained for the
@@ -50,7 +50,7 @@ model's embedding table does, and keeps its vocabulary, as with
 from __future__ import annotations
 
 import os
-from typing import Callable, Optional
+from typing import Optional
 
 import h5py
 import keras
@@ -264,49 +264,3 @@ def softmax_variables(lm: LanguageModel) -> list:
     """The variables the warm-up trains: the softmax's own (``W`` and
     ``b``; only ``b`` when ``W`` is the shared token table)."""
     return list(lm.softmax.trainable_variables)
-
-
-class LMWarmup:
-    """The global step up to which only the softmax trains.
-
-    Kept in the checkpoints (``lm_frozen_until``) so that a restart knows
-    whether the warm-up is over. 0 (no warm-up) for a run from scratch and
-    for checkpoints written before adaptation existed.
-    """
-
-    def __init__(self, freeze_lm_steps: int = 0):
-        self.until = tf.Variable(freeze_lm_steps, dtype=tf.int64,
-                                 trainable=False, name="lm_frozen_until")
-
-    @staticmethod
-    def in_checkpoint(path: str) -> bool:
-        return any(name.startswith("lm_frozen_until")
-                   for name, _ in tf.train.list_variables(path))
-
-    def wrap(self, full_step: Callable, make_warmup_step: Callable, *,
-             start_step: int) -> Callable:
-        """``full_step``, preceded by a softmax-only step for the global
-        steps ``start_step + 1 .. until``.
-
-        The step is counted here, not read from the optimizer, so choosing
-        costs no device round trip; ``make_warmup_step()`` is called (and
-        traced) only if a warm-up step is left.
-        """
-        until = int(self.until.numpy())
-        if until <= start_step:
-            return full_step
-        warmup_step = make_warmup_step()
-        print(f"steps {start_step + 1}..{until}: only the softmax trains "
-              "(the pretrained LM is frozen)", flush=True)
-        current = start_step
-
-        def train_step(batch, states):
-            nonlocal current
-            current += 1
-            if current == until + 1:
-                print(f"step {current}: the whole model trains from now on",
-                      flush=True)
-            step = warmup_step if current <= until else full_step
-            return step(batch, states)
-
-        return train_step

@@ -25,13 +25,24 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from typing import Optional
+
+import numpy as np
 
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions
+from bilm_keras.training.run_checkpoint import (
+    SOFTMAX_B_KEY,
+    SOFTMAX_W_KEY,
+    ForeignRun,
+    RunCheckpoint,
+    locate_run_checkpoint,
+)
 from bilm_keras.weights.bilm_tf_checkpoint import (
+    ADAGRAD_SUFFIX,
     BILM_TF,
     SOFTMAX_B,
     SOFTMAX_W,
@@ -39,7 +50,6 @@ from bilm_keras.weights.bilm_tf_checkpoint import (
     CheckpointFileError,
     SaveDirCheckpoint,
     assign_bilm_tf_checkpoint,
-    locate_checkpoint,
     read_bilm_tf_checkpoint,
     save_bilm_tf_dump,
 )
@@ -65,7 +75,7 @@ RESET_STATES_KEY = "reset_states_at_sentence_start"
 
 
 def _locate_bilm_tf(save_dir: str, located: Optional[SaveDirCheckpoint]):
-    found = located if located is not None else locate_checkpoint(save_dir)
+    found = located if located is not None else locate_run_checkpoint(save_dir)
     if found.kind != BILM_TF:
         raise CheckpointFileError(
             f"{found.path}: a bilm_keras checkpoint, not bilm-tf's (read it "
@@ -159,7 +169,7 @@ def dump_bilm_tf_checkpoint(save_dir: str | os.PathLike,
     options_file = os.path.join(save_dir, OPTIONS_FILE)
     options = BiLMOptions.from_json(options_file)
     if located is None:
-        located = locate_checkpoint(save_dir, fallback=False)
+        located = locate_run_checkpoint(save_dir, fallback=False)
     found = _locate_bilm_tf(save_dir, located)
     backbone = BiLMBackbone.from_options(options, name="bilm")
     with placeholder_weights():  # only the table's shapes are needed
@@ -193,17 +203,20 @@ def bilm_tf_run_options(save_dir: str | os.PathLike) -> BiLMOptions:
     return options
 
 
-def restore_bilm_tf_run(found: SaveDirCheckpoint, lm: LanguageModel,
-                        optimizer, *, save_dir: str | os.PathLike) -> int:
-    """Continues bilm-tf's run in ``lm`` and its Adagrad: every weight,
-    the softmax, each variable's accumulator and the step counter, exactly
-    as the checkpoint holds them (in our layout). Returns the step.
+def restore_bilm_tf_run(found: SaveDirCheckpoint,
+                        checkpoint: RunCheckpoint, *,
+                        save_dir: str | os.PathLike) -> int:
+    """Continues bilm-tf's run in a run's checkpoint: every weight, the
+    softmax, each variable's accumulator and the step counter, exactly as
+    bilm-tf's checkpoint holds them, handed to
+    :meth:`RunCheckpoint.continue_foreign
+    <bilm_keras.training.run_checkpoint.RunCheckpoint.continue_foreign>`
+    as a :class:`~bilm_keras.training.run_checkpoint.ForeignRun` (read
+    one tensor at a time). Returns the step.
 
     Args:
-        found: the bilm-tf checkpoint (:func:`locate_checkpoint`).
-        lm: a built :class:`LanguageModel` of the save_dir's options.
-        optimizer: its built
-            :class:`~bilm_keras.training.adagrad.RowSparseAdagrad`.
+        found: the bilm-tf checkpoint (:func:`locate_run_checkpoint`).
+        checkpoint: the new run's, of the save_dir's options.
 
     Raises:
         CheckpointFileError: no softmax, no Adagrad accumulators or no
@@ -213,31 +226,78 @@ def restore_bilm_tf_run(found: SaveDirCheckpoint, lm: LanguageModel,
     """
     save_dir = os.fspath(save_dir)
     options_file = os.path.join(save_dir, OPTIONS_FILE)
+    lm = checkpoint.lm
     new_run = "start a new run from its weights with train --init_checkpoint"
     _require_softmax(found, lm.softmax.share_weights,
                      f"restart continues it; {new_run}")
-    checkpoint = read_bilm_tf_checkpoint(save_dir, lm.backbone,
-                                         softmax=lm.softmax,
-                                         options_file=options_file,
-                                         located=found)
-    if not checkpoint.has_accumulators:
+    bilm_tf = read_bilm_tf_checkpoint(save_dir, lm.backbone,
+                                      softmax=lm.softmax,
+                                      options_file=options_file,
+                                      located=found)
+    if not bilm_tf.has_accumulators:
         raise CheckpointFileError(
             f"{found.path}: holds no Adagrad accumulators (expected "
-            f"'{checkpoint.variables[0].checkpoint_name}/Adagrad'): restart "
+            f"'{bilm_tf.variables[0].checkpoint_name}/Adagrad'): restart "
             f"continues Adagrad from them; {new_run}")
-    if checkpoint.global_step is None:
+    if bilm_tf.global_step is None:
         raise CheckpointFileError(
             f"{found.path}: holds no global_step: restart continues the "
             f"step count; {new_run}")
-    _assign_run(checkpoint, optimizer)
-    return checkpoint.global_step
+    return checkpoint.continue_foreign(foreign_run(bilm_tf, found))
 
 
-def _assign_run(checkpoint: BilmTFCheckpoint, optimizer) -> None:
-    assign_bilm_tf_checkpoint(checkpoint)
-    for entry, value in checkpoint.iter_accumulators():
-        optimizer.set_accumulator(entry.variable, value)
-    optimizer.iterations.assign(checkpoint.global_step)
+def foreign_run(bilm_tf: BilmTFCheckpoint,
+                found: SaveDirCheckpoint) -> ForeignRun:
+    """bilm-tf's checkpoint as the values a run continues: each variable
+    keyed by its HDF5 dataset (the softmax by its name less ``lm/``), in
+    bilm-tf's layout as stored, read when used."""
+    names = {}
+    for entry in bilm_tf.variables:
+        names[entry.hdf5_path if entry.hdf5_path is not None
+              else entry.checkpoint_name[len("lm/"):]] = entry.checkpoint_name
+    stored = _StoredTensors(bilm_tf, found.shapes, names)
+    weights = _StoredTensors(bilm_tf, found.shapes, {
+        key: name for key, name in names.items()
+        if key not in (SOFTMAX_W_KEY, SOFTMAX_B_KEY)})
+    accumulators = (_StoredTensors(bilm_tf, found.shapes, names,
+                                   suffix=ADAGRAD_SUFFIX)
+                    if bilm_tf.has_accumulators else None)
+    return ForeignRun(source=bilm_tf.path, weights=weights,
+                      softmax_weights=stored.get(SOFTMAX_W_KEY),
+                      softmax_bias=stored.get(SOFTMAX_B_KEY),
+                      accumulators=accumulators,
+                      step=bilm_tf.global_step)
+
+
+class _StoredTensor:
+    """One tensor of a checkpoint: its shape now, its value when
+    ``np.asarray`` asks (float32, as stored)."""
+
+    def __init__(self, bilm_tf: BilmTFCheckpoint, name: str, shape: tuple):
+        self._bilm_tf, self._name, self.shape = bilm_tf, name, shape
+
+    def __array__(self, dtype=None, copy=None):
+        return np.asarray(self._bilm_tf.read_tensor(self._name), dtype)
+
+
+class _StoredTensors(Mapping):
+    """``{key: _StoredTensor}`` of a checkpoint's ``names[key] +
+    suffix``."""
+
+    def __init__(self, bilm_tf: BilmTFCheckpoint, shapes: dict,
+                 names: dict, suffix: str = ""):
+        self._bilm_tf, self._shapes = bilm_tf, shapes
+        self._names = {key: name + suffix for key, name in names.items()}
+
+    def __getitem__(self, key):
+        name = self._names[key]
+        return _StoredTensor(self._bilm_tf, name, self._shapes[name])
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __len__(self):
+        return len(self._names)
 
 
 def set_aside_bilm_tf_state_file(save_dir: str | os.PathLike
@@ -274,7 +334,7 @@ def load_bilm_tf_backbone(save_dir: str | os.PathLike, backbone, *,
             message names ``options_label``).
     """
     save_dir = os.fspath(save_dir)
-    found = locate_checkpoint(save_dir)
+    found = locate_run_checkpoint(save_dir)
     if found.kind != BILM_TF:
         raise CheckpointFileError(
             f"{found.path}: a bilm_keras checkpoint, not bilm-tf's "
@@ -298,10 +358,9 @@ def read_bilm_tf_softmax(save_dir: str | os.PathLike, *,
         CheckpointFileError: not bilm-tf's, or no softmax (``purpose``
             says what it was wanted for).
     """
-    import numpy as np
     import tensorflow as tf
 
-    found = locate_checkpoint(save_dir)
+    found = locate_run_checkpoint(save_dir)
     shared = SOFTMAX_W not in found.shapes and SOFTMAX_B in found.shapes
     _require_softmax(_locate_bilm_tf(os.fspath(save_dir), found), shared,
                      purpose)

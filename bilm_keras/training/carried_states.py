@@ -17,10 +17,6 @@ import tensorflow as tf
 
 from bilm_keras.models.language_model import LanguageModel
 
-#: the checkpoint's attribute that holds them
-CHECKPOINT_KEY = "lstm_states"
-
-
 class CarriedStates:
     """The states of every LSTM layer of both directions, for the global
     batch, as variables a checkpoint holds.
@@ -55,15 +51,6 @@ class CarriedStates:
         # in the order tf.nest flattens the states
         self._keys = sorted(self.variables, key=_nest_order)
         self.current = None
-
-    @staticmethod
-    def in_checkpoint(path: str, batch_size: int) -> bool:
-        """Whether the checkpoint at ``path`` holds the states of a global
-        batch of ``batch_size`` rows (an older checkpoint holds none; a run
-        with another batch starts a new stream, from zero states)."""
-        shapes = [shape for name, shape in tf.train.list_variables(path)
-                  if name.startswith(CHECKPOINT_KEY + "/")]
-        return bool(shapes) and all(s[0] == batch_size for s in shapes)
 
     def capture(self, strategy: tf.distribute.Strategy) -> None:
         """Copies :attr:`current` (what the last step returned) into the

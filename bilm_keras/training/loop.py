@@ -1,7 +1,7 @@
 """The training loop: :func:`train` a biLM from scratch, :func:`restart` it
 from its checkpoint.
 
-Both gather their settings into one
+Both take their settings as one
 :class:`~bilm_keras.training.training_run.TrainingRun` and run
 :func:`_run_training`, which reads top to bottom:
 
@@ -40,7 +40,7 @@ import os
 import shutil
 import tempfile
 import time
-from typing import Optional, Sequence
+from typing import NamedTuple, Optional
 
 import keras
 import tensorflow as tf
@@ -52,7 +52,6 @@ from bilm_keras.data.unigram import unigram_perplexity
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.adaptation import (
-    LMWarmup,
     check_weight_file,
     init_softmax,
     init_softmax_from_checkpoint,
@@ -63,16 +62,12 @@ from bilm_keras.training.bilm_tf_save_dir import (
     restore_bilm_tf_run,
     set_aside_bilm_tf_state_file,
 )
-from bilm_keras.training.carried_states import CHECKPOINT_KEY, CarriedStates
+from bilm_keras.training.carried_states import CarriedStates
 from bilm_keras.training.checkpoints import (
     OPTIONS_FILE,
     TRAINING_DATA_FILE,
     CheckpointError,
     CheckpointWriter,
-    DataStream,
-    checkpoint_bytes,
-    model_checkpoint,
-    restore_checkpoint,
 )
 from bilm_keras.training.inputs import (
     check_vocab_fits,
@@ -80,6 +75,7 @@ from bilm_keras.training.inputs import (
     load_vocab,
     steps_per_epoch,
 )
+from bilm_keras.training.lm_warmup import LMWarmup
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
 from bilm_keras.training.preemption import (
@@ -88,6 +84,13 @@ from bilm_keras.training.preemption import (
     watch_preemption,
 )
 from bilm_keras.training.reporting import TrainingProgress
+from bilm_keras.training.run_checkpoint import (
+    BILM_KERAS,
+    DATA_STREAM,
+    LSTM_STATES,
+    RunCheckpoint,
+    locate_run_checkpoint,
+)
 from bilm_keras.training.save_dir_models import choose_checkpoint
 from bilm_keras.training.strategy import is_chief, make_strategy
 from bilm_keras.training.threads import configure_training_threads
@@ -96,95 +99,23 @@ from bilm_keras.training.training_run import TrainingRun
 from bilm_keras.weights.bilm_tf_checkpoint import (
     BILM_TF,
     CheckpointFileError,
-    locate_checkpoint,
 )
 from bilm_keras.weights.checkpoint_files import list_checkpoints
 
 logger = logging.getLogger(__name__)
 
 
-def train(
-    *,
-    options: BiLMOptions,
-    train_prefix: Optional[str] = None,
-    vocab_file: Optional[str] = None,
-    save_dir: Optional[str] = None,
-    n_gpus: Optional[int] = None,
-    devices: Optional[Sequence[str]] = None,
-    batch_size: Optional[int] = None,
-    n_epochs: Optional[int] = None,
-    n_train_tokens: Optional[int] = None,
-    save_every: int = 1250,
-    log_every: int = 100,
-    max_to_keep: int = 5,
-    seed: Optional[int] = None,
-    fast_path: bool = True,
-    init_weights: Optional[str] = None,
-    init_checkpoint: Optional[str] = None,
-    init_vocab_file: Optional[str] = None,
-    freeze_lm_steps: int = 0,
-    softmax_bias: str = "unigram",
-    intra_op_threads: Optional[int] = None,
-    inter_op_threads: Optional[int] = None,
-    max_steps: Optional[int] = None,
-    run: Optional[TrainingRun] = None,
-) -> dict:
+def train(options: BiLMOptions, run: TrainingRun) -> dict:
     """Trains a biLM from scratch (:func:`restart` continues one).
-
-    The keyword arguments after ``options`` are the fields of a
-    :class:`~bilm_keras.training.training_run.TrainingRun` (checked there,
-    each error naming its field), or pass one as ``run``.
 
     Args:
         options: the model and training options (``n_tokens_vocab`` is
-            filled from ``vocab_file``).
-        train_prefix: glob of training shards.
-        vocab_file: vocabulary with ``<S>``, ``</S>``, ``<UNK>``.
-        save_dir: checkpoints, ``options.json`` and TensorBoard logs; it
-            must not hold a checkpoint yet.
-        n_gpus, devices: see :func:`make_strategy`.
-        batch_size, n_epochs, n_train_tokens: override the options;
-            ``n_train_tokens`` is counted from the corpus when neither
-            gives it.
-        save_every: steps between checkpoints (and one at the end).
-        log_every: steps between progress lines / TensorBoard points.
-        max_to_keep: checkpoints kept in ``save_dir`` (at least 2).
-        seed: initialisation, data-order and dropout seed (None: random).
-        fast_path: run the LSTMs statically unrolled, both directions
-            batched, and the char-CNN once per distinct token
-            (:class:`LanguageModel`'s ``unroll_windows`` and
-            ``dedup_tokens``); False: the plain per-direction loop. The
-            same numbers (tests/training/test_fast_path.py), the fast path
-            faster (``bench/train_throughput.py --compare``).
-        init_weights: domain adaptation: a bilm-tf / AllenNLP
-            ``lm_weights.hdf5`` matching ``options`` whose weights the
-            backbone starts from (:mod:`bilm_keras.training.adaptation`);
-            the softmax is new, for ``vocab_file``.
-        init_checkpoint: domain adaptation from a bilm-tf save_dir's
-            training checkpoint (e.g. the published ones): the backbone
-            starts from its weights, the softmax from its rows for the
-            words ``init_vocab_file`` (the checkpoint's vocabulary) shares
-            with ``vocab_file``, new rows for the others (all new without
-            ``init_vocab_file``); Adagrad and the step start afresh
-            (:mod:`bilm_keras.training.adaptation`).
-        init_vocab_file: with ``init_checkpoint``, its vocabulary.
-        freeze_lm_steps: with ``init_weights`` or ``init_checkpoint``, the
-            first global steps that train only the softmax (kept in the
-            checkpoints: a restart finishes the warm-up). Part of the
-            run's steps, not extra.
-        softmax_bias: with ``init_weights`` or ``init_checkpoint``, the
-            new softmax rows' bias: ``"unigram"`` (log target frequencies
-            of ``train_prefix``) or ``"zeros"`` (bilm-tf's).
-        intra_op_threads, inter_op_threads: TensorFlow's CPU thread pools
-            (threads per op, ops at a time; 0 = TensorFlow's default).
-            None: half the cores per op and two ops at a time when no GPU
-            is visible (:mod:`bilm_keras.training.threads`). They can be
-            set only before TensorFlow's first op in the process.
-        max_steps: the most steps this call runs, then a checkpoint
-            (:func:`restart` continues the run); None: every step of
-            ``n_epochs``.
-        run: a :class:`~bilm_keras.training.training_run.TrainingRun`
-            instead of the keyword arguments above (not both).
+            filled from ``run.vocab_file``; ``run``'s ``batch_size``,
+            ``n_epochs`` and ``n_train_tokens`` override theirs).
+        run: the run's settings
+            (:class:`~bilm_keras.training.training_run.TrainingRun`, each
+            field documented there); its ``save_dir`` must not hold a
+            checkpoint yet.
 
     Returns:
         dict: ``step`` (final global step), ``perplexity`` (train, last
@@ -196,7 +127,6 @@ def train(
         :class:`LanguageModel`).
 
     Raises:
-        SettingError: a setting out of range (its field named).
         CheckpointError: ``save_dir`` holds a checkpoint already.
         CorpusError: ``train_prefix`` matches no file, or no tokens.
         VocabularyError: ``vocab_file`` is missing or lacks ``<S>``,
@@ -208,27 +138,20 @@ def train(
             its ``exit_status`` to tell a scheduler).
         DiskFullError: a checkpoint (or another file of ``save_dir``)
             did not fit; the checkpoints before it are as they were.
+
+    Example:
+        >>> run = TrainingRun(train_prefix="data/*.txt",
+        ...                   vocab_file="vocab.txt", save_dir="ckpt/")
+        >>> result = train(BiLMOptions.from_json("options.json"), run)
     """
-    fields = dict(locals())  # the keyword arguments: the run's fields
-    del fields["options"], fields["run"]
-    return _run_training(options, TrainingRun.from_arguments(run, **fields))
+    return _run_training(_checked_options(options), _checked_run(run))
 
 
-def restart(
-    *,
-    save_dir: Optional[str] = None,
-    train_prefix: Optional[str] = None,
-    vocab_file: Optional[str] = None,
-    n_epochs: Optional[int] = None,
-    batch_size: Optional[int] = None,
-    n_train_tokens: Optional[int] = None,
-    run: Optional[TrainingRun] = None,
-    **settings,
-) -> dict:
-    """Continues training from the latest checkpoint of ``save_dir``.
+def restart(run: TrainingRun) -> dict:
+    """Continues training from the latest checkpoint of ``run.save_dir``.
 
     The step counter and Adagrad's accumulators continue. Without
-    ``n_epochs`` the run goes on to the step count the saved options
+    ``run.n_epochs`` the run goes on to the step count the saved options
     describe (after a crash), on the data stream the checkpoint recorded;
     with it, it trains ``n_epochs`` more epochs of ``train_prefix``
     (fine-tuning on new data; ``n_train_tokens`` is then counted from that
@@ -248,18 +171,14 @@ def restart(
     or bilm-tf's) is named in one line and the newest that reads whole
     is used.
 
-    Other keyword arguments (``settings``, or ``run``) and the result are
-    those of :func:`train`.
+    The result is that of :func:`train`.
 
     Raises:
         CheckpointError: ``save_dir`` has no ``options.json`` or no
             checkpoint, or one that does not fit the options.
         OptionsError: ``vocab_file``'s size is not the checkpoint's.
     """
-    run = TrainingRun.from_arguments(
-        run, save_dir=save_dir, train_prefix=train_prefix,
-        vocab_file=vocab_file, n_epochs=n_epochs, batch_size=batch_size,
-        n_train_tokens=n_train_tokens, **settings)
+    run = _checked_run(run)
     options_file = os.path.join(run.save_dir, OPTIONS_FILE)
     if not os.path.exists(options_file):
         raise CheckpointError(
@@ -277,12 +196,26 @@ def restart(
                          more_epochs=run.n_epochs is not None)
 
 
+def _checked_options(options) -> BiLMOptions:
+    if not isinstance(options, BiLMOptions):
+        raise TypeError(f"options: expected a BiLMOptions, found "
+                        f"{type(options).__name__}")
+    return options
+
+
+def _checked_run(run) -> TrainingRun:
+    if not isinstance(run, TrainingRun):
+        raise TypeError(f"run: expected a TrainingRun, found "
+                        f"{type(run).__name__}")
+    return run
+
+
 def _checkpoint_kind(save_dir: str) -> Optional[str]:
     """Who wrote the checkpoint a restart of ``save_dir`` continues (None:
     none that reads; :func:`_run_training` says what is wrong, after the
     checks that come first)."""
     try:
-        return locate_checkpoint(save_dir).kind
+        return locate_run_checkpoint(save_dir).kind
     except CheckpointFileError:
         return None
 
@@ -291,7 +224,8 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
                   resume: bool = False, more_epochs: bool = False) -> dict:
     """The run behind :func:`train` and :func:`restart`: ``options`` (the
     model's, with the run's overrides still to apply) trained as ``run``
-    says. The result is that of :func:`train`.
+    says, in the module doc's five phases. The result is that of
+    :func:`train`.
 
     Args:
         resume: restore the latest checkpoint of ``save_dir`` (weights,
@@ -302,147 +236,40 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
             is counted from ``train_prefix`` unless given; False: the run
             goes on to ``n_epochs`` epochs from step 0.
     """
-    save_dir, seed = run.save_dir, run.seed
     _check_adaptation(run, resuming=resume)
-    # before any op: the thread pools are fixed by TensorFlow's first one
-    threads = configure_training_threads(run.intra_op_threads,
-                                         run.inter_op_threads)
-    if threads is not None:
-        print(f"TensorFlow CPU threads: {threads[0] or 'default'} per op, "
-              f"{threads[1] or 'default'} ops at a time")
+    _configure_threads(run)  # before any op: TensorFlow fixes them then
     strategy = make_strategy(n_gpus=run.n_gpus, devices=run.devices)
-    chief = is_chief(strategy)
 
     # 1. options: flags override the file; the vocabulary size and the
     #    token count come from the data, never by hand
     options, vocab, corpus, token_counts = _resolve_options(
-        options, dict(batch_size=run.batch_size, n_epochs=run.n_epochs,
-                      n_train_tokens=run.n_train_tokens),
-        train_prefix=run.train_prefix, vocab_file=run.vocab_file,
-        save_dir=save_dir, resume=resume, more_epochs=more_epochs)
+        options, run, resume=resume, more_epochs=more_epochs)
     _check_batch_splits(options, strategy.num_replicas_in_sync)
-    if seed is not None:
-        keras.utils.set_random_seed(seed)
+    if run.seed is not None:
+        keras.utils.set_random_seed(run.seed)
 
     with strategy.scope():
-        # 2. model and optimizer; resuming restores every variable, so
-        #    they start as placeholders, not random values
-        with (placeholder_weights() if resume
-              else contextlib.nullcontext()):
-            lm, optimizer = build_model(options, seed=seed,
-                                        unroll_windows=run.fast_path,
-                                        dedup_tokens=run.fast_path,
-                                        init_weights=run.init_weights,
-                                        init_checkpoint=run.init_checkpoint)
-        if run.adapts:
-            init_softmax(lm, run.softmax_bias, token_counts=token_counts,
-                         n_sentences=corpus["n_sentences"], vocab=vocab)
-        if run.init_checkpoint is not None:
-            init_softmax_from_checkpoint(
-                lm, run.init_checkpoint, init_vocab_file=run.init_vocab_file,
-                vocab=vocab, vocab_file=run.vocab_file)
+        # 2. model and optimizer: new, adapted, or placeholders that the
+        #    checkpoint fills
+        lm, optimizer = _build_model(options, run, vocab, corpus,
+                                     token_counts, resume=resume)
         del token_counts  # a large corpus's vocabulary, not needed now
 
         # 3. checkpoint: restored or new; options and corpus beside it
-        stream = DataStream()
-        warmup = LMWarmup(run.freeze_lm_steps)
-        carried = CarriedStates(lm, options.batch_size)
-        checkpoint, stream_restored, states_restored = _prepare_checkpoint(
-            lm, optimizer, stream, warmup, carried, save_dir, resume=resume)
-        # non-chief workers write to a scratch directory (collective saves)
-        ckpt_dir = save_dir if chief else tempfile.mkdtemp(prefix="bilm_w")
-        writer = CheckpointWriter(
-            checkpoint, ckpt_dir, max_to_keep=run.max_to_keep,
-            n_bytes=checkpoint_bytes(checkpoint_variables(lm, optimizer,
-                                                          carried)),
-            before_save=lambda: carried.capture(strategy))
-        if chief:
-            _write_run_files(save_dir, options, corpus,
+        saved = _open_checkpoint(lm, optimizer, options, run, resume=resume)
+        if is_chief(strategy):
+            _write_run_files(run.save_dir, options, corpus,
                              train_prefix=run.train_prefix,
                              vocab_file=run.vocab_file)
-            summaries = tf.summary.create_file_writer(
-                os.path.join(save_dir, "logs"))
-        else:
-            summaries = tf.summary.create_noop_writer()
 
         # 4. the steps to run, their data and the step function
-        start_step = int(optimizer.iterations.numpy())
-        last_step = _last_step(options, start_step, more_epochs=more_epochs,
-                               max_steps=run.max_steps)
-        if last_step <= start_step:
-            print(f"step {start_step}: the run's {options.n_epochs} "
-                  "epoch(s) are done, nothing to train (restart --n_epochs "
-                  "N trains N more)", flush=True)
-        stream_seed, skip = stream.resolve(
-            restored=stream_restored, continue_stream=not more_epochs,
-            step=start_step, batch_size=options.batch_size, seed=seed,
-        )
-        if skip:
-            print(f"continuing the data stream after its first {skip} "
-                  "batches", flush=True)
-        batches = distributed_batches(
-            strategy, run.train_prefix, vocab, options, stream_seed, skip)
-        # the step's dropout masks and softmax samples: a function of the
-        # stream's seed and the step, as they were before a stop
-        train_step = _make_step(lm, optimizer, strategy, options,
-                                seed=stream.base_seed, warmup=warmup,
-                                start_step=start_step)
-        if stream.continued and states_restored:
-            # the LSTM states the uninterrupted run's next step starts from
-            carried.current = carried.distribute(strategy)
-        else:
-            per_replica = options.batch_size // strategy.num_replicas_in_sync
-            carried.current = (
-                strategy.experimental_distribute_values_from_function(
-                    lambda ctx: lm.zero_states(per_replica)))
-        logger.info("training steps %d..%d on %d replica(s)", start_step,
-                    last_step, strategy.num_replicas_in_sync)
+        steps = _plan_steps(saved, strategy, options, run, vocab,
+                            more_epochs=more_epochs)
 
         # 5. the steps: train, log, checkpoint; SIGTERM or SIGINT end them
         #    with a checkpoint of the step reached
-        run_start = time.perf_counter()
-        progress = TrainingProgress(
-            lm.directions, summaries, last_step=last_step,
-            tokens_per_step=options.batch_size * options.unroll_steps)
-
-        def preempted(signum, step, checkpoint_path):
-            return TrainingPreempted(
-                signum=signum, step=step, last_step=last_step,
-                checkpoint=checkpoint_path if chief else None,
-                restart_args=_restart_args(run, more_epochs=more_epochs,
-                                           steps_left=last_step - step))
-
-        try:
-            with SignalWatch() as watch, reporting_disk_full(save_dir):
-                preemption = watch_preemption(strategy, watch, writer.save,
-                                              preempted)
-                try:
-                    path = _run_steps(
-                        train_step, batches, carried, start_step=start_step,
-                        last_step=last_step, progress=progress,
-                        writer=writer, preemption=preemption,
-                        log_every=run.log_every, save_every=run.save_every)
-                except BaseException:
-                    # the logs up to the stop, without hiding its reason
-                    with contextlib.suppress(Exception):
-                        summaries.flush()
-                    raise
-                finally:
-                    preemption.close()
-                summaries.flush()
-        finally:
-            if not chief:
-                shutil.rmtree(ckpt_dir, ignore_errors=True)
-    return dict(
-        step=int(optimizer.iterations.numpy()),
-        perplexity=progress.perplexity,
-        direction_perplexity=progress.direction_perplexity,
-        tokens_per_second=progress.tokens_per_second,
-        seconds=time.perf_counter() - run_start,
-        checkpoint=path if chief else None,
-        options=options,
-        model=lm,
-    )
+        return _train_steps(saved, steps, strategy, options, run,
+                            more_epochs=more_epochs)
 
 
 # ------------------------------------------------- 1. options and corpus
@@ -461,7 +288,7 @@ def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
     if run.init_weights is not None:
         check_weight_file(run.init_weights)
         return
-    found = locate_checkpoint(run.init_checkpoint)
+    found = locate_run_checkpoint(run.init_checkpoint)
     if found.kind != BILM_TF:
         raise CheckpointError(
             f"--init_checkpoint {run.init_checkpoint}: {found.name} is a "
@@ -474,31 +301,33 @@ def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
             f"--init_vocab_file {run.init_vocab_file}: no such file")
 
 
-def _resolve_options(options: BiLMOptions, flags: dict, *, train_prefix,
-                     vocab_file, save_dir: str, resume: bool,
-                     more_epochs: bool) -> tuple:
+def _resolve_options(options: BiLMOptions, run: TrainingRun, *,
+                     resume: bool, more_epochs: bool) -> tuple:
     """``(options, vocab, corpus, token_counts)``: ``options`` with the
-    flags that are not None (``batch_size``, ``n_epochs``,
+    run's overrides that are not None (``batch_size``, ``n_epochs``,
     ``n_train_tokens``), ``n_tokens_vocab`` from ``vocab_file`` and
-    ``n_train_tokens`` counted from ``train_prefix`` unless a flag or the
-    file gives it; with ``more_epochs`` (fine-tuning) the count is always
-    of this corpus, whatever the checkpoint's options say.
+    ``n_train_tokens`` counted from ``train_prefix`` unless the run or
+    the file gives it; with ``more_epochs`` (fine-tuning) the count is
+    always of this corpus, whatever the checkpoint's options say.
 
     Raises:
         CorpusError: ``train_prefix`` matches no file, or no tokens.
         OptionsError: resuming with a vocabulary of another size.
     """
+    overrides = dict(batch_size=run.batch_size, n_epochs=run.n_epochs,
+                     n_train_tokens=run.n_train_tokens)
     options = options.replace(**{
-        name: value for name, value in flags.items() if value is not None})
-    vocab = load_vocab(vocab_file, options)
-    list_shards(train_prefix)  # a missing/empty glob fails here, clearly
+        name: value for name, value in overrides.items()
+        if value is not None})
+    vocab = load_vocab(run.vocab_file, options)
+    list_shards(run.train_prefix)  # a missing/empty glob fails here
     if resume:
-        check_vocab_fits(options, vocab, vocab_file,
-                         os.path.join(save_dir, OPTIONS_FILE))
+        check_vocab_fits(options, vocab, run.vocab_file,
+                         os.path.join(run.save_dir, OPTIONS_FILE))
     options = options.replace(n_tokens_vocab=vocab.size)
-    corpus, token_counts = _count_training_corpus(train_prefix, vocab)
+    corpus, token_counts = _count_training_corpus(run.train_prefix, vocab)
     if options.n_train_tokens is None or (
-            more_epochs and flags.get("n_train_tokens") is None):
+            more_epochs and run.n_train_tokens is None):
         options = options.replace(n_train_tokens=corpus["n_tokens"])
     return options, vocab, corpus, token_counts
 
@@ -533,66 +362,73 @@ def _check_batch_splits(options: BiLMOptions, n_replicas: int) -> None:
         )
 
 
+def _configure_threads(run: TrainingRun) -> None:
+    """TensorFlow's CPU thread pools, as the run sets them."""
+    threads = configure_training_threads(run.intra_op_threads,
+                                         run.inter_op_threads)
+    if threads is not None:
+        print(f"TensorFlow CPU threads: {threads[0] or 'default'} per op, "
+              f"{threads[1] or 'default'} ops at a time")
+
+
+# ------------------------------------------------------------- 2. model
+def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
+                 token_counts, *, resume: bool) -> tuple:
+    """``(lm, optimizer)``: new, or adapted from a trained LM
+    (``init_weights``, ``init_checkpoint``: a new softmax for the run's
+    vocabulary, rows a checkpoint shares kept); resuming, every variable
+    is restored after, so they start as placeholders, not random
+    values."""
+    with (placeholder_weights() if resume else contextlib.nullcontext()):
+        lm, optimizer = build_model(options, seed=run.seed,
+                                    unroll_windows=run.fast_path,
+                                    dedup_tokens=run.fast_path,
+                                    init_weights=run.init_weights,
+                                    init_checkpoint=run.init_checkpoint)
+    if run.adapts:
+        init_softmax(lm, run.softmax_bias, token_counts=token_counts,
+                     n_sentences=corpus["n_sentences"], vocab=vocab)
+    if run.init_checkpoint is not None:
+        init_softmax_from_checkpoint(
+            lm, run.init_checkpoint, init_vocab_file=run.init_vocab_file,
+            vocab=vocab, vocab_file=run.vocab_file)
+    return lm, optimizer
+
+
 # ------------------------------------------------------------ 3. checkpoint
-def _prepare_checkpoint(lm, optimizer, stream: DataStream, warmup: LMWarmup,
-                        carried: CarriedStates, save_dir: str, *,
-                        resume: bool) -> tuple:
-    """``(checkpoint, stream restored?, LSTM states restored?)``: the
-    checkpoint of the model, the optimizer, the data stream, the LSTM
-    states and the warm-up, restored from ``save_dir`` when resuming.
+def _open_checkpoint(lm, optimizer, options: BiLMOptions,
+                     run: TrainingRun, *, resume: bool) -> RunCheckpoint:
+    """The run's :class:`RunCheckpoint`: restored from the newest
+    checkpoint of ``save_dir`` that reads whole (ours, or bilm-tf's
+    values handed to it) when resuming; new otherwise.
 
     Raises:
         CheckpointError: resuming, and no checkpoint fits; not resuming,
             and ``save_dir`` holds one already.
     """
+    save_dir = run.save_dir
+    saved = RunCheckpoint(lm, optimizer, batch_size=options.batch_size,
+                          freeze_lm_steps=run.freeze_lm_steps)
+    if not resume:
+        if list_checkpoints(save_dir):
+            raise CheckpointError(
+                f"{save_dir}: already holds a checkpoint; continue it with "
+                "restart.py or choose an empty --save_dir"
+            )
+        return saved
     # the newest checkpoint that reads whole (a damaged newer one is named)
-    found = choose_checkpoint(save_dir) if resume else None
-    latest = None if found is None else found.path
-    ours = found is not None and found.kind != BILM_TF
-    stream_saved = ours and DataStream.in_checkpoint(latest)
-    warmup_saved = ours and LMWarmup.in_checkpoint(latest)
-    states_saved = ours and CarriedStates.in_checkpoint(
-        latest, carried.batch_size)
-    checkpoint = model_checkpoint(lm, optimizer=optimizer)
-    # a checkpoint written before the stream, the states or the warm-up
-    # were saved (or with the states of another batch size) restores
-    # without them
-    if stream_saved:
-        checkpoint.data_stream = stream.variables
-    if warmup_saved:
-        checkpoint.lm_frozen_until = warmup.until
-    if states_saved:
-        setattr(checkpoint, CHECKPOINT_KEY, carried.variables)
-    if ours:
-        restored = restore_checkpoint(checkpoint, lm, save_dir, path=latest)
+    found = choose_checkpoint(save_dir)
+    if found.kind == BILM_KERAS:
+        restored = saved.restore(save_dir, found.path)
         print(f"restored {restored} at step "
               f"{int(optimizer.iterations.numpy())}", flush=True)
-    elif resume:  # bilm-tf's: ours go beside it, its state file set aside
-        step = restore_bilm_tf_run(found, lm, optimizer, save_dir=save_dir)
+    else:  # bilm-tf's: ours go beside it, its state file set aside
+        step = restore_bilm_tf_run(found, saved, save_dir=save_dir)
         set_aside_bilm_tf_state_file(save_dir)
-        print(f"restored bilm-tf's checkpoint {latest} ({found.generation} "
-              f"names) at step {step}; bilm-tf saved no data position: a "
-              "new data stream starts", flush=True)
-    elif list_checkpoints(save_dir):
-        raise CheckpointError(
-            f"{save_dir}: already holds a checkpoint; continue it with "
-            "restart.py or choose an empty --save_dir"
-        )
-    if ours and not states_saved:
-        # the states restored would be another batch's (or none): a new
-        # root, so that attaching them below restores nothing into them
-        checkpoint = model_checkpoint(lm, optimizer=optimizer)
-    # saved from now on (also when resuming an older checkpoint)
-    checkpoint.data_stream = stream.variables
-    checkpoint.lm_frozen_until = warmup.until
-    setattr(checkpoint, CHECKPOINT_KEY, carried.variables)
-    return checkpoint, stream_saved, states_saved
-
-
-def checkpoint_variables(lm, optimizer, carried: CarriedStates) -> list:
-    """The variables a checkpoint holds (for its size)."""
-    return [*lm.variables, *optimizer.variables,
-            *carried.variables.values()]
+        print(f"restored bilm-tf's checkpoint {found.path} "
+              f"({found.generation} names) at step {step}; bilm-tf saved "
+              "no data position: a new data stream starts", flush=True)
+    return saved
 
 
 def _restart_args(run: TrainingRun, *, more_epochs: bool,
@@ -630,6 +466,55 @@ def _write_run_files(save_dir: str, options: BiLMOptions, corpus: dict, *,
 
 
 # ------------------------------------------------- 4. the steps to run
+class _Steps(NamedTuple):
+    """What phase 4 prepares for phase 5."""
+
+    start: int  # the global step the run starts from
+    last: int  # and ends at
+    batches: object  # the distributed batches, from the step after start
+    train_step: object  # (batch, states) -> (loss, norm, states, losses)
+
+
+def _plan_steps(saved: RunCheckpoint, strategy, options: BiLMOptions,
+                run: TrainingRun, vocab, *, more_epochs: bool) -> _Steps:
+    """The steps to run, their data (the checkpoint's stream continued
+    after a crash, else a new one) and the step function; the LSTM states
+    the first step starts from in ``saved.carried.current``."""
+    lm, stream, carried = saved.lm, saved.stream, saved.carried
+    start = int(saved.optimizer.iterations.numpy())
+    last = _last_step(options, start, more_epochs=more_epochs,
+                      max_steps=run.max_steps)
+    if last <= start:
+        print(f"step {start}: the run's {options.n_epochs} epoch(s) are "
+              "done, nothing to train (restart --n_epochs N trains N "
+              "more)", flush=True)
+    stream_seed, skip = stream.resolve(
+        restored=DATA_STREAM in saved.restored,
+        continue_stream=not more_epochs, step=start,
+        batch_size=options.batch_size, seed=run.seed)
+    if skip:
+        print(f"continuing the data stream after its first {skip} "
+              "batches", flush=True)
+    batches = distributed_batches(
+        strategy, run.train_prefix, vocab, options, stream_seed, skip)
+    # the step's dropout masks and softmax samples: a function of the
+    # stream's seed and the step, as they were before a stop
+    train_step = _make_step(lm, saved.optimizer, strategy, options,
+                            seed=stream.base_seed, warmup=saved.warmup,
+                            start_step=start)
+    if stream.continued and LSTM_STATES in saved.restored:
+        # the LSTM states the uninterrupted run's next step starts from
+        carried.current = carried.distribute(strategy)
+    else:
+        per_replica = options.batch_size // strategy.num_replicas_in_sync
+        carried.current = (
+            strategy.experimental_distribute_values_from_function(
+                lambda ctx: lm.zero_states(per_replica)))
+    logger.info("training steps %d..%d on %d replica(s)", start, last,
+                strategy.num_replicas_in_sync)
+    return _Steps(start, last, batches, train_step)
+
+
 def _last_step(options: BiLMOptions, start_step: int, *, more_epochs: bool,
                max_steps: Optional[int]) -> int:
     """The global step the run ends at: the end of its epochs, or
@@ -659,6 +544,67 @@ def _make_step(lm, optimizer, strategy, options: BiLMOptions, *, seed,
 
 
 # ------------------------------------------------------------- 5. the steps
+def _train_steps(saved: RunCheckpoint, steps: _Steps, strategy,
+                 options: BiLMOptions, run: TrainingRun, *,
+                 more_epochs: bool) -> dict:
+    """Runs the planned steps with their checkpoints, progress lines and
+    TensorBoard scalars; a signal ends them with a checkpoint of the step
+    reached (:class:`TrainingPreempted`). Returns :func:`train`'s
+    result."""
+    chief = is_chief(strategy)
+    # non-chief workers write to a scratch directory (collective saves)
+    ckpt_dir = (run.save_dir if chief
+                else tempfile.mkdtemp(prefix="bilm_w"))
+    writer = saved.writer(ckpt_dir, max_to_keep=run.max_to_keep,
+                          strategy=strategy)
+    summaries = (tf.summary.create_file_writer(
+        os.path.join(run.save_dir, "logs")) if chief
+        else tf.summary.create_noop_writer())
+    run_start = time.perf_counter()
+    progress = TrainingProgress(
+        saved.lm.directions, summaries, last_step=steps.last,
+        tokens_per_step=options.batch_size * options.unroll_steps)
+
+    def preempted(signum, step, checkpoint_path):
+        return TrainingPreempted(
+            signum=signum, step=step, last_step=steps.last,
+            checkpoint=checkpoint_path if chief else None,
+            restart_args=_restart_args(run, more_epochs=more_epochs,
+                                       steps_left=steps.last - step))
+
+    try:
+        with SignalWatch() as watch, reporting_disk_full(run.save_dir):
+            preemption = watch_preemption(strategy, watch, writer.save,
+                                          preempted)
+            try:
+                path = _run_steps(
+                    steps.train_step, steps.batches, saved.carried,
+                    start_step=steps.start, last_step=steps.last,
+                    progress=progress, writer=writer, preemption=preemption,
+                    log_every=run.log_every, save_every=run.save_every)
+            except BaseException:
+                # the logs up to the stop, without hiding its reason
+                with contextlib.suppress(Exception):
+                    summaries.flush()
+                raise
+            finally:
+                preemption.close()
+            summaries.flush()
+    finally:
+        if not chief:
+            shutil.rmtree(ckpt_dir, ignore_errors=True)
+    return dict(
+        step=int(saved.optimizer.iterations.numpy()),
+        perplexity=progress.perplexity,
+        direction_perplexity=progress.direction_perplexity,
+        tokens_per_second=progress.tokens_per_second,
+        seconds=time.perf_counter() - run_start,
+        checkpoint=path if chief else None,
+        options=options,
+        model=saved.lm,
+    )
+
+
 def _run_steps(train_step, batches, carried: CarriedStates, *,
                start_step: int, last_step: int, progress: TrainingProgress,
                writer: CheckpointWriter, preemption, log_every: int,

@@ -19,6 +19,7 @@ from bilm_keras.options import BiLMOptions
 from bilm_keras.presets import options_file as preset_or_path
 from bilm_keras.training.evaluation import evaluate
 from bilm_keras.training.loop import train
+from bilm_keras.training.training_run import TrainingRun
 from bilm_keras.training.weight_dump import dump_weights
 
 
@@ -90,12 +91,10 @@ def run_pipeline(
           f"{vocab_stats['n_train_tokens']} training tokens", flush=True)
     # 3. train
     save_dir = os.path.join(out_dir, "checkpoints")
-    trained = train(
-        options=options, train_prefix=corpus,
-        vocab_file=vocab_file, save_dir=save_dir, n_epochs=n_epochs,
-        n_train_tokens=vocab_stats["n_train_tokens"], seed=seed,
-        log_every=log_every,
-    )
+    trained = train(options, TrainingRun(
+        train_prefix=corpus, vocab_file=vocab_file, save_dir=save_dir,
+        n_epochs=n_epochs, n_train_tokens=vocab_stats["n_train_tokens"],
+        seed=seed, log_every=log_every))
     # 4. heldout perplexity (full softmax)
     perplexity = evaluate(save_dir=save_dir, vocab_file=vocab_file,
                           test_prefix=heldout, batch_size=32)

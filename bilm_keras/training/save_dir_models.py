@@ -4,7 +4,7 @@ command (``test``, ``dump-weights``, ``export-hub --save_dir``,
 
 Who wrote a checkpoint is told from its variable names, and which one is
 used from its files
-(:func:`~bilm_keras.weights.bilm_tf_checkpoint.locate_checkpoint`): the
+(:func:`~bilm_keras.training.run_checkpoint.locate_run_checkpoint`): the
 newest that reads whole. When newer ones do not (a ``.index`` or
 ``.data`` file missing or cut short), a command that reads the model
 (``test``, ``restart``) says so in one line and uses the newest whole
@@ -21,13 +21,13 @@ from typing import Optional
 
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_language_model
-from bilm_keras.training.checkpoints import OPTIONS_FILE, load_trained_model
+from bilm_keras.training.checkpoints import OPTIONS_FILE
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
-from bilm_keras.weights.bilm_tf_checkpoint import (
-    BILM_TF,
-    SaveDirCheckpoint,
-    locate_checkpoint,
+from bilm_keras.training.run_checkpoint import (
+    load_trained_model,
+    locate_run_checkpoint,
 )
+from bilm_keras.weights.bilm_tf_checkpoint import BILM_TF, SaveDirCheckpoint
 
 
 def choose_checkpoint(save_dir: str | os.PathLike, *,
@@ -46,8 +46,8 @@ def choose_checkpoint(save_dir: str | os.PathLike, *,
         CheckpointFileError: see :func:`locate_checkpoint`.
         SettingError: (field ``checkpoint``) no checkpoint of that name.
     """
-    found = locate_checkpoint(save_dir, checkpoint=checkpoint,
-                              fallback=fallback)
+    found = locate_run_checkpoint(save_dir, checkpoint=checkpoint,
+                                  fallback=fallback)
     note = found.fallback_note()
     if note is not None:
         print(note, file=sys.stderr, flush=True)

@@ -23,8 +23,10 @@ class TrainingRun:
     """Everything a training run needs besides the model's options.
 
     :func:`~bilm_keras.training.train` and
-    :func:`~bilm_keras.training.restart` build it from their keyword
-    arguments (or take one as ``run=``). It is checked when built: a bad
+    :func:`~bilm_keras.training.restart` take it (``bilm-keras train``
+    builds it from its flags: ``cli/_training_flags.py``
+    ``training_run``); each field is defined and documented here
+    alone. It is checked when built: a bad
     field raises :class:`~bilm_keras._utils.settings.SettingError` naming
     it (``bilm-keras train`` shows it as the flag's error). Paths are kept
     as given; that the files exist is checked when the run reads them.
@@ -51,8 +53,11 @@ class TrainingRun:
         seed: int in ``0..2**32-1`` or None, the initialisation, data-order
             and dropout seed (None: random).
         fast_path: bool, the LSTMs statically unrolled, both directions
-            batched, the char-CNN once per distinct token (default); False:
-            the plain per-direction loop, the same numbers.
+            batched, the char-CNN once per distinct token (default:
+            :class:`LanguageModel`'s ``unroll_windows`` and
+            ``dedup_tokens``); False: the plain per-direction loop, the
+            same numbers (tests/training/test_fast_path.py), slower
+            (``bench/train_throughput.py --compare``).
         init_weights: str or None, domain adaptation: a bilm-tf / AllenNLP
             ``lm_weights.hdf5`` matching the options, which the backbone
             starts from; the softmax is new, for ``vocab_file``.
@@ -163,26 +168,6 @@ class TrainingRun:
 
     def _set(self, name, value):
         object.__setattr__(self, name, value)
-
-    @classmethod
-    def from_arguments(cls, run: Optional["TrainingRun"] = None,
-                       **fields) -> "TrainingRun":
-        """``run``, or one built from keyword arguments (the functions
-        that take both): none of ``fields`` may differ from its default
-        when ``run`` is given."""
-        if run is None:
-            return cls(**fields)
-        if not isinstance(run, cls):
-            raise TypeError(f"run: expected a TrainingRun, found "
-                            f"{type(run).__name__}")
-        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
-        given = [name for name, value in fields.items()
-                 if value is not None and value != defaults.get(name)]
-        if given:
-            raise SettingError("run", f"expected the settings either as run "
-                                      f"or as keyword arguments, found run "
-                                      f"and {given[0]}")
-        return run
 
     def replace(self, **changes) -> "TrainingRun":
         """A copy with ``changes`` (checked again)."""

@@ -8,8 +8,8 @@ from typing import Optional
 
 from bilm_keras.options import N_CHARACTERS_WITH_PADDING, BiLMOptions
 from bilm_keras.training.bilm_tf_save_dir import dump_bilm_tf_checkpoint
-from bilm_keras.training.checkpoints import load_trained_model
 from bilm_keras.training.options_file import write_options
+from bilm_keras.training.run_checkpoint import load_trained_model
 from bilm_keras.training.save_dir_models import choose_checkpoint
 from bilm_keras.weights.bilm_tf_checkpoint import BILM_TF
 from bilm_keras.weights.bilm_tf_hdf5 import save_bilm_tf_hdf5

@@ -42,7 +42,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import re
-from typing import Callable, Dict, Iterator, List, Optional, Tuple
+from typing import (
+    Callable,
+    Dict,
+    Iterator,
+    List,
+    Optional,
+    Sequence,
+    Tuple,
+)
 
 import numpy as np
 import tensorflow as tf
@@ -55,8 +63,6 @@ from bilm_keras.weights.checkpoint_files import (
     resolve_checkpoint,
 )
 
-#: :attr:`SaveDirCheckpoint.kind` of a checkpoint our training wrote
-BILM_KERAS = "bilm_keras"
 #: :attr:`SaveDirCheckpoint.kind` of a checkpoint bilm-tf's ``train()`` wrote
 BILM_TF = "bilm_tf"
 #: the two name generations of bilm-tf's LSTM variables
@@ -122,12 +128,33 @@ def checkpoint_name(hdf5_path: str, generation: str) -> str:
 
 
 @dataclasses.dataclass(frozen=True)
+class CheckpointKind:
+    """A kind of checkpoint other than bilm-tf's that a caller of
+    :func:`locate_checkpoint` tells apart by its variable names (our
+    training's: :data:`bilm_keras.training.run_checkpoint.RUN_CHECKPOINT`;
+    this module knows nothing of its names).
+
+    Attributes:
+        name: the :attr:`SaveDirCheckpoint.kind` given to it.
+        recognises: ``names -> bool``, from the checkpoint's variable
+            names.
+        expected: what its names look like, said when a checkpoint is of
+            no kind known.
+    """
+
+    name: str
+    recognises: Callable[[Sequence[str]], bool]
+    expected: str
+
+
+@dataclasses.dataclass(frozen=True)
 class SaveDirCheckpoint:
     """The checkpoint a save_dir holds, and who wrote it.
 
     Attributes:
         path: the checkpoint's prefix (``save_dir/model.ckpt-N``).
-        kind: :data:`BILM_KERAS` or :data:`BILM_TF`.
+        kind: :data:`BILM_TF`, or the :attr:`CheckpointKind.name` of a
+            kind the caller named.
         generation: for bilm-tf, :data:`TF_1_5` or :data:`TF_1_2`; None for
             ours.
         shapes: ``{variable name: shape}`` of every tensor in it.
@@ -169,7 +196,9 @@ class SaveDirCheckpoint:
 
 def locate_checkpoint(save_dir: str | os.PathLike, *,
                       checkpoint: Optional[str] = None,
-                      fallback: bool = True) -> SaveDirCheckpoint:
+                      fallback: bool = True,
+                      kinds: Sequence[CheckpointKind] = ()
+                      ) -> SaveDirCheckpoint:
     """Finds a save_dir's newest checkpoint that reads whole, and tells who
     wrote it.
 
@@ -182,9 +211,10 @@ def locate_checkpoint(save_dir: str | os.PathLike, *,
     file) before its variables are listed; the damaged newer ones are
     returned as :attr:`SaveDirCheckpoint.damaged`.
 
-    ``kind`` comes from the variable names: ours are the ``weights/...``
-    of :func:`~bilm_keras.training.checkpoints.model_checkpoint`;
-    bilm-tf's are ``lm/...``, and their LSTM names give the generation.
+    ``kind`` comes from the variable names: bilm-tf's are ``lm/...``, and
+    their LSTM names give the generation; ``kinds`` are the other kinds
+    the caller knows (our training's checkpoints:
+    :func:`bilm_keras.training.run_checkpoint.locate_run_checkpoint`).
 
     Args:
         checkpoint: use this checkpoint (``model-200``, ``model.ckpt-40``,
@@ -197,8 +227,7 @@ def locate_checkpoint(save_dir: str | os.PathLike, *,
     Raises:
         CheckpointFileError: no checkpoint, or none that reads whole; the
             named one damaged; a damaged newest one without ``fallback``;
-            or variables that are neither ours nor bilm-tf's (a few of
-            them named).
+            or variables of none of the kinds (a few of them named).
         SettingError: (field ``checkpoint``) no checkpoint of that name.
     """
     save_dir = os.fspath(save_dir)
@@ -212,7 +241,7 @@ def locate_checkpoint(save_dir: str | os.PathLike, *,
         if problem is not None:
             raise CheckpointFileError(
                 f"{prefix}: the checkpoint does not read whole ({problem})")
-        return _identify(prefix, damaged=())
+        return _identify(prefix, damaged=(), kinds=kinds)
     candidates = list_checkpoints(save_dir)
     if not candidates:
         raise CheckpointFileError(
@@ -238,10 +267,10 @@ def locate_checkpoint(save_dir: str | os.PathLike, *,
             f"does not read whole ({problem}); the newest that does is "
             f"{os.path.basename(prefix)}: name it to use it (--checkpoint "
             f"{os.path.basename(prefix)})")
-    return _identify(prefix, damaged=tuple(damaged))
+    return _identify(prefix, damaged=tuple(damaged), kinds=kinds)
 
 
-def _identify(prefix: str, *, damaged) -> SaveDirCheckpoint:
+def _identify(prefix: str, *, damaged, kinds) -> SaveDirCheckpoint:
     """The kind and generation of a whole checkpoint, from its names."""
     try:
         shapes = {name: tuple(shape)
@@ -251,8 +280,10 @@ def _identify(prefix: str, *, damaged) -> SaveDirCheckpoint:
             f"{prefix}: not a readable TensorFlow checkpoint "
             f"({str(e).splitlines()[0]})") from None
     names = sorted(shapes)
-    if any(name.startswith("weights/") for name in names):
-        return SaveDirCheckpoint(prefix, BILM_KERAS, None, shapes, damaged)
+    for kind in kinds:
+        if kind.recognises(names):
+            return SaveDirCheckpoint(prefix, kind.name, None, shapes,
+                                     damaged)
     for generation, pattern in _LSTM_NAME.items():
         if any(pattern.match(name) for name in names):
             return SaveDirCheckpoint(prefix, BILM_TF, generation, shapes,
@@ -261,10 +292,13 @@ def _identify(prefix: str, *, damaged) -> SaveDirCheckpoint:
     shown = [n for n in names if n not in (GLOBAL_STEP,
                                            "_CHECKPOINTABLE_OBJECT_GRAPH")
              and not n.startswith("save_counter/")][:5]
+    what = " nor ".join([f"a {kind.name}" for kind in kinds] + ["a bilm-tf"])
+    expected = " or ".join([kind.expected for kind in kinds]
+                           + ["bilm-tf's 'lm/...' LSTM variables"])
     raise CheckpointFileError(
-        f"{prefix}: neither a bilm_keras nor a bilm-tf checkpoint (expected "
-        "'weights/...' or bilm-tf's 'lm/...' LSTM variables; found "
-        f"{len(names)} variable(s): {', '.join(shown) or 'none'}"
+        f"{prefix}: {'neither ' if kinds else 'not '}{what} checkpoint "
+        f"(expected {expected}; found {len(names)} variable(s): "
+        f"{', '.join(shown) or 'none'}"
         f"{', ...' if len(names) > len(shown) else ''})")
 
 
@@ -422,8 +456,7 @@ def read_bilm_tf_checkpoint(
     found = located if located is not None else locate_checkpoint(save_dir)
     if found.kind != BILM_TF:
         raise CheckpointFileError(
-            f"{found.path}: a bilm_keras checkpoint, not bilm-tf's (read it "
-            "with load_trained_model)")
+            f"{found.path}: a {found.kind} checkpoint, not bilm-tf's")
     wanted: List[Tuple[CheckpointVariable, tuple]] = []
     for row in weight_table(backbone):
         entry = CheckpointVariable(

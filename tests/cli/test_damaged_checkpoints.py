@@ -30,13 +30,13 @@ DATA = ".data-00000-of-00001"
 def run_217(train_dir, tmp_path_factory):
     """A token-input run's save_dir with checkpoints at steps 100, 200 and
     217 (``--save_every 100``, stopped at step 217)."""
-    from bilm_keras.training import train
+    from bilm_keras.training import TrainingRun, train
 
     save_dir = tmp_path_factory.mktemp("run_217") / "ckpt"
-    train(options=fixture_options(n_epochs=40),
-          train_prefix=str(train_dir / "data.txt"),
-          vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
-          seed=0, save_every=100, max_steps=217, log_every=1000)
+    train(fixture_options(n_epochs=40), TrainingRun(
+        train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+        seed=0, save_every=100, max_steps=217, log_every=1000))
     assert sorted(p.name for p in save_dir.glob("*.index")) == [
         "model-100.index", "model-200.index", "model-217.index"]
     return save_dir

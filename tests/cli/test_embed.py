@@ -249,7 +249,8 @@ def test_mix_is_one_output_among_the_others(model_dir, root, capsys):
 
 
 def test_library_token_input_needs_a_vocabulary(model_dir, root, tmp_path):
-    from bilm_keras import dump_bilm_embeddings
+    from bilm_keras import EmbeddingSpec, dump_bilm_embeddings
+    from bilm_keras.embedding.dump_plan import DumpSettings
 
     out = tmp_path / "out.hdf5"
     with pytest.raises(ValueError, match=r"vocab_file: token input "
@@ -258,7 +259,7 @@ def test_library_token_input_needs_a_vocabulary(model_dir, root, tmp_path):
                                          r"table, found None"):
         dump_bilm_embeddings(
             None, str(root / "ok.txt"), str(model_dir / "options.json"),
-            str(model_dir / "lm_weights.hdf5"), str(out),
-            embedding_weight_file=str(tmp_path / "table.hdf5"),
-            progress=False)
+            str(model_dir / "lm_weights.hdf5"), str(out), EmbeddingSpec(),
+            DumpSettings(embedding_weight_file=str(tmp_path / "table.hdf5"),
+                         progress=False))
     assert not out.exists()

@@ -25,13 +25,13 @@ def written_save_dir(train_dir, tmp_path_factory):
     """A training save_dir (2 steps of the fixture corpus)."""
     from helpers import fixture_options
 
-    from bilm_keras.training import train
+    from bilm_keras.training import TrainingRun, train
 
     save_dir = tmp_path_factory.mktemp("full_disk_run") / "ckpt"
-    train(options=fixture_options(n_epochs=1), save_dir=str(save_dir),
-          train_prefix=str(train_dir / "data.txt"),
-          vocab_file=str(train_dir / "vocab.txt"), seed=1, max_steps=2,
-          log_every=1000)
+    train(fixture_options(n_epochs=1), TrainingRun(
+        save_dir=str(save_dir), train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), seed=1, max_steps=2,
+        log_every=1000))
     return save_dir
 
 

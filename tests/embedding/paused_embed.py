@@ -16,7 +16,8 @@ os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 
 
 def main(pause, outfile, model_dir, dataset_file, batch_size, chunk_size):
-    from bilm_keras import dump_bilm_embeddings
+    from bilm_keras import EmbeddingSpec, dump_bilm_embeddings
+    from bilm_keras.embedding.dump_plan import DumpSettings
 
     def pause_there(event):
         if f"{event.point}:{event.index}" == pause:
@@ -26,8 +27,8 @@ def main(pause, outfile, model_dir, dataset_file, batch_size, chunk_size):
     dump_bilm_embeddings(
         os.path.join(model_dir, "vocab_test.txt"), dataset_file,
         os.path.join(model_dir, "options.json"),
-        os.path.join(model_dir, "lm_weights.hdf5"), outfile,
-        batch_size=int(batch_size), chunk_size=int(chunk_size),
+        os.path.join(model_dir, "lm_weights.hdf5"), outfile, EmbeddingSpec(),
+        DumpSettings(batch_size=int(batch_size), chunk_size=int(chunk_size)),
         on_event=pause_there)
 
 

@@ -63,14 +63,16 @@ class FailOnceAfterWriting(beam_dump.WriteParts):
 @pytest.mark.slow
 def test_a_retried_bundle_leaves_no_duplicate_or_gap(model_dir, tmp_path):
     from bilm_keras.embedding.dump import dump_bilm_embeddings
+    from bilm_keras.embedding.dump_plan import DumpSettings
 
     text = tmp_path / "s.txt"
     text.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     spec = EmbeddingSpec(output="average")
     files = dict(options_file=str(model_dir / "options.json"),
                  weight_file=str(model_dir / "lm_weights.hdf5"))
+    settings = DumpSettings(chunk_size=4, progress=False)
     plan = beam_dump.plan_beam_dump(vocab_file=None, dataset_file=str(text),
-                                    spec=spec, chunk_size=4, **files)
+                                    spec=spec, settings=settings, **files)
     assert [(r.first, r.end) for r in plan.ranges] == [(0, 4), (4, 6)]
     folder, out = tmp_path / "parts", tmp_path / "beam.hdf5"
     folder.mkdir()
@@ -92,8 +94,8 @@ def test_a_retried_bundle_leaves_no_duplicate_or_gap(model_dir, tmp_path):
     parts = os.listdir(folder)
     assert len(parts) > 1  # the failed attempt's part is still there
     plain = tmp_path / "plain.hdf5"
-    dump_bilm_embeddings(None, str(text), spec=spec, chunk_size=4,
-                         outfile=str(plain), progress=False, **files)
+    dump_bilm_embeddings(None, str(text), files["options_file"],
+                         files["weight_file"], str(plain), spec, settings)
     with h5py.File(out, "r") as got, h5py.File(plain, "r") as want:
         assert sorted(got) == sorted(want)
         for key in want:

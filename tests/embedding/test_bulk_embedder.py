@@ -15,7 +15,12 @@ import pytest
 
 import numpy_reference as nr
 from helpers import write_model_files
-from bilm_keras import Batcher, BidirectionalLanguageModel, BulkEmbedder
+from bilm_keras import (
+    Batcher,
+    BidirectionalLanguageModel,
+    BulkEmbedder,
+    EmbeddingSpec,
+)
 
 OPTIONS = {
     "lstm": {"cell_clip": 3, "use_skip_connections": True, "n_layers": 2,
@@ -359,7 +364,8 @@ def test_facade_delegates_to_its_embedder(fixture_model, all_layers):
                     all_layers):
         np.testing.assert_array_equal(g, w)
     streamed = embedder.iter_embeddings(SENTENCES, batch_size=3,
-                                        chunk_size=4, output="top")
+                                        chunk_size=4,
+                                        spec=EmbeddingSpec(output="top"))
     facade = fixture_model.iter_embeddings(SENTENCES, batch_size=3,
                                            chunk_size=4, output="top")
     for g, w in zip(streamed, facade, strict=True):

@@ -13,7 +13,10 @@ from bilm_keras import (
     dump_bilm_embeddings,
     dump_token_embeddings,
 )
+from bilm_keras._utils.settings import SettingError
 from bilm_keras.data.sentence_file import SentenceFileError
+from bilm_keras.embedding.dump_plan import DumpSettings
+from bilm_keras.embedding.outputs import EmbeddingSpec
 
 LINES = [
     "The cat sat on the mat .",
@@ -41,8 +44,9 @@ def test_dump_bilm_embeddings(files, model, tmp_path):
     dataset = tmp_path / "sentences.txt"
     dataset.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     out = tmp_path / "elmo.hdf5"
-    n = dump_bilm_embeddings(vocab, str(dataset), options, weights, str(out),
-                             batch_size=2, progress=False)
+    n = dump_bilm_embeddings(
+        vocab, str(dataset), options, weights, str(out), EmbeddingSpec(),
+        DumpSettings(batch_size=2, progress=False))
     assert n == len(LINES)
     batcher = Batcher(vocab, 50)
     with h5py.File(out, "r") as f:
@@ -98,9 +102,10 @@ def test_dump_bilm_embeddings_bad_input(files, tmp_path, content, match):
     # the input is checked before the model loads: a missing weight file
     # is not what is reported
     with pytest.raises(SentenceFileError, match=match):
-        dump_bilm_embeddings(files[0], str(dataset), files[1],
-                             str(tmp_path / "no_weights.hdf5"), str(out),
-                             progress=False)
+        dump_bilm_embeddings(
+            files[0], str(dataset), files[1],
+            str(tmp_path / "no_weights.hdf5"), str(out), EmbeddingSpec(),
+            DumpSettings(progress=False))
     assert not out.exists()  # nothing written, not even an empty file
     assert not list(tmp_path.glob("*.tmp"))
 
@@ -118,10 +123,13 @@ def test_dump_output_choices(files, tmp_path, output, layers,
     dataset.write_text("\n".join(LINES) + "\n", encoding="utf-8")
     out = tmp_path / f"{output}.hdf5"
     full_file = tmp_path / "all.hdf5"
-    dump_bilm_embeddings(vocab, str(dataset), options, weights,
-                         str(full_file), progress=False)
-    dump_bilm_embeddings(vocab, str(dataset), options, weights, str(out),
-                         output=output, layers=layers, progress=False)
+    dump_bilm_embeddings(
+        vocab, str(dataset), options, weights, str(full_file),
+        EmbeddingSpec(), DumpSettings(progress=False))
+    dump_bilm_embeddings(
+        vocab, str(dataset), options, weights, str(out),
+        EmbeddingSpec(output=output, layers=layers),
+        DumpSettings(progress=False))
     with h5py.File(out, "r") as f, h5py.File(full_file, "r") as full:
         assert f.attrs["output"] == output
         assert f["0"].shape == dataset_shape
@@ -145,8 +153,9 @@ def test_dump_progress_bar(files, tmp_path, capsys):
     vocab, options, weights = files
     dataset = tmp_path / "s.txt"
     dataset.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    dump_bilm_embeddings(vocab, str(dataset), options, weights,
-                         str(tmp_path / "o.hdf5"), batch_size=2)
+    dump_bilm_embeddings(
+        vocab, str(dataset), options, weights, str(tmp_path / "o.hdf5"),
+        EmbeddingSpec(), DumpSettings(batch_size=2))
     err = capsys.readouterr().err
     # not a terminal: one line at the start, one at the end
     assert err.splitlines()[-1].startswith(
@@ -218,35 +227,44 @@ def test_dump_bad_options(files, tmp_path, kwargs, match):
     dataset.write_text("a b\n")
     with pytest.raises(ValueError, match=match):
         dump_bilm_embeddings(files[0], str(dataset), files[1], files[2],
-                             str(tmp_path / "o.hdf5"), progress=False,
-                             **kwargs)
+                             str(tmp_path / "o.hdf5"), EmbeddingSpec(**kwargs),
+                             DumpSettings(progress=False))
     assert not (tmp_path / "o.hdf5").exists()
 
 
-@pytest.mark.slow  # quick tier: bilm-keras embed passes its spec=
-def test_dump_takes_an_embedding_spec(files, tmp_path):
-    from bilm_keras.embedding.outputs import EmbeddingSpec
+@pytest.mark.parametrize("changes,field,reason", [
+    (dict(chunk_size=0), "chunk_size", "expected an integer >= 1, found 0"),
+    (dict(batch_size=1.5), "batch_size",
+     "expected an integer >= 1 or None, found 1.5"),
+    (dict(shard=(4, 4)), "shard", "expected (K, N) with 0 <= K < N, found "
+                                  "(4, 4)"),
+    (dict(shard=(0, 2), use_sentence_keys=True), "use_sentence_keys",
+     "not with shard (a shard's datasets keep their line numbers for the "
+     "merge)"),
+    (dict(progress="yes"), "progress", "expected True or False, found "
+                                       "'yes'"),
+    (dict(devices=[0]), "devices", "expected a list of device names, "
+                                   "found [0]"),
+])
+def test_dump_settings_are_checked_when_built(changes, field, reason):
+    with pytest.raises(SettingError) as error:
+        DumpSettings(**changes)
+    assert (error.value.field, error.value.reason) == (field, reason)
 
+
+def test_dump_takes_values_not_keywords(files, tmp_path):
     vocab, options, weights = files
     dataset = tmp_path / "sentences.txt"
     dataset.write_text("\n".join(LINES) + "\n", encoding="utf-8")
-    by_keywords, by_spec = tmp_path / "keywords.hdf5", tmp_path / "spec.hdf5"
-    dump_bilm_embeddings(vocab, str(dataset), options, weights,
-                         str(by_keywords), output="average", layers=[1, 2],
-                         dtype="float16", progress=False)
-    dump_bilm_embeddings(vocab, str(dataset), options, weights, str(by_spec),
-                         spec=EmbeddingSpec(output="average", layers=(1, 2),
-                                            dtype="float16"),
-                         progress=False)
-    with h5py.File(by_keywords, "r") as want, h5py.File(by_spec, "r") as got:
-        assert sorted(got.keys()) == sorted(want.keys())
-        for key in want.keys():
-            np.testing.assert_array_equal(got[key][...], want[key][...])
-        assert got.attrs["run_id"] == want.attrs["run_id"]  # same identity
-        assert got.attrs["dtype"] == "float16"
-    with pytest.raises(ValueError, match=r"^spec: expected the settings "
-                                         r"either as spec or as keyword "
-                                         r"arguments, found spec and dtype"):
+    settings = DumpSettings(devices="CPU:0", shard=[1, 2])
+    assert (settings.devices, settings.shard) == (("CPU:0",), (1, 2))
+    with pytest.raises(TypeError, match=r"^spec: expected an EmbeddingSpec"
+                                        r", found dict$"):
         dump_bilm_embeddings(vocab, str(dataset), options, weights,
-                             str(tmp_path / "x.hdf5"), dtype="float16",
-                             spec=EmbeddingSpec(), progress=False)
+                             str(tmp_path / "x.hdf5"), {"output": "top"})
+    with pytest.raises(TypeError, match=r"^settings: expected a "
+                                        r"DumpSettings, found dict$"):
+        dump_bilm_embeddings(vocab, str(dataset), options, weights,
+                             str(tmp_path / "x.hdf5"), EmbeddingSpec(),
+                             {"batch_size": 2})
+    assert not any(p.name.startswith("x.hdf5") for p in tmp_path.iterdir())

@@ -181,16 +181,18 @@ def test_spec_errors_name_their_field_when_built(kwargs, field):
 
 
 def test_spec_or_keywords_not_both():
+    from bilm_keras.bidirectional_language_model import embedding_spec
+
     spec = EmbeddingSpec(output="top")
-    assert EmbeddingSpec.from_arguments(spec, output="all") is spec
-    assert EmbeddingSpec.from_arguments(None, output="top") == spec
+    assert embedding_spec(spec, output="all") is spec
+    assert embedding_spec(None, output="top") == spec
     with pytest.raises(SettingError, match=r"^spec: expected the settings "
                                            r"either as spec or as keyword "
                                            r"arguments, found spec and "
                                            r"layers"):
-        EmbeddingSpec.from_arguments(spec, layers=[1])
+        embedding_spec(spec, layers=[1])
     with pytest.raises(TypeError, match="spec: expected an EmbeddingSpec"):
-        EmbeddingSpec.from_arguments({"output": "top"})
+        embedding_spec({"output": "top"})
 
 
 def test_spec_gives_what_the_keywords_give(bilm, sentences, all_layers):

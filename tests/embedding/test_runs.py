@@ -17,7 +17,8 @@ import numpy as np
 import pytest
 from helpers import REPO_ROOT, run_command, user_env
 
-from bilm_keras import cli, dump_bilm_embeddings
+from bilm_keras import EmbeddingSpec, cli, dump_bilm_embeddings
+from bilm_keras.embedding.dump_plan import DumpSettings
 from bilm_keras.embedding import runs as embedding_runs
 from bilm_keras.embedding.runs import (
     EmbeddingRunError,
@@ -88,8 +89,9 @@ def test_interrupted_then_resumed(model_dir, corpus, uninterrupted,
         dump_bilm_embeddings(
             str(model_dir / "vocab_test.txt"), str(corpus / "sentences.txt"),
             str(model_dir / "options.json"),
-            str(model_dir / "lm_weights.hdf5"), str(out), batch_size=2,
-            chunk_size=CHUNK, progress=False, on_event=dying)
+            str(model_dir / "lm_weights.hdf5"), str(out), EmbeddingSpec(),
+            DumpSettings(batch_size=2, chunk_size=CHUNK, progress=False),
+            on_event=dying)
     parts = sorted(os.listdir(partial_dir(out)))
     # two parts whole, the third one's temporary file as a kill leaves it
     assert parts == ["manifest.json", "part-000000000000-000000000003.hdf5",
@@ -108,8 +110,8 @@ def test_interrupted_then_resumed(model_dir, corpus, uninterrupted,
         dump_bilm_embeddings(
             str(model_dir / "vocab_test.txt"), str(corpus / "sentences.txt"),
             str(model_dir / "options.json"),
-            str(model_dir / "lm_weights.hdf5"), str(out), batch_size=2,
-            chunk_size=CHUNK, progress=False)
+            str(model_dir / "lm_weights.hdf5"), str(out), EmbeddingSpec(),
+            DumpSettings(batch_size=2, chunk_size=CHUNK, progress=False))
     # another flag: the difference named
     with pytest.raises(EmbeddingRunError, match=r"--resume: .* other inputs "
                        r"or flags \(dtype: \"float32\", not \"float16\"\)"):
@@ -406,7 +408,8 @@ def test_events_come_in_order(model_dir, corpus, uninterrupted, tmp_path):
     dump_bilm_embeddings(
         str(model_dir / "vocab_test.txt"), str(corpus / "sentences.txt"),
         str(model_dir / "options.json"), str(model_dir / "lm_weights.hdf5"),
-        str(out), batch_size=2, chunk_size=CHUNK, progress=False,
+        str(out), EmbeddingSpec(),
+        DumpSettings(batch_size=2, chunk_size=CHUNK, progress=False),
         on_event=events.append)
     assert events == (
         [RunEvent("part", i) for i in range(len(LINES))]

@@ -18,10 +18,8 @@ from bilm_keras import Batcher, BidirectionalLanguageModel
 from bilm_keras.export.elmo_hub_layer import ELMoHubLayer
 from bilm_keras.export.hub_module import export_hub_from_save_dir
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training.checkpoints import (
-    CheckpointError,
-    model_checkpoint,
-)
+from bilm_keras.training.checkpoints import CheckpointError
+from bilm_keras.training.run_checkpoint import model_checkpoint
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.presets import preset_file
 from bilm_keras.weights.bilm_tf_checkpoint import CheckpointFileError

@@ -20,7 +20,7 @@ def mirrored(train_dir, out_file):
     tf.config.set_logical_device_configuration(
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     from bilm_keras.data.lm_dataset import BidirectionalLMDataset
-    from bilm_keras.training import train
+    from bilm_keras.training import TrainingRun, train
     from bilm_keras.training.inputs import load_vocab
     from bilm_keras.training.model_setup import build_model
     from bilm_keras.training.train_step import make_train_step
@@ -30,9 +30,9 @@ def mirrored(train_dir, out_file):
     result = {}
     # a global batch not divisible by the replicas is refused
     try:
-        train(options=fixture_options(batch_size=3), save_dir=out_file + "d",
-              train_prefix=f"{train_dir}/data.txt",
-              vocab_file=f"{train_dir}/vocab.txt", devices=devices)
+        train(fixture_options(batch_size=3), TrainingRun(
+            save_dir=out_file + "d", train_prefix=f"{train_dir}/data.txt",
+            vocab_file=f"{train_dir}/vocab.txt", devices=devices))
     except ValueError as e:
         result["divisible_error"] = str(e)
     # full softmax and no dropout: the step is deterministic
@@ -78,14 +78,14 @@ def mirrored(train_dir, out_file):
 
 
 def multi_worker(train_dir, save_dir, out_file):
-    from bilm_keras.training import train
+    from bilm_keras.training import TrainingRun, train
     from helpers import fixture_options
 
-    result = train(options=fixture_options(use_chars=True, n_epochs=1,
-                                           batch_size=2),
-                   train_prefix=f"{train_dir}/data.txt",
-                   vocab_file=f"{train_dir}/vocab.txt", save_dir=save_dir,
-                   seed=5, log_every=2)
+    options = fixture_options(use_chars=True, n_epochs=1, batch_size=2)
+    result = train(options, TrainingRun(
+        train_prefix=f"{train_dir}/data.txt",
+        vocab_file=f"{train_dir}/vocab.txt", save_dir=save_dir, seed=5,
+        log_every=2))
     np.savez(out_file, step=result["step"],
              **{v.path: v.numpy() for v in result["model"].variables})
 

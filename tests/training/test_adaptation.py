@@ -24,12 +24,13 @@ from bilm_keras.training import (
     dump_weights,
     evaluate,
     load_trained_model,
+    TrainingRun,
     restart,
     train,
 )
 from bilm_keras.training import adaptation
 from bilm_keras.training.adaptation import target_log_frequencies
-from bilm_keras.training.checkpoints import (
+from bilm_keras.training.run_checkpoint import (
     model_checkpoint,
     restore_checkpoint,
 )
@@ -204,14 +205,16 @@ def test_warmup_freezes_the_lm_across_restarts(model_dir, train_dir,
     assert moved == ["language_model/softmax/W", "language_model/softmax/b"]
 
     # a restart during the warm-up finishes it: steps 7..12 softmax only
-    result = restart(save_dir=str(save_dir), train_prefix=data,
-                     vocab_file=vocab_file, n_epochs=1, log_every=1000)
+    result = restart(TrainingRun(
+        save_dir=str(save_dir), train_prefix=data, vocab_file=vocab_file,
+        n_epochs=1, log_every=1000))
     assert result["step"] == 12
     for name, value in lm_after(12).items():
         np.testing.assert_array_equal(value, original[name], err_msg=name)
     # after it, everything trains: steps 13..18
-    result = restart(save_dir=str(save_dir), train_prefix=data,
-                     vocab_file=vocab_file, n_epochs=1, log_every=1000)
+    result = restart(TrainingRun(
+        save_dir=str(save_dir), train_prefix=data, vocab_file=vocab_file,
+        n_epochs=1, log_every=1000))
     assert result["step"] == 18
     adapted = lm_after(18)
     for name in ("char_embed", "CNN_high_0/W_carry",
@@ -271,15 +274,13 @@ def test_adaptation_lowers_heldout_perplexity(model_dir, domain_text,
     heldout = {}
     for name, freeze in (("softmax_only", n_steps), ("adapted", 100)):
         save_dir = tmp_path / name
-        result = train(
-            options=options, train_prefix=domain_text["train_prefix"],
+        result = train(options, TrainingRun(
+            train_prefix=domain_text["train_prefix"],
             vocab_file=domain_text["vocab_file"], save_dir=str(save_dir),
             batch_size=batch_size, n_epochs=1,
-            n_train_tokens=n_steps * batch_size * options.unroll_steps,
-            seed=1, log_every=1000,
-            init_weights=str(model_dir / "lm_weights.hdf5"),
-            freeze_lm_steps=freeze,
-        )
+            n_train_tokens=n_steps * batch_size * options.unroll_steps, seed=1,
+            log_every=1000, init_weights=str(model_dir / "lm_weights.hdf5"),
+            freeze_lm_steps=freeze))
         assert result["step"] == n_steps
         heldout[name] = evaluate(
             save_dir=str(save_dir), vocab_file=domain_text["vocab_file"],
@@ -294,10 +295,11 @@ def test_adaptation_lowers_heldout_perplexity(model_dir, domain_text,
 
 # ---------------------------------------------------------------- bad input
 def _adapt(model_dir, train_dir, save_dir, options, weights, **kwargs):
-    return train(options=options, train_prefix=str(train_dir / "data.txt"),
-                 vocab_file=str(train_dir / "vocab.txt"),
-                 save_dir=str(save_dir), batch_size=2, n_epochs=1,
-                 log_every=1000, init_weights=str(weights), **kwargs)
+    return train(options, TrainingRun(
+        train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+        batch_size=2, n_epochs=1, log_every=1000, init_weights=str(weights),
+        **kwargs))
 
 
 def _fixture_options(model_dir, **lstm):
@@ -373,12 +375,13 @@ def test_adaptation_flags_need_a_fresh_run(model_dir, train_dir, tmp_path):
     with pytest.raises(ValueError, match=r"^freeze_lm_steps: expected 0 "
                                          r"without init_weights or "
                                          r"init_checkpoint, found 5"):
-        train(options=BiLMOptions.from_json(model_dir / "options.json"),
-              train_prefix=str(train_dir / "data.txt"),
-              vocab_file=str(train_dir / "vocab.txt"),
-              save_dir=str(tmp_path), freeze_lm_steps=5)
+        train(BiLMOptions.from_json(model_dir / "options.json"), TrainingRun(
+            train_prefix=str(train_dir / "data.txt"),
+            vocab_file=str(train_dir / "vocab.txt"), save_dir=str(tmp_path),
+            freeze_lm_steps=5))
     (tmp_path / "options.json").write_text(
         (model_dir / "options.json").read_text())
     with pytest.raises(CheckpointError, match="--init_weights starts a new"):
-        restart(save_dir=str(tmp_path), train_prefix="x", vocab_file="v",
-                init_weights=str(model_dir / "lm_weights.hdf5"))
+        restart(TrainingRun(
+            save_dir=str(tmp_path), train_prefix="x", vocab_file="v",
+            init_weights=str(model_dir / "lm_weights.hdf5")))

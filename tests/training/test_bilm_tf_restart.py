@@ -28,13 +28,14 @@ from bilm_keras.training.bilm_tf_save_dir import (
     bilm_tf_run_options,
     restore_bilm_tf_run,
 )
-from bilm_keras.training.checkpoints import model_checkpoint
+from bilm_keras.training.run_checkpoint import (
+    RunCheckpoint,
+    locate_run_checkpoint,
+    model_checkpoint,
+)
 from bilm_keras.training.inputs import load_vocab
 from bilm_keras.training.model_setup import build_model
-from bilm_keras.weights.bilm_tf_checkpoint import (
-    locate_checkpoint,
-    read_bilm_tf_checkpoint,
-)
+from bilm_keras.weights.bilm_tf_checkpoint import read_bilm_tf_checkpoint
 
 RUN = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "bilm_tf_run"
 GENERATIONS = ["save_dir", pytest.param("save_dir_tf12",
@@ -102,9 +103,9 @@ def test_the_state_right_after_loading_is_the_checkpoints(sub, tmp_path):
     expected, step = _bilm_tf_state(save_dir, options)
     with placeholder_weights():
         lm, optimizer = build_model(options)
-    found = locate_checkpoint(save_dir)
-    assert restore_bilm_tf_run(found, lm, optimizer,
-                               save_dir=save_dir) == step == 40
+    found = locate_run_checkpoint(save_dir)
+    saved = RunCheckpoint(lm, optimizer, batch_size=options.batch_size)
+    assert restore_bilm_tf_run(found, saved, save_dir=save_dir) == step == 40
     assert int(optimizer.iterations.numpy()) == 40
     assert sorted(expected) == sorted(v.path for v in lm.trainable_variables)
     for variable in lm.trainable_variables:
@@ -178,7 +179,7 @@ def test_restart_continues_bilm_tfs_run(sub, tmp_path, capsys):
     again, step = _our_state(save_dir, "model-42")
     assert step == 42
     assert _check_one_adagrad_step(after, again) > 0.02
-    assert locate_checkpoint(save_dir).path == str(save_dir / "model-42")
+    assert locate_run_checkpoint(save_dir).path == str(save_dir / "model-42")
 
 
 # ------------------------------------------ train --init_checkpoint

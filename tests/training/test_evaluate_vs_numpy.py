@@ -21,7 +21,7 @@ import pytest
 import tensorflow as tf
 
 import numpy_reference as ref
-from bilm_keras.training import dump_weights, evaluate, train
+from bilm_keras.training import TrainingRun, dump_weights, evaluate, train
 from helpers import fixture_options
 
 HELDOUT = [
@@ -108,9 +108,10 @@ def test_evaluate_equals_numpy_on_dumped_weights(train_dir, tmp_path, skip,
                                   n_epochs=4,
                                   reset_states_at_sentence_start=reset)
         save_dir = tmp_path / "checkpoints"
-        train(options=options, train_prefix=str(train_dir / "data.txt"),
-              vocab_file=str(train_dir / "vocab.txt"),
-              save_dir=str(save_dir), seed=3, log_every=1000)
+        train(options, TrainingRun(
+            train_prefix=str(train_dir / "data.txt"),
+            vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+            seed=3, log_every=1000))
     heldout = tmp_path / "heldout.txt"
     heldout.write_text("\n".join(HELDOUT) + "\n", encoding="utf-8")
     got = evaluate(save_dir=str(save_dir),
@@ -141,9 +142,10 @@ def test_evaluate_warns_about_a_direction_above_the_unigram_bar(
         train_dir, tmp_path, capsys):
     options = fixture_options(use_chars=False, n_epochs=1)
     save_dir = tmp_path / "checkpoints"
-    train(options=options, train_prefix=str(train_dir / "data.txt"),
-          vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
-          seed=3, log_every=1000)
+    train(options, TrainingRun(
+        train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+        seed=3, log_every=1000))
     recorded = json.loads((save_dir / "training_data.json").read_text())
     assert recorded["n_tokens"] == 134
     assert recorded["unigram_perplexity"] > 1.0

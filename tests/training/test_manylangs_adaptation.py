@@ -15,7 +15,12 @@ from bilm_keras import BidirectionalLanguageModel, cli
 from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.layers.training_recurrence import run_stacks_unrolled
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training import evaluate, load_trained_model, train
+from bilm_keras.training import (
+    TrainingRun,
+    evaluate,
+    load_trained_model,
+    train,
+)
 from bilm_keras.training.inputs import load_vocab, make_dataset
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
@@ -131,11 +136,11 @@ def test_adapt_dump_and_export(converted, corpus, fixture_data, tmp_path):
     save_dir = tmp_path / "adapted"
     options = BiLMOptions.from_json(converted["options_file"]).replace(
         unroll_steps=5)
-    result = train(options=options, train_prefix=corpus["train"],
-                   vocab_file=corpus["vocab"], save_dir=str(save_dir),
-                   batch_size=4, n_epochs=1, n_train_tokens=6 * 4 * 5,
-                   seed=1, log_every=1000,
-                   init_weights=converted["weight_file"], freeze_lm_steps=2)
+    result = train(options, TrainingRun(
+        train_prefix=corpus["train"], vocab_file=corpus["vocab"],
+        save_dir=str(save_dir), batch_size=4, n_epochs=1,
+        n_train_tokens=6 * 4 * 5, seed=1, log_every=1000,
+        init_weights=converted["weight_file"], freeze_lm_steps=2))
     assert result["step"] == 6
     # the save_dir stands on its own: its options name copies beside them
     saved = json.loads((save_dir / "options.json").read_text())

@@ -137,8 +137,9 @@ def test_sigterm_saves_the_step_and_restart_ends_as_never_stopped(
     options = fixture_options(n_epochs=3, lstm=ONE_LAYER)  # 18 steps
     common = dict(train_prefix=str(train_dir / "data.txt"),
                   vocab_file=str(train_dir / "vocab.txt"), log_every=1000)
-    never_stopped = train(options=options, save_dir=str(tmp_path / "whole"),
-                          seed=3, save_every=1, max_to_keep=18, **common)
+    never_stopped = train(options, TrainingRun(
+        save_dir=str(tmp_path / "whole"), seed=3, save_every=1, max_to_keep=18,
+        **common))
     assert never_stopped["step"] == 18
 
     save_dir = tmp_path / "stopped"
@@ -158,8 +159,8 @@ def test_sigterm_saves_the_step_and_restart_ends_as_never_stopped(
     sender.start()
     try:
         with pytest.raises(TrainingPreempted) as stopped:
-            train(options=options, save_dir=str(save_dir), seed=3,
-                  save_every=1, **common)
+            train(options, TrainingRun(
+                save_dir=str(save_dir), seed=3, save_every=1, **common))
     finally:
         sender.join()
         signal.signal(signal.SIGTERM, before)
@@ -178,8 +179,8 @@ def test_sigterm_saves_the_step_and_restart_ends_as_never_stopped(
                                   "1000", "--seed", "3"]
     # at least the two newest checkpoints are kept (max_to_keep 2 here)
     capsys.readouterr()
-    resumed = restart(save_dir=str(save_dir), save_every=1000, max_to_keep=2,
-                      **common)
+    resumed = restart(TrainingRun(
+        save_dir=str(save_dir), save_every=1000, max_to_keep=2, **common))
     assert resumed["step"] == 18
     assert "continuing the data stream after its first" in (
         capsys.readouterr().out)
@@ -288,10 +289,10 @@ def test_ctrl_c_to_restart_exits_130_with_a_checkpoint(train_dir, tmp_path):
     options_file = tmp_path / "options.json"
     fixture_options(n_epochs=30, lstm=ONE_LAYER).to_json(options_file)
     save_dir = tmp_path / "ckpt"
-    train(options=fixture_options(n_epochs=30, lstm=ONE_LAYER),
-          train_prefix=str(train_dir / "data.txt"),
-          vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
-          seed=1, max_steps=3, log_every=1000)
+    train(fixture_options(n_epochs=30, lstm=ONE_LAYER), TrainingRun(
+        train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+        seed=1, max_steps=3, log_every=1000))
     code, out, err = _stop_at_step(
         ["restart", "--train_prefix", train_dir / "data.txt",
          "--vocab_file", train_dir / "vocab.txt", "--save_dir", save_dir,

@@ -22,6 +22,7 @@ from bilm_keras.training import (
     dump_weights,
     evaluate,
     load_trained_model,
+    TrainingRun,
     restart,
     train,
 )
@@ -31,10 +32,10 @@ SENTENCES = [["the", "language", "models", "are", "neural", "."],
 
 
 def _train(train_dir, save_dir):
-    return train(options=fixture_options(use_chars=True, n_epochs=1),
-                 train_prefix=str(train_dir / "data.txt"),
-                 vocab_file=str(train_dir / "vocab.txt"),
-                 save_dir=str(save_dir), seed=1, log_every=1000)
+    return train(fixture_options(use_chars=True, n_epochs=1), TrainingRun(
+        train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+        seed=1, log_every=1000))
 
 
 @pytest.fixture(scope="module")
@@ -114,8 +115,9 @@ def test_restart_with_a_vocab_of_another_size(train_dir, save_dir,
     vocab.write_text("<S>\n</S>\n<UNK>\nthe\n", encoding="utf-8")
     with pytest.raises(ValueError, match=r"n_tokens_vocab.*expected 4.*"
                                          r"found 32"):
-        restart(save_dir=str(save_dir), vocab_file=str(vocab),
-                train_prefix=str(train_dir / "data.txt"))
+        restart(TrainingRun(
+            save_dir=str(save_dir), vocab_file=str(vocab),
+            train_prefix=str(train_dir / "data.txt")))
 
 
 def test_train_refuses_a_save_dir_with_a_checkpoint(train_dir, save_dir):

@@ -13,6 +13,7 @@ from bilm_keras.data.vocabulary import VocabularyError
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training import inputs
 from bilm_keras.training import (
+    TrainingRun,
     dump_weights,
     evaluate,
     restart,
@@ -29,18 +30,19 @@ SENTENCES = [["the", "language", "models", "are", "neural", "."],
 
 
 def _train(train_dir, save_dir, options, **kwargs):
-    return train(options=options, train_prefix=str(train_dir / "data.txt"),
-                 vocab_file=str(train_dir / "vocab.txt"),
-                 save_dir=str(save_dir), seed=kwargs.pop("seed", 1),
-                 log_every=1000, **kwargs)
+    return train(options, TrainingRun(
+        train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+        seed=kwargs.pop("seed", 1), log_every=1000, **kwargs))
 
 
 def _killed_after(steps, train_dir, save_dir, options):
     """A fresh run that stops after ``steps`` steps (``max_steps``), as if
     killed there."""
-    return train(options=options, train_prefix=str(train_dir / "data.txt"),
-                 vocab_file=str(train_dir / "vocab.txt"),
-                 save_dir=str(save_dir), log_every=1000, max_steps=steps)
+    return train(options, TrainingRun(
+        train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+        log_every=1000, max_steps=steps))
 
 
 def _heldout(train_dir, save_dir):
@@ -103,9 +105,9 @@ def test_chinese_corpus_trains_and_dumps(tmp_path):
     options = options.replace(char_cnn=options.char_cnn.__class__(
         **{**options.char_cnn.__dict__, "max_characters_per_token": 12}))
     save_dir = tmp_path / "ckpt"
-    result = train(options=options, train_prefix=str(corpus),
-                   vocab_file=str(vocab), save_dir=str(save_dir), seed=0,
-                   log_every=1000)
+    result = train(options, TrainingRun(
+        train_prefix=str(corpus), vocab_file=str(vocab),
+        save_dir=str(save_dir), seed=0, log_every=1000))
     saved = BiLMOptions.from_json(save_dir / "options.json")
     # blank lines are skipped, not counted as tokens
     assert saved.n_train_tokens == 4 * (5 + 5 + 6)
@@ -120,9 +122,10 @@ def test_chinese_corpus_trains_and_dumps(tmp_path):
 # ---------------------------------------------------------------- bad input
 def test_missing_training_glob(train_dir, tmp_path):
     with pytest.raises(CorpusError, match="nothing_here"):
-        train(options=fixture_options(), save_dir=str(tmp_path),
-              train_prefix=str(tmp_path / "nothing_here*"),
-              vocab_file=str(train_dir / "vocab.txt"))
+        train(fixture_options(), TrainingRun(
+            save_dir=str(tmp_path),
+            train_prefix=str(tmp_path / "nothing_here*"),
+            vocab_file=str(train_dir / "vocab.txt")))
 
 
 def test_empty_training_file(train_dir, tmp_path):
@@ -130,18 +133,18 @@ def test_empty_training_file(train_dir, tmp_path):
     empty.write_text("\n  \n", encoding="utf-8")
     with pytest.raises(CorpusError,
                        match=r"empty.txt: no tokens .*2 empty or whitespace"):
-        train(options=fixture_options(n_train_tokens=None),
-              save_dir=str(tmp_path / "ckpt"), train_prefix=str(empty),
-              vocab_file=str(train_dir / "vocab.txt"), log_every=1)
+        train(fixture_options(n_train_tokens=None), TrainingRun(
+            save_dir=str(tmp_path / "ckpt"), train_prefix=str(empty),
+            vocab_file=str(train_dir / "vocab.txt"), log_every=1))
 
 
 def test_vocab_without_special_tokens(train_dir, tmp_path):
     vocab = tmp_path / "vocab.txt"
     vocab.write_text("the\nof\n<UNK>\n", encoding="utf-8")
     with pytest.raises(VocabularyError, match=r"vocab.txt.*<S>, </S>"):
-        train(options=fixture_options(), save_dir=str(tmp_path / "c"),
-              train_prefix=str(train_dir / "data.txt"),
-              vocab_file=str(vocab))
+        train(fixture_options(), TrainingRun(
+            save_dir=str(tmp_path / "c"),
+            train_prefix=str(train_dir / "data.txt"), vocab_file=str(vocab)))
 
 
 def _stream(path):
@@ -167,19 +170,17 @@ def test_restart_continues_the_data_stream(train_dir, tmp_path, capsys,
     seed, start, batch = _stream(first["checkpoint"])
     assert (start, batch) == (0, options.batch_size)
     # after a crash: the same stream, its first 2 batches passed over
-    after_crash = restart(save_dir=str(tmp_path),
-                          train_prefix=str(train_dir / "data.txt"),
-                          vocab_file=str(train_dir / "vocab.txt"),
-                          log_every=1000)
+    after_crash = restart(TrainingRun(
+        save_dir=str(tmp_path), train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), log_every=1000))
     assert after_crash["step"] == 6
     assert "after its first 2 batches" in capsys.readouterr().out
     assert _stream(after_crash["checkpoint"]) == [seed, 0, batch]
     assert made == [(seed, 0), (seed, 2)]
     # new epochs (fine-tuning): a new stream from the current step
-    more = restart(save_dir=str(tmp_path),
-                   train_prefix=str(train_dir / "data.txt"),
-                   vocab_file=str(train_dir / "vocab.txt"), n_epochs=1,
-                   log_every=1000)
+    more = restart(TrainingRun(
+        save_dir=str(tmp_path), train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), n_epochs=1, log_every=1000))
     assert "after its first" not in capsys.readouterr().out
     assert _stream(more["checkpoint"])[1:] == [6, batch]
     assert made[-1] == (_stream(more["checkpoint"])[0], 0)
@@ -194,10 +195,9 @@ def test_restart_with_another_batch_size_starts_a_new_stream(train_dir,
     options = fixture_options(n_epochs=1)
     first = _killed_after(2, train_dir, tmp_path, options)
     seed = _stream(first["checkpoint"])[0]
-    resumed = restart(save_dir=str(tmp_path),
-                      train_prefix=str(train_dir / "data.txt"),
-                      vocab_file=str(train_dir / "vocab.txt"),
-                      batch_size=4, log_every=1000)
+    resumed = restart(TrainingRun(
+        save_dir=str(tmp_path), train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), batch_size=4, log_every=1000))
     assert resumed["step"] == 3
     assert "after its first" not in capsys.readouterr().out
     new_seed, start, batch = _stream(resumed["checkpoint"])
@@ -208,10 +208,10 @@ def test_restart_with_another_batch_size_starts_a_new_stream(train_dir,
 def test_progress_and_tensorboard_show_each_direction(train_dir, tmp_path,
                                                       capsys):
     options = fixture_options(n_epochs=1, lstm=ONE_LAYER)  # 6 steps
-    trained = train(options=options,
-                    train_prefix=str(train_dir / "data.txt"),
-                    vocab_file=str(train_dir / "vocab.txt"),
-                    save_dir=str(tmp_path), seed=1, log_every=3)
+    trained = train(options, TrainingRun(
+        train_prefix=str(train_dir / "data.txt"),
+        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(tmp_path),
+        seed=1, log_every=3))
     lines = [l for l in capsys.readouterr().out.splitlines()
              if l.startswith("step ")]
     assert len(lines) == 2
@@ -233,7 +233,6 @@ def test_progress_and_tensorboard_show_each_direction(train_dir, tmp_path,
 
 def test_training_run_is_one_checked_value(train_dir, tmp_path):
     from bilm_keras._utils.settings import SettingError
-    from bilm_keras.training import TrainingRun
 
     run = TrainingRun(train_prefix=str(train_dir / "data.txt"),
                       vocab_file=train_dir / "vocab.txt",
@@ -258,9 +257,10 @@ def test_training_run_is_one_checked_value(train_dir, tmp_path):
         with pytest.raises(SettingError) as error:
             run.replace(**changes)
         assert (error.value.field, error.value.reason) == (field, reason)
-    # train() takes the value, or its fields as keywords, not both
-    with pytest.raises(SettingError, match=r"^run: expected the settings "
-                                           r"either as run or as keyword "
-                                           r"arguments, found run and seed"):
-        train(options=fixture_options(), run=run, seed=3)
+    # train() takes the settings as one value, checked when built
+    with pytest.raises(TypeError, match=r"^run: expected a TrainingRun, "
+                                        r"found dict$"):
+        train(fixture_options(), dict(train_prefix=run.train_prefix,
+                                      vocab_file=run.vocab_file,
+                                      save_dir=run.save_dir))
     assert not any(tmp_path.iterdir())

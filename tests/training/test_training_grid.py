@@ -16,7 +16,7 @@ import pytest
 from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
 from bilm_keras.data.vocab_builder import build_vocab
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training import evaluate, train
+from bilm_keras.training import TrainingRun, evaluate, train
 
 # (chars: None = token input, dropout, skip, epochs, batch, fast_path)
 CASES = {
@@ -64,10 +64,9 @@ def _options(chars, dropout, skip, epochs, batch):
 def test_both_directions_learn(corpus, tmp_path, case):
     chars, dropout, skip, epochs, batch, fast_path = CASES[case]
     save_dir = str(tmp_path / "checkpoints")
-    trained = train(options=_options(chars, dropout, skip, epochs, batch),
-                    train_prefix=corpus["train_prefix"],
-                    vocab_file=corpus["vocab_file"], save_dir=save_dir,
-                    seed=1, log_every=10_000, fast_path=fast_path)
+    trained = train(_options(chars, dropout, skip, epochs, batch), TrainingRun(
+        train_prefix=corpus["train_prefix"], vocab_file=corpus["vocab_file"],
+        save_dir=save_dir, seed=1, log_every=10_000, fast_path=fast_path))
     assert trained["model"].unroll_windows is fast_path
     heldout = evaluate(save_dir=save_dir, vocab_file=corpus["vocab_file"],
                        test_prefix=corpus["heldout_prefix"], batch_size=32,
@@ -108,10 +107,10 @@ def test_issue9_configuration_backward_learns(tmp_path):
     stats = build_vocab(written["train_prefix"], tmp_path / "vocab.txt",
                         min_count=2)
     save_dir = str(tmp_path / "checkpoints")
-    train(options=BiLMOptions.from_dict(ISSUE9_OPTIONS),
-          train_prefix=written["train_prefix"],
-          vocab_file=str(tmp_path / "vocab.txt"), save_dir=save_dir, seed=2,
-          log_every=10_000)
+    train(BiLMOptions.from_dict(ISSUE9_OPTIONS), TrainingRun(
+        train_prefix=written["train_prefix"],
+        vocab_file=str(tmp_path / "vocab.txt"), save_dir=save_dir, seed=2,
+        log_every=10_000))
     heldout = evaluate(save_dir=save_dir,
                        vocab_file=str(tmp_path / "vocab.txt"),
                        test_prefix=written["heldout_prefix"], batch_size=32,

@@ -18,8 +18,11 @@ from bilm_keras.training.bilm_tf_save_dir import (
     load_bilm_tf_language_model,
 )
 from bilm_keras.weights import load_bilm_tf_hdf5
-from bilm_keras.weights.bilm_tf_checkpoint import (
+from bilm_keras.training.run_checkpoint import (
     BILM_KERAS,
+    locate_run_checkpoint,
+)
+from bilm_keras.weights.bilm_tf_checkpoint import (
     BILM_TF,
     TF_1_2,
     TF_1_5,
@@ -268,14 +271,22 @@ def test_ours_is_told_apart(tmp_path):
     save_dir = tmp_path / "ours"
     tf.train.Checkpoint(weights={"language_model:bilm:x": tf.Variable(
         [1.0])}).write(str(save_dir / "ckpt-1"))
-    assert locate_checkpoint(save_dir).kind == BILM_KERAS
+    assert locate_run_checkpoint(save_dir).kind == BILM_KERAS
     options = BiLMOptions.from_json(RUN / "save_dir" / "options.json")
     backbone = BiLMBackbone.from_options(options, name="bilm")
     with placeholder_weights():
         backbone.build_all()
+    # located by the training package, which knows our names
     with pytest.raises(CheckpointFileError,
                        match=r"ckpt-1: a bilm_keras checkpoint, not "
                              r"bilm-tf's"):
+        read_bilm_tf_checkpoint(save_dir, backbone,
+                                located=locate_run_checkpoint(save_dir))
+    # the weights package alone knows bilm-tf's names only
+    with pytest.raises(CheckpointFileError,
+                       match=r"ckpt-1: not a bilm-tf checkpoint \(expected "
+                             r"bilm-tf's 'lm/\.\.\.' LSTM variables; found "
+                             r"2 variable\(s\): weights/"):
         read_bilm_tf_checkpoint(save_dir, backbone)
 
 

@@ -1,0 +1,447 @@
+"""What a training checkpoint holds, defined once: :class:`RunCheckpoint`.
+
+A run's checkpoint (``save_dir/model-STEP``, written by
+:class:`~bilm_keras.training.checkpoints.CheckpointWriter`) holds these
+parts, by these names (:data:`PARTS`):
+
+=====================  ====================================================
+``weights``            every variable of the :class:`LanguageModel`, by its
+                       Keras path (``/`` written ``:``): the names are the
+                       layers' own, independent of how objects nest
+``optimizer``          Adagrad: its accumulators and its step counter
+``data_stream``        where the training data stands
+                       (:class:`~bilm_keras.training.checkpoints.DataStream`)
+``lstm_states``        the LSTM states the next step starts from
+                       (:class:`~bilm_keras.training.carried_states.
+                       CarriedStates`), for the run's global batch
+``lm_frozen_until``    the warm-up's end (:class:`~bilm_keras.training.
+                       lm_warmup.LMWarmup`)
+=====================  ====================================================
+
+A checkpoint written before the last three existed (or with the states of
+another batch size) restores without them: a new data stream, zero
+states, no warm-up. :class:`RunCheckpoint` builds the
+``tf.train.Checkpoint`` of a run once, restores ours into it (each part's
+variables checked against the options first), continues a run another
+implementation saved (:class:`ForeignRun`: bilm-tf's TF1 checkpoints,
+:mod:`bilm_keras.training.bilm_tf_save_dir`; Paddle's to come) and makes
+the run's :class:`~bilm_keras.training.checkpoints.CheckpointWriter`.
+:func:`locate_run_checkpoint` tells ours from bilm-tf's by these names
+(:mod:`bilm_keras.weights` knows none of them).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Any, Mapping, Optional
+
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras.layers.initialization import placeholder_weights
+from bilm_keras.models.language_model import LanguageModel
+from bilm_keras.options import BiLMOptions
+from bilm_keras.training.carried_states import CarriedStates
+from bilm_keras.training.checkpoints import (
+    OPTIONS_FILE,
+    CheckpointError,
+    CheckpointWriter,
+    DataStream,
+    checkpoint_bytes,
+)
+from bilm_keras.training.inputs import check_vocab_fits, load_vocab
+from bilm_keras.training.lm_warmup import LMWarmup
+from bilm_keras.weights.bilm_tf_checkpoint import (
+    INITIAL_ACCUMULATOR,
+    CheckpointKind,
+    SaveDirCheckpoint,
+    locate_checkpoint,
+)
+from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+
+#: the parts of a run's checkpoint, by their names in it
+WEIGHTS = "weights"
+OPTIMIZER = "optimizer"
+DATA_STREAM = "data_stream"
+LSTM_STATES = "lstm_states"
+LM_FROZEN_UNTIL = "lm_frozen_until"
+PARTS = (WEIGHTS, OPTIMIZER, DATA_STREAM, LSTM_STATES, LM_FROZEN_UNTIL)
+
+#: :attr:`~bilm_keras.weights.bilm_tf_checkpoint.SaveDirCheckpoint.kind` of
+#: a checkpoint our training wrote
+BILM_KERAS = "bilm_keras"
+
+
+def is_run_checkpoint(names) -> bool:
+    """Whether variable ``names`` are a run checkpoint's (ours)."""
+    return any(name.startswith(WEIGHTS + "/") for name in names)
+
+
+#: our checkpoints, as :func:`~bilm_keras.weights.bilm_tf_checkpoint.
+#: locate_checkpoint` tells them apart
+RUN_CHECKPOINT = CheckpointKind(BILM_KERAS, is_run_checkpoint,
+                                f"'{WEIGHTS}/...'")
+
+
+def locate_run_checkpoint(save_dir: str | os.PathLike,
+                          **kwargs) -> SaveDirCheckpoint:
+    """A save_dir's newest checkpoint that reads whole, ours
+    (:data:`BILM_KERAS`) or bilm-tf's: :func:`~bilm_keras.weights.
+    bilm_tf_checkpoint.locate_checkpoint` (its ``checkpoint`` and
+    ``fallback`` arguments), knowing our checkpoints."""
+    return locate_checkpoint(save_dir, kinds=(RUN_CHECKPOINT,), **kwargs)
+
+
+def model_weights(lm: LanguageModel) -> dict:
+    """The ``weights`` part: ``{Keras path, '/' written ':': variable}``."""
+    return {v.path.replace("/", ":"): v for v in lm.variables}
+
+
+def model_checkpoint(lm: LanguageModel, **objects) -> tf.train.Checkpoint:
+    """A checkpoint of ``lm``'s weights alone (and ``objects``, e.g.
+    ``optimizer=``): what an inference model restores from a run's
+    checkpoint (:func:`load_trained_model`)."""
+    return tf.train.Checkpoint(**{WEIGHTS: model_weights(lm)}, **objects)
+
+
+def check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
+    """Raises ``CheckpointError`` naming the variables of ``lm`` and of the
+    checkpoint at ``path`` whose shapes differ or that only one has."""
+    stored = {
+        name.split("/")[1]: tuple(shape)
+        for name, shape in tf.train.list_variables(path)
+        if name.startswith(WEIGHTS + "/")
+    }
+    wanted = {key: tuple(v.shape) for key, v in model_weights(lm).items()}
+    old_layout = [k for k in stored
+                  if k.endswith(("kernel", "projection_kernel"))
+                  and k + "_t" in wanted and k not in wanted]
+    if old_layout:
+        raise CheckpointError(
+            f"{path}: written before 2026-11-24, when the LSTM cells held "
+            f"bilm-tf's kernel layout ({old_layout[0].replace(':', '/')}; "
+            "now kernel_t, its transpose): dump it to HDF5 with the "
+            "version that wrote it (dump_weights.py) and continue with "
+            "train --init_weights")
+    problems = [
+        f"{k.replace(':', '/')}: options give shape {shape}, checkpoint "
+        f"{'has none' if k not in stored else 'has ' + str(stored[k])}"
+        for k, shape in wanted.items() if stored.get(k) != shape
+    ] + [
+        f"{k.replace(':', '/')}: in the checkpoint ({stored[k]}), not in "
+        "the model"
+        for k in stored if k not in wanted
+    ]
+    if problems:
+        raise CheckpointError(
+            f"{options_file} does not fit checkpoint {path}: "
+            + "; ".join(problems[:6])
+            + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
+        )
+
+
+def restore_checkpoint(checkpoint: tf.train.Checkpoint, lm: LanguageModel,
+                       save_dir: str, *, partial: bool = False,
+                       path: Optional[str] = None) -> str:
+    """Restores the latest checkpoint of ``save_dir`` (or the one at
+    ``path``) into ``checkpoint`` (ours: :func:`model_checkpoint`, or a
+    :class:`RunCheckpoint`'s); returns its path.
+
+    Raises:
+        CheckpointError: there is none, or its variables do not fit the
+            model that ``save_dir/options.json`` describes (the message names
+            both files, the variables and their shapes).
+    """
+    if path is None:
+        path = tf.train.latest_checkpoint(save_dir)
+    if path is None:
+        raise CheckpointError(f"{save_dir}: no checkpoint found")
+    options_file = os.path.join(save_dir, OPTIONS_FILE)
+    check_fits(lm, path, options_file)
+    try:
+        status = checkpoint.restore(path)
+        if partial:
+            status.expect_partial()
+        status.assert_existing_objects_matched()
+    except (ValueError, AssertionError, tf.errors.OpError) as e:
+        raise CheckpointError(
+            f"{options_file} does not fit checkpoint {path}: {e}"
+        ) from None
+    return path
+
+
+def load_trained_model(save_dir: str, *, vocab_file=None,
+                       path: Optional[str] = None) -> tuple:
+    """The latest checkpoint of ``save_dir`` (or the one at ``path``) as
+    an inference model.
+
+    Returns:
+        ``(options, lm, vocab)``: the :class:`BiLMOptions` of
+        ``save_dir/options.json``, the restored :class:`LanguageModel`
+        (no dropout, no optimizer) and the vocabulary of ``vocab_file``
+        (None without one).
+
+    Raises:
+        CheckpointError: no checkpoint, or one that does not fit the
+            options.
+        OptionsError: ``vocab_file``'s size is not the options'
+            ``n_tokens_vocab``.
+    """
+    save_dir = os.fspath(save_dir)
+    options_file = os.path.join(save_dir, OPTIONS_FILE)
+    options = BiLMOptions.from_json(options_file)
+    vocab = None
+    if vocab_file is not None:
+        vocab = load_vocab(vocab_file, options)
+        check_vocab_fits(options, vocab, vocab_file, options_file)
+    lm = LanguageModel.from_options(options, training=False)
+    # the checkpoint holds every variable (restore_checkpoint checks):
+    # no random initial values to compute and keep
+    with placeholder_weights():
+        lm.build_all()
+    restore_checkpoint(model_checkpoint(lm), lm, save_dir, partial=True,
+                       path=path)
+    return options, lm, vocab
+
+
+#: the softmax's keys in :attr:`ForeignRun.accumulators` (bilm-tf's
+#: checkpoint names less ``lm/``)
+SOFTMAX_W_KEY = "softmax/W"
+SOFTMAX_B_KEY = "softmax/b"
+
+
+@dataclasses.dataclass(frozen=True)
+class ForeignRun:
+    """A training run another implementation saved, as values in
+    bilm-tf's layout: what :meth:`RunCheckpoint.continue_foreign`
+    continues (every weight, the softmax, Adagrad's accumulators, the
+    step). bilm-tf's TF1 checkpoints are read into one
+    (:func:`~bilm_keras.training.bilm_tf_save_dir.restore_bilm_tf_run`);
+    a reader of another format builds one from its arrays.
+
+    ``V`` = ``n_tokens_vocab``, ``P`` = ``projection_dim``. A value is
+    anything ``np.asarray`` reads as float32 and that has a ``.shape``
+    (numpy arrays; entries read on demand, so that a 1.6 GB softmax is
+    never held twice).
+
+    Fields:
+        source: str, the checkpoint's path (named in errors).
+        weights: ``{HDF5 dataset path: value}`` of every dataset of the
+            model's :func:`~bilm_keras.weights.bilm_tf_hdf5.weight_table`
+            (bilm-tf's ``lm_weights.hdf5`` names and layout: e.g.
+            ``"char_embed"`` `(n_characters - 1, char_dim)` without the
+            padding row, ``"CNN/W_cnn_0"`` `(1, width, char_dim,
+            filters)`, ``"RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"``
+            `(input_dim + projection_dim, 4 * lstm_dim)` gates i, j, f, o),
+            and no other.
+        softmax_weights: `(V, P)`, the softmax's ``W``; None when the
+            softmax shares the token table (``share_embedding_softmax``).
+        softmax_bias: `(V,)`, its ``b``.
+        accumulators: Adagrad's accumulator of each value, under the same
+            keys, the softmax's under :data:`SOFTMAX_W_KEY` and
+            :data:`SOFTMAX_B_KEY`; None: none saved (continuing a run
+            needs them).
+        step: int >= 0 or None, the global step (batches trained); None:
+            not saved.
+    """
+
+    source: str
+    weights: Mapping[str, Any]
+    softmax_weights: Optional[Any]
+    softmax_bias: Any
+    accumulators: Optional[Mapping[str, Any]]
+    step: Optional[int]
+
+
+@dataclasses.dataclass(frozen=True)
+class _Target:
+    """A variable a :class:`ForeignRun` fills: its key there, its value's
+    shape there, the table's transform and the padding rows it adds."""
+
+    key: str
+    variable: Any
+    shape: tuple
+    to_keras: Any
+    padding_rows: int = 0
+
+
+class RunCheckpoint:
+    """Everything a training checkpoint holds, for one run: the model's
+    weights, the optimizer (Adagrad's accumulators, the step), the data
+    stream, the carried LSTM states and the warm-up's end (the module doc
+    has the names), in one ``tf.train.Checkpoint`` built once.
+
+    Args:
+        lm: the built :class:`LanguageModel`.
+        optimizer: its built Adagrad
+            (:class:`~bilm_keras.training.adagrad.RowSparseAdagrad`).
+        batch_size: the global batch (the carried states' rows).
+        freeze_lm_steps: the warm-up of a new adapted run (a restored one
+            takes its checkpoint's).
+
+    Attributes:
+        checkpoint: the ``tf.train.Checkpoint`` a writer saves.
+        stream: the :class:`~bilm_keras.training.checkpoints.DataStream`.
+        warmup: the :class:`~bilm_keras.training.lm_warmup.LMWarmup`.
+        carried: the :class:`~bilm_keras.training.carried_states.
+            CarriedStates`.
+        restored: the parts restored from ours (:meth:`restore`); empty
+            for a new run or a foreign one.
+    """
+
+    def __init__(self, lm: LanguageModel, optimizer, *, batch_size: int,
+                 freeze_lm_steps: int = 0):
+        self.lm, self.optimizer = lm, optimizer
+        self.stream = DataStream()
+        self.warmup = LMWarmup(freeze_lm_steps)
+        self.carried = CarriedStates(lm, batch_size)
+        self.checkpoint = tf.train.Checkpoint(**self._parts(PARTS))
+        self.restored = frozenset()
+
+    def _parts(self, names) -> dict:
+        """The objects of the parts ``names``."""
+        objects = {
+            WEIGHTS: model_weights(self.lm),
+            OPTIMIZER: self.optimizer,
+            DATA_STREAM: self.stream.variables,
+            LSTM_STATES: self.carried.variables,
+            LM_FROZEN_UNTIL: self.warmup.until,
+        }
+        return {name: objects[name] for name in names}
+
+    @property
+    def variables(self) -> list:
+        """The variables a checkpoint holds (for its size)."""
+        return [*self.lm.variables, *self.optimizer.variables,
+                *self.carried.variables.values()]
+
+    def saved_parts(self, path: str) -> frozenset:
+        """The parts the checkpoint at ``path`` holds that this run can
+        restore: the weights and the optimizer always; the data stream
+        and the warm-up when saved; the LSTM states when saved for this
+        global batch (another batch size starts from zero states)."""
+        shapes = tf.train.list_variables(path)
+        saved = {name.split("/", 1)[0] for name, _ in shapes}
+        parts = {WEIGHTS, OPTIMIZER} | (saved & {DATA_STREAM,
+                                                 LM_FROZEN_UNTIL})
+        states = [shape for name, shape in shapes
+                  if name.startswith(LSTM_STATES + "/")]
+        if states and all(s[0] == self.carried.batch_size for s in states):
+            parts.add(LSTM_STATES)
+        return frozenset(parts)
+
+    def restore(self, save_dir: str, path: str) -> str:
+        """Restores our checkpoint at ``path`` (of ``save_dir``): the parts
+        it holds (:meth:`saved_parts`, kept as :attr:`restored`), the
+        weights checked against the options first. Returns the path.
+
+        Raises:
+            CheckpointError: its variables do not fit the options.
+        """
+        parts = self.saved_parts(path)
+        # a root of the saved parts alone: the others keep their values
+        # (restoring into a part the file lacks would fail the match)
+        root = tf.train.Checkpoint(**self._parts(
+            [name for name in PARTS if name in parts]))
+        path = restore_checkpoint(root, self.lm, save_dir, path=path)
+        self.restored = parts
+        return path
+
+    def continue_foreign(self, run: ForeignRun) -> int:
+        """Continues a run another implementation saved: every weight and
+        the softmax, each variable's Adagrad accumulator (a padding row
+        the table adds gets bilm-tf's initial
+        :data:`~bilm_keras.weights.bilm_tf_checkpoint.INITIAL_ACCUMULATOR`)
+        and the step counter, in our layout. Every shape is checked before
+        anything is assigned. Returns the step.
+
+        Raises:
+            CheckpointError: a value missing, of another shape or with no
+                variable; no accumulators or no step (named with
+                ``run.source``).
+        """
+        targets = self._foreign_targets()
+        self._check_foreign(run, targets)
+        for target in targets:  # one value in memory at a time
+            target.variable.assign(target.to_keras(np.asarray(
+                _foreign_value(run, target.key), np.float32)))
+        for target in targets:
+            value = target.to_keras(np.asarray(run.accumulators[target.key],
+                                               np.float32))
+            value[: target.padding_rows] = INITIAL_ACCUMULATOR
+            self.optimizer.set_accumulator(target.variable, value)
+        self.optimizer.iterations.assign(run.step)
+        return run.step
+
+    def _foreign_targets(self) -> list:
+        """The variables a :class:`ForeignRun` fills, in the table's order,
+        then the softmax's."""
+        targets = [_Target(row.hdf5_path, row.variable, hdf5_shape(row),
+                           row.to_keras, row.keras_row_offset or 0)
+                   for row in weight_table(self.lm.backbone)]
+        softmax = self.lm.softmax
+        if not softmax.share_weights:
+            targets.append(_Target(SOFTMAX_W_KEY, softmax.W,
+                                   tuple(softmax.W.shape), _as_is))
+        targets.append(_Target(SOFTMAX_B_KEY, softmax.b,
+                               tuple(softmax.b.shape), _as_is))
+        return targets
+
+    @staticmethod
+    def _check_foreign(run: ForeignRun, targets) -> None:
+        problems = []
+        for target in targets:
+            value = _foreign_value(run, target.key)
+            shape = None if value is None else tuple(np.shape(value))
+            if shape != target.shape:
+                problems.append(f"{target.key}: the options give shape "
+                                f"{target.shape}, found "
+                                f"{'none' if shape is None else shape}")
+        keys = {target.key for target in targets}
+        problems += [f"{key}: found {tuple(np.shape(run.weights[key]))}, "
+                     f"not in the model the options describe"
+                     for key in sorted(set(run.weights) - keys)]
+        if run.accumulators is None:
+            problems.append("no Adagrad accumulators (continuing a run "
+                            "needs them)")
+        else:
+            for target in targets:
+                value = run.accumulators.get(target.key)
+                shape = None if value is None else tuple(np.shape(value))
+                if shape != target.shape:
+                    problems.append(
+                        f"{target.key} Adagrad accumulator: expected shape "
+                        f"{target.shape}, found "
+                        f"{'none' if shape is None else shape}")
+        if not isinstance(run.step, (int, np.integer)) or run.step < 0:
+            problems.append(f"step: expected an integer >= 0, found "
+                            f"{run.step!r}")
+        if problems:
+            raise CheckpointError(
+                f"{run.source} does not fit the model: "
+                + "; ".join(problems[:6])
+                + (f"; and {len(problems) - 6} more" if len(problems) > 6
+                   else ""))
+
+    def writer(self, directory: str, *, max_to_keep: int,
+               strategy: tf.distribute.Strategy) -> CheckpointWriter:
+        """The run's writer into ``directory``: the LSTM states are
+        captured from the replicas before each save."""
+        return CheckpointWriter(
+            self.checkpoint, directory, max_to_keep=max_to_keep,
+            n_bytes=checkpoint_bytes(self.variables),
+            before_save=lambda: self.carried.capture(strategy))
+
+
+def _foreign_value(run: ForeignRun, key: str):
+    """The value of ``key`` in ``run`` (None: not there)."""
+    if key == SOFTMAX_W_KEY:
+        return run.softmax_weights
+    if key == SOFTMAX_B_KEY:
+        return run.softmax_bias
+    return run.weights.get(key)
+
+
+def _as_is(value):
+    return value
