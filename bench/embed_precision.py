@@ -17,6 +17,14 @@ Usage::
         # user's program at bfloat16 (import, load, 3 passes), own process
     python bench/embed_precision.py --quick               # smoke check
 
+With ``--state_variants``, also what keeping the LSTM's state in float32
+buys: the forward LSTMs re-run in numpy (float32 arithmetic, bfloat16
+emulated by rounding) on the float32 token layer of a few sentences and
+of one of about 300 tokens, as this path computes (``ours``: the
+products' operands and results rounded, the state, gates and outputs
+float32) and with every carried value rounded too (``all_bfloat16``: the
+cell state, the gates and the outputs), each against plain float32.
+
 Both models are the same loaded weights: a precision is a policy on the
 layers (``bilm_keras.layers.precision``), the variables stay float32, so
 each pass runs its own traced graph on the same variables.
@@ -74,6 +82,88 @@ def distances(f32, other) -> dict:
     out["average"] = cosine_stats([a.mean(0) for a in f32],
                                   [b.mean(0) for b in other])
     return out
+
+
+def _bf16(x):
+    """``x`` rounded to bfloat16 and back (numpy: ml_dtypes)."""
+    import ml_dtypes
+    import numpy as np
+
+    return x.astype(ml_dtypes.bfloat16).astype(np.float32)
+
+
+def _lstm_layer(x, w, b, w_p, clip, proj_clip, variant):
+    """One TF1 LSTMCell over ``x`` `(n, D)` from zero states, numpy:
+    ``variant`` "float32", "ours" or "all_bfloat16" (see the docstring)."""
+    import numpy as np
+
+    def r(v, what):  # what a variant rounds
+        if variant == "float32" or (variant == "ours" and what == "state"):
+            return v
+        return _bf16(v)
+
+    units, dim = w_p.shape
+    c, h = np.zeros(units, np.float32), np.zeros(dim, np.float32)
+    w, w_p = r(w, "operand"), r(w_p, "operand")
+    out = np.empty((len(x), dim), np.float32)
+    for t in range(len(x)):
+        z = r(r(np.concatenate([x[t], h]), "operand") @ w, "operand") + b
+        i, j, f, o = np.split(z, 4)
+        sig = lambda v: 1.0 / (1.0 + np.exp(-v))  # noqa: E731
+        c = r(np.clip(sig(f + 1.0) * c + sig(i) * np.tanh(j), -clip, clip),
+              "state")
+        m = r(sig(o) * np.tanh(c), "state")
+        h = r(np.clip(r(r(m, "operand") @ w_p, "operand"), -proj_clip,
+                      proj_clip), "state")
+        out[t] = h
+    return out
+
+
+def state_variants(embedder32, corpus, workdir) -> dict:
+    """``--state_variants``: the cosine of each variant's forward LSTM
+    outputs to float32's, per layer, over the short sentences and over
+    the last 100 tokens of the long one."""
+    import h5py
+    import numpy as np
+
+    options = json.load(open(os.path.join(workdir, "options.json")))
+    lstm = options["lstm"]
+    long_sentence = [w for s in corpus[6:30] for w in s][:300]
+    sentences = corpus[:6] + [long_sentence]
+    dim = lstm["projection_dim"]
+    tokens = [a[0, :, :dim] for a in embedder32.embed_sentences(sentences)]
+    with h5py.File(os.path.join(workdir, "weights.hdf5"), "r") as f:
+        cells = [[f[f"RNN_0/RNN/MultiRNNCell/Cell{k}/LSTMCell/{name}"][...]
+                  for name in ("W_0", "B", "W_P_0")]
+                 for k in range(lstm["n_layers"])]
+    outs = {}
+    for variant in ("float32", "ours", "all_bfloat16"):
+        outs[variant] = []
+        for x in tokens:
+            layers = []
+            for k, (w, b, w_p) in enumerate(cells):
+                h = _lstm_layer(x, w, b, w_p, lstm["cell_clip"],
+                                lstm["proj_clip"], variant)
+                if k and lstm["use_skip_connections"]:
+                    h = h + x
+                layers.append(h)
+                x = h
+            outs[variant].append(layers)
+    report = {}
+    for variant in ("ours", "all_bfloat16"):
+        for k in range(lstm["n_layers"]):
+            short = cosine_stats([o[k] for o in outs["float32"][:-1]],
+                                 [o[k] for o in outs[variant][:-1]])
+            late = cosine_stats([outs["float32"][-1][k][-100:]],
+                                [outs[variant][-1][k][-100:]])
+            report[f"{variant}/layer_{k + 1}"] = {
+                "short_cosine_min": short["cosine_min"],
+                "short_cosine_median": short["cosine_median"],
+                "long_last_100_cosine_min": late["cosine_min"],
+                "long_last_100_cosine_median": late["cosine_median"]}
+    report["tokens"] = {"short": sum(map(len, corpus[:6])),
+                        "long": len(long_sentence)}
+    return report
 
 
 def load(workdir: str):
@@ -142,6 +232,9 @@ def measure(workdir: str, args) -> dict:
         "distance_to_float32": distances(f32, low),
         "products": products,
         "peak_rss_mib": round(common.peak_rss_mib(), 1),
+        "state_variants": (state_variants(embedders["float32"], corpus,
+                                          workdir)
+                           if args.state_variants else None),
     }
 
 
@@ -176,6 +269,9 @@ def main(argv=None):
     parser.add_argument("--as_user", action="store_true",
                         help="only the peak RSS of a user's program at "
                              "--precision, each round its own process")
+    parser.add_argument("--state_variants", action="store_true",
+                        help="also the LSTM state kept in float32 against "
+                             "in bfloat16 (numpy, forward LSTMs)")
     parser.add_argument("--workdir", default=None,
                         help="reuse/keep options.json + weights.hdf5 here")
     parser.add_argument("--_measure", default=None, help=argparse.SUPPRESS)
@@ -200,7 +296,8 @@ def main(argv=None):
         passed = ["--precision", args.precision,
                   "--n_sentences", str(args.n_sentences),
                   "--rounds", str(args.rounds)] + (
-            ["--quick"] if args.quick else [])
+            ["--quick"] if args.quick else []) + (
+            ["--state_variants"] if args.state_variants else [])
         script = os.path.abspath(__file__)
         if args.as_user:
             runs = [common.run_json_child(
