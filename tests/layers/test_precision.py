@@ -43,11 +43,9 @@ def fixture_sentences(model_dir):
 
 
 def _model(model_dir, precision, **kwargs):
-    model = BidirectionalLanguageModel(
+    return BidirectionalLanguageModel(
         str(model_dir / "options.json"), str(model_dir / "lm_weights.hdf5"),
-        **kwargs)
-    set_precision(model.backbone, precision)
-    return model
+        precision=precision, **kwargs)
 
 
 @pytest.fixture(scope="module")
@@ -70,6 +68,19 @@ def test_precisions_and_their_policies():
         dtype_policy("int8")
 
 
+def test_a_backbone_built_with_a_policy_passes_it_to_every_layer():
+    from bilm_keras.models.bilm_backbone import BiLMBackbone
+
+    backbone = BiLMBackbone(16, 8, filters=[[1, 4], [2, 4]], n_highway=1,
+                            dtype=dtype_policy("mixed_bfloat16"))
+    backbone.build_all()
+    layers = list(backbone._flatten_layers())
+    assert {layer.compute_dtype for layer in layers} == {"bfloat16"}
+    assert {v.dtype for v in backbone.weights} == {"float32"}
+    out = backbone(np.ones((2, 3, 50), np.int32))
+    assert out["forward"][0].dtype == "float32"
+
+
 def test_set_precision_reaches_every_layer_and_keeps_float32_variables(
         bfloat16_bilm):
     layers = list(bfloat16_bilm.backbone._flatten_layers())
@@ -82,7 +93,7 @@ def test_float32_is_exact_after_a_round_trip(model_dir, fixture_bilm,
                                              fixture_sentences):
     """A model set to bfloat16 and back computes float32 bit for bit."""
     model = _model(model_dir, "bfloat16")
-    set_precision(model.backbone, "float32")
+    set_precision(model.backbone, "float32")  # and back, on the model
     got = model.embed_sentences(fixture_sentences)
     want = fixture_bilm.embed_sentences(fixture_sentences)
     for g, w in zip(got, want):
@@ -132,8 +143,8 @@ def test_bilm_tf_fixture_bfloat16_near_bilm_tfs_reference(model_dir):
 def test_manylangs_fixture_bfloat16_near_its_reference(manylangs_converted,
                                                        manylangs_reference):
     model = BidirectionalLanguageModel(manylangs_converted["options_file"],
-                                       manylangs_converted["weight_file"])
-    set_precision(model.backbone, "bfloat16")
+                                       manylangs_converted["weight_file"],
+                                       precision="bfloat16")
     sentences = manylangs_reference["sentences"]
     got = model.embed_sentences(sentences, output="all")
     for layer in range(3):
