@@ -285,9 +285,13 @@ def run_inference_columns(cell, x, inside):
     units, output_dim = cell.units, cell.output_dim
     active = tf.maximum(inside, 2)  # (T,)
     dtype = cell.compute_dtype  # of the products
-    kernel_t = tf.cast(cell.kernel_t, dtype)  # (G, D + P)
-    projection_t = (tf.cast(cell.projection_kernel_t, dtype)
-                    if cell.projection_dim else None)  # (P, U)
+    # a reduced precision's copies of the kernels are made once the layer's
+    # input is there: one layer's copies alive at a time, not every
+    # layer's at the graph's start (float32 makes none)
+    with tf.control_dependencies([] if dtype == "float32" else [x]):
+        kernel_t = tf.cast(cell.kernel_t, dtype)  # (G, D + P)
+        projection_t = (tf.cast(cell.projection_kernel_t, dtype)
+                        if cell.projection_dim else None)  # (P, U)
     x_in = tf.cast(x, dtype)  # (T, D, B), the products' operand
     bias = tf.convert_to_tensor(cell.bias)
     bias = tf.concat([bias[: 2 * units],

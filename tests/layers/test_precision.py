@@ -316,3 +316,17 @@ def test_mixed_bfloat16_steps_follow_float32(train_dir):
     np.testing.assert_allclose(losses["mixed_bfloat16"], losses["float32"],
                                rtol=0.02)
     assert losses["mixed_bfloat16"] != losses["float32"]
+
+
+def test_from_pretrained_takes_the_precision(model_dir, fixture_bilm,
+                                             fixture_sentences):
+    """A model folder by ``from_pretrained(..., precision="bfloat16")``:
+    every layer computes in bfloat16, the vectors within the bounds."""
+    model = BidirectionalLanguageModel.from_pretrained(
+        str(model_dir), precision="bfloat16", progress=False)
+    assert {layer.compute_dtype
+            for layer in model.backbone._flatten_layers()} == {"bfloat16"}
+    assert_near_float32(fixture_bilm.embed_sentences(fixture_sentences,
+                                                     output="average"),
+                        model.embed_sentences(fixture_sentences,
+                                              output="average"), "average")
