@@ -287,8 +287,10 @@ class RSSPeak:
 
 
 # ------------------------------------------------------------ matmul peak
-def matmul_gflops(m: int, k: int, n: int, repeats: int = 5) -> float:
-    """The machine's float32 ``(m, k) @ (k, n)`` rate in this process, in
+def matmul_gflops(m: int, k: int, n: int, repeats: int = 5,
+                  dtype: str = "float32") -> float:
+    """The machine's ``(m, k) @ (k, n)`` rate in this process (operands
+    and product in ``dtype``, float32 by default), in
     GFLOP/s (multiply-add = 2), with its oneDNN setting and thread pools
     as they are: the better of one product and one independent product
     per core at once (with one thread per op, as training's pools on 2
@@ -298,12 +300,13 @@ def matmul_gflops(m: int, k: int, n: int, repeats: int = 5) -> float:
     import tensorflow as tf
 
     cores = available_cores()
-    a = [tf.random.stateless_normal((m, k), seed=(0, i))
+    a = [tf.cast(tf.random.stateless_normal((m, k), seed=(0, i)), dtype)
          for i in range(cores)]
-    b = tf.random.stateless_normal((k, n), seed=(1, 0))
-    one = tf.function(lambda x, y: tf.reduce_sum(tf.matmul(x, y)))
+    b = tf.cast(tf.random.stateless_normal((k, n), seed=(1, 0)), dtype)
+    one = tf.function(lambda x, y: tf.reduce_sum(
+        tf.cast(tf.matmul(x, y), tf.float32)))
     each = tf.function(lambda xs, y: tf.add_n(
-        [tf.reduce_sum(tf.matmul(x, y)) for x in xs]))
+        [tf.reduce_sum(tf.cast(tf.matmul(x, y), tf.float32)) for x in xs]))
     rates = []
     for run, products in ((lambda: one(a[0], b), 1),
                           (lambda: each(a, b), cores)):

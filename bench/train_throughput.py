@@ -21,6 +21,9 @@ Usage::
     python bench/train_throughput.py --intra_threads 0 --inter_threads 0
                                    # TensorFlow's own thread pools
     python bench/train_throughput.py --adapt [--batch 16] [--vocab 20000]
+    python bench/train_throughput.py --precision mixed_bfloat16 \
+        --compare float32
+                                   # mixed precision against float32
 
 The training fast path (``LanguageModel(unroll_windows=True,
 dedup_tokens=True)``, the default) is what runs; ``--compare`` runs a
@@ -65,6 +68,7 @@ from bilm_keras.training.inputs import (  # noqa: E402
     load_vocab,
     make_dataset,
 )
+from bilm_keras.layers.precision import set_precision  # noqa: E402
 from bilm_keras.training.model_setup import build_model  # noqa: E402
 from bilm_keras.training.threads import (  # noqa: E402
     configure_training_threads,
@@ -132,11 +136,12 @@ class Runner:
     """One model, its train step, data and states: ``run(n)`` -> seconds."""
 
     def __init__(self, options, c, corpus, vocab, sparse_gradients=True,
-                 **model_kwargs):
+                 precision="float32", **model_kwargs):
         tf.keras.utils.set_random_seed(0)
         self.c = c
         strategy = tf.distribute.get_strategy()
         self.lm, optimizer = build_model(options, seed=0, **model_kwargs)
+        set_precision(self.lm, precision)
         self.step = make_train_step(self.lm, optimizer, strategy, options,
                                     sparse_gradients=sparse_gradients)
         data = make_dataset(corpus, vocab, options, seed=0)
@@ -259,7 +264,7 @@ def main(argv=None):
                         choices=["plain", "no_unroll", "no_dedup",
                                  "dense_gradients", "no_reset",
                                  "no_pipeline", "no_fused_gates",
-                                 "window_before"],
+                                 "window_before", "float32"],
                         help="also run a baseline, passes alternating, and "
                         "report the ratio: plain (while loop, no dedup; the "
                         "default), no_unroll, no_dedup, dense_gradients, "
@@ -267,7 +272,11 @@ def main(argv=None):
                         "other), no_fused_gates (the gate math as plain ops; "
                         "one lever off each), window_before (both of the "
                         "last two off) or no_reset (states carried across "
-                        "sentences, bilm-tf's training)")
+                        "sentences, bilm-tf's training) or float32 (the "
+                        "fast path at float32, against --precision)")
+    parser.add_argument("--precision", default="float32",
+                        help="the fast path's precision (bilm_keras/layers/"
+                        "precision.py), e.g. mixed_bfloat16")
     parser.add_argument("--vocab", type=int, default=None,
                         help="vocabulary size (default 4000; 200 quick)")
     parser.add_argument("--no_unroll", action="store_true",
@@ -297,11 +306,14 @@ def main(argv=None):
     options = BiLMOptions.from_dict(options_dict(c), source="bench")
     fast_kwargs = dict(unroll_windows=not args.no_unroll,
                        dedup_tokens=not args.no_dedup)
+    if args.compare == "float32" and args.precision == "float32":
+        parser.error("--compare float32 needs another --precision")
     tokens_per_step = c["batch"] * c["unroll"]
     with tempfile.TemporaryDirectory() as folder:
         vocab_file, corpus = write_corpus(folder, c["vocab"], 3000)
         vocab = load_vocab(vocab_file, options)
-        runners = {"fast": Runner(options, c, corpus, vocab, **fast_kwargs)}
+        runners = {"fast": Runner(options, c, corpus, vocab,
+                                  precision=args.precision, **fast_kwargs)}
         if args.compare:
             baseline = {
                 "plain": dict(unroll_windows=False, dedup_tokens=False),
@@ -316,6 +328,7 @@ def main(argv=None):
                 "no_fused_gates": dict(fused_gates=False),
                 "window_before": dict(window_chunk_steps=None,
                                       fused_gates=False),
+                "float32": fast_kwargs,
             }[args.compare]
             runners["baseline"] = Runner(options, c, corpus, vocab,
                                          **baseline)
@@ -350,6 +363,7 @@ def main(argv=None):
         "peak_rss_mb": round(common.peak_rss_mib(), 1),
         "settings": dict(
             **fast_kwargs,
+            precision=args.precision,
             TF_ENABLE_ONEDNN_OPTS=os.environ.get("TF_ENABLE_ONEDNN_OPTS",
                                                  "default"),
             intra_threads=tf.config.threading

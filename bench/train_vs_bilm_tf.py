@@ -38,6 +38,8 @@ Usage::
 
     python bench/train_vs_bilm_tf.py --bilm_tf_dir ../bilm-tf --rounds 3
     python bench/train_vs_bilm_tf.py --bilm_tf_dir ../bilm-tf --quick
+    python bench/train_vs_bilm_tf.py --bilm_tf_dir ../bilm-tf \
+        --precision mixed_bfloat16     # + ours at float32 in each round
 
 Prints ONE JSON line.
 """
@@ -115,6 +117,10 @@ def main(argv=None):
                         help="our timed passes of 10 steps per process")
     parser.add_argument("--quick", action="store_true",
                         help="tiny sizes (a smoke check of the script)")
+    parser.add_argument("--precision", default="float32",
+                        help="our training's precision (train_throughput.py "
+                             "--precision); other than float32, each round "
+                             "also runs ours at float32")
     parser.add_argument("--_bilm_tf", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.steps is None:
@@ -147,8 +153,13 @@ def main(argv=None):
         for _ in range(args.rounds):
             theirs = common.run_json_child(bilm_tf, bilm_tf_env)
             ours = common.run_json_child(
-                [TRAIN_THROUGHPUT, "--passes", str(args.passes)] + quick,
+                [TRAIN_THROUGHPUT, "--passes", str(args.passes),
+                 "--precision", args.precision] + quick,
                 common.TF_CHILD_ENV)
+            ours_float32 = ours if args.precision == "float32" else (
+                common.run_json_child(
+                    [TRAIN_THROUGHPUT, "--passes", str(args.passes)] + quick,
+                    common.TF_CHILD_ENV))
             # bilm-tf with the thread pools ours picked (through the
             # variables TensorFlow reads; its train() takes no setting)
             threads = ours["settings"]
@@ -161,6 +172,7 @@ def main(argv=None):
                 bilm_tf_same_threads=theirs_same["tokens_per_s"],
                 threads=[threads["intra_threads"], threads["inter_threads"]],
                 ours=ours["tokens_per_second"],
+                ours_float32=ours_float32["tokens_per_second"],
                 bilm_tf_parameters=theirs["trainable_parameters"],
                 our_parameters=ours["trainable_parameters"],
                 load_avg_1min=round(os.getloadavg()[0], 2)))
@@ -172,6 +184,9 @@ def main(argv=None):
         date=common.utc_now(),
         cpu=common.cpu_model(), cpu_count=os.cpu_count(), quick=args.quick,
         config=c, bilm_tf_steps=args.steps, bilm_tf_skipped=args.skip,
+        precision=args.precision,
+        ratio_to_ours_float32=common.median_ratio(
+            [r["ours"] for r in rounds], [r["ours_float32"] for r in rounds]),
         ours_tokens_per_s=median("ours"),
         bilm_tf_tokens_per_s=median("bilm_tf"),
         ratio=common.median_ratio([r["ours"] for r in rounds],

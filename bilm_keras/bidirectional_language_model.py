@@ -63,6 +63,14 @@ class BidirectionalLanguageModel:
             — row ``k``'s final LSTM states start row ``k`` of the next call;
             rows past the batch keep theirs.
         max_batch_size: rows of the stateful state buffers.
+        precision: what the products compute in
+            (:mod:`~bilm_keras.layers.precision`): ``"float32"`` (the
+            default, exact as bilm-tf), ``"bfloat16"`` (2.4-2.6x float32's
+            speed on an AMX Xeon, per-token cosine to float32's vectors >=
+            0.9999 on the models measured: ``docs/performance.md``,
+            "Precision") or ``"float16"`` (GPUs). The weights stay float32
+            and every output is float32; a precision this machine does not
+            run fast is logged once as a warning naming what is missing.
 
     It runs eagerly (TensorFlow 2): built or called inside
     ``tf.compat.v1.Graph().as_default()`` or after
@@ -111,13 +119,15 @@ class BidirectionalLanguageModel:
         embedding_weight_file: Optional[str | os.PathLike] = None,
         stateful: bool = False,
         max_batch_size: int = 128,
+        precision: str = "float32",
     ):
         require_eager("BidirectionalLanguageModel")
         self.options = BiLMOptions.from_json(options_file)
         backbone = load_backbone(
             self.options, weight_file,
             use_character_inputs=use_character_inputs,
-            embedding_weight_file=embedding_weight_file)
+            embedding_weight_file=embedding_weight_file,
+            precision=precision)
         self.__init_from_backbone(backbone, stateful, max_batch_size)
 
     @classmethod
@@ -133,6 +143,7 @@ class BidirectionalLanguageModel:
         cache_dir: Optional[str | os.PathLike] = None,
         mirror: Optional[str] = None,
         progress: Optional[bool] = None,
+        precision: str = "float32",
     ) -> "BidirectionalLanguageModel":
         """A published model by name, ready to embed: the files of
         :func:`~bilm_keras.pretrained.resolve_model` (downloaded, and an
@@ -143,8 +154,8 @@ class BidirectionalLanguageModel:
             spec: a registry name (``"elmo-original"``, ``"manylangs-zh"``;
                 ``bilm-keras models`` lists them), an http(s) URL of an
                 archive, a local archive or a model directory.
-            use_character_inputs, stateful, max_batch_size: as the
-                constructor's.
+            use_character_inputs, stateful, max_batch_size, precision: as
+                the constructor's.
             vocab_file: the vocabulary of token input (default: the
                 model's own, where it ships one). Character input needs
                 none.
@@ -202,7 +213,8 @@ class BidirectionalLanguageModel:
             bilm = cls(model.options_file, model.weight_file,
                        use_character_inputs=use_character_inputs,
                        embedding_weight_file=embedding_weight_file,
-                       stateful=stateful, max_batch_size=max_batch_size)
+                       stateful=stateful, max_batch_size=max_batch_size,
+                       precision=precision)
         else:
             if vocab_file is None:
                 raise ValueError(
@@ -218,7 +230,8 @@ class BidirectionalLanguageModel:
                 bilm = cls(model.options_file, model.weight_file,
                            use_character_inputs=False,
                            embedding_weight_file=table, stateful=stateful,
-                           max_batch_size=max_batch_size)
+                           max_batch_size=max_batch_size,
+                           precision=precision)
         bilm.pretrained = model
         bilm.vocab_file = (None if vocab_file is None
                            else os.fspath(vocab_file))

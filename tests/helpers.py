@@ -346,3 +346,49 @@ MANYLANGS_TINY_OPTIONS = {
     "bidirectional": True, "dropout": 0.1,
 }
 
+# ------------------------------------------------ reduced precision
+#: the bounds of a reduced precision's vectors against float32's (per
+#: token, tests/layers/test_precision.py says where they come from)
+MEDIAN_COSINE = 0.9999
+WORST_COSINE = 0.999
+MAX_RELATIVE_ERROR = 0.05
+
+
+def token_distances(reference, got):
+    """Per token (rows of the last axis): cosine and relative error of
+    ``got`` to ``reference``, in float64, independently of the code under
+    test. ``reference``, ``got``: lists of arrays of the same shapes."""
+    import numpy as np
+
+    cosines, relative = [], []
+    for a, b in zip(reference, got):
+        assert a.shape == b.shape
+        a = np.asarray(a, np.float64).reshape(-1, a.shape[-1])
+        b = np.asarray(b, np.float64).reshape(-1, b.shape[-1])
+        norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
+        cosines.append((a * b).sum(1) / np.maximum(norms, 1e-30))
+        relative.append(np.abs(b - a).max(1)
+                        / np.maximum(np.abs(a).max(1), 1e-30))
+    return np.concatenate(cosines), np.concatenate(relative)
+
+
+def near_float32_failures(reference, got, what) -> list[str]:
+    """What is wrong with ``got`` as a reduced-precision ``reference``:
+    [] when it is within the bounds."""
+    import numpy as np
+
+    if not all(np.isfinite(b).all() for b in got):
+        return [f"{what}: not finite (an overflow)"]
+    cosine, relative = token_distances(reference, got)
+    failures = []
+    if not np.median(cosine) >= MEDIAN_COSINE:
+        failures.append(f"{what}: median cosine {np.median(cosine):.7f}")
+    if not cosine.min() >= WORST_COSINE:
+        failures.append(f"{what}: worst cosine {cosine.min():.7f}")
+    if not relative.max() <= MAX_RELATIVE_ERROR:
+        failures.append(f"{what}: relative error {relative.max():.4f}")
+    return failures
+
+
+def assert_near_float32(reference, got, what):
+    assert not near_float32_failures(reference, got, what)

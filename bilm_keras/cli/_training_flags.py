@@ -4,6 +4,7 @@ the :class:`~bilm_keras.training.training_run.TrainingRun` they give."""
 
 import argparse
 
+from bilm_keras._utils.fast_precision import PRECISIONS
 from bilm_keras.cli._common import non_negative_int, positive_int, seed_int
 from bilm_keras.cli._model_flags import SPEC_HELP, model_spec
 from bilm_keras.training.training_run import SOFTMAX_BIASES, TrainingRun
@@ -51,6 +52,16 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "run, with a checkpoint (restart continues "
                              "it), e.g. to fit a job's time limit "
                              "(default: every step of n_epochs)")
+    parser.add_argument("--precision", default="float32",
+                        choices=[p for p in PRECISIONS
+                                 if p in ("float32", "mixed_bfloat16",
+                                          "mixed_float16")],
+                        help="what the model's products compute in: "
+                             "float32 (exact, the default), mixed_bfloat16 "
+                             "(AMX CPUs, GPUs of compute capability 8.0+) "
+                             "or mixed_float16 (GPUs of 7.0+, loss "
+                             "scaling); weights and accumulators stay "
+                             "float32 (docs/performance.md, Precision)")
 
 
 def training_run(args: argparse.Namespace) -> TrainingRun:
@@ -73,7 +84,7 @@ def training_run(args: argparse.Namespace) -> TrainingRun:
         log_every=args.log_every, seed=args.seed,
         intra_op_threads=args.intra_op_threads,
         inter_op_threads=args.inter_op_threads, max_steps=args.max_steps,
-        **adaptation)
+        precision=args.precision, **adaptation)
 
 
 def add_adaptation_arguments(parser: argparse.ArgumentParser) -> None:

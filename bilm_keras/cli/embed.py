@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any, Optional
 
+from bilm_keras._utils.fast_precision import PRECISIONS
 from bilm_keras.cli._common import (
     CommandError,
     add_overwrite_argument,
@@ -132,6 +133,14 @@ def add_arguments(parser):
                         help="sentences per LSTM batch (default: the "
                              "embedder groups them by length into its "
                              "fastest batches)")
+    parser.add_argument("--precision", default="float32",
+                        choices=[p for p in PRECISIONS
+                                 if not p.startswith("mixed_")],
+                        help="what the biLM's products compute in: "
+                             "float32 (exact, the default), bfloat16 (AMX "
+                             "CPUs, GPUs of compute capability 8.0+: faster, "
+                             "per-token cosine to float32 >= 0.9999) or "
+                             "float16 (GPUs of 7.0+); docs/performance.md")
     parser.add_argument("--chunk_size", type=positive_int, default=4096,
                         help="sentences read, length-sorted and embedded "
                              "together; the run's progress is kept one "
@@ -292,7 +301,7 @@ def dump_settings(args):
         embedding_weight_file=args.embedding_weight_file,
         use_sentence_keys=args.use_sentence_keys, shard=args.shard,
         resume=args.resume, devices=args.devices,
-        progress=args.runner is None)
+        progress=args.runner is None, precision=args.precision)
 
 
 def check(args) -> EmbedJob:

@@ -10,6 +10,7 @@ from bilm_keras.cli._common import (
     check_options,
     check_save_dir,
 )
+from bilm_keras._utils.fast_precision import PRECISIONS
 from bilm_keras.cli._model_flags import add_model_argument, resolve_model_flag
 
 NAME = "export-hub"
@@ -56,6 +57,15 @@ def add_arguments(parser):
                         help="Make the LM weights trainable too")
     parser.add_argument("--overwrite", action="store_true",
                         help="Replace a non-empty --outdir")
+    parser.add_argument("--precision", default="float32",
+                        choices=[p for p in PRECISIONS
+                                 if not p.startswith("mixed_")],
+                        help="what the saved graph's products compute in: "
+                             "float32 (exact, the default), bfloat16 (AMX "
+                             "CPUs, GPUs of compute capability 8.0+) or "
+                             "float16 (GPUs of 7.0+); the signatures take "
+                             "and return float32 either way "
+                             "(docs/performance.md, Precision)")
     add_checkpoint_argument(parser, "export")
 
 
@@ -115,7 +125,8 @@ def run(args) -> str:
     )
 
     common = dict(outdir=args.outdir, vocab_file=args.vocab_file,
-                  trainable_lm=args.trainable_lm, overwrite=args.overwrite)
+                  trainable_lm=args.trainable_lm, overwrite=args.overwrite,
+                  precision=args.precision)
     if args.save_dir is not None:
         outdir = export_hub_from_save_dir(save_dir=args.save_dir,
                                           checkpoint=args.checkpoint,

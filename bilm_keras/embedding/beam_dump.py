@@ -432,7 +432,8 @@ def dump_bilm_embeddings_with_beam(
     if model is not None:
         handler = BiLMModelHandler(
             model, vocab_file=vocab_file, spec=spec, batch_size=batch_size,
-            devices=devices, batch_sentences=chunk_size)
+            devices=devices, batch_sentences=chunk_size,
+            precision=settings.precision)
     else:
         handler = BiLMModelHandler(
             options_file=_absolute(options_file),
@@ -440,7 +441,7 @@ def dump_bilm_embeddings_with_beam(
             vocab_file=_absolute(vocab_file),
             embedding_weight_file=_absolute(settings.embedding_weight_file),
             spec=spec, batch_size=batch_size, devices=devices,
-            batch_sentences=chunk_size)
+            batch_sentences=chunk_size, precision=settings.precision)
     if beam_files.is_local(folder):
         os.makedirs(folder)
     try:

@@ -47,6 +47,7 @@ from apache_beam.ml.inference.base import ModelHandler, RunInference
 from bilm_keras._utils.settings import SettingError, is_positive_int
 from bilm_keras.embedding import beam_files
 from bilm_keras.embedding.outputs import EmbeddingSpec
+from bilm_keras.layers.precision import dtype_policy
 from bilm_keras.options import BiLMOptions
 from bilm_keras.pretrained.resolution import ResolvedModel, resolve_model
 
@@ -155,6 +156,10 @@ class BiLMModelHandler(ModelHandler):
         large_model: one model per machine, not per process (above).
         cache_dir: the model cache of ``model`` on the workers (default
             ``$BILM_KERAS_CACHE``, else ``~/.cache/bilm_keras``).
+        precision: what the workers' products compute in
+            (:mod:`~bilm_keras.layers.precision`): ``"float32"`` (exact,
+            the default) or ``"bfloat16"`` (AMX CPUs, GPUs of compute
+            capability 8.0 and up; a worker without it logs a warning).
 
     Raises:
         SettingError: no model or two, a spec that is not an
@@ -182,6 +187,7 @@ class BiLMModelHandler(ModelHandler):
         batch_sentences: int = DEFAULT_BATCH_SENTENCES,
         large_model: bool = False,
         cache_dir: str | os.PathLike | None = None,
+        precision: str = "float32",
     ):
         if (model is None) == (options_file is None):
             raise SettingError(
@@ -199,6 +205,7 @@ class BiLMModelHandler(ModelHandler):
             raise SettingError("batch_size", f"expected a positive integer "
                                              f"or None, found "
                                              f"{batch_size!r}")
+        dtype_policy(precision)  # SettingError naming the precisions
         if not is_positive_int(batch_sentences):
             raise SettingError("batch_sentences", f"expected a positive "
                                                   f"integer, found "
@@ -217,6 +224,7 @@ class BiLMModelHandler(ModelHandler):
         self.devices = None if devices is None else list(devices)
         self.batch_sentences = batch_sentences
         self.cache_dir = None if cache_dir is None else os.fspath(cache_dir)
+        self.precision = precision
 
     def model_files(self) -> tuple[ModelFiles, Optional[ResolvedModel]]:
         """The files to load (resolving ``model`` if it is a spec: a
@@ -253,7 +261,8 @@ class BiLMModelHandler(ModelHandler):
         self.spec.resolve(options.lstm.n_layers)  # its layers, its mix
         backbone = load_backbone(
             options, local["weight_file"],
-            use_character_inputs=table is None, embedding_weight_file=table)
+            use_character_inputs=table is None, embedding_weight_file=table,
+            precision=self.precision)
         embedder = BulkEmbedder(backbone, devices=self.devices,
                                 options=options)
         return LoadedBiLM(embedder, self.spec, local["vocab_file"],

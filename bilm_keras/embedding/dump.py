@@ -127,8 +127,9 @@ def dump_bilm_embeddings(
     ``""`` for no vocabulary), ``output``, ``layers`` (the layer ids kept or
     averaged or mixed), ``dtype``, ``layout`` (the datasets' axes),
     ``n_sentences``, ``keys`` (``"line_number"`` or ``"sentence"``),
-    ``embedding_weight_file`` (``""`` for character input) and
-    ``bilm_keras_version``; for ``"mix"`` also ``mix_weights`` (the ``s_j``
+    ``embedding_weight_file`` (``""`` for character input),
+    ``precision`` (``settings.precision``) and ``bilm_keras_version``; for
+    ``"mix"`` also ``mix_weights`` (the ``s_j``
     applied, float64), ``gamma``, ``mix_form`` (``"weights"`` or
     ``"logits"``) and, for logits, ``mix_logits`` (the raw weights given).
 
@@ -176,7 +177,8 @@ def dump_bilm_embeddings(
         backbone = load_backbone(
             plan.options, weight_file,
             use_character_inputs=plan.embedding_weight_file is None,
-            embedding_weight_file=plan.embedding_weight_file)
+            embedding_weight_file=plan.embedding_weight_file,
+            precision=settings.precision)
         embedder = BulkEmbedder(backbone, devices=settings.devices,
                                 options=plan.options)
         bar = None

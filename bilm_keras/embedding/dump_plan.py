@@ -20,6 +20,7 @@ from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
+from bilm_keras._utils.fast_precision import PRECISIONS
 from bilm_keras._utils.settings import SettingError, check_int, is_int
 from bilm_keras._utils.version import __version__
 from bilm_keras.data.sentence_file import check_sentence_file
@@ -74,6 +75,11 @@ class DumpSettings:
             ``("GPU:0", "GPU:1")``); None: every GPU, else the CPU.
         progress: bool: a progress bar on stderr (sentences, tokens/s,
             ETA), updated after every batch (default True).
+        precision: str: what the biLM's products compute in
+            (:mod:`~bilm_keras.layers.precision`): ``"float32"`` (the
+            default, exact) or ``"bfloat16"`` / ``"float16"`` (faster on
+            AMX CPUs / recent GPUs, ``docs/performance.md``); part of a
+            run's identity (a resumed run keeps its precision).
     """
 
     batch_size: Optional[int] = None
@@ -84,8 +90,13 @@ class DumpSettings:
     resume: bool = False
     devices: Optional[Tuple[str, ...]] = None
     progress: bool = True
+    precision: str = "float32"
 
     def __post_init__(self):
+        if self.precision not in PRECISIONS:
+            raise SettingError("precision", f"expected one of "
+                                            f"{', '.join(PRECISIONS)}, "
+                                            f"found {self.precision!r}")
         check_int("batch_size", self.batch_size, 1, optional=True)
         check_int("chunk_size", self.chunk_size, 1)
         if self.embedding_weight_file is not None:
@@ -261,7 +272,7 @@ def dump_record(
         vocab_file=vocab_file, dataset_file=dataset_file,
         output=spec.output, layers=embedding.layer_ids, dtype=spec.dtype,
         batch_size=settings.batch_size, chunk_size=settings.chunk_size,
-        n_lines=plan.n_lines,
+        n_lines=plan.n_lines, precision=settings.precision,
         embedding_weight_file=table, keys=plan.keys,
         **({} if fingerprint is None else {"fingerprint": fingerprint}),
         **mix_settings)
@@ -277,6 +288,7 @@ def dump_record(
         keys=plan.keys,
         embedding_weight_file=_absolute(table) if table else "",
         bilm_keras_version=__version__,
+        precision=settings.precision,
     )
     if mix is not None:
         attrs.update(mix_weights=mix.weights, gamma=mix.gamma,

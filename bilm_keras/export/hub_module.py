@@ -105,6 +105,7 @@ from bilm_keras.export.graph_long_tokens import warn_of_long_tokens
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.export.graph_word_ids import WordGraphIds
 from bilm_keras.layers.initialization import placeholder_weights
+from bilm_keras.layers.precision import dtype_policy, set_precision
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
@@ -470,6 +471,7 @@ def export_hub(
     trainable_lm: bool = False,
     overwrite: bool = False,
     l2_coef: Optional[float] = None,
+    precision: str = "float32",
 ) -> str:
     """Exports bilm-tf files as a TF-Hub-style SavedModel.
 
@@ -489,6 +491,11 @@ def export_hub(
         overwrite: replace a non-empty ``outdir``; default: refuse.
         l2_coef: optional L2 on the scalar-mix weights, in
             ``regularization_losses``.
+        precision: what the saved graph's products compute in
+            (:mod:`~bilm_keras.layers.precision`: ``"float32"``, exact,
+            the default; ``"bfloat16"`` for AMX CPUs and GPUs of compute
+            capability 8.0 and up). The signatures take and return float32
+            whatever it is, and the variables stay float32.
 
     Returns:
         The absolute path of ``outdir``. Inputs and outputs of each
@@ -502,6 +509,7 @@ def export_hub(
     """
     outdir = os.path.abspath(os.fspath(outdir))
     _check_outdir(outdir, overwrite)  # fail before the heavy work
+    dtype_policy(precision)  # an unknown one named before any work
     if vocab_file is not None and not os.path.isfile(vocab_file):
         raise ExportError(f"{os.fspath(vocab_file)}: vocabulary not found")
     options = BiLMOptions.from_json(options_file)
@@ -511,6 +519,7 @@ def export_hub(
     backbone = build_backbone(options, trainable_lm,
                               source=os.fspath(options_file))
     load_bilm_tf_hdf5(backbone, weight_file)
+    set_precision(backbone, precision)
     manylangs = options.manylangs
     module = ELMoHubModule(
         backbone, options_file=os.fspath(options_file),
@@ -531,6 +540,7 @@ def export_hub_from_save_dir(
     overwrite: bool = False,
     l2_coef: Optional[float] = None,
     checkpoint: Optional[str] = None,
+    precision: str = "float32",
 ) -> str:
     """Exports the latest checkpoint of a training ``save_dir`` (ours or
     bilm-tf's), or a Paddle checkpoint (a ``.pdparams``, its run's
@@ -571,5 +581,5 @@ def export_hub_from_save_dir(
             options_file=files["options_file"],
             weight_file=files["weight_file"], outdir=outdir,
             vocab_file=vocab_file, trainable_lm=trainable_lm,
-            overwrite=overwrite, l2_coef=l2_coef,
+            overwrite=overwrite, l2_coef=l2_coef, precision=precision,
         )

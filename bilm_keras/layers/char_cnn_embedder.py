@@ -4,6 +4,7 @@
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers import precision
 from bilm_keras.layers.highway import Highway
 from bilm_keras.layers.initialization import initial
 
@@ -52,7 +53,9 @@ class CharCNNEmbedder(keras.layers.Layer):
             there is a word part (``W = max_characters_per_token + 1``).
 
     Returns:
-        `(batch, time, projection_dim)` float32 token embeddings.
+        `(batch, time, projection_dim)` float32 token embeddings (under a
+        mixed policy the convolutions and products run in its compute
+        dtype, the rest in float32: :mod:`~bilm_keras.layers.precision`).
 
     Example:
         >>> emb = CharCNNEmbedder([(1, 4), (2, 8)], 4, 1, 8)
@@ -85,6 +88,7 @@ class CharCNNEmbedder(keras.layers.Layer):
         self.word_embedding_dim = word_embedding_dim
         self.n_words = n_words
         self.always_project = always_project
+        precision.float32_io(self)
         if word_embedding_dim and n_words < 1:
             raise ValueError(f"n_words: expected a positive integer with a "
                              f"word part, found {n_words!r}")
@@ -93,7 +97,8 @@ class CharCNNEmbedder(keras.layers.Layer):
         # Sublayers and variables are single attributes, not lists:
         # tf.train.Checkpoint and SavedModel do not see into Keras 3 lists.
         for i in range(n_highway):
-            setattr(self, f"highway_{i}", Highway(name=f"highway_{i}"))
+            setattr(self, f"highway_{i}", Highway(
+                name=f"highway_{i}", dtype=self.dtype_policy))
         self.use_projection = (always_project or word_embedding_dim > 0
                                or self.n_filters != projection_dim)
 
@@ -123,6 +128,7 @@ class CharCNNEmbedder(keras.layers.Layer):
 
     def build(self, input_shape=None):
         self.char_embedding = self.add_weight(
+            autocast=False,
             name="char_embedding",
             shape=(self.n_characters, self.char_embedding_dim),
             initializer=initial(keras.initializers.RandomUniform(-1.0, 1.0)),
@@ -134,11 +140,13 @@ class CharCNNEmbedder(keras.layers.Layer):
                 std = (1.0 / (width * self.char_embedding_dim)) ** 0.5
                 init = keras.initializers.RandomNormal(stddev=std)
             setattr(self, f"conv_{i}_kernel", self.add_weight(
+                autocast=False,
                 name=f"conv_{i}_kernel",
                 shape=(width, self.char_embedding_dim, num),
                 initializer=initial(init),
             ))
             setattr(self, f"conv_{i}_bias", self.add_weight(
+                autocast=False,
                 name=f"conv_{i}_bias", shape=(num,), initializer="zeros"
             ))
         for highway in self.highways:
@@ -146,6 +154,7 @@ class CharCNNEmbedder(keras.layers.Layer):
         if self.has_word_part:
             # row 0: the padding id of the +1-shifted word ids
             self.word_embedding = self.add_weight(
+                autocast=False,
                 name="word_embedding",
                 shape=(self.n_words + 1, self.word_embedding_dim),
                 initializer=initial(
@@ -154,6 +163,7 @@ class CharCNNEmbedder(keras.layers.Layer):
         if self.use_projection:
             n_in = self.word_embedding_dim + self.n_filters  # [word ; chars]
             self.projection_kernel = self.add_weight(
+                autocast=False,
                 name="projection_kernel",
                 shape=(n_in, self.projection_dim),
                 initializer=initial(keras.initializers.RandomNormal(
@@ -161,6 +171,7 @@ class CharCNNEmbedder(keras.layers.Layer):
                 )),
             )
             self.projection_bias = self.add_weight(
+                autocast=False,
                 name="projection_bias",
                 shape=(self.projection_dim,),
                 initializer="zeros",
@@ -175,16 +186,20 @@ class CharCNNEmbedder(keras.layers.Layer):
         if self.has_word_part:
             word_ids = ids[:, self.max_characters_per_token]  # (B*T,)
             ids = ids[:, : self.max_characters_per_token]  # (B*T, C)
-        chars = tf.gather(self.char_embedding, ids)  # (B*T, C, E)
+        dtype = self.compute_dtype
+        chars = tf.gather(tf.cast(self.char_embedding, dtype),
+                          ids)  # (B*T, C, E)
         pooled = []
         for kernel, bias in zip(self.conv_kernels, self.conv_biases):
-            conv = tf.nn.conv1d(chars, kernel, 1, "VALID")
+            conv = tf.nn.conv1d(chars, tf.cast(kernel, dtype), 1, "VALID")
             # (B*T, C - width + 1, num) -> max over positions -> (B*T, num);
             # the bias after the max: max(x + b) is max(x) + b exactly in
             # floats (rounding x + b keeps the order), and the add and its
-            # gradient's sum then cover B*T rows, not B*T * (C - width + 1)
+            # gradient's sum then cover B*T rows, not B*T * (C - width + 1);
+            # the max before the cast to float32 (the same value: a cast
+            # keeps the order), so only B*T rows are cast
             pooled.append(self._activation_fn(
-                tf.reduce_max(conv, axis=1) + bias))
+                tf.cast(tf.reduce_max(conv, axis=1), tf.float32) + bias))
         x = tf.concat(pooled, axis=-1)  # (B*T, F)
         for highway in self.highways:
             x = highway(x)
@@ -192,7 +207,8 @@ class CharCNNEmbedder(keras.layers.Layer):
             words = tf.gather(self.word_embedding, word_ids)  # (B*T, D)
             x = tf.concat([words, x], axis=-1)  # (B*T, D + F): word first
         if self.use_projection:
-            x = tf.matmul(x, self.projection_kernel) + self.projection_bias
+            x = (precision.matmul(x, self.projection_kernel, dtype)
+                 + self.projection_bias)
         out_shape = tf.concat([batch_time, [self.projection_dim]], axis=0)
         return tf.reshape(x, out_shape)  # (B, T, P)
 

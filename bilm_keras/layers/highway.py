@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers import precision
 from bilm_keras.layers.initialization import initial
 
 
@@ -23,10 +24,12 @@ class Highway(keras.layers.Layer):
             fresh layer mostly passes its input through.
 
     Call arguments:
-        inputs: `(..., dim)` float tensor.
+        inputs: `(..., dim)` float32 tensor.
 
     Returns:
-        `(..., dim)`, the same shape.
+        `(..., dim)` float32, the same shape: under a mixed policy
+        (:mod:`~bilm_keras.layers.precision`) only the two products run in
+        its compute dtype.
 
     Example:
         >>> layer = Highway()
@@ -40,14 +43,17 @@ class Highway(keras.layers.Layer):
     def __init__(self, carry_bias_initializer=-2.0, **kwargs):
         super().__init__(**kwargs)
         self.carry_bias_initializer = carry_bias_initializer
+        precision.float32_io(self)
 
     def build(self, input_shape):
         dim = int(input_shape[-1])
         init = keras.initializers.RandomNormal(stddev=(1.0 / dim) ** 0.5)
         self.carry_kernel = self.add_weight(
+            autocast=False,
             name="carry_kernel", shape=(dim, dim), initializer=initial(init)
         )
         self.carry_bias = self.add_weight(
+            autocast=False,
             name="carry_bias",
             shape=(dim,),
             initializer=keras.initializers.Constant(
@@ -55,19 +61,23 @@ class Highway(keras.layers.Layer):
             ),
         )
         self.transform_kernel = self.add_weight(
+            autocast=False,
             name="transform_kernel", shape=(dim, dim),
             initializer=initial(init),
         )
         self.transform_bias = self.add_weight(
+            autocast=False,
             name="transform_bias", shape=(dim,), initializer="zeros"
         )
 
     def call(self, inputs):
+        dtype = self.compute_dtype
         carry = tf.sigmoid(
-            tf.tensordot(inputs, self.carry_kernel, 1) + self.carry_bias
+            precision.tensordot(inputs, self.carry_kernel, dtype)
+            + self.carry_bias
         )
         transform = tf.nn.relu(
-            tf.tensordot(inputs, self.transform_kernel, 1)
+            precision.tensordot(inputs, self.transform_kernel, dtype)
             + self.transform_bias
         )
         return carry * transform + (1.0 - carry) * inputs

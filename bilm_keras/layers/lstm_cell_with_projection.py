@@ -18,6 +18,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers import precision
 from bilm_keras.layers.initialization import initial
 
 
@@ -125,7 +126,8 @@ def _compiled_gates(forget_bias, cell_clip):
 
 def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
               projection_kernel=None, *, forget_bias=1.0, cell_clip=None,
-              proj_clip=None, trace=False, fused=False):
+              proj_clip=None, trace=False, fused=False,
+              compute_dtype="float32"):
     """One TF1 ``LSTMCell`` step from its precomputed input contribution.
 
     Pure tensor math, batched over any leading axes ``...``: `(batch,)` for
@@ -146,13 +148,17 @@ def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
             of the clip masks.
         fused: run :func:`lstm_gates` as one XLA kernel (the training
             window; the same math, to float rounding).
+        compute_dtype: the dtype of the two products (their operands
+            rounded to it); the state, the gates and ``h`` stay float32
+            (:mod:`~bilm_keras.layers.precision`).
 
     Returns:
         ``(c, h)``, `(..., units)` and `(..., output_dim)`; with ``trace``
         ``(c, h, StepTrace)``.
     """
     # U=units, P=output dim, G=4U; "..." the leading (batch) axes
-    z = z_input + tf.matmul(h_prev, recurrent_kernel)  # (..., G)
+    z = z_input + precision.matmul(
+        h_prev, recurrent_kernel, compute_dtype)  # (..., G)
     if fused:
         c, m, i, j, f, o, tanh_c, *c_inside = _compiled_gates(
             float(forget_bias), float(cell_clip or 0.0))[0](z, c_prev)
@@ -161,8 +167,8 @@ def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
         c, m, i, j, f, o, tanh_c, c_inside = lstm_gates(
             z, c_prev, forget_bias=forget_bias, cell_clip=cell_clip,
             clip_mask=trace)
-    h = m if projection_kernel is None else tf.matmul(
-        m, projection_kernel)  # (..., P)
+    h = m if projection_kernel is None else precision.matmul(
+        m, projection_kernel, compute_dtype)  # (..., P)
     h_inside = None
     if proj_clip:
         if trace:
@@ -175,7 +181,8 @@ def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
 
 
 def lstm_step_backward(d_h, d_c, step, recurrent_kernel,
-                       projection_kernel=None, *, fused=False):
+                       projection_kernel=None, *, fused=False,
+                       compute_dtype="float32"):
     """The gradient of one :func:`lstm_step`, written out by hand.
 
     The chain rule through the forward lines above, in reverse: the
@@ -192,6 +199,8 @@ def lstm_step_backward(d_h, d_c, step, recurrent_kernel,
         step: the step's :class:`StepTrace`.
         recurrent_kernel, projection_kernel: as given to :func:`lstm_step`.
         fused: :func:`lstm_gates_backward` as one XLA kernel.
+        compute_dtype: the dtype of the two products, as in
+            :func:`lstm_step`.
 
     Returns:
         ``(d_z, d_p, d_c_prev, d_h_prev)``: `(..., 4 * units)` the gradient
@@ -202,8 +211,9 @@ def lstm_step_backward(d_h, d_c, step, recurrent_kernel,
     d_p = d_h  # (..., P)
     if step.h_inside is not None:
         d_p = d_p * step.h_inside
-    d_m = (d_p if projection_kernel is None else tf.matmul(
-        d_p, projection_kernel, transpose_b=True))  # (..., U)
+    d_m = (d_p if projection_kernel is None else precision.matmul(
+        d_p, projection_kernel, compute_dtype,
+        transpose_b=True))  # (..., U)
     saved = (step.c_prev, step.i, step.j, step.f, step.o, step.tanh_c)
     if fused:
         # the constants do not enter the backward kernel
@@ -212,7 +222,8 @@ def lstm_step_backward(d_h, d_c, step, recurrent_kernel,
             *(() if step.c_inside is None else (step.c_inside,)))
     else:
         d_z, d_c_prev = lstm_gates_backward(d_m, d_c, *saved, step.c_inside)
-    d_h_prev = tf.matmul(d_z, recurrent_kernel, transpose_b=True)  # (..., P)
+    d_h_prev = precision.matmul(d_z, recurrent_kernel, compute_dtype,
+                                transpose_b=True)  # (..., P)
     return d_z, d_p, d_c_prev, d_h_prev
 
 
@@ -294,6 +305,7 @@ class LSTMCellWithProjection(keras.layers.Layer):
         self.proj_clip = proj_clip
         self.forget_bias = forget_bias
         self.output_dim = projection_dim or units
+        precision.float32_io(self)
 
     @property
     def state_size(self):
@@ -302,15 +314,18 @@ class LSTMCellWithProjection(keras.layers.Layer):
     def build(self, input_shape):
         self.input_dim = int(input_shape[-1])
         self.kernel_t = self.add_weight(
+            autocast=False,
             name="kernel_t",
             shape=(4 * self.units, self.input_dim + self.output_dim),
             initializer=_transposed(initial("glorot_uniform")),
         )
         self.bias = self.add_weight(
+            autocast=False,
             name="bias", shape=(4 * self.units,), initializer="zeros"
         )
         if self.projection_dim:
             self.projection_kernel_t = self.add_weight(
+                autocast=False,
                 name="projection_kernel_t",
                 shape=(self.projection_dim, self.units),
                 initializer=_transposed(initial("glorot_uniform")),
@@ -336,7 +351,8 @@ class LSTMCellWithProjection(keras.layers.Layer):
         if input_kernel is None:
             input_kernel = self.input_kernel()
         # (B, T, D) @ (D, 4U) -> (B, T, 4U)
-        return tf.tensordot(inputs, input_kernel, 1) + self.bias
+        return precision.tensordot(inputs, input_kernel,
+                                   self.compute_dtype) + self.bias
 
     def input_kernel(self):
         """`(input_dim, 4 * units)`: the rows of ``kernel`` for ``x``."""
@@ -362,7 +378,7 @@ class LSTMCellWithProjection(keras.layers.Layer):
         return lstm_step(
             z_input, c_prev, h_prev, recurrent_kernel, projection_kernel,
             forget_bias=self.forget_bias, cell_clip=self.cell_clip,
-            proj_clip=self.proj_clip,
+            proj_clip=self.proj_clip, compute_dtype=self.compute_dtype,
         )
 
     def call(self, inputs, states):

@@ -7,6 +7,7 @@ loop, the inference columns, the unrolled training window) are in
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers import precision
 from bilm_keras.layers.lstm_cell_with_projection import LSTMCellWithProjection
 from bilm_keras.layers.recurrence import (
     add_skip,
@@ -76,8 +77,10 @@ class LSTMStack(keras.layers.Layer):
         # SavedModel do not see into Keras 3's tracked lists.
         for i in range(n_layers):
             setattr(self, f"cell{i}", LSTMCellWithProjection(
-                units, proj, cell_clip, proj_clip, name=f"cell{i}"
+                units, proj, cell_clip, proj_clip, name=f"cell{i}",
+                dtype=self.dtype_policy,
             ))
+        precision.float32_io(self)
 
     @property
     def cells(self):

@@ -170,9 +170,11 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
     ).read
     outputs = tf.TensorArray(z_inputs.dtype, size=n_steps)
     lengths = tf.reshape(tf.cast(lengths, tf.int32), (-1, 1))  # (B, 1)
-    # (P, 4U), (U, P): sliced and transposed once, not every step
-    w_h = cell.recurrent_kernel()
-    w_p = cell.projection_kernel if cell.projection_dim else None
+    # (P, 4U), (U, P): sliced, transposed and cast to the compute dtype
+    # once, not every step
+    w_h = tf.cast(cell.recurrent_kernel(), cell.compute_dtype)
+    w_p = (tf.cast(cell.projection_kernel, cell.compute_dtype)
+           if cell.projection_dim else None)
     keep = None
     if resets is not None:
         resets = resets if time_major else tf.transpose(resets)  # (T, B)
@@ -257,6 +259,11 @@ def run_inference_columns(cell, x, inside):
     rounding: the bias, the forget bias in it, is added after the whole
     product, as bilm-tf did. No gradients, no final state.
 
+    Under a mixed policy (the cell's ``compute_dtype``, :mod:`~bilm_keras.
+    layers.precision`) the kernels are cast once and each step's two
+    products take their operands in that dtype; ``z``, the gates, the cell
+    state and the outputs stay float32.
+
     At least two columns are always computed, with a row that has ended,
     or the zero column :func:`to_columns` adds to a batch of one, as the
     second: a one-column product is a matrix-vector product, whose
@@ -277,9 +284,15 @@ def run_inference_columns(cell, x, inside):
     n_steps, columns = tf.shape(x)[0], tf.shape(x)[2]
     units, output_dim = cell.units, cell.output_dim
     active = tf.maximum(inside, 2)  # (T,)
-    kernel_t = tf.convert_to_tensor(cell.kernel_t)  # (G, D + P)
-    projection_t = (tf.convert_to_tensor(cell.projection_kernel_t)
-                    if cell.projection_dim else None)  # (P, U)
+    dtype = cell.compute_dtype  # of the products
+    # a reduced precision's copies of the kernels are made once the layer's
+    # input is there: one layer's copies alive at a time, not every
+    # layer's at the graph's start (float32 makes none)
+    with tf.control_dependencies([] if dtype == "float32" else [x]):
+        kernel_t = tf.cast(cell.kernel_t, dtype)  # (G, D + P)
+        projection_t = (tf.cast(cell.projection_kernel_t, dtype)
+                        if cell.projection_dim else None)  # (P, U)
+    x_in = tf.cast(x, dtype)  # (T, D, B), the products' operand
     bias = tf.convert_to_tensor(cell.bias)
     bias = tf.concat([bias[: 2 * units],
                       bias[2 * units: 3 * units] + cell.forget_bias,
@@ -289,7 +302,8 @@ def run_inference_columns(cell, x, inside):
         # c (U, n'), h (P, n'): the previous step's columns, n' >= n
         n = active[t]
         c, h = c[:, :n], h[:, :n]
-        z = tf.matmul(kernel_t, tf.concat([x[t, :, :n], h], 0))
+        z = tf.cast(tf.matmul(kernel_t, tf.concat(
+            [x_in[t, :, :n], tf.cast(h, dtype)], 0)), tf.float32)
         # (4, U, n): a gate is a block of U * n floats, a slice that shares
         # the buffer whatever n (slicing z's rows would copy unless n is a
         # multiple of 16)
@@ -300,7 +314,8 @@ def run_inference_columns(cell, x, inside):
         if cell.cell_clip:
             c = tf.clip_by_value(c, -cell.cell_clip, cell.cell_clip)
         m = o * tf.tanh(c)
-        h = m if projection_t is None else tf.matmul(projection_t, m)
+        h = m if projection_t is None else tf.cast(tf.matmul(
+            projection_t, tf.cast(m, dtype)), tf.float32)
         if cell.proj_clip:
             h = tf.clip_by_value(h, -cell.proj_clip, cell.proj_clip)
         # the output: zero for the rows past their length (a second column

@@ -5,6 +5,7 @@ import math
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers import precision
 from bilm_keras.layers.dropout import fold_seed
 from bilm_keras.layers.initialization import initial
 
@@ -135,6 +136,9 @@ class SampledSoftmaxLoss(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
+        # float32 under any policy (no product worth a lower precision
+        # here): bilm_keras.layers.precision
+        precision.float32_io(self)
         self.n_tokens_vocab = n_tokens_vocab
         self.dim = dim
         self.n_negative_samples = n_negative_samples
@@ -155,6 +159,7 @@ class SampledSoftmaxLoss(keras.layers.Layer):
     def build(self, input_shape=None):
         if not self.share_weights:
             self.W = self.add_weight(
+                autocast=False,
                 name="W",
                 shape=(self.n_tokens_vocab, self.dim),
                 initializer=initial(keras.initializers.RandomNormal(
@@ -162,6 +167,7 @@ class SampledSoftmaxLoss(keras.layers.Layer):
                 )),
             )
         self.b = self.add_weight(
+            autocast=False,
             name="b", shape=(self.n_tokens_vocab,), initializer="zeros"
         )
 

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers import precision
+
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
 class ScalarMix(keras.layers.Layer):
@@ -42,6 +44,9 @@ class ScalarMix(keras.layers.Layer):
     def __init__(self, n_layers, l2_coef=None, use_top_only=False,
                  do_layer_norm=False, **kwargs):
         super().__init__(**kwargs)
+        # float32 under any policy (no product worth a lower precision
+        # here): bilm_keras.layers.precision
+        precision.float32_io(self)
         self.n_layers = n_layers
         self.l2_coef = l2_coef
         self.use_top_only = use_top_only
@@ -50,6 +55,7 @@ class ScalarMix(keras.layers.Layer):
     def build(self, lm_embeddings_shape=None, mask_shape=None):
         if not self.use_top_only:
             self.scalar_weights = self.add_weight(
+                autocast=False,
                 name="scalar_weights",
                 shape=(self.n_layers,),
                 initializer="zeros",
@@ -59,6 +65,7 @@ class ScalarMix(keras.layers.Layer):
                 ),
             )
         self.gamma = self.add_weight(
+            autocast=False,
             name="gamma", shape=(1,), initializer="ones"
         )
 

@@ -3,6 +3,7 @@
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers import precision
 from bilm_keras.layers.initialization import initial
 
 
@@ -28,11 +29,15 @@ class TokenEmbedder(keras.layers.Layer):
 
     def __init__(self, n_tokens_vocab, embedding_dim, **kwargs):
         super().__init__(**kwargs)
+        # float32 under any policy (no product worth a lower precision
+        # here): bilm_keras.layers.precision
+        precision.float32_io(self)
         self.n_tokens_vocab = n_tokens_vocab
         self.embedding_dim = embedding_dim
 
     def build(self, input_shape=None):
         self.embeddings = self.add_weight(
+            autocast=False,
             name="embeddings",
             shape=(self.n_tokens_vocab + 1, self.embedding_dim),
             initializer=initial(keras.initializers.RandomNormal(stddev=1.0)),

@@ -39,6 +39,7 @@ test_fast_path.py``).
 
 import tensorflow as tf
 
+from bilm_keras.layers import precision
 from bilm_keras.layers.lstm_cell_with_projection import (
     lstm_step,
     lstm_step_backward,
@@ -48,7 +49,7 @@ from bilm_keras.layers.recurrence import add_skip, layer_input
 
 def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
                 forget_bias=1.0, cell_clip=None, proj_clip=None, keep=None,
-                fused=True):
+                fused=True, compute_dtype="float32"):
     """LSTM layers of ``D`` directions over a window of static length, with
     a hand-written backward pass.
 
@@ -76,6 +77,10 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
         fused: each step's elementwise work (:func:`~bilm_keras.layers.
             lstm_cell_with_projection.lstm_gates` and its gradient) as one
             XLA kernel; False: plain TensorFlow ops.
+        compute_dtype: the dtype of every product, forward and backward
+            (the kernels cast once per window); the state, the gates, the
+            outputs and the gradients stay float32
+            (:mod:`~bilm_keras.layers.precision`).
 
     Returns:
         ``outputs (D, batch, time, output_dim), (c, h)`` after the last
@@ -102,7 +107,9 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
 
     @tf.custom_gradient
     def window(z_inputs, c0, h0, w_h, w_p):
-        w_p = w_p if has_projection else None
+        # the kernels in the products' dtype, cast once for the window
+        w_h = tf.cast(w_h, compute_dtype)
+        w_p = tf.cast(w_p, compute_dtype) if has_projection else None
         c, h = c0, h0
         steps = []  # per step: the StepTrace the backward pass needs
         outputs = []
@@ -113,7 +120,7 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
             c, h, step = lstm_step(
                 z_t, c, h, w_h, w_p, forget_bias=forget_bias,
                 cell_clip=cell_clip, proj_clip=proj_clip, trace=True,
-                fused=fused,
+                fused=fused, compute_dtype=compute_dtype,
             )  # (D, B, U), (D, B, P)
             steps.append(step)
             outputs.append(h)
@@ -124,21 +131,24 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
             d_z_steps, d_p_steps = [None] * n_steps, [None] * n_steps
             for t in reversed(range(n_steps)):
                 d_z_steps[t], d_p_steps[t], d_c, d_h = lstm_step_backward(
-                    d_out[t] + d_h, d_c, steps[t], w_h, w_p, fused=fused
+                    d_out[t] + d_h, d_c, steps[t], w_h, w_p, fused=fused,
+                    compute_dtype=compute_dtype,
                 )  # (D, B, G), (D, B, P), (D, B, U), (D, B, P)
                 if keep_steps[t] is not None:  # through the reset
                     d_c, d_h = d_c * keep_steps[t], d_h * keep_steps[t]
             # weight gradients: one matmul over every (row, step)
             d_z_all = tf.stack(d_z_steps, axis=2)  # (D, B, T, G)
             h_prev_all = tf.stack([s.h_prev for s in steps], axis=2)
-            d_w_h = tf.matmul(flat_rows(h_prev_all), flat_rows(d_z_all),
-                              transpose_a=True)  # (D, P, G)
+            d_w_h = precision.matmul(
+                flat_rows(h_prev_all), flat_rows(d_z_all), compute_dtype,
+                transpose_a=True)  # (D, P, G)
             d_w_p = None
             if has_projection:
                 m_all = tf.stack([s.m for s in steps], axis=2)  # (D, B, T, U)
                 d_p_all = tf.stack(d_p_steps, axis=2)  # (D, B, T, P)
-                d_w_p = tf.matmul(flat_rows(m_all), flat_rows(d_p_all),
-                                  transpose_a=True)  # (D, U, P)
+                d_w_p = precision.matmul(
+                    flat_rows(m_all), flat_rows(d_p_all), compute_dtype,
+                    transpose_a=True)  # (D, U, P)
             return d_z_all, d_c, d_h, d_w_h, d_w_p
 
         return (tf.stack(outputs, axis=2), c, h), grad  # (D, B, T, P)
@@ -277,13 +287,14 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
             x_in = x_chunk if mask is None else (
                 x_chunk * mask[:, :, start:stop])
             # input contribution of the chunk's steps: one batched matmul
-            z = tf.einsum("dbti,dgi->dbtg", x_in, input_kernel_t) + bias
+            z = precision.einsum("dbti,dgi->dbtg", x_in, input_kernel_t,
+                                 cell.compute_dtype) + bias
             out, (c, h) = lstm_window(
                 z, c, h, recurrent_kernel, projection,
                 forget_bias=cell.forget_bias, cell_clip=cell.cell_clip,
                 proj_clip=cell.proj_clip,
                 keep=None if keep is None else keep[:, :, start:stop],
-                fused=fused_gates,
+                fused=fused_gates, compute_dtype=cell.compute_dtype,
             )  # (D, B, K, P)
             # no length mask: every row is full
             layer_outputs.append(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from bilm_keras.layers.precision import dtype_policy, set_precision
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import (
@@ -27,6 +28,7 @@ def load_backbone(
     use_character_inputs: bool = True,
     embedding_weight_file: Optional[str | os.PathLike] = None,
     name: str = "bilm",
+    precision: str = "float32",
 ) -> BiLMBackbone:
     """Builds the backbone ``options`` describe and loads its weights.
 
@@ -38,17 +40,24 @@ def load_backbone(
             :func:`~bilm_keras.dump_token_embeddings` (dataset
             ``embedding``); its rows set the vocabulary size.
         name: the backbone layer's name.
+        precision: what its products compute in
+            (:mod:`~bilm_keras.layers.precision`: ``"float32"``, exact,
+            the default; ``"bfloat16"`` on AMX CPUs and recent GPUs); the
+            weights stay float32 either way. A precision this machine does
+            not run fast is logged once as a warning.
 
     Returns:
         A built :class:`BiLMBackbone` holding the file's weights (built by
         the loader, without random initial values).
 
     Raises:
-        ValueError: token input without ``embedding_weight_file``.
+        ValueError: token input without ``embedding_weight_file``; an
+            unknown precision.
         WeightFileError: a file that is missing or does not fit the
             options (the file, the dataset and both shapes named).
     """
     n_tokens_vocab = None
+    dtype_policy(precision)  # checked before anything is read
     if not use_character_inputs:
         if embedding_weight_file is None:
             raise ValueError(
@@ -63,4 +72,5 @@ def load_backbone(
         name=name,
     )
     load_bilm_tf_hdf5(backbone, weight_file, embedding_weight_file)
+    set_precision(backbone, precision)
     return backbone

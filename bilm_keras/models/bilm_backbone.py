@@ -13,6 +13,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
+from bilm_keras.layers import precision
 from bilm_keras.layers.char_cnn_embedder import CharCNNEmbedder
 from bilm_keras.layers.lstm_stack import LSTMStack
 from bilm_keras.layers.recurrence import reverse_within_lengths
@@ -127,13 +128,15 @@ class BiLMBackbone(keras.layers.Layer):
                 n_words=n_words,
                 always_project=always_project,
                 name="char_cnn",
+                dtype=self.dtype_policy,
             )
         else:
             if not n_tokens_vocab:
                 raise ValueError(
                     "n_tokens_vocab: token input needs a vocabulary")
             self.token_embedder = TokenEmbedder(
-                n_tokens_vocab, projection_dim, name="token_embedding"
+                n_tokens_vocab, projection_dim, name="token_embedding",
+                dtype=self.dtype_policy,
             )
         stack_kwargs = dict(
             units=lstm_dim,
@@ -143,7 +146,11 @@ class BiLMBackbone(keras.layers.Layer):
             proj_clip=proj_clip,
             use_skip_connections=use_skip_connections,
             dropout=dropout,
+            # a mixed policy (bilm_keras.layers.precision) reaches every
+            # layer; the backbone itself reads its variables as float32
+            dtype=self.dtype_policy,
         )
+        precision.float32_io(self)
         self.forward_lstm = LSTMStack(name="forward_lstm", **stack_kwargs)
         self.backward_lstm = (
             LSTMStack(name="backward_lstm", **stack_kwargs)

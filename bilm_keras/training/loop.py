@@ -400,7 +400,7 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
             options, seed=run.seed, unroll_windows=run.fast_path,
             dedup_tokens=run.fast_path, init_weights=run.init_weights,
             init_checkpoint=None if paddle else run.init_checkpoint,
-            init_paddle=paddle)
+            init_paddle=paddle, precision=run.precision)
     if run.adapts:
         init_softmax(lm, run.softmax_bias, token_counts=token_counts,
                      n_sentences=corpus["n_sentences"], vocab=vocab)
@@ -462,7 +462,7 @@ def _restart_args(run: TrainingRun, *, more_epochs: bool,
             "--train_prefix", run.train_prefix]
     defaults = TrainingRun(train_prefix="-", vocab_file="-", save_dir="-")
     for name in ("n_gpus", "save_every", "log_every", "seed",
-                 "intra_op_threads", "inter_op_threads"):
+                 "intra_op_threads", "inter_op_threads", "precision"):
         value = getattr(run, name)
         if value is not None and value != getattr(defaults, name):
             args += [f"--{name}", str(value)]
@@ -522,7 +522,7 @@ def _plan_steps(saved: RunCheckpoint, strategy, options: BiLMOptions,
     # stream's seed and the step, as they were before a stop
     train_step = _make_step(lm, saved.optimizer, strategy, options,
                             seed=stream.base_seed, warmup=saved.warmup,
-                            start_step=start)
+                            start_step=start, precision=run.precision)
     if stream.continued and LSTM_STATES in saved.restored:
         # the LSTM states the uninterrupted run's next step starts from
         carried.current = carried.distribute(strategy)
@@ -550,16 +550,17 @@ def _last_step(options: BiLMOptions, start_step: int, *, more_epochs: bool,
 
 
 def _make_step(lm, optimizer, strategy, options: BiLMOptions, *, seed,
-               warmup: LMWarmup, start_step: int):
+               warmup: LMWarmup, start_step: int, precision: str):
     """The step function of :func:`make_train_step`; when adapting, the
     steps up to ``warmup.until`` train only the softmax."""
     train_step = make_train_step(lm, optimizer, strategy, options,
-                                 dropout_seed=seed)
+                                 dropout_seed=seed, precision=precision)
     return warmup.wrap(
         train_step,
         lambda: make_train_step(lm, optimizer, strategy, options,
                                 dropout_seed=seed,
-                                variables=softmax_variables(lm)),
+                                variables=softmax_variables(lm),
+                                precision=precision),
         start_step=start_step,
     )
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import keras
 
 from bilm_keras.layers.initialization import placeholder_weights
+from bilm_keras.layers.precision import set_precision
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.adagrad import RowSparseAdagrad
@@ -37,7 +38,7 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
                 init_weights=None, init_checkpoint=None, init_paddle=None,
-                **model_kwargs):
+                precision="float32", **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad (call in scope).
 
     ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
@@ -52,6 +53,10 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
     a ``.pdparams``) fills it as well; ``init_paddle``: one already read
     (a :class:`~bilm_keras.weights.paddle_model.PaddleModel`; its softmax
     and accumulators: :mod:`bilm_keras.training.paddle_adaptation`).
+    ``precision``: what the model's products compute in
+    (:mod:`bilm_keras.layers.precision`; ``"mixed_bfloat16"`` /
+    ``"mixed_float16"`` train with float32 variables and accumulators);
+    default float32, exact.
     ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
     ``dedup_tokens``: the training fast path, on by default).
     """
@@ -77,6 +82,7 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
             load_bilm_tf_backbone(init_checkpoint, lm.backbone,
                                   options_label="the options (--options)")
         draw_softmax_weights(lm)
+    set_precision(lm, precision)
     optimizer = make_optimizer(options)
     optimizer.build(lm.trainable_variables)
     return lm, optimizer

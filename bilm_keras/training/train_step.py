@@ -13,6 +13,10 @@ What bilm-tf's ``training.py`` did, on :class:`LanguageModel`:
   per-replica values;
 * ``batch_size`` is the *global* batch: each of the ``R`` replicas gets
   ``batch_size / R`` rows (bilm-tf's ``batch_size`` was per GPU).
+
+At ``mixed_float16`` the loss is scaled (:class:`DynamicLossScale`), so
+that gradients float16 products would round to zero do not; the model's
+variables and Adagrad's accumulators are float32 at every precision.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Optional, Sequence
 import tensorflow as tf
 
 from bilm_keras.layers.dropout import fold_seed
+from bilm_keras.layers.precision import compute_dtype_of
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions
 
@@ -47,10 +52,64 @@ def _sum_repeated_rows(grad):
     return tf.IndexedSlices(values, rows, grad.dense_shape)
 
 
+class DynamicLossScale:
+    """Keras' ``LossScaleOptimizer`` rule, for a step that applies its own
+    updates: the loss is multiplied by ``scale`` before the gradients are
+    taken and they are divided by it after; a step whose gradients are not
+    all finite changes no weight and halves ``scale``, and ``scale``
+    doubles after ``growth_steps`` finite steps in a row.
+
+    Args:
+        initial_scale: the first scale (Keras': 2 ** 15).
+        growth_steps: finite steps before the scale doubles (Keras' 2000).
+    """
+
+    def __init__(self, initial_scale: float = 2.0**15,
+                 growth_steps: int = 2000):
+        self.growth_steps = growth_steps
+        self.scale = tf.Variable(initial_scale, trainable=False,
+                                 dtype=tf.float32, name="loss_scale")
+        self.finite_steps = tf.Variable(0, trainable=False, dtype=tf.int64,
+                                        name="loss_scale_finite_steps")
+
+    def unscale(self, grads):
+        """``(grads / scale, all finite)``; gradients that are not all
+        finite come back as zeros (an Adagrad step on zeros changes
+        nothing), and the scale is updated."""
+        def divided(g):
+            if isinstance(g, tf.IndexedSlices):
+                return tf.IndexedSlices(g.values / self.scale, g.indices,
+                                        g.dense_shape)
+            return g / self.scale
+
+        grads = [divided(g) for g in grads]
+        finite = tf.reduce_all([
+            tf.reduce_all(tf.math.is_finite(
+                g.values if isinstance(g, tf.IndexedSlices) else g))
+            for g in grads])
+
+        def zeroed(g):
+            if isinstance(g, tf.IndexedSlices):
+                return tf.IndexedSlices(tf.where(finite, g.values, 0.0),
+                                        g.indices, g.dense_shape)
+            return tf.where(finite, g, 0.0)
+
+        grow = tf.logical_and(finite,
+                              self.finite_steps + 1 >= self.growth_steps)
+        self.scale.assign(tf.where(
+            finite, tf.where(grow, self.scale * 2.0, self.scale),
+            self.scale / 2.0))
+        self.finite_steps.assign(tf.where(
+            tf.logical_and(finite, tf.logical_not(grow)),
+            self.finite_steps + 1, tf.zeros_like(self.finite_steps)))
+        return [zeroed(g) for g in grads], finite
+
+
 def make_train_step(lm: LanguageModel, optimizer, strategy,
                     options: BiLMOptions, *, sparse_gradients: bool = True,
                     dropout_seed: Optional[int] = None,
-                    variables: Optional[Sequence] = None):
+                    variables: Optional[Sequence] = None,
+                    precision: str = "float32"):
     """``train_step(batch, states) -> (loss, grad_norm, states,
     direction_losses)``.
 
@@ -73,6 +132,10 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
     ``variables``: the ones to train (default: all trainable ones); the
     others get no gradient, no update and no accumulator change, and the
     gradient norm is theirs alone (the warm-up's softmax-only step).
+    ``precision``: the model's (``bilm_keras.layers.precision``, set on
+    ``lm`` by :func:`~bilm_keras.training.model_setup.build_model`); at
+    ``mixed_float16`` the loss is scaled (:class:`DynamicLossScale`, kept
+    as the step's ``loss_scale`` attribute).
     """
     rows_once = _sum_repeated_rows if sparse_gradients else (
         tf.convert_to_tensor)
@@ -82,6 +145,8 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
     sum_op, mean_op = tf.distribute.ReduceOp.SUM, tf.distribute.ReduceOp.MEAN
     if dropout_seed is None:
         dropout_seed = random.SystemRandom().randrange(2**31)
+    loss_scale = (DynamicLossScale()
+                  if compute_dtype_of(precision) == "float16" else None)
 
     def replica_step(batch, states):
         # this step's and this replica's dropout masks
@@ -97,6 +162,8 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
             # bilm-tf differentiates loss * unroll_steps; dividing by the
             # replicas makes the sum over replicas the global-batch gradient
             scaled = out["loss"] * options.unroll_steps / n_replicas
+            if loss_scale is not None:
+                scaled = scaled * loss_scale.scale
         grads = tape.gradient(scaled, variables)
         # the softmax's and the embeddings' gradients stay IndexedSlices
         # (rows the batch touched), each row once
@@ -132,6 +199,8 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
         #    are gathered, and a row several replicas touched summed)
         grads = [rows_once(strategy.reduce(sum_op, g, axis=None))
                  for g in grads]
+        if loss_scale is not None:  # a step that overflowed changes nothing
+            grads, _ = loss_scale.unscale(grads)
         # 3. clip by global norm (sparse rows count once each), then one
         #    Adagrad step on the mirrored variables (cross-replica context:
         #    no second aggregation; sparse gradients update their rows only)
@@ -144,4 +213,5 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
         return (strategy.reduce(mean_op, loss, axis=None), grad_norm, states,
                 direction_losses)
 
+    train_step.loss_scale = loss_scale
     return train_step

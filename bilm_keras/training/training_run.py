@@ -8,6 +8,7 @@ import dataclasses
 import os
 from typing import Optional, Sequence, Tuple
 
+from bilm_keras._utils.fast_precision import PRECISIONS
 from bilm_keras._utils.settings import SettingError, check_choice, check_int
 
 #: the choices of ``softmax_bias`` (``init_weights``: the new softmax's
@@ -90,6 +91,13 @@ class TrainingRun:
             split a long run into jobs of bounded time (a queue's time
             limit) or to try a setting for a few steps. None (default):
             every step of ``n_epochs``.
+        precision: str, what the model's products compute in
+            (:mod:`bilm_keras.layers.precision`): ``"float32"`` (the
+            default, exact), ``"mixed_bfloat16"`` (AMX CPUs, GPUs of
+            compute capability 8.0+) or ``"mixed_float16"`` (GPUs of 7.0+,
+            with dynamic loss scaling); the weights and Adagrad's
+            accumulators stay float32, so a run may be continued at
+            another precision.
     """
 
     train_prefix: str
@@ -113,8 +121,10 @@ class TrainingRun:
     intra_op_threads: Optional[int] = None
     inter_op_threads: Optional[int] = None
     max_steps: Optional[int] = None
+    precision: str = "float32"
 
     def __post_init__(self):
+        check_choice("precision", self.precision, PRECISIONS)
         for name in ("train_prefix", "vocab_file", "save_dir"):
             self._set(name, _path(name, getattr(self, name)))
         for name in ("init_weights", "init_checkpoint", "init_vocab_file"):

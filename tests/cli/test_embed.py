@@ -263,3 +263,32 @@ def test_library_token_input_needs_a_vocabulary(model_dir, root, tmp_path):
             DumpSettings(embedding_weight_file=str(tmp_path / "table.hdf5"),
                          progress=False))
     assert not out.exists()
+
+
+def test_precision_bfloat16_near_float32_and_recorded(model_dir, root,
+                                                      all_layers, tmp_path):
+    """``--precision bfloat16``: every layer within the bounds of the
+    library's float32 vectors (tests/helpers.py), the file says so."""
+    from helpers import assert_near_float32
+
+    out = tmp_path / "bf16.hdf5"
+    assert cli.main(_embed(model_dir, root, out, "--precision",
+                           "bfloat16")) == 0
+    with h5py.File(out, "r") as f:
+        assert f.attrs["precision"] == "bfloat16"
+        got = [f[str(i)][...] for i in range(len(LINES))]
+    assert got[0].dtype == np.float32
+    for layer in range(3):
+        assert_near_float32([w[layer] for w in all_layers],
+                            [g[layer] for g in got], f"layer {layer}")
+
+
+def test_unknown_precision_is_a_usage_error(model_dir, root, tmp_path,
+                                            capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(_embed(model_dir, root, tmp_path / "x.hdf5",
+                        "--precision", "int8"))
+    assert exit_.value.code == 1
+    assert ("argument --precision: invalid choice: 'int8'"
+            in capsys.readouterr().err)
+    assert not (tmp_path / "x.hdf5").exists()

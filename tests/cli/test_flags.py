@@ -455,3 +455,17 @@ def test_other_command_line_errors_are_one_line(capsys, argv, line):
     assert exit_.value.code == cli.EXIT_BAD_INPUT
     [err] = capsys.readouterr().err.splitlines()
     assert err.startswith(line), err
+
+
+@pytest.mark.parametrize("command", ["train", "restart"])
+def test_precision_flag_reaches_the_training_run(command):
+    from bilm_keras.cli import build_parser
+    from bilm_keras.cli._training_flags import training_run
+
+    argv = [command, "--train_prefix", "data/*.txt", "--vocab_file",
+            "vocab.txt", "--save_dir", "run"]
+    parser = build_parser()
+    assert training_run(parser.parse_args(argv)).precision == "float32"
+    run = training_run(parser.parse_args(
+        argv + ["--precision", "mixed_bfloat16"]))
+    assert run.precision == "mixed_bfloat16"

@@ -111,3 +111,29 @@ def test_batches_are_the_embedders_chunks():
     assert not handler.share_model_across_processes()
     assert BiLMModelHandler("m", large_model=True
                             ).share_model_across_processes()
+
+
+def test_bfloat16_workers_near_float32(model_dir, tmp_path):
+    """``precision="bfloat16"`` on the workers: the vectors within the
+    bounds of float32's (tests/helpers.py ``assert_near_float32``)."""
+    from helpers import assert_near_float32, load_reference_embeddings
+
+    sentences = [s for batch in load_reference_embeddings(model_dir)[0]
+                 for s in batch][:9]
+    elements = list(enumerate(sentences))
+    got = {}
+    for precision in ("float32", "bfloat16"):
+        got[precision] = _run(elements, EmbedSentences(
+            str(model_dir), precision=precision, batch_sentences=4),
+            tmp_path / precision)
+    keys = sorted(got["float32"])
+    assert_near_float32([got["float32"][k] for k in keys],
+                        [got["bfloat16"][k] for k in keys], "layers")
+    assert any(np.abs(got["float32"][k] - got["bfloat16"][k]).max() > 1e-5
+               for k in keys)
+
+
+def test_unknown_precision_is_named():
+    with pytest.raises(SettingError, match="precision: expected one of "
+                                           "float32, bfloat16"):
+        BiLMModelHandler("m", precision="fp8")

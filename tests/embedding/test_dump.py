@@ -72,7 +72,8 @@ def test_dump_bilm_embeddings(files, model, tmp_path):
             vocab_file=os.path.abspath(vocab),
             dataset_file=os.path.abspath(dataset),
             layout="(n_layers, n_tokens, dim)", bilm_keras_version="0.1.0",
-            keys="line_number", embedding_weight_file="")
+            keys="line_number", embedding_weight_file="",
+            precision="float32")
         for i, line in enumerate(LINES):
             tokens = line.split()
             assert f[str(i)].shape == (3, len(tokens), 32)

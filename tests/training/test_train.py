@@ -264,3 +264,26 @@ def test_training_run_is_one_checked_value(train_dir, tmp_path):
                                       vocab_file=run.vocab_file,
                                       save_dir=run.save_dir))
     assert not any(tmp_path.iterdir())
+
+
+@pytest.mark.slow
+def test_mixed_bfloat16_run_follows_float32(train_dir, tmp_path):
+    """``bilm-keras train --precision mixed_bfloat16`` against the same
+    run in float32 (library), 30 steps each from the same seed: heldout
+    perplexities within 2 % (bench/RESULTS.md has the figures)."""
+    from bilm_keras import cli
+
+    options = fixture_options(dropout=0.0)
+    (tmp_path / "options.json").write_text(json.dumps(options.to_dict()))
+    assert cli.main([
+        "train", "--options", str(tmp_path / "options.json"),
+        "--train_prefix", str(train_dir / "data.txt"),
+        "--vocab_file", str(train_dir / "vocab.txt"),
+        "--save_dir", str(tmp_path / "bf16"), "--seed", "1",
+        "--log_every", "1000", "--max_steps", "30",
+        "--precision", "mixed_bfloat16"]) == 0
+    _train(train_dir, tmp_path / "f32", options, max_steps=30)
+    perplexity = {name: _heldout(train_dir, tmp_path / name)["perplexity"]
+                  for name in ("bf16", "f32")}
+    assert perplexity["bf16"] != perplexity["f32"]
+    assert abs(perplexity["bf16"] / perplexity["f32"] - 1) < 0.02, perplexity
