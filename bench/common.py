@@ -152,6 +152,15 @@ def write_model(folder: str, options, weight_name: str = "weights.hdf5"
     return options_file, weight_file
 
 
+def write_bench_model(workdir: str, quick: bool) -> None:
+    """The model an embedding bench measures, in ``workdir``: random
+    weights of the quick (tiny) or the published shapes, written unless
+    ``workdir`` holds one already (a ``--workdir`` reused)."""
+    if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
+        write_model(workdir, QUICK_OPTIONS if quick
+                    else PUBLISHED_OPTIONS_FILE)
+
+
 # --------------------------------------------------------------- processes
 def run_json_child(argv, env=None, python=sys.executable):
     """Runs ``python argv...`` (``argv[0]`` a script) with this process's
