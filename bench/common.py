@@ -152,6 +152,15 @@ def write_model(folder: str, options, weight_name: str = "weights.hdf5"
     return options_file, weight_file
 
 
+def write_bench_model(workdir: str, quick: bool) -> None:
+    """The model an embedding bench measures, in ``workdir``: random
+    weights of the quick (tiny) or the published shapes, written unless
+    ``workdir`` holds one already (a ``--workdir`` reused)."""
+    if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
+        write_model(workdir, QUICK_OPTIONS if quick
+                    else PUBLISHED_OPTIONS_FILE)
+
+
 # --------------------------------------------------------------- processes
 def run_json_child(argv, env=None, python=sys.executable):
     """Runs ``python argv...`` (``argv[0]`` a script) with this process's
@@ -230,6 +239,82 @@ def median_ratio(numerators, denominators) -> float:
     denominators[i]``: how every ratio in ``bench/`` is quoted (each round
     runs both sides under the same load of a shared machine)."""
     return statistics.median(a / b for a, b in zip(numerators, denominators))
+
+
+# --------------------------------------- our reader vs the library's own
+def time_calls(module, name: str, function) -> list:
+    """Put ``function`` in ``module.name`` behind a stopwatch: the list
+    this returns gets the seconds of each call (a conversion's reads timed
+    inside it)."""
+    seconds = []
+
+    def timed(*args, **kwargs):
+        start = time.perf_counter()
+        result = function(*args, **kwargs)
+        seconds.append(time.perf_counter() - start)
+        return result
+
+    setattr(module, name, timed)
+    return seconds
+
+
+def alternating_rounds(names, rounds: int, run) -> dict:
+    """``run(name)`` for each name, ``rounds`` times, in the given order in
+    even rounds and reversed in odd ones (neither side always runs first
+    on a warm or cold machine): name -> its results in round order."""
+    runs = {name: [] for name in names}
+    for r in range(rounds):
+        for name in (names if r % 2 == 0 else names[::-1]):
+            runs[name].append(run(name))
+    return runs
+
+
+def reader_summary(results, medians=("convert_s", "read_s"),
+                   flags=("tensorflow_imported",)) -> dict:
+    """One side's rounds in a report: the median of each of ``medians``,
+    the rounds of convert_s / read_s, the peak memory of any round and
+    each of ``flags`` true in any round."""
+    summary = {key: statistics.median(x[key] for x in results)
+               for key in medians}
+    summary.update(
+        convert_s_all=[round(x["convert_s"], 3) for x in results],
+        read_s_all=[round(x["read_s"], 3) for x in results],
+        peak_rss_mib=max(x["peak_rss_mib"] for x in results))
+    summary.update({flag: any(x[flag] for x in results) for flag in flags})
+    return summary
+
+
+def ratios_over_ours(runs: dict, theirs: str) -> dict:
+    """The library's reader (``runs[theirs]``) over ours
+    (``runs["ours"]``), for convert_s and read_s: the median ratio and the
+    ratio of each round."""
+    report = {}
+    for key in ("convert_s", "read_s"):
+        slow = [t[key] for t in runs[theirs]]
+        ours = [o[key] for o in runs["ours"]]
+        report[f"{key}_ratio_{theirs}_over_ours"] = median_ratio(slow, ours)
+        report[f"{key}_ratio_by_round"] = [
+            round(t / o, 3) for t, o in zip(slow, ours)]
+    return report
+
+
+def same_hdf5_datasets(a: str, b: str) -> bool:
+    """Whether two HDF5 files hold the same datasets: names, dtypes and
+    values."""
+    import h5py
+    import numpy as np
+
+    def datasets(f):
+        names = []
+        f.visit(lambda n: names.append(n)
+                if isinstance(f[n], h5py.Dataset) else None)
+        return sorted(names)
+
+    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
+        names = datasets(fa)
+        return names == datasets(fb) and all(
+            fa[n].dtype == fb[n].dtype
+            and np.array_equal(fa[n][...], fb[n][...]) for n in names)
 
 
 # ------------------------------------------------------------------ memory

@@ -289,9 +289,7 @@ def main(argv=None):
 
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or tmp
-        if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
-            common.write_model(workdir, common.QUICK_OPTIONS if args.quick
-                               else common.PUBLISHED_OPTIONS_FILE)
+        common.write_bench_model(workdir, args.quick)
         passed = ["--precision", args.precision,
                   "--n_sentences", str(args.n_sentences),
                   "--rounds", str(args.rounds)] + (

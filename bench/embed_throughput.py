@@ -437,9 +437,7 @@ def main(argv=None):
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or tmp
         os.makedirs(workdir, exist_ok=True)
-        if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
-            common.write_model(workdir, common.QUICK_OPTIONS if args.quick
-                               else common.PUBLISHED_OPTIONS_FILE)
+        common.write_bench_model(workdir, args.quick)
         if args.as_user:
             child = ["--_as_user", workdir, "--n_sentences",
                      str(args.n_sentences), "--passes", str(args.passes)]

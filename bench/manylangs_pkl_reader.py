@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -68,17 +67,10 @@ def measure_conversion(model_dir: str, outdir: str, reader: str) -> dict:
         torch_import_s = time.perf_counter() - t0
     from bilm_keras.weights import manylangs_conversion
 
-    read = (manylangs_conversion.read_state_dict if reader == "ours"
-            else torch_read_state_dict)
-    read_s = []
-
-    def timed_read(path):
-        t = time.perf_counter()
-        result = read(path)
-        read_s.append(time.perf_counter() - t)
-        return result
-
-    manylangs_conversion.read_state_dict = timed_read
+    read_s = common.time_calls(
+        manylangs_conversion, "read_state_dict",
+        manylangs_conversion.read_state_dict if reader == "ours"
+        else torch_read_state_dict)
     t0 = time.perf_counter()
     manylangs_conversion.convert_manylangs(model_dir, outdir, overwrite=True)
     convert_s = time.perf_counter() - t0
@@ -88,22 +80,6 @@ def measure_conversion(model_dir: str, outdir: str, reader: str) -> dict:
         peak_rss_mib=common.peak_rss_mib(),
         torch_imported=sys.modules.get("torch") is not None,
         tensorflow_imported="tensorflow" in sys.modules)
-
-
-def same_weights(a: str, b: str) -> bool:
-    import h5py
-    import numpy as np
-
-    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
-        names = []
-        fa.visit(lambda n: names.append(n)
-                 if isinstance(fa[n], h5py.Dataset) else None)
-        other = []
-        fb.visit(lambda n: other.append(n)
-                 if isinstance(fb[n], h5py.Dataset) else None)
-        return sorted(names) == sorted(other) and all(
-            fa[n].dtype == fb[n].dtype
-            and np.array_equal(fa[n][...], fb[n][...]) for n in names)
 
 
 def _child(argv):
@@ -148,14 +124,10 @@ def main(argv=None):
         _child(["--_write", model_dir, "--n_chars", str(args.n_chars),
                 "--n_words", str(args.n_words)] + (["--quick"] if q else []))
         write_s = time.perf_counter() - t0
-        runs = {reader: [] for reader in READERS}
-        for r in range(args.rounds):
-            order = READERS if r % 2 == 0 else READERS[::-1]
-            for reader in order:
-                out = os.path.join(work, f"converted-{reader}")
-                runs[reader].append(
-                    _child(["--_convert", model_dir, out, reader]))
-        equal = same_weights(
+        runs = common.alternating_rounds(READERS, args.rounds, lambda r: (
+            _child(["--_convert", model_dir,
+                    os.path.join(work, f"converted-{r}"), r])))
+        equal = common.same_hdf5_datasets(
             *(os.path.join(work, f"converted-{r}", "lm_weights.hdf5")
               for r in READERS))
         report = dict(
@@ -169,24 +141,10 @@ def main(argv=None):
                        write_pkl_s=round(write_s, 2)),
             weights_equal=equal)
         for reader, rs in runs.items():
-            report[reader] = dict(
-                convert_s=statistics.median(x["convert_s"] for x in rs),
-                read_s=statistics.median(x["read_s"] for x in rs),
-                torch_import_s=statistics.median(
-                    x["torch_import_s"] for x in rs),
-                convert_s_all=[round(x["convert_s"], 3) for x in rs],
-                read_s_all=[round(x["read_s"], 3) for x in rs],
-                peak_rss_mib=max(x["peak_rss_mib"] for x in rs),
-                torch_imported=any(x["torch_imported"] for x in rs),
-                tensorflow_imported=any(x["tensorflow_imported"]
-                                        for x in rs))
-        for key in ("convert_s", "read_s"):
-            theirs = [t[key] for t in runs["torch"]]
-            ours = [o[key] for o in runs["ours"]]
-            report[f"{key}_ratio_torch_over_ours"] = common.median_ratio(
-                theirs, ours)
-            report[f"{key}_ratio_by_round"] = [
-                round(t / o, 3) for t, o in zip(theirs, ours)]
+            report[reader] = common.reader_summary(
+                rs, medians=("convert_s", "read_s", "torch_import_s"),
+                flags=("torch_imported", "tensorflow_imported"))
+        report.update(common.ratios_over_ours(runs, "torch"))
         # as a user meets it: a fresh process that must import torch first
         report["convert_with_import_ratio_torch_over_ours"] = (
             common.median_ratio(

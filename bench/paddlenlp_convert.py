@@ -34,7 +34,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
 import sys
 import tempfile
 import time
@@ -122,40 +121,15 @@ def measure_conversion(pdparams: str, vocab: str, outdir: str,
         with open(path, "rb") as f:
             return pickle.load(f)
 
-    read = (paddlenlp_elmo.read_pdparams if reader == "ours"
-            else unrestricted)
-    read_s = []
-
-    def timed_read(path):
-        t = time.perf_counter()
-        result = read(path)
-        read_s.append(time.perf_counter() - t)
-        return result
-
-    paddlenlp_elmo.read_pdparams = timed_read
+    read_s = common.time_calls(
+        paddlenlp_elmo, "read_pdparams",
+        paddlenlp_elmo.read_pdparams if reader == "ours" else unrestricted)
     t0 = time.perf_counter()
     convert_paddle(pdparams, outdir, vocab_file=vocab, overwrite=True)
     convert_s = time.perf_counter() - t0
     return dict(reader=reader, convert_s=convert_s, read_s=sum(read_s),
                 peak_rss_mib=common.peak_rss_mib(),
                 tensorflow_imported="tensorflow" in sys.modules)
-
-
-def same_weights(a: str, b: str) -> bool:
-    import h5py
-    import numpy as np
-
-    def datasets(f):
-        names = []
-        f.visit(lambda n: names.append(n)
-                if isinstance(f[n], h5py.Dataset) else None)
-        return sorted(names)
-
-    with h5py.File(a, "r") as fa, h5py.File(b, "r") as fb:
-        names = datasets(fa)
-        return names == datasets(fb) and all(
-            fa[n].dtype == fb[n].dtype
-            and np.array_equal(fa[n][...], fb[n][...]) for n in names)
 
 
 def _child(argv):
@@ -188,15 +162,10 @@ def main(argv=None):
         files = _child(["--_write", os.path.join(work, "checkpoints")]
                        + (["--quick"] if args.quick else []))
         write_s = time.perf_counter() - t0
-        runs = {reader: [] for reader in READERS}
-        for r in range(args.rounds):
-            order = READERS if r % 2 == 0 else READERS[::-1]
-            for reader in order:
-                out = os.path.join(work, f"converted-{reader}")
-                runs[reader].append(_child(
-                    ["--_convert", files["pdparams"], files["vocab"], out,
-                     reader]))
-        equal = same_weights(
+        runs = common.alternating_rounds(READERS, args.rounds, lambda r: (
+            _child(["--_convert", files["pdparams"], files["vocab"],
+                    os.path.join(work, f"converted-{r}"), r])))
+        equal = common.same_hdf5_datasets(
             *(os.path.join(work, f"converted-{r}", "lm_weights.hdf5")
               for r in READERS))
         report = dict(
@@ -212,21 +181,8 @@ def main(argv=None):
                        write_s=round(write_s, 2)),
             weights_equal=equal)
         for reader, rs in runs.items():
-            report[reader] = dict(
-                convert_s=statistics.median(x["convert_s"] for x in rs),
-                read_s=statistics.median(x["read_s"] for x in rs),
-                convert_s_all=[round(x["convert_s"], 3) for x in rs],
-                read_s_all=[round(x["read_s"], 3) for x in rs],
-                peak_rss_mib=max(x["peak_rss_mib"] for x in rs),
-                tensorflow_imported=any(x["tensorflow_imported"]
-                                        for x in rs))
-        for key in ("convert_s", "read_s"):
-            theirs = [t[key] for t in runs["pickle"]]
-            ours = [o[key] for o in runs["ours"]]
-            report[f"{key}_ratio_pickle_over_ours"] = common.median_ratio(
-                theirs, ours)
-            report[f"{key}_ratio_by_round"] = [
-                round(t / o, 3) for t, o in zip(theirs, ours)]
+            report[reader] = common.reader_summary(rs)
+        report.update(common.ratios_over_ours(runs, "pickle"))
     print(json.dumps(report))
 
 

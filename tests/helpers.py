@@ -122,6 +122,23 @@ def run_command(args, script="-"):
     return report["code"], report["heavy"], proc.stdout, proc.stderr
 
 
+def run_bench_script(script: str, *args, one_line: bool = True) -> dict:
+    """``bench/SCRIPT ARGS`` in a fresh interpreter on TensorFlow's
+    backend: the JSON report on its last line of stdout (asserted its only
+    line where ``one_line``); a failed run fails the test with its
+    stderr."""
+    env = dict(os.environ, KERAS_BACKEND="tensorflow",
+               TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run(
+        [sys.executable, str(REPO_ROOT / "bench" / script), *map(str, args)],
+        capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = proc.stdout.strip().splitlines()
+    if one_line:
+        assert len(lines) == 1
+    return json.loads(lines[-1])
+
+
 def load_reference_embeddings(model_dir):
     """bilm-tf's fixture: ``(sentences, expected)``.
 

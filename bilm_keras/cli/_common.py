@@ -210,6 +210,16 @@ def add_overwrite_argument(
                         help=f"{text} (default: refuse)")
 
 
+def add_outdir_arguments(parser, writes: str) -> None:
+    """The ``--outdir`` a converter writes (``writes``: the files it holds
+    then) and the ``--overwrite`` switch that lets it replace a non-empty
+    one (the converter's own check, with its file named)."""
+    parser.add_argument("--outdir", required=True,
+                        help=f"Directory to write ({writes})")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="Replace a non-empty --outdir")
+
+
 def check_glob(pattern: str, flag: str) -> None:
     """At least one file matches ``pattern`` (given as ``flag``)."""
     if not any(os.path.isfile(p) for p in glob.glob(pattern)):

@@ -1,7 +1,7 @@
 """``bilm-keras convert-manylangs``: an ELMoForManyLangs model directory as
 a bilm_keras model (options.json + bilm-tf HDF5 weights)."""
 
-from bilm_keras.cli._common import check_dir
+from bilm_keras.cli._common import add_outdir_arguments, check_dir
 
 NAME = "convert-manylangs"
 ALIAS = "convert_manylangs.py"
@@ -43,11 +43,8 @@ def add_arguments(parser):
     parser.add_argument("--model_dir", required=True,
                         help="ELMoForManyLangs model directory (with "
                              "config.json and the .pkl files)")
-    parser.add_argument("--outdir", required=True,
-                        help="Directory to write (options.json, "
-                             "lm_weights.hdf5, char.dic, word.dic)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="Replace a non-empty --outdir")
+    add_outdir_arguments(parser,
+                         "options.json, lm_weights.hdf5, char.dic, word.dic")
 
 
 def check(args) -> None:

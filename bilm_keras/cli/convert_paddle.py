@@ -4,7 +4,8 @@ persistables directory or PaddleNLP ``.pdparams``) as a bilm_keras model
 
 import os
 
-from bilm_keras.cli._common import CommandError, check_file
+from bilm_keras.cli._common import (
+    CommandError, add_outdir_arguments, check_file)
 
 NAME = "convert-paddle"
 ALIAS = "convert_paddle.py"
@@ -52,11 +53,8 @@ def add_arguments(parser):
     parser.add_argument("--vocab_file", default=None,
                         help="the checkpoint's vocabulary (default: the "
                              "one it carries, if any)")
-    parser.add_argument("--outdir", required=True,
-                        help="Directory to write (options.json, "
-                             "lm_weights.hdf5, vocab.txt)")
-    parser.add_argument("--overwrite", action="store_true",
-                        help="Replace a non-empty --outdir")
+    add_outdir_arguments(parser,
+                         "options.json, lm_weights.hdf5, vocab.txt")
 
 
 def check(args) -> None:

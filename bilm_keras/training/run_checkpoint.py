@@ -39,6 +39,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.problem_list import problem_list
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
@@ -135,8 +136,7 @@ def check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
     if problems:
         raise CheckpointError(
             f"{options_file} does not fit checkpoint {path}: "
-            + "; ".join(problems[:6])
-            + (f"; and {len(problems) - 6} more" if len(problems) > 6 else "")
+            + problem_list(problems)
         )
 
 
@@ -419,9 +419,7 @@ class RunCheckpoint:
         if problems:
             raise CheckpointError(
                 f"{run.source} does not fit the model: "
-                + "; ".join(problems[:6])
-                + (f"; and {len(problems) - 6} more" if len(problems) > 6
-                   else ""))
+                + problem_list(problems))
 
     def writer(self, directory: str, *, max_to_keep: int,
                strategy: tf.distribute.Strategy) -> CheckpointWriter:

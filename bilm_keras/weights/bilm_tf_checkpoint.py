@@ -56,6 +56,7 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_hdf5
+from bilm_keras._utils.problem_list import problem_list
 from bilm_keras.options import OPTIONS_FILE
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 from bilm_keras.weights.checkpoint_files import (
@@ -478,9 +479,7 @@ def read_bilm_tf_checkpoint(
     if problems:
         raise CheckpointFileError(
             f"{options_file} does not fit bilm-tf checkpoint {found.path}: "
-            + "; ".join(problems[:6])
-            + (f"; and {len(problems) - 6} more" if len(problems) > 6
-               else ""))
+            + problem_list(problems))
     return BilmTFCheckpoint(
         path=found.path,
         generation=found.generation,

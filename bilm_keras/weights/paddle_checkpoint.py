@@ -27,6 +27,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from bilm_keras._utils.problem_list import problem_list
 from bilm_keras.weights.bilm_tf_checkpoint import (
     INITIAL_ACCUMULATOR,
     SOFTMAX_B,
@@ -170,9 +171,7 @@ def read_paddle_checkpoint(model: PaddleModel, backbone, *,
     if problems:
         raise PaddleFormatError(
             f"{model.source}: does not fit the model its options describe: "
-            + "; ".join(problems[:6])
-            + (f"; and {len(problems) - 6} more" if len(problems) > 6
-               else ""))
+            + problem_list(problems))
     has_accumulators = bool(model.accumulators) and all(
         _SOFTMAX_KEYS.get(e.checkpoint_name, e.checkpoint_name)
         in model.accumulators for e, _ in wanted)

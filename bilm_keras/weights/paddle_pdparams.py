@@ -43,6 +43,9 @@ from typing import Any
 
 import numpy as np
 
+from bilm_keras.weights.restricted_pickle import (
+    CallableGlobal, NamedGlobal, Refused)
+
 #: the key ``paddle.save`` adds to a state dict: structured name -> the
 #: parameter's internal name
 STRUCTURED_NAMES_KEY = "StructuredToParameterName@@"
@@ -58,26 +61,7 @@ class PdparamsError(ValueError):
     asks for anything beyond arrays (one line: file, expected, found)."""
 
 
-class _Refused(Exception):
-    """Raised inside the unpickler; :func:`read_pdparams` adds the file."""
-
-
-class _Marker:
-    """A global the pickle may name but never call (``numpy.ndarray``)."""
-
-    __slots__ = ("qualname",)
-
-    def __init__(self, qualname: str):
-        self.qualname = qualname
-
-    def __call__(self, *args, **kwargs):
-        raise _Refused(f"a call to {self.qualname}")
-
-    def __setstate__(self, state):
-        raise _Refused(f"state set on {self.qualname}")
-
-
-_NDARRAY = _Marker("numpy.ndarray")
+_NDARRAY = NamedGlobal("numpy.ndarray")
 
 
 class _DType:
@@ -95,7 +79,7 @@ class _DType:
         if (not isinstance(state, tuple) or len(state) < 5
                 or state[1] not in ("<", ">", "|", "=")
                 or any(s is not None for s in state[2:5])):
-            raise _Refused(f"a dtype {self.name!r} with state {state!r} "
+            raise Refused(f"a dtype {self.name!r} with state {state!r} "
                            "(expected a plain numeric dtype)")
         self.byte_order = state[1]
 
@@ -113,7 +97,7 @@ def _dtype(name, align=False, copy=True) -> _DType:
     except TypeError:
         ok = False
     if not ok:
-        raise _Refused(f"a dtype {name!r} (expected a numeric one)")
+        raise Refused(f"a dtype {name!r} (expected a numeric one)")
     return _DType(name)
 
 
@@ -129,22 +113,22 @@ class _Array:
     def __setstate__(self, state):
         # (version, shape, dtype, is_fortran, raw bytes)
         if not (isinstance(state, tuple) and len(state) == 5):
-            raise _Refused(f"an array state of {type(state).__name__} "
+            raise Refused(f"an array state of {type(state).__name__} "
                            "(expected numpy's 5-tuple)")
         _, shape, dtype, fortran, data = state
         if not (isinstance(shape, tuple) and all(
                 isinstance(n, int) and not isinstance(n, bool) and n >= 0
                 for n in shape)):
-            raise _Refused(f"an array shape {shape!r}")
+            raise Refused(f"an array shape {shape!r}")
         if not isinstance(dtype, _DType):
-            raise _Refused(f"an array dtype {dtype!r}")
+            raise Refused(f"an array dtype {dtype!r}")
         if not isinstance(data, (bytes, bytearray)):
-            raise _Refused(f"array data of {type(data).__name__} (expected "
+            raise Refused(f"array data of {type(data).__name__} (expected "
                            "raw bytes)")
         dtype = dtype.numpy()
         size = int(np.prod(shape, dtype=np.int64))
         if len(data) != size * dtype.itemsize:
-            raise _Refused(f"an array of shape {shape} {dtype} in "
+            raise Refused(f"an array of shape {shape} {dtype} in "
                            f"{len(data)} bytes (expected "
                            f"{size * dtype.itemsize})")
         array = np.frombuffer(data, dtype=dtype).reshape(
@@ -161,36 +145,18 @@ class _Array:
 def _reconstruct(cls, shape, dtype_code) -> _Array:
     """numpy.core.multiarray._reconstruct: an empty array to fill."""
     if cls is not _NDARRAY:
-        raise _Refused(f"an array of class {cls!r} (expected numpy.ndarray)")
+        raise Refused(f"an array of class {cls!r} (expected numpy.ndarray)")
     return _Array()
 
 
-class _Global:
-    """A global the pickle may call: the function, behind an object whose
-    state cannot be set (a pickle's BUILD on a bare function or class would
-    set attributes on it for the whole process)."""
-
-    __slots__ = ("function", "qualname")
-
-    def __init__(self, qualname: str, function):
-        self.qualname = qualname
-        self.function = function
-
-    def __call__(self, *args):
-        return self.function(*args)
-
-    def __setstate__(self, state):
-        raise _Refused(f"state set on {self.qualname}")
-
-
 _ALLOWED = {
-    ("numpy.core.multiarray", "_reconstruct"): _Global(
+    ("numpy.core.multiarray", "_reconstruct"): CallableGlobal(
         "numpy.core.multiarray._reconstruct", _reconstruct),
-    ("numpy._core.multiarray", "_reconstruct"): _Global(
+    ("numpy._core.multiarray", "_reconstruct"): CallableGlobal(
         "numpy._core.multiarray._reconstruct", _reconstruct),
     ("numpy", "ndarray"): _NDARRAY,
-    ("numpy", "dtype"): _Global("numpy.dtype", _dtype),
-    ("collections", "OrderedDict"): _Global(
+    ("numpy", "dtype"): CallableGlobal("numpy.dtype", _dtype),
+    ("collections", "OrderedDict"): CallableGlobal(
         "collections.OrderedDict", collections.OrderedDict),
 }
 
@@ -200,12 +166,12 @@ class _Unpickler(pickle.Unpickler):
         try:
             return _ALLOWED[(module, name)]
         except KeyError:
-            raise _Refused(f"the global {module}.{name}, which is not a "
+            raise Refused(f"the global {module}.{name}, which is not a "
                            "numpy array (refused: a .pdparams holds arrays, "
                            "never code)") from None
 
     def persistent_load(self, pid):
-        raise _Refused(f"a persistent id {pid!r}")
+        raise Refused(f"a persistent id {pid!r}")
 
 
 def _plain(value, where: str):
@@ -213,7 +179,7 @@ def _plain(value, where: str):
     tuples, lists, strings, numbers and arrays is refused."""
     if isinstance(value, _Array):
         if value.array is None:
-            raise _Refused(f"{where}: an array without its state")
+            raise Refused(f"{where}: an array without its state")
         return value.array
     if isinstance(value, dict):
         return {k: _plain(v, f"{where}[{k!r}]") for k, v in value.items()}
@@ -221,7 +187,7 @@ def _plain(value, where: str):
         return type(value)(_plain(v, where) for v in value)
     if value is None or isinstance(value, (str, bytes, int, float, bool)):
         return value
-    raise _Refused(f"{where}: a {type(value).__name__}")
+    raise Refused(f"{where}: a {type(value).__name__}")
 
 
 def read_pdparams(path: str | os.PathLike) -> dict[str, Any]:
@@ -245,7 +211,7 @@ def read_pdparams(path: str | os.PathLike) -> dict[str, Any]:
     with f:
         try:
             value = _plain(_Unpickler(f).load(), "the dict")
-        except _Refused as e:
+        except Refused as e:
             raise PdparamsError(f"{path}: expected a state dict of numpy "
                                 f"arrays, found {e}") from None
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError,

@@ -134,6 +134,14 @@ class _Reader:
     def uint(self, fmt: str, what: str) -> int:
         return struct.unpack(fmt, self.take(struct.calcsize(fmt), what))[0]
 
+    def version_zero(self, what: str, expected: str = "0") -> None:
+        """A uint32 format version, which Fluid writes as 0 (``expected``:
+        how the error names that)."""
+        version = self.uint("<I", what)
+        if version != 0:
+            raise PaddleFormatError(f"{self.path}: {what}: expected "
+                                    f"{expected}, found {version}")
+
 
 def read_header(path: str | os.PathLike) -> TensorHeader:
     """The header of one variable file, checked (the data is not read, but
@@ -153,11 +161,7 @@ def read_header(path: str | os.PathLike) -> TensorHeader:
             f"{e.strerror or e}") from None
     with f:
         r = _Reader(f, path)
-        version = r.uint("<I", "version")
-        if version != 0:
-            raise PaddleFormatError(
-                f"{path}: version: expected 0 (a Fluid LoDTensor), found "
-                f"{version}")
+        r.version_zero("version", "0 (a Fluid LoDTensor)")
         lod_level = r.uint("<Q", "lod_level")
         if lod_level > _MAX_LOD_LEVELS:
             raise PaddleFormatError(
@@ -172,11 +176,7 @@ def read_header(path: str | os.PathLike) -> TensorHeader:
                     f"of 8 within the file, found {n_bytes}")
             raw = r.take(n_bytes, f"lod level {level}")
             lod.append(tuple(int(x) for x in np.frombuffer(raw, "<u8")))
-        tensor_version = r.uint("<I", "tensor version")
-        if tensor_version != 0:
-            raise PaddleFormatError(
-                f"{path}: tensor version: expected 0, found "
-                f"{tensor_version}")
+        r.version_zero("tensor version")
         desc_size = r.uint("<i", "TensorDesc size")
         if not 0 < desc_size <= _MAX_DESC_BYTES:
             raise PaddleFormatError(

@@ -55,6 +55,9 @@ from typing import Any, BinaryIO, Dict, Optional, Tuple
 
 import numpy as np
 
+from bilm_keras.weights.restricted_pickle import (
+    CallableGlobal, NamedGlobal, Refused)
+
 #: the first pickle of a legacy file (torch.serialization.MAGIC_NUMBER)
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
 #: the second one (torch.serialization.PROTOCOL_VERSION)
@@ -100,28 +103,15 @@ class TorchPickleError(ValueError):
 
 
 # ------------------------------------------------ what the pickle may name
-class _Marker:
+class _Marker(NamedGlobal):
     """A global the pickle may name but never call (a storage type, a dtype,
-    a tensor class): calling it is refused like an unknown global."""
+    a tensor class), with the dtype of the elements it names, if any."""
 
-    __slots__ = ("qualname", "dtype")
+    __slots__ = ("dtype",)
 
     def __init__(self, qualname: str, dtype: Optional[str] = None):
-        self.qualname = qualname
+        super().__init__(qualname)
         self.dtype = None if dtype is None else np.dtype(dtype)
-
-    def __call__(self, *args, **kwargs):
-        raise _Refused(f"a call to {self.qualname}")
-
-    def __setstate__(self, state):
-        raise _Refused(f"state set on {self.qualname}")
-
-    def __repr__(self):
-        return self.qualname
-
-
-class _Refused(Exception):
-    """Raised inside the unpickler; :class:`_Reader` adds the file."""
 
 
 class _Storage:
@@ -140,7 +130,7 @@ class _Storage:
         self.nbytes = nbytes
 
     def __setstate__(self, state):
-        raise _Refused("state set on a storage")
+        raise Refused("state set on a storage")
 
 
 class _Tensor:
@@ -158,14 +148,14 @@ class _Tensor:
         self.dtype = dtype
 
     def __setstate__(self, state):
-        raise _Refused("state set on a tensor")
+        raise Refused("state set on a tensor")
 
 
 def _int_tuple(value, what: str) -> Tuple[int, ...]:
     if not isinstance(value, (tuple, list)) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0
             for v in value):
-        raise _Refused(f"a tensor {what} {value!r} (expected a tuple of "
+        raise Refused(f"a tensor {what} {value!r} (expected a tuple of "
                        "integers >= 0)")
     return tuple(value)
 
@@ -175,24 +165,24 @@ def _rebuild_tensor(storage, storage_offset, size, stride,
     """torch._utils._rebuild_tensor: checks that the view stays inside the
     storage, so that building it later cannot read past its bytes."""
     if not isinstance(storage, _Storage):
-        raise _Refused(f"a tensor over {type(storage).__name__} (expected a "
+        raise Refused(f"a tensor over {type(storage).__name__} (expected a "
                        "storage)")
     if not isinstance(storage_offset, int) or storage_offset < 0:
-        raise _Refused(f"a tensor storage offset {storage_offset!r}")
+        raise Refused(f"a tensor storage offset {storage_offset!r}")
     size = _int_tuple(size, "size")
     stride = _int_tuple(stride, "stride")
     if len(size) != len(stride):
-        raise _Refused(f"a tensor of size {size} with stride {stride}")
+        raise Refused(f"a tensor of size {size} with stride {stride}")
     if dtype is None:
         dtype = storage.dtype
     elif not (isinstance(dtype, _Marker) and dtype.dtype is not None):
-        raise _Refused(f"a tensor dtype {dtype!r}")
+        raise Refused(f"a tensor dtype {dtype!r}")
     else:
         dtype = dtype.dtype
     if all(size):  # an empty tensor reads nothing
         last = storage_offset + sum((n - 1) * s for n, s in zip(size, stride))
         if (last + 1) * dtype.itemsize > storage.nbytes:
-            raise _Refused(
+            raise Refused(
                 f"a tensor of size {size}, stride {stride}, offset "
                 f"{storage_offset} past the end of its storage of "
                 f"{storage.nbytes // dtype.itemsize} elements")
@@ -202,7 +192,7 @@ def _rebuild_tensor(storage, storage_offset, size, stride,
 def _check_metadata(metadata) -> None:
     # conj / neg bits: the stored values are not the tensor's values
     if metadata and any(metadata.values()):
-        raise _Refused(f"a tensor with metadata {metadata!r} (conj/neg "
+        raise Refused(f"a tensor with metadata {metadata!r} (conj/neg "
                        "views are not supported)")
 
 
@@ -221,39 +211,18 @@ def _rebuild_tensor_v3(storage, storage_offset, size, stride, requires_grad,
 def _rebuild_parameter(data, requires_grad, backward_hooks, state=None):
     # a Parameter is its data here (state: plain Python attributes)
     if not isinstance(data, _Tensor):
-        raise _Refused(f"a Parameter of {type(data).__name__}")
+        raise Refused(f"a Parameter of {type(data).__name__}")
     return data
-
-
-class _Callable:
-    """An allowed global the pickle may call. A plain function would let a
-    pickle's BUILD set its attributes (``__defaults__``...) and change how
-    later files in the same process are read; this object refuses it."""
-
-    __slots__ = ("qualname", "function")
-
-    def __init__(self, qualname: str, function):
-        self.qualname = qualname
-        self.function = function
-
-    def __call__(self, *args):
-        return self.function(*args)
-
-    def __setstate__(self, state):
-        raise _Refused(f"state set on {self.qualname}")
-
-    def __repr__(self):
-        return self.qualname
 
 
 def _rebuild_from_type_v2(func, new_type, args, state):
     # a tensor (subclass) with Python attributes: rebuilt by ``func``; the
     # attributes are dropped
-    if not (isinstance(func, _Callable) and func.function in (
+    if not (isinstance(func, CallableGlobal) and func.function in (
             _rebuild_tensor, _rebuild_tensor_v2, _rebuild_tensor_v3,
             _rebuild_parameter)) or not isinstance(new_type, _Marker) or (
             not isinstance(args, tuple)):
-        raise _Refused(f"_rebuild_from_type_v2 of {func!r}, {new_type!r}")
+        raise Refused(f"_rebuild_from_type_v2 of {func!r}, {new_type!r}")
     return func(*args)
 
 
@@ -271,7 +240,7 @@ def _allowed_globals() -> Dict[Tuple[str, str], Any]:
         ("torch.tensor", "_rebuild_from_type_v2"): _rebuild_from_type_v2,
     }
     table: Dict[Tuple[str, str], Any] = {
-        key: _Callable(".".join(key), function)
+        key: CallableGlobal(".".join(key), function)
         for key, function in callables.items()}
     table.update({
         ("torch", "Tensor"): _Marker("torch.Tensor"),
@@ -304,12 +273,12 @@ class _Unpickler(pickle.Unpickler):
     def find_class(self, module, name):
         found = _ALLOWED.get((module, name))
         if found is None:
-            raise _Refused(f"global '{module}.{name}'")
+            raise Refused(f"global '{module}.{name}'")
         return found
 
     def persistent_load(self, pid):
         if not self._storages:
-            raise _Refused(f"persistent id {pid!r} outside the object")
+            raise Refused(f"persistent id {pid!r} outside the object")
         return self._reader.storage(pid)
 
 
@@ -333,23 +302,23 @@ class _Reader:
         if not (isinstance(pid, tuple) and len(pid) == n
                 and pid[0] == "storage"):
             if isinstance(pid, tuple) and pid and pid[0] == "module":
-                raise _Refused("a pickled torch.nn.Module (torch.save(model)"
+                raise Refused("a pickled torch.nn.Module (torch.save(model)"
                                "; save model.state_dict() instead)")
-            raise _Refused(f"persistent id {pid!r} (expected a {n}-tuple "
+            raise Refused(f"persistent id {pid!r} (expected a {n}-tuple "
                            "('storage', ...))")
         storage_type, key, location, numel = pid[1:5]
         if not (isinstance(storage_type, _Marker)
                 and storage_type.dtype is not None):
-            raise _Refused(f"storage type {storage_type!r}")
+            raise Refused(f"storage type {storage_type!r}")
         if not (isinstance(key, str) and isinstance(location, str)
                 and isinstance(numel, int) and numel >= 0):
-            raise _Refused(f"storage id {pid!r}")
+            raise Refused(f"storage id {pid!r}")
         dtype = storage_type.dtype
         if storage_type.qualname.endswith("UntypedStorage"):
             dtype = np.dtype("u1")  # numel counts bytes
         declared = self.roots.setdefault(key, (dtype, numel))
         if declared != (dtype, numel):
-            raise _Refused(f"storage {key!r} as {dtype} x {numel}, declared "
+            raise Refused(f"storage {key!r} as {dtype} x {numel}, declared "
                            f"before as {declared[0]} x {declared[1]}")
         view = pid[5] if not self.zip_format else None
         if view is None:
@@ -359,7 +328,7 @@ class _Reader:
                 and all(isinstance(v, int) for v in view[1:])
                 and 0 <= view[1] and 0 <= view[2]
                 and view[1] + view[2] <= numel):
-            raise _Refused(f"storage view {view!r} of {numel} elements")
+            raise Refused(f"storage view {view!r} of {numel} elements")
         return _Storage(key, dtype, view[1] * dtype.itemsize,
                         view[2] * dtype.itemsize)
 
@@ -367,7 +336,7 @@ class _Reader:
     def unpickle(self, file: BinaryIO, what: str, storages: bool = False):
         try:
             return _Unpickler(file, self, storages).load()
-        except _Refused as e:
+        except Refused as e:
             raise self.fail(
                 f"refused {e} in {what}: a PyTorch state dict holds tensors "
                 "only, and this reader builds nothing else (allowed: torch's "
@@ -395,7 +364,7 @@ class _Reader:
         if isinstance(obj, _Tensor):
             done[id(obj)] = result = on_tensor(obj)
             return result
-        if isinstance(obj, (_Storage, _Marker, _Callable)):
+        if isinstance(obj, (_Storage, _Marker, CallableGlobal)):
             what = ("a storage" if isinstance(obj, _Storage)
                     else f"the global {obj!r}")
             raise self.fail(f"expected tensors, dicts and plain values, "
@@ -405,7 +374,7 @@ class _Reader:
             done[id(obj)] = result
             for key, value in obj.items():
                 if isinstance(key, (_Tensor, _Storage, _Marker,
-                                    _Callable)):
+                                    CallableGlobal)):
                     raise self.fail("expected dict keys of plain values, "
                                     f"found {key!r} as a key")
                 result[key] = self._walk(value, on_tensor, done)

@@ -24,6 +24,56 @@ def test_median_ratio_is_of_the_per_round_ratios():
     assert common.median_ratio([40, 33, 30], [10, 30, 20]) == 1.5
 
 
+def test_rounds_alternate_which_side_runs_first():
+    called = []
+    runs = common.alternating_rounds(
+        ("ours", "theirs"), 3, lambda name: called.append(name) or len(called))
+    assert called == ["ours", "theirs", "theirs", "ours", "ours", "theirs"]
+    assert runs == {"ours": [1, 4, 5], "theirs": [2, 3, 6]}
+
+
+def test_reader_rounds_summed_up_and_compared():
+    def round_(convert_s, read_s, rss, tf=False):
+        return dict(convert_s=convert_s, read_s=read_s, peak_rss_mib=rss,
+                    tensorflow_imported=tf)
+    runs = {"ours": [round_(1.0, 0.5, 10), round_(2.0, 0.25, 30)],
+            "theirs": [round_(3.0, 1.0, 20, True), round_(2.0, 1.0, 5)]}
+    assert common.reader_summary(runs["theirs"]) == dict(
+        convert_s=2.5, read_s=1.0, convert_s_all=[3.0, 2.0],
+        read_s_all=[1.0, 1.0], peak_rss_mib=20, tensorflow_imported=True)
+    # per round 3/1, 2/2 and 1/0.5, 1/0.25: medians 2.0 and 3.0
+    assert common.ratios_over_ours(runs, "theirs") == {
+        "convert_s_ratio_theirs_over_ours": 2.0,
+        "convert_s_ratio_by_round": [3.0, 1.0],
+        "read_s_ratio_theirs_over_ours": 3.0,
+        "read_s_ratio_by_round": [2.0, 4.0]}
+
+
+def test_time_calls_times_each_call_and_passes_the_result():
+    import types
+
+    module = types.SimpleNamespace(read=None)
+    seconds = common.time_calls(module, "read", lambda path: path * 2)
+    assert module.read("ab") == "abab" and module.read("c") == "cc"
+    assert len(seconds) == 2 and all(s >= 0 for s in seconds)
+
+
+def test_same_hdf5_datasets_sees_a_value_a_dtype_or_a_name(tmp_path):
+    def write(name, **datasets):
+        with h5py.File(tmp_path / name, "w") as f:
+            for key, value in datasets.items():
+                f.create_dataset(key, data=value)
+        return str(tmp_path / name)
+    a = write("a.h5", x=np.arange(3.0), y=np.ones(2, np.int32))
+    assert common.same_hdf5_datasets(a, write("b.h5", y=np.ones(2, np.int32),
+                                              x=np.arange(3.0)))
+    assert not common.same_hdf5_datasets(a, write(
+        "c.h5", x=np.arange(3.0) + [0, 0, 1e-7], y=np.ones(2, np.int32)))
+    assert not common.same_hdf5_datasets(a, write(
+        "d.h5", x=np.arange(3.0), y=np.ones(2, np.int64)))
+    assert not common.same_hdf5_datasets(a, write("e.h5", x=np.arange(3.0)))
+
+
 def test_rss_peak_sees_a_block_that_is_freed_before_its_end():
     with common.RSSPeak() as rss:
         block = np.ones(64 * 2**20 // 8)  # 64 MiB, touched

@@ -2,27 +2,13 @@
 it writes random weights through the real saver, loads them through the
 real loader, and reports one JSON line with every figure."""
 
-import json
-import os
-import subprocess
-import sys
-
-from helpers import REPO_ROOT
+from helpers import run_bench_script
 
 
 def test_quick_bench_reports_one_json_line(tmp_path):
-    env = dict(os.environ, KERAS_BACKEND="tensorflow",
-               TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / "embed_throughput.py"),
-         "--quick", "--baseline", "--levers", "--passes", "1",
-         "--n_sentences", "20",
-         "--workdir", str(tmp_path)],
-        capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 1
-    report = json.loads(lines[0])
+    report = run_bench_script(
+        "embed_throughput.py", "--quick", "--baseline", "--levers",
+        "--passes", "1", "--n_sentences", "20", "--workdir", tmp_path)
     for mode in ("fast", "baseline"):
         assert report[mode]["tokens_per_s"] > 0
         assert 0 < report[mode]["fraction_of_step_peak_nominal"]
@@ -42,15 +28,9 @@ def test_quick_bench_reports_one_json_line(tmp_path):
 
 def test_quick_as_user_reports_the_peak(tmp_path):
     # the memory figure of the issue: public API only, passes in a loop
-    env = dict(os.environ, KERAS_BACKEND="tensorflow",
-               TF_CPP_MIN_LOG_LEVEL="2")
-    proc = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / "embed_throughput.py"),
-         "--quick", "--as_user", "--n_sentences", "20",
-         "--workdir", str(tmp_path)],
-        capture_output=True, text=True, env=env, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    report = run_bench_script(
+        "embed_throughput.py", "--quick", "--as_user", "--n_sentences", "20",
+        "--workdir", tmp_path, one_line=False)
     assert report["as_user"] is True and report["passes"] == 3
     assert len(report["pass_s_all"]) == 3
     assert report["peak_rss_mib"] > 0

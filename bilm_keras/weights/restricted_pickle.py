@@ -1,0 +1,60 @@
+"""What a restricted unpickler hands a pickle for the globals it allows:
+the part :mod:`~bilm_keras.weights.torch_pickle` and
+:mod:`~bilm_keras.weights.paddle_pdparams` share.
+
+Each reader maps the (module, name) pairs it allows to a
+:class:`CallableGlobal` (a function of the reader, called with the
+pickle's arguments) or a :class:`NamedGlobal` (a name the pickle may pass
+around but never call); anything either is asked to do beyond that raises
+:class:`Refused`, which the reader turns into one line naming the file.
+Neither lets a pickle's BUILD set its state: on a bare function or class
+that would set attributes (``__defaults__``...) for the whole process and
+change how later files are read.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+
+class Refused(Exception):
+    """Raised inside a restricted unpickler; the reader adds the file."""
+
+
+class NamedGlobal:
+    """A global the pickle may name but never call (``numpy.ndarray``, a
+    storage type): calling it is refused like an unknown global."""
+
+    __slots__ = ("qualname",)
+
+    def __init__(self, qualname: str):
+        self.qualname = qualname
+
+    def __call__(self, *args, **kwargs):
+        raise Refused(f"a call to {self.qualname}")
+
+    def __setstate__(self, state):
+        raise Refused(f"state set on {self.qualname}")
+
+    def __repr__(self):
+        return self.qualname
+
+
+class CallableGlobal:
+    """An allowed global the pickle may call: ``function``, behind an
+    object whose state cannot be set."""
+
+    __slots__ = ("qualname", "function")
+
+    def __init__(self, qualname: str, function: Callable):
+        self.qualname = qualname
+        self.function = function
+
+    def __call__(self, *args):
+        return self.function(*args)
+
+    def __setstate__(self, state):
+        raise Refused(f"state set on {self.qualname}")
+
+    def __repr__(self):
+        return self.qualname
