@@ -202,6 +202,28 @@ def check_output_file(path: str, flag: str, overwrite: bool) -> None:
                            "to replace it)")
 
 
+def add_precision_argument(parser, *, training: bool, computes: str,
+                           note: str = "") -> None:
+    """The ``--precision`` flag: what ``computes`` (the model's or the
+    saved graph's products) compute in. ``training``: the Keras mixed
+    policies (``mixed_bfloat16``, ``mixed_float16``, with loss scaling)
+    rather than the embedding precisions (``bfloat16``, ``float16``);
+    ``note``: what else the command's help says."""
+    from bilm_keras._utils.fast_precision import PRECISIONS
+
+    reduced = "mixed_bfloat16" if training else "bfloat16"
+    half = "mixed_float16" if training else "float16"
+    choices = [p for p in PRECISIONS
+               if p == "float32" or p.startswith("mixed_") == training]
+    parser.add_argument(
+        "--precision", default="float32", choices=choices,
+        help=f"what {computes} compute in: float32 (exact, the default), "
+             f"{reduced} (AMX CPUs, GPUs of compute capability 8.0+) or "
+             f"{half} (GPUs of 7.0+{', loss scaling' if training else ''})"
+             f"{'; ' + note if note else ''} (docs/performance.md, "
+             "Precision)")
+
+
 def add_overwrite_argument(
         parser, text: str = "replace --outfile if it exists") -> None:
     """The ``--overwrite`` switch of a command that writes a file, for

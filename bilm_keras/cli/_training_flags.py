@@ -4,8 +4,12 @@ the :class:`~bilm_keras.training.training_run.TrainingRun` they give."""
 
 import argparse
 
-from bilm_keras._utils.fast_precision import PRECISIONS
-from bilm_keras.cli._common import non_negative_int, positive_int, seed_int
+from bilm_keras.cli._common import (
+    add_precision_argument,
+    non_negative_int,
+    positive_int,
+    seed_int,
+)
 from bilm_keras.cli._model_flags import SPEC_HELP, model_spec
 from bilm_keras.training.training_run import SOFTMAX_BIASES, TrainingRun
 
@@ -52,16 +56,9 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                              "run, with a checkpoint (restart continues "
                              "it), e.g. to fit a job's time limit "
                              "(default: every step of n_epochs)")
-    parser.add_argument("--precision", default="float32",
-                        choices=[p for p in PRECISIONS
-                                 if p in ("float32", "mixed_bfloat16",
-                                          "mixed_float16")],
-                        help="what the model's products compute in: "
-                             "float32 (exact, the default), mixed_bfloat16 "
-                             "(AMX CPUs, GPUs of compute capability 8.0+) "
-                             "or mixed_float16 (GPUs of 7.0+, loss "
-                             "scaling); weights and accumulators stay "
-                             "float32 (docs/performance.md, Precision)")
+    add_precision_argument(
+        parser, training=True, computes="the model's products",
+        note="weights and accumulators stay float32")
 
 
 def training_run(args: argparse.Namespace) -> TrainingRun:

@@ -7,10 +7,10 @@ import os
 import sys
 from typing import Any, Optional
 
-from bilm_keras._utils.fast_precision import PRECISIONS
 from bilm_keras.cli._common import (
     CommandError,
     add_overwrite_argument,
+    add_precision_argument,
     check_file,
     check_output_file,
     finite_float,
@@ -133,14 +133,9 @@ def add_arguments(parser):
                         help="sentences per LSTM batch (default: the "
                              "embedder groups them by length into its "
                              "fastest batches)")
-    parser.add_argument("--precision", default="float32",
-                        choices=[p for p in PRECISIONS
-                                 if not p.startswith("mixed_")],
-                        help="what the biLM's products compute in: "
-                             "float32 (exact, the default), bfloat16 (AMX "
-                             "CPUs, GPUs of compute capability 8.0+: faster, "
-                             "per-token cosine to float32 >= 0.9999) or "
-                             "float16 (GPUs of 7.0+); docs/performance.md")
+    add_precision_argument(
+        parser, training=False, computes="the biLM's products",
+        note="bfloat16 is faster, per-token cosine to float32 >= 0.9999")
     parser.add_argument("--chunk_size", type=positive_int, default=4096,
                         help="sentences read, length-sorted and embedded "
                              "together; the run's progress is kept one "

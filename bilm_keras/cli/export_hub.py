@@ -5,12 +5,12 @@ import os
 from bilm_keras.cli._common import (
     CommandError,
     add_checkpoint_argument,
+    add_precision_argument,
     check_checkpoint,
     check_file,
     check_options,
     check_save_dir,
 )
-from bilm_keras._utils.fast_precision import PRECISIONS
 from bilm_keras.cli._model_flags import add_model_argument, resolve_model_flag
 
 NAME = "export-hub"
@@ -57,15 +57,9 @@ def add_arguments(parser):
                         help="Make the LM weights trainable too")
     parser.add_argument("--overwrite", action="store_true",
                         help="Replace a non-empty --outdir")
-    parser.add_argument("--precision", default="float32",
-                        choices=[p for p in PRECISIONS
-                                 if not p.startswith("mixed_")],
-                        help="what the saved graph's products compute in: "
-                             "float32 (exact, the default), bfloat16 (AMX "
-                             "CPUs, GPUs of compute capability 8.0+) or "
-                             "float16 (GPUs of 7.0+); the signatures take "
-                             "and return float32 either way "
-                             "(docs/performance.md, Precision)")
+    add_precision_argument(
+        parser, training=False, computes="the saved graph's products",
+        note="the signatures take and return float32 either way")
     add_checkpoint_argument(parser, "export")
 
 

@@ -447,18 +447,10 @@ def read_bilm_tf_checkpoint(
         softmax_variables = [] if softmax.share_weights else [
             (SOFTMAX_W, softmax.W)]
         softmax_variables.append((SOFTMAX_B, softmax.b))
-        for name, variable in softmax_variables:
-            wanted.append((CheckpointVariable(variable, name, None,
-                                              _identity),
-                           tuple(variable.shape)))
+        wanted += [softmax_entry(name, variable)
+                   for name, variable in softmax_variables]
     shapes = found.shapes
-    problems = []
-    for entry, shape in wanted:
-        stored = shapes.get(entry.checkpoint_name)
-        if stored != shape:
-            problems.append(
-                f"{entry.checkpoint_name}: options give shape {shape}, "
-                f"checkpoint has {'none' if stored is None else stored}")
+    problems = shape_problems(wanted, shapes)
     used = {entry.checkpoint_name for entry, _ in wanted}
     for name in sorted(shapes):
         if (name.startswith("lm/") and not name.endswith(ADAGRAD_SUFFIX)
@@ -489,8 +481,29 @@ def read_bilm_tf_checkpoint(
     )
 
 
-def _identity(x):
+def shape_problems(wanted, stored: dict) -> List[str]:
+    """One line for each ``(CheckpointVariable, shape)`` of ``wanted``
+    whose tensor in ``stored`` (checkpoint name -> shape) has another
+    shape or is missing: bilm-tf's and Paddle's readers alike."""
+    problems = []
+    for entry, shape in wanted:
+        found = stored.get(entry.checkpoint_name)
+        if found != shape:
+            problems.append(
+                f"{entry.checkpoint_name}: options give shape {shape}, "
+                f"checkpoint has {'none' if found is None else found}")
+    return problems
+
+
+def _stored_as_is(x):
     return x
+
+
+def softmax_entry(name: str, variable) -> Tuple[CheckpointVariable, tuple]:
+    """The softmax ``variable`` (``SOFTMAX_W`` or ``SOFTMAX_B``: ``name``)
+    as ``wanted`` holds it: stored as it is, in no HDF5 table."""
+    return (CheckpointVariable(variable, name, None, _stored_as_is),
+            tuple(variable.shape))
 
 
 def assign_bilm_tf_checkpoint(checkpoint: BilmTFCheckpoint) -> None:

@@ -33,16 +33,14 @@ from bilm_keras.weights.bilm_tf_checkpoint import (
     SOFTMAX_B,
     SOFTMAX_W,
     CheckpointVariable,
+    shape_problems,
+    softmax_entry,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 
 #: PaddleModel.accumulators' keys of the softmax
 _SOFTMAX_KEYS = {SOFTMAX_W: "softmax/W", SOFTMAX_B: "softmax/b"}
-
-
-def _identity(x):
-    return x
 
 
 @dataclasses.dataclass(frozen=True)
@@ -149,21 +147,12 @@ def read_paddle_checkpoint(model: PaddleModel, backbone, *,
                 f"{model.source}: softmax: expected a softmax of its own "
                 "(Paddle's), found a model whose softmax shares the token "
                 "table")
-        for name, variable in ((SOFTMAX_W, softmax.W),
-                               (SOFTMAX_B, softmax.b)):
-            wanted.append((CheckpointVariable(variable, name, None,
-                                              _identity),
-                           tuple(variable.shape)))
+        wanted += [softmax_entry(SOFTMAX_W, softmax.W),
+                   softmax_entry(SOFTMAX_B, softmax.b)]
     stored = {name: tuple(v.shape) for name, v in model.lm_weights.items()}
     stored[SOFTMAX_W] = tuple(model.softmax_weight.shape)
     stored[SOFTMAX_B] = tuple(model.softmax_bias.shape)
-    problems = []
-    for entry, shape in wanted:
-        found = stored.get(entry.checkpoint_name)
-        if found != shape:
-            problems.append(
-                f"{entry.checkpoint_name}: the model has shape {shape}, the "
-                f"checkpoint {'none' if found is None else found}")
+    problems = shape_problems(wanted, stored)
     used = {entry.checkpoint_name for entry, _ in wanted}
     problems += [f"{name}: in the checkpoint {model.lm_weights[name].shape}, "
                  "not in the model"
