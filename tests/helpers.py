@@ -42,6 +42,16 @@ def require_extra(module: str, extra: str):
                      f"(pip install -e '.[{extra}]')")
 
 
+def require_installed(module: str, extra: str) -> None:
+    """As :func:`require_extra`, without importing ``module`` (a test
+    whose subprocess imports it: collecting the test costs nothing)."""
+    import importlib.util
+
+    if importlib.util.find_spec(module) is None:
+        skip_or_fail(f"needs {module}, of the optional extra [{extra}] "
+                     f"(pip install -e '.[{extra}]')")
+
+
 def fixtures_root() -> pathlib.Path:
     """The bilm-tf fixture folder (``data/``, ``model/``, ``train/``):
     ``BILM_FIXTURES``, default ``tests/fixtures/bilm-tf``."""

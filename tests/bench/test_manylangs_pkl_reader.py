@@ -7,9 +7,9 @@ import json
 import subprocess
 import sys
 
-from helpers import REPO_ROOT, require_extra
+from helpers import REPO_ROOT, require_installed
 
-require_extra("torch", "torch")
+require_installed("torch", "torch")
 
 
 def test_quick_bench_reports_one_json_line(tmp_path):
