@@ -178,8 +178,45 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
     """(bilm-tf HDF5 datasets, sizes) from a PaddleNLP state dict; every
     key and shape checked first, every key used. ``moment``: the state is
     Adagrad's accumulators under the parameters' names (the same moves, no
-    forget-bias shift)."""
+    forget-bias shift).
+
+    One reader a section, in the order each needs the last one's sizes:
+    the char-CNN, the LSTMs' sizes, the highways and projection, the LSTM
+    weights, the softmax; each adds its datasets to ``out`` and its keys
+    to ``used``."""
     used = {STRUCTURED_NAMES_KEY}
+    out: dict = {}
+    dim_c, filters = _char_cnn(path, state, out, used)
+    n_filters = sum(num for _, num in filters)
+    n_layers, dim_p = _lstm_sizes(path, state)
+    if n_filters < dim_p:
+        # PaddleNLP would project up; bilm-tf's char-CNN (and so its
+        # options and ours) projects down only
+        raise PaddleFormatError(
+            f"{path}: {EMBEDDER}cnn_layer_N: expected at least "
+            f"projection_dim={dim_p} filters in total (bilm-tf's char-CNN "
+            f"projects down only), found {n_filters}")
+    n_highway = _highways_and_projection(path, state, n_filters, dim_p,
+                                         out, used)
+    _lstm_weights(path, state, n_layers, dim_p, moment, out, used)
+    softmax_w, softmax_b = _softmax(path, state, dim_p, used)
+
+    unused = set(state) - used
+    if unused:
+        raise PaddleFormatError(
+            f"{path}: {_shown(unused)}: expected only PaddleNLP ELMo's "
+            f"parameters, found {len(unused)} more")
+    sizes = {"char_dim": dim_c, "filters": filters, "n_highway": n_highway,
+             "projection_dim": dim_p, "n_layers": n_layers,
+             "n_vocab": softmax_w.shape[1],
+             "softmax": (softmax_w.T, softmax_b)}
+    return out, sizes
+
+
+def _char_cnn(path: str, state: dict, out: dict, used: set
+              ) -> tuple[int, list]:
+    """The char table and convolutions: ``(char_dim, filters)``, bilm-tf's
+    ``[[width, number], ...]``."""
     char_table = state[CHAR_TABLE]
     if char_table.ndim != 2 or char_table.shape[0] != N_CHARACTERS:
         raise PaddleFormatError(
@@ -187,21 +224,16 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
             f"char_dim) (PaddleNLP's char ids), found {char_table.shape}")
     dim_c = char_table.shape[1]
     used.add(CHAR_TABLE)
-
-    convs, highways, lstms = {}, {}, {d: {} for d in _DIRECTIONS}
+    convs = {}
     for key in state:
         if m := _CONV.match(key):
             convs.setdefault(int(m[1]), {})[m[2]] = key
-        elif m := _HIGHWAY.match(key):
-            highways.setdefault(int(m[2]), set()).add(key)
-        elif m := _LSTM.match(key):
-            lstms[m[1]].setdefault(int(m[2]), set()).add(key)
     if not convs:
         raise PaddleFormatError(
             f"{path}: {EMBEDDER}cnn_layer_0.weight: expected the char-CNN's "
             f"convolutions, found none (parameters: {_shown(state)})")
     n_conv = _numbered(path, convs, EMBEDDER + "cnn_layer_N")
-    out = {"char_embed": char_table[1:]}  # bilm-tf's file: no padding row
+    out["char_embed"] = char_table[1:]  # bilm-tf's file: no padding row
     filters = []
     for i in range(n_conv):
         key = f"{EMBEDDER}cnn_layer_{i}.weight"
@@ -220,8 +252,16 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
         out[f"CNN/b_cnn_{i}"] = bias
         filters.append([int(width), int(num)])
         used.update((key, f"{EMBEDDER}cnn_layer_{i}.bias"))
-    n_filters = sum(num for _, num in filters)
+    return dim_c, filters
 
+
+def _lstm_sizes(path: str, state: dict) -> tuple[int, int]:
+    """``(n_layers, projection_dim)``: the layers each direction has (the
+    same number) and the hidden size of the first."""
+    lstms = {d: {} for d in _DIRECTIONS}
+    for key in state:
+        if m := _LSTM.match(key):
+            lstms[m[1]].setdefault(int(m[2]), set()).add(key)
     if not lstms["forward"]:
         raise PaddleFormatError(
             f"{path}: _elmobilm.forward_lstm_layer_0.weight_hh_l0: expected "
@@ -241,16 +281,17 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
         raise PaddleFormatError(
             f"{path}: {first}weight_hh_l0: expected shape (4 x P, P), found "
             f"{'none' if hh is None else tuple(hh.shape)}")
-    dim_p = hh.shape[1]
+    return n_layers, hh.shape[1]
 
-    if n_filters < dim_p:
-        # PaddleNLP would project up; bilm-tf's char-CNN (and so its
-        # options and ours) projects down only
-        raise PaddleFormatError(
-            f"{path}: {EMBEDDER}cnn_layer_N: expected at least "
-            f"projection_dim={dim_p} filters in total (bilm-tf's char-CNN "
-            f"projects down only), found {n_filters}")
 
+def _highways_and_projection(path: str, state: dict, n_filters: int,
+                             dim_p: int, out: dict, used: set) -> int:
+    """The highway layers (their number returned) and, where the filters
+    are more than ``dim_p``, the projection down to it."""
+    highways = {}
+    for key in state:
+        if m := _HIGHWAY.match(key):
+            highways.setdefault(int(m[2]), set()).add(key)
     n_highway = _numbered(path, highways, EMBEDDER + "_highway_layer.N")
     why = f"a highway over {n_filters} filters"
     for i in range(n_highway):
@@ -262,7 +303,6 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
             out[f"CNN_high_{i}/b_{part}"] = _expect(
                 path, state, p + "bias", (n_filters,), why)
             used.update((p + "weight", p + "bias"))
-
     if n_filters != dim_p:  # PaddleNLP projects only then
         for part, dataset, shape in (
                 ("weight", "W_proj", (n_filters, dim_p)),
@@ -271,7 +311,13 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
                 path, state, PROJECTION + part, shape,
                 f"{n_filters} filters projected to {dim_p}")
             used.add(PROJECTION + part)
+    return n_highway
 
+
+def _lstm_weights(path: str, state: dict, n_layers: int, dim_p: int,
+                  moment: bool, out: dict, used: set) -> None:
+    """Each direction's LSTM layers as bilm-tf's ``W_0`` and ``B`` (gates
+    reordered; the forget bias shifted unless ``moment``)."""
     for d, direction in enumerate(_DIRECTIONS):
         for layer in range(n_layers):
             prefix = f"_elmobilm.{direction}_lstm_layer_{layer}."
@@ -287,6 +333,10 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
                 bias[2 * dim_p:3 * dim_p] -= TF_FORGET_BIAS  # block f
             out[f"{p}/B"] = bias
 
+
+def _softmax(path: str, state: dict, dim_p: int, used: set
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """The pre-train model's softmax: ``(W (dim_p, vocabulary), b)``."""
     softmax_w = state.get(SOFTMAX + "weight")
     if softmax_w is None or softmax_w.ndim != 2 or softmax_w.shape[0] != dim_p:
         raise PaddleFormatError(
@@ -297,16 +347,7 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
     softmax_b = _expect(path, state, SOFTMAX + "bias", (n_vocab,),
                         f"a softmax over {n_vocab} words")
     used.update((SOFTMAX + "weight", SOFTMAX + "bias"))
-
-    unused = set(state) - used
-    if unused:
-        raise PaddleFormatError(
-            f"{path}: {_shown(unused)}: expected only PaddleNLP ELMo's "
-            f"parameters, found {len(unused)} more")
-    sizes = {"char_dim": dim_c, "filters": filters, "n_highway": n_highway,
-             "projection_dim": dim_p, "n_layers": n_layers,
-             "n_vocab": n_vocab, "softmax": (softmax_w.T, softmax_b)}
-    return out, sizes
+    return softmax_w, softmax_b
 
 
 def paddlenlp_options(sizes: dict) -> dict:
