@@ -105,6 +105,25 @@ class DynamicLossScale:
         return [zeroed(g) for g in grads], finite
 
 
+def _apply_adagrad(strategy, optimizer, grads, variables) -> None:
+    """One Adagrad step on the mirrored ``variables`` (cross-replica
+    context), with ``grads`` already reduced and clipped.
+
+    Keras' ``apply_gradients`` all-reduces again and needs replica
+    context; so each mirrored variable gets the Adagrad update directly,
+    as Keras' own distributed update does (``strategy.extended.update``).
+    """
+    with tf.name_scope("adagrad_update"):
+        learning_rate = tf.cast(optimizer.learning_rate, tf.float32)
+        for grad, variable in zip(grads, variables):
+            strategy.extended.update(
+                variable.value,
+                lambda var, g: optimizer.update_step(g, var, learning_rate),
+                args=(grad,), group=False,
+            )
+        optimizer.iterations.assign_add(1)
+
+
 def make_train_step(lm: LanguageModel, optimizer, strategy,
                     options: BiLMOptions, *, sparse_gradients: bool = True,
                     dropout_seed: Optional[int] = None,
@@ -174,22 +193,6 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
         }
         return grads, out["loss"], out["final_states"], direction_losses
 
-    def apply_update(grads):
-        # Keras' apply_gradients all-reduces again and needs replica
-        # context; here the gradients are already reduced and clipped, so
-        # each mirrored variable gets the Adagrad update directly, as
-        # Keras' own distributed update does (strategy.extended.update)
-        with tf.name_scope("adagrad_update"):
-            learning_rate = tf.cast(optimizer.learning_rate, tf.float32)
-            for grad, variable in zip(grads, variables):
-                strategy.extended.update(
-                    variable.value,
-                    lambda var, g: optimizer.update_step(g, var,
-                                                         learning_rate),
-                    args=(grad,), group=False,
-                )
-            optimizer.iterations.assign_add(1)
-
     @tf.function
     def train_step(batch, states):
         # 1. per-replica forward + backward on its rows, with its states
@@ -207,7 +210,7 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
         grads, grad_norm = tf.clip_by_global_norm(
             grads, options.all_clip_norm_val
         )
-        apply_update(grads)
+        _apply_adagrad(strategy, optimizer, grads, variables)
         direction_losses = {d: strategy.reduce(mean_op, v, axis=None)
                             for d, v in direction_losses.items()}
         return (strategy.reduce(mean_op, loss, axis=None), grad_norm, states,
