@@ -199,6 +199,13 @@ class ELMoHubModule(tf.Module):
             for f in (char_dic_file, word_dic_file)
         )
 
+        self._track_variables(trainable_lm, l2_coef)
+        self._define_functions()
+
+    def _track_variables(self, trainable_lm: bool,
+                         l2_coef: Optional[float]) -> None:
+        """The Reusable SavedModel's variable lists and regularization."""
+        backbone = self.backbone
         # The Keras variables themselves, not their inner tf.Variable (as
         # Keras' ExportArchive does): a second path to the tf.Variable would
         # be restored as a separate copy that the functions do not read.
@@ -212,6 +219,8 @@ class ELMoHubModule(tf.Module):
                 tf.function(self.scalar_mix.regularization, input_signature=[])
             )
 
+    def _define_functions(self) -> None:
+        """The traced graphs and the three signatures' functions."""
         # One traced graph of the model per value of ``training``, called
         # by every signature and by __call__: the model is traced twice
         # instead of once per entry point, and saved twice, not five times.
