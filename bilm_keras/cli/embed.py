@@ -115,6 +115,13 @@ read it back (Python):
 
 
 def add_arguments(parser):
+    _add_input_flags(parser)
+    _add_output_flags(parser)
+    _add_run_flags(parser)
+
+
+def _add_input_flags(parser):
+    """The model, the text and the output file."""
     add_model_argument(parser, what="--options_file and --weight_file")
     parser.add_argument("--options_file",
                         help="the biLM's options.json")
@@ -129,17 +136,14 @@ def add_arguments(parser):
                         help="the model's vocabulary (optional for a "
                              "character model; with --model, token input "
                              "defaults to the model's own)")
-    parser.add_argument("--batch_size", type=positive_int, default=None,
-                        help="sentences per LSTM batch (default: the "
-                             "embedder groups them by length into its "
-                             "fastest batches)")
-    add_precision_argument(
-        parser, training=False, computes="the biLM's products",
-        note="bfloat16 is faster, per-token cosine to float32 >= 0.9999")
-    parser.add_argument("--chunk_size", type=positive_int, default=4096,
-                        help="sentences read, length-sorted and embedded "
-                             "together; the run's progress is kept one "
-                             "chunk at a time")
+    parser.add_argument("--embedding_weight_file", default=None,
+                        help="token input: the token table of --vocab_file "
+                             "(bilm-keras dump-tokens)")
+
+
+def _add_output_flags(parser):
+    """What is written for each sentence (the ``--all`` ... group, the mix,
+    the layers kept, the names and the dtype)."""
     output = parser.add_mutually_exclusive_group()
     output.add_argument("--all", dest="output", action="store_const",
                         const="all", help="every layer (the default)")
@@ -163,9 +167,6 @@ def add_arguments(parser):
     parser.add_argument("--gamma", type=finite_float, default=None,
                         help="the mix's scale (--mix, --mix_logits; "
                              "default 1)")
-    parser.add_argument("--embedding_weight_file", default=None,
-                        help="token input: the token table of --vocab_file "
-                             "(bilm-keras dump-tokens)")
     parser.add_argument("--use_sentence_keys", "--use-sentence-keys",
                         action="store_true",
                         help="name datasets by their sentence, not their "
@@ -178,6 +179,22 @@ def add_arguments(parser):
     parser.add_argument("--float16", action="store_true",
                         help="store float16 (half the size, about 3 "
                              "significant digits)")
+
+
+def _add_run_flags(parser):
+    """How the run goes: batches, precision, chunks, resuming, shards,
+    devices, Beam."""
+    parser.add_argument("--batch_size", type=positive_int, default=None,
+                        help="sentences per LSTM batch (default: the "
+                             "embedder groups them by length into its "
+                             "fastest batches)")
+    add_precision_argument(
+        parser, training=False, computes="the biLM's products",
+        note="bfloat16 is faster, per-token cosine to float32 >= 0.9999")
+    parser.add_argument("--chunk_size", type=positive_int, default=4096,
+                        help="sentences read, length-sorted and embedded "
+                             "together; the run's progress is kept one "
+                             "chunk at a time")
     parser.add_argument("--resume", action="store_true",
                         help="continue a killed run of this command from "
                              "OUTFILE.partial/ (with nothing to continue: "
