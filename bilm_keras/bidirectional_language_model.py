@@ -130,6 +130,10 @@ class BidirectionalLanguageModel:
             precision=precision)
         self.__init_from_backbone(backbone, stateful, max_batch_size)
 
+    # Ten keywords, by design: the constructor's own (input, vocabulary,
+    # state, batch) and the download's (cache, mirror, progress), each a
+    # plain value a user sets alone; a settings object would make the
+    # one-line use of the README take two lines.
     @classmethod
     def from_pretrained(
         cls,
@@ -445,7 +449,10 @@ class BidirectionalLanguageModel:
                                 mix_logits=mix_logits, gamma=gamma),
             on_batch=on_batch)
 
-    # (the keywords of embed_sentences, and chunk_size)
+    # The keywords of embed_sentences, and chunk_size: the facade's
+    # convenience keywords, turned into an EmbeddingSpec in one place
+    # (embedding_spec), so the many parameters are the user's, not the
+    # plumbing.
     def iter_embeddings(
         self,
         sentences: Iterable[Sequence[str]],

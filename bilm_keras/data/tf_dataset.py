@@ -52,6 +52,9 @@ def make_tf_dataset(dataset, batch_size: int, num_steps: int,
     return ds.prefetch(tf.data.AUTOTUNE)
 
 
+# Nine parameters: tf.distribute calls the returned function with the
+# input context alone, so everything else the pipeline needs is bound
+# here, each a plain value of the run (TrainingRun's).
 def lm_dataset_fn(filepattern, vocab: Vocabulary, *, global_batch_size: int,
                   num_steps: int, bidirectional: bool = True,
                   test: bool = False, shuffle_on_load: bool = False,

@@ -173,6 +173,9 @@ class BiLMModelHandler(ModelHandler):
         >>> keyed = pcoll | RunInference(handler)  # (key, (n, D) float32)
     """
 
+    # Many keywords, by design: Beam pickles the handler to every worker,
+    # so it holds plain values (the model's files and the embed flags),
+    # named as `embed`'s, and builds the model on the worker.
     def __init__(
         self,
         model: str | os.PathLike | ResolvedModel | None = None,

@@ -120,6 +120,8 @@ def file_locations(**paths: Optional[str]) -> dict:
     return locations
 
 
+# Keyword-only, one per field of the identity it returns: the fields are
+# the parameters, so a new field is one keyword and one key.
 def run_identity(*, options_file: str, weight_file: str,
                  vocab_file: Optional[str], dataset_file: str, output: str,
                  layers: Sequence[int], dtype: str,

@@ -63,6 +63,8 @@ class CharCNNEmbedder(keras.layers.Layer):
         TensorShape([2, 3, 8])
     """
 
+    # Many arguments, not an options value, by design: a Keras layer's
+    # config is its constructor's arguments (see BiLMBackbone).
     def __init__(
         self,
         filters,

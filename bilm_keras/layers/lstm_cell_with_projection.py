@@ -81,6 +81,9 @@ def lstm_gates(z, c_prev, *, forget_bias=1.0, cell_clip=None,
     return c, o * tanh_c, i, j, f, o, tanh_c, c_inside
 
 
+# Nine tensors: what lstm_gates computed and the backward pass needs,
+# each under its name in the forward math, so the gradient reads as the
+# derivation (a tuple would hide which is which).
 def lstm_gates_backward(d_m, d_c, c_prev, i, j, f, o, tanh_c, c_inside):
     """The gradient of :func:`lstm_gates`: ``(d_z, d_c_prev)``.
 
@@ -124,6 +127,9 @@ def _compiled_gates(forget_bias, cell_clip):
             tf.function(gates_backward, jit_compile=True))
 
 
+# Pure tensor math called inside traced loops: the weights and the
+# cell's settings come as arguments, not as a layer, so one function
+# serves the cell, the stacked directions and the hand-written backward.
 def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
               projection_kernel=None, *, forget_bias=1.0, cell_clip=None,
               proj_clip=None, trace=False, fused=False,

@@ -115,6 +115,8 @@ def time_major_mask(lengths, n_steps, dtype):
     return tf.transpose(mask)[:, :, None]  # (T, B, 1)
 
 
+# The while loop's body: its loop variables and the loop's constants
+# as arguments (tf.while_loop passes them so), hence ten.
 def _masked_step(cell, z_t, t, c, h, outputs, lengths, w_h, w_p,
                  keep_t=None):
     """Step ``t`` with ``dynamic_rnn``'s length semantics: rows past their

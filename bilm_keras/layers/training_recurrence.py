@@ -47,6 +47,9 @@ from bilm_keras.layers.lstm_cell_with_projection import (
 from bilm_keras.layers.recurrence import add_skip, layer_input
 
 
+# Long and with many arguments, by design: one tf.custom_gradient, whose
+# forward and backward passes must share the closure of the saved
+# activations; the arguments are lstm_step's (weights and settings).
 def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
                 forget_bias=1.0, cell_clip=None, proj_clip=None, keep=None,
                 fused=True, compute_dtype="float32"):

@@ -91,6 +91,8 @@ class LanguageModel(keras.Model):
         and ``final_states`` shaped like ``initial_states``.
     """
 
+    # Many arguments, not an options value, by design: a Keras layer's
+    # config is its constructor's arguments (see BiLMBackbone).
     def __init__(
         self,
         backbone,
