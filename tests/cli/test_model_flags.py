@@ -116,22 +116,27 @@ def corpus(train_dir):
             "--vocab_file", train_dir / "vocab.txt"]
 
 
-def _adapt(corpus, save_dir, *model_flags):
+def _adapt(corpus, save_dir, *model_flags, max_steps=2):
     return cli.run([str(a) for a in [
         "train", *corpus, "--save_dir", save_dir, *model_flags,
-        "--batch_size", "2", "--n_epochs", "1", "--max_steps", "2",
+        "--batch_size", "2", "--n_epochs", "1", "--max_steps", max_steps,
         "--freeze_lm_steps", "1", "--seed", "7", "--log_every", "1000"]])
 
 
 @pytest.mark.slow
 def test_train_init_model_is_init_weights(mirrored, cache_dir, model_dir,
                                           corpus, tmp_path):
+    # one step, the LM frozen (one train step traced per run, not two):
+    # every LM weight after it is the one --init_model / --init_weights
+    # loaded, so the weights compared below are the two inits themselves
+    # (what this test is for), beside the softmax both trained alike
     by_name = _adapt(corpus, tmp_path / "by_name", "--init_model",
-                     "elmo-small")
+                     "elmo-small", max_steps=1)
     by_path = _adapt(corpus, tmp_path / "by_path",
                      "--options", model_dir / "options.json",
-                     "--init_weights", model_dir / "lm_weights.hdf5")
-    assert by_name["step"] == by_path["step"] == 2
+                     "--init_weights", model_dir / "lm_weights.hdf5",
+                     max_steps=1)
+    assert by_name["step"] == by_path["step"] == 1
     assert by_name["options"] == by_path["options"]
     assert by_name["perplexity"] == by_path["perplexity"]
     for a, b in zip(by_name["model"].weights, by_path["model"].weights):
