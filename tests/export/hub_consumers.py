@@ -1,12 +1,12 @@
-"""Consumers of an exported SavedModel, each run in a fresh process.
+"""Consumers of an exported SavedModel, run in fresh processes.
 
 ``python hub_consumers.py MODE IN.json OUT.npz`` reads its inputs from
 ``IN.json``, writes arrays to ``OUT.npz`` and prints one JSON line of
 findings. ``MODE`` may name several modes, comma-separated, run in that
 order in the one process (the findings then one JSON object per mode):
 ``hub_load,keras3`` saves a process start, ``hub.load`` running first,
-before Keras is imported. The tests in ``test_hub_export.py`` compare the arrays with
-references computed in their own process. Modes:
+before Keras is imported. The tests in ``test_hub_export.py`` compare
+the arrays with references computed in their own process. Modes:
 
 * ``hub_load``: ``hub.load`` only (no Keras): the three signatures,
   ``__call__``, bad input, an empty batch, the variables' trainability,
