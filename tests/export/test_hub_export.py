@@ -20,7 +20,7 @@ import sys
 import numpy as np
 import pytest
 
-from bilm_keras import Batcher, BidirectionalLanguageModel
+from bilm_keras import Batcher
 from bilm_keras.export.hub_module import (
     ExportError,
     export_hub,
@@ -106,11 +106,11 @@ def _run_consumer(mode, cfg, tmp_path, env=None):
 
 
 @pytest.fixture(scope="module")
-def reference(model_dir, sentences):
-    """Expected outputs from the in-process model on Batcher ids."""
+def reference(model_dir, sentences, fixture_bilm):
+    """Expected outputs from the in-process model on Batcher ids (the
+    session's stateless model of the same files)."""
     files = _files(model_dir)
-    bilm = BidirectionalLanguageModel(files["options_file"],
-                                      files["weight_file"])
+    bilm = fixture_bilm
     ids = Batcher(files["vocab_file"], 50).batch_sentences(
         [s.split() for s in sentences])
     out = bilm(ids)
