@@ -116,10 +116,12 @@ def corpus(train_dir):
             "--vocab_file", train_dir / "vocab.txt"]
 
 
-def _adapt(corpus, save_dir, *model_flags, max_steps=2):
+def _adapt(corpus, save_dir, *model_flags):
+    """One step of ``train`` with the LM frozen (``--freeze_lm_steps 1``):
+    one train step traced, and the save_dir written."""
     return cli.run([str(a) for a in [
         "train", *corpus, "--save_dir", save_dir, *model_flags,
-        "--batch_size", "2", "--n_epochs", "1", "--max_steps", max_steps,
+        "--batch_size", "2", "--n_epochs", "1", "--max_steps", "1",
         "--freeze_lm_steps", "1", "--seed", "7", "--log_every", "1000"]])
 
 
@@ -131,11 +133,10 @@ def test_train_init_model_is_init_weights(mirrored, cache_dir, model_dir,
     # loaded, so the weights compared below are the two inits themselves
     # (what this test is for), beside the softmax both trained alike
     by_name = _adapt(corpus, tmp_path / "by_name", "--init_model",
-                     "elmo-small", max_steps=1)
+                     "elmo-small")
     by_path = _adapt(corpus, tmp_path / "by_path",
                      "--options", model_dir / "options.json",
-                     "--init_weights", model_dir / "lm_weights.hdf5",
-                     max_steps=1)
+                     "--init_weights", model_dir / "lm_weights.hdf5")
     assert by_name["step"] == by_path["step"] == 1
     assert by_name["options"] == by_path["options"]
     assert by_name["perplexity"] == by_path["perplexity"]
@@ -161,7 +162,7 @@ def test_train_init_model_adapts_a_manylangs_model_with_its_dictionaries(
     # tests/training/test_manylangs_adaptation.py
     result = _adapt(["--train_prefix", tmp_path / "train.txt",
                      "--vocab_file", tmp_path / "vocab.txt"], save_dir,
-                    "--init_model", "manylangs-zh", max_steps=1)
+                    "--init_model", "manylangs-zh")
     assert result["step"] == 1 and np.isfinite(result["perplexity"])
     saved = json.loads((save_dir / "options.json").read_text())
     assert saved["elmoformanylangs"]["char_dic"] == "char.dic"
