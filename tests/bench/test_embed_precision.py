@@ -5,10 +5,10 @@ one JSON line reports the rates, the CPU flags and the distances."""
 from helpers import run_bench_script
 
 
-def test_quick_bench_reports_one_json_line(tmp_path):
+def test_quick_bench_reports_one_json_line(quick_bench_workdir):
     report = run_bench_script(
         "embed_precision.py", "--quick", "--state_variants",
-        "--n_sentences", "12", "--workdir", tmp_path)
+        "--n_sentences", "12", "--workdir", quick_bench_workdir)
     assert set(report["tokens_per_s"]) == {"float32", "bfloat16"}
     assert all(rate > 0 for rate in report["tokens_per_s"].values())
     assert isinstance(report["cpu_flags"], list)

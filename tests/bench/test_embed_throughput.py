@@ -5,10 +5,11 @@ real loader, and reports one JSON line with every figure."""
 from helpers import run_bench_script
 
 
-def test_quick_bench_reports_one_json_line(tmp_path):
+def test_quick_bench_reports_one_json_line(quick_bench_workdir):
     report = run_bench_script(
         "embed_throughput.py", "--quick", "--baseline", "--levers",
-        "--passes", "1", "--n_sentences", "20", "--workdir", tmp_path)
+        "--passes", "1", "--n_sentences", "20", "--workdir",
+        quick_bench_workdir)
     for mode in ("fast", "baseline"):
         assert report[mode]["tokens_per_s"] > 0
         assert 0 < report[mode]["fraction_of_step_peak_nominal"]
@@ -23,14 +24,14 @@ def test_quick_bench_reports_one_json_line(tmp_path):
     # one batch's resident memory above the process's before it: sampled
     # (TensorFlow's CPU allocator keeps no statistics in some builds)
     assert levers["lstms_batch_27_rss_peak_above_mib"] >= 0
-    assert (tmp_path / "weights.hdf5").exists()
+    assert (quick_bench_workdir / "weights.hdf5").exists()
 
 
-def test_quick_as_user_reports_the_peak(tmp_path):
+def test_quick_as_user_reports_the_peak(quick_bench_workdir):
     # the memory figure of the issue: public API only, passes in a loop
     report = run_bench_script(
         "embed_throughput.py", "--quick", "--as_user", "--n_sentences", "20",
-        "--workdir", tmp_path, one_line=False)
+        "--workdir", quick_bench_workdir, one_line=False)
     assert report["as_user"] is True and report["passes"] == 3
     assert len(report["pass_s_all"]) == 3
     assert report["peak_rss_mib"] > 0

@@ -65,8 +65,9 @@ def test_top_layer_is_bilm_tfs_reference(model_dir, tmp_path):
 
 @pytest.mark.slow
 def test_mix_of_token_input_is_a_numpy_mix_of_all_layers(model_dir,
-                                                          tmp_path):
-    from bilm_keras import BidirectionalLanguageModel, dump_token_embeddings
+                                                          tmp_path,
+                                                          fixture_bilm):
+    from bilm_keras import dump_token_embeddings
 
     sentences = [["The", "cat", "sat", "."], [], ["the", "cat"]]
     vocab = tmp_path / "vocab.txt"
@@ -81,8 +82,7 @@ def test_mix_of_token_input_is_a_numpy_mix_of_all_layers(model_dir,
         embedding_weight_file=table,
         spec=EmbeddingSpec(output="mix", mix_weights=s, gamma=gamma)),
         tmp_path / "out")
-    model = BidirectionalLanguageModel(model_dir / "options.json",
-                                       model_dir / "lm_weights.hdf5")
+    model = fixture_bilm  # the session's model of the same files
     for i, layers in enumerate(model.embed_sentences(sentences)):
         want = gamma * np.einsum("k,knd->nd", s, layers.astype(np.float64))
         assert got[i].shape == want.shape == (len(sentences[i]), 32)

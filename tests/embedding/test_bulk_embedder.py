@@ -54,9 +54,11 @@ def _fixture_sentences(model_dir):
 
 @pytest.mark.slow
 @pytest.mark.parametrize("batch_size", [1, 4, 64])
-def test_fixture_model_equals_padded_call(model_dir, batch_size):
-    model = BidirectionalLanguageModel(model_dir / "options.json",
-                                       model_dir / "lm_weights.hdf5")
+def test_fixture_model_equals_padded_call(model_dir, batch_size,
+                                          fixture_model):
+    # the session's stateless fixture model: one model (and its traced
+    # padded call) for the three batch sizes, not one each
+    model = fixture_model
     sentences = _fixture_sentences(model_dir)[:12] + SENTENCES
     batcher = Batcher(str(model_dir / "vocab_test.txt"), 50)
     got = model.embed_sentences(sentences, batch_size=batch_size,
@@ -89,12 +91,11 @@ def test_fixture_matches_bilm_tf_reference(model_dir, fixture_model):
 
 
 @pytest.mark.slow
-def test_stateful_model_states_untouched(model_dir):
+def test_stateful_model_states_untouched(model_dir, fixture_model):
     model = BidirectionalLanguageModel(model_dir / "options.json",
                                        model_dir / "lm_weights.hdf5",
                                        stateful=True, max_batch_size=4)
-    stateless = BidirectionalLanguageModel(model_dir / "options.json",
-                                           model_dir / "lm_weights.hdf5")
+    stateless = fixture_model  # the session's, same files
     batcher = Batcher(None, 50)
     model(batcher.batch_sentences([["a", "b"], ["c"]]))
     before = [v.numpy() for layers in model.states.values()

@@ -1,9 +1,12 @@
-"""Consumers of an exported SavedModel, each run in a fresh process.
+"""Consumers of an exported SavedModel, run in fresh processes.
 
 ``python hub_consumers.py MODE IN.json OUT.npz`` reads its inputs from
 ``IN.json``, writes arrays to ``OUT.npz`` and prints one JSON line of
-findings. The tests in ``test_hub_export.py`` compare the arrays with
-references computed in their own process. Modes:
+findings. ``MODE`` may name several modes, comma-separated, run in that
+order in the one process (the findings then one JSON object per mode):
+``hub_load,keras3`` saves a process start, ``hub.load`` running first,
+before Keras is imported. The tests in ``test_hub_export.py`` compare
+the arrays with references computed in their own process. Modes:
 
 * ``hub_load``: ``hub.load`` only (no Keras): the three signatures,
   ``__call__``, bad input, an empty batch, the variables' trainability,
@@ -207,14 +210,20 @@ def tf_keras(cfg, arrays, report):
 
 
 def main(argv):
-    mode, in_json, out_npz = argv
+    modes, in_json, out_npz = argv
     with open(in_json, encoding="utf-8") as f:
         cfg = json.load(f)
-    arrays, report = {}, {}
-    {"hub_load": hub_load, "keras3": keras3, "tf_keras": tf_keras}[mode](
-        cfg, arrays, report)
+    arrays, reports = {}, {}
+    for mode in modes.split(","):  # in order: hub_load before any Keras
+        mode_arrays = {}
+        reports[mode] = {}
+        {"hub_load": hub_load, "keras3": keras3, "tf_keras": tf_keras}[mode](
+            cfg, mode_arrays, reports[mode])
+        assert not set(mode_arrays) & set(arrays), "array names collide"
+        arrays.update(mode_arrays)
     np.savez(out_npz, **arrays)
-    print("REPORT " + json.dumps(report))
+    print("REPORT " + json.dumps(
+        reports if "," in modes else reports[modes]))
 
 
 if __name__ == "__main__":

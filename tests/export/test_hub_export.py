@@ -20,7 +20,7 @@ import sys
 import numpy as np
 import pytest
 
-from bilm_keras import Batcher, BidirectionalLanguageModel
+from bilm_keras import Batcher
 from bilm_keras.export.hub_module import (
     ExportError,
     export_hub,
@@ -106,11 +106,11 @@ def _run_consumer(mode, cfg, tmp_path, env=None):
 
 
 @pytest.fixture(scope="module")
-def reference(model_dir, sentences):
-    """Expected outputs from the in-process model on Batcher ids."""
+def reference(model_dir, sentences, fixture_bilm):
+    """Expected outputs from the in-process model on Batcher ids (the
+    session's stateless model of the same files)."""
     files = _files(model_dir)
-    bilm = BidirectionalLanguageModel(files["options_file"],
-                                      files["weight_file"])
+    bilm = fixture_bilm
     ids = Batcher(files["vocab_file"], 50).batch_sentences(
         [s.split() for s in sentences])
     out = bilm(ids)
@@ -130,25 +130,36 @@ def reference(model_dir, sentences):
     }
 
 
-@pytest.fixture(scope="module")
-def hub_load_run(exports, sentences, reference, tmp_path_factory):
-    tokens = [s.split() for s in sentences]
-    width = max(len(t) for t in tokens) + 1  # one more: width is kept
-    cfg = dict(
-        dir=exports["dir"], dir_again=exports["dir_again"],
-        dir_trainable_lm=exports["dir_trainable_lm"],
-        sentences=sentences,
-        padded_tokens=[t + [""] * (width - len(t)) for t in tokens],
-        sequence_len=[len(t) for t in tokens],
-        char_ids=reference["ids"].tolist(),
-    )
-    return _run_consumer("hub_load", cfg, tmp_path_factory.mktemp("c"))
-
-
 def _train_cfg(exports, sentences, epochs):
     return dict(dir=exports["dir"], sentences=sentences, epochs=epochs,
                 train_sentences=[s for s, _ in TRAIN],
                 train_labels=[y for _, y in TRAIN])
+
+
+@pytest.fixture(scope="module")
+def hub_load_and_keras3_run(exports, sentences, reference,
+                            tmp_path_factory):
+    """``hub.load`` (first, before Keras is imported) and Keras 3 in one
+    fresh process: ``({"hub_load": report, "keras3": report}, arrays)``.
+    One process start and TensorFlow import fewer than a process each."""
+    tokens = [s.split() for s in sentences]
+    width = max(len(t) for t in tokens) + 1  # one more: width is kept
+    cfg = dict(
+        _train_cfg(exports, sentences, epochs=8),
+        dir_again=exports["dir_again"],
+        dir_trainable_lm=exports["dir_trainable_lm"],
+        padded_tokens=[t + [""] * (width - len(t)) for t in tokens],
+        sequence_len=[len(t) for t in tokens],
+        char_ids=reference["ids"].tolist(),
+    )
+    return _run_consumer("hub_load,keras3", cfg,
+                         tmp_path_factory.mktemp("c"))
+
+
+@pytest.fixture(scope="module")
+def hub_load_run(hub_load_and_keras3_run):
+    reports, arrays = hub_load_and_keras3_run
+    return reports["hub_load"], arrays
 
 
 # ------------------------------------------------------------ hub.load
@@ -287,10 +298,10 @@ def test_export_is_reproducible(hub_load_run, exports):
 
 # --------------------------------------------------------------- Keras 3
 @pytest.mark.slow
-def test_keras3_fit_trains_the_scalar_mix(exports, sentences, reference,
-                                          tmp_path):
-    report, arrays = _run_consumer(
-        "keras3", _train_cfg(exports, sentences, epochs=8), tmp_path)
+def test_keras3_fit_trains_the_scalar_mix(exports, reference,
+                                          hub_load_and_keras3_run):
+    reports, arrays = hub_load_and_keras3_run
+    report = reports["keras3"]
     assert report["trainable"] == ["scalar_mix_gamma",
                                    "scalar_mix_scalar_weights"]
     loss = report["loss"]
