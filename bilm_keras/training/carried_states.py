@@ -81,6 +81,24 @@ class CarriedStates:
             replica_states)
 
 
+def as_step_states(strategy: tf.distribute.Strategy, states):
+    """``states`` (per-replica values) in the form the step function
+    returns them, so that its second call does not trace it again.
+
+    ``strategy.run`` returns a value of one local replica as a plain
+    tensor (a worker of a ``MultiWorkerMirroredStrategy`` cluster, a
+    ``MirroredStrategy`` on one device), not as the per-replica value
+    ``experimental_distribute_values_from_function`` built; given those,
+    the step's second call had another input type and traced the whole
+    step again (about as long as the first trace).
+    """
+    def as_returned(value):
+        local = strategy.experimental_local_results(value)
+        return local[0] if len(local) == 1 else value
+
+    return tf.nest.map_structure(as_returned, states)
+
+
 def _nest_order(key: str) -> tuple:
     """``tf.nest``'s order of ``{direction: [(c, h), ...]}``: directions
     sorted, layers in order, ``c`` before ``h``."""

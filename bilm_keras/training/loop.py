@@ -62,7 +62,10 @@ from bilm_keras.training.bilm_tf_save_dir import (
     restore_bilm_tf_run,
     set_aside_bilm_tf_state_file,
 )
-from bilm_keras.training.carried_states import CarriedStates
+from bilm_keras.training.carried_states import (
+    CarriedStates,
+    as_step_states,
+)
 from bilm_keras.training.checkpoints import (
     TRAINING_DATA_FILE,
     CheckpointError,
@@ -531,6 +534,7 @@ def _plan_steps(saved: RunCheckpoint, strategy, options: BiLMOptions,
         carried.current = (
             strategy.experimental_distribute_values_from_function(
                 lambda ctx: lm.zero_states(per_replica)))
+    carried.current = as_step_states(strategy, carried.current)
     logger.debug("training steps %d..%d on %d replica(s)", start, last,
                 strategy.num_replicas_in_sync)
     return _Steps(start, last, batches, train_step)

@@ -191,13 +191,16 @@ def test_warmup_freezes_the_lm_across_restarts(model_dir, train_dir,
     ])
     assert result["step"] == 6
     original = hdf5_datasets(weights)
+    dumped = {}  # step -> dump_weights' result, each step dumped once
 
     def lm_after(step):
-        path = dump_weights(str(save_dir), str(tmp_path / f"d{step}.hdf5"))
-        return hdf5_datasets(path["weight_file"])
+        dumped[step] = dump_weights(str(save_dir),
+                                    str(tmp_path / f"d{step}.hdf5"))
+        return hdf5_datasets(dumped[step]["weight_file"])
 
-    assert lm_after(6).keys() == original.keys()
-    for name, value in lm_after(6).items():
+    after_warmup_step_6 = lm_after(6)
+    assert after_warmup_step_6.keys() == original.keys()
+    for name, value in after_warmup_step_6.items():
         np.testing.assert_array_equal(value, original[name], err_msg=name)
     # Adagrad's accumulators moved for the softmax only
     moved = [k for k, v in _accumulators(save_dir).items()
@@ -228,7 +231,7 @@ def test_warmup_freezes_the_lm_across_restarts(model_dir, train_dir,
                        test_prefix=data, batch_size=1)
     assert math.isfinite(heldout["forward_perplexity"])
     assert math.isfinite(heldout["backward_perplexity"])
-    out = dump_weights(str(save_dir), str(tmp_path / "lm_weights.hdf5"))
+    out = dumped[18]  # dump_weights of the adapted run's last checkpoint
     sentences = [s.split() for s in SENTENCES]
     ids = Batcher(None, 50).batch_sentences(sentences)
     _, lm, _ = load_trained_model(str(save_dir))

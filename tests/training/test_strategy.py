@@ -8,9 +8,11 @@ the quick tier's checks of the same module.
 
 import json
 
+import numpy as np
 import pytest
 import tensorflow as tf
 
+from bilm_keras.training.carried_states import as_step_states
 from bilm_keras.training.strategy import (
     cluster_workers,
     is_chief,
@@ -44,3 +46,29 @@ def test_more_gpus_than_visible(monkeypatch):
     with pytest.raises(ValueError, match=rf"--n_gpus: asked for {n + 1} "
                                          rf"GPUs, found {n} visible"):
         make_strategy(n_gpus=n + 1)
+
+
+@pytest.mark.parametrize("unwrapped", [True, False])
+def test_first_states_go_in_as_the_step_returns_them(unwrapped):
+    """One local replica (here a MirroredStrategy on one CPU; a worker of
+    a cluster alike): ``strategy.run`` returns plain tensors, so the first
+    step's per-replica zero states, as ``as_step_states`` gives them, have
+    the type of every later step's and the step traces once (twice
+    without it, which the second case shows)."""
+    strategy = tf.distribute.MirroredStrategy(["/cpu:0"])
+    states = strategy.experimental_distribute_values_from_function(
+        lambda ctx: {"forward": [(tf.zeros((2, 3)), tf.zeros((2, 4)))]})
+    if unwrapped:
+        states = as_step_states(strategy, states)
+
+    @tf.function
+    def step(states):
+        return strategy.run(
+            lambda s: tf.nest.map_structure(lambda t: t + 1.0, s),
+            args=(states,))
+
+    for _ in range(3):
+        states = step(states)
+    assert step.experimental_get_tracing_count() == (1 if unwrapped else 2)
+    np.testing.assert_array_equal(states["forward"][0][1],
+                                  np.full((2, 4), 3.0))

@@ -191,8 +191,8 @@ def test_restart_with_another_batch_size_starts_a_new_stream(train_dir,
                                                              tmp_path,
                                                              capsys):
     # an epoch is 6 steps of 2 x 10 tokens, 3 of 4 x 10: after the crash at
-    # step 2, batch 4 trains step 3
-    options = fixture_options(n_epochs=1)
+    # step 2, batch 4 trains step 3 (the stream's bookkeeping: one layer)
+    options = fixture_options(n_epochs=1, lstm=ONE_LAYER)
     first = _killed_after(2, train_dir, tmp_path, options)
     seed = _stream(first["checkpoint"])[0]
     resumed = restart(TrainingRun(

@@ -1,6 +1,6 @@
 """Both directions learn, across the options that change code paths.
 
-Each case trains a small biLM for one or three epochs (121 or 363 steps)
+Each case trains a small biLM for one epoch or three (121 or 363 steps)
 on a small real corpus (docstrings of Python's standard library) and
 checks the heldout perplexity of each direction with the full softmax:
 below the training data's unigram perplexity (the model beats word
@@ -19,14 +19,21 @@ from bilm_keras.options import BiLMOptions
 from bilm_keras.training import TrainingRun, evaluate, train
 
 # (chars: None = token input, dropout, skip, epochs, batch, fast_path)
+# One epoch is enough to see both directions learn: after 121 steps the
+# heldout perplexities of issue9-shape, no-skip, no-dropout, plain-path and
+# tokens were 125-179 (forward) and 120-141 (backward) against the unigram
+# bar of 217 (measured 2026-11-26), and a direction trained on what it does
+# not see at test time ends orders of magnitude above the bar, so only
+# issue9-shape keeps three epochs (the several-epoch case: the stream
+# reshuffled at each epoch's end).
 CASES = {
     "issue9-shape": (50, 0.1, True, 3, 16, True),
-    "no-skip": (50, 0.1, False, 3, 16, True),
-    "no-dropout": (20, 0.0, True, 3, 16, True),
+    "no-skip": (50, 0.1, False, 1, 16, True),
+    "no-dropout": (20, 0.0, True, 1, 16, True),
     "one-epoch-batch8": (20, 0.1, True, 1, 8, True),
-    "plain-path": (50, 0.1, True, 3, 16, False),
+    "plain-path": (50, 0.1, True, 1, 16, False),
     "plain-no-skip-one-epoch": (20, 0.1, False, 1, 16, False),
-    "tokens": (None, 0.1, True, 3, 16, True),
+    "tokens": (None, 0.1, True, 1, 16, True),
     "tokens-plain-batch8": (None, 0.0, False, 1, 8, False),
 }
 
