@@ -56,6 +56,7 @@ def test_stateful_batch_larger_than_buffer(model_dir):
         model(np.ones((3, 4, 50), np.int32))
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 @pytest.mark.parametrize("n_characters", [261, 262])
 def test_n_characters_261_or_262(model_dir, model, tmp_path, n_characters):
     options = json.loads((model_dir / "options.json").read_text())

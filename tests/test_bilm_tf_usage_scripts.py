@@ -426,6 +426,7 @@ def test_usage_cached_as_bilm_tf_wrote_it(bilm_tf_cwd):
                                in_process[1][0], atol=ATOL, rtol=0)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_token_input_without_unk_names_a_missing_token(bilm_tf_cwd):
     ns = bilm_tf_usage_token()
     batcher, bilm, vocab_file = ns["batcher"], ns["bilm"], ns["vocab_file"]

@@ -8,7 +8,12 @@ import pytest
 from helpers import fixture_options
 
 from bilm_keras import EmbeddingSpec, cli, dump_bilm_embeddings
-from bilm_keras._utils.console_log import CONSOLE_HANDLER, LOGGER
+from bilm_keras._utils.console_log import (
+    CONSOLE_HANDLER,
+    LOGGER,
+    restore_console_level,
+    set_console_level,
+)
 from bilm_keras.embedding.dump_plan import DumpSettings
 from bilm_keras.training import TrainingRun, train
 
@@ -23,6 +28,34 @@ def level():
     logging.disable(logging.NOTSET)
 
 
+def test_lines_go_to_stdout_warnings_and_progress_to_stderr(capsys, level):
+    # the quick tier's check of the handler and the commands' levels; the
+    # slow tests below drive it through training and embedding
+    assert CONSOLE_HANDLER in level.handlers  # installed on import
+    logging.getLogger(LOGGER + ".training").info("step 1")
+    logging.getLogger(LOGGER + ".embedding").warning("a long token")
+    logging.getLogger(LOGGER + ".dump.progress").info("12 of 40")
+    logging.getLogger(LOGGER + ".training").debug("not at INFO")
+    got = capsys.readouterr()
+    assert got.out == "step 1\n"
+    assert got.err == "a long token\n12 of 40\n"
+    before = set_console_level(quiet=True)
+    logging.getLogger(LOGGER + ".training").info("hidden by --quiet")
+    logging.getLogger(LOGGER + ".training").warning("kept by --quiet")
+    set_console_level(verbose=True)
+    logging.getLogger(LOGGER + ".training").debug("shown by --verbose")
+    restore_console_level(before)
+    assert level.level == before
+    got = capsys.readouterr()
+    assert (got.out, got.err) == ("shown by --verbose\n",
+                                  "kept by --quiet\n")
+    # silenced with logging alone
+    logging.disable(logging.CRITICAL)
+    logging.getLogger(LOGGER + ".embedding").warning("silenced")
+    assert capsys.readouterr() == ("", "")
+
+
+@pytest.mark.slow  # a training run and three dumps
 def test_an_api_user_silences_training_and_embedding(train_dir, model_dir,
                                                      tmp_path, capsys,
                                                      level):

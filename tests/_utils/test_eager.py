@@ -56,6 +56,7 @@ def test_calling_in_a_v1_graph_is_refused(bilm, ids):
             bilm(ids)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_a_tf2_function_may_call_it(bilm, ids):
     @tf.function
     def embed(x):

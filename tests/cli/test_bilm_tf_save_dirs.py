@@ -36,9 +36,10 @@ def _copy(tmp_path, sub="save_dir"):
 
 
 # ----------------------------------------------------------- test --stateful
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 @pytest.mark.parametrize("sub,batch_size", [
     ("save_dir", "4"),
-    pytest.param("save_dir_tf12", "1", marks=pytest.mark.slow),
+    ("save_dir_tf12", "1"),
 ])
 def test_stateful_reproduces_bilm_tfs_run_test(sub, batch_size, capsys):
     result = cli.run(["test", "--save_dir", str(RUN / sub),
@@ -247,6 +248,7 @@ def _train(save_dir, init_checkpoint, *more):
             HELDOUT, "--max_steps", "1", *more]
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_train_from_a_checkpoint_bad_input(short_char_run, tmp_path,
                                            capsys):
     save_dir = tmp_path / "adapted"

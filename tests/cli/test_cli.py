@@ -39,6 +39,7 @@ def help_runs() -> dict:
     return _run_all(calls)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 @pytest.mark.parametrize("command", [None] + sorted(ALIASES))
 def test_help_imports_no_tensorflow(help_runs, command):
     code, heavy, out, err = help_runs[command]
@@ -197,6 +198,7 @@ def error_runs(model_dir, inputs) -> dict:
                          BEFORE_TENSORFLOW)})
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 @pytest.mark.parametrize("case", range(len(BEFORE_TENSORFLOW)))
 def test_expected_errors_are_one_line(model_dir, inputs, error_runs, case):
     _, status, pattern = BEFORE_TENSORFLOW[case]

@@ -83,6 +83,7 @@ def test_mix_file_is_a_numpy_mix_of_all(model_dir, root, all_layers,
             assert "mix_logits" not in attrs
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_token_input_equals_character_input(model_dir, root, tmp_path):
     # usage_token.py's steps through the command: dump-tokens, then embed
     # from token ids; the numbers are character input's
@@ -141,6 +142,7 @@ def test_token_trained_model_reads_its_table_from_weight_file(root,
             np.testing.assert_allclose(f[str(i)][...], alone, atol=1e-6)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_sentence_keys(model_dir, root, all_layers, tmp_path):
     out = tmp_path / "keys.hdf5"
     cli.run(_embed(model_dir, root, out, "--use-sentence-keys", "--top"))
@@ -214,6 +216,7 @@ def _before_tensorflow(model_dir, root):
     ]
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_errors_before_tensorflow(model_dir, root, tmp_path):
     out = tmp_path / "out.hdf5"
     cases = _before_tensorflow(model_dir, root)
@@ -265,6 +268,7 @@ def test_library_token_input_needs_a_vocabulary(model_dir, root, tmp_path):
     assert not out.exists()
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_precision_bfloat16_near_float32_and_recorded(model_dir, root,
                                                       all_layers, tmp_path):
     """``--precision bfloat16``: every layer within the bounds of the

@@ -41,6 +41,7 @@ def corpus(tmp_path_factory):
     return out, write_stdlib_corpus(out, n_train_shards=3, seed=0)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_size_and_format(corpus):
     out, info = corpus
     assert len(info["train_files"]) == 3

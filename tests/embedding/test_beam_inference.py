@@ -45,6 +45,7 @@ def _run(elements, transform, folder):
     return got
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_top_layer_is_bilm_tfs_reference(model_dir, tmp_path):
     # the first sentence of each fixture list, from zero states as bilm-tf
     # computed it; keys of any kind pass through; the model by its folder
@@ -113,6 +114,7 @@ def test_batches_are_the_embedders_chunks():
                             ).share_model_across_processes()
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_bfloat16_workers_near_float32(model_dir, tmp_path):
     """``precision="bfloat16"`` on the workers: the vectors within the
     bounds of float32's (tests/helpers.py ``assert_near_float32``)."""

@@ -128,6 +128,7 @@ def test_random_weights_match_numpy(tmp_path, activation):
                                    atol=1e-5)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_token_input_matches_numpy(tmp_path):
     weights = nr.random_bilm_weights(OPTIONS, seed=12)
     vocab = ["<S>", "</S>", "<UNK>", "the", "fox", "a", "b"]
@@ -162,6 +163,7 @@ def random_model(tmp_path_factory):
         *write_model_files(folder, OPTIONS, weights))
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_many_distinct_tokens_cross_chunks(random_model):
     # more distinct tokens than one token-embedder call holds
     _, model = random_model

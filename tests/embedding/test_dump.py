@@ -40,6 +40,7 @@ def model(fixture_bilm):
     return fixture_bilm  # the model of files[1] and files[2]
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_dump_bilm_embeddings(files, model, tmp_path):
     vocab, options, weights = files
     dataset = tmp_path / "sentences.txt"

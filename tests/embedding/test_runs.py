@@ -75,6 +75,7 @@ def assert_same_file(got, want):
 
 
 # ------------------------------------------------------------ quick tier
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_interrupted_then_resumed(model_dir, corpus, uninterrupted,
                                   tmp_path, capsys):
     """Dies while writing the third part (as a kill would: no clean-up),
@@ -148,6 +149,7 @@ def three_shards(model_dir, corpus):
     return [paths[k] for k in range(3)]
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_shards_merge_to_the_single_run(three_shards, uninterrupted,
                                         tmp_path, capsys):
     # each shard is whole chunks of the single run, so it sorts and batches
@@ -167,6 +169,7 @@ def test_shards_merge_to_the_single_run(three_shards, uninterrupted,
     assert_same_file(merged, uninterrupted)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_merge_bad_input(model_dir, corpus, three_shards, tmp_path,
                          uninterrupted):
     out = tmp_path / "all.hdf5"
@@ -283,9 +286,10 @@ def test_sigkill_then_resume(model_dir, corpus, uninterrupted, tmp_path,
 # ------------------------------------------------------- a full disk
 # free space left for the run on a tmpfs (4 KiB pages): the manifest and
 # the parts take 1 + 3 + 3 + 2 + 3 pages, the merged file 6 more
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 @pytest.mark.parametrize("pages_left,where", [
     (6, "part"),  # the first part fits, not the second
-    pytest.param(15, "merge", marks=pytest.mark.slow),  # the merged file
+    (15, "merge"),  # the merged file
 ])
 def test_full_disk_then_resume_gives_the_uninterrupted_file(
         model_dir, corpus, uninterrupted, small_disk, monkeypatch, capsys,
@@ -333,6 +337,7 @@ def test_full_disk_then_resume_gives_the_uninterrupted_file(
     assert names(disk.path) == ["elmo.hdf5"]
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_merge_on_a_full_disk_is_one_line_and_leaves_nothing(
         three_shards, small_disk, monkeypatch, capsys):
     from full_disk import fail_hdf5_writes, names

@@ -47,6 +47,7 @@ def exported(tmp_path_factory):
     return save_dir, lm, out
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_export_equals_the_checkpointed_backbone(exported):
     save_dir, lm, out = exported
     module = tf.saved_model.load(out)
@@ -64,6 +65,7 @@ def test_export_equals_the_checkpointed_backbone(exported):
     assert options["char_cnn"]["n_characters"] == 262  # prediction options
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_elmo_hub_layer_wraps_the_export(exported):
     # in-process and small; test_hub_export.py's Keras 3 consumer fits the
     # layer and rebuilds it from its config, on the fixture model in a

@@ -117,6 +117,7 @@ def test_empty_batch_gives_boundary_width():
     assert tuple(ids.shape) == (0, 2, 50)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_in_a_tf_function_with_unknown_shapes():
     fn = tf.function(
         lambda s: sentences_to_char_ids(s, 50),

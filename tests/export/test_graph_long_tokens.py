@@ -1,6 +1,7 @@
 """Tests for bilm_keras/export/graph_long_tokens.py: the SavedModel warns
 once per call, on stderr, when a token is far longer than a word."""
 
+import pytest
 import tensorflow as tf
 
 from bilm_keras.data.long_tokens import long_token_limit
@@ -32,6 +33,7 @@ def test_the_graph_check_names_the_first_long_token(capfd):
     assert "a token of 19 characters" in capfd.readouterr().err
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_the_savedmodel_warns_once_per_call(fixture_export, capfd):
     module = tf.saved_model.load(fixture_export)
     capfd.readouterr()

@@ -69,6 +69,7 @@ def _check_outputs(out, layers, rows, label, keys=("word_emb",
             assert not got[r, n:].any(), f"{label}: {key} past the end"
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_module_tokens_signature_equals_upstream(converted, fixture_data):
     """In process, unsaved: the in-graph ids + the ``tokens`` function."""
     sentences, layers, _ = fixture_data

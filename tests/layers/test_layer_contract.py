@@ -21,6 +21,7 @@ def test_highway(tmp_path):
                    tmp_path)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 @pytest.mark.parametrize("activation", ["relu", "tanh"])
 def test_char_cnn_embedder(tmp_path, activation):
     ids = RNG.integers(1, 262, size=(4, 5, 12)).astype("int32")
@@ -33,6 +34,7 @@ def test_char_cnn_embedder(tmp_path, activation):
     )
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_char_cnn_embedder_with_word_part(tmp_path):
     """ELMoForManyLangs' variant: the last id column is a word id, and the
     projection is there although filters == projection_dim."""

@@ -78,6 +78,7 @@ def test_recurrence_layouts_agree():
     np.testing.assert_array_equal(c_bm.numpy()[1], c0[1])
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_gradients_reach_every_lstm_weight():
     backbone = BiLMBackbone(lstm_dim=12, projection_dim=5, n_layers=2,
                             cell_clip=3.0, proj_clip=3.0,

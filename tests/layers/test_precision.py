@@ -89,6 +89,7 @@ def test_set_precision_reaches_every_layer_and_keeps_float32_variables(
     assert {v.dtype for v in bfloat16_bilm.backbone.weights} == {"float32"}
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_float32_is_exact_after_a_round_trip(model_dir, fixture_bilm,
                                              fixture_sentences):
     """A model set to bfloat16 and back computes float32 bit for bit."""
@@ -101,7 +102,11 @@ def test_float32_is_exact_after_a_round_trip(model_dir, fixture_bilm,
 
 
 # ------------------------------------------- bilm-tf's fixture model
-@pytest.mark.parametrize("output", ["all", "average", "mix"])
+@pytest.mark.parametrize("output", [
+    "all",  # the quick tier's numeric check of bfloat16
+    pytest.param("average", marks=pytest.mark.slow),
+    pytest.param("mix", marks=pytest.mark.slow),
+])
 def test_bilm_tf_fixture_bfloat16_near_float32(
         fixture_bilm, bfloat16_bilm, fixture_sentences, output):
     kwargs = {"mix_weights": [0.2, 0.5, 0.3], "gamma": 2.0} \
@@ -121,6 +126,7 @@ def test_bilm_tf_fixture_bfloat16_near_float32(
         assert_near_float32(want, got, output)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_bilm_tf_fixture_bfloat16_near_bilm_tfs_reference(model_dir):
     """bilm-tf's test_model.py at bfloat16: ten stateful batches (the
     state carried from batch to batch, the while-loop path) against
@@ -140,6 +146,7 @@ def test_bilm_tf_fixture_bfloat16_near_bilm_tfs_reference(model_dir):
 
 
 # ----------------------------------------- ELMoForManyLangs' fixture model
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_manylangs_fixture_bfloat16_near_its_reference(manylangs_converted,
                                                        manylangs_reference):
     model = BidirectionalLanguageModel(manylangs_converted["options_file"],
@@ -170,6 +177,7 @@ def _numpy_forward(model_dir, sentences, dtype, scale=1.0):
             for b, n in enumerate(len(s) for s in sentences)]
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_the_bounds_catch_a_broken_cast(model_dir, fixture_sentences):
     sentences = fixture_sentences[:12]
     want = _numpy_forward(model_dir, sentences, np.float64)
@@ -206,6 +214,7 @@ def _cosine(a, b):
                                      1e-30))
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_mixed_bfloat16_training_gradients(train_dir):
     """The training window's hand-written backward pass at
     mixed_bfloat16 (its products in bfloat16) against autodiff through
@@ -280,6 +289,7 @@ def _mixed_run(train_dir, precision):
     return lm, optimizer, step, batches, lm.zero_states(options.batch_size)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_mixed_float16_scales_the_loss_and_skips_an_overflow(train_dir):
     lm, optimizer, step, batches, states = _mixed_run(train_dir,
                                                       "mixed_float16")
@@ -301,6 +311,7 @@ def test_mixed_float16_scales_the_loss_and_skips_an_overflow(train_dir):
         np.testing.assert_array_equal(b, v.numpy())
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_mixed_bfloat16_steps_follow_float32(train_dir):
     """Ten steps of the fixture run at mixed_bfloat16 and at float32 from
     the same weights and batches: the losses stay within 2 % (no loss
@@ -318,6 +329,7 @@ def test_mixed_bfloat16_steps_follow_float32(train_dir):
     assert losses["mixed_bfloat16"] != losses["float32"]
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_from_pretrained_takes_the_precision(model_dir, fixture_bilm,
                                              fixture_sentences):
     """A model folder by ``from_pretrained(..., precision="bfloat16")``:

@@ -74,6 +74,7 @@ def token_files(request):
     return request.getfixturevalue("token_model_files")
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_stateful_batches_match_bilm_tf(model_dir, reference, token_files):
     sentences, expected = reference
     model, batcher = _make(model_dir, token_files, stateful=True)

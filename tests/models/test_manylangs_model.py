@@ -81,6 +81,7 @@ def test_stateless_in_any_order(bilm, reference):
     assert carried > 1.0  # what stateless embedding removes
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_backbone_call_on_batcher_ids(bilm, reference):
     sentences = reference["sentences"]
     batcher = bilm.make_batcher()
@@ -154,6 +155,7 @@ def test_embed_command(converted, reference, tmp_path, capsys):
                       [reference["all"][i] for i in kept], "embed")
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_model_without_word_part(converted, reference, tmp_path):
     """word_embedding_dim 0 (upstream's word_dim 0): the char ids alone,
     the projection over the char part; checked against the independent

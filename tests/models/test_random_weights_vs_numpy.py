@@ -70,6 +70,7 @@ def test_char_model_matches_numpy(tmp_path, changes):
         assert np.isclose(top[:, 0].max(), 0.05, atol=1e-7)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_token_model_matches_numpy(tmp_path):
     options = _options()
     weights = nr.random_bilm_weights(options, seed=2)

@@ -36,6 +36,7 @@ def _assert_identical(got, want):
         np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_elmo_small_by_name_equals_the_files_by_path(
         mirrored, cache_dir, model_dir, fixture_bilm):
     bilm = BidirectionalLanguageModel.from_pretrained("elmo-small")

@@ -56,6 +56,7 @@ def test_the_registry_row():
     assert "--vocab_file" in row.vocab_note
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_by_name_through_the_mirror(mirrored, cache_dir,
                                     paddle_baike_fixtures):
     vocab = paddle_baike_fixtures / "vocab.txt"
@@ -84,6 +85,7 @@ def test_without_a_vocabulary_one_line_before_a_download(mirrored,
     assert sum(mirrored.requests.values()) == 0
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_embed_by_name_through_the_mirror(mirrored, cache_dir,
                                           paddle_baike_fixtures, tmp_path,
                                           capsys):

@@ -90,10 +90,11 @@ def _numpy_losses(weights, options, softmax, direction, inputs, targets):
     return log_z - logits[np.arange(len(targets)), targets]
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 @pytest.mark.parametrize("skip,reset", [
-    (True, True),  # the defaults: one case in the quick tier
-    pytest.param(False, True, marks=pytest.mark.slow),
-    pytest.param(True, False, marks=pytest.mark.slow),
+    (True, True),  # the defaults
+    (False, True),
+    (True, False),
 ])
 def test_evaluate_equals_numpy_on_dumped_weights(train_dir, tmp_path, skip,
                                                  reset, request):

@@ -6,6 +6,7 @@ with the format reader, rearranged here in numpy: Paddle's gate blocks
 c, i, f, o to bilm-tf's i, c, f, o)."""
 
 import numpy as np
+import pytest
 
 from bilm_keras import cli
 from bilm_keras.options import BiLMOptions
@@ -74,6 +75,7 @@ def test_softmax_and_accumulators_are_paddles(paddle_baike_fixtures,
     np.testing.assert_allclose(cell.bias.numpy(), bias, rtol=0, atol=1e-7)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_cli_trains_from_the_fluid_directory(paddle_baike_fixtures,
                                              tmp_path, capsys):
     fx = paddle_baike_fixtures

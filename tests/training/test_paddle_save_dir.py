@@ -136,6 +136,7 @@ def test_init_vocab_file_is_paddlenlps_own(tmp_path, capsys):
             assert b[row] == paddle_model.softmax_bias[old]
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_init_checkpoint_takes_the_checkpoints_options(tmp_path, capsys):
     """Without --options the run takes the checkpoint's converted options
     (as a bilm-tf save_dir's options.json), and Paddle's Adagrad state

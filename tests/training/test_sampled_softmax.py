@@ -100,6 +100,7 @@ def _numpy_tries(seed, n_blocks, block, range_max):
         range_max)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_stateless_samples_are_tensorflows_distribution_and_counts():
     from bilm_keras.layers.sampled_softmax import (
         stateless_log_uniform_candidates,

@@ -47,6 +47,7 @@ def save_dir(short_char_run):
     return save_dir
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_dump_round_trip_gives_the_trained_embeddings(save_dir, tmp_path):
     out = dump_weights(str(save_dir), str(tmp_path / "lm_weights.hdf5"))
     options = BiLMOptions.from_json(out["options_file"])

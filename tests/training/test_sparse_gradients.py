@@ -25,8 +25,9 @@ def _two_steps(train_dir, options, sparse_gradients):
     return {v.path: v.numpy() for v in lm.variables}, graph
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 @pytest.mark.parametrize("share", [
-    pytest.param(False, marks=pytest.mark.slow),
+    False,
     True,  # rows touched twice (embedding and softmax): the harder case
 ])
 def test_sparse_update_equals_dense_update(train_dir, share):

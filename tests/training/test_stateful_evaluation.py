@@ -118,6 +118,7 @@ def test_one_batch_per_call_gives_the_same_figure(bilm_tf_model):
     assert one.perplexity == pytest.approx(seven.perplexity, rel=1e-6)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_the_figure_needs_the_carried_states(bilm_tf_model):
     # every step from zero states (the model resets where a batch says a
     # sentence starts) is another, worse figure

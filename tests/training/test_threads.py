@@ -21,8 +21,9 @@ from bilm_keras.training.threads import (
 )
 
 #: every case a child runs: name -> (its arguments, its environment);
-#: the quick tier's (each branch of the module once) and the slow tier's
-QUICK_CASES = {
+#: all in the slow tier (fresh interpreters, started together), the
+#: quick tier checking the pure parts of the module
+CASES = {
     "auto": (dict(), {}),
     "explicit": (dict(intra_op=3, inter_op=5), {}),
     # after the first op: the automatic setting keeps the pools, then an
@@ -30,8 +31,6 @@ QUICK_CASES = {
     # first left, which is what a fresh process after an op would see)
     "after_first_op": (dict(run_op_first=True,
                             calls=[{}, dict(intra_op=3, inter_op=1)]), {}),
-}
-SLOW_CASES = {
     "zeros": (dict(intra_op=0, inter_op=0), {}),
     "intra_only": (dict(intra_op=2), {}),
     "tensorflows_variable": (dict(), {"TF_NUM_INTRAOP_THREADS": "2"}),
@@ -80,12 +79,7 @@ def _run_children(cases: dict) -> dict:
 
 @pytest.fixture(scope="module")
 def children() -> dict:
-    return _run_children(QUICK_CASES)
-
-
-@pytest.fixture(scope="module")
-def slow_children() -> dict:
-    return _run_children(SLOW_CASES)
+    return _run_children(CASES)
 
 
 def _report(children, name):
@@ -103,34 +97,37 @@ def test_cpu_setting_is_half_the_cores_per_op_two_ops_at_a_time(
     assert cpu_training_threads(cores) == expected
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_automatic_setting_sizes_the_pools_on_a_cpu(children):
     expected = list(cpu_training_threads(available_cores()))
     assert _report(children, "auto") == dict(result=expected,
                                              pools=expected)
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_explicit_counts_win(children):
     assert _report(children, "explicit") == dict(result=[3, 5],
                                                  pools=[3, 5])
 
 
-@pytest.mark.slow  # the quick tier: auto, explicit and after-the-first-op
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_zero_keeps_tensorflows_default_and_one_given_takes_the_other(
-        slow_children):
-    assert _report(slow_children, "zeros") == dict(result=[0, 0],
+        children):
+    assert _report(children, "zeros") == dict(result=[0, 0],
                                                    pools=[0, 0])
     # one given: the other is the automatic one
     auto_inter = cpu_training_threads(available_cores())[1]
-    assert _report(slow_children, "intra_only") == dict(
+    assert _report(children, "intra_only") == dict(
         result=[2, auto_inter], pools=[2, auto_inter])
 
 
 @pytest.mark.slow
-def test_tensorflows_own_variables_are_left_to_it(slow_children):
-    assert _report(slow_children, "tensorflows_variable") == dict(
+def test_tensorflows_own_variables_are_left_to_it(children):
+    assert _report(children, "tensorflows_variable") == dict(
         result=None, pools=[0, 0])
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_after_the_first_op_auto_keeps_the_pools_and_explicit_fails(
         children):
     auto, explicit = children["after_first_op"]["results"]

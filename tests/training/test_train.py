@@ -154,6 +154,7 @@ def _stream(path):
         for name in ("seed", "start_step", "batch_size")]
 
 
+@pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_restart_continues_the_data_stream(train_dir, tmp_path, capsys,
                                           monkeypatch):
     made = []  # (seed, skip_batches) of every training dataset made
