@@ -38,6 +38,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import re
 import selectors
 import signal
 import socket
@@ -49,13 +50,15 @@ SOCKET_ENV = "BILM_DOCS_COMMAND_SERVER"
 #: the repository's folders whose scripts ``python`` serves
 SERVED_FOLDERS = ("bin", "examples")
 
-#: the heavy modules the server imports once (what the commands import
-#: after their arguments are checked); Apache Beam is not among them:
-#: its gRPC must not be imported before a fork
-PRELOADED = ("tensorflow", "keras", "numpy", "h5py", "bilm_keras",
-             "bilm_keras.cli", "bilm_keras.bidirectional_language_model",
-             "bilm_keras.training", "bilm_keras.embedding",
-             "bilm_keras.export", "bilm_keras.pretrained")
+#: the heavy modules the server imports once, with every module of
+#: bilm_keras (what the commands import after their arguments are
+#: checked) but those of :data:`NOT_PRELOADED`
+PRELOADED = ("tensorflow", "keras", "numpy", "h5py", "bilm_keras")
+
+#: what the server does not import: Apache Beam (3 s, and its gRPC
+#: starts a thread: it must not be imported before a fork) and the
+#: package's ``__main__`` (it would run the command)
+NOT_PRELOADED = re.compile(r"beam|__main__$")
 
 #: the signals a shim hands on to its command
 FORWARDED_SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP,
@@ -188,6 +191,24 @@ def _child(request: dict, fds: list) -> None:
         os._exit(status)
 
 
+def _preload() -> None:
+    """Imports :data:`PRELOADED` and bilm_keras's modules; checks that
+    TensorFlow has no context yet and that Beam was not imported."""
+    import importlib
+    import pkgutil
+
+    for name in PRELOADED:
+        importlib.import_module(name)
+    package = sys.modules["bilm_keras"]
+    for module in pkgutil.walk_packages(package.__path__, "bilm_keras."):
+        if not NOT_PRELOADED.search(module.name):
+            importlib.import_module(module.name)
+    from tensorflow.python.eager import context
+
+    assert context._context is None, "an import made TensorFlow's context"
+    assert "apache_beam" not in sys.modules, "an import imported Beam"
+
+
 class _Stopped(Exception):
     """SIGTERM: the server's end."""
 
@@ -195,13 +216,7 @@ class _Stopped(Exception):
 def serve(socket_path: str) -> None:
     """The server's loop: imports :data:`PRELOADED`, says ``ready`` on
     stdout, then serves until SIGTERM (its children are killed then)."""
-    import importlib
-
-    for name in PRELOADED:
-        importlib.import_module(name)
-    from tensorflow.python.eager import context
-
-    assert context._context is None, "an import made TensorFlow's context"
+    _preload()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_path)
     listener.listen(16)
