@@ -35,6 +35,7 @@ death as 128 + its number, as a shell reports it).
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import pathlib
@@ -175,12 +176,19 @@ def _child(request: dict, fds: list) -> None:
         for signum in FORWARDED_SIGNALS + (signal.SIGCHLD,):
             signal.signal(signum, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
-        for target, fd in enumerate(fds):
+        # out of the way first: a descriptor received may be 0, 1 or 2
+        moved = [fcntl.fcntl(fd, fcntl.F_DUPFD, 10) for fd in fds]
+        for fd in fds:
+            os.close(fd)
+        for target, fd in enumerate(moved):
             os.dup2(fd, target)
             os.close(fd)
         os.chdir(request["cwd"])
         os.environ.clear()
         os.environ.update(request["env"])
+        # a fresh process's numpy draws its own seed (Python's random
+        # reseeds itself after a fork)
+        sys.modules["numpy"].random.seed()
         status = _run_command(request)
     finally:
         for stream in (sys.stdout, sys.stderr):

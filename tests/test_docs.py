@@ -139,7 +139,8 @@ def command_server(tmp_path_factory):
     env.update(TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg")
     server = subprocess.Popen(
         [sys.executable, str(REPO_ROOT / "tests" / "command_server.py"),
-         socket_path], env=env, stdout=subprocess.PIPE, text=True)
+         socket_path], env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, text=True)
     try:
         ready = server.stdout.readline()
         assert ready == "ready\n", (
