@@ -12,8 +12,9 @@ per document, started by the test in the document's scratch folder):
 the plan's blocks run in order; a ``bash`` block in its own ``bash -e -o
 pipefail``, a ``python`` block in one namespace shared by the document's
 Python blocks (like a notebook: a later block may use what an earlier one
-defined). The first block that fails stops the run: its document and
-line, then its output, and exit status 1.
+defined). Each block's output follows its document and line, then the
+seconds it took. The first block that fails stops the run: its document
+and line, then its output, and exit status 1.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ import pathlib
 import re
 import subprocess
 import sys
+import time
 import traceback
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -271,6 +273,7 @@ def run_plan(plan: dict) -> int:
     for block in plan["blocks"]:
         where = f"{document}:{block['line']}"
         print(f"--- {where} ({block['language']})", flush=True)
+        start = time.perf_counter()
         if block["language"] == "bash":
             done = subprocess.run(
                 ["bash", "-e", "-o", "pipefail", "-c", block["code"]],
@@ -289,6 +292,7 @@ def run_plan(plan: dict) -> int:
                       flush=True)
                 return 1
             sys.stdout.flush()
+        print(f"... {time.perf_counter() - start:.1f} s", flush=True)
     return 0
 
 

@@ -2,8 +2,8 @@
 docs/*.md runs, so the documents cannot drift from the code.
 
 One test per document (a failure names it). Its blocks run in order, in
-a fresh interpreter (``tests/doc_blocks.py``), in a scratch folder of its
-own that holds (the doc-block convention, CONTRIBUTING.md):
+an interpreter of its own (``tests/doc_blocks.py``), in a scratch folder
+of its own that holds (the doc-block convention, CONTRIBUTING.md):
 
 * bilm-tf's fixture model as ``options.json``, ``lm_weights.hdf5`` and
   ``vocab.txt``; a small text ``sentences.txt`` (one whitespace-tokenized
@@ -21,6 +21,15 @@ own that holds (the doc-block convention, CONTRIBUTING.md):
   ELMoForManyLangs' tiny fixture model for the 44 languages, the baike
   fixture checkpoint for ``paddle-baike-zh``), and
   ``BILM_KERAS_CACHE`` in the folder: nothing touches the network.
+
+The interpreter, and each ``bilm-keras ...`` and ``python bin/X.py ...``
+line of a block, is a child forked from a command server that imported
+TensorFlow, Keras and bilm_keras once (``tests/command_server.py``: its
+shims come first on ``PATH``); each gets the block's folder, environment,
+argv, stdin, stdout and stderr, and its exit status is the line's. It
+saves the 2-4 s of TensorFlow's import about 80 times; the real console
+script is proven in ``tests/cli/test_cli.py`` and
+``tests/test_wheel_install.py``.
 
 A block whose info string says ``notest`` is not run, and says why after
 it (``bash notest: it needs a Slurm cluster``). A document that names a
@@ -110,6 +119,37 @@ def mirror(bilm_fixtures, manylangs_fixtures, paddle_baike_fixtures):
     server = server_module.ModelServer(routes)
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="module")
+def command_server(tmp_path_factory):
+    """``tests/command_server.py``, started: the folder of its shims
+    (``bilm-keras``, ``python``, ``run-script``) and the environment
+    that names its socket."""
+    import tempfile
+
+    from command_server import SOCKET_ENV, write_shims
+
+    shims = tmp_path_factory.mktemp("shims")
+    write_shims(shims)
+    # a short path: a Unix socket's is limited to 107 bytes
+    folder = tempfile.mkdtemp(prefix="bilm-docs-")
+    socket_path = os.path.join(folder, "server.sock")
+    env = user_env()
+    env.update(TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg")
+    server = subprocess.Popen(
+        [sys.executable, str(REPO_ROOT / "tests" / "command_server.py"),
+         socket_path], env=env, stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE, text=True)
+    try:
+        ready = server.stdout.readline()
+        assert ready == "ready\n", (
+            f"the command server did not start (exit {server.poll()})")
+        yield shims, {SOCKET_ENV: socket_path}
+    finally:
+        server.terminate()
+        server.wait(timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _model_server_module():
@@ -235,7 +275,7 @@ def test_reading_finds_flags_of_commands():
 @pytest.mark.slow
 @pytest.mark.parametrize("document", DOCUMENTS, ids=_relative)
 def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
-                  paddle_baike_fixtures, mirror):
+                  paddle_baike_fixtures, mirror, command_server):
     name = _relative(document)
     text = document.read_text("utf-8")
 
@@ -269,10 +309,12 @@ def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
     plan = tmp_path / "plan.json"
     plan.write_text(json.dumps(dict(document=name, blocks=runnable)),
                     encoding="utf-8")
+    shims, server_env = command_server
     env = user_env()
     env.update(
-        PATH=os.pathsep.join([os.path.dirname(sys.executable),
+        PATH=os.pathsep.join([str(shims), os.path.dirname(sys.executable),
                               env.get("PATH", "")]),
+        **server_env,
         BILM_KERAS_MODEL_MIRROR=mirror.url,
         BILM_KERAS_CACHE=str(folder / "cache"),
         TF_CPP_MIN_LOG_LEVEL="2",
@@ -280,7 +322,7 @@ def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
     )
     start = time.perf_counter()
     done = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "tests" / "doc_blocks.py"),
+        [str(shims / "run-script"), str(REPO_ROOT / "tests" / "doc_blocks.py"),
          str(plan)],
         cwd=folder, env=env, stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT, text=True, timeout=900)
@@ -290,6 +332,7 @@ def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
         + done.stdout[-6000:])
     # every runnable block ran
     assert done.stdout.count(f"--- {name}:") == len(runnable)
+    print(done.stdout)  # each block's output and seconds, for -rP
 
 
 def test_reading_finds_blocks_flags_and_paths():
