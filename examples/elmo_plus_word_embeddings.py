@@ -100,7 +100,9 @@ def run(*, savedmodel, n_sentences, steps, batch_size, learning_rate,
     model.compile(keras.optimizers.Adam(learning_rate),
                   "sparse_categorical_crossentropy",
                   weighted_metrics=["accuracy"])
-    history = model.fit(data, steps_per_epoch=1, epochs=steps, verbose=0)
+    # the dataset shuffles itself (above); Keras' own shuffle is for arrays
+    history = model.fit(data, steps_per_epoch=1, epochs=steps, verbose=0,
+                        shuffle=False)
     probs = model.predict(
         {"tokens": tf.constant(tokens.astype(str)), "sequence_len": lengths},
         verbose=0)

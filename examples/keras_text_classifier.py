@@ -103,7 +103,9 @@ def run(*, savedmodel, texts, labels, epochs, batch_size, learning_rate,
     model.compile(keras.optimizers.Adam(learning_rate),
                   "binary_crossentropy", metrics=["accuracy"])
     mix_before = elmo._module.trainable_variables[0].numpy().copy()
-    history = model.fit(train, epochs=epochs, verbose=2)
+    # the texts are in a shuffled order already (above); Keras' own
+    # shuffle is for arrays
+    history = model.fit(train, epochs=epochs, verbose=2, shuffle=False)
     test_loss, test_acc = model.evaluate(test, verbose=0)
     mix_after = elmo._module.trainable_variables[0].numpy()
     return dict(

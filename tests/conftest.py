@@ -17,7 +17,6 @@ which when it is missing, and fails when ``CI=true``
 (``helpers.require_extra``).
 """
 
-import collections
 import json
 import logging
 import os
@@ -226,11 +225,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if bench in item.path.parents:
             item.add_marker(pytest.mark.slow)
-    # The files with the most slow tests run first (the documents' blocks,
-    # training), each file's tests in their order (a module's fixtures are
-    # set up once), the quick-only files last: on two xdist workers the
-    # long tests start early and short ones fill the end, instead of a
-    # long test starting last on one worker while the other waits.
-    n_slow = collections.Counter(
-        item.path for item in items if item.get_closest_marker("slow"))
-    items.sort(key=lambda item: -n_slow[item.path])
