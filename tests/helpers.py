@@ -38,8 +38,7 @@ def require_extra(module: str, extra: str):
     try:
         return importlib.import_module(module)
     except ImportError:
-        skip_or_fail(f"needs {module}, of the optional extra [{extra}] "
-                     f"(pip install -e '.[{extra}]')")
+        _missing_extra(module, extra)
 
 
 def require_installed(module: str, extra: str) -> None:
@@ -48,8 +47,12 @@ def require_installed(module: str, extra: str) -> None:
     import importlib.util
 
     if importlib.util.find_spec(module) is None:
-        skip_or_fail(f"needs {module}, of the optional extra [{extra}] "
-                     f"(pip install -e '.[{extra}]')")
+        _missing_extra(module, extra)
+
+
+def _missing_extra(module: str, extra: str):
+    skip_or_fail(f"needs {module}, of the optional extra [{extra}] "
+                 f"(pip install -e '.[{extra}]')")
 
 
 def fixtures_root() -> pathlib.Path:
@@ -76,16 +79,24 @@ def paddle_baike_fixtures_root() -> pathlib.Path:
 
 
 # ------------------------------------------------------- commands and files
-def load_bin_script(name):
-    """``bin/NAME`` imported as a module (its ``main(argv)`` callable)."""
+def load_script(relative_path: str):
+    """The repository's script at ``relative_path`` (``bin/train_elmo.py``,
+    ``examples/X.py``, ``usage_token.py``) imported as a module, its
+    ``main(argv)`` callable in this process."""
     import importlib.util
 
-    path = REPO_ROOT / "bin" / name
-    spec = importlib.util.spec_from_file_location(
-        "bin_" + path.stem, path)
+    path = REPO_ROOT / relative_path
+    name = "script_" + path.relative_to(REPO_ROOT).with_suffix(
+        "").as_posix().replace("/", "_")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def load_bin_script(name):
+    """``bin/NAME`` imported as a module (its ``main(argv)`` callable)."""
+    return load_script(f"bin/{name}")
 
 
 def user_env() -> dict:

@@ -5,14 +5,13 @@ others (the same scripts' ``main(argv)``, what their command line calls)
 run in this process: they need no fresh process, and TensorFlow is then
 imported once, not once per script."""
 
-import importlib.util
 import os
 import subprocess
 import sys
 
 import pytest
 
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, load_script
 
 
 def _fresh_process(script, model_dir, capsys, monkeypatch):
@@ -26,12 +25,7 @@ def _fresh_process(script, model_dir, capsys, monkeypatch):
 
 def _in_process(script, model_dir, capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(REPO_ROOT))  # `from usage_character`
-    path = REPO_ROOT / script
-    spec = importlib.util.spec_from_file_location("script_" + path.stem,
-                                                  path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    module.main([script, str(model_dir)])
+    load_script(script).main([script, str(model_dir)])
     return capsys.readouterr().out
 
 

@@ -3,11 +3,9 @@
 examples need no fresh process: TensorFlow already imported here is one
 import fewer per example), on the session's export of the fixture model."""
 
-import importlib.util
-
 import pytest
 
-from helpers import REPO_ROOT
+from helpers import load_script
 
 # each trains a Keras model on the fixture export
 pytestmark = pytest.mark.slow
@@ -22,12 +20,7 @@ def _run(script, args, bilm_fixtures, monkeypatch, capsys):
     """``examples/SCRIPT ARGS``: its ``RESULT`` (what it returns and what
     its last line prints)."""
     monkeypatch.setenv("BILM_FIXTURES", str(bilm_fixtures))
-    path = REPO_ROOT / "examples" / script
-    spec = importlib.util.spec_from_file_location("example_" + path.stem,
-                                                  path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    result = module.main(args)
+    result = load_script(f"examples/{script}").main(args)
     lines = capsys.readouterr().out.splitlines()
     assert lines and lines[-1].startswith("RESULT "), lines[-3:]
     return result
