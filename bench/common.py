@@ -23,6 +23,7 @@ child, so that the measuring process's memory is its own).
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import os
@@ -159,6 +160,29 @@ def write_bench_model(workdir: str, quick: bool) -> None:
     if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
         write_model(workdir, QUICK_OPTIONS if quick
                     else PUBLISHED_OPTIONS_FILE)
+
+
+def add_model_workdir_arguments(parser) -> None:
+    """``--workdir`` (the model :func:`write_bench_model` writes, kept
+    and reused) and the two hidden roles an embedding bench starts itself
+    in: ``--_measure WORKDIR`` and ``--_as_user WORKDIR``."""
+    parser.add_argument("--workdir", default=None,
+                        help="reuse/keep options.json + weights.hdf5 here")
+    parser.add_argument("--_measure", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--_as_user", default=None, help=argparse.SUPPRESS)
+
+
+def answer_child_role(args, measure, measure_as_user) -> bool:
+    """In a child started with ``--_measure`` or ``--_as_user``: prints
+    ``measure(workdir, args)``'s or ``measure_as_user(workdir, args)``'s
+    report as one JSON line and returns True; in the parent, False."""
+    if args._measure:
+        print(json.dumps(measure(args._measure, args)))
+    elif args._as_user:
+        print(json.dumps(measure_as_user(args._as_user, args)))
+    else:
+        return False
+    return True
 
 
 # --------------------------------------------------------------- processes

@@ -271,20 +271,13 @@ def main(argv=None):
     parser.add_argument("--state_variants", action="store_true",
                         help="also the LSTM state kept in float32 against "
                              "in bfloat16 (numpy, forward LSTMs)")
-    parser.add_argument("--workdir", default=None,
-                        help="reuse/keep options.json + weights.hdf5 here")
-    parser.add_argument("--_measure", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--_as_user", default=None, help=argparse.SUPPRESS)
+    common.add_model_workdir_arguments(parser)
     args = parser.parse_args(argv)
     if args.rounds is None:
         args.rounds = 1 if args.quick else (3 if args.as_user else 5)
     if args.n_sentences is None:
         args.n_sentences = 24 if args.quick else 256
-    if args._measure:
-        print(json.dumps(measure(args._measure, args)))
-        return
-    if args._as_user:
-        print(json.dumps(measure_as_user(args._as_user, args)))
+    if common.answer_child_role(args, measure, measure_as_user):
         return
 
     with tempfile.TemporaryDirectory() as tmp:

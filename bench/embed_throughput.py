@@ -415,10 +415,7 @@ def main(argv=None):
                         help="only the peak RSS of a user's program: "
                              "import, load, --passes passes (default 3) "
                              "of embed_sentences, nothing else")
-    parser.add_argument("--workdir", default=None,
-                        help="reuse/keep options.json + weights.hdf5 here")
-    parser.add_argument("--_measure", default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--_as_user", default=None, help=argparse.SUPPRESS)
+    common.add_model_workdir_arguments(parser)
     args = parser.parse_args(argv)
     if args.passes is None:
         args.passes = 3 if args.as_user or args._as_user else (
@@ -426,17 +423,12 @@ def main(argv=None):
     if args.n_sentences is None:
         args.n_sentences = 64 if args.quick else 256
 
-    if args._measure:
-        print(json.dumps(measure(args._measure, args)))
-        return
-    if args._as_user:
-        print(json.dumps(measure_as_user(args._as_user, args)))
+    if common.answer_child_role(args, measure, measure_as_user):
         return
 
     quick = ["--quick"] if args.quick else []
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or tmp
-        os.makedirs(workdir, exist_ok=True)
         common.write_bench_model(workdir, args.quick)
         if args.as_user:
             child = ["--_as_user", workdir, "--n_sentences",
