@@ -16,6 +16,7 @@ import sys
 import tempfile
 from typing import Optional
 
+from bilm_keras._utils.fast_precision import PRECISIONS
 from bilm_keras.options import OPTIONS_FILE
 
 
@@ -209,8 +210,6 @@ def add_precision_argument(parser, *, training: bool, computes: str,
     policies (``mixed_bfloat16``, ``mixed_float16``, with loss scaling)
     rather than the embedding precisions (``bfloat16``, ``float16``);
     ``note``: what else the command's help says."""
-    from bilm_keras._utils.fast_precision import PRECISIONS
-
     reduced = "mixed_bfloat16" if training else "bfloat16"
     half = "mixed_float16" if training else "float16"
     choices = [p for p in PRECISIONS
