@@ -11,9 +11,13 @@
 Each subcommand is a module of this package with ``NAME``, ``HELP``,
 ``DESCRIPTION``, ``EPILOG``, ``add_arguments(parser)``, ``check(args)``
 (the inputs, before TensorFlow is imported) and ``run(args)`` (the one
-library call); ``check`` may instead return the command's job, an
-immutable value of everything checked, and ``run(job)`` executes it
-(``embed``: :class:`~bilm_keras.cli.embed.EmbedJob`); optionally
+library call). ``check`` never changes ``args``: a command that resolves
+something (``--model``'s files, a default preset, a published model's
+weights) returns its job instead, an immutable value of everything
+checked, and ``run(job)`` executes it
+(:class:`~bilm_keras.cli.embed.EmbedJob`,
+:class:`~bilm_keras.cli._training_flags.TrainJob`,
+:class:`~bilm_keras.cli._model_flags.ModelJob`); optionally
 ``check_flags(args, parser)`` (flag combinations, reported with
 ``parser.error``),
 ``take_unknown_arguments(args, unknown)`` (flags the command hands on,

@@ -13,6 +13,8 @@ TensorFlow is imported.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+from typing import Optional
 
 from bilm_keras.cli._common import CommandError
 
@@ -71,3 +73,29 @@ def resolve_model_flag(spec: str, flag: str):
         return resolve_model(spec)
     except PretrainedModelError as e:
         raise CommandError(f"{flag}: {e}") from None
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelJob:
+    """A command's checked flags (read, never changed) and the model files
+    they come to: ``--model``'s resolved into the cache (its vocabulary
+    where the flags give none), or the flags' own."""
+
+    args: argparse.Namespace
+    options_file: Optional[str]
+    weight_file: Optional[str]
+    vocab_file: Optional[str]
+
+
+def model_job(args, model=None) -> ModelJob:
+    """The job of ``args``: the files of ``model`` (a
+    :class:`~bilm_keras.pretrained.ResolvedModel`, ``--model``'s) or, with
+    none, of the flags ``--options_file``, ``--weight_file`` and
+    ``--vocab_file``."""
+    vocab_file = getattr(args, "vocab_file", None)
+    if model is None:
+        return ModelJob(args, args.options_file, args.weight_file,
+                        vocab_file)
+    return ModelJob(args, model.options_file, model.weight_file,
+                    vocab_file if vocab_file is not None
+                    else model.vocab_file)

@@ -1,8 +1,11 @@
 """The flags ``bilm-keras train`` and ``bilm-keras restart`` share
 (``train_elmo.py`` and ``restart.py``: bilm-tf's names), defined once, and
-the :class:`~bilm_keras.training.training_run.TrainingRun` they give."""
+the :class:`~bilm_keras.training.training_run.TrainingRun` they give, and
+the :class:`TrainJob` both commands' checks return."""
 
 import argparse
+import dataclasses
+from typing import Any
 
 from bilm_keras.cli._common import (
     add_precision_argument,
@@ -12,6 +15,24 @@ from bilm_keras.cli._common import (
 )
 from bilm_keras.cli._model_flags import SPEC_HELP, model_spec
 from bilm_keras.training.training_run import SOFTMAX_BIASES, TrainingRun
+
+
+@dataclasses.dataclass(frozen=True)
+class TrainJob:
+    """What ``bilm-keras train`` or ``restart`` runs, checked (the
+    command's ``check``; nothing changes ``args``)."""
+
+    #: the model's ``options.json`` (a preset's, a published model's, a
+    #: checkpoint's or the converted options of a Paddle checkpoint)
+    options_file: str
+    #: the run's settings (``--init_model``'s weight file resolved)
+    run: TrainingRun
+    #: the options come from a published model or another run, so their
+    #: ``n_train_tokens`` is dropped: an epoch is a pass over this corpus
+    count_epoch_tokens: bool = False
+    #: what must live as long as the job (a temporary folder holding
+    #: ``options_file``)
+    keep_alive: Any = None
 
 
 def add_run_arguments(parser: argparse.ArgumentParser) -> None:

@@ -9,8 +9,10 @@ from bilm_keras.cli._common import (
     check_output_file,
 )
 from bilm_keras.cli._model_flags import (
+    ModelJob,
     add_model_argument,
     check_model_flags,
+    model_job,
     resolve_model_flag,
 )
 
@@ -54,39 +56,37 @@ def check_flags(args, parser) -> None:
         parser.error("the following arguments are required: --vocab_file")
 
 
-def check(args) -> None:
+def check(args) -> ModelJob:
     if args.vocab_file is not None:
         check_file(args.vocab_file, "--vocab_file")
     check_output_file(args.outfile, "--outfile", args.overwrite)
-    if args.model is not None:
-        _use_model(args)
-    check_options(args.options_file, "--options_file")
-    check_file(args.weight_file, "--weight_file")
+    job = model_job(args, None if args.model is None else _model(args))
+    if job.vocab_file is None:
+        raise _no_vocabulary(args.model)
+    check_options(job.options_file, "--options_file")
+    check_file(job.weight_file, "--weight_file")
+    return job
 
 
-def _use_model(args) -> None:
-    """``--model``'s files (and its vocabulary, unless ``--vocab_file``)."""
+def _model(args):
+    """``--model``'s files, fetched; a model of the registry (they ship
+    no vocabulary) without ``--vocab_file`` is refused before a
+    download."""
     from bilm_keras.pretrained import registered_model
 
-    def no_vocabulary():
-        return CommandError(f"--vocab_file: required: the model "
-                            f"{args.model} ships no vocabulary")
-
     if args.vocab_file is None and registered_model(args.model):
-        # the registry's models ship none: say so before a download
-        raise no_vocabulary()
-    model = resolve_model_flag(args.model, "--model")
-    args.options_file, args.weight_file = (model.options_file,
-                                           model.weight_file)
-    if args.vocab_file is None:
-        if model.vocab_file is None:
-            raise no_vocabulary()
-        args.vocab_file = model.vocab_file
+        raise _no_vocabulary(args.model)
+    return resolve_model_flag(args.model, "--model")
 
 
-def run(args) -> None:
+def _no_vocabulary(model: str) -> CommandError:
+    return CommandError(f"--vocab_file: required: the model {model} ships "
+                        "no vocabulary")
+
+
+def run(job: ModelJob) -> None:
     from bilm_keras.embedding.dump import dump_token_embeddings
 
-    dump_token_embeddings(args.vocab_file, args.options_file,
-                          args.weight_file, args.outfile)
-    print(f"wrote {args.outfile}")
+    dump_token_embeddings(job.vocab_file, job.options_file,
+                          job.weight_file, job.args.outfile)
+    print(f"wrote {job.args.outfile}")

@@ -11,7 +11,12 @@ from bilm_keras.cli._common import (
     check_options,
     check_save_dir,
 )
-from bilm_keras.cli._model_flags import add_model_argument, resolve_model_flag
+from bilm_keras.cli._model_flags import (
+    ModelJob,
+    add_model_argument,
+    model_job,
+    resolve_model_flag,
+)
 
 NAME = "export-hub"
 ALIAS = "export_hub.py"
@@ -81,23 +86,20 @@ def check_flags(args, parser) -> None:
                      "--save_dir")
 
 
-def check(args) -> None:
+def check(args) -> ModelJob:
     # the cheap checks first: no download for an export that would fail
     if args.vocab_file is not None:
         check_file(args.vocab_file, "--vocab_file")
     _check_outdir(args.outdir, args.overwrite)
-    if args.model is not None:
-        model = resolve_model_flag(args.model, "--model")
-        args.options_file, args.weight_file = (model.options_file,
-                                               model.weight_file)
-        if args.vocab_file is None:
-            args.vocab_file = model.vocab_file
+    job = model_job(args, None if args.model is None
+                    else resolve_model_flag(args.model, "--model"))
     if args.save_dir is not None:
         check_save_dir(args.save_dir, paddle=True)
         check_checkpoint(args.save_dir, args.checkpoint)
     else:
-        check_options(args.options_file, "--options_file")
-        check_file(args.weight_file, "--weight_file")
+        check_options(job.options_file, "--options_file")
+        check_file(job.weight_file, "--weight_file")
+    return job
 
 
 def _check_outdir(outdir: str, overwrite: bool) -> None:
@@ -112,13 +114,14 @@ def _check_outdir(outdir: str, overwrite: bool) -> None:
                            "it)")
 
 
-def run(args) -> str:
+def run(job: ModelJob) -> str:
     from bilm_keras.export.hub_module import (
         export_hub,
         export_hub_from_save_dir,
     )
 
-    common = dict(outdir=args.outdir, vocab_file=args.vocab_file,
+    args = job.args
+    common = dict(outdir=args.outdir, vocab_file=job.vocab_file,
                   trainable_lm=args.trainable_lm, overwrite=args.overwrite,
                   precision=args.precision)
     if args.save_dir is not None:
@@ -126,7 +129,7 @@ def run(args) -> str:
                                           checkpoint=args.checkpoint,
                                           **common)
     else:
-        outdir = export_hub(options_file=args.options_file,
-                            weight_file=args.weight_file, **common)
+        outdir = export_hub(options_file=job.options_file,
+                            weight_file=job.weight_file, **common)
     print(f"wrote {outdir}")
     return outdir

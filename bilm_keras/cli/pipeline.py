@@ -7,6 +7,7 @@ from bilm_keras.cli._common import (
     positive_int,
     seed_int,
 )
+from bilm_keras.cli._model_flags import ModelJob
 
 NAME = "pipeline"
 ALIAS = "run_pipeline.py"
@@ -53,28 +54,33 @@ def add_arguments(parser):
                              "0..2**32-1 (default: 0)")
 
 
-def check(args) -> None:
-    if args.options is None:
+def check(args) -> ModelJob:
+    """The options (the preset ``tiny`` by default) and the globs; the
+    job :func:`run` executes."""
+    options_file = args.options
+    if options_file is None:
         from bilm_keras.presets import preset_file
 
-        args.options = preset_file(DEFAULT_OPTIONS)
-    check_options_flag(args.options)
+        options_file = preset_file(DEFAULT_OPTIONS)
+    check_options_flag(options_file)
     if args.corpus is not None:
         check_glob(args.corpus, "--corpus")
     if args.heldout is not None:
         check_glob(args.heldout, "--heldout")
+    return ModelJob(args, options_file, weight_file=None, vocab_file=None)
 
 
-def run(args) -> dict:
+def run(job: ModelJob) -> dict:
     import time
 
     from bilm_keras.training.pipeline import run_pipeline
 
+    args = job.args
     out_dir = args.out_dir or time.strftime("runs/pipeline-%Y%m%d-%H%M%S")
     print(f"writing to {out_dir}", flush=True)
     return run_pipeline(
         out_dir=out_dir, corpus=args.corpus, heldout=args.heldout,
-        options_file=args.options, n_epochs=args.n_epochs,
+        options_file=job.options_file, n_epochs=args.n_epochs,
         max_sentences=args.max_sentences, min_count=args.min_count,
         seed=args.seed,
     )

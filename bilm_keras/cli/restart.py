@@ -9,7 +9,11 @@ from bilm_keras.cli._common import (
     check_run_options,
     check_save_dir,
 )
-from bilm_keras.cli._training_flags import add_run_arguments, training_run
+from bilm_keras.cli._training_flags import (
+    TrainJob,
+    add_run_arguments,
+    training_run,
+)
 from bilm_keras.options import OPTIONS_FILE
 
 NAME = "restart"
@@ -42,17 +46,18 @@ def add_arguments(parser):
     add_run_arguments(parser)
 
 
-def check(args) -> None:
-    args.run = training_run(args)  # the settings, before any file
+def check(args) -> TrainJob:
+    run = training_run(args)  # the settings, before any file
     check_save_dir(args.save_dir)
     options_file = os.path.join(args.save_dir, OPTIONS_FILE)
     check_run_options(check_options(options_file, "--save_dir"),
                       options_file, args)
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.train_prefix, "--train_prefix")
+    return TrainJob(options_file=options_file, run=run)
 
 
-def run(args) -> dict:
+def run(job: TrainJob) -> dict:
     from bilm_keras.training import restart
 
-    return restart(args.run)
+    return restart(job.run)

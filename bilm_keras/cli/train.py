@@ -13,6 +13,7 @@ from bilm_keras.cli._common import (
 )
 from bilm_keras.cli._model_flags import resolve_model_flag
 from bilm_keras.cli._training_flags import (
+    TrainJob,
     add_adaptation_arguments,
     add_run_arguments,
     training_run,
@@ -93,38 +94,42 @@ def _paddle(path) -> bool:
     return locate_paddle_checkpoint(path) is not None
 
 
-def _paddle_options_file(args) -> str:
-    """The Paddle checkpoint's options as a file that lives as long as
-    ``args``."""
+def _paddle_options_file(init_checkpoint: str):
+    """The Paddle checkpoint's options as a file: ``(path, the temporary
+    folder holding it)``; the folder lives as long as the job holding
+    it."""
     import json
     import tempfile
 
     from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
     from bilm_keras.weights.paddle_conversion import paddle_options
 
-    options = paddle_options(locate_paddle_checkpoint(args.init_checkpoint))
-    args.paddle_options_dir = tempfile.TemporaryDirectory(
-        prefix="bilm_paddle_options.")
-    path = os.path.join(args.paddle_options_dir.name, OPTIONS_FILE)
+    options = paddle_options(locate_paddle_checkpoint(init_checkpoint))
+    folder = tempfile.TemporaryDirectory(prefix="bilm_paddle_options.")
+    path = os.path.join(folder.name, OPTIONS_FILE)
     with open(path, "w", encoding="utf-8") as f:
         json.dump(options, f, indent=2)
-    return path
+    return path, folder
 
 
-def check(args) -> None:
-    args.run = training_run(args)  # the settings, before any file
+def check(args) -> TrainJob:
+    """The settings, then the files (``--init_model``'s fetched into the
+    cache only once the cheap checks pass), then the options. Returns the
+    job :func:`run` executes."""
+    run = training_run(args)  # the settings, before any file
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.train_prefix, "--train_prefix")
+    options_file, keep_alive = args.options, None
     # a new run from a training checkpoint: its own options by default
-    args.options_from_checkpoint = (args.options is None
-                                    and args.init_checkpoint is not None)
-    if args.options_from_checkpoint and _paddle(args.init_checkpoint):
+    from_checkpoint = (args.options is None
+                       and args.init_checkpoint is not None)
+    if from_checkpoint and _paddle(args.init_checkpoint):
         # a Paddle checkpoint has no options.json: the converted options,
         # written for this process
-        args.options = _paddle_options_file(args)
-    elif args.options_from_checkpoint:
+        options_file, keep_alive = _paddle_options_file(args.init_checkpoint)
+    elif from_checkpoint:
         check_save_dir(args.init_checkpoint, "--init_checkpoint")
-        args.options = os.path.join(args.init_checkpoint, OPTIONS_FILE)
+        options_file = os.path.join(args.init_checkpoint, OPTIONS_FILE)
     elif args.init_checkpoint is not None and not _paddle(
             args.init_checkpoint):
         check_dir(args.init_checkpoint, "--init_checkpoint")
@@ -132,25 +137,27 @@ def check(args) -> None:
         check_file(args.init_vocab_file, "--init_vocab_file")
     if args.init_model is not None:  # the cheap checks passed: fetch it
         model = resolve_model_flag(args.init_model, "--init_model")
-        args.options, args.init_weights = (model.options_file,
-                                           model.weight_file)
-        args.run = args.run.replace(init_weights=model.weight_file)
-    elif args.options is None:
+        options_file = model.options_file
+        run = run.replace(init_weights=model.weight_file)
+    elif options_file is None:
         from bilm_keras.presets import preset_file
 
-        args.options = preset_file(DEFAULT_OPTIONS)
-    options = check_options_flag(args.options)
-    check_run_options(options, args.options, args)
+        options_file = preset_file(DEFAULT_OPTIONS)
+    options = check_options_flag(options_file)
+    check_run_options(options, options_file, args)
     if args.init_weights is not None:
         check_file(args.init_weights, "--init_weights")
+    return TrainJob(
+        options_file=options_file, run=run, keep_alive=keep_alive,
+        count_epoch_tokens=args.init_model is not None or from_checkpoint)
 
 
-def run(args) -> dict:
+def run(job: TrainJob) -> dict:
     from bilm_keras.options import BiLMOptions
     from bilm_keras.training import train
 
-    options = BiLMOptions.from_json(args.options)
-    if args.init_model is not None or args.options_from_checkpoint:
+    options = BiLMOptions.from_json(job.options_file)
+    if job.count_epoch_tokens:
         # an epoch is a pass over YOUR corpus, not the publisher's
         options = options.replace(n_train_tokens=None)
-    return train(options, args.run)
+    return train(options, job.run)

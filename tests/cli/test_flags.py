@@ -260,8 +260,11 @@ def test_the_good_arguments_pass_the_checks(
     # the table's failures come from its bad values alone
     argv = _good_args(command, model_dir, train_dir, inputs, tmp_path)
     args = cli.parse_args([command, *argv])
+    flags = dict(vars(args))
     args._command.check(args)
     assert _tree(tmp_path) == {}
+    # what check resolves goes into its job: the flags stay as given
+    assert vars(args) == flags
 
 
 # ---------------------------------------------------------- output files
