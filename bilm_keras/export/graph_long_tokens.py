@@ -6,6 +6,13 @@ The ``default`` and ``tokens`` signatures (and ``__call__``, which
 such a token, naming the first one's sentence in the batch, as
 ``embed_sentences`` warns: unsegmented text, cut to the model's characters
 per token. The limit is a constant of the exported graph.
+
+It is ``tf.print`` in the graph, not :mod:`logging` as in the rest of the
+library, because a SavedModel runs without our Python: TF Serving, or
+``hub.load`` in a program that never imported bilm_keras, runs only the
+graph, and the graph's one channel is its stream. In this process the
+library's own paths (``embed_sentences``, ``bilm-keras embed``) warn
+through ``logging`` before the model is called.
 """
 
 from __future__ import annotations
