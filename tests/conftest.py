@@ -21,9 +21,17 @@ import json
 import logging
 import os
 import pathlib
+import sys
 
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+# bytecode caches even where the environment turns them off
+# (PYTHONDONTWRITEBYTECODE=1, as in many containers): the test modules'
+# rewritten asserts are then compiled once, not by each worker on each
+# run, and the suite's ~170 child interpreters read bilm_keras's compiled
+# modules instead of compiling them each (0.25 s each)
+sys.dont_write_bytecode = False
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 import pytest  # noqa: E402
 
