@@ -32,8 +32,8 @@ import os
 from typing import Dict, Iterable, Optional
 
 import numpy as np
-import tensorflow as tf
 
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.data.bilm_tf_heldout import (
     bilm_tf_shard_order,
     iter_bilm_tf_heldout_batches,
@@ -91,7 +91,7 @@ def stateful_perplexity(
         ValueError: no batch (the data does not fill one).
     """
 
-    @tf.function(reduce_retracing=True)
+    @graph_function(reduce_retracing=True)
     def run_window(window, states):
         out = lm(window, initial_states=states, training=False)
         return out["loss_sum"], out["final_states"]
