@@ -226,14 +226,17 @@ class ELMoHubModule(tf.Module):
         # One traced graph of the model per value of ``training``, called
         # by every signature and by __call__: the model is traced twice
         # instead of once per entry point, and saved twice, not five times.
+        # Concrete functions, traced here once: the save traces a
+        # tf.function again in its own context (a second trace of the
+        # model each), a concrete function never.
         ids_spec = tf.TensorSpec([None, None, self.ids_width], tf.int32,
                                  name="char_ids")
         self._embed_inference = graph_function(
-            lambda char_ids: self.embed_char_ids(char_ids, training=False),
-            input_signature=[ids_spec])
+            lambda char_ids: self.embed_char_ids(char_ids, training=False)
+        ).get_concrete_function(ids_spec)
         self._embed_training = graph_function(
-            lambda char_ids: self.embed_char_ids(char_ids, training=True),
-            input_signature=[ids_spec])
+            lambda char_ids: self.embed_char_ids(char_ids, training=True)
+        ).get_concrete_function(ids_spec)
         self.default = graph_function(
             self._default,
             input_signature=[tf.TensorSpec([None], tf.string, name="strings")],
