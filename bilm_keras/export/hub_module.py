@@ -370,8 +370,8 @@ class ELMoHubModule(tf.Module):
     def signatures(self) -> dict:
         """The functions to save as SavedModel signatures (each has its
         input signature, so ``tf.saved_model.save`` traces it once, while
-        saving; a concrete function traced before the save would be traced
-        again there)."""
+        saving; traced before the save, it would be traced again there:
+        the save traces a ``tf.function`` in its own context)."""
         return {"default": self.default, "tokens": self.tokens,
                 "elmo": self.elmo}
 
