@@ -30,6 +30,7 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.eager import require_eager
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras._utils.settings import SettingError
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.data.long_tokens import limit_for_batcher, warn_of_long_tokens
@@ -286,7 +287,7 @@ class BidirectionalLanguageModel:
                 for direction, stack in backbone.stacks.items()
             }
         self._bulk_embedder = None
-        self._call_fn = tf.function(self._call, input_signature=[spec])
+        self._call_fn = graph_function(self._call, input_signature=[spec])
 
     # ----------------------------------------------------------- the graph
     def _call(self, ids):

@@ -13,6 +13,7 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.eager import require_eager
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras._utils.settings import SettingError, is_positive_int
 from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
 from bilm_keras.data.batcher_for_options import batcher_for_options
@@ -361,9 +362,9 @@ class BulkEmbedder:
             else:
                 ids_spec = tf.TensorSpec((None, None), tf.int32)
             self._graphs = {
-                "tokens": tf.function(backbone.embed_tokens,
-                                      input_signature=[ids_spec]),
-                "encode": tf.function(self._encode, input_signature=[
+                "tokens": graph_function(backbone.embed_tokens,
+                                          input_signature=[ids_spec]),
+                "encode": graph_function(self._encode, input_signature=[
                     tf.TensorSpec((None, backbone.projection_dim),
                                   tf.float32),
                     tf.TensorSpec((None, None), tf.int32),

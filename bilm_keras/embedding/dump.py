@@ -20,6 +20,7 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_hdf5
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.data.manylangs_vocabulary import ManyLangsCharsVocabulary
 from bilm_keras.data.sentence_file import read_sentence_lines
 from bilm_keras.data.vocabulary import UnicodeCharsVocabulary
@@ -71,7 +72,7 @@ def dump_token_embeddings(
         )
     char_ids = vocab.word_char_ids + 1  # (V, W), +1: 0 is the mask
 
-    @tf.function(input_signature=[
+    @graph_function(input_signature=[
         tf.TensorSpec((None, backbone.ids_width), tf.int32)
     ])
     def embed(ids):

@@ -10,6 +10,7 @@ from collections.abc import Callable, Sequence
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras._utils.settings import SettingError
 
 
@@ -67,7 +68,7 @@ class ReplicaRunner:
             self._strategy = tf.distribute.MirroredStrategy(devices)
             # one graph: every replica runs the "encode" graph's function
             # on its own batch (shapes relaxed after the first traces)
-            self._replicated = tf.function(
+            self._replicated = graph_function(
                 lambda table, positions, lengths: self._strategy.run(
                     encode, args=(table, positions, lengths)),
                 reduce_retracing=True)

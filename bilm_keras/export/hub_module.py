@@ -93,6 +93,7 @@ from typing import Optional
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_directory
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.data.long_tokens import long_token_limit
 from bilm_keras.data.manylangs_dictionaries import read_word_dic
 from bilm_keras.export.graph_char_ids import (
@@ -216,7 +217,8 @@ class ELMoHubModule(tf.Module):
         self.regularization_losses = []
         if l2_coef:
             self.regularization_losses.append(
-                tf.function(self.scalar_mix.regularization, input_signature=[])
+                graph_function(self.scalar_mix.regularization,
+                               input_signature=[])
             )
 
     def _define_functions(self) -> None:
@@ -224,26 +226,29 @@ class ELMoHubModule(tf.Module):
         # One traced graph of the model per value of ``training``, called
         # by every signature and by __call__: the model is traced twice
         # instead of once per entry point, and saved twice, not five times.
+        # Concrete functions, traced here once: the save traces a
+        # tf.function again in its own context (a second trace of the
+        # model each), a concrete function never.
         ids_spec = tf.TensorSpec([None, None, self.ids_width], tf.int32,
                                  name="char_ids")
-        self._embed_inference = tf.function(
-            lambda char_ids: self.embed_char_ids(char_ids, training=False),
-            input_signature=[ids_spec])
-        self._embed_training = tf.function(
-            lambda char_ids: self.embed_char_ids(char_ids, training=True),
-            input_signature=[ids_spec])
-        self.default = tf.function(
+        self._embed_inference = graph_function(
+            lambda char_ids: self.embed_char_ids(char_ids, training=False)
+        ).get_concrete_function(ids_spec)
+        self._embed_training = graph_function(
+            lambda char_ids: self.embed_char_ids(char_ids, training=True)
+        ).get_concrete_function(ids_spec)
+        self.default = graph_function(
             self._default,
             input_signature=[tf.TensorSpec([None], tf.string, name="strings")],
         )
-        self.tokens = tf.function(
+        self.tokens = graph_function(
             self._tokens,
             input_signature=[
                 tf.TensorSpec([None, None], tf.string, name="tokens"),
                 tf.TensorSpec([None], tf.int32, name="sequence_len"),
             ],
         )
-        self.elmo = tf.function(
+        self.elmo = graph_function(
             self._elmo,
             input_signature=[
                 tf.TensorSpec([None, None, self.ids_width],
@@ -355,7 +360,7 @@ class ELMoHubModule(tf.Module):
             char_ids = tf.identity(char_ids)
         return self._embed_inference(char_ids)
 
-    @tf.function
+    @graph_function
     def __call__(self, strings, training=False):
         """The ``default`` signature's computation, for ``hub.KerasLayer``."""
         embed = self._embed_training if training else self._embed_inference
@@ -365,8 +370,8 @@ class ELMoHubModule(tf.Module):
     def signatures(self) -> dict:
         """The functions to save as SavedModel signatures (each has its
         input signature, so ``tf.saved_model.save`` traces it once, while
-        saving; a concrete function traced before the save would be traced
-        again there)."""
+        saving; traced before the save, it would be traced again there:
+        the save traces a ``tf.function`` in its own context)."""
         return {"default": self.default, "tokens": self.tokens,
                 "elmo": self.elmo}
 

@@ -18,6 +18,7 @@ from typing import NamedTuple
 import keras
 import tensorflow as tf
 
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.layers import precision
 from bilm_keras.layers.initialization import initial
 
@@ -123,8 +124,8 @@ def _compiled_gates(forget_bias, cell_clip):
         return lstm_gates_backward(d_m, d_c, c_prev, i, j, f, o, tanh_c,
                                    c_inside[0] if c_inside else None)
 
-    return (tf.function(gates, jit_compile=True),
-            tf.function(gates_backward, jit_compile=True))
+    return (graph_function(gates, jit_compile=True),
+            graph_function(gates_backward, jit_compile=True))
 
 
 # Pure tensor math called inside traced loops: the weights and the

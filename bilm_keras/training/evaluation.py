@@ -19,8 +19,8 @@ import os
 from typing import Optional
 
 import numpy as np
-import tensorflow as tf
 
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.data.bilm_tf_heldout import bilm_tf_shard_order
 from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.vocab_builder import sidecar_path
@@ -111,7 +111,7 @@ def evaluate(
     data = make_dataset(test_prefix, vocab, options, test=True)
     num_steps = options.unroll_steps
 
-    @tf.function
+    @graph_function
     def eval_step(batch, states):
         out = lm(batch, initial_states=states, training=False)
         return out["loss_sum"], out["n_tokens"], out["final_states"]

@@ -34,6 +34,7 @@ from typing import Dict, Iterable, Optional
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.data.bilm_tf_heldout import (
     bilm_tf_shard_order,
     iter_bilm_tf_heldout_batches,
@@ -66,6 +67,13 @@ class StatefulPerplexity:
         return self.n_batches * self.batch_size
 
 
+def _any_length(window: Dict[str, np.ndarray]) -> Dict[str, tf.TensorSpec]:
+    """The specs of ``window``'s `(batch, steps[, chars])` arrays with any
+    number of steps."""
+    return {k: tf.TensorSpec((v.shape[0], None, *v.shape[2:]), v.dtype)
+            for k, v in window.items()}
+
+
 def stateful_perplexity(
     lm,
     batches: Iterable[Dict[str, np.ndarray]],
@@ -91,7 +99,7 @@ def stateful_perplexity(
         ValueError: no batch (the data does not fill one).
     """
 
-    @tf.function(reduce_retracing=True)
+    @graph_function
     def run_window(window, states):
         out = lm(window, initial_states=states, training=False)
         return out["loss_sum"], out["final_states"]
@@ -108,6 +116,8 @@ def stateful_perplexity(
         # row i of batch t + 1 continues row i of batch t: one window
         window = {k: np.concatenate([b[k] for b in group], axis=1)
                   for k in group[0]}  # (B, len(group)[, C])
+        if n_batches == 0:  # one trace, the shorter last window's too
+            run_window.get_concrete_function(_any_length(window), states)
         sums, states = run_window(window, states)
         for d in directions:
             loss_sum[d] += float(sums[d])

@@ -26,6 +26,7 @@ from typing import Optional, Sequence
 
 import tensorflow as tf
 
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.layers.dropout import fold_seed
 from bilm_keras.layers.precision import compute_dtype_of
 from bilm_keras.models.language_model import LanguageModel
@@ -193,7 +194,7 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
         }
         return grads, out["loss"], out["final_states"], direction_losses
 
-    @tf.function
+    @graph_function
     def train_step(batch, states):
         # 1. per-replica forward + backward on its rows, with its states
         grads, loss, states, direction_losses = strategy.run(

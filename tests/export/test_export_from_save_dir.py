@@ -16,7 +16,10 @@ import tensorflow as tf
 
 from bilm_keras import Batcher, BidirectionalLanguageModel
 from bilm_keras.export.elmo_hub_layer import ELMoHubLayer
-from bilm_keras.export.hub_module import export_hub_from_save_dir
+from bilm_keras.export.hub_module import (
+    ELMoHubModule,
+    export_hub_from_save_dir,
+)
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.checkpoints import CheckpointError
 from bilm_keras.training.run_checkpoint import model_checkpoint
@@ -36,20 +39,37 @@ def _save_dir(path):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """``(save_dir, lm, SavedModel dir)``: a checkpointed random tiny
-    model and its export."""
+    """``(save_dir, lm, SavedModel dir, model traces)``: a checkpointed
+    random tiny model, its export, and the ``training`` value of each time
+    the export traced the model."""
     save_dir = tmp_path_factory.mktemp("save_dir")
     lm = _save_dir(save_dir)
     tf.train.CheckpointManager(model_checkpoint(lm), str(save_dir),
                                max_to_keep=1, checkpoint_name="model").save()
-    out = export_hub_from_save_dir(save_dir=save_dir,
-                                   outdir=save_dir / "hub")
-    return save_dir, lm, out
+    traces = []
+    embed = ELMoHubModule.embed_char_ids
+
+    def traced(self, char_ids, training=False):
+        traces.append(training)
+        return embed(self, char_ids, training=training)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ELMoHubModule, "embed_char_ids", traced)
+        out = export_hub_from_save_dir(save_dir=save_dir,
+                                       outdir=save_dir / "hub")
+    return save_dir, lm, out, traces
+
+
+@pytest.mark.slow  # the export is the slow tests' (nothing else is timed)
+def test_the_model_is_traced_once_per_training_value(exported):
+    # every signature and __call__ call these two graphs; the save traced
+    # each a second time when they were tf.functions, not concrete ones
+    assert sorted(exported[3]) == [False, True]
 
 
 @pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_export_equals_the_checkpointed_backbone(exported):
-    save_dir, lm, out = exported
+    save_dir, lm, out, _ = exported
     module = tf.saved_model.load(out)
     sentences = ["hello world !", "北京 欢迎 你", ""]
     got = module.signatures["default"](strings=tf.constant(sentences))
@@ -70,7 +90,7 @@ def test_elmo_hub_layer_wraps_the_export(exported):
     # in-process and small; test_hub_export.py's Keras 3 consumer fits the
     # layer and rebuilds it from its config, on the fixture model in a
     # fresh process (slow tier)
-    _, lm, out = exported
+    _, lm, out, _ = exported
     layer = ELMoHubLayer(out, output_key=None, name="elmo")
     assert sorted(w.name for w in layer.trainable_weights) == [
         "scalar_mix_gamma", "scalar_mix_scalar_weights"]

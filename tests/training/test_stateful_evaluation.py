@@ -12,7 +12,11 @@ import tensorflow as tf
 
 import numpy_reference as ref
 from bilm_keras.data.bilm_tf_heldout import iter_bilm_tf_heldout_batches
-from bilm_keras.training import dump_weights, load_trained_model
+from bilm_keras.training import (
+    dump_weights,
+    load_trained_model,
+    stateful_evaluation,
+)
 from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_language_model
 from bilm_keras.training.inputs import load_vocab
 from bilm_keras.training.stateful_evaluation import (
@@ -33,13 +37,23 @@ RECORDED = json.loads((RUN / "perplexities.json").read_text())["by_batch_size"]
     pytest.param("save_dir", "4", marks=pytest.mark.slow),
     pytest.param("save_dir_tf12", "1", marks=pytest.mark.slow),
 ])
-def test_reproduces_bilm_tfs_run_test(sub, batch_size):
+def test_reproduces_bilm_tfs_run_test(sub, batch_size, monkeypatch):
     assert sorted(RECORDED) == ["1", "4"]
+    traced, make = [], stateful_evaluation.graph_function
+
+    def graph_function(func):
+        traced.append(make(func))
+        return traced[-1]
+
+    monkeypatch.setattr(stateful_evaluation, "graph_function", graph_function,
+                        raising=True)
     got = evaluate_stateful(save_dir=RUN / sub, vocab_file=RUN / "vocab.txt",
                             test_prefix=str(RUN / "heldout.txt"),
                             batch_size=int(batch_size))
     recorded = RECORDED[batch_size]
     assert got.n_batches == recorded["n_batches"]
+    # one trace: at 4 rows, for the window of 20 batches and the last of 2
+    assert [f.experimental_get_tracing_count() for f in traced] == [1]
     assert got.perplexity == pytest.approx(recorded["perplexity"], rel=1e-4)
     # the figure is the directions' mean loss
     assert got.perplexity == pytest.approx(math.exp(np.mean(
