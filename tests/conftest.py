@@ -25,8 +25,8 @@ import pathlib
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import helpers  # noqa: E402
 import pytest  # noqa: E402
-
 from helpers import (  # noqa: E402
     REPO_ROOT,
     fixture_options,
@@ -207,6 +207,12 @@ def small_disk(tmp_path, record_property):
     yield make
     for disk in disks:
         disk.close()
+
+
+def pytest_sessionfinish(session):
+    # the command servers of helpers.python_argv, if any was started
+    if helpers._COMMAND_SERVERS is not None:
+        helpers._COMMAND_SERVERS.stop()
 
 
 def pytest_configure(config):
