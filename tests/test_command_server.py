@@ -12,6 +12,10 @@ import sys
 import pytest
 from helpers import python_argv
 
+# the slow tier: only slow tests start children through the server, and
+# starting it (TensorFlow's import) is most of these tests' time
+pytestmark = pytest.mark.slow
+
 #: each a ``python -c`` program and its arguments: what it prints, its
 #: traceback and its exit status must be a fresh interpreter's
 PROGRAMS = {
