@@ -304,10 +304,10 @@ class CommandServers:
 
 
 # -------------------------------------------------------------- the server
-#: the options of ``python ARGV`` the server serves: ``-c CODE``,
-#: ``-m MODULE``, or a script path, each with its arguments
 def _unserved(argv: list):
-    """Why ``python ARGV`` cannot be forked (None when it can)."""
+    """Why ``python ARGV`` cannot be forked (None when it can): the server
+    serves ``-c CODE``, ``-m MODULE`` and a script's path, each with its
+    arguments."""
     if not argv:
         return "an interactive interpreter"
     if argv[0] in ("-c", "-m"):
