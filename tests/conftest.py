@@ -33,8 +33,8 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+import helpers  # noqa: E402
 import pytest  # noqa: E402
-
 from helpers import (  # noqa: E402
     REPO_ROOT,
     fixture_options,
@@ -215,6 +215,12 @@ def small_disk(tmp_path, record_property):
     yield make
     for disk in disks:
         disk.close()
+
+
+def pytest_sessionfinish(session):
+    # the command servers of helpers.python_argv, if any was started
+    if helpers._COMMAND_SERVERS is not None:
+        helpers._COMMAND_SERVERS.stop()
 
 
 def pytest_configure(config):

@@ -99,6 +99,36 @@ def load_bin_script(name):
     return load_script(f"bin/{name}")
 
 
+#: this pytest process's command servers (``tests/command_server.py``),
+#: started on first use; conftest's ``pytest_sessionfinish`` stops them
+_COMMAND_SERVERS = None
+
+
+def command_servers():
+    """This pytest process's :class:`command_server.CommandServers`."""
+    global _COMMAND_SERVERS
+
+    if _COMMAND_SERVERS is None:
+        import command_server
+
+        _COMMAND_SERVERS = command_server.CommandServers()
+    return _COMMAND_SERVERS
+
+
+def python_argv(env=None) -> list:
+    """What to put where ``[sys.executable]`` was in a child's command
+    line (``subprocess.run(python_argv(env) + ["-c", CODE], env=env)``):
+    a shim whose command is a child forked from a server that imported
+    TensorFlow, Keras and bilm_keras once (``tests/command_server.py``),
+    so it starts in ~0.1 s instead of 3-4. ``env``: the child's
+    environment (default ``os.environ``; one server per environment that
+    differs in what is read at import). Timeouts, ``capture_output``,
+    ``send_signal``, ``kill`` and return codes work as with a fresh
+    interpreter; what a fork cannot be (another environment, an option
+    but ``-c``/``-m``) runs in a fresh interpreter by itself."""
+    return [command_servers().python(os.environ if env is None else env)]
+
+
 def user_env() -> dict:
     """The environment a user's command runs in: this checkout's package
     (whatever is installed) and the command's own TF log level, not
@@ -135,6 +165,8 @@ def run_command(args, script="-"):
     """``bilm-keras ARGS`` (or ``script``, a ``bin/`` alias, with ARGS) in
     a fresh interpreter: ``(exit status, heavy modules imported, stdout,
     stderr)``."""
+    # a fresh interpreter, not python_argv(): what the command imports is
+    # the point, and a command server's child has imported everything
     proc = subprocess.run(
         [sys.executable, "-c", _COMMAND_RUNNER, script, *map(str, args)],
         cwd=REPO_ROOT, env=user_env(), capture_output=True, text=True,
@@ -144,14 +176,18 @@ def run_command(args, script="-"):
 
 
 def run_bench_script(script: str, *args, one_line: bool = True) -> dict:
-    """``bench/SCRIPT ARGS`` in a fresh interpreter on TensorFlow's
+    """``bench/SCRIPT ARGS`` (:func:`python_argv`) on TensorFlow's
     backend: the JSON report on its last line of stdout (asserted its only
     line where ``one_line``); a failed run fails the test with its
     stderr."""
     env = dict(os.environ, KERAS_BACKEND="tensorflow",
                TF_CPP_MIN_LOG_LEVEL="2")
+    # the script a child of the command server; its own measurement
+    # children (``--_measure``, ``--_as_user``: they time the imports)
+    # fresh interpreters, as the script starts them
     proc = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / script), *map(str, args)],
+        python_argv(env) + [str(REPO_ROOT / "bench" / script),
+                            *map(str, args)],
         capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()

@@ -63,7 +63,7 @@ from doc_blocks import (
     repo_path_exists,
     unknown_flags,
 )
-from helpers import REPO_ROOT, user_env
+from helpers import REPO_ROOT, command_servers, user_env
 
 DOCUMENTS = sorted(
     [REPO_ROOT / "README.md", REPO_ROOT / "CONTRIBUTING.md"]
@@ -123,33 +123,17 @@ def mirror(bilm_fixtures, manylangs_fixtures, paddle_baike_fixtures):
 
 @pytest.fixture(scope="module")
 def command_server(tmp_path_factory):
-    """``tests/command_server.py``, started: the folder of its shims
+    """The command server (``tests/command_server.py``) of this pytest
+    process for the documents' environment: the folder of its shims
     (``bilm-keras``, ``python``, ``run-script``) and the environment
     that names its socket."""
-    import tempfile
-
     from command_server import SOCKET_ENV, write_shims
 
     shims = tmp_path_factory.mktemp("shims")
     write_shims(shims)
-    # a short path: a Unix socket's is limited to 107 bytes
-    folder = tempfile.mkdtemp(prefix="bilm-docs-")
-    socket_path = os.path.join(folder, "server.sock")
     env = user_env()
     env.update(TF_CPP_MIN_LOG_LEVEL="2", MPLBACKEND="Agg")
-    server = subprocess.Popen(
-        [sys.executable, str(REPO_ROOT / "tests" / "command_server.py"),
-         socket_path], env=env, stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE, text=True)
-    try:
-        ready = server.stdout.readline()
-        assert ready == "ready\n", (
-            f"the command server did not start (exit {server.poll()})")
-        yield shims, {SOCKET_ENV: socket_path}
-    finally:
-        server.terminate()
-        server.wait(timeout=60)
-        shutil.rmtree(folder, ignore_errors=True)
+    return shims, {SOCKET_ENV: command_servers().socket_path(env)}
 
 
 def _model_server_module():

@@ -2,13 +2,12 @@
 re-initialised weights: it refuses, saying what to do."""
 
 import subprocess
-import sys
 
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import REPO_ROOT, user_env
+from helpers import REPO_ROOT, python_argv, user_env
 
 from bilm_keras import Batcher, BidirectionalLanguageModel, BulkEmbedder
 from bilm_keras._utils.eager import GraphModeError
@@ -78,8 +77,10 @@ def test_eager_disabled_is_refused(files):
         "    BidirectionalLanguageModel(sys.argv[1], sys.argv[2])\n"
         "except RuntimeError as e:\n"
         "    print(type(e).__name__, e)\n")
-    proc = subprocess.run([sys.executable, "-c", code, *files],
-                          cwd=REPO_ROOT, env=user_env(), capture_output=True,
+    # (a child of the command server, which made no eager context)
+    env = dict(user_env(), TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run(python_argv(env) + ["-c", code, *files],
+                          cwd=REPO_ROOT, env=env, capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(

@@ -5,16 +5,15 @@ and with a bilm-tf model, and reports one JSON line."""
 
 import json
 import subprocess
-import sys
 
-from helpers import REPO_ROOT, require_installed
+from helpers import REPO_ROOT, python_argv, require_installed
 
 require_installed("torch", "torch")
 
 
 def test_quick_bench_reports_one_json_line(tmp_path):
     proc = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / "manylangs_convert.py"),
+        python_argv() + [str(REPO_ROOT / "bench" / "manylangs_convert.py"),
          "--quick", "--rounds", "1", "--convert_rounds", "1",
          "--workdir", str(tmp_path)],
         capture_output=True, text=True, timeout=300)

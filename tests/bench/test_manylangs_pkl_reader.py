@@ -5,9 +5,8 @@ and both give the same weights."""
 
 import json
 import subprocess
-import sys
 
-from helpers import REPO_ROOT, require_installed
+from helpers import REPO_ROOT, python_argv, require_installed
 
 require_installed("torch", "torch")
 
@@ -16,7 +15,7 @@ def test_quick_bench_reports_one_json_line(tmp_path):
     # one round (each reader's process once): the script end to end and
     # its JSON; more rounds only repeat the same processes
     proc = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / "manylangs_pkl_reader.py"),
+        python_argv() + [str(REPO_ROOT / "bench" / "manylangs_pkl_reader.py"),
          "--quick", "--rounds", "1", "--workdir", str(tmp_path)],
         capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]

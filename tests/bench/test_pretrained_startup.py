@@ -5,9 +5,8 @@ no mirror to reach, and both ways give the same vectors."""
 
 import json
 import subprocess
-import sys
 
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, python_argv
 
 
 def test_quick_bench_reports_one_json_line(tmp_path):
@@ -15,7 +14,7 @@ def test_quick_bench_reports_one_json_line(tmp_path):
     # writer's, not 5); a second round only repeats them in the other
     # order, which proves nothing more about the script running end to end
     proc = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bench" / "pretrained_startup.py"),
+        python_argv() + [str(REPO_ROOT / "bench" / "pretrained_startup.py"),
          "--quick", "--rounds", "1", "--sentences", "4", "--tokens", "5",
          "--workdir", str(tmp_path)],
         capture_output=True, text=True, timeout=600)

@@ -5,7 +5,8 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
+
+from helpers import python_argv
 
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
     "train_profile.py"
@@ -13,7 +14,7 @@ BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
 
 def test_train_profile_quick_runs():
     out = subprocess.run(
-        [sys.executable, str(BENCH), "--quick", "--steps", "2"],
+        python_argv() + [str(BENCH), "--quick", "--steps", "2"],
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
         capture_output=True, text=True, timeout=180, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
@@ -34,7 +35,7 @@ def test_train_profile_quick_runs():
 def test_step_products_quick_runs():
     # the four per-step products, both layouts, summed over a window
     out = subprocess.run(
-        [sys.executable, str(BENCH), "--quick", "--step_products"],
+        python_argv() + [str(BENCH), "--quick", "--step_products"],
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
         capture_output=True, text=True, timeout=180, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])

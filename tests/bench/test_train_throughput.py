@@ -2,7 +2,8 @@ import json
 import os
 import pathlib
 import subprocess
-import sys
+
+from helpers import python_argv
 
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
     "train_throughput.py"
@@ -10,7 +11,7 @@ BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
 
 def test_train_throughput_quick_runs():
     out = subprocess.run(
-        [sys.executable, str(BENCH), "--quick", "--passes", "1", "--steps",
+        python_argv() + [str(BENCH), "--quick", "--passes", "1", "--steps",
          "2", "--warmup", "1", "--compare"],
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
         capture_output=True, text=True, timeout=180, check=True)
@@ -32,7 +33,7 @@ def test_train_throughput_adapt_quick_runs():
     """``--adapt``: random weights written in bilm-tf's layout by a child
     process, loaded as ``--init_weights``, warm-up and full steps timed."""
     out = subprocess.run(
-        [sys.executable, str(BENCH), "--adapt", "--quick", "--passes", "1",
+        python_argv() + [str(BENCH), "--adapt", "--quick", "--passes", "1",
          "--steps", "2", "--warmup", "1"],
         env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
         capture_output=True, text=True, timeout=180, check=True)

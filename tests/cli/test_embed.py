@@ -224,6 +224,8 @@ def test_errors_before_tensorflow(model_dir, root, tmp_path):
     def run(case):  # a fresh interpreter each; they run at once
         flags, match = case
         dataset = "dup.txt" if match is None else "ok.txt"
+        # a fresh interpreter, not helpers.python_argv: the report says
+        # whether TensorFlow was imported
         return subprocess.run(
             [sys.executable, "-c", RUNNER,
              *_embed(model_dir, root, out, *map(str, flags),

@@ -164,6 +164,8 @@ print("imported:", "tensorflow" in sys.modules)
 argv = {_embed(model_dir, root / "ok.txt", tmp_path / "beam.hdf5")!r}
 sys.exit(cli.main(argv + ["--runner", "DirectRunner"]))
 """
+    # a fresh interpreter, not helpers.python_argv: whether embed imported
+    # TensorFlow (and not Beam) is the point
     proc = subprocess.run([sys.executable, "-c", script], cwd=REPO_ROOT,
                           env=user_env(), capture_output=True, text=True,
                           timeout=300)

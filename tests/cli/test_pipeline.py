@@ -4,13 +4,12 @@ a Chinese heldout file (the demo embeds the user's own heldout text)."""
 
 import re
 import subprocess
-import sys
 
 import h5py
 import numpy as np
 import pytest
 
-from helpers import REPO_ROOT, user_env
+from helpers import REPO_ROOT, python_argv, user_env
 
 
 @pytest.mark.slow
@@ -22,7 +21,7 @@ def test_run_pipeline_end_to_end(tmp_path):
     # this checkout's package, not the installed one
     env = dict(user_env(), TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(
-        [sys.executable, "bin/run_pipeline.py", "--out_dir", str(out),
+        python_argv(env) + ["bin/run_pipeline.py", "--out_dir", str(out),
          "--max_sentences", "400", "--n_epochs", "1",
          "--heldout", str(heldout)],
         cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)

@@ -513,16 +513,18 @@ print("rows kept", n)
 def test_mirrored_strategy_keeps_rows_on_their_replica(tmp_path):
     # the claim of make_tf_dataset's docstring: experimental_distribute_
     # dataset splits each global batch by rows, in order, so every replica
-    # always gets the same rows (run in a fresh process: logical devices
-    # must be set before TensorFlow starts)
+    # always gets the same rows (run in its own process, a child of the
+    # command server, which started no TensorFlow runtime: logical
+    # devices must be set before TensorFlow starts)
     import os
     import subprocess
-    import sys
+
+    from helpers import python_argv
 
     write_corpus(tmp_path, 2, 10)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     result = subprocess.run(
-        [sys.executable, "-c", DISTRIBUTE_CHECK, str(tmp_path)],
-        capture_output=True, text=True, timeout=300,
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"))
+        python_argv(env) + ["-c", DISTRIBUTE_CHECK, str(tmp_path)],
+        capture_output=True, text=True, timeout=300, env=env)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "rows kept" in result.stdout

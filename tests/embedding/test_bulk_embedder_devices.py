@@ -4,10 +4,9 @@ devices must be set before TensorFlow initializes)."""
 
 import json
 import subprocess
-import sys
 
 import pytest
-from helpers import REPO_ROOT, user_env
+from helpers import REPO_ROOT, python_argv, user_env
 
 SCRIPT = r"""
 import json, sys
@@ -58,10 +57,13 @@ LINES = ["The cat sat on the mat .", "", "深度 学习", "a", "b c d e f g",
 def test_logical_cpu_devices_give_identical_output(model_dir, tmp_path):
     data = tmp_path / "sentences.txt"
     data.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    # a child of the command server, which started no TensorFlow runtime:
+    # the logical devices are set before it starts, as in a fresh process
+    env = dict(user_env(), TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(model_dir), str(data),
+        python_argv(env) + ["-c", SCRIPT, str(model_dir), str(data),
          str(tmp_path / "out")],
-        cwd=REPO_ROOT, env=user_env(), capture_output=True, text=True,
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True,
         timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     report = json.loads(proc.stdout.strip().splitlines()[-1])

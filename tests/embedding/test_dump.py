@@ -191,7 +191,9 @@ def test_dump_command_layers_and_float16(files, model, tmp_path):
     from helpers import REPO_ROOT, user_env
 
     # a user's environment: this checkout's package, and not conftest's
-    # TF log level (the command respects it)
+    # TF log level (the command respects it); a fresh interpreter, not
+    # helpers.python_argv: the command silences TensorFlow's start-up
+    # lines itself before importing it
     env = user_env()
 
     vocab, options, weights = files

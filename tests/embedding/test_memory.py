@@ -9,6 +9,9 @@ import pytest
 
 from bilm_keras.embedding import memory
 
+# the children are fresh interpreters, not helpers.python_argv's: what
+# glibc's allocator does in a process that has not run before is the point
+
 
 @pytest.mark.skipif(platform.libc_ver()[0] != "glibc",
                     reason="mallopt is glibc's")

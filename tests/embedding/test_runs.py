@@ -15,7 +15,7 @@ import time
 import h5py
 import numpy as np
 import pytest
-from helpers import REPO_ROOT, run_command, user_env
+from helpers import REPO_ROOT, python_argv, run_command, user_env
 
 from bilm_keras import EmbeddingSpec, cli, dump_bilm_embeddings
 from bilm_keras.embedding.dump_plan import DumpSettings
@@ -234,10 +234,14 @@ PAUSED_EMBED = pathlib.Path(__file__).with_name("paused_embed.py")
 def _start(model_dir, corpus, out, pause):
     """``embed --batch_size 2 --chunk_size CHUNK`` (as ``_args``) in its own
     process, pausing at ``pause`` (its ``on_event`` callback)."""
+    # a child of the command server (TensorFlow's C++ lines at conftest's
+    # level: the run's own lines are what is read)
+    env = dict(user_env(), TF_CPP_MIN_LOG_LEVEL="2")
     return subprocess.Popen(
-        [sys.executable, str(PAUSED_EMBED), pause, str(out), str(model_dir),
-         str(corpus / "sentences.txt"), "2", str(CHUNK)], cwd=REPO_ROOT,
-        env=user_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        python_argv(env) + [str(PAUSED_EMBED), pause, str(out),
+                            str(model_dir), str(corpus / "sentences.txt"),
+                            "2", str(CHUNK)], cwd=REPO_ROOT,
+        env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True)
 
 

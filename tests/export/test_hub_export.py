@@ -93,6 +93,8 @@ def _run_consumer(mode, cfg, tmp_path, env=None):
     cfg_file = tmp_path / f"{mode}.json"
     out_file = tmp_path / f"{mode}.npz"
     cfg_file.write_text(json.dumps(cfg), encoding="utf-8")
+    # a fresh interpreter, not helpers.python_argv: the SavedModel loads
+    # without bilm_keras imported
     proc = subprocess.run(
         [sys.executable, str(CONSUMERS), mode, str(cfg_file), str(out_file)],
         capture_output=True, text=True, timeout=300,

@@ -59,6 +59,8 @@ def loaded(model_dir, tmp_path_factory, fixture_export):
                tokens=[t + [""] * (width - len(t)) for t in tokens],
                lengths=[len(t) for t in tokens])
     (root / "cfg.json").write_text(json.dumps(cfg))
+    # a fresh interpreter, not helpers.python_argv: the SavedModels load
+    # without bilm_keras imported
     proc = subprocess.run(
         [sys.executable, "-c", CONSUMER, str(root / "cfg.json"),
          str(root / "out.npz")], capture_output=True, text=True,

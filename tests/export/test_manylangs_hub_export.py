@@ -89,6 +89,8 @@ def _consume(mode, cfg, tmp_path, env=None):
     cfg_file = tmp_path / f"{mode}.json"
     out_file = tmp_path / f"{mode}.npz"
     cfg_file.write_text(json.dumps(cfg, ensure_ascii=False), "utf-8")
+    # a fresh interpreter, not helpers.python_argv: the SavedModel loads
+    # without bilm_keras imported
     proc = subprocess.run(
         [sys.executable, str(CONSUMER), mode, str(cfg_file), str(out_file)],
         capture_output=True, text=True, timeout=300,

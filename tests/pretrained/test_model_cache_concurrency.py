@@ -44,6 +44,8 @@ print(json.dumps(dataclasses.asdict(model)))
 def _both_at_once(spec, cache, mirror, timeout=120):
     env = dict(os.environ, BILM_KERAS_CACHE=str(cache),
                BILM_KERAS_MODEL_MIRROR=mirror)
+    # fresh interpreters, not helpers.python_argv: they assert that
+    # resolving a model imports no TensorFlow
     children = [subprocess.Popen([sys.executable, "-c", CHILD, spec],
                                  cwd=REPO, env=env, stdout=subprocess.PIPE,
                                  stderr=subprocess.PIPE, text=True)

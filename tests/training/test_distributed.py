@@ -6,13 +6,12 @@ import os
 import pathlib
 import signal
 import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import REPO_ROOT, fixture_options
+from helpers import REPO_ROOT, fixture_options, python_argv
 from local_cluster import local_cluster
 
 HERE = pathlib.Path(__file__).resolve().parent
@@ -30,8 +29,9 @@ def _env(**extra):
 @pytest.mark.slow
 def test_mirrored_step_matches_single_device(train_dir, tmp_path):
     out = tmp_path / "mirrored.json"
-    subprocess.run([sys.executable, WORKER, "mirrored", str(train_dir),
-                    str(out)], env=_env(), check=True, timeout=240)
+    subprocess.run(python_argv(_env()) + [WORKER, "mirrored",
+                                          str(train_dir), str(out)],
+                   env=_env(), check=True, timeout=240)
     result = json.loads(out.read_text())
     assert result["divisible_error"] == (
         "--batch_size: expected a multiple of the 2 replicas, found 3")
@@ -44,8 +44,9 @@ def test_mirrored_step_matches_single_device(train_dir, tmp_path):
 
 @pytest.mark.slow
 def test_two_workers_end_with_identical_weights(train_dir, tmp_path):
-    commands = [[sys.executable, WORKER, "multi_worker", str(train_dir),
-                 str(tmp_path / "ckpt"), str(tmp_path / f"w{index}.npz")]
+    commands = [python_argv(_env()) + [
+                    WORKER, "multi_worker", str(train_dir),
+                    str(tmp_path / "ckpt"), str(tmp_path / f"w{index}.npz")]
                 for index in range(2)]
     with local_cluster(commands, _env(), stdout=subprocess.PIPE,
                        stderr=subprocess.STDOUT) as procs:
@@ -71,9 +72,10 @@ def test_sigkill_then_restart_continues(train_dir, tmp_path):
               "--vocab_file", str(train_dir / "vocab.txt"),
               "--save_dir", str(save_dir)]
     proc = subprocess.Popen(
-        [sys.executable, str(REPO_ROOT / "bin" / "train_elmo.py"), *common,
-         "--options", str(options), "--save_every", "20", "--log_every",
-         "1000", "--seed", "0"],
+        python_argv(_env()) + [
+            str(REPO_ROOT / "bin" / "train_elmo.py"), *common,
+            "--options", str(options), "--save_every", "20", "--log_every",
+            "1000", "--seed", "0"],
         env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.time() + 120
     try:
@@ -97,8 +99,9 @@ def test_sigkill_then_restart_continues(train_dir, tmp_path):
         "optimizer/_iterations/.ATTRIBUTES/VARIABLE_VALUE")
     # continue for one more epoch (6 steps) on the same data
     done = subprocess.run(
-        [sys.executable, str(REPO_ROOT / "bin" / "restart.py"), *common,
-         "--n_epochs", "1", "--log_every", "1"],
+        python_argv(_env()) + [
+            str(REPO_ROOT / "bin" / "restart.py"), *common,
+            "--n_epochs", "1", "--log_every", "1"],
         env=_env(), capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"at step {last_step}" in done.stdout

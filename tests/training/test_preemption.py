@@ -13,14 +13,13 @@ stream's seed and the step), in a process with the same thread settings.
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from helpers import REPO_ROOT, fixture_options, user_env
+from helpers import REPO_ROOT, fixture_options, python_argv, user_env
 from local_cluster import local_cluster
 
 from bilm_keras.training import evaluate, restart, train
@@ -193,12 +192,19 @@ def test_sigterm_saves_the_step_and_restart_ends_as_never_stopped(
 
 # ------------------------------------ child processes: the command itself
 def _command(*args):
-    return [sys.executable, "-m", "bilm_keras.cli", *map(str, args)]
+    """``python -m bilm_keras.cli ARGS``, a child of the tests' command
+    server (``helpers.python_argv``): signals sent to it reach the
+    command, and it exits as the command does."""
+    return python_argv(_env()) + ["-m", "bilm_keras.cli", *map(str, args)]
 
 
 def _env():
+    # TF_CPP_MIN_LOG_LEVEL: the command's own default, given (a child of
+    # the command server keeps the level of its import); that the command
+    # sets it itself is tests/embedding/test_dump.py's, in a fresh process
     env = user_env()
-    env.update(PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="")
+    env.update(PYTHONUNBUFFERED="1", CUDA_VISIBLE_DEVICES="",
+               TF_CPP_MIN_LOG_LEVEL="3")
     env.pop("TF_CONFIG", None)
     return env
 

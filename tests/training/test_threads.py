@@ -1,7 +1,11 @@
 """TensorFlow's CPU thread pools for training (bilm_keras.training.threads).
 
 The pools can be sized only before TensorFlow's first op, so each case
-runs in a fresh interpreter (all of them at once); the child prints what
+runs in its own process (all of them at once): a child forked from the
+tests' command server (``helpers.python_argv``), which imported TensorFlow
+but ran no op, so the child's runtime starts as a fresh interpreter's
+(the case with ``TF_NUM_INTRAOP_THREADS`` set has a server of its own,
+started in that environment); the child prints what
 ``configure_training_threads`` returned and the pools TensorFlow then
 reports.
 """
@@ -9,9 +13,9 @@ reports.
 import json
 import os
 import subprocess
-import sys
 
 import pytest
+from helpers import python_argv
 
 from bilm_keras.training.threads import (
     THREAD_VARIABLES,
@@ -58,8 +62,7 @@ print(json.dumps(dict(
 
 def _run_children(cases: dict) -> dict:
     """Each case's child's report, ``{"results": [...], "pools": [...]}``.
-    The children run at once: each is a fresh interpreter importing
-    TensorFlow, and they need nothing from each other."""
+    The children run at once: they need nothing from each other."""
     procs = {}
     for name, (kwargs, env) in cases.items():
         environ = {k: v for k, v in os.environ.items()
@@ -67,7 +70,8 @@ def _run_children(cases: dict) -> dict:
         environ.update(env, TF_CPP_MIN_LOG_LEVEL="3",
                        CUDA_VISIBLE_DEVICES="")
         procs[name] = subprocess.Popen(
-            [sys.executable, "-c", CHILD, json.dumps(kwargs)], env=environ,
+            python_argv(environ) + ["-c", CHILD, json.dumps(kwargs)],
+            env=environ,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     reports = {}
     for name, proc in procs.items():

@@ -16,6 +16,8 @@ from helpers import REPO_ROOT, user_env
 def test_first_import(statement):
     # bilm_tf_hdf5 -> models -> bidirectional_language_model -> bilm_tf_hdf5
     # was a cycle that only a process starting here met
+    # (a fresh interpreter, not helpers.python_argv: a command server
+    # has imported every module already)
     proc = subprocess.run([sys.executable, "-c", statement], cwd=REPO_ROOT,
                           env=user_env(), capture_output=True, text=True,
                           timeout=120)

@@ -22,6 +22,8 @@ assert "tensorflow" not in sys.modules
 def test_conversion_without_torch_reproduces_upstream(manylangs_fixtures,
                                                       tmp_path):
     out = tmp_path / "converted"
+    # a fresh interpreter, not helpers.python_argv: the conversion is
+    # proven to import no TensorFlow
     proc = subprocess.run(
         [sys.executable, "-c", CONVERT_WITHOUT_TORCH,
          str(manylangs_fixtures / "tiny.model"), str(out)],

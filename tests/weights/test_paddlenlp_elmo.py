@@ -309,6 +309,8 @@ def test_reading_needs_neither_tensorflow_nor_paddle():
         "heavy = ('tensorflow', 'paddle', 'keras')\n"
         "print(sorted(k for k in sys.modules if k.split('.')[0] in heavy))\n"
     )
+    # a fresh interpreter, not helpers.python_argv: what it imports is
+    # the point
     proc = subprocess.run([sys.executable, "-c", code], cwd=REPO_ROOT,
                           env=user_env(), capture_output=True, text=True,
                           timeout=120, check=False)
