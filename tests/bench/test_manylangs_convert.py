@@ -3,24 +3,15 @@ asserted): it writes a model in ELMoForManyLangs' released format (legacy
 .pkl), converts it in a process without TensorFlow, embeds with the result
 and with a bilm-tf model, and reports one JSON line."""
 
-import json
-import subprocess
-
-from helpers import REPO_ROOT, python_argv, require_installed
+from helpers import require_installed, run_bench_script
 
 require_installed("torch", "torch")
 
 
 def test_quick_bench_reports_one_json_line(tmp_path):
-    proc = subprocess.run(
-        python_argv() + [str(REPO_ROOT / "bench" / "manylangs_convert.py"),
-         "--quick", "--rounds", "1", "--convert_rounds", "1",
-         "--workdir", str(tmp_path)],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 1
-    report = json.loads(lines[0])
+    report = run_bench_script(
+        "manylangs_convert.py", "--quick", "--rounds", "1",
+        "--convert_rounds", "1", "--workdir", tmp_path)
     assert report["convert_s"] > 0 and report["convert_peak_rss_mib"] > 0
     assert report["convert"]["tensorflow_imported"] is False
     assert sorted(p.name for p in (tmp_path / "converted").iterdir()) == [

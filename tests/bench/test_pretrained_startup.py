@@ -3,25 +3,16 @@ asserted): a tiny model goes through a local mirror into a fresh cache,
 then is started by name and by path, alternating, in fresh processes with
 no mirror to reach, and both ways give the same vectors."""
 
-import json
-import subprocess
-
-from helpers import REPO_ROOT, python_argv
+from helpers import run_bench_script
 
 
 def test_quick_bench_reports_one_json_line(tmp_path):
     # one round: each way's fresh process once (3 processes with the
     # writer's, not 5); a second round only repeats them in the other
     # order, which proves nothing more about the script running end to end
-    proc = subprocess.run(
-        python_argv() + [str(REPO_ROOT / "bench" / "pretrained_startup.py"),
-         "--quick", "--rounds", "1", "--sentences", "4", "--tokens", "5",
-         "--workdir", str(tmp_path)],
-        capture_output=True, text=True, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 1
-    report = json.loads(lines[0])
+    report = run_bench_script(
+        "pretrained_startup.py", "--quick", "--rounds", "1", "--sentences", "4",
+        "--tokens", "5", "--workdir", tmp_path)
     assert report["vectors_equal"] is True
     assert report["model"]["preset"] == "tiny"
     for way in ("by_name", "by_path"):
