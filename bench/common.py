@@ -79,6 +79,15 @@ QUICK_OPTIONS = {
 TF_CHILD_ENV = {"KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
 
 
+def checkout_child_env(**updates) -> dict:
+    """:data:`TF_CHILD_ENV` with this checkout first on ``PYTHONPATH`` (a
+    child that imports bilm_keras from it whatever is installed), and
+    ``updates``."""
+    path = os.pathsep.join(
+        p for p in (REPO_ROOT, os.environ.get("PYTHONPATH")) if p)
+    return dict(TF_CHILD_ENV, PYTHONPATH=path, **updates)
+
+
 # ------------------------------------------------------------------ corpus
 def make_corpus(n_sentences=256, min_len=5, max_len=40, mean_len=25.0,
                 n_words=20000, seed=1234):

@@ -138,8 +138,7 @@ def prepare(workdir: str, quick: bool, n_sentences: int) -> dict:
 
 
 def run_way(way: str, workdir: str, args, out: str) -> dict:
-    env = dict(common.TF_CHILD_ENV, PYTHONPATH=os.pathsep.join(
-        p for p in (common.REPO_ROOT, os.environ.get("PYTHONPATH")) if p))
+    env = common.checkout_child_env()
     shared = ["--steps", str(args.steps), "--batch", str(args.batch),
               "--sentences", str(args.sentences)] + (
         ["--autograph"] if way == "autograph" else [])

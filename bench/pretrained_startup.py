@@ -48,7 +48,7 @@ import threading
 import time
 import urllib.parse
 
-from common import REPO_ROOT, cpu_model, run_json_child
+from common import checkout_child_env, cpu_model, run_json_child
 
 NAME = "elmo-original"
 WAYS = ("by_name", "by_path")
@@ -113,11 +113,7 @@ def measure(way: str, cache: str, out: str, n: int, tokens: int) -> dict:
 
 
 def _child(argv, env=None):
-    env = dict(env or {}, KERAS_BACKEND="tensorflow",
-               TF_CPP_MIN_LOG_LEVEL="2",
-               PYTHONPATH=os.pathsep.join(
-                   p for p in (REPO_ROOT, os.environ.get("PYTHONPATH"))
-                   if p))
+    env = checkout_child_env(**(env or {}))
     t0 = time.perf_counter()
     result = run_json_child([os.path.abspath(__file__)] + argv, env)
     if result is not None:
