@@ -287,6 +287,22 @@ def test_a_registered_model_ships_no_vocabulary(mirrored, cache_dir,
     assert not cache_dir.exists()
 
 
+def test_a_model_directory_without_vocabulary_needs_vocab_file(
+        model_dir, cache_dir, tmp_path, capsys):
+    # a model of no registry: known to ship none once it is resolved
+    folder = tmp_path / "model"
+    folder.mkdir()
+    for name in ("options.json", "lm_weights.hdf5"):
+        (folder / name).symlink_to(model_dir / name)
+    code = _main(["dump-tokens", "--model", folder, "--outfile",
+                  tmp_path / "tokens.hdf5"])
+    assert code == 1
+    assert capsys.readouterr().err.splitlines() == [
+        "bilm-keras dump-tokens: error: --vocab_file: required: the model "
+        f"{folder} ships no vocabulary"]
+    assert not (tmp_path / "tokens.hdf5").exists()
+
+
 @pytest.mark.parametrize("argv,line", [
     (["embed", "--dataset_file", "s.txt", "--outfile", "o.hdf5"],
      "the following arguments are required: --model, or --options_file "
