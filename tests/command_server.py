@@ -325,8 +325,9 @@ def _fresh_reason(request: dict, fixed: dict):
     if os.path.realpath(request["python"]) != os.path.realpath(
             sys.executable):
         return f"another interpreter, {request['python']}"
-    if unservable(request["env"]):
-        return unservable(request["env"])
+    reason = unservable(request["env"])
+    if reason:
+        return reason
     wanted = fixed_at_import(request["env"])
     for name in sorted(set(wanted) | set(fixed)):
         if wanted.get(name) != fixed.get(name):
