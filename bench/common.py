@@ -78,6 +78,18 @@ QUICK_OPTIONS = {
 #: what every child that imports TensorFlow gets in its environment
 TF_CHILD_ENV = {"KERAS_BACKEND": "tensorflow", "TF_CPP_MIN_LOG_LEVEL": "2"}
 
+#: names the interpreter of the untimed helper children (the random
+#: weights :func:`write_model` writes): the tests' smoke runs point it at
+#: a child forked from their command server (``tests/command_server.py``),
+#: which spares each a TensorFlow import; the timed children stay fresh
+HELPER_PYTHON_VARIABLE = "BENCH_HELPER_PYTHON"
+
+
+def helper_python() -> str:
+    """The interpreter of an untimed helper child: ``sys.executable``
+    unless :data:`HELPER_PYTHON_VARIABLE` names another."""
+    return os.environ.get(HELPER_PYTHON_VARIABLE) or sys.executable
+
 
 def checkout_child_env(**updates) -> dict:
     """:data:`TF_CHILD_ENV` with this checkout first on ``PYTHONPATH`` (a
@@ -158,7 +170,7 @@ def write_model(folder: str, options, weight_name: str = "weights.hdf5"
         json.dump(options, f)
     weight_file = os.path.join(folder, weight_name)
     run_json_child([os.path.abspath(__file__), "write-model", options_file,
-                    weight_file], TF_CHILD_ENV)
+                    weight_file], TF_CHILD_ENV, python=helper_python())
     return options_file, weight_file
 
 

@@ -170,10 +170,10 @@ def measure_embedding(options_file: str, weight_file: str, args) -> dict:
                 load_avg_1min=os.getloadavg()[0])
 
 
-def _child(argv):
-    """This script in a fresh process: its JSON line."""
+def _child(argv, python=sys.executable):
+    """This script in a fresh process (``python``): its JSON line."""
     return common.run_json_child([os.path.abspath(__file__)] + argv,
-                                 common.TF_CHILD_ENV)
+                                 common.TF_CHILD_ENV, python)
 
 
 def main(argv=None):
@@ -227,7 +227,9 @@ def main(argv=None):
         converted = os.path.join(work, "converted")
         bilm_tf = os.path.join(work, "bilm_tf")
         t0 = time.perf_counter()
-        _child(["--_write", model_dir] + sizes + quick)
+        # the writer measures nothing of ours: common.helper_python()
+        _child(["--_write", model_dir] + sizes + quick,
+               python=common.helper_python())
         write_s = time.perf_counter() - t0
         conversions = [_child(["--_convert", model_dir, converted] + quick)
                        for _ in range(args.convert_rounds)]

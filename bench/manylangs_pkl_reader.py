@@ -82,10 +82,10 @@ def measure_conversion(model_dir: str, outdir: str, reader: str) -> dict:
         tensorflow_imported="tensorflow" in sys.modules)
 
 
-def _child(argv):
-    """This script in a fresh process: its JSON line."""
+def _child(argv, python=sys.executable):
+    """This script in a fresh process (``python``): its JSON line."""
     return common.run_json_child([os.path.abspath(__file__)] + argv,
-                                 common.TF_CHILD_ENV)
+                                 common.TF_CHILD_ENV, python)
 
 
 def main(argv=None):
@@ -121,8 +121,10 @@ def main(argv=None):
         work = args.workdir or tmp
         model_dir = os.path.join(work, "manylangs.model")
         t0 = time.perf_counter()
+        # the writer measures nothing of ours: common.helper_python()
         _child(["--_write", model_dir, "--n_chars", str(args.n_chars),
-                "--n_words", str(args.n_words)] + (["--quick"] if q else []))
+                "--n_words", str(args.n_words)] + (["--quick"] if q else []),
+               python=common.helper_python())
         write_s = time.perf_counter() - t0
         runs = common.alternating_rounds(READERS, args.rounds, lambda r: (
             _child(["--_convert", model_dir,

@@ -43,12 +43,18 @@ import random
 import resource
 import shutil
 import statistics
+import sys
 import tempfile
 import threading
 import time
 import urllib.parse
 
-from common import checkout_child_env, cpu_model, run_json_child
+from common import (
+    checkout_child_env,
+    cpu_model,
+    helper_python,
+    run_json_child,
+)
 
 NAME = "elmo-original"
 WAYS = ("by_name", "by_path")
@@ -112,10 +118,10 @@ def measure(way: str, cache: str, out: str, n: int, tokens: int) -> dict:
                     resource.RUSAGE_SELF).ru_maxrss / 1024)
 
 
-def _child(argv, env=None):
+def _child(argv, env=None, python=sys.executable):
     env = checkout_child_env(**(env or {}))
     t0 = time.perf_counter()
-    result = run_json_child([os.path.abspath(__file__)] + argv, env)
+    result = run_json_child([os.path.abspath(__file__)] + argv, env, python)
     if result is not None:
         result["process_s"] = time.perf_counter() - t0
     return result
@@ -206,7 +212,7 @@ def main(argv=None):
         cache = os.path.join(work, "cache")
         shutil.rmtree(cache, ignore_errors=True)
         t0 = time.perf_counter()
-        _child(["--_write", model_dir, preset])
+        _child(["--_write", model_dir, preset], python=helper_python())
         write_s = time.perf_counter() - t0
         fetched = cache_through_a_mirror(model_dir, cache)
         # from here on the cache alone: no mirror to reach

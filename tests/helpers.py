@@ -184,10 +184,13 @@ def run_bench_script(script: str, *args, one_line: bool = True) -> dict:
                TF_CPP_MIN_LOG_LEVEL="2")
     # the script a child of the command server; its own measurement
     # children (``--_measure``, ``--_as_user``: they time the imports)
-    # fresh interpreters, as the script starts them
+    # fresh interpreters, as the script starts them; its untimed helper
+    # children (random weights written) forked too, through the shim
+    # (bench/common.py ``helper_python``)
+    shim = python_argv(env)
+    env["BENCH_HELPER_PYTHON"] = shim[0]
     proc = subprocess.run(
-        python_argv(env) + [str(REPO_ROOT / "bench" / script),
-                            *map(str, args)],
+        shim + [str(REPO_ROOT / "bench" / script), *map(str, args)],
         capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     lines = proc.stdout.strip().splitlines()

@@ -3,10 +3,7 @@ asserted): torch writes a model in ELMoForManyLangs' released format, it is
 converted with our reader (torch blocked) and with torch.load, alternating,
 and both give the same weights."""
 
-import json
-import subprocess
-
-from helpers import REPO_ROOT, python_argv, require_installed
+from helpers import require_installed, run_bench_script
 
 require_installed("torch", "torch")
 
@@ -14,14 +11,9 @@ require_installed("torch", "torch")
 def test_quick_bench_reports_one_json_line(tmp_path):
     # one round (each reader's process once): the script end to end and
     # its JSON; more rounds only repeat the same processes
-    proc = subprocess.run(
-        python_argv() + [str(REPO_ROOT / "bench" / "manylangs_pkl_reader.py"),
-         "--quick", "--rounds", "1", "--workdir", str(tmp_path)],
-        capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    lines = proc.stdout.strip().splitlines()
-    assert len(lines) == 1
-    report = json.loads(lines[0])
+    report = run_bench_script(
+        "manylangs_pkl_reader.py", "--quick", "--rounds", "1", "--workdir",
+        tmp_path)
     assert report["weights_equal"] is True
     assert report["ours"]["torch_imported"] is False
     assert report["torch"]["torch_imported"] is True

@@ -1,21 +1,10 @@
-import json
-import os
-import pathlib
-import subprocess
-
-from helpers import python_argv
-
-BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
-    "train_throughput.py"
+from helpers import run_bench_script
 
 
 def test_train_throughput_quick_runs():
-    out = subprocess.run(
-        python_argv() + [str(BENCH), "--quick", "--passes", "1", "--steps",
-         "2", "--warmup", "1", "--compare"],
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        capture_output=True, text=True, timeout=180, check=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    result = run_bench_script(
+        "train_throughput.py", "--quick", "--passes", "1", "--steps", "2",
+        "--warmup", "1", "--compare", one_line=False)
     assert result["quick"] is True
     assert result["tokens_per_second"] > 0
     assert result["peak_rss_mb"] > 0
@@ -32,12 +21,11 @@ def test_train_throughput_quick_runs():
 def test_train_throughput_adapt_quick_runs():
     """``--adapt``: random weights written in bilm-tf's layout by a child
     process, loaded as ``--init_weights``, warm-up and full steps timed."""
-    out = subprocess.run(
-        python_argv() + [str(BENCH), "--adapt", "--quick", "--passes", "1",
-         "--steps", "2", "--warmup", "1"],
-        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2"),
-        capture_output=True, text=True, timeout=180, check=True)
-    result = json.loads(out.stdout.strip().splitlines()[-1])
+    # the random weights written by a helper child
+    # forked from the command server (run_bench_script)
+    result = run_bench_script(
+        "train_throughput.py", "--adapt", "--quick", "--passes", "1",
+        "--steps", "2", "--warmup", "1", one_line=False)
     assert result["benchmark"] == "train_throughput --adapt"
     assert result["tokens_per_second"] > 0
     assert result["warmup_tokens_per_second"] > 0

@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 import pytest
 
-from helpers import REPO_ROOT, require_extra, user_env
+from helpers import REPO_ROOT, python_argv, require_extra, user_env
 
 from bilm_keras import cli
 
@@ -67,8 +67,13 @@ def assert_same_embeddings(got, want, attributes=True):
 @pytest.mark.slow
 @pytest.mark.parametrize("model_input", ["characters", "tokens_mix"])
 def test_two_workers_write_embeds_file(model_dir, root, tmp_path, capsys,
-                                       model_input):
+                                       monkeypatch, model_input):
     require_extra("apache_beam", "beam")
+    # Beam starts each worker as `sys.executable -m
+    # apache_beam.runners.worker.sdk_worker_main`: here a child forked from
+    # the command server (helpers.python_argv), two processes still, each
+    # without its own TensorFlow import (3-4 CPU s a worker)
+    monkeypatch.setattr(sys, "executable", python_argv()[0])
     flags = ["--chunk_size", "3"]  # three ranges: work for both workers
     if model_input == "tokens_mix":
         table = tmp_path / "tokens.hdf5"

@@ -113,22 +113,33 @@ def test_dump_bilm_embeddings_bad_input(files, tmp_path, content, match):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+@pytest.fixture(scope="module")
+def full_dump(files, tmp_path_factory):
+    """``(dataset, file)``: :data:`LINES` and their every-layer dump (the
+    default output), written once for the output choices compared with
+    it (read only)."""
+    vocab, options, weights = files
+    root = tmp_path_factory.mktemp("full_dump")
+    dataset = root / "sentences.txt"
+    dataset.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    full_file = root / "all.hdf5"
+    dump_bilm_embeddings(
+        vocab, str(dataset), options, weights, str(full_file),
+        EmbeddingSpec(), DumpSettings(progress=False))
+    return dataset, full_file
+
+
 @pytest.mark.slow  # quick tier: test_cli's embed flags make these outputs
 @pytest.mark.parametrize("output,layers,dataset_shape", [
     ("top", None, (7, 32)),
     ("average", [1, 2], (7, 32)),
     ("sentence_mean", None, (32,)),
 ])
-def test_dump_output_choices(files, tmp_path, output, layers,
+def test_dump_output_choices(files, full_dump, tmp_path, output, layers,
                              dataset_shape):
     vocab, options, weights = files
-    dataset = tmp_path / "sentences.txt"
-    dataset.write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    dataset, full_file = full_dump
     out = tmp_path / f"{output}.hdf5"
-    full_file = tmp_path / "all.hdf5"
-    dump_bilm_embeddings(
-        vocab, str(dataset), options, weights, str(full_file),
-        EmbeddingSpec(), DumpSettings(progress=False))
     dump_bilm_embeddings(
         vocab, str(dataset), options, weights, str(out),
         EmbeddingSpec(output=output, layers=layers),
