@@ -140,13 +140,9 @@ def test_evaluate_equals_numpy_on_dumped_weights(train_dir, tmp_path, skip,
 
 @pytest.mark.slow
 def test_evaluate_warns_about_a_direction_above_the_unigram_bar(
-        train_dir, tmp_path, capsys):
-    options = fixture_options(use_chars=False, n_epochs=1)
-    save_dir = tmp_path / "checkpoints"
-    train(options, TrainingRun(
-        train_prefix=str(train_dir / "data.txt"),
-        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
-        seed=3, log_every=1000))
+        train_dir, short_char_run, capsys):
+    # conftest's short run (one epoch of both directions), only read here
+    save_dir = short_char_run[0]
     recorded = json.loads((save_dir / "training_data.json").read_text())
     assert recorded["n_tokens"] == 134
     assert recorded["unigram_perplexity"] > 1.0

@@ -1,6 +1,8 @@
 """End-to-end training on bilm-tf's train fixture, as bilm-tf's tests."""
 
 import json
+import pathlib
+import shutil
 
 import numpy as np
 import pytest
@@ -36,13 +38,45 @@ def _train(train_dir, save_dir, options, **kwargs):
         seed=kwargs.pop("seed", 1), log_every=1000, **kwargs))
 
 
-def _killed_after(steps, train_dir, save_dir, options):
-    """A fresh run that stops after ``steps`` steps (``max_steps``), as if
-    killed there."""
-    return train(options, TrainingRun(
-        train_prefix=str(train_dir / "data.txt"),
-        vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
-        log_every=1000, max_steps=steps))
+@pytest.fixture(scope="module")
+def killed_at_step_2(train_dir, tmp_path_factory):
+    """``(save_dir, result, made)``: a fresh one-layer run of one epoch (6
+    steps of 2 x 10 tokens, no seed given) that stops after step 2
+    (``max_steps``), as if killed there; ``made`` holds the ``(seed,
+    skip_batches)`` of every training dataset it made. The two restart
+    tests each continue a copy (a fresh run is mostly tracing its step,
+    ~3 CPU s); the copy stands alone (the checkpoint state file names its
+    checkpoints relative to the save_dir)."""
+    made = []
+    options = fixture_options(n_epochs=1, lstm=ONE_LAYER)
+    save_dir = tmp_path_factory.mktemp("killed_at_step_2") / "ckpt"
+    with pytest.MonkeyPatch.context() as patch:
+        _record_datasets(patch, made)
+        result = train(options, TrainingRun(
+            train_prefix=str(train_dir / "data.txt"),
+            vocab_file=str(train_dir / "vocab.txt"), save_dir=str(save_dir),
+            log_every=1000, max_steps=2))
+    return save_dir, result, made
+
+
+def _record_datasets(monkeypatch, made):
+    """Appends ``(seed, skip_batches)`` of every training dataset made to
+    ``made``."""
+
+    def recording_make_tf_dataset(data, batch_size, num_steps,
+                                  skip_batches=0):
+        made.append((data.forward.seed, skip_batches))
+        return make_tf_dataset(data, batch_size, num_steps, skip_batches)
+
+    monkeypatch.setattr(inputs, "make_tf_dataset", recording_make_tf_dataset)
+
+
+def _continue_a_copy(killed, tmp_path):
+    """A copy of the killed run's save_dir, to restart in; the
+    checkpoint it stopped with, as read from the copy."""
+    save_dir = tmp_path / "ckpt"
+    shutil.copytree(killed[0], save_dir)
+    return save_dir, save_dir / pathlib.Path(killed[1]["checkpoint"]).name
 
 
 def _heldout(train_dir, save_dir):
@@ -156,23 +190,16 @@ def _stream(path):
 
 @pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_restart_continues_the_data_stream(train_dir, tmp_path, capsys,
-                                          monkeypatch):
-    made = []  # (seed, skip_batches) of every training dataset made
-
-    def recording_make_tf_dataset(data, batch_size, num_steps,
-                                  skip_batches=0):
-        made.append((data.forward.seed, skip_batches))
-        return make_tf_dataset(data, batch_size, num_steps, skip_batches)
-
-    monkeypatch.setattr(inputs, "make_tf_dataset", recording_make_tf_dataset)
-    # 6 steps of 2 x 10 tokens
-    options = fixture_options(n_epochs=1, lstm=ONE_LAYER)
-    first = _killed_after(2, train_dir, tmp_path, options)
-    seed, start, batch = _stream(first["checkpoint"])
-    assert (start, batch) == (0, options.batch_size)
+                                          monkeypatch, killed_at_step_2):
+    # 6 steps of 2 x 10 tokens, killed after step 2
+    save_dir, first_checkpoint = _continue_a_copy(killed_at_step_2, tmp_path)
+    made = list(killed_at_step_2[2])  # (seed, skip_batches), in order
+    _record_datasets(monkeypatch, made)
+    seed, start, batch = _stream(first_checkpoint)
+    assert (start, batch) == (0, killed_at_step_2[1]["options"].batch_size)
     # after a crash: the same stream, its first 2 batches passed over
     after_crash = restart(TrainingRun(
-        save_dir=str(tmp_path), train_prefix=str(train_dir / "data.txt"),
+        save_dir=str(save_dir), train_prefix=str(train_dir / "data.txt"),
         vocab_file=str(train_dir / "vocab.txt"), log_every=1000))
     assert after_crash["step"] == 6
     assert "after its first 2 batches" in capsys.readouterr().out
@@ -180,7 +207,7 @@ def test_restart_continues_the_data_stream(train_dir, tmp_path, capsys,
     assert made == [(seed, 0), (seed, 2)]
     # new epochs (fine-tuning): a new stream from the current step
     more = restart(TrainingRun(
-        save_dir=str(tmp_path), train_prefix=str(train_dir / "data.txt"),
+        save_dir=str(save_dir), train_prefix=str(train_dir / "data.txt"),
         vocab_file=str(train_dir / "vocab.txt"), n_epochs=1, log_every=1000))
     assert "after its first" not in capsys.readouterr().out
     assert _stream(more["checkpoint"])[1:] == [6, batch]
@@ -188,16 +215,14 @@ def test_restart_continues_the_data_stream(train_dir, tmp_path, capsys,
 
 
 @pytest.mark.slow
-def test_restart_with_another_batch_size_starts_a_new_stream(train_dir,
-                                                             tmp_path,
-                                                             capsys):
+def test_restart_with_another_batch_size_starts_a_new_stream(
+        train_dir, tmp_path, capsys, killed_at_step_2):
     # an epoch is 6 steps of 2 x 10 tokens, 3 of 4 x 10: after the crash at
     # step 2, batch 4 trains step 3 (the stream's bookkeeping: one layer)
-    options = fixture_options(n_epochs=1, lstm=ONE_LAYER)
-    first = _killed_after(2, train_dir, tmp_path, options)
-    seed = _stream(first["checkpoint"])[0]
+    save_dir, first_checkpoint = _continue_a_copy(killed_at_step_2, tmp_path)
+    seed = _stream(first_checkpoint)[0]
     resumed = restart(TrainingRun(
-        save_dir=str(tmp_path), train_prefix=str(train_dir / "data.txt"),
+        save_dir=str(save_dir), train_prefix=str(train_dir / "data.txt"),
         vocab_file=str(train_dir / "vocab.txt"), batch_size=4, log_every=1000))
     assert resumed["step"] == 3
     assert "after its first" not in capsys.readouterr().out
