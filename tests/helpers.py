@@ -187,8 +187,10 @@ def run_bench_script(script: str, *args, one_line: bool = True) -> dict:
     # fresh interpreters, as the script starts them; its untimed helper
     # children (random weights written) forked too, through the shim
     # (bench/common.py ``helper_python``)
+    from common import HELPER_PYTHON_VARIABLE  # bench/common.py
+
     shim = python_argv(env)
-    env["BENCH_HELPER_PYTHON"] = shim[0]
+    env[HELPER_PYTHON_VARIABLE] = shim[0]
     proc = subprocess.run(
         shim + [str(REPO_ROOT / "bench" / script), *map(str, args)],
         capture_output=True, text=True, env=env, timeout=300)
