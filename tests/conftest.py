@@ -239,23 +239,3 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if bench in item.path.parents:
             item.add_marker(pytest.mark.slow)
-    _modules_with_slow_tests_first(items)
-
-
-def _modules_with_slow_tests_first(items) -> None:
-    """Run the modules that hold a ``slow`` test before the others, each
-    module's tests still together and in their order (so a module-scoped
-    fixture is built once).
-
-    ``-n 2`` hands tests out in this order; in the file order the training
-    modules came last, and one worker ran them alone for the last ~110 s
-    of a 814 s run while the other had finished. With the quick modules
-    last, the worker that finishes first takes the short tests that are
-    left, and both end within a few seconds of each other."""
-    has_slow = {item.path for item in items
-                if item.get_closest_marker("slow") is not None}
-    order = {}
-    for index, item in enumerate(items):
-        order.setdefault(item.path, index)
-    items.sort(key=lambda item: (item.path not in has_slow,
-                                 order[item.path]))
