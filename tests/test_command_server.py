@@ -101,9 +101,13 @@ def test_another_environment_runs_a_fresh_interpreter():
 def test_a_signal_to_the_shim_reaches_the_child(signum, tmp_path):
     code = ("import os, sys, time; print(os.getpid(), flush=True); "
             "time.sleep(60)")
+    # the signal's default in the shim: a suite started in the background
+    # runs with SIGINT ignored, and what the caller ignores the child
+    # ignores (the test above)
     proc = subprocess.Popen(python_argv() + ["-c", code],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True)
+                            text=True, preexec_fn=lambda: signal.signal(
+                                signum, signal.SIG_DFL))
     child = int(proc.stdout.readline())
     assert child != proc.pid
     proc.send_signal(signum)

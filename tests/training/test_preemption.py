@@ -38,6 +38,9 @@ def test_watch_catches_both_signals_once_and_puts_the_handlers_back(
         capfd):
     caught = []
     before = signal.signal(signal.SIGTERM, lambda s, f: caught.append(s))
+    # SIGINT's default set here: a suite started in the background runs
+    # with SIGINT ignored
+    int_before = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         with SignalWatch(program="prog") as watch:
             assert watch.signum is None
@@ -54,6 +57,7 @@ def test_watch_catches_both_signals_once_and_puts_the_handlers_back(
         assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     finally:
         signal.signal(signal.SIGTERM, before)
+        signal.signal(signal.SIGINT, int_before)
     assert capfd.readouterr().err.splitlines() == [
         "prog: SIGTERM received: stopping after this step with a checkpoint",
         "prog: SIGINT received: already stopping; the checkpoint is being "
