@@ -148,6 +148,11 @@ class ELMoHubModule(tf.Module):
     variables = None
     trainable_variables = None
 
+    # Nine parameters, by design: the backbone, then one per thing the
+    # SavedModel carries (each file an Asset of its own, the graph's id
+    # tables, the Reusable SavedModel's trainable and regularization
+    # settings, the module's name); the export functions below build it
+    # from their flags, each optional where a model kind lacks it.
     def __init__(
         self,
         backbone: BiLMBackbone,
