@@ -82,7 +82,6 @@ from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
 from bilm_keras.training.paddle_adaptation import (
     keep_paddle_softmax,
-    paddle_init_checkpoint,
     read_init_checkpoint,
     set_paddle_accumulators,
 )
@@ -296,19 +295,16 @@ def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
     if run.init_weights is not None:
         check_weight_file(run.init_weights)
         return
-    if paddle_init_checkpoint(run.init_checkpoint) is not None:
-        if run.init_vocab_file is not None and not os.path.isfile(
-                run.init_vocab_file):
+    located = run.located_init_checkpoint
+    # a Paddle checkpoint is read whole, and checked, when the model is built
+    if located is None or not located.family.paddle:
+        found = locate_run_checkpoint(run.init_checkpoint)
+        if found.kind != BILM_TF:
             raise CheckpointError(
-                f"--init_vocab_file {run.init_vocab_file}: no such file")
-        return  # read whole, and checked, when the model is built
-    found = locate_run_checkpoint(run.init_checkpoint)
-    if found.kind != BILM_TF:
-        raise CheckpointError(
-            f"--init_checkpoint {run.init_checkpoint}: {found.name} is a "
-            "bilm_keras checkpoint (continue its run with restart "
-            "--n_epochs, or start from its dump-weights file with "
-            "--init_weights)")
+                f"--init_checkpoint {run.init_checkpoint}: {found.name} is "
+                "a bilm_keras checkpoint (continue its run with restart "
+                "--n_epochs, or start from its dump-weights file with "
+                "--init_weights)")
     if run.init_vocab_file is not None and not os.path.isfile(
             run.init_vocab_file):
         raise CheckpointError(
@@ -395,9 +391,9 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
     is restored after, so they start as placeholders, not random
     values."""
     # a Paddle checkpoint (persistables directory, .pdparams): read once
-    paddle_path = paddle_init_checkpoint(run.init_checkpoint)
-    paddle = (None if paddle_path is None
-              else read_init_checkpoint(paddle_path, run.init_vocab_file))
+    found = run.located_init_checkpoint
+    paddle = (read_init_checkpoint(found.path, run.init_vocab_file)
+              if found is not None and found.family.paddle else None)
     with (placeholder_weights() if resume else contextlib.nullcontext()):
         lm, optimizer = build_model(
             options, seed=run.seed, unroll_windows=run.fast_path,

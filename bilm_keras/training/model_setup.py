@@ -19,11 +19,7 @@ from bilm_keras.training.adaptation import (
     load_pretrained_lm,
 )
 from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_backbone
-from bilm_keras.training.paddle_adaptation import (
-    load_paddle_backbone,
-    paddle_init_checkpoint,
-    read_init_checkpoint,
-)
+from bilm_keras.training.paddle_adaptation import load_paddle_backbone
 
 
 def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
@@ -49,8 +45,7 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
     ``init_checkpoint``: the same from a bilm-tf save_dir's checkpoint
     (every variable's shape checked first; its softmax rows are
     :func:`init_softmax_from_checkpoint`'s).
-    A Paddle checkpoint as ``init_checkpoint`` (a persistables directory,
-    a ``.pdparams``) fills it as well; ``init_paddle``: one already read
+    ``init_paddle``: the same from a Paddle checkpoint, read
     (a :class:`~bilm_keras.weights.paddle_model.PaddleModel`; its softmax
     and accumulators: :mod:`bilm_keras.training.paddle_adaptation`).
     ``precision``: what the model's products compute in
@@ -72,12 +67,8 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
             lm.build_all()
         if init_weights is not None:
             load_pretrained_lm(lm, init_weights)
-        elif init_paddle is not None or paddle_init_checkpoint(
-                init_checkpoint) is not None:
-            load_paddle_backbone(
-                init_paddle if init_paddle is not None
-                else read_init_checkpoint(
-                    paddle_init_checkpoint(init_checkpoint)), lm.backbone)
+        elif init_paddle is not None:
+            load_paddle_backbone(init_paddle, lm.backbone)
         else:
             load_bilm_tf_backbone(init_checkpoint, lm.backbone,
                                   options_label="the options (--options)")
