@@ -64,16 +64,20 @@ def _defaults(owner) -> dict:
 
 def _flag_defaults(command: str):
     """``(flag, field name, default)`` of every flag of ``command`` that
-    takes a value (a switch's False is no field's value)."""
+    takes a value (a switch is absent or given, no field's value), and
+    of every default the parser sets without a flag."""
     module = cli.COMMANDS_BY_NAME[command]
     fields = {flag: field
               for field, flag in getattr(module, "FLAGS", {}).items()}
-    for action in cli.build_command_parser(command)._actions:
+    parser = cli.build_command_parser(command)
+    for action in parser._actions:
         if (not action.option_strings or action.required
                 or type(action) is not argparse._StoreAction):
             continue
         flag = max(action.option_strings, key=len)
         yield flag, fields.get(flag, action.dest), action.default
+    for dest, default in parser._defaults.items():
+        yield f"set_defaults({dest}=)", dest, default
 
 
 def test_every_command_names_what_it_builds():
