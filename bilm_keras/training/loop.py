@@ -106,6 +106,7 @@ from bilm_keras.training.training_run import TrainingRun
 from bilm_keras.weights.bilm_tf_checkpoint import (
     BILM_TF,
     CheckpointFileError,
+    SaveDirCheckpoint,
 )
 from bilm_keras.weights.checkpoint_files import list_checkpoints
 
@@ -243,7 +244,7 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
             is counted from ``train_prefix`` unless given; False: the run
             goes on to ``n_epochs`` epochs from step 0.
     """
-    _check_adaptation(run, resuming=resume)
+    bilm_tf_init = _check_adaptation(run, resuming=resume)
     _configure_threads(run)  # before any op: TensorFlow fixes them then
     strategy = make_strategy(n_gpus=run.n_gpus, devices=run.devices)
 
@@ -259,7 +260,8 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
         # 2. model and optimizer: new, adapted, or placeholders that the
         #    checkpoint fills
         lm, optimizer = _build_model(options, run, vocab, corpus,
-                                     token_counts, resume=resume)
+                                     token_counts, resume=resume,
+                                     bilm_tf_init=bilm_tf_init)
         del token_counts  # a large corpus's vocabulary, not needed now
 
         # 3. checkpoint: restored or new; options and corpus beside it
@@ -280,11 +282,14 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
 
 
 # ------------------------------------------------- 1. options and corpus
-def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
+def _check_adaptation(run: TrainingRun, *,
+                      resuming: bool) -> Optional[SaveDirCheckpoint]:
     """``init_weights`` or ``init_checkpoint``, checked before any corpus
-    pass (their settings were checked by :class:`TrainingRun`)."""
+    pass (their settings were checked by :class:`TrainingRun`). Returns
+    the bilm-tf checkpoint ``init_checkpoint`` names, located once (None:
+    none, or a Paddle checkpoint)."""
     if not run.adapts:
-        return
+        return None
     flag = ("--init_weights" if run.init_weights is not None
             else "--init_checkpoint")
     if resuming:
@@ -294,8 +299,8 @@ def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
         )
     if run.init_weights is not None:
         check_weight_file(run.init_weights)
-        return
-    located = run.located_init_checkpoint
+        return None
+    located, found = run.located_init_checkpoint, None
     # a Paddle checkpoint is read whole, and checked, when the model is built
     if located is None or not located.family.paddle:
         found = locate_run_checkpoint(run.init_checkpoint)
@@ -309,6 +314,7 @@ def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
             run.init_vocab_file):
         raise CheckpointError(
             f"--init_vocab_file {run.init_vocab_file}: no such file")
+    return found
 
 
 def _resolve_options(options: BiLMOptions, run: TrainingRun, *,
@@ -384,12 +390,14 @@ def _configure_threads(run: TrainingRun) -> None:
 
 # ------------------------------------------------------------- 2. model
 def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
-                 token_counts, *, resume: bool) -> tuple:
+                 token_counts, *, resume: bool,
+                 bilm_tf_init: Optional[SaveDirCheckpoint]) -> tuple:
     """``(lm, optimizer)``: new, or adapted from a trained LM
     (``init_weights``, ``init_checkpoint``: a new softmax for the run's
-    vocabulary, rows a checkpoint shares kept); resuming, every variable
-    is restored after, so they start as placeholders, not random
-    values."""
+    vocabulary, rows a checkpoint shares kept; ``bilm_tf_init``: a
+    bilm-tf checkpoint's, as :func:`_check_adaptation` located it);
+    resuming, every variable is restored after, so they start as
+    placeholders, not random values."""
     # a Paddle checkpoint (persistables directory, .pdparams): read once
     found = run.located_init_checkpoint
     paddle = (read_init_checkpoint(found.path, run.init_vocab_file)
@@ -399,7 +407,8 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
             options, seed=run.seed, unroll_windows=run.fast_path,
             dedup_tokens=run.fast_path, init_weights=run.init_weights,
             init_checkpoint=None if paddle else run.init_checkpoint,
-            init_paddle=paddle, precision=run.precision)
+            init_located=bilm_tf_init, init_paddle=paddle,
+            precision=run.precision)
     if run.adapts:
         init_softmax(lm, run.softmax_bias, token_counts=token_counts,
                      n_sentences=corpus["n_sentences"], vocab=vocab)
@@ -411,6 +420,7 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
     elif run.init_checkpoint is not None:
         init_softmax_from_checkpoint(
             lm, run.init_checkpoint, init_vocab_file=run.init_vocab_file,
+            located=bilm_tf_init,
             vocab=vocab, vocab_file=run.vocab_file)
     return lm, optimizer
 

@@ -33,8 +33,8 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
-                init_weights=None, init_checkpoint=None, init_paddle=None,
-                precision="float32", **model_kwargs):
+                init_weights=None, init_checkpoint=None, init_located=None,
+                init_paddle=None, precision="float32", **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad (call in scope).
 
     ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
@@ -44,7 +44,8 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
     a zero bias (:func:`init_softmax` sets the bias from the corpus).
     ``init_checkpoint``: the same from a bilm-tf save_dir's checkpoint
     (every variable's shape checked first; its softmax rows are
-    :func:`init_softmax_from_checkpoint`'s).
+    :func:`init_softmax_from_checkpoint`'s); ``init_located``: its
+    checkpoint as the caller found it (default: the newest whole one).
     ``init_paddle``: the same from a Paddle checkpoint, read
     (a :class:`~bilm_keras.weights.paddle_model.PaddleModel`; its softmax
     and accumulators: :mod:`bilm_keras.training.paddle_adaptation`).
@@ -71,7 +72,8 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
             load_paddle_backbone(init_paddle, lm.backbone)
         else:
             load_bilm_tf_backbone(init_checkpoint, lm.backbone,
-                                  options_label="the options (--options)")
+                                  options_label="the options (--options)",
+                                  located=init_located)
         draw_softmax_weights(lm)
     set_precision(lm, precision)
     optimizer = make_optimizer(options)
