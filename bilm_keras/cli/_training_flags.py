@@ -106,25 +106,14 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
 
 def training_run(args: argparse.Namespace) -> TrainingRun:
     """The run those flags describe, checked: a bad value is an error that
-    names its field, the flag's name."""
-    adaptation = {}
-    if hasattr(args, "init_weights"):  # train's, not restart's
+    names its field, the flag's name. Each flag named as a field sets it."""
+    settings = {field.name: getattr(args, field.name)
+                for field in dataclasses.fields(TrainingRun)
+                if hasattr(args, field.name)}
+    if hasattr(args, "init_model"):  # train's, not restart's
         # --init_model: its weight file, once fetched; its SPEC until then
-        init_weights = args.init_weights or args.init_model
-        adaptation = dict(init_weights=init_weights,
-                          init_checkpoint=args.init_checkpoint,
-                          init_vocab_file=args.init_vocab_file,
-                          freeze_lm_steps=args.freeze_lm_steps,
-                          softmax_bias=args.softmax_bias)
-    return TrainingRun(
-        save_dir=args.save_dir, train_prefix=args.train_prefix,
-        vocab_file=args.vocab_file, n_gpus=args.n_gpus,
-        batch_size=args.batch_size, n_epochs=args.n_epochs,
-        n_train_tokens=args.n_train_tokens, save_every=args.save_every,
-        log_every=args.log_every, seed=args.seed,
-        intra_op_threads=args.intra_op_threads,
-        inter_op_threads=args.inter_op_threads, max_steps=args.max_steps,
-        precision=args.precision, **adaptation)
+        settings["init_weights"] = args.init_weights or args.init_model
+    return TrainingRun(**settings)
 
 
 def check_run_flags(args: argparse.Namespace, parser) -> None:
