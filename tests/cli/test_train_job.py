@@ -5,6 +5,8 @@ parsed, and leave ``args`` as given."""
 import pathlib
 import sys
 
+from helpers import counted_calls
+
 from bilm_keras import cli
 from bilm_keras.training import checkpoint_family
 from bilm_keras.training.checkpoint_family import PADDLENLP
@@ -15,14 +17,8 @@ PADDLENLP_RUN = (pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_train_checks_a_paddle_checkpoint_once(monkeypatch, tmp_path):
-    calls = []
-    detect = checkpoint_family.detect_checkpoint
-
-    def counted(path):
-        calls.append(path)
-        return detect(path)
-
-    monkeypatch.setattr(checkpoint_family, "detect_checkpoint", counted)
+    calls = counted_calls(monkeypatch, checkpoint_family,
+                          "detect_checkpoint")
     corpus = tmp_path / "train.txt"
     corpus.write_text("我们 今天 在 北京 。\n", encoding="utf-8")
     vocab = tmp_path / "vocab.txt"

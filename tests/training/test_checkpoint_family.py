@@ -6,6 +6,8 @@ import pathlib
 
 import pytest
 
+from helpers import counted_calls
+
 from bilm_keras.training import checkpoint_family
 from bilm_keras.training.checkpoint_family import (
     CHECKPOINT_FAMILIES,
@@ -67,14 +69,8 @@ def test_a_save_dir_is_the_last_family_tried():
 
 
 def test_a_run_detects_its_init_checkpoint_once(monkeypatch, tmp_path):
-    calls = []
-    detect = checkpoint_family.detect_checkpoint
-
-    def counted(path):
-        calls.append(path)
-        return detect(path)
-
-    monkeypatch.setattr(checkpoint_family, "detect_checkpoint", counted)
+    calls = counted_calls(monkeypatch, checkpoint_family,
+                          "detect_checkpoint")
     run = TrainingRun(train_prefix="data/*.txt", vocab_file="vocab.txt",
                       save_dir=str(tmp_path), init_checkpoint=PADDLENLP_RUN)
     assert run.located_init_checkpoint is run.located_init_checkpoint
