@@ -13,8 +13,12 @@ families. Each is one :class:`CheckpointFamily` row of
   locate_run_checkpoint`), which needs TensorFlow.
 
 :func:`detect_checkpoint` reads file names only, no TensorFlow, so
-``bilm-keras train`` calls it before TensorFlow is imported. A new family
-is one more row: how its path is found, and the options it carries.
+``bilm-keras train`` calls it before TensorFlow is imported. A family told
+by its files, such as a TF1 Hub module's folder, is one more row here: how
+its path is found, and the options it carries. A writer of TensorFlow
+checkpoints told by its variable names, such as DeepPavlov's TF1 language
+models, is one more ``CheckpointKind`` beside ours
+(:data:`~bilm_keras.training.run_checkpoint.RUN_CHECKPOINT`).
 """
 
 from __future__ import annotations
