@@ -3,9 +3,10 @@
 the :class:`~bilm_keras.training.training_run.TrainingRun` they give and
 the :class:`TrainJob` both commands' checks return.
 
-Each flag of a run setting takes its default from the
-:class:`TrainingRun` field, and the run's rules are checked there alone:
-:func:`check_run_flags` reports a bad setting as a usage error."""
+Each flag of a run setting takes its default, and an integer's range,
+from the :class:`TrainingRun` field, and the run's rules are checked
+there alone: :func:`check_run_flags` reports a bad setting as a usage
+error."""
 
 import argparse
 import dataclasses
@@ -16,13 +17,12 @@ from bilm_keras._utils.settings import SettingError
 from bilm_keras.cli._common import (
     add_precision_argument,
     field_default,
-    non_negative_int,
-    positive_int,
-    seed_int,
+    int_in_range,
 )
 from bilm_keras.cli._model_flags import SPEC_HELP, model_spec
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.training_run import (
+    INT_RANGES,
     SOFTMAX_BIASES,
     SettingConflict,
     TrainingRun,
@@ -30,6 +30,12 @@ from bilm_keras.training.training_run import (
 
 #: the default of a :class:`TrainingRun` field: the flag's
 _default = functools.partial(field_default, TrainingRun)
+
+
+def _int_setting(name: str) -> dict:
+    """The ``type`` and ``default`` of the flag of an integer field of
+    :class:`TrainingRun`: its range and its default, both the field's."""
+    return dict(type=int_in_range(*INT_RANGES[name]), default=_default(name))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,42 +64,35 @@ def add_run_arguments(parser: argparse.ArgumentParser) -> None:
                         help="Vocabulary file")
     parser.add_argument("--train_prefix", required=True,
                         help="Prefix (glob) for train files")
-    parser.add_argument("--n_gpus", type=non_negative_int,
-                        default=_default("n_gpus"),
+    parser.add_argument("--n_gpus", **_int_setting("n_gpus"),
                         help="GPUs to use, 0 = the CPU (default: all "
                              "visible)")
-    parser.add_argument("--batch_size", type=positive_int,
-                        default=_default("batch_size"),
+    parser.add_argument("--batch_size", **_int_setting("batch_size"),
                         help="global batch, split over the replicas "
                              "(default: the options')")
-    parser.add_argument("--n_epochs", type=positive_int,
-                        default=_default("n_epochs"),
+    parser.add_argument("--n_epochs", **_int_setting("n_epochs"),
                         help="epochs to train (default: the options')")
-    parser.add_argument("--n_train_tokens", type=positive_int,
-                        default=_default("n_train_tokens"),
+    parser.add_argument("--n_train_tokens", **_int_setting("n_train_tokens"),
                         help="tokens per epoch (default: counted from the "
                              "corpus)")
-    parser.add_argument("--save_every", type=positive_int,
-                        default=_default("save_every"),
+    parser.add_argument("--save_every", **_int_setting("save_every"),
                         help="steps between checkpoints")
-    parser.add_argument("--log_every", type=positive_int,
-                        default=_default("log_every"),
+    parser.add_argument("--log_every", **_int_setting("log_every"),
                         help="steps between progress lines")
-    parser.add_argument("--seed", type=seed_int, default=_default("seed"),
+    parser.add_argument("--seed", **_int_setting("seed"),
                         help="initialisation, data-order and dropout seed, "
                              "0..2**32-1 (default: random)")
-    parser.add_argument("--intra_op_threads", type=non_negative_int,
-                        default=_default("intra_op_threads"),
+    parser.add_argument("--intra_op_threads",
+                        **_int_setting("intra_op_threads"),
                         help="threads per TensorFlow op, 0 = TensorFlow's "
                              "default (default: half the cores when no GPU "
                              "is visible)")
-    parser.add_argument("--inter_op_threads", type=non_negative_int,
-                        default=_default("inter_op_threads"),
+    parser.add_argument("--inter_op_threads",
+                        **_int_setting("inter_op_threads"),
                         help="TensorFlow ops run at a time, 0 = "
                              "TensorFlow's default (default: 2 when no GPU "
                              "is visible)")
-    parser.add_argument("--max_steps", type=positive_int,
-                        default=_default("max_steps"),
+    parser.add_argument("--max_steps", **_int_setting("max_steps"),
                         help="stop after at most this many steps of this "
                              "run, with a checkpoint (restart continues "
                              "it), e.g. to fit a job's time limit "
@@ -167,8 +166,7 @@ def add_adaptation_arguments(parser: argparse.ArgumentParser) -> None:
         help="with --init_checkpoint: the vocabulary it was trained with "
         "(a save_dir holds none); without it the softmax is new")
     group.add_argument(
-        "--freeze_lm_steps", type=non_negative_int,
-        default=_default("freeze_lm_steps"), metavar="N",
+        "--freeze_lm_steps", **_int_setting("freeze_lm_steps"), metavar="N",
         help="with --init_model, --init_weights or --init_checkpoint: the "
         "first N steps train only the softmax, so that the pretrained "
         "LSTMs never see a random softmax's gradients (default "

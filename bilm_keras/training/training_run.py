@@ -18,6 +18,17 @@ SOFTMAX_BIASES = ("unigram", "zeros")
 
 #: a seed NumPy and ``keras.utils.set_random_seed`` take
 MAX_SEED = 2**32 - 1
+#: the integer settings of a run, ``{field: (minimum, maximum)}`` with
+#: None for no maximum: the one statement of their ranges, which
+#: ``bilm-keras train`` gives its flags. A field whose default is None may
+#: be None.
+INT_RANGES = {
+    "n_gpus": (0, None), "batch_size": (1, None), "n_epochs": (1, None),
+    "n_train_tokens": (1, None), "save_every": (1, None),
+    "log_every": (1, None), "max_to_keep": (2, None), "seed": (0, MAX_SEED),
+    "freeze_lm_steps": (0, None), "intra_op_threads": (0, None),
+    "inter_op_threads": (0, None), "max_steps": (1, None),
+}
 
 
 class SettingConflict(SettingError):
@@ -162,19 +173,14 @@ class TrainingRun:
                                               f"names, found "
                                               f"{self.devices!r}")
             self._set("devices", tuple(self.devices))
-        for name in ("n_gpus", "intra_op_threads", "inter_op_threads"):
-            check_int(name, getattr(self, name), 0, optional=True)
-        for name in ("batch_size", "n_epochs", "n_train_tokens",
-                     "max_steps"):
-            check_int(name, getattr(self, name), 1, optional=True)
-        for name in ("save_every", "log_every"):
-            check_int(name, getattr(self, name), 1)
-        check_int("max_to_keep", self.max_to_keep, 2)
-        check_int("seed", self.seed, 0, optional=True, maximum=MAX_SEED)
+        for field in dataclasses.fields(self):
+            if field.name in INT_RANGES:
+                minimum, maximum = INT_RANGES[field.name]
+                check_int(field.name, getattr(self, field.name), minimum,
+                          optional=field.default is None, maximum=maximum)
         if not isinstance(self.fast_path, bool):
             raise SettingError("fast_path", f"expected True or False, found "
                                             f"{self.fast_path!r}")
-        check_int("freeze_lm_steps", self.freeze_lm_steps, 0)
         check_choice("softmax_bias", self.softmax_bias, SOFTMAX_BIASES)
         if self.init_weights is not None and (
                 self.init_checkpoint is not None):
