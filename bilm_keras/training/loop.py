@@ -194,13 +194,14 @@ def restart(run: TrainingRun) -> dict:
             "--save_dir?"
         )
     options = BiLMOptions.from_json(options_file)
-    if _checkpoint_kind(run.save_dir) == BILM_TF:
+    found = _resumed_checkpoint(run.save_dir)
+    if found is not None and found.kind == BILM_TF:
         # bilm-tf's run goes on as it trained (:func:`bilm_tf_run_options`)
         # and with its epoch: its n_train_tokens, not a count of the corpus
         options = bilm_tf_run_options(run.save_dir)
         if run.n_train_tokens is None:
             run = run.replace(n_train_tokens=options.n_train_tokens)
-    return _run_training(options, run, resume=True,
+    return _run_training(options, run, resume=True, resumed=found,
                          more_epochs=run.n_epochs is not None)
 
 
@@ -218,18 +219,20 @@ def _checked_run(run) -> TrainingRun:
     return run
 
 
-def _checkpoint_kind(save_dir: str) -> Optional[str]:
-    """Who wrote the checkpoint a restart of ``save_dir`` continues (None:
-    none that reads; :func:`_run_training` says what is wrong, after the
-    checks that come first)."""
+def _resumed_checkpoint(save_dir: str) -> Optional[SaveDirCheckpoint]:
+    """The checkpoint a restart of ``save_dir`` continues, located once,
+    its writer told (None: none that reads; :func:`_open_checkpoint` says
+    what is wrong, after the checks that come first)."""
     try:
-        return locate_run_checkpoint(save_dir).kind
+        return locate_run_checkpoint(save_dir)
     except CheckpointFileError:
         return None
 
 
 def _run_training(options: BiLMOptions, run: TrainingRun, *,
-                  resume: bool = False, more_epochs: bool = False) -> dict:
+                  resume: bool = False,
+                  resumed: Optional[SaveDirCheckpoint] = None,
+                  more_epochs: bool = False) -> dict:
     """The run behind :func:`train` and :func:`restart`: ``options`` (the
     model's, with the run's overrides still to apply) trained as ``run``
     says, in the module doc's five phases. The result is that of
@@ -239,6 +242,8 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
         resume: restore the latest checkpoint of ``save_dir`` (weights,
             step counter, Adagrad's accumulators, data stream, warm-up);
             False: a new run, refused in a ``save_dir`` with a checkpoint.
+        resumed: with ``resume``, the checkpoint :func:`restart` located
+            (None: located when it is opened, which says what is wrong).
         more_epochs: with ``resume``: ``n_epochs`` counts from the
             checkpoint's step, on a new data stream, and ``n_train_tokens``
             is counted from ``train_prefix`` unless given; False: the run
@@ -265,7 +270,8 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
         del token_counts  # a large corpus's vocabulary, not needed now
 
         # 3. checkpoint: restored or new; options and corpus beside it
-        saved = _open_checkpoint(lm, optimizer, options, run, resume=resume)
+        saved = _open_checkpoint(lm, optimizer, options, run, resume=resume,
+                                 resumed=resumed)
         if is_chief(strategy):
             _write_run_files(run.save_dir, options, corpus,
                              train_prefix=run.train_prefix,
@@ -427,7 +433,8 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
 
 # ------------------------------------------------------------ 3. checkpoint
 def _open_checkpoint(lm, optimizer, options: BiLMOptions,
-                     run: TrainingRun, *, resume: bool) -> RunCheckpoint:
+                     run: TrainingRun, *, resume: bool,
+                     resumed: Optional[SaveDirCheckpoint]) -> RunCheckpoint:
     """The run's :class:`RunCheckpoint`: restored from the newest
     checkpoint of ``save_dir`` that reads whole (ours, or bilm-tf's
     values handed to it) when resuming; new otherwise.
@@ -447,7 +454,7 @@ def _open_checkpoint(lm, optimizer, options: BiLMOptions,
             )
         return saved
     # the newest checkpoint that reads whole (a damaged newer one is named)
-    found = choose_checkpoint(save_dir)
+    found = choose_checkpoint(save_dir, located=resumed)
     if found.kind == BILM_KERAS:
         restored = saved.restore(save_dir, found.path)
         logger.info(f"restored {restored} at step "
