@@ -24,9 +24,10 @@ apart by what --checkpoint is:
 
 The baike checkpoint holds no vocabulary: pass --vocab_file (the released
 model's is vocabulary_min5k.txt, 52,445 lines, from PaddlePaddle/models:
-on its release/1.8 branch PaddleNLP/pretrain_language_models/ELMo/data/). Everything is read without Paddle
-and checked before anything is written; --outdir appears only when
-complete, and a non-empty one is refused unless --overwrite is given.
+on its release/1.8 branch PaddleNLP/pretrain_language_models/ELMo/data/).
+Everything is read without Paddle and checked before anything is
+written; --outdir appears only when complete, and a non-empty one is
+refused unless --overwrite is given.
 docs/paddle.md says how the converted model differs from Paddle's own
 elmo_encoder."""
 EPILOG = """\
