@@ -42,8 +42,9 @@ WEIGHT_FILE = "lm_weights.hdf5"
 VOCAB_FILE = "vocab.txt"
 #: where the baike model's vocabulary is published (docs/paddle.md)
 BAIKE_VOCAB_HINT = (
-    "vocabulary_min5k.txt, 52,445 lines, from PaddlePaddle/models: on its "
-    "release/1.8 branch PaddleNLP/pretrain_language_models/ELMo/data/")
+    "vocabulary_min5k.txt from PaddlePaddle/models, on its release/1.8 "
+    "branch in PaddleNLP/pretrain_language_models/ELMo/data/ "
+    "(52,445 lines)")
 
 
 def read_paddle(checkpoint: str | os.PathLike,
