@@ -18,8 +18,8 @@ Usage::
 
 Prints ONE JSON line (date, CPU, load, figures). The weights are random,
 of the published model's size (``common.write_bench_model``'s); the
-corpus is ``common.make_corpus``'s Zipfian sentences of 5-40 tokens. Record the figures in
-``bench/RESULTS.md``.
+corpus is ``common.make_corpus``'s Zipfian sentences of 5-40 tokens.
+Record the figures in ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations
