@@ -7,12 +7,14 @@ batch scores the same tokens), each direction to 1e-4; ``dump-weights``
 writes what ``convert-paddle`` writes."""
 
 import json
+import math
 
 import h5py
 import numpy as np
 import pytest
 
 from bilm_keras import cli
+from bilm_keras.training.evaluation import evaluate
 from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
 from bilm_keras.training.stateful_evaluation import evaluate_stateful
 from bilm_keras.weights.paddle_conversion import convert_paddle
@@ -96,3 +98,31 @@ def test_export_hub_from_the_fluid_directory(paddle_baike_fixtures,
             np.testing.assert_allclose(layer2[:, 8:],
                                        ref[f"s{i}_bw_2"][::-1][words],
                                        rtol=0, atol=1e-5)
+
+
+def _zero_state_perplexities(fx):
+    """Paddle's own figure for sentences.txt, each sentence from zero
+    states: reference.npz's log-probabilities, one LoD batch."""
+    with np.load(fx / "reference.npz") as ref:
+        n = len((fx / "sentences.txt").read_text("utf-8").splitlines())
+        return {direction: math.exp(-np.mean(np.concatenate(
+            [ref[f"s{i}_{short}_logprob"] for i in range(n)])))
+            for direction, short in (("forward", "fw"), ("backward", "bw"))}
+
+
+@pytest.mark.slow  # three traces of the model
+def test_plain_test_is_each_sentence_from_zero_states(paddle_baike_fixtures):
+    """The converted options carry the states across sentences (upstream's
+    training), yet ``test`` without ``--stateful`` starts each sentence
+    from zero states: Paddle's figure at every batch size."""
+    fx = paddle_baike_fixtures
+    expected = _zero_state_perplexities(fx)
+    for batch_size in (1, 2, 256):
+        got = evaluate(save_dir=str(fx / "checkpoint"),
+                       vocab_file=str(fx / "vocab.txt"),
+                       test_prefix=str(fx / "sentences.txt"),
+                       batch_size=batch_size)
+        assert got["n_tokens"] == 36
+        for direction, value in expected.items():
+            assert got[f"{direction}_perplexity"] == pytest.approx(
+                value, rel=1e-5), (batch_size, direction)
