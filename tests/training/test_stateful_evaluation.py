@@ -166,12 +166,14 @@ def _batches(vocab, batch_size):
 
 
 @pytest.mark.slow
-def test_one_batch_per_call_gives_the_same_figure(bilm_tf_model):
+def test_one_batch_per_call_gives_the_same_figure(bilm_tf_model,
+                                                  monkeypatch):
     _, lm, vocab = bilm_tf_model
     batches = _batches(vocab, 4)
-    one = stateful_perplexity(lm, batches, batch_size=4, batches_per_call=1)
-    seven = stateful_perplexity(lm, batches, batch_size=4,
-                                batches_per_call=7)
+    monkeypatch.setattr(stateful_evaluation, "BATCHES_PER_CALL", 1)
+    one = stateful_perplexity(lm, batches, batch_size=4)
+    monkeypatch.setattr(stateful_evaluation, "BATCHES_PER_CALL", 7)
+    seven = stateful_perplexity(lm, batches, batch_size=4)
     assert one.n_batches == seven.n_batches == len(batches)
     assert one.perplexity == pytest.approx(seven.perplexity, rel=1e-6)
 
