@@ -14,10 +14,10 @@ import numpy as np
 import pytest
 
 from bilm_keras import cli
-from bilm_keras.training.evaluation import evaluate
 from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
 from bilm_keras.training.stateful_evaluation import evaluate_stateful
 from bilm_keras.weights.paddle_conversion import convert_paddle
+from helpers import assert_plain_test_figures
 
 
 def _expected(fixtures):
@@ -116,13 +116,6 @@ def test_plain_test_is_each_sentence_from_zero_states(paddle_baike_fixtures):
     training), yet ``test`` without ``--stateful`` starts each sentence
     from zero states: Paddle's figure at every batch size."""
     fx = paddle_baike_fixtures
-    expected = _zero_state_perplexities(fx)
-    for batch_size in (1, 2, 256):
-        got = evaluate(save_dir=str(fx / "checkpoint"),
-                       vocab_file=str(fx / "vocab.txt"),
-                       test_prefix=str(fx / "sentences.txt"),
-                       batch_size=batch_size)
-        assert got["n_tokens"] == 36
-        for direction, value in expected.items():
-            assert got[f"{direction}_perplexity"] == pytest.approx(
-                value, rel=1e-5), (batch_size, direction)
+    assert_plain_test_figures(
+        fx / "checkpoint", fx / "vocab.txt", fx / "sentences.txt",
+        n_tokens=36, perplexities=_zero_state_perplexities(fx))

@@ -20,11 +20,11 @@ import pytest
 
 from bilm_keras import cli
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training.evaluation import evaluate
 from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
 from bilm_keras.training.stateful_evaluation import evaluate_stateful
 from bilm_keras.weights.paddle_conversion import convert_paddle
 from bilm_keras.weights.paddle_model import PaddleFormatError
+from helpers import assert_plain_test_figures
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / \
     "paddlenlp_elmo"
@@ -101,15 +101,9 @@ def test_plain_test_is_each_sentence_from_zero_states():
         expected = {d: math.exp(-np.mean(np.concatenate(
             [ref[f"{d}_{i}"] for i in range(n)])))
             for d in ("forward", "backward")}
-    for batch_size in (1, 2, 256):
-        got = evaluate(save_dir=str(FIXTURES / "elmo.pdparams"),
-                       vocab_file=str(VOCAB),
-                       test_prefix=str(FIXTURES / "sentences.txt"),
-                       batch_size=batch_size)
-        assert got["n_tokens"] == 40
-        for direction, value in expected.items():
-            assert got[f"{direction}_perplexity"] == pytest.approx(
-                value, rel=1e-5), (batch_size, direction)
+    assert_plain_test_figures(FIXTURES / "elmo.pdparams", VOCAB,
+                              FIXTURES / "sentences.txt", n_tokens=40,
+                              perplexities=expected)
 
 
 def test_a_bad_paddle_save_dir_is_one_line(tmp_path, capsys):
