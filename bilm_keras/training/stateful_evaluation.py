@@ -12,9 +12,9 @@ Here the same stream runs through a :class:`LanguageModel`, the states
 stepped by this module. Since batch ``t + 1``'s row ``i`` continues batch
 ``t``'s row ``i``, :data:`BATCHES_PER_CALL` consecutive unroll-1 batches
 are one `(batch, BATCHES_PER_CALL)` window: the same LSTM steps, in one
-call.
-Every batch is full (bilm-tf dropped the last incomplete one), so the mean
-of the batch losses is the mean token loss of each direction, averaged::
+call. Every batch is full (bilm-tf dropped the last incomplete one), so
+the mean of the batch losses is the mean token loss of each direction,
+averaged::
 
     perplexity = exp(mean over batches of (loss_fwd + loss_bwd) / 2)
                = exp((sum_fwd + sum_bwd) / (2 * n_batches * batch_size))
