@@ -166,10 +166,28 @@ def test_one_batch_per_call_gives_the_same_figure(bilm_tf_model,
                                                   monkeypatch):
     _, lm, vocab = bilm_tf_model
     batches = _batches(vocab, 4)
+    windows, make = [], stateful_evaluation.graph_function
+
+    def graph_function(func):  # each call's window, by its steps
+        traced = make(func)
+
+        def run(window, states):
+            windows.append(next(iter(window.values())).shape[1])
+            return traced(window, states)
+
+        run.get_concrete_function = traced.get_concrete_function
+        return run
+
+    monkeypatch.setattr(stateful_evaluation, "graph_function",
+                        graph_function)
     monkeypatch.setattr(stateful_evaluation, "BATCHES_PER_CALL", 1)
     one = stateful_perplexity(lm, batches, batch_size=4)
+    assert windows == [1] * len(batches)
+    windows.clear()
     monkeypatch.setattr(stateful_evaluation, "BATCHES_PER_CALL", 7)
     seven = stateful_perplexity(lm, batches, batch_size=4)
+    assert windows == [7] * (len(batches) // 7) + [len(batches) % 7] * (
+        len(batches) % 7 > 0)
     assert one.n_batches == seven.n_batches == len(batches)
     assert one.perplexity == pytest.approx(seven.perplexity, rel=1e-6)
 
