@@ -53,12 +53,12 @@ from bilm_keras.training.checkpoints import (
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
 from bilm_keras.training.lm_warmup import LMWarmup
 from bilm_keras.weights.bilm_tf_checkpoint import (
-    INITIAL_ACCUMULATOR,
     CheckpointKind,
     SaveDirCheckpoint,
     locate_checkpoint,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+from bilm_keras.weights.bilm_tf_names import INITIAL_ACCUMULATOR
 
 #: the parts of a run's checkpoint, by their names in it
 WEIGHTS = "weights"
@@ -351,7 +351,7 @@ class RunCheckpoint:
         """Continues a run another implementation saved: every weight and
         the softmax, each variable's Adagrad accumulator (a padding row
         the table adds gets bilm-tf's initial
-        :data:`~bilm_keras.weights.bilm_tf_checkpoint.INITIAL_ACCUMULATOR`)
+        :data:`~bilm_keras.weights.bilm_tf_names.INITIAL_ACCUMULATOR`)
         and the step counter, in our layout. Every shape is checked before
         anything is assigned. Returns the step.
 

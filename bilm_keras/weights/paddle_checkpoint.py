@@ -29,14 +29,16 @@ import numpy as np
 
 from bilm_keras._utils.problem_list import problem_list
 from bilm_keras.weights.bilm_tf_checkpoint import (
-    INITIAL_ACCUMULATOR,
-    SOFTMAX_B,
-    SOFTMAX_W,
     CheckpointVariable,
     shape_problems,
     softmax_entry,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+from bilm_keras.weights.bilm_tf_names import (
+    INITIAL_ACCUMULATOR,
+    SOFTMAX_B,
+    SOFTMAX_W,
+)
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 
 #: PaddleModel.accumulators' keys of the softmax
