@@ -78,6 +78,7 @@ def convert_tfhub(
             found = read_tfhub_module(layout.model_dir,
                                       options_file=options_file)
         except TFHubModuleError as e:
-            shown = str(e).replace(tmp + os.sep, "").replace(tmp, ".")
+            shown = (str(e).replace(tmp + ": ", "")
+                     .replace(tmp + os.sep, "").replace(tmp, "."))
             raise TFHubModuleError(f"{label}: {shown}") from None
         return write_converted(found, outdir, overwrite=overwrite)
