@@ -194,3 +194,16 @@ def test_a_mix_of_the_wrong_size_is_refused(tmp_path):
     _refused(tmp_path, _module_with(tmp_path, tensors),
              r"the learned mix does not fit: aggregation/weights: expected "
              r"shape \(3,\), found \[4\]$")
+
+
+def test_a_tf1_module_given_as_our_savedmodel_is_refused():
+    # the reverse: ELMoHubLayer loads export_hub's TF2 SavedModels, and
+    # refuses a TF1 module before loading (which would run its graph)
+    from bilm_keras.export.elmo_hub_layer import ELMoHubLayer
+
+    with pytest.raises(ValueError, match=r"google: expected a SavedModel "
+                                         r"from export_hub, found a TF1 Hub "
+                                         r"module \(tfhub_module.pb\); "
+                                         r"convert it with") as e:
+        ELMoHubLayer(MODULES / "google")
+    assert "\n" not in str(e.value)
