@@ -44,9 +44,10 @@ def test_a_missing_options_file_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.slow  # a model, and an exported SavedModel
-def test_converted_module_embeds_bilm_tfs_reference(tmp_path):
+@pytest.mark.parametrize("name", ["google", "deeppavlov"])
+def test_converted_module_embeds_bilm_tfs_reference(name, tmp_path):
     out = tmp_path / "elmo"
-    assert cli.main(["convert-tfhub", "--module", str(MODULES / "google"),
+    assert cli.main(["convert-tfhub", "--module", str(MODULES / name),
                      "--outdir", str(out)]) == 0
     sentences, expected = load_reference_embeddings(FIXTURES / "bilm-tf"
                                                     / "model")
@@ -70,7 +71,12 @@ def test_converted_module_embeds_bilm_tfs_reference(tmp_path):
     module = tf.saved_model.load(str(hub))
     got = module.signatures["default"](
         strings=tf.constant([" ".join(s) for s in batch]))
+    with np.load(MODULES / "reference.npz") as f:
+        own = f[f"{name}/default/elmo"]
     for k, w in enumerate(want):
         n = len(batch[k])
         np.testing.assert_allclose(got["lstm_outputs2"][k, :n], w, rtol=0,
+                                   atol=ATOL)
+        # the scalar mix starts from the module's learned one
+        np.testing.assert_allclose(got["elmo"][k, :n], own[k, :n], rtol=0,
                                    atol=ATOL)
