@@ -24,7 +24,7 @@ def problem_list(problems: Sequence[str], most: int = MOST_NAMED) -> str:
                                          else "")
 
 
-def name_list(names: Iterable[str], most: int = MOST_NAMED,
+def name_list(names: Sequence, most: int = MOST_NAMED,
               empty: str = "none") -> str:
     """The first ``most`` of ``names`` joined by ``", "``, then ``", ..."``
     where there are more, or ``empty`` where there are none.
@@ -33,10 +33,10 @@ def name_list(names: Iterable[str], most: int = MOST_NAMED,
         >>> name_list(["a", "b", "c"], most=2)
         'a, b, ...'
     """
-    names = list(names)
-    if not names:
+    if len(names) == 0:
         return empty
-    return ", ".join(names[:most]) + (", ..." if len(names) > most else "")
+    return (", ".join(map(str, names[:most]))
+            + (", ..." if len(names) > most else ""))
 
 
 def fit_problems(expected: Mapping[str, tuple],

@@ -136,12 +136,10 @@ class SaveDirCheckpoint:
         which is used instead; None when none was."""
         if not self.damaged:
             return None
-        passed = "; ".join(problem for _, problem in self.damaged[:3])
-        more = (f" (and {len(self.damaged) - 3} more)"
-                if len(self.damaged) > 3 else "")
+        passed = problem_list([problem for _, problem in self.damaged],
+                              most=3)
         return (f"WARNING: the latest checkpoint does not read whole "
-                f"({passed}){more}; using {self.name}, the newest that "
-                "does")
+                f"({passed}); using {self.name}, the newest that does")
 
     @property
     def global_step(self) -> Optional[int]:
@@ -215,8 +213,7 @@ def locate_checkpoint(save_dir: str | os.PathLike, *,
     else:
         raise CheckpointFileError(
             f"{save_dir}: no checkpoint reads whole ("
-            + "; ".join(problem for _, problem in damaged[:3])
-            + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+            + problem_list([problem for _, problem in damaged], most=3)
             + ")")
     if damaged and not fallback:
         latest, problem = damaged[0]

@@ -41,4 +41,4 @@ def test_name_list():
     assert name_list([], empty="no files") == "no files"
     assert name_list("abcdef") == "a, b, c, d, e, f"
     assert name_list("abcdefg") == "a, b, c, d, e, f, ..."
-    assert name_list(iter("abc"), most=2) == "a, b, ..."
+    assert name_list([3, 1, 2], most=2) == "3, 1, ..."
