@@ -52,7 +52,7 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_hdf5
-from bilm_keras._utils.problem_list import problem_list
+from bilm_keras._utils.problem_list import fit_problems, problem_list
 from bilm_keras.options import OPTIONS_FILE
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 from bilm_keras.weights.bilm_tf_names import (
@@ -136,12 +136,10 @@ class SaveDirCheckpoint:
         which is used instead; None when none was."""
         if not self.damaged:
             return None
-        passed = "; ".join(problem for _, problem in self.damaged[:3])
-        more = (f" (and {len(self.damaged) - 3} more)"
-                if len(self.damaged) > 3 else "")
+        passed = problem_list([problem for _, problem in self.damaged],
+                              most=3)
         return (f"WARNING: the latest checkpoint does not read whole "
-                f"({passed}){more}; using {self.name}, the newest that "
-                "does")
+                f"({passed}); using {self.name}, the newest that does")
 
     @property
     def global_step(self) -> Optional[int]:
@@ -215,8 +213,7 @@ def locate_checkpoint(save_dir: str | os.PathLike, *,
     else:
         raise CheckpointFileError(
             f"{save_dir}: no checkpoint reads whole ("
-            + "; ".join(problem for _, problem in damaged[:3])
-            + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+            + problem_list([problem for _, problem in damaged], most=3)
             + ")")
     if damaged and not fallback:
         latest, problem = damaged[0]
@@ -406,15 +403,14 @@ def read_bilm_tf_checkpoint(
         wanted += [softmax_entry(name, variable)
                    for name, variable in softmax_variables]
     shapes = found.shapes
-    problems = shape_problems(wanted, shapes)
-    used = {entry.checkpoint_name for entry, _ in wanted}
-    for name in sorted(shapes):
-        if (name.startswith(LM_SCOPE) and not name.endswith(ADAGRAD_SUFFIX)
-                and name not in used
-                and (softmax is not None
-                     or not name.startswith(SOFTMAX_SCOPE))):
-            problems.append(f"{name}: in the checkpoint {shapes[name]}, "
-                            "not in the model the options describe")
+    # every lm/ weight needs a variable, the softmax's only with a softmax
+    weights = [name for name in sorted(shapes)
+               if name.startswith(LM_SCOPE)
+               and not name.endswith(ADAGRAD_SUFFIX)
+               and (softmax is not None
+                    or not name.startswith(SOFTMAX_SCOPE))]
+    problems = fit_problems({e.checkpoint_name: shape for e, shape in wanted},
+                            shapes, weights)
     slots = [shapes.get(e.checkpoint_name + ADAGRAD_SUFFIX) for e, _ in wanted]
     if any(s is not None for s in slots):
         for (entry, shape), slot in zip(wanted, slots):
@@ -435,20 +431,6 @@ def read_bilm_tf_checkpoint(
         global_step=found.global_step,
         has_accumulators=all(s is not None for s in slots),
     )
-
-
-def shape_problems(wanted, stored: dict) -> List[str]:
-    """One line for each ``(CheckpointVariable, shape)`` of ``wanted``
-    whose tensor in ``stored`` (checkpoint name -> shape) has another
-    shape or is missing: bilm-tf's and Paddle's readers alike."""
-    problems = []
-    for entry, shape in wanted:
-        found = stored.get(entry.checkpoint_name)
-        if found != shape:
-            problems.append(
-                f"{entry.checkpoint_name}: options give shape {shape}, "
-                f"checkpoint has {'none' if found is None else found}")
-    return problems
 
 
 def _stored_as_is(x):

@@ -35,6 +35,7 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_hdf5
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.weights.bilm_tf_names import (
     CHAR_EMBED,
@@ -322,8 +323,7 @@ def load_bilm_tf_hdf5(
             if extra:
                 raise WeightFileError(
                     f"{files['weights']}: dataset(s) "
-                    f"{', '.join(repr(n) for n in extra[:6])}"
-                    f"{' and more' if len(extra) > 6 else ''} have no "
+                    f"{name_list([repr(n) for n in extra])} have no "
                     "variable in the model the options describe (fewer "
                     "layers, highways or directions than the file)"
                 )

@@ -39,6 +39,7 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras.data.vocabulary import Vocabulary, VocabularyError
 from bilm_keras.weights.bilm_tf_names import (
     LSTM_BIAS,
@@ -96,11 +97,6 @@ def is_baike_checkpoint(names) -> bool:
     model-layout finder share."""
     names = set(names)
     return {EMBEDDING, "fw_layer1_gate_w", "lstmp_0.w_0"} <= names
-
-
-def _shown(names: List[str]) -> str:
-    return ", ".join(names[:6]) + (", ..." if len(names) > 6 else "") \
-        if names else "no files"
 
 
 def _check_shapes(dirname: str, headers: Dict[str, TensorHeader]) -> tuple:
@@ -256,14 +252,13 @@ def read_baike(dirname: str | os.PathLike,
         raise PaddleFormatError(
             f"{dirname}: expected a Fluid ELMo (baike) checkpoint "
             f"({EMBEDDING}, fw_layer1_gate_w, lstmp_0.w_0, ...), found "
-            f"{_shown(names)}")
+            f"{name_list(names, empty='no files')}")
     missing = [n for n in PARAMETERS if n not in names]
     if missing:
         raise PaddleFormatError(
             f"{os.path.join(dirname, missing[0])}: expected the baike "
             f"model's variable, found no such file"
-            + (f" (nor {', '.join(missing[1:4])}"
-               f"{', ...' if len(missing) > 4 else ''})"
+            + (f" (nor {name_list(missing[1:], most=3)})"
                if len(missing) > 1 else ""))
     headers = read_headers(dirname, PARAMETERS)
     n_vocab, dim_p, dim_d = _check_shapes(dirname, headers)

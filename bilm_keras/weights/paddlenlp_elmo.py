@@ -53,6 +53,7 @@ import re
 
 import numpy as np
 
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras.weights.bilm_tf_names import (
     CHAR_EMBED,
     HIGHWAY_PARTS,
@@ -119,12 +120,6 @@ _DIRECTIONS = ("forward", "backward")
 def is_paddlenlp_state(state: dict) -> bool:
     """Whether a ``.pdparams`` dict is PaddleNLP's ELMo (its char table)."""
     return CHAR_TABLE in state
-
-
-def _shown(names) -> str:
-    names = sorted(names)
-    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") \
-        if names else "no parameters"
 
 
 def _expect(path: str, state: dict, key: str, shape: tuple, why: str
@@ -210,8 +205,8 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
     unused = set(state) - used
     if unused:
         raise PaddleFormatError(
-            f"{path}: {_shown(unused)}: expected only PaddleNLP ELMo's "
-            f"parameters, found {len(unused)} more")
+            f"{path}: {name_list(sorted(unused))}: expected only "
+            f"PaddleNLP ELMo's parameters, found {len(unused)} more")
     sizes = {"char_dim": dim_c, "filters": filters, "n_highway": n_highway,
              "projection_dim": dim_p, "n_layers": n_layers,
              "n_vocab": softmax_w.shape[1],
@@ -237,7 +232,8 @@ def _char_cnn(path: str, state: dict, out: dict, used: set
     if not convs:
         raise PaddleFormatError(
             f"{path}: {EMBEDDER}cnn_layer_0.weight: expected the char-CNN's "
-            f"convolutions, found none (parameters: {_shown(state)})")
+            f"convolutions, found none (parameters: "
+            f"{name_list(sorted(state))})")
     n_conv = _numbered(path, convs, EMBEDDER + "cnn_layer_N")
     out[CHAR_EMBED] = char_table[1:]  # bilm-tf's file: no padding row
     filters = []
@@ -271,7 +267,8 @@ def _lstm_sizes(path: str, state: dict) -> tuple[int, int]:
     if not lstms["forward"]:
         raise PaddleFormatError(
             f"{path}: _elmobilm.forward_lstm_layer_0.weight_hh_l0: expected "
-            f"the biLM's LSTMs, found none (parameters: {_shown(state)})")
+            f"the biLM's LSTMs, found none (parameters: "
+            f"{name_list(sorted(state))})")
     n_layers = _numbered(path, lstms["forward"],
                          "_elmobilm.forward_lstm_layer_N")
     n_back = len(lstms["backward"]) and _numbered(
@@ -454,7 +451,7 @@ def locate_pdparams(path: str | os.PathLike) -> str | None:
     elif len(stems) == 1:
         chosen = stems[0]
     else:
-        found = _shown(s + PDPARAMS_SUFFIX for s in stems)
+        found = name_list(sorted(s + PDPARAMS_SUFFIX for s in stems))
         raise PaddleFormatError(
             f"{path}: expected final.pdparams or STEP.pdparams (a "
             f"run_pretrain.py save_dir), found {found}; name the file")
@@ -588,7 +585,8 @@ def read_paddlenlp(path: str | os.PathLike,
         names = [k for k in state if k != STRUCTURED_NAMES_KEY]
         raise PaddleFormatError(
             f"{path}: {CHAR_TABLE}: expected PaddleNLP's ELMo (its char "
-            f"table), found another model's parameters: {_shown(names)}")
+            f"table), found another model's parameters: "
+            f"{name_list(sorted(names))}")
     for key, value in state.items():
         if key == STRUCTURED_NAMES_KEY:
             continue
