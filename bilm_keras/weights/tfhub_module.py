@@ -66,10 +66,14 @@ from bilm_keras.weights.bilm_tf_names import (
     LSTM_PROJECTION,
     PROJECTION_BIAS,
     PROJECTION_KERNEL,
+    AGGREGATION_SCOPE,
+    MODEL_SCOPE,
+    STATE_CACHE,
     TF_1_2,
     TF_1_5_MODEL,
     conv_bias,
     conv_kernel,
+    elmo_mix_names,
     highway_bias,
     highway_kernel,
     lstm_generation,
@@ -86,19 +90,15 @@ SAVED_MODEL_FILE = "saved_model.pb"
 #: the checkpoint prefix inside a module folder
 VARIABLES_PREFIX = os.path.join("variables", "variables")
 WEIGHT_FILE = "lm_weights.hdf5"
-#: the scope of bilm-tf's inference graph
-MODULE_SCOPE = "bilm/"
-#: the learned mix's variables: ``(logits, scale)`` in each module family
+#: the learned mix's variables, ``(logits, scale)``, in each module
+#: family: Google's own names, and bilm-tf's ``weight_layers("elmo_output")``
+#: in DeepPavlov's
 MIX_VARIABLES = {
-    "google": ("aggregation/weights", "aggregation/scaling"),
-    "deeppavlov": ("aggregation/elmo_output_ELMo_W",
-                   "aggregation/elmo_output_ELMo_gamma"),
+    "google": (AGGREGATION_SCOPE + "weights", AGGREGATION_SCOPE + "scaling"),
+    "deeppavlov": elmo_mix_names("elmo_output"),
 }
 #: the LSTM name generations a module's graph may have
 MODULE_GENERATIONS = (TF_1_5_MODEL, TF_1_2)
-#: bilm-tf's graph's LSTM state caches, one per state, per call of the
-#: biLM: ``tf.Variable``s under the graph's name scope
-_STATE_CACHE = re.compile(r"^bilm(_\d+)?/Variable(_\d+)?$")
 #: variables that are not weights: a step counter, optimizer slots
 _NOT_WEIGHTS = re.compile(
     r"(^|/)(global_step|beta[12]_power)$|/(Adagrad|Adam|Adam_1|Momentum)$")
@@ -238,7 +238,7 @@ def graph_options(saved_model: str, filters: List[List[int]],
         return {}
     nodes = {node.name: node for node in meta.graph_def.node}
     found: Dict[str, object] = {}
-    cell0 = MODULE_SCOPE + "RNN_0/RNN/MultiRNNCell/Cell0/"
+    cell0 = MODEL_SCOPE + "RNN_0/RNN/MultiRNNCell/Cell0/"
     if any(name.startswith(cell0) for name in nodes):
         # TF1's LSTMCell clips the cell state (an add) and the projection
         # (a MatMul) with clip_by_value: Minimum(x, clip), then Maximum
@@ -252,7 +252,7 @@ def graph_options(saved_model: str, filters: List[List[int]],
                     continue
                 which = "proj_clip" if source.op == "MatMul" else "cell_clip"
                 found[which] = _const_value(bound)
-    cell1 = MODULE_SCOPE + "RNN_0/RNN/MultiRNNCell/Cell1/"
+    cell1 = MODEL_SCOPE + "RNN_0/RNN/MultiRNNCell/Cell1/"
     if n_layers == 1:
         found["use_skip_connections"] = False
     elif any(name.startswith(cell1) for name in nodes):
@@ -266,12 +266,12 @@ def graph_options(saved_model: str, filters: List[List[int]],
             and not in_cell(name)
             and any(in_cell(_node_name(i)) for i in node.input)
             for name, node in nodes.items())
-    pool = nodes.get(MODULE_SCOPE + "CNN/MaxPool")
+    pool = nodes.get(MODEL_SCOPE + "CNN/MaxPool")
     if pool is not None and len(pool.attr["ksize"].list.i) == 4:
         window = pool.attr["ksize"].list.i[2]
         found["max_characters_per_token"] = int(window + filters[0][0] - 1)
     for op, activation in (("Relu", "relu"), ("Tanh", "tanh")):
-        if MODULE_SCOPE + f"CNN/{op}" in nodes:
+        if MODEL_SCOPE + f"CNN/{op}" in nodes:
             found["activation"] = activation
     return found
 
@@ -287,7 +287,7 @@ def _count(shapes: dict, pattern: str) -> int:
 def _shape_options(path: str, shapes: dict, generation: str) -> dict:
     """bilm-tf options from the variables' shapes (those they fix)."""
     def var(dataset):
-        return MODULE_SCOPE + tf1_name(dataset, generation)
+        return MODEL_SCOPE + tf1_name(dataset, generation)
 
     def shape(dataset):
         return shapes.get(var(dataset))
@@ -310,7 +310,7 @@ def _shape_options(path: str, shapes: dict, generation: str) -> dict:
         raise TFHubModuleError(
             f"{path}: expected {var(conv_kernel(0))}, the first "
             "convolution, found no such variable")
-    n_highway = _count(shapes, MODULE_SCOPE + "CNN_high_{}/W_carry")
+    n_highway = _count(shapes, MODEL_SCOPE + "CNN_high_{}/W_carry")
     layers = []
     for d in range(2):
         n = _count(shapes, var(f"{lstm_hdf5_prefix(d, 0)}/{LSTM_BIAS}")
@@ -474,13 +474,13 @@ def read_tfhub_module(path: str | os.PathLike, *,
     reader = _reader(prefix)
     shapes = {name: list(shape) for name, shape
               in reader.get_variable_to_shape_map().items()}
-    generation = lstm_generation(shapes, scope=MODULE_SCOPE,
+    generation = lstm_generation(shapes, scope=MODEL_SCOPE,
                                  generations=MODULE_GENERATIONS)
     if generation is None:
         shown = problem_list(sorted(shapes))
         raise TFHubModuleError(
-            f"{path}: expected bilm-tf's biLM under {MODULE_SCOPE} "
-            f"(e.g. {MODULE_SCOPE}"
+            f"{path}: expected bilm-tf's biLM under {MODEL_SCOPE} "
+            f"(e.g. {MODEL_SCOPE}"
             f"{tf1_name(lstm_hdf5_prefix(0, 0) + '/W_0', TF_1_5_MODEL)}), "
             f"found {len(shapes)} variable(s): {shown or 'none'}")
     options = _shape_options(path, shapes, generation)
@@ -506,7 +506,7 @@ def read_tfhub_module(path: str | os.PathLike, *,
     problems = []
     datasets = []
     for dataset, shape in expected_shapes(options):
-        name = MODULE_SCOPE + tf1_name(dataset, generation)
+        name = MODEL_SCOPE + tf1_name(dataset, generation)
         found = shapes.get(name)
         if found is None or tuple(found) != shape:
             problems.append(f"{name}: the inferred options give shape "
@@ -516,7 +516,7 @@ def read_tfhub_module(path: str | os.PathLike, *,
     used = {name for _, name in datasets} | set(mix_names)
     unknown = sorted(
         name for name in shapes
-        if name not in used and not _STATE_CACHE.match(name)
+        if name not in used and not STATE_CACHE.match(name)
         and not _NOT_WEIGHTS.search(name))
     problems += [f"{name}: unknown variable {tuple(shapes[name])}"
                  for name in unknown]
