@@ -66,10 +66,11 @@ def test_every_module_is_named():
 def test_a_module_not_named_is_found():
     text = DOCUMENT.read_text("utf-8")
     assert len(unit_bullets(text)) >= 12
-    modules = ["weights/paddle_model.py", "weights/bilm_tf_names.py",
-               "fuzz/targets.py", "options.py", "elmo_embedding.py"]
+    modules = ["weights/paddle_model.py", "weights/no_such_reader.py",
+               "no_such_unit/targets.py", "options.py", "no_such_module.py"]
     assert unnamed_modules(text, modules) == [
-        "elmo_embedding.py: a bullet '* `elmo_embedding.py`: ...'",
-        "fuzz/targets.py: a bullet '* `fuzz/`: ...' that names `targets`",
-        "weights/bilm_tf_names.py: `bilm_tf_names` and what it holds, in "
+        "no_such_module.py: a bullet '* `no_such_module.py`: ...'",
+        "no_such_unit/targets.py: a bullet '* `no_such_unit/`: ...' that "
+        "names `targets`",
+        "weights/no_such_reader.py: `no_such_reader` and what it holds, in "
         "the bullet '* `weights/`'"]

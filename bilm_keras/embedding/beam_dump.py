@@ -52,6 +52,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
 from bilm_keras._utils.atomic_files import atomic_path
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras._utils.settings import SettingError
 from bilm_keras.data.sentence_file import (
     check_not_empty,
@@ -330,10 +331,9 @@ def choose_segments(parts: Sequence[tuple[str, Sequence[tuple[int, int]]]],
             owner[a:b][free] = k
     missing = np.flatnonzero(owner < 0)
     if len(missing):
-        shown = ", ".join(str(i) for i in missing[:10])
         raise EmbeddingRunError(
             f"{len(missing)} line{'s' * (len(missing) > 1)} in no part "
-            f"({shown}{', ...' if len(missing) > 10 else ''}): the runner "
+            f"({name_list(missing, most=10)}): the runner "
             f"lost work; nothing written")
     segments = []
     for i in range(n_lines):

@@ -27,16 +27,17 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from bilm_keras._utils.problem_list import problem_list
+from bilm_keras._utils.problem_list import fit_problems, problem_list
 from bilm_keras.weights.bilm_tf_checkpoint import (
-    INITIAL_ACCUMULATOR,
-    SOFTMAX_B,
-    SOFTMAX_W,
     CheckpointVariable,
-    shape_problems,
     softmax_entry,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+from bilm_keras.weights.bilm_tf_names import (
+    INITIAL_ACCUMULATOR,
+    SOFTMAX_B,
+    SOFTMAX_W,
+)
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 
 #: PaddleModel.accumulators' keys of the softmax
@@ -152,11 +153,9 @@ def read_paddle_checkpoint(model: PaddleModel, backbone, *,
     stored = {name: tuple(v.shape) for name, v in model.lm_weights.items()}
     stored[SOFTMAX_W] = tuple(model.softmax_weight.shape)
     stored[SOFTMAX_B] = tuple(model.softmax_bias.shape)
-    problems = shape_problems(wanted, stored)
-    used = {entry.checkpoint_name for entry, _ in wanted}
-    problems += [f"{name}: in the checkpoint {model.lm_weights[name].shape}, "
-                 "not in the model"
-                 for name in model.lm_weights if name not in used]
+    # the softmax is left aside without a softmax: extra are the weights'
+    problems = fit_problems({e.checkpoint_name: shape for e, shape in wanted},
+                            stored, model.lm_weights)
     if problems:
         raise PaddleFormatError(
             f"{model.source}: does not fit the model its options describe: "

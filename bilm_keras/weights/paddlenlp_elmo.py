@@ -53,6 +53,22 @@ import re
 
 import numpy as np
 
+from bilm_keras._utils.problem_list import name_list
+from bilm_keras.weights.bilm_tf_names import (
+    CHAR_EMBED,
+    HIGHWAY_PARTS,
+    LSTM_BIAS,
+    LSTM_KERNEL,
+    PROJECTION_BIAS,
+    PROJECTION_KERNEL,
+    conv_bias,
+    conv_kernel,
+    highway_bias,
+    highway_kernel,
+    lstm_hdf5_prefix,
+    to_tf1_gates,
+    without_forget_bias,
+)
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 from bilm_keras.weights.paddle_pdparams import (
     STRUCTURED_NAMES_KEY,
@@ -78,8 +94,6 @@ MOMENT_SUFFIX = "_moment_0"
 N_CHARACTERS = 262
 #: not stored in the file; PaddleNLP's and bilm-tf's default
 MAX_CHARACTERS_PER_TOKEN = 50
-#: bilm-tf's LSTM cell adds this to the forget gate; Paddle's does not
-TF_FORGET_BIAS = 1.0
 #: PaddleNLP's ``args.py`` defaults, written into options.json
 TRAINING_DEFAULTS = {
     "dropout": 0.1,
@@ -106,12 +120,6 @@ _DIRECTIONS = ("forward", "backward")
 def is_paddlenlp_state(state: dict) -> bool:
     """Whether a ``.pdparams`` dict is PaddleNLP's ELMo (its char table)."""
     return CHAR_TABLE in state
-
-
-def _shown(names) -> str:
-    names = sorted(names)
-    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") \
-        if names else "no parameters"
 
 
 def _expect(path: str, state: dict, key: str, shape: tuple, why: str
@@ -166,13 +174,6 @@ def _lstm_arrays(path: str, state: dict, prefix: str, dim_p: int
     return out
 
 
-def _tf_gates(x: np.ndarray) -> np.ndarray:
-    """Blocks along axis 0 in Paddle's order (i, f, g, o) -> TF1's
-    (i, j=g, f, o)."""
-    i, f, g, o = np.split(x, 4, axis=0)
-    return np.concatenate([i, g, f, o], axis=0)
-
-
 def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
                       ) -> tuple[dict, dict]:
     """(bilm-tf HDF5 datasets, sizes) from a PaddleNLP state dict; every
@@ -204,8 +205,8 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
     unused = set(state) - used
     if unused:
         raise PaddleFormatError(
-            f"{path}: {_shown(unused)}: expected only PaddleNLP ELMo's "
-            f"parameters, found {len(unused)} more")
+            f"{path}: {name_list(sorted(unused))}: expected only "
+            f"PaddleNLP ELMo's parameters, found {len(unused)} more")
     sizes = {"char_dim": dim_c, "filters": filters, "n_highway": n_highway,
              "projection_dim": dim_p, "n_layers": n_layers,
              "n_vocab": softmax_w.shape[1],
@@ -231,9 +232,10 @@ def _char_cnn(path: str, state: dict, out: dict, used: set
     if not convs:
         raise PaddleFormatError(
             f"{path}: {EMBEDDER}cnn_layer_0.weight: expected the char-CNN's "
-            f"convolutions, found none (parameters: {_shown(state)})")
+            f"convolutions, found none (parameters: "
+            f"{name_list(sorted(state))})")
     n_conv = _numbered(path, convs, EMBEDDER + "cnn_layer_N")
-    out["char_embed"] = char_table[1:]  # bilm-tf's file: no padding row
+    out[CHAR_EMBED] = char_table[1:]  # bilm-tf's file: no padding row
     filters = []
     for i in range(n_conv):
         key = f"{EMBEDDER}cnn_layer_{i}.weight"
@@ -248,8 +250,8 @@ def _char_cnn(path: str, state: dict, out: dict, used: set
                        f"{num} filters")
         # Paddle's [filters, char_dim, 1, width] -> bilm-tf's
         # [1, width, char_dim, filters]
-        out[f"CNN/W_cnn_{i}"] = np.transpose(state[key], (2, 3, 1, 0))
-        out[f"CNN/b_cnn_{i}"] = bias
+        out[conv_kernel(i)] = np.transpose(state[key], (2, 3, 1, 0))
+        out[conv_bias(i)] = bias
         filters.append([int(width), int(num)])
         used.update((key, f"{EMBEDDER}cnn_layer_{i}.bias"))
     return dim_c, filters
@@ -265,7 +267,8 @@ def _lstm_sizes(path: str, state: dict) -> tuple[int, int]:
     if not lstms["forward"]:
         raise PaddleFormatError(
             f"{path}: _elmobilm.forward_lstm_layer_0.weight_hh_l0: expected "
-            f"the biLM's LSTMs, found none (parameters: {_shown(state)})")
+            f"the biLM's LSTMs, found none (parameters: "
+            f"{name_list(sorted(state))})")
     n_layers = _numbered(path, lstms["forward"],
                          "_elmobilm.forward_lstm_layer_N")
     n_back = len(lstms["backward"]) and _numbered(
@@ -295,19 +298,19 @@ def _highways_and_projection(path: str, state: dict, n_filters: int,
     n_highway = _numbered(path, highways, EMBEDDER + "_highway_layer.N")
     why = f"a highway over {n_filters} filters"
     for i in range(n_highway):
-        for part in ("carry", "transform"):
+        for part in HIGHWAY_PARTS:
             p = f"{EMBEDDER}_highway_layer.{part}_linear_{i}."
             # nn.Linear stores [in, out], as bilm-tf's W_carry/W_transform
-            out[f"CNN_high_{i}/W_{part}"] = _expect(
+            out[highway_kernel(i, part)] = _expect(
                 path, state, p + "weight", (n_filters, n_filters), why)
-            out[f"CNN_high_{i}/b_{part}"] = _expect(
+            out[highway_bias(i, part)] = _expect(
                 path, state, p + "bias", (n_filters,), why)
             used.update((p + "weight", p + "bias"))
     if n_filters != dim_p:  # PaddleNLP projects only then
         for part, dataset, shape in (
-                ("weight", "W_proj", (n_filters, dim_p)),
-                ("bias", "b_proj", (dim_p,))):
-            out[f"CNN_proj/{dataset}"] = _expect(
+                ("weight", PROJECTION_KERNEL, (n_filters, dim_p)),
+                ("bias", PROJECTION_BIAS, (dim_p,))):
+            out[dataset] = _expect(
                 path, state, PROJECTION + part, shape,
                 f"{n_filters} filters projected to {dim_p}")
             used.add(PROJECTION + part)
@@ -324,14 +327,15 @@ def _lstm_weights(path: str, state: dict, n_layers: int, dim_p: int,
             a = _lstm_arrays(path, state, prefix, dim_p)
             used.update(prefix + n for names in _LSTM_PARAMS.values()
                         for n in names)
-            p = f"RNN_{d}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
-            # TF1 multiplies [x, h] by one (in + P, 4P) kernel
-            out[f"{p}/W_0"] = np.concatenate(
-                [_tf_gates(a["weight_ih"]).T, _tf_gates(a["weight_hh"]).T])
-            bias = _tf_gates(a["bias_ih"] + a["bias_hh"]).copy()
-            if not moment:
-                bias[2 * dim_p:3 * dim_p] -= TF_FORGET_BIAS  # block f
-            out[f"{p}/B"] = bias
+            p = lstm_hdf5_prefix(d, layer)
+            # TF1 multiplies [x, h] by one (in + P, 4P) kernel; Paddle's
+            # gate blocks are (i, f, g, o) along axis 0
+            out[f"{p}/{LSTM_KERNEL}"] = np.concatenate(
+                [to_tf1_gates(a["weight_ih"], "ifjo", axis=0).T,
+                 to_tf1_gates(a["weight_hh"], "ifjo", axis=0).T])
+            bias = to_tf1_gates(a["bias_ih"] + a["bias_hh"], "ifjo")
+            out[f"{p}/{LSTM_BIAS}"] = (bias if moment
+                                       else without_forget_bias(bias))
 
 
 def _softmax(path: str, state: dict, dim_p: int, used: set
@@ -447,7 +451,7 @@ def locate_pdparams(path: str | os.PathLike) -> str | None:
     elif len(stems) == 1:
         chosen = stems[0]
     else:
-        found = _shown(s + PDPARAMS_SUFFIX for s in stems)
+        found = name_list(sorted(s + PDPARAMS_SUFFIX for s in stems))
         raise PaddleFormatError(
             f"{path}: expected final.pdparams or STEP.pdparams (a "
             f"run_pretrain.py save_dir), found {found}; name the file")
@@ -581,7 +585,8 @@ def read_paddlenlp(path: str | os.PathLike,
         names = [k for k in state if k != STRUCTURED_NAMES_KEY]
         raise PaddleFormatError(
             f"{path}: {CHAR_TABLE}: expected PaddleNLP's ELMo (its char "
-            f"table), found another model's parameters: {_shown(names)}")
+            f"table), found another model's parameters: "
+            f"{name_list(sorted(names))}")
     for key, value in state.items():
         if key == STRUCTURED_NAMES_KEY:
             continue
