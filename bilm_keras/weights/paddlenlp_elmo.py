@@ -603,7 +603,8 @@ def read_paddlenlp(path: str | os.PathLike,
     lm_weights, sizes = _bilm_tf_datasets(path, state)
     softmax_weight, softmax_bias = sizes.pop("softmax")
     accumulators = {}
-    if os.path.isfile(pdopt_path(path)):
+    with_pdopt = os.path.isfile(pdopt_path(path))
+    if with_pdopt:
         accumulators = LazyAccumulators(path, dict(state))
     vocab = None
     if vocab_file is not None:
@@ -614,7 +615,7 @@ def read_paddlenlp(path: str | os.PathLike,
         sizes["n_highway"], sizes["n_layers"], sizes["projection_dim"],
         sizes["n_vocab"],
         f", Adagrad accumulators in {pdopt_path(path)}"
-        if isinstance(accumulators, LazyAccumulators) else "")
+        if with_pdopt else "")
     return PaddleModel(
         source=path, system="paddlenlp", options=paddlenlp_options(sizes),
         lm_weights={k: np.ascontiguousarray(v, np.float32)
