@@ -19,7 +19,7 @@ infer       :meth:`LSTMStack.      the bulk embedding   speed: the weights on
             :func:`run_            (``embed_            product, no step spent
             inference_             sentences``)         on padding, rows as
             columns`                                    columns from layer to
-                                                        layer; zero states, no
+                                                        layer. Zero states, no
                                                         dropout, no gradients
 unrolled    :func:`~bilm_keras.    ``LanguageModel``    training speed on
 window      layers.training_       (training and        fixed-length windows of
@@ -247,7 +247,7 @@ def run_inference_columns(cell, x, inside):
     only, with the weights on the left of every product and no step spent
     on padding.
 
-    Each step is ``z = kernel_t @ [x_t, h] + b`` `(4U, n)` and
+    Each step is ``z = kernel_t @ [x_t; h] + b`` `(4U, n)` and
     ``h = projection_kernel_t @ m`` `(P, n)` over the ``n`` rows still
     inside their length. The rows are columns, longest first. So those are
     the first ``n`` columns, and the state simply loses its last columns
