@@ -7,8 +7,8 @@ all consume it. To fine-tune in Keras 3, use
 :class:`~bilm_keras.export.ELMoHubLayer`. Keras 3's optimizers cannot
 train ``TFSMLayer``'s weights, because their names keep TensorFlow's ``:0``.
 
-Signatures (``B`` = batch, ``T`` = tokens, ``C`` = max_characters_per_token,
-``P`` = projection_dim)::
+In the signatures below, ``B`` is the batch and ``T`` the tokens. ``C`` is
+max_characters_per_token and ``P`` projection_dim::
 
     name     inputs                                    time axis T
     default  strings       tf.string (B,)              most tokens in a row
