@@ -108,7 +108,7 @@ class ResolvedModel:
     embed --options_file --weight_file`` and ``train --init_weights`` take.
 
     Args:
-        name: the registry name; else the URL's, archive's or folder's name
+        name: the registry name, else the URL's, archive's or folder's name
             (without its archive suffix).
         format: the format the model was published in: ``"bilm-tf"``,
             ``"elmoformanylangs"``, ``"paddle-fluid"`` or ``"paddlenlp"``.
