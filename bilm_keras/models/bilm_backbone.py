@@ -2,9 +2,9 @@
 
 Training (:mod:`bilm_keras.training`), inference
 (:class:`~bilm_keras.BidirectionalLanguageModel`), the SavedModel export
-and the bulk embedding path all run this one layer's sublayers; its LSTM
-stacks run by one of three paths (:mod:`bilm_keras.layers.recurrence` has
-the table).
+and the bulk embedding path all run this one layer's sublayers. Its LSTM
+stacks run by one of three paths, tabled in
+:mod:`bilm_keras.layers.recurrence`.
 """
 
 import inspect
@@ -27,7 +27,7 @@ DIRECTIONS = ("forward", "backward")
 class BiLMBackbone(keras.layers.Layer):
     """Token embedder plus a forward and (optionally) a backward LSTM stack.
 
-    The architecture comes from constructor arguments only; use
+    The architecture comes from constructor arguments only. Use
     :meth:`from_options` to build it from an ``options.json``, and
     :func:`bilm_keras.weights.load_bilm_tf_hdf5` to load weights.
 
@@ -39,8 +39,8 @@ class BiLMBackbone(keras.layers.Layer):
         max_characters_per_token: the char-CNN (``char_cnn`` options).
         n_characters: rows of the character table, padding row included.
         word_embedding_dim, n_words, always_project: an ELMoForManyLangs
-            model's word part and projection (see :class:`CharCNNEmbedder`);
-            its ids have one more column, the word id (:attr:`ids_width`).
+            model's word part and projection (:class:`CharCNNEmbedder`).
+            Its ids have one more column, the word id (:attr:`ids_width`).
         n_tokens_vocab: tokens in the vocabulary, for token input (the
             token table adds a padding row).
         bidirectional: build the backward stack too.
@@ -232,8 +232,8 @@ class BiLMBackbone(keras.layers.Layer):
 
     @property
     def ids_width(self) -> Optional[int]:
-        """Ids per token of char input (the last axis): chars, + 1 for an
-        ELMoForManyLangs model's word id; None for token input."""
+        """Ids per token of char input, the last axis: chars, + 1 for an
+        ELMoForManyLangs model's word id. None for token input."""
         if not self.use_character_inputs:
             return None
         return self.token_embedder.ids_width
@@ -254,8 +254,8 @@ class BiLMBackbone(keras.layers.Layer):
         return self
 
     def input_mask(self, inputs):
-        """`(batch, time)` bool: positions holding a token (char ids > 0;
-        a word id column is not looked at)."""
+        """`(batch, time)` bool: positions holding a token, where char
+        ids > 0. A word id column is not looked at."""
         if self.use_character_inputs:
             if self.token_embedder.has_word_part:
                 inputs = inputs[:, :, : self.max_characters_per_token]
@@ -282,7 +282,7 @@ class BiLMBackbone(keras.layers.Layer):
         """LSTM layers of both directions from `(B, T, P)` token embeddings.
 
         The backward stack reads each row's first ``length`` positions
-        reversed; its outputs are reversed back to natural order.
+        reversed. Its outputs are reversed back to natural order.
         """
         initial_states = initial_states or {}
         outputs, final_states = {}, {}
