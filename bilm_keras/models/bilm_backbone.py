@@ -47,21 +47,22 @@ class BiLMBackbone(keras.layers.Layer):
         dropout: LSTM input dropout in training.
 
     Call arguments:
-        inputs: `(batch, time, ids_width)` char ids (``ids_width`` =
-            max_chars, + 1 for the word id of an ELMoForManyLangs model) or
-            `(batch, time)` token ids, +1-shifted with 0 for padding,
-            ``<S>``/``</S>`` included.
+        inputs: `(batch, time, ids_width)` char ids or `(batch, time)`
+            token ids, +1-shifted with 0 for padding, ``<S>``/``</S>``
+            included. ``ids_width`` is max_chars, + 1 for the word id of an
+            ELMoForManyLangs model.
         initial_states: ``{"forward": [(c, h), ...], "backward": [...]}``
             (`(batch, lstm_dim)`, `(batch, projection_dim)` per layer) or None
             for zeros.
         training: bool.
 
     Returns:
-        A dict: ``token_embeddings (batch, time, projection_dim)``,
+        A dict of ``token_embeddings (batch, time, projection_dim)``,
         ``mask (batch, time)`` bool, ``lengths (batch,)`` int32,
-        ``forward`` / ``backward``: lists of `(batch, time, projection_dim)`
-        per layer in natural time order (zero past each row's length), and
-        ``final_states`` shaped like ``initial_states``.
+        ``forward``, ``backward`` and ``final_states``. ``forward`` and
+        ``backward`` are lists of `(batch, time, projection_dim)` per layer
+        in natural time order, zero past each row's length.
+        ``final_states`` is shaped like ``initial_states``.
     """
 
     # Many arguments, not an options value, by design: a Keras layer's

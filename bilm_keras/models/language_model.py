@@ -39,9 +39,9 @@ class LanguageModel(keras.Model):
         share_embedding_softmax: bool. Use the token embedding table
             (without its padding row) as ``softmax/W``. Token input only.
         seed: int or None. Op seed of the softmax sampler.
-        unroll_windows: bool. When the window length is known at trace
-            time, run both directions' LSTM stacks statically unrolled over
-            the window and batched together, with a hand-written backward
+        unroll_windows: bool. Run both directions' LSTM stacks statically
+            unrolled over the window and batched together, when the window
+            length is known at trace time. They get a hand-written backward
             pass (:func:`run_stacks_unrolled`). bilm-tf used ``static_rnn``
             in training. False runs the backbone's length-aware
             ``tf.while_loop`` per direction. The numbers are the same to
@@ -73,11 +73,12 @@ class LanguageModel(keras.Model):
             training perplexity looks normal.
 
     Call arguments:
-        inputs: a batch dict from ``LMDataset``: ``token_ids`` or
-            ``tokens_characters`` (`(batch, time)` / `(batch, time,
-            max_chars)`, +1-shifted), ``next_token_id (batch, time)`` and
-            ``mask (batch, time)`` float, each also with ``_reverse`` for
-            the backward direction.
+        inputs: a batch dict from ``LMDataset``. It holds ``token_ids``
+            `(batch, time)` or ``tokens_characters``
+            `(batch, time, max_chars)`, +1-shifted. It also holds
+            ``next_token_id (batch, time)`` and ``mask (batch, time)``
+            float. Each comes also with ``_reverse`` for the backward
+            direction.
         initial_states: ``{direction: [(c, h), ...]}`` or None for zeros.
         training: bool.
         dropout_seed: None or a `(2,)` int seed, which the training loop
