@@ -265,9 +265,9 @@ class LSTMCellWithProjection(keras.layers.Layer):
         h = clip((sigmoid(o) * tanh(c)) @ projection_kernel,
                  -proj_clip, proj_clip)
 
-    :attr:`kernel` and :attr:`projection_kernel` are TF1's layout,
+    :attr:`kernel` and :attr:`projection_kernel` are TF1's layout:
     ``(input_dim + output_dim, 4 * units)`` with gate order i, j, f, o, and
-    ``(units, output_dim)``, so bilm-tf's ``W_0``, ``B`` and ``W_P_0`` mean
+    ``(units, output_dim)``. So bilm-tf's ``W_0``, ``B`` and ``W_P_0`` mean
     what they meant there. The variables hold their transposes,
     :attr:`kernel_t` `(4 * units, input_dim + output_dim)` and
     :attr:`projection_kernel_t` `(output_dim, units)`. The inference
