@@ -1,7 +1,7 @@
 """The training vocabulary of a converted ELMoForManyLangs model.
 
 Adapting a converted model (``train --init_weights``) reads the user's text
-with a bilm-tf ``vocab.txt`` for the softmax targets, but its inputs must
+with a bilm-tf ``vocab.txt`` for the softmax targets. But its inputs must
 be the model's own ids: char ids from ``char.dic`` and word ids from
 ``word.dic``. :class:`ManyLangsCharsVocabulary` is the
 :class:`UnicodeCharsVocabulary` that gives them, so :class:`LMDataset`
