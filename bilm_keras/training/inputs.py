@@ -78,7 +78,7 @@ def steps_per_epoch(options: BiLMOptions) -> int:
 
 def distributed_batches(strategy, train_prefix, vocab, options, seed,
                         skip_batches=0):
-    """An iterator of per-replica batches; every replica's rows stay
+    """An iterator of per-replica batches. Every replica's rows stay
     continuous streams from one batch to the next. The stream of ``seed``
     starts after its first ``skip_batches`` batches (per input pipeline).
 
