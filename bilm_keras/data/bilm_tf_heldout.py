@@ -14,8 +14,8 @@ points, where the training stream of
   unsorted. The last one comes first, since bilm-tf popped them from the
   end of that list.
 * every line is a sentence, blank ones too. A blank line is
-  ``<S> </S>``, one prediction per direction. Lines end at ``\n``,
-  ``\r\n`` or ``\r``, as in Python's text mode.
+  ``<S> </S>``, one prediction per direction. Lines end at ``\\n``,
+  ``\\r\\n`` or ``\\r``, as in Python's text mode.
 * the last incomplete batch is dropped, since bilm-tf stopped at the first
   batch it could not fill. So up to ``batch_size`` tokens per direction at
   the end are not scored.
