@@ -7,7 +7,7 @@ class PretrainedModelError(ValueError):
     model (or two), a model that cannot be converted.
 
     Its message is one line naming the spec, URL or file and what was
-    expected; nothing is left in the cache. A ``ValueError``, so the
+    expected. Nothing is left in the cache. It is a ``ValueError``, so the
     ``bilm-keras`` command prints it as ``bilm-keras CMD: error: MESSAGE``
     and exits 1.
     """
