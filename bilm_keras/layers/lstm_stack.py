@@ -24,7 +24,7 @@ from bilm_keras.layers.recurrence import (
 class LSTMStack(keras.layers.Layer):
     """``n_layers`` :class:`LSTMCellWithProjection` layers run in one direction.
 
-    Layer 0 reads the token embeddings; layer ``l`` reads layer ``l-1``'s
+    Layer 0 reads the token embeddings. Layer ``l`` reads layer ``l-1``'s
     output. With ``use_skip_connections``, layers above the first add their
     input to their output, as TF1's ``ResidualWrapper``. The recurrent state
     keeps the plain cell output. Dropout, in training only, applies to each
