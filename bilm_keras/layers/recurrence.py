@@ -19,7 +19,7 @@ infer       :meth:`LSTMStack.      the bulk embedding   speed: the weights on
             :func:`run_            (``embed_            product, no step spent
             inference_             sentences``)         on padding, rows as
             columns`                                    columns from layer to
-                                                        layer. Zero states, no
+                                                        layer; zero states, no
                                                         dropout, no gradients
 unrolled    :func:`~bilm_keras.    ``LanguageModel``    training speed on
 window      layers.training_       (training and        fixed-length windows of

@@ -272,12 +272,11 @@ def _check_weights(weight_file: str, label: str,
 
 def _bilm_tf_folder(layout: ModelLayout, staging: str, label: str,
                     root: str) -> tuple[str, str | None]:
-    """Checks an extracted bilm-tf model, then moves its folder to
-    ``staging/model``, the two files under the cache's names.
-
-    Errors are shown against ``label``, its files relative to the archive's
-    ``root``. The folder is ours, under ``tmp/``. Returns the folder and
-    the vocabulary's file name, or None."""
+    """Checks an extracted bilm-tf model (errors shown against ``label``,
+    its files relative to the archive's ``root``), then moves its folder
+    (ours, under ``tmp/``) to ``staging/model``, the two files under the
+    cache's names. Returns the folder and the vocabulary's file name (or
+    None)."""
     _check_options(layout.options_file, label, root)
     _check_weights(layout.weight_file, label, root)
     model_dir = os.path.join(staging, "model")
