@@ -7,8 +7,8 @@ model: what ``bilm-keras convert-tfhub`` runs.
     convert_tfhub("elmo_3.tar.gz", "elmo-3")
     # elmo-3/options.json, lm_weights.hdf5, mix.json
 
-The module is read by :mod:`bilm_keras.weights.tfhub_module` (the graph as
-a protocol buffer, never run); a tarball is extracted safely first
+The module is read by :mod:`bilm_keras.weights.tfhub_module`, the graph as
+a protocol buffer, never run. A tarball is extracted safely first
 (:mod:`.archives`) into a temporary folder that is removed afterwards.
 """
 
@@ -48,7 +48,8 @@ def convert_tfhub(
 
     Raises:
         TFHubModuleError, PretrainedModelError, OutputDirectoryError: one
-            line naming the file and what was expected; nothing written.
+            line naming the file and what was expected. Nothing is
+            written.
     """
     from bilm_keras._utils.atomic_files import check_output_directory
     from bilm_keras.weights.tfhub_module import (

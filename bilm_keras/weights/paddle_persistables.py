@@ -212,7 +212,7 @@ def read_variable(path: str | os.PathLike) -> np.ndarray:
         path: the file.
 
     Raises:
-        PaddleFormatError: see :func:`read_header`; a LoD, which a
+        PaddleFormatError: as :func:`read_header`. Also a LoD, which a
             parameter never has.
     """
     return read_data(read_header(path))

@@ -7,41 +7,44 @@ layout.
     model = read_paddlenlp("checkpoints/final.pdparams",
                            vocab_file="vocab-15w.txt")
 
-PaddleNLP's ``examples/language_model/elmo/elmo.py`` (``ELMo``, task
-``pre-train``, as ``run_pretrain.py`` saves it) is bilm-tf's character
+PaddleNLP's ``examples/language_model/elmo/elmo.py`` is ``ELMo``, task
+``pre-train``, as ``run_pretrain.py`` saves it. It is bilm-tf's character
 biLM with these differences, each undone by one transform in
 :func:`_bilm_tf_datasets`:
 
-* char table ``[262, char_dim]``, row 0 the padding id of the +1-shifted
-  char ids (bilm-tf's file has no such row: it is dropped; it only ever
-  meets padded token positions);
-* conv kernels ``[filters, char_dim, 1, width]`` (Paddle's NCHW-ordered
-  ``Conv2D`` weight; bilm-tf's is ``[1, width, char_dim, filters]``);
-  highways and the projection are ``nn.Linear`` weights ``[in, out]``,
-  bilm-tf's orientation already, with bilm-tf's carry/transform meaning;
-  the projection exists only when the filter total differs from
-  ``projection_dim``;
-* per direction ``num_layers`` separate single-layer ``nn.LSTM``\\ s of
-  hidden size ``projection_dim``: no cell projection, no clipping, no
-  residual connection; gate blocks (i, f, g, o), input and recurrent
-  weights ``[4P, in]`` and ``[4P, P]`` apart, biases ``bias_ih`` (and,
-  from Paddle 2.6, a frozen zero ``bias_hh``) and no forget-bias constant
-  (bilm-tf's cell adds 1.0: subtracted here);
-* each LSTM's weights are in the file twice, ``N.weight_ih_l0`` ... and
-  ``N.0.cell.weight_ih`` ... (one parameter, two names): both are read and
-  must agree;
-* one softmax, ``_linear_layer.weight [P, V]`` (bilm-tf's is ``[V, P]``)
-  and its bias.
+* The char table is ``[262, char_dim]``, row 0 the padding id of the
+  +1-shifted char ids. bilm-tf's file has no such row, so it is dropped.
+  It only ever meets padded token positions.
+* Conv kernels are ``[filters, char_dim, 1, width]``, Paddle's
+  NCHW-ordered ``Conv2D`` weight. bilm-tf's is
+  ``[1, width, char_dim, filters]``.
+* Highways and the projection are ``nn.Linear`` weights ``[in, out]``.
+  That is bilm-tf's orientation already, with bilm-tf's carry/transform
+  meaning. The projection exists only when the filter total differs from
+  ``projection_dim``.
+* Each direction has ``num_layers`` separate single-layer ``nn.LSTM``\\ s
+  of hidden size ``projection_dim``. They have no cell projection, no
+  clipping and no residual connection. Their gate blocks are (i, f, g, o).
+  The input and recurrent weights ``[4P, in]`` and ``[4P, P]`` are apart.
+* The LSTM biases are ``bias_ih``, and from Paddle 2.6 a frozen zero
+  ``bias_hh``. There is no forget-bias constant. bilm-tf's cell adds 1.0,
+  so it is subtracted here.
+* Each LSTM's weights are in the file twice, as ``N.weight_ih_l0`` ... and
+  ``N.0.cell.weight_ih`` ..., one parameter with two names. Both are read
+  and must agree.
+* There is one softmax, ``_linear_layer.weight [P, V]``, and its bias.
+  bilm-tf's is ``[V, P]``.
 
-The vocabulary file of PaddleNLP holds only words; PaddleNLP's
+The vocabulary file of PaddleNLP holds only words. PaddleNLP's
 ``Vocabulary`` puts ``UNK`` (0), ``<S>`` (1), ``</S>`` (2) and ``<PAD>``
 (3) before them. The model's ``vocab`` gives those four ids the lines
-``<UNK>``, ``<S>``, ``</S>``, ``<PAD>``, which our
-:class:`~bilm_keras.data.vocabulary.Vocabulary` reads to the same ids (an
-unknown word is id 0 in both).
+``<UNK>``, ``<S>``, ``</S>``, ``<PAD>``. Our
+:class:`~bilm_keras.data.vocabulary.Vocabulary` reads them to the same
+ids, and an unknown word is id 0 in both.
 
-Nothing is known of ``max_characters_per_token`` from the file: PaddleNLP's
-default and bilm-tf's, 50, is assumed (a token keeps 48 UTF-8 bytes).
+Nothing is known of ``max_characters_per_token`` from the file.
+PaddleNLP's default and bilm-tf's, 50, is assumed: a token keeps 48 UTF-8
+bytes.
 """
 
 from __future__ import annotations
@@ -149,7 +152,7 @@ def _numbered(path: str, found: dict[int, object], what: str) -> int:
 
 def _lstm_arrays(path: str, state: dict, prefix: str, dim_p: int
                  ) -> dict[str, np.ndarray]:
-    """One single-layer LSTM's four arrays; where both names are present
+    """One single-layer LSTM's four arrays. Where both names are present,
     they must agree."""
     shapes = {"weight_ih": (4 * dim_p, dim_p), "weight_hh": (4 * dim_p, dim_p),
               "bias_ih": (4 * dim_p,), "bias_hh": (4 * dim_p,)}
@@ -176,15 +179,16 @@ def _lstm_arrays(path: str, state: dict, prefix: str, dim_p: int
 
 def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
                       ) -> tuple[dict, dict]:
-    """(bilm-tf HDF5 datasets, sizes) from a PaddleNLP state dict; every
-    key and shape checked first, every key used. ``moment``: the state is
-    Adagrad's accumulators under the parameters' names (the same moves, no
-    forget-bias shift).
+    """(bilm-tf HDF5 datasets, sizes) from a PaddleNLP state dict.
 
-    One reader a section, in the order each needs the last one's sizes:
-    the char-CNN, the LSTMs' sizes, the highways and projection, the LSTM
-    weights, the softmax; each adds its datasets to ``out`` and its keys
-    to ``used``."""
+    Every key and shape is checked first, and every key used. With
+    ``moment``, the state is Adagrad's accumulators under the parameters'
+    names. They take the same moves, without the forget-bias shift.
+
+    There is one reader a section, in the order each needs the last one's
+    sizes. The order is the char-CNN, the LSTMs' sizes, the highways and
+    projection, the LSTM weights, the softmax. Each adds its datasets to
+    ``out`` and its keys to ``used``."""
     used = {STRUCTURED_NAMES_KEY}
     out: dict = {}
     dim_c, filters = _char_cnn(path, state, out, used)
@@ -319,8 +323,8 @@ def _highways_and_projection(path: str, state: dict, n_filters: int,
 
 def _lstm_weights(path: str, state: dict, n_layers: int, dim_p: int,
                   moment: bool, out: dict, used: set) -> None:
-    """Each direction's LSTM layers as bilm-tf's ``W_0`` and ``B`` (gates
-    reordered; the forget bias shifted unless ``moment``)."""
+    """Each direction's LSTM layers as bilm-tf's ``W_0`` and ``B``. The
+    gates are reordered, and the forget bias shifted unless ``moment``."""
     for d, direction in enumerate(_DIRECTIONS):
         for layer in range(n_layers):
             prefix = f"_elmobilm.{direction}_lstm_layer_{layer}."
@@ -423,10 +427,12 @@ FINAL_STEM = "final"
 def locate_pdparams(path: str | os.PathLike) -> str | None:
     """The ``.pdparams`` a PaddleNLP checkpoint path names, else None.
 
-    Accepted as PaddleNLP's own scripts name them: the file; the file
-    without its suffix (``--init_from_ckpt checkpoints/10000``); or the
-    run's ``--save_dir``, where ``final.pdparams`` is taken, else the
-    highest step (``20000.pdparams`` over ``10000.pdparams``).
+    Accepted as PaddleNLP's own scripts name them:
+
+    * the file.
+    * the file without its suffix (``--init_from_ckpt checkpoints/10000``).
+    * the run's ``--save_dir``. There ``final.pdparams`` is taken, else
+      the highest step (``20000.pdparams`` over ``10000.pdparams``).
 
     Raises:
         PaddleFormatError: a directory of ``.pdparams`` files none of
@@ -467,15 +473,17 @@ def pdopt_path(path: str) -> str:
 
 def read_paddlenlp_accumulators(path: str, state: dict
                                 ) -> dict[str, np.ndarray]:
-    """Adagrad's accumulators of the ``.pdopt`` beside ``path`` (the
-    ``.pdparams`` whose arrays are ``state``), in bilm-tf's layout under
-    ``lm_weights``' keys plus ``softmax/W`` and ``softmax/b``; empty where
-    there is no ``.pdopt``.
+    """Adagrad's accumulators of the ``.pdopt`` beside ``path``, the
+    ``.pdparams`` whose arrays are ``state``.
+
+    They come in bilm-tf's layout under ``lm_weights``' keys, plus
+    ``softmax/W`` and ``softmax/b``. They are empty where there is no
+    ``.pdopt``.
 
     The ``.pdopt`` names each accumulator ``<parameter>_moment_0`` by the
-    parameter's internal name (``lstm_cell_0.w_0``), which the
-    ``.pdparams``' ``StructuredToParameterName@@`` maps to its structured
-    one. The frozen ``bias_hh`` has none (it is not trained): a bias's
+    parameter's internal name (``lstm_cell_0.w_0``). The ``.pdparams``'
+    ``StructuredToParameterName@@`` maps that to its structured one. The
+    frozen ``bias_hh`` is not trained and has none, so a bias's
     accumulator is ``bias_ih``'s.
 
     Raises:
@@ -568,13 +576,14 @@ def read_paddlenlp(path: str | os.PathLike,
 
     Args:
         path: the ``.pdparams`` file ``run_pretrain.py`` saved.
-        vocab_file: PaddleNLP's vocabulary file (words only, as its
-            ``--vocab_file``); None: the model has no ``vocab``.
+        vocab_file: PaddleNLP's vocabulary file, words only, as its
+            ``--vocab_file``. With None the model has no ``vocab``.
 
     Raises:
-        PaddleFormatError: not a PaddleNLP ELMo ``.pdparams`` (a pickle
-            holding code is refused before it runs), a missing key, a shape
-            that does not fit, a vocabulary of another size; one line.
+        PaddleFormatError: in one line, a file that is not a PaddleNLP
+            ELMo ``.pdparams``, a missing key, a shape that does not fit,
+            or a vocabulary of another size. A pickle holding code is
+            refused before it runs.
     """
     path = os.fspath(path)
     try:
@@ -603,7 +612,8 @@ def read_paddlenlp(path: str | os.PathLike,
     lm_weights, sizes = _bilm_tf_datasets(path, state)
     softmax_weight, softmax_bias = sizes.pop("softmax")
     accumulators = {}
-    if os.path.isfile(pdopt_path(path)):
+    with_pdopt = os.path.isfile(pdopt_path(path))
+    if with_pdopt:
         accumulators = LazyAccumulators(path, dict(state))
     vocab = None
     if vocab_file is not None:
@@ -614,7 +624,7 @@ def read_paddlenlp(path: str | os.PathLike,
         sizes["n_highway"], sizes["n_layers"], sizes["projection_dim"],
         sizes["n_vocab"],
         f", Adagrad accumulators in {pdopt_path(path)}"
-        if isinstance(accumulators, LazyAccumulators) else "")
+        if with_pdopt else "")
     return PaddleModel(
         source=path, system="paddlenlp", options=paddlenlp_options(sizes),
         lm_weights={k: np.ascontiguousarray(v, np.float32)

@@ -9,38 +9,41 @@ into bilm-tf's HDF5 layout.
     write_converted(module, "elmo-3")
     # elmo-3/options.json, lm_weights.hdf5, mix.json
 
-A TF1 Hub module is a folder (or a tarball of one, read by
-:mod:`bilm_keras.pretrained.tfhub_conversion`) that ``hub.Module.export``
-wrote: ``tfhub_module.pb``, ``saved_model.pb`` (one TF1 graph) and
-``variables/variables.{index,data-*}``, a name-based checkpoint. ELMo's
-modules hold bilm-tf's inference graph, so its variables are under
-``bilm/`` with the names of :mod:`bilm_keras.weights.bilm_tf_names`, the
-LSTMs' in the generation :data:`~bilm_keras.weights.bilm_tf_names.
-TF_1_5_MODEL` (``bilm/RNN_0/RNN/MultiRNNCell/Cell0/rnn/lstm_cell/kernel``)
-or :data:`~bilm_keras.weights.bilm_tf_names.TF_1_2` (``.../LSTMCell/W_0``).
+A TF1 Hub module is a folder that ``hub.Module.export`` wrote, or a
+tarball of one, read by :mod:`bilm_keras.pretrained.tfhub_conversion`. It
+holds ``tfhub_module.pb``, ``saved_model.pb`` (one TF1 graph) and
+``variables/variables.{index,data-*}``, a name-based checkpoint.
+
+ELMo's modules hold bilm-tf's inference graph. So its variables are under
+``bilm/`` with the names of :mod:`bilm_keras.weights.bilm_tf_names`. The
+LSTMs' names are in the generation
+:data:`~bilm_keras.weights.bilm_tf_names.TF_1_5_MODEL`
+(``bilm/RNN_0/RNN/MultiRNNCell/Cell0/rnn/lstm_cell/kernel``) or
+:data:`~bilm_keras.weights.bilm_tf_names.TF_1_2` (``.../LSTMCell/W_0``).
 Their values are the HDF5 file's, the char table with its padding row.
 
 Besides the weights the checkpoint holds:
 
-* the learned mix, Google's ``aggregation/weights`` `(K,)` and
-  ``aggregation/scaling`` `()`, or DeepPavlov's
-  ``aggregation/elmo_output_ELMo_W`` `(K,)` and ``_gamma`` `(1,)`: kept as
-  ``mix.json`` (:mod:`bilm_keras.weights.learned_mix`);
-* the LSTM state caches of bilm-tf's graph, ``bilm/Variable``,
-  ``bilm/Variable_1``, ... (and ``bilm_1/...`` for a second signature),
-  `(max_batch_size, dim)`: skipped, as are a step counter and
+* the learned mix, kept as ``mix.json``
+  (:mod:`bilm_keras.weights.learned_mix`). Google's is
+  ``aggregation/weights`` `(K,)` and ``aggregation/scaling`` `()`.
+  DeepPavlov's is ``aggregation/elmo_output_ELMo_W`` `(K,)` and
+  ``_gamma`` `(1,)`.
+* the LSTM state caches of bilm-tf's graph, `(max_batch_size, dim)`. They
+  are ``bilm/Variable``, ``bilm/Variable_1``, ..., and ``bilm_1/...`` for
+  a second signature. They are skipped, as are a step counter and
   optimizer slots.
 
 Any other variable is named in the error: nothing is guessed.
 
-The options come from the variables' shapes (filters, highway layers,
-dimensions, layers, ``n_characters``: 262 where the table has the padding
-row) and, for what shapes cannot tell, from the graph's constants (the
-clip values, a skip connection's add, the max-pool window that gives
-``max_characters_per_token``, the activation), read from
-``saved_model.pb`` as a protocol buffer: the graph is never run or
-loaded into TensorFlow. A graph that does not tell them needs an
-options file, asked for in one line; one given is checked against the
+The options come from the variables' shapes: filters, highway layers,
+dimensions, layers and ``n_characters``, 262 where the table has the
+padding row. What shapes cannot tell comes from the graph's constants.
+Those are the clip values, a skip connection's add, the max-pool window
+that gives ``max_characters_per_token``, and the activation. They are read
+from ``saved_model.pb`` as a protocol buffer, and the graph is never run
+or loaded into TensorFlow. A graph that does not tell them needs an
+options file, asked for in one line. One given is checked against the
 shapes and the graph.
 """
 
@@ -109,13 +112,13 @@ GRAPH_OPTIONS = ("cell_clip", "proj_clip", "use_skip_connections",
 
 class TFHubModuleError(ValueError):
     """A folder that is not a TF1 Hub module of ELMo, or one whose
-    variables do not fit (the message names the file, the variable, what
-    was expected and what was found)."""
+    variables do not fit. The message names the file, the variable, what
+    was expected and what was found."""
 
 
 @dataclasses.dataclass(frozen=True)
 class TFHubModule:
-    """A TF1 Hub module of ELMo, checked; its tensors are read on demand.
+    """A TF1 Hub module of ELMo, checked. Its tensors are read on demand.
 
     Attributes:
         path: str. The module folder.
@@ -230,8 +233,8 @@ def graph_options(saved_model: str, filters: List[List[int]],
         n_layers: int. LSTM layers, for the skip connections.
 
     Returns:
-        ``{option: value}`` for each option the graph says; none of a graph
-        that does not parse or has no bilm-tf biLM.
+        ``{option: value}`` for each option the graph says. It is empty for
+        a graph that does not parse or has no bilm-tf biLM.
     """
     meta = _graph_def(saved_model)
     if meta is None:
@@ -458,16 +461,18 @@ def read_tfhub_module(path: str | os.PathLike, *,
     Args:
         path: the module folder.
         options_file: bilm-tf's ``options.json`` of the model, for what
-            neither the shapes nor the graph tell; checked against both.
+            neither the shapes nor the graph tell. It is checked against
+            both.
 
     Returns:
         A :class:`TFHubModule`.
 
     Raises:
-        TFHubModuleError: not a TF1 Hub module; a missing data file;
-            variables that are missing, unknown or of shapes that
-            contradict each other or the options; options that only an
-            options file can give (one line each).
+        TFHubModuleError: in one line each, a folder that is not a TF1
+            Hub module, or a missing data file. Also variables that are
+            missing, unknown, or of shapes that contradict each other or
+            the options. Also options that only an options file can
+            give.
     """
     path = check_module_folder(path)
     prefix = os.path.join(path, VARIABLES_PREFIX)
