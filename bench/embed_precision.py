@@ -125,6 +125,13 @@ def state_variants(embedder32, corpus, workdir) -> dict:
     the last 100 tokens of the long one."""
     import h5py
 
+    from bilm_keras.weights.bilm_tf_names import (
+        LSTM_BIAS,
+        LSTM_KERNEL,
+        LSTM_PROJECTION,
+        lstm_hdf5_prefix,
+    )
+
     options = json.load(open(os.path.join(workdir, "options.json")))
     lstm = options["lstm"]
     long_sentence = [w for s in corpus[6:30] for w in s][:300]
@@ -132,8 +139,8 @@ def state_variants(embedder32, corpus, workdir) -> dict:
     dim = lstm["projection_dim"]
     tokens = [a[0, :, :dim] for a in embedder32.embed_sentences(sentences)]
     with h5py.File(os.path.join(workdir, "weights.hdf5"), "r") as f:
-        cells = [[f[f"RNN_0/RNN/MultiRNNCell/Cell{k}/LSTMCell/{name}"][...]
-                  for name in ("W_0", "B", "W_P_0")]
+        cells = [[f[f"{lstm_hdf5_prefix(0, k)}/{name}"][...]
+                  for name in (LSTM_KERNEL, LSTM_BIAS, LSTM_PROJECTION)]
                  for k in range(lstm["n_layers"])]
     outs = {}
     for variant in ("float32", "ours", "all_bfloat16"):

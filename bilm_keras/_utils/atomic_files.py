@@ -1,14 +1,17 @@
 """Write a file completely or not at all.
 
-Every file bilm_keras writes (HDF5 weights and embeddings, options.json,
-vocabularies, corpus shards) goes to a temporary file beside its target and
-is renamed onto it only when complete, so an interrupted or failed write
-never leaves a half-written file, and an existing file stays as it was.
-A write that fills the disk raises :class:`~bilm_keras._utils.disk_full.
-DiskFullError` (one line: the path, the bytes written when the device
-filled, the space free), after its temporary file is removed. HDF5 files
-are written through :func:`hdf5_for_writing` (:func:`atomic_hdf5`), so that
-a full disk is an error h5py raises, not a crash.
+Every file bilm_keras writes goes to a temporary file beside its target
+and is renamed onto it only when complete. That covers HDF5 weights and
+embeddings, options.json, vocabularies and corpus shards. So an
+interrupted or failed write never leaves a half-written file, and an
+existing file stays as it was.
+
+A write that fills the disk raises
+:class:`~bilm_keras._utils.disk_full.DiskFullError`, after its temporary
+file is removed. Its one line names the path, the bytes written when the
+device filled, and the space free. HDF5 files are written through
+:func:`hdf5_for_writing` (:func:`atomic_hdf5`), so that a full disk is an
+error h5py raises, not a crash.
 """
 
 from __future__ import annotations
@@ -28,11 +31,11 @@ if TYPE_CHECKING:
 def atomic_path(path: str | os.PathLike) -> Iterator[str]:
     """Yields a temporary path beside ``path`` to write to.
 
-    On a normal exit the temporary file replaces ``path`` (``os.replace``);
-    on an exception it is removed. It has the permissions of any new file
-    (``0o666`` less the umask). Its name, ``<name>.tmp-XXXX.tmp``, shows
-    what it was for should a killed process leave one behind. An error
-    that says the disk is full (Python's, h5py's, TensorFlow's) becomes a
+    On a normal exit the temporary file replaces ``path`` (``os.replace``).
+    On an exception it is removed. It has the permissions of any new file,
+    ``0o666`` less the umask. Its name, ``<name>.tmp-XXXX.tmp``, shows what
+    it was for should a killed process leave one behind. An error that
+    says the disk is full, Python's, h5py's or TensorFlow's, becomes a
     :class:`~bilm_keras._utils.disk_full.DiskFullError` naming ``path``.
     """
     path = os.fspath(path)
@@ -68,12 +71,12 @@ def hdf5_for_writing(path: str | os.PathLike) -> Iterator["h5py.File"]:
     """A new HDF5 file at ``path`` (an ``h5py.File``), written through a
     Python file object and synced to the disk when complete.
 
-    h5py's own POSIX driver meets a failed write (a full disk) inside the
-    release of an object: the error is printed as "ignored" and the
-    process may then crash (a segmentation fault, h5py 3.14 / HDF5 1.14,
-    e.g. a small dataset flushed at the file's close). Through a Python
-    file object, the write's ``OSError`` (``ENOSPC``) is raised by the call
-    that wrote, and the file can be discarded.
+    h5py's own POSIX driver meets a failed write, such as a full disk,
+    inside the release of an object. The error is printed as "ignored",
+    and the process may then crash with a segmentation fault (h5py 3.14,
+    HDF5 1.14). A small dataset flushed at the file's close does it.
+    Through a Python file object, the write's ``OSError`` (``ENOSPC``) is
+    raised by the call that wrote, and the file can be discarded.
     """
     import h5py
 
@@ -137,10 +140,10 @@ def atomic_directory(outdir: str | os.PathLike, *,
                      overwrite: bool = False) -> Iterator[str]:
     """Yields a new temporary directory beside ``outdir`` to write to.
 
-    On a normal exit it is renamed to ``outdir``; a non-empty ``outdir``
-    (allowed only with ``overwrite``) is replaced only then. On an
-    exception the temporary directory is removed and ``outdir`` stays as
-    it was (not created, if it did not exist). Checked with
+    On a normal exit it is renamed to ``outdir``. A non-empty ``outdir``,
+    allowed only with ``overwrite``, is replaced only then. On an
+    exception the temporary directory is removed, and ``outdir`` stays as
+    it was, not created if it did not exist. Checked with
     :func:`check_output_directory` before and after the writing. A full
     disk raises :class:`~bilm_keras._utils.disk_full.DiskFullError`
     naming ``outdir``, after the temporary directory is removed.

@@ -1,15 +1,18 @@
 """The library's lines, through ``logging``: what a program that trains or
 embeds sees, and how it silences or redirects it.
 
-Every module of ``bilm_keras`` reports through ``logging.getLogger(
-__name__)`` (no ``print`` outside the command, ``bilm_keras.cli``, and the
-progress bar): progress lines and results at ``INFO``, what needs a
-look at ``WARNING``, details at ``DEBUG``. So that a script sees what the
-command shows, importing ``bilm_keras`` gives the ``"bilm_keras"`` logger
-one :class:`ConsoleHandler` and the level ``INFO`` (as TensorFlow gives
-``tf.get_logger()`` its own handler): ``INFO`` lines on stdout, warnings
-and the download notes of ``bilm_keras.pretrained`` (a ``.progress``
-logger) on stderr, the message alone. To change that::
+Every module of ``bilm_keras`` reports through
+``logging.getLogger(__name__)``. There is no ``print`` outside the
+command, ``bilm_keras.cli``, and the progress bar. Progress lines and
+results go at ``INFO``, what needs a look at ``WARNING``, details at
+``DEBUG``.
+
+So that a script sees what the command shows, importing ``bilm_keras``
+gives the ``"bilm_keras"`` logger one :class:`ConsoleHandler` and the
+level ``INFO``. TensorFlow likewise gives ``tf.get_logger()`` its own
+handler. ``INFO`` lines go to stdout, the message alone. Warnings and the
+download notes of ``bilm_keras.pretrained``, a ``.progress`` logger, go to
+stderr. To change that::
 
     import logging
     logging.getLogger("bilm_keras").setLevel(logging.WARNING)  # quieter
@@ -38,9 +41,11 @@ PROGRESS_SUFFIX = ".progress"
 
 
 class ConsoleHandler(logging.Handler):
-    """The message alone, on ``sys.stdout`` below ``WARNING`` (read at
-    each record: a redirected stream is followed), else on
-    ``sys.stderr``; a ``.progress`` logger's records on stderr."""
+    """The message alone, on ``sys.stdout`` below ``WARNING``, else on
+    ``sys.stderr``.
+
+    ``sys.stdout`` is read at each record, so a redirected stream is
+    followed. A ``.progress`` logger's records go to stderr."""
 
     def emit(self, record: logging.LogRecord) -> None:
         to_stderr = (record.levelno >= logging.WARNING
@@ -58,10 +63,12 @@ CONSOLE_HANDLER = ConsoleHandler()
 
 
 def install_console_handler() -> None:
-    """Gives the package's logger :data:`CONSOLE_HANDLER` and ``INFO``
-    (once; a level the program set is kept). Its records do not also go
-    to the root logger's handlers: a handler there (``basicConfig``, or
-    one a library sets up) would print every line twice."""
+    """Gives the package's logger :data:`CONSOLE_HANDLER` and ``INFO``,
+    once. A level the program set is kept.
+
+    Its records do not also go to the root logger's handlers. A handler
+    there, from ``basicConfig`` or one a library sets up, would print every
+    line twice."""
     logger = logging.getLogger(LOGGER)
     if CONSOLE_HANDLER not in logger.handlers:
         logger.addHandler(CONSOLE_HANDLER)

@@ -1,19 +1,23 @@
 """A full disk as one clear error: :class:`DiskFullError`.
 
 Each library that writes for bilm_keras says "no space left" its own way:
-Python's ``open``/``os.write`` raise ``OSError`` with errno ``ENOSPC``;
-h5py raises ``OSError`` or ``RuntimeError`` with ``errno = 28`` inside its
-message (``Can't decrement id ref count (file write failed: ... errno =
-28, error message = 'No space left on device' ...)``), often from the
-file's close; TensorFlow (checkpoints, SavedModels) raises a
-``ResourceExhaustedError`` or ``InternalError`` whose message ends in
-``No space left on device``. :func:`reporting_disk_full` turns any of
-them, at a writer's boundary, into a :class:`DiskFullError`: one line
-naming the path, the bytes the write needed where the writer knows them,
-the space free, and what to do. Disk quotas (``EDQUOT``) count as full.
 
-Pure Python: nothing here imports TensorFlow or h5py (their errors are
-recognised by their text).
+* Python's ``open``/``os.write`` raise ``OSError`` with errno ``ENOSPC``.
+* h5py raises ``OSError`` or ``RuntimeError`` with ``errno = 28`` inside
+  its message, often from the file's close. The message reads ``Can't
+  decrement id ref count (file write failed: ... errno = 28, error message
+  = 'No space left on device' ...)``.
+* TensorFlow, for checkpoints and SavedModels, raises a
+  ``ResourceExhaustedError`` or ``InternalError`` whose message ends in
+  ``No space left on device``.
+
+:func:`reporting_disk_full` turns any of them, at a writer's boundary,
+into a :class:`DiskFullError`. That is one line naming the path, the bytes
+the write needed where the writer knows them, the space free, and what to
+do. Disk quotas (``EDQUOT``) count as full.
+
+Pure Python: nothing here imports TensorFlow or h5py. Their errors are
+recognised by their text.
 """
 
 from __future__ import annotations
@@ -81,8 +85,8 @@ def _rebuild(path, code, message, needed, free):
 
 
 def full_errno(error: BaseException) -> Optional[int]:
-    """``ENOSPC``/``EDQUOT`` if ``error`` (or an error it was raised from)
-    says the device or the quota is full; None otherwise."""
+    """``ENOSPC``/``EDQUOT`` if ``error``, or an error it was raised from,
+    says the device or the quota is full. None otherwise."""
     seen = set()
     while error is not None and id(error) not in seen:
         seen.add(id(error))

@@ -13,14 +13,14 @@ def require_eager(what: str, *, allow_functions: bool = False) -> None:
 
     Inside ``tf.compat.v1.Graph().as_default()``, or after
     ``tf.compat.v1.disable_eager_execution()``, the weights loaded from an
-    HDF5 file are assigned in a graph that no session runs: the model then
-    computes with whatever a later ``global_variables_initializer`` gives
-    (bilm-tf's session code), silently wrong numbers.
+    HDF5 file are assigned in a graph that no session runs. The model then
+    computes with whatever a later ``global_variables_initializer`` gives,
+    as in bilm-tf's session code: silently wrong numbers.
 
     Args:
         what: the thing being built or called, named in the message.
-        allow_functions: also accept a ``tf.function`` being traced (a
-            call from a user's own TF2 function is fine; building is not).
+        allow_functions: also accept a ``tf.function`` being traced. A
+            call from a user's own TF2 function is fine, building is not.
     """
     if tf.executing_eagerly() or (allow_functions and tf.inside_function()):
         return

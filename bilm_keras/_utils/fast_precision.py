@@ -2,12 +2,12 @@
 when it does not.
 
 bfloat16 products are fast on CPUs with AMX (``amx_bf16``, Intel Sapphire
-Rapids and later: 2.8-4.0x float32 at the biLM's shapes) and on GPUs of
-compute capability 8.0 and up (Ampere); float16 on GPUs of 7.0 and up
-(Volta). Elsewhere they run, slower than float32: on an AMD EPYC with
-``avx512_bf16`` but no AMX, TensorFlow's bfloat16 products ran at
-0.54-0.66x float32 (``bench/RESULTS.md``), so AVX-512 BF16 alone does not
-count as fast.
+Rapids and later), at 2.8-4.0x float32 at the biLM's shapes. They are fast
+on GPUs of compute capability 8.0 and up (Ampere) too. float16 products are
+fast on GPUs of 7.0 and up (Volta). Elsewhere they run, slower than
+float32. On an AMD EPYC with ``avx512_bf16`` but no AMX, TensorFlow's
+bfloat16 products ran at 0.54-0.66x float32 (``bench/RESULTS.md``). So
+AVX-512 BF16 alone does not count as fast.
 """
 
 from __future__ import annotations
@@ -40,8 +40,8 @@ _warned: set[str] = set()
 
 
 def cpu_flags(cpuinfo: str = "/proc/cpuinfo") -> set[str]:
-    """The CPU's feature flags (``flags`` of ``/proc/cpuinfo``); empty
-    where there is no such file (not Linux)."""
+    """The CPU's feature flags (``flags`` of ``/proc/cpuinfo``). Empty
+    where there is no such file, off Linux."""
     try:
         with open(cpuinfo) as f:
             for line in f:
@@ -110,7 +110,7 @@ def slow_precision_reason(compute_dtype: str, *, flags=None,
 
 def warn_if_slow(compute_dtype: str) -> str | None:
     """Logs :func:`slow_precision_reason` as a warning, once per dtype and
-    process; returns the reason (or None)."""
+    process. Returns the reason, or None."""
     reason = slow_precision_reason(compute_dtype)
     if reason is not None and compute_dtype not in _warned:
         _warned.add(compute_dtype)

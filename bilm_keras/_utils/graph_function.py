@@ -2,13 +2,13 @@
 
 AutoGraph rewrites a traced function, and every function it calls, so that
 a Python ``if``/``while``/``for`` over a tensor becomes ``tf.cond`` /
-``tf.while_loop``. bilm_keras writes its loops as ``tf.while_loop`` and
-branches only on Python values (settings, shapes known while tracing), so
-there is nothing to convert; yet converting was most of a first call's
-tracing (``bench/first_call.py``; the figures in ``bench/RESULTS.md``).
-Off, a Python ``if`` on a tensor fails while tracing ("using a
-``tf.Tensor`` as a Python ``bool`` is not allowed") instead of being
-converted unseen.
+``tf.while_loop``. bilm_keras writes its loops as ``tf.while_loop``. It
+branches only on Python values, settings and shapes known while tracing.
+So there is nothing to convert. Yet converting was most of a first call's
+tracing, as ``bench/first_call.py`` measures (figures in
+``bench/RESULTS.md``). With AutoGraph off, a Python ``if`` on a tensor
+fails while tracing instead of being converted unseen. The error reads
+"using a ``tf.Tensor`` as a Python ``bool`` is not allowed".
 """
 
 from typing import Callable, Optional
@@ -24,7 +24,7 @@ def graph_function(func: Optional[Callable] = None, **kwargs):
     ``@graph_function(reduce_retracing=True)``).
 
     Args:
-        func: the Python function to trace; None for a decorator.
+        func: the Python function to trace, or None for a decorator.
         **kwargs: ``tf.function``'s other arguments (``input_signature``,
             ``jit_compile``, ``reduce_retracing``).
     """

@@ -5,10 +5,12 @@ import importlib
 
 
 def lazy_exports(package: str, exports: dict, namespace: dict):
-    """``(__getattr__, __dir__)`` of ``package``: a name of ``exports``
-    (name -> defining module) is imported from its module the first time
-    it is looked up, then kept in ``namespace`` (the package's globals) so
-    that later look-ups skip ``__getattr__``."""
+    """``(__getattr__, __dir__)`` of ``package``.
+
+    ``exports`` maps a name to its defining module. A name is imported
+    from its module the first time it is looked up. It is then kept in
+    ``namespace``, the package's globals, so that later look-ups skip
+    ``__getattr__``."""
 
     def __getattr__(name):
         module = exports.get(name)

@@ -1,4 +1,6 @@
-"""The package version, in one place (``setup.cfg`` reads it from here;
-files the package writes record it)."""
+"""The package version, in one place.
+
+``setup.cfg`` reads it from here, and files the package writes record
+it."""
 
 __version__ = "0.1.0"

@@ -8,63 +8,76 @@
     bilm-keras embed --options_file options.json --weight_file weights.hdf5 \\
         --dataset_file sentences.txt --outfile elmo.hdf5 --average
 
-Each subcommand is a module of this package with ``NAME``, ``HELP``,
-``DESCRIPTION``, ``EPILOG``, ``add_arguments(parser)``, ``check(args)``
-(the inputs, before TensorFlow is imported) and ``run(args)`` (the one
-library call). ``check`` never changes ``args``: a command that resolves
-something (``--model``'s files, a default preset, a published model's
-weights) returns its job instead, an immutable value of everything
-checked, and ``run(job)`` executes it
-(:class:`~bilm_keras.cli.embed.EmbedJob`,
-:class:`~bilm_keras.cli._training_flags.TrainJob`,
-:class:`~bilm_keras.cli._model_flags.ModelJob`); optionally
-``check_flags(args, parser)`` (flag combinations, reported with
-``parser.error``),
-``take_unknown_arguments(args, unknown)`` (flags the command hands on,
-e.g. ``embed --runner``'s to Beam; False: an error as usual),
-``NEEDS_TENSORFLOW`` (False, or a function of ``args``) and ``FLAGS``
-(the flag of a library setting whose name is not the flag's, e.g.
-``{"mix_weights": "--mix"}``). ``bin/*.py`` are aliases of the subcommands with
-bilm-tf's script names and flags. All argparse code lives in this package.
+Each subcommand is a module of this package with:
 
-Nothing is written before ``run``: every numeric flag has a range type
-from :mod:`._common` (``positive_int``, ``non_negative_int``,
-``seed_int``, ``int_in_range``, ``finite_float``), so argparse rejects a
-bad value in one line naming the flag, the value and what is allowed;
-a value that depends on an input file (``--layers`` against the options'
-layers) is checked in ``check``; an output file goes through
+* ``NAME``, ``HELP``, ``DESCRIPTION`` and ``EPILOG``.
+* ``add_arguments(parser)``.
+* ``check(args)``: the inputs, checked before TensorFlow is imported.
+* ``run(args)``: the one library call.
+
+``check`` never changes ``args``. A command that resolves something, such
+as ``--model``'s files, a default preset or a published model's weights,
+returns its job instead. The job is an immutable value of everything
+checked, and ``run(job)`` executes it. The jobs are
+:class:`~bilm_keras.cli.embed.EmbedJob`,
+:class:`~bilm_keras.cli._training_flags.TrainJob` and
+:class:`~bilm_keras.cli._model_flags.ModelJob`.
+
+A subcommand may also have:
+
+* ``check_flags(args, parser)``: flag combinations, reported with
+  ``parser.error``.
+* ``take_unknown_arguments(args, unknown)``: flags the command hands on,
+  e.g. ``embed --runner``'s to Beam. False makes them an error as usual.
+* ``NEEDS_TENSORFLOW``: False, or a function of ``args``.
+* ``FLAGS``: the flag of a library setting whose name is not the flag's,
+  e.g. ``{"mix_weights": "--mix"}``.
+
+``bin/*.py`` are aliases of the subcommands with bilm-tf's script names and
+flags. All argparse code lives in this package.
+
+Nothing is written before ``run``. Every numeric flag has a range type
+from :mod:`._common`: ``positive_int``, ``non_negative_int``,
+``seed_int``, ``int_in_range`` or ``finite_float``. So argparse rejects a
+bad value in one line naming the flag, the value and what is allowed. A
+value that depends on an input file, such as ``--layers`` against the
+options' layers, is checked in ``check``. An output file goes through
 ``check_output_file(path, flag, args.overwrite)`` with
 ``add_overwrite_argument(parser)``. ``tests/cli/test_flags.py`` holds a bad
 value for every typed flag and fails for a new one without its row.
 
 The parser imports no TensorFlow, Keras or numpy, so ``--help`` is
-instant; a command imports them only after its arguments are parsed and
-its inputs checked, and silences TensorFlow's start-up lines unless
+instant. A command imports them only after its arguments are parsed and
+its inputs checked. It silences TensorFlow's start-up lines unless
 ``--verbose``.
 
 Errors and exit statuses:
 
-* every bad input is one line on stderr, ``PROG: error: MESSAGE``, and
-  exit status 1 (``EXIT_BAD_INPUT``): a flag's value (``argument
-  --n_epochs: expected an integer >= 1, found 0``), flags that do not go
-  together, an unknown flag, a missing, empty or non-UTF-8 input (file and
-  line named), bad options, a weight file of the wrong shape (the
-  project's errors are ``ValueError``\\ s, plus ``OSError``), and a
-  library setting out of range, shown as its flag's error (a
-  :class:`~bilm_keras._utils.settings.SettingError` names its field). The
-  usage block is printed only with ``--help`` and above the line for a
-  missing required flag or command;
-* 0: done; 130: interrupted (Ctrl-C); 70 (``EXIT_INTERNAL_ERROR``): an
-  unexpected error, printed with Python's traceback (a bug to report).
-  ``--verbose`` adds the traceback to a bad input's line;
+* Every bad input is one line on stderr, ``PROG: error: MESSAGE``, and
+  exit status 1 (``EXIT_BAD_INPUT``). Bad inputs are:
+
+  - a flag's value, e.g. ``argument --n_epochs: expected an integer >= 1,
+    found 0``.
+  - flags that do not go together, and an unknown flag.
+  - a missing, empty or non-UTF-8 input, with file and line named.
+  - bad options, and a weight file of the wrong shape. The project's
+    errors are ``ValueError``\\ s, plus ``OSError``.
+  - a library setting out of range, shown as its flag's error. A
+    :class:`~bilm_keras._utils.settings.SettingError` names its field.
+
+  The usage block is printed only with ``--help``, and above the line for
+  a missing required flag or command.
+* 0 is done and 130 interrupted (Ctrl-C). 70 (``EXIT_INTERNAL_ERROR``) is
+  an unexpected error, printed with Python's traceback: a bug to report.
+  ``--verbose`` adds the traceback to a bad input's line.
 * ``train`` and ``restart`` stopped by a signal after their first step
-  write a checkpoint of the step reached and print one line naming it and
-  the command that continues the run: exit 143 after SIGTERM (what a
-  scheduler takes for "preempted"), 130 after SIGINT
-  (:mod:`bilm_keras.training.preemption`);
-* a disk (or quota) that fills up is a bad input too: one line naming the
-  file, the bytes it needed where known and the space free, exit 1
-  (:class:`~bilm_keras._utils.disk_full.DiskFullError`).
+  write a checkpoint of the step reached. They print one line naming it
+  and the command that continues the run
+  (:mod:`bilm_keras.training.preemption`). The exit is 143 after SIGTERM,
+  which a scheduler takes for "preempted", and 130 after SIGINT.
+* A disk or quota that fills up is a bad input too. It is one line naming
+  the file, the bytes it needed where known and the space free, and
+  exit 1 (:class:`~bilm_keras._utils.disk_full.DiskFullError`).
 """
 
 from __future__ import annotations
@@ -85,6 +98,7 @@ from bilm_keras.cli import (
     build_vocab,
     convert_manylangs,
     convert_paddle,
+    convert_tfhub,
     dump_tokens,
     dump_weights,
     embed,
@@ -110,7 +124,7 @@ PROG = "bilm-keras"
 #: the subcommands, in the order ``--help`` lists them
 COMMANDS = (embed, models, merge_embeddings, dump_tokens, build_vocab,
             train, restart, evaluate, dump_weights, export_hub,
-            convert_manylangs, convert_paddle, pipeline)
+            convert_manylangs, convert_paddle, convert_tfhub, pipeline)
 COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
 
 DESCRIPTION = """\
@@ -183,7 +197,7 @@ def parse_args(argv: Optional[List[str]] = None, *,
                command: Optional[str] = None,
                prog: Optional[str] = None) -> argparse.Namespace:
     """Parses ``argv`` (default ``sys.argv[1:]``) and checks flag
-    combinations; a bad flag exits 1 (``EXIT_BAD_INPUT``) after one line.
+    combinations. A bad flag exits 1 (``EXIT_BAD_INPUT``) after one line.
 
     Args:
         command: parse the flags of this subcommand alone (no subcommand
@@ -237,8 +251,8 @@ def execute(args: argparse.Namespace):
 def _as_flag_error(error: SettingError, module, parser) -> CommandError:
     """A library setting's error as the flag's: ``--FLAG: REASON``.
 
-    The field is the flag's name (``--layers``) unless the command's
-    ``FLAGS`` maps it to another (``mix_weights`` -> ``--mix``); a field
+    The field is the flag's name (``--layers``), unless the command's
+    ``FLAGS`` maps it to another (``mix_weights`` -> ``--mix``). A field
     that is no flag of the command keeps its own name.
     """
     flag = getattr(module, "FLAGS", {}).get(error.field, f"--{error.field}")
@@ -249,17 +263,19 @@ def _as_flag_error(error: SettingError, module, parser) -> CommandError:
 
 def run(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
         prog: Optional[str] = None):
-    """Parses and runs a command; its errors are raised (for programs and
-    tests). Returns the command's result."""
+    """Parses and runs a command, raising its errors, for programs and
+    tests. Returns the command's result."""
     return execute(parse_args(argv, command=command, prog=prog))
 
 
 def main(argv: Optional[List[str]] = None, *, command: Optional[str] = None,
          prog: Optional[str] = None) -> int:
     """Parses and runs a command as a program: a bad input is one line on
-    stderr. Returns the exit status (0 done, 1 bad input, 130 interrupted,
-    143 stopped by SIGTERM with a checkpoint, 70 an unexpected error; the
-    parser exits 1 itself for a bad flag)."""
+    stderr.
+
+    Returns the exit status: 0 done, 1 bad input, 130 interrupted, 143
+    stopped by SIGTERM with a checkpoint, 70 an unexpected error. The
+    parser exits 1 itself for a bad flag."""
     from bilm_keras.training.preemption import TrainingPreempted
 
     args = parse_args(argv, command=command, prog=prog)

@@ -4,10 +4,10 @@
 A SPEC is what :func:`bilm_keras.pretrained.resolve_model` takes: a
 registry name (``bilm-keras models`` lists them), an http(s) URL of an
 archive, a local archive or a model directory. Its kind is checked when
-the flags are parsed (:func:`model_spec`: no network, nothing read); the
-model is resolved (downloaded, converted, cached) in the command's
-``check``, after the cheap checks of its other inputs and before
-TensorFlow is imported.
+the flags are parsed (:func:`model_spec`), with no network and nothing
+read. The model is resolved (downloaded, converted, cached) in the
+command's ``check``. That comes after the cheap checks of its other inputs
+and before TensorFlow is imported.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def add_model_argument(parser, *, what: str) -> None:
 
 def check_model_flags(args, parser, *, files=("options_file",
                                               "weight_file")) -> None:
-    """``--model`` or both ``files`` flags, not both; usage errors."""
+    """``--model`` or both ``files`` flags, not both, as usage errors."""
     given = [f"--{name}" for name in files
              if getattr(args, name, None) is not None]
     if args.model is not None and given:
@@ -63,9 +63,10 @@ def resolve_model_flag(spec: str, flag: str):
     (:class:`~bilm_keras.pretrained.ResolvedModel`).
 
     Raises:
-        CommandError: ``FLAG: what went wrong`` in one line (an unknown
-            name, a failed or cut-short download, an unsafe archive, a
-            model that cannot be converted); nothing is left in the cache.
+        CommandError: ``FLAG: what went wrong`` in one line. It covers an
+            unknown name, a failed or cut-short download, an unsafe
+            archive, and a model that cannot be converted. Nothing is left
+            in the cache.
     """
     from bilm_keras.pretrained import PretrainedModelError, resolve_model
 

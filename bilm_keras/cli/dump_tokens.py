@@ -69,9 +69,10 @@ def check(args) -> ModelJob:
 
 
 def _model(args):
-    """``--model``'s files, fetched; a model of the registry (they ship
-    no vocabulary) without ``--vocab_file`` is refused before a
-    download."""
+    """``--model``'s files, fetched.
+
+    A model of the registry without ``--vocab_file`` is refused before a
+    download, since the registry's models ship no vocabulary."""
     from bilm_keras.pretrained import registered_model
 
     if args.vocab_file is None and registered_model(args.model):

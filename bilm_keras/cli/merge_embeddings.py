@@ -40,7 +40,7 @@ def add_arguments(parser):
 
 
 def check(args) -> None:
-    """The shards make one whole run; the output may be written."""
+    """The shards make one whole run, and the output may be written."""
     from bilm_keras.embedding.merge import check_shard_files
 
     check_output_file(args.outfile, "--outfile", args.overwrite)

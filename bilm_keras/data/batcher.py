@@ -26,8 +26,8 @@ from bilm_keras.data.vocabulary import (
 def check_sentences(sentences) -> None:
     """Raise a clear error for input the batchers cannot encode.
 
-    A batch of zero sentences is an error (there is nothing to pad to); a
-    sentence with zero tokens is fine (it becomes ``<S> </S>``).
+    A batch of zero sentences is an error, since there is nothing to pad
+    to. A sentence with zero tokens is fine: it becomes ``<S> </S>``.
     """
     if isinstance(sentences, str) or not isinstance(sentences, Sequence):
         raise TypeError(
@@ -78,12 +78,13 @@ class Batcher:
     """Char ids for sentences, exactly as bilm-tf's ``Batcher``.
 
     Args:
-        lm_vocab_file: vocabulary file; it caches char ids and maps literal
-            ``<S>``/``</S>`` tokens to the boundary characters, as in bilm-tf.
-            None: no file (every token is spelled out from its bytes).
-        max_characters_per_token: characters per token (the options' value
-            of the options); longer tokens keep their first
-            ``max_characters_per_token - 2`` UTF-8 bytes.
+        lm_vocab_file: vocabulary file. It caches char ids and maps literal
+            ``<S>``/``</S>`` tokens to the boundary characters, as in
+            bilm-tf. With None there is no file, and every token is spelled
+            out from its bytes.
+        max_characters_per_token: characters per token, the options' value.
+            Longer tokens keep their first ``max_characters_per_token - 2``
+            UTF-8 bytes.
 
     Example:
         >>> batcher = Batcher("vocab.txt", 50)
@@ -115,15 +116,15 @@ class TokenBatcher:
     """Token ids for sentences, as bilm-tf's ``TokenBatcher``.
 
     Args:
-        lm_vocab_file: vocabulary file, one token per line (line ``i`` is
-            id ``i``); it must contain ``<S>`` and ``</S>`` (checked).
-            ``<UNK>`` is optional: with it, tokens not in the file get its
-            id, as in bilm-tf; without it (the vocabulary bilm-tf's
-            ``usage_token.py`` writes: ``<S>``, ``</S>`` and the dataset's
-            tokens) every token must be in the file, and one that is not
-            raises :class:`VocabularyError` naming it. (bilm-tf gave such a
-            token id 0, the padding, which silently changed the sentence's
-            vectors.)
+        lm_vocab_file: vocabulary file, one token per line, line ``i``
+            being id ``i``. It must contain ``<S>`` and ``</S>``, which is
+            checked. ``<UNK>`` is optional. With it, tokens not in the file
+            get its id, as in bilm-tf. Without it, every token must be in
+            the file, and one that is not raises :class:`VocabularyError`
+            naming it. That is the vocabulary bilm-tf's ``usage_token.py``
+            writes: ``<S>``, ``</S>`` and the dataset's tokens. bilm-tf
+            gave such a token id 0, the padding, which silently changed the
+            sentence's vectors.
 
     Example:
         >>> batcher = TokenBatcher("vocab_small.txt")

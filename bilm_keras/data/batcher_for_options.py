@@ -21,18 +21,21 @@ def batcher_for_options(
     """The batcher whose ids the model of ``options`` reads.
 
     * a converted ELMoForManyLangs model (``options.manylangs``):
-      :class:`ManyLangsBatcher` on the options' ``char.dic``/``word.dic``
-      (``vocab_file`` is not needed: its ids come from the dictionaries);
-    * another char-CNN model: :class:`Batcher` (``vocab_file`` optional);
-    * token input: :class:`TokenBatcher` (``vocab_file`` required).
+      :class:`ManyLangsBatcher` on the options' ``char.dic``/``word.dic``.
+      ``vocab_file`` is not needed, since its ids come from the
+      dictionaries.
+    * another char-CNN model: :class:`Batcher`, ``vocab_file`` optional.
+    * token input: :class:`TokenBatcher`, ``vocab_file`` required.
 
     Args:
-        options: the model's options; None for a model known only by its
-            input (a backbone built in memory): :class:`Batcher` or
-            :class:`TokenBatcher`, as ``use_character_inputs`` says.
-        vocab_file: the vocabulary file (token input; optional otherwise).
-        use_character_inputs: default: the options' own (a char-CNN when
-            there is ``char_cnn``); False for a token-input model made from
+        options: the model's options. None for a model known only by its
+            input, such as a backbone built in memory. That gets
+            :class:`Batcher` or :class:`TokenBatcher`, as
+            ``use_character_inputs`` says.
+        vocab_file: the vocabulary file, for token input, optional
+            otherwise.
+        use_character_inputs: by default the options' own, a char-CNN when
+            there is ``char_cnn``. False for a token-input model made from
             char options (:func:`~bilm_keras.dump_token_embeddings`).
             Required without ``options``.
         max_characters_per_token: without ``options``, the

@@ -1,29 +1,30 @@
 """bilm-tf's heldout stream, exactly as its ``bin/run_test.py`` read it.
 
 ``run_test.py`` evaluated with ``BidirectionalLMDataset(test_prefix,
-vocab, test=True, shuffle_on_load=False)`` and ``unroll_steps = 1``: one
-stream of sentences feeds every row of the batch, each row taking its next
-sentence from the stream whenever its current one runs out (bilm-tf's
-``_get_batch``, which :func:`~bilm_keras.data.lm_dataset.get_batches`
-mirrors), and the LSTM states are carried from batch to batch, across
-sentences, through the whole heldout data. What this module reproduces,
-where the training stream of :class:`~bilm_keras.data.lm_dataset.LMDataset`
-differs:
+vocab, test=True, shuffle_on_load=False)`` and ``unroll_steps = 1``. One
+stream of sentences feeds every row of the batch. Each row takes its next
+sentence from the stream whenever its current one runs out, as bilm-tf's
+``_get_batch`` does, and :func:`~bilm_keras.data.lm_dataset.get_batches`
+mirrors it. The LSTM states are carried from batch to batch, across
+sentences, through the whole heldout data. This module reproduces these
+points, where the training stream of
+:class:`~bilm_keras.data.lm_dataset.LMDataset` differs:
 
-* files in bilm-tf's order: ``glob.glob``'s (the directory's, unsorted),
-  the last one first (it popped them from the end of that list);
-* every line is a sentence, blank ones too (``<S> </S>``: one prediction
-  per direction); lines end at ``\\n``, ``\\r\\n`` or ``\\r`` (Python's
-  text mode);
-* the last incomplete batch is dropped (bilm-tf stopped at the first batch
-  it could not fill), so up to ``batch_size`` tokens per direction at the
-  end are not scored;
-* the batches have no ``sentence_start``: a
+* files come in bilm-tf's order, ``glob.glob``'s, the directory's and
+  unsorted. The last one comes first, since bilm-tf popped them from the
+  end of that list.
+* every line is a sentence, blank ones too. A blank line is
+  ``<S> </S>``, one prediction per direction. Lines end at ``\\n``,
+  ``\\r\\n`` or ``\\r``, as in Python's text mode.
+* the last incomplete batch is dropped, since bilm-tf stopped at the first
+  batch it could not fill. So up to ``batch_size`` tokens per direction at
+  the end are not scored.
+* the batches have no ``sentence_start``. A
   :class:`~bilm_keras.models.language_model.LanguageModel` given them
   carries its states across sentences as bilm-tf's did.
 
-One difference, a fix: a UTF-8 byte-order mark at the start of a file is
-dropped (bilm-tf's locale decoding kept it glued to the first word).
+One difference is a fix: a UTF-8 byte-order mark at the start of a file is
+dropped. bilm-tf's locale decoding kept it glued to the first word.
 
 Batches are those of :mod:`bilm_keras.data.lm_dataset` (+1-shifted
 inputs, unshifted targets, ``mask`` all ones), ``B`` = batch_size::
@@ -107,8 +108,9 @@ def iter_bilm_tf_heldout_batches(
 
     Args:
         filepattern: glob of UTF-8 heldout files.
-        vocab: the model's vocabulary (with ``<S>``, ``</S>``, ``<UNK>``);
-            a :class:`UnicodeCharsVocabulary` adds ``tokens_characters``.
+        vocab: the model's vocabulary, with ``<S>``, ``</S>`` and
+            ``<UNK>``. A :class:`UnicodeCharsVocabulary` adds
+            ``tokens_characters``.
         batch_size: rows per batch (``run_test.py --batch_size``).
         bidirectional: add the backward stream's ``_reverse`` keys.
         num_steps: tokens per row per batch (1 in ``run_test.py``).

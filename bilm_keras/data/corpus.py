@@ -19,7 +19,8 @@ class CorpusError(ValueError):
 
 
 def list_shards(filepattern) -> List[str]:
-    """The sorted files matching ``filepattern``; a clear error if none."""
+    """The sorted files matching ``filepattern``, or a clear error if
+    none."""
     if filepattern is None or str(filepattern).strip() == "":
         raise CorpusError(
             f"filepattern: expected a glob of corpus files, found "
@@ -52,9 +53,9 @@ def read_sentences(path: str) -> tuple:
     """``(lines, n_skipped)`` of one shard: the non-blank lines, stripped,
     and the number of blank lines (empty or whitespace only) skipped.
 
-    Lines stay strings until they are batched: a few bytes per token in
-    memory, where token lists (or bilm-tf's precomputed char ids, 200 bytes
-    per token) would take ten to fifty times more for a large shard.
+    Lines stay strings until they are batched, a few bytes per token in
+    memory. Token lists would take ten to fifty times more for a large
+    shard, as would bilm-tf's precomputed char ids, 200 bytes per token.
     """
     lines = []
     skipped = 0
@@ -71,11 +72,14 @@ def count_corpus(filepattern) -> tuple:
     """One pass over a corpus glob: ``(stats, token_counts)``.
 
     Returns:
-        ``stats``: dict with ``n_tokens`` (whitespace tokens, without
-        ``<S>``/``</S>``; bilm-tf's ``n_train_tokens``), ``n_sentences``
-        (non-blank lines), ``n_skipped_lines`` (empty or whitespace-only
-        lines) and ``n_files``; ``token_counts``: a ``Counter`` of the
-        tokens (:mod:`bilm_keras.data.unigram` maps it to softmax classes).
+        ``stats``: dict with ``n_tokens``, ``n_sentences``,
+        ``n_skipped_lines`` and ``n_files``. ``n_tokens`` counts
+        whitespace tokens without ``<S>``/``</S>``, bilm-tf's
+        ``n_train_tokens``. ``n_sentences`` counts non-blank lines, and
+        ``n_skipped_lines`` empty or whitespace-only ones.
+
+        ``token_counts``: a ``Counter`` of the tokens, which
+        :mod:`bilm_keras.data.unigram` maps to softmax classes.
     """
     shards = list_shards(filepattern)
     n_tokens = n_sentences = n_skipped = 0
@@ -95,9 +99,11 @@ def count_corpus(filepattern) -> tuple:
 
 
 def count_tokens(filepattern, vocab: Optional[Vocabulary] = None) -> dict:
-    """The ``stats`` of :func:`count_corpus`; with ``vocab`` (holding
-    ``<UNK>``) and at least one sentence, also ``unigram_perplexity``, the
-    corpus's unigram perplexity over it (:mod:`bilm_keras.data.unigram`).
+    """The ``stats`` of :func:`count_corpus`.
+
+    With ``vocab``, which holds ``<UNK>``, and at least one sentence, they
+    also hold ``unigram_perplexity``. That is the corpus's unigram
+    perplexity over ``vocab`` (:mod:`bilm_keras.data.unigram`).
     """
     stats, token_counts = count_corpus(filepattern)
     if vocab is not None and stats["n_sentences"]:

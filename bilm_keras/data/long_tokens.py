@@ -1,31 +1,35 @@
 """Tokens far longer than a word: text not segmented as the model's was.
 
-A model reads words. An unsegmented line (Chinese written without spaces,
-``今天天氣真好``) reaches it as one long "word", which the batcher cuts to
-the model's characters per token without an error, and the vectors are
-silently wrong. :func:`long_token_limit` says how long a token of the
-model's text can plausibly be; :func:`first_long_token` finds the first
-token past it; :func:`long_token_message` is the one warning line, naming
-the line and the segmentation the model expects. The facade, ``bilm-keras
-embed`` and the SavedModel warn once per call or run with it, never per
-line.
+A model reads words. An unsegmented line, such as Chinese written without
+spaces (``今天天氣真好``), reaches it as one long "word". The batcher cuts
+it to the model's characters per token without an error, and the vectors
+are silently wrong.
 
-A word-input model (the converted Paddle baike model) looks a whole token
-up in its vocabulary: an unsegmented line is one unknown word, ``<UNK>``,
-and it is warned of the same way.
+* :func:`long_token_limit` says how long a token of the model's text can
+  plausibly be.
+* :func:`first_long_token` finds the first token past it.
+* :func:`long_token_message` is the one warning line, naming the line and
+  the segmentation the model expects.
 
-The limit, in the unit the model's ids count (UTF-8 bytes for bilm-tf's
-char ids, characters for a converted ELMoForManyLangs model and for a
-word-input model's vocabulary):
+The facade, ``bilm-keras embed`` and the SavedModel warn once per call or
+run with it, never per line.
 
-* with the model's vocabulary (a ManyLangs model's ``word.dic``): twice
-  the length of its 999th word in 1,000 by length, when that is shorter
-  than what the model reads (a traditional-Chinese vocabulary's words are
-  a few characters; a sentence is dozens);
-* a word-input model: the same, from its vocabulary file, however
-  long (it cuts nothing);
-* else what the model reads of a token, ``max_characters_per_token - 2``
-  (the word's begin and end marks take the other two): past it the
+A word-input model, such as the converted Paddle baike model, looks a
+whole token up in its vocabulary. An unsegmented line is one unknown word,
+``<UNK>``, and it is warned of the same way.
+
+The limit is in the unit the model's ids count. That is UTF-8 bytes for
+bilm-tf's char ids, and characters for a converted ELMoForManyLangs model
+and for a word-input model's vocabulary. It is:
+
+* with the model's vocabulary (a ManyLangs model's ``word.dic``), twice
+  the length of its 999th word in 1,000 by length. This holds when that is
+  shorter than what the model reads. A traditional-Chinese vocabulary's
+  words are a few characters, and a sentence is dozens.
+* for a word-input model, the same, from its vocabulary file, however
+  long. It cuts nothing.
+* else what the model reads of a token, ``max_characters_per_token - 2``,
+  since the word's begin and end marks take the other two. Past it the
   token is cut.
 """
 
@@ -51,9 +55,9 @@ class LongTokenLimit:
         length: that length, in ``unit``.
         unit: ``"bytes"`` (UTF-8, bilm-tf's char ids) or ``"characters"``
             (a converted ELMoForManyLangs model).
-        read: what the model reads of a token, in ``unit`` (the rest is
-            cut); None for a word-input model, which looks the whole
-            token up in its vocabulary.
+        read: what the model reads of a token, in ``unit``. The rest is
+            cut. None for a word-input model, which looks the whole token
+            up in its vocabulary.
         basis: why ``length``, in words, for the warning.
     """
 
@@ -85,10 +89,10 @@ def long_token_limit(max_characters_per_token: Optional[int], *,
     """The limit for a model (module docstring).
 
     Args:
-        max_characters_per_token: the options' (the model's ids' width
-            without a ManyLangs word column); None for a word-input model
-            (then the limit comes from ``words`` alone, and there is none
-            without them).
+        max_characters_per_token: the options', the model's ids' width
+            without a ManyLangs word column. None for a word-input model.
+            Then the limit comes from ``words`` alone, and there is none
+            without them.
         unit: ``"bytes"`` or ``"characters"``, what the ids count.
         words: the model's vocabulary, when it has one.
     """
@@ -198,11 +202,13 @@ LINES_CHECKED = 100_000
 def long_token_warning_for_file(
         dataset_file: str | os.PathLike, options_file: str | os.PathLike,
         vocab_file: Optional[str | os.PathLike] = None) -> Optional[str]:
-    """The warning for a sentence file (``bilm-keras embed``'s input, one
-    whitespace-tokenized sentence a line) and a model's options (and
-    its vocabulary, for a word-input model), naming the first of its
-    first :data:`LINES_CHECKED` lines with a long token; None when there
-    is none."""
+    """The warning for a sentence file and a model's options, or None
+    when no line has a long token.
+
+    The file is ``bilm-keras embed``'s input, one whitespace-tokenized
+    sentence a line. A word-input model's vocabulary is needed too. The
+    warning names the first of the file's first :data:`LINES_CHECKED`
+    lines with a long token."""
     from bilm_keras.data.batcher_for_options import batcher_for_options
     from bilm_keras.options import BiLMOptions
 

@@ -33,8 +33,8 @@ class ManyLangsBatcher:
     """Char (and word) ids for sentences, as ELMoForManyLangs computes them.
 
     Each sentence becomes ``<bos>``, its tokens, ``<eos>``. A token keeps
-    its first ``max_characters_per_token - 2`` code points (a non-BMP
-    character such as an emoji is one); that cut string is looked up in
+    its first ``max_characters_per_token - 2`` code points, a non-BMP
+    character such as an emoji being one. That cut string is looked up in
     both dictionaries. Its char row (``MC = max_characters_per_token``
     columns) is, in upstream's ids::
 
@@ -43,14 +43,14 @@ class ManyLangsBatcher:
 
     Upstream swaps the two markers (its ``bow_id`` reads ``'<eow>'``), and
     its released models were trained so. A character not in ``char.dic``
-    is ``<oov>``; with a word part, one more column holds
-    ``word.dic``'s id of the token (``<oov>`` if absent). Literal
+    is ``<oov>``. With a word part, one more column holds
+    ``word.dic``'s id of the token, ``<oov>`` if absent. Literal
     ``<bos>``/``<eos>`` tokens get the boundaries' rows, as upstream.
 
     Args:
         char_dic: ``{char: id}`` (as :func:`read_char_dic` returns it) or
             the path of ``char.dic``.
-        word_dic: ``{word: id}`` or the path of ``word.dic``; None for a
+        word_dic: ``{word: id}`` or the path of ``word.dic``. None for a
             model without a word part.
         max_characters_per_token: the options' ``MC`` (at least 7: the
             ``<bos>`` row).
@@ -125,7 +125,8 @@ class ManyLangsBatcher:
 
     def batch_sentences(self, sentences: List[List[str]]) -> np.ndarray:
         """``(n_sentences, max_len + 2, W)`` int64 ids, +1-shifted, 0 past
-        each sentence's end; ``W = MC`` (+ 1: the word id, last column)."""
+        each sentence's end. ``W = MC``, + 1 for the word id in the last
+        column."""
         return batch_char_rows(
             sentences, self.max_characters_per_token,
             lambda sentence: np.stack(

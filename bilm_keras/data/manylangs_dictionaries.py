@@ -2,22 +2,23 @@
 
 Each line is ``token<TAB>id``. Upstream (``elmoformanylangs/elmo.py``,
 ``Embedder.get_model``) reads the file with ``codecs.open(..., 'utf-8')``
-and, per line, ``line.strip().split('\\t')``; its quirks, kept here because
-the released models' ids depend on them:
+and, per line, ``line.strip().split('\\t')``. Its quirks are kept here,
+because the released models' ids depend on them:
 
 * a line with one field after ``strip()`` is the token ``'\\u3000'``
-  (IDEOGRAPHIC SPACE) with that id: ``strip()`` removed the whitespace
-  token itself, e.g. ``" \\t60"`` -> ``'\\u3000'`` -> 60, and ``' '`` is
-  then not in the dictionary (it becomes ``<oov>``);
-* a token that appears twice keeps its later id;
-* ids are parsed with ``int()``;
-* lines are split as ``codecs`` splits them (also at U+0085, U+2028, ...).
+  (IDEOGRAPHIC SPACE) with that id. ``strip()`` removed the whitespace
+  token itself, e.g. ``" \\t60"`` -> ``'\\u3000'`` -> 60. ``' '`` is then
+  not in the dictionary, and becomes ``<oov>``.
+* a token that appears twice keeps its later id.
+* ids are parsed with ``int()``.
+* lines are split as ``codecs`` splits them, also at U+0085, U+2028, ...
 
-What upstream would fail on later (an embedding table whose rows do not
-match, a ``KeyError`` for ``<oov>``) is an error here, naming the file, the
-line or the field, what was expected and what was found: every line must be
-``token<TAB>id``, the ids must be ``0 .. n-1``, each once, and the special
-tokens that upstream looks up must be present.
+What upstream would fail on later is an error here. That is an embedding
+table whose rows do not match, or a ``KeyError`` for ``<oov>``. The error
+names the file, the line or the field, what was expected and what was
+found. Every line must be ``token<TAB>id``, and the ids must be
+``0 .. n-1``, each once. The special tokens that upstream looks up must be
+present.
 """
 
 from __future__ import annotations

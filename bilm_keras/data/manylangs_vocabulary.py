@@ -1,14 +1,14 @@
 """The training vocabulary of a converted ELMoForManyLangs model.
 
 Adapting a converted model (``train --init_weights``) reads the user's text
-with a bilm-tf ``vocab.txt`` for the softmax targets, but its inputs must
+with a bilm-tf ``vocab.txt`` for the softmax targets. But its inputs must
 be the model's own ids: char ids from ``char.dic`` and word ids from
 ``word.dic``. :class:`ManyLangsCharsVocabulary` is the
 :class:`UnicodeCharsVocabulary` that gives them, so :class:`LMDataset`
-reads it unchanged: its char rows are `(W,)` =
-``[upstream's char ids (MC) ; upstream's word id]`` (W = MC + 1; MC
-without a word part), unshifted (the dataset adds the +1), and ``<S>`` /
-``</S>`` get upstream's ``<bos>`` / ``<eos>`` rows.
+reads it unchanged. Its char rows are `(W,)`, upstream's ``MC`` char ids
+followed by upstream's word id. ``W`` is ``MC + 1``, or ``MC`` without a
+word part. The rows are unshifted, since the dataset adds the +1.
+``<S>`` and ``</S>`` get upstream's ``<bos>`` and ``<eos>`` rows.
 """
 
 from __future__ import annotations
@@ -30,13 +30,16 @@ from bilm_keras.data.vocabulary import (
 class ManyLangsCharsVocabulary(UnicodeCharsVocabulary):
     """A vocabulary whose char rows are an ELMoForManyLangs model's ids.
 
-    A token's row, as upstream's ``read_list`` + ``create_one_batch``
-    make it (the fixture README's sections 1-3): the token cut to
-    ``MC - 2`` code points; ``[<eow>, c_1 .. c_k, <bow>, <pad> ...]``
-    (upstream's swapped markers, ``<oov>`` for a character not in
-    ``char.dic``), or ``[<eow>, <bos>|<eos>, <bow>, <pad> ...]`` for the
-    (cut) token ``<bos>``/``<eos>``; then ``word.dic``'s id of the cut
-    token (``<oov>`` if absent).
+    A token's row is made as upstream's ``read_list`` and
+    ``create_one_batch`` make it (the fixture README's sections 1-3):
+
+    * the token is cut to ``MC - 2`` code points.
+    * its chars are ``[<eow>, c_1 .. c_k, <bow>, <pad> ...]``, with
+      upstream's swapped markers. A character not in ``char.dic`` is
+      ``<oov>``.
+    * the cut token ``<bos>`` or ``<eos>`` has
+      ``[<eow>, <bos>|<eos>, <bow>, <pad> ...]`` instead.
+    * then comes ``word.dic``'s id of the cut token, ``<oov>`` if absent.
 
     Args:
         filename: the softmax vocabulary (bilm-tf ``vocab.txt``).

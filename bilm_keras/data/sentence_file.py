@@ -29,7 +29,8 @@ class SentenceFileStats:
     """What :func:`check_sentence_file` counted.
 
     Attributes:
-        n_lines: sentences (lines; a blank line is a sentence of 0 tokens).
+        n_lines: sentences, one a line. A blank line is a sentence of 0
+            tokens.
         n_tokens: whitespace-separated tokens in all lines.
         n_blank_lines: lines without a token.
     """
@@ -58,17 +59,19 @@ def check_sentence_file(path: str | os.PathLike, *,
     """Reads ``path`` once and counts its sentences and tokens.
 
     Args:
-        sentence_keys: also check that each line's text (stripped) can name
-            its own HDF5 dataset (AllenNLP's ``--use-sentence-keys``): no
-            blank line, no two lines alike, no ``/`` (HDF5's group
-            separator), no NUL character (it would cut the name), not
-            ``.`` (the file's root group).
+        sentence_keys: also check that each line's stripped text can name
+            its own HDF5 dataset, as AllenNLP's ``--use-sentence-keys``
+            does. So there is no blank line and no two lines alike. There
+            is no ``/``, HDF5's group separator, and no NUL character,
+            which would cut the name. No line is ``.``, the file's root
+            group.
 
     Raises:
-        SentenceFileError: as :func:`read_sentence_lines`, or the file has
-            no token at all (empty, or blank lines only), or, with
-            ``sentence_keys``, a line that cannot be a key (file, line or
-            both lines of a repeat, and the text named).
+        SentenceFileError: as :func:`read_sentence_lines`. Also a file
+            with no token at all, empty or of blank lines only. With
+            ``sentence_keys``, also a line that cannot be a key. The error
+            names the file, the line or both lines of a repeat, and the
+            text.
     """
     n_lines = n_tokens = n_blank = 0
     first_line = {}  # with sentence_keys: text -> its 1-based line number

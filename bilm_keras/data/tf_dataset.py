@@ -22,8 +22,8 @@ def make_tf_dataset(dataset, batch_size: int, num_steps: int,
         dataset: an :class:`LMDataset` or :class:`BidirectionalLMDataset`.
         batch_size: rows per batch of this input pipeline.
         num_steps: tokens per row per batch (``unroll_steps``).
-        skip_batches: batches of the stream to pass over first (a resumed
-            run continues where its checkpoint left the data).
+        skip_batches: batches of the stream to pass over first. A resumed
+            run so continues where its checkpoint left the data.
 
     Returns:
         ``tf.data.Dataset`` of dicts with the keys and static shapes of
@@ -33,12 +33,12 @@ def make_tf_dataset(dataset, batch_size: int, num_steps: int,
     Row continuity under ``tf.distribute``:
         * one worker (default strategy or ``MirroredStrategy``): give
           ``strategy.experimental_distribute_dataset`` this dataset with the
-          *global* batch size; every global batch is split along rows in
-          order, so replica ``r`` always gets the same rows
-          ``[r * b, (r + 1) * b)`` and each of its rows stays continuous.
+          *global* batch size. Every global batch is split along rows in
+          order. So replica ``r`` always gets the same rows
+          ``[r * b, (r + 1) * b)``, and each of its rows stays continuous.
         * several workers (``MultiWorkerMirroredStrategy``): build one
           pipeline per worker with :func:`lm_dataset_fn` through
-          ``strategy.distribute_datasets_from_function``; each worker reads
+          ``strategy.distribute_datasets_from_function``. Each worker reads
           a disjoint part of the corpus (``shard_index``/``num_shards``).
     """
     import tensorflow as tf
@@ -63,14 +63,14 @@ def lm_dataset_fn(filepattern, vocab: Vocabulary, *, global_batch_size: int,
     ``strategy.distribute_datasets_from_function``.
 
     Input pipeline ``input_context.input_pipeline_id`` of
-    ``num_input_pipelines`` (one per worker) reads its disjoint part of the
-    corpus and yields batches of ``global_batch_size / num_replicas`` rows
+    ``num_input_pipelines``, one per worker, reads its disjoint part of the
+    corpus. It yields batches of ``global_batch_size / num_replicas`` rows
     per replica (``input_context.get_per_replica_batch_size``). Pipeline
     ``i`` uses seed ``seed + i`` and passes over its first
-    ``skip_batches`` batches. Meant for one replica per worker (each
-    row then stays continuous on its replica); with several replicas per
-    worker use ``experimental_distribute_dataset`` (see
-    :func:`make_tf_dataset`).
+    ``skip_batches`` batches. It is meant for one replica per worker, and
+    each row then stays continuous on its replica. With several replicas
+    per worker, use ``experimental_distribute_dataset``
+    (:func:`make_tf_dataset`).
     """
 
     def dataset_fn(input_context):

@@ -1,16 +1,17 @@
 """The unigram perplexity of a corpus: the baseline every LM must beat.
 
 A language model that predicts each next token no better than the
-corpus's own word frequencies has learned nothing about context; one that
+corpus's own word frequencies has learned nothing about context. One that
 does worse on heldout data than those frequencies do on the training data
-is broken (a direction trained on a stream it does not see at test time,
-a diverged softmax). ``train`` records the training data's unigram
-perplexity, ``build_vocab`` too, and ``evaluate`` warns about any
+is broken. Examples are a direction trained on a stream it does not see
+at test time, or a diverged softmax. ``train`` and ``build_vocab`` record
+the training data's unigram perplexity. ``evaluate`` warns about any
 direction whose heldout perplexity is above it.
 
-The targets of either direction are the same multiset: every token of a
-sentence (mapped to ``<UNK>`` when out of the vocabulary) and one sentence
-boundary (``</S>`` forward, ``<S>`` backward), so one number serves both.
+The targets of either direction are the same multiset, so one number
+serves both. They are every token of a sentence, mapped to ``<UNK>`` when
+out of the vocabulary, and one sentence boundary: ``</S>`` forward and
+``<S>`` backward.
 """
 
 from __future__ import annotations
@@ -38,11 +39,11 @@ def target_counts(token_counts: Mapping[str, int], n_sentences: int,
                   vocab, *, bidirectional: bool = False) -> np.ndarray:
     """How often each softmax class is a target, `(vocab.size,)` float64.
 
-    Every token of a sentence is a target (as ``<UNK>`` when ``vocab``
-    lacks it), and so is each sentence's boundary: ``</S>`` for the
-    forward LM, ``<S>`` for the backward one. ``bidirectional``: both
-    directions' targets (the one softmax they share sees both); else one
-    direction's.
+    Every token of a sentence is a target, as ``<UNK>`` when ``vocab``
+    lacks it. So is each sentence's boundary: ``</S>`` for the forward LM,
+    ``<S>`` for the backward one. With ``bidirectional``, both directions'
+    targets count, since the one softmax they share sees both. Otherwise
+    one direction's do.
 
     Args:
         token_counts: how often each corpus token occurs.

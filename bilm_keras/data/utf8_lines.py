@@ -1,11 +1,11 @@
 """Reading a UTF-8 text file line by line, with errors that name the file,
 the line and the bad bytes.
 
-Every text input goes through :func:`read_utf8_lines`: the training corpus
-and the vocabulary builder (:mod:`bilm_keras.data.corpus`) and the
-sentences to embed (:mod:`bilm_keras.data.sentence_file`); a reader of
-another file system (``embed --runner``'s) decodes each line with
-:func:`decode_line`, so the message is the same. No TensorFlow.
+Every text input goes through :func:`read_utf8_lines`. That is the
+training corpus and the vocabulary builder (:mod:`bilm_keras.data.corpus`)
+and the sentences to embed (:mod:`bilm_keras.data.sentence_file`). A
+reader of another file system, as ``embed --runner``'s, decodes each line
+with :func:`decode_line`, so the message is the same. No TensorFlow.
 """
 
 from __future__ import annotations

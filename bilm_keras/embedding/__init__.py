@@ -3,35 +3,40 @@
 The package's modules, by concept:
 
 * :mod:`.bulk_embedder`: :class:`~.bulk_embedder.BulkEmbedder`, the fast
-  stateless path (distinct tokens embedded once, sentences sorted into
-  compute batches, the LSTMs alone per batch);
+  stateless path. Distinct tokens are embedded once, sentences sorted into
+  compute batches, and the LSTMs run alone per batch.
 * :mod:`.compute_batches`: how a chunk of sentences is cut into the
-  batches the LSTMs run;
-* :mod:`.outputs`: :class:`~.outputs.EmbeddingSpec`, what to embed (all
-  layers, the top one, their average, a task's mix, a sentence vector;
-  which layers; the dtype), and the reduction of a sentence's layers;
+  batches the LSTMs run.
+* :mod:`.outputs`: :class:`~.outputs.EmbeddingSpec`, what to embed, and
+  the reduction of a sentence's layers. The spec says which output (all
+  layers, the top one, their average, a task's mix, a sentence vector),
+  which layers and the dtype.
 * :mod:`.dump`: embeddings to HDF5 files (``dump_bilm_embeddings``,
-  ``dump_token_embeddings``); :mod:`.dump_plan`: what a dump checks before
-  it loads a model (no TensorFlow: ``bilm-keras embed`` runs it first);
-* :mod:`.runs`: durable runs (``--resume``): progress kept in parts
-  beside the output;
-* :mod:`.merge`: the shards of one run joined into one file;
-* :mod:`.shards`: which lines shard ``K`` of ``N`` embeds;
-* :mod:`.progress`: the progress bar;
+  ``dump_token_embeddings``).
+* :mod:`.dump_plan`: what a dump checks before it loads a model. It needs
+  no TensorFlow, and ``bilm-keras embed`` runs it first.
+* :mod:`.runs`: durable runs (``--resume``), with progress kept in parts
+  beside the output.
+* :mod:`.merge`: the shards of one run joined into one file.
+* :mod:`.shards`: which lines shard ``K`` of ``N`` embeds.
+* :mod:`.progress`: the progress bar.
 * :mod:`.memory`: giving freed memory back to the system during a long
-  run;
-* with the ``beam`` extra (apache-beam): :mod:`.beam_inference`
-  (:class:`~.beam_inference.EmbedSentences`, Beam's ``RunInference`` with
-  :class:`~.beam_inference.BiLMModelHandler`), :mod:`.beam_dump` (``embed
-  --runner``: a whole file as a Beam pipeline) and :mod:`.beam_files`
-  (their files on any of Beam's file systems).
+  run.
+* with the ``beam`` extra (apache-beam):
 
-It stands above :mod:`bilm_keras.models` (it embeds with a backbone,
-loaded by :func:`~bilm_keras.models.backbone_loading.load_backbone`) and
-below the inference facade, :class:`~bilm_keras.BidirectionalLanguageModel`
-(``docs/architecture.md``).
+  - :mod:`.beam_inference`: :class:`~.beam_inference.EmbedSentences`,
+    Beam's ``RunInference`` with
+    :class:`~.beam_inference.BiLMModelHandler`.
+  - :mod:`.beam_dump`: ``embed --runner``, a whole file as a Beam
+    pipeline.
+  - :mod:`.beam_files`: their files on any of Beam's file systems.
 
-The names below are imported on first use (PEP 562): the ``bilm-keras
+It stands above :mod:`bilm_keras.models`, since it embeds with a backbone
+loaded by :func:`~bilm_keras.models.backbone_loading.load_backbone`. It
+stands below the inference facade,
+:class:`~bilm_keras.BidirectionalLanguageModel` (``docs/architecture.md``).
+
+The names below are imported on first use (PEP 562). The ``bilm-keras
 embed`` command checks its flags with :mod:`.outputs` and :mod:`.shards`
 before TensorFlow is imported.
 """

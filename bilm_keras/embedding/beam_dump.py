@@ -1,8 +1,10 @@
-"""``bilm-keras embed --runner RUNNER``: a whole sentence file (or a glob
-of them, on any Beam file system) embedded by an Apache Beam pipeline into
-the same HDF5 file as ``bilm-keras embed`` writes
-(:func:`~bilm_keras.dump_bilm_embeddings`): datasets by line number,
-``sentence_to_index``, the same attributes.
+"""``bilm-keras embed --runner RUNNER``: a whole sentence file embedded by
+an Apache Beam pipeline.
+
+The input may also be a glob of files, on any Beam file system. The output
+is the same HDF5 file as ``bilm-keras embed`` writes
+(:func:`~bilm_keras.dump_bilm_embeddings`). It has datasets by line
+number, ``sentence_to_index`` and the same attributes.
 
 The pipeline::
 
@@ -17,18 +19,18 @@ The pipeline::
       | ToList | Merge                  one worker: one part per line, the
                                         file through HDF5's object copy
 
-Why the output stays exact when a worker fails: a part is written under a
-name no other attempt uses, and only the parts named by *committed*
-``WriteParts`` outputs are merged. A runner retries a failed bundle (its
-output discarded) and commits each bundle's output once, so the merge sees
-every line in exactly one part; a part left by a failed attempt is named
-by no output, ignored, and removed with the folder. The merge checks that
-every line is there once (a gap or a second copy is an error naming the
-lines: nothing is written). Each range is embedded as one chunk, sorted
-and cut into compute batches as ``embed`` cuts the same lines, so the
-vectors are the ones ``embed`` writes.
+The output stays exact when a worker fails. A part is written under a name
+no other attempt uses, and only the parts named by *committed*
+``WriteParts`` outputs are merged. A runner retries a failed bundle,
+discarding its output, and commits each bundle's output once. So the merge
+sees every line in exactly one part. A part left by a failed attempt is
+named by no output, ignored, and removed with the folder. The merge checks
+that every line is there once. A gap or a second copy is an error naming
+the lines, and nothing is written. Each range is embedded as one chunk,
+sorted and cut into compute batches as ``embed`` cuts the same lines. So
+the vectors are the ones ``embed`` writes.
 
-Needs ``apache-beam`` (the ``beam`` extra).
+Needs ``apache-beam``, the ``beam`` extra.
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ from apache_beam.transforms.window import GlobalWindow
 from apache_beam.utils.windowed_value import WindowedValue
 
 from bilm_keras._utils.atomic_files import atomic_path
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras._utils.settings import SettingError
 from bilm_keras.data.sentence_file import (
     check_not_empty,
@@ -72,6 +75,7 @@ from bilm_keras.embedding.runs import (
     copy_line_segments,
     open_hdf5,
     run_id,
+    sentence_index,
     write_index_and_attrs,
 )
 
@@ -130,9 +134,10 @@ def pipeline_options(runner: str, flags: Sequence[str]) -> PipelineOptions:
 # ---------------------------------------------------------------- the plan
 @dataclasses.dataclass(frozen=True)
 class LineRange:
-    """Lines ``[first, end)`` of the input (global numbers), one chunk:
-    read from ``segments``, ``(path, byte offset, 1-based line number in
-    that file, count)`` (a chunk may span files of a glob)."""
+    """Lines ``[first, end)`` of the input, in global numbers: one chunk.
+
+    It is read from ``segments``, each ``(path, byte offset, 1-based line
+    number in that file, count)``. A chunk may span files of a glob."""
 
     first: int
     end: int
@@ -167,15 +172,18 @@ def plan_beam_dump(
     settings: DumpSettings,
 ) -> BeamDumpPlan:
     """Everything of a Beam dump that needs no model, on the machine that
-    starts it: the model files are there, the input (a path or a glob, on
-    any Beam file system) is read once, as ``embed`` reads it (UTF-8, at
-    least one token, keys by sentence), counted and cut into chunks.
+    starts it.
+
+    It checks that the model files are there. It reads the input once, a
+    path or a glob on any Beam file system, as ``embed`` reads it: UTF-8,
+    at least one token, keys by sentence. It counts the lines and cuts
+    them into chunks.
 
     Raises:
         SentenceFileError, OptionsError, SettingError: as
-            :func:`~bilm_keras.embedding.dump_plan.plan_dump`; ``resume``
-            or ``shard`` (the runner retries failed work and splits the
-            input itself).
+            :func:`~bilm_keras.embedding.dump_plan.plan_dump`. Also
+            ``resume`` or ``shard``, since the runner retries failed work
+            and splits the input itself.
         FileNotFoundError: a model file that is not there.
     """
     for name in ("resume", "shard"):
@@ -183,6 +191,9 @@ def plan_beam_dump(
             raise SettingError(name, "not with a Beam runner (it retries "
                                      "failed work and splits the input "
                                      "itself)")
+    if settings.on_event is not None:
+        raise SettingError("on_event", "not with a Beam runner (its "
+                                       "workers write the parts)")
     embedding_weight_file = settings.embedding_weight_file
     chunk_size = settings.chunk_size
     for name, path in (("weight_file", weight_file),
@@ -248,10 +259,11 @@ class ReadLines(beam.DoFn):
 
 
 class WriteParts(beam.DoFn):
-    """``((line, text), array)`` -> the bundle's lines in one part file,
-    ``folder/part-<uuid>.hdf5`` (a name no other attempt uses); emits, at
-    the bundle's end, ``(part path, [(a, b), ...])``: the runs of lines it
-    holds."""
+    """``((line, text), array)`` -> the bundle's lines in one part file.
+
+    The part is ``folder/part-<uuid>.hdf5``, a name no other attempt uses.
+    At the bundle's end it emits ``(part path, [(a, b), ...])``, the runs
+    of lines it holds."""
 
     def __init__(self, folder: str):
         self.folder = folder
@@ -306,9 +318,10 @@ def _runs(lines: list[int]) -> list[tuple[int, int]]:
 def choose_segments(parts: Sequence[tuple[str, Sequence[tuple[int, int]]]],
                     n_lines: int) -> list[tuple[str, int, int]]:
     """The committed parts -> ``(path, a, b)`` segments covering lines
-    ``0 .. n_lines - 1`` once each, in line order: a line that two parts
-    hold (a runner that committed a retried bundle twice) is taken from the
-    first in path order.
+    ``0 .. n_lines - 1`` once each, in line order.
+
+    Two parts hold a line when a runner committed a retried bundle twice.
+    That line is taken from the first part in path order.
 
     Raises:
         EmbeddingRunError: lines that no part holds (named), or lines out
@@ -326,10 +339,9 @@ def choose_segments(parts: Sequence[tuple[str, Sequence[tuple[int, int]]]],
             owner[a:b][free] = k
     missing = np.flatnonzero(owner < 0)
     if len(missing):
-        shown = ", ".join(str(i) for i in missing[:10])
         raise EmbeddingRunError(
             f"{len(missing)} line{'s' * (len(missing) > 1)} in no part "
-            f"({shown}{', ...' if len(missing) > 10 else ''}): the runner "
+            f"({name_list(missing, most=10)}): the runner "
             f"lost work; nothing written")
     segments = []
     for i in range(n_lines):
@@ -366,8 +378,9 @@ class MergeParts(beam.DoFn):
         else:
             target = os.path.join(scratch, f"merged-{uuid.uuid4().hex}.hdf5")
         with atomic_path(target) as tmp, open_hdf5(tmp, "w") as fout:
-            n, index_json = copy_line_segments(
-                fout, segments, by_text=self.attrs["keys"] == "sentence")
+            by_text = self.attrs["keys"] == "sentence"
+            n, index_json = sentence_index(copy_line_segments(
+                fout, segments, by_text=by_text), by_text=by_text)
             write_index_and_attrs(fout, index_json, {
                 **self.attrs, "n_sentences": n,
                 "run": json.dumps(self.identity, sort_keys=True),
@@ -392,29 +405,31 @@ def dump_bilm_embeddings_with_beam(
     model: Optional[str] = None,
     plan: Optional[BeamDumpPlan] = None,
 ) -> int:
-    """:func:`~bilm_keras.dump_bilm_embeddings` as a Beam pipeline: the same
-    file, written by the runner of ``pipeline_options`` (the module doc has
-    the pipeline and why the output stays exact).
+    """:func:`~bilm_keras.dump_bilm_embeddings` as a Beam pipeline.
+
+    It writes the same file, by the runner of ``pipeline_options``. The
+    module doc has the pipeline and why the output stays exact.
 
     Args:
-        dataset_file: a path or a glob, on any Beam file system; a glob's
+        dataset_file: a path or a glob, on any Beam file system. A glob's
             files are read in path order, their lines numbered on from
             file to file.
-        outfile: the output, on any Beam file system (its parts go to a
+        outfile: the output, on any Beam file system. Its parts go to a
             folder beside it, ``OUT.beam-XXXXXXXX/``, removed at the end,
-            also on failure).
-        pipeline_options: Beam's options (:func:`pipeline_options`): the
+            also on failure.
+        pipeline_options: Beam's options (:func:`pipeline_options`), the
             runner and its settings.
         model: a published model's name, URL or archive for the workers to
-            resolve (:class:`~bilm_keras.embedding.beam_inference.
-            BiLMModelHandler`); the file attributes still name
-            ``options_file`` and ``weight_file``, its files on this
-            machine.
+            resolve, as
+            :class:`~bilm_keras.embedding.beam_inference.BiLMModelHandler`
+            does. The file attributes still name ``options_file`` and
+            ``weight_file``, its files on this machine.
         plan: the checks' result, if the caller made them already
             (:func:`plan_beam_dump`).
         vocab_file, options_file, weight_file, spec, settings: as
-            :func:`~bilm_keras.dump_bilm_embeddings` (not ``settings``'
-            ``resume`` nor ``shard``; ``progress`` is the runner's).
+            :func:`~bilm_keras.dump_bilm_embeddings`. ``settings`` may not
+            set ``resume``, ``shard`` or ``on_event``. ``progress`` is the
+            runner's.
 
     Returns:
         The number of sentences written.
@@ -464,8 +479,8 @@ def dump_bilm_embeddings_with_beam(
 
 
 def _absolute(path: Optional[str]) -> Optional[str]:
-    """A local path made absolute (the workers' working folder may be
-    another); a URL as it is."""
+    """A local path made absolute, since the workers' working folder may
+    be another. A URL stays as it is."""
     if path is None or not beam_files.is_local(path):
         return path
     return os.path.abspath(beam_files.local_path(path))

@@ -1,12 +1,16 @@
-"""Files of a Beam run, on any of Beam's file systems (local paths,
-``gs://``, ``s3://``, ``hdfs://``, ...): the input glob matched and read
-with the same checks and messages as a local sentence file, the model files
-fingerprinted and copied to a worker's disk (h5py reads local files only),
-the temporary parts' folder written and removed.
+"""Files of a Beam run, on any of Beam's file systems: local paths,
+``gs://``, ``s3://``, ``hdfs://``, ...
 
-Used by :mod:`bilm_keras.embedding.beam_inference` (a worker's model files)
-and :mod:`bilm_keras.embedding.beam_dump` (the input, the parts, the
-output). Needs ``apache-beam`` (the ``beam`` extra); no TensorFlow.
+* The input glob is matched and read with the same checks and messages as
+  a local sentence file.
+* The model files are fingerprinted and copied to a worker's disk, since
+  h5py reads local files only.
+* The temporary parts' folder is written and removed.
+
+Used by :mod:`bilm_keras.embedding.beam_inference` for a worker's model
+files, and by :mod:`bilm_keras.embedding.beam_dump` for the input, the
+parts and the output. Needs ``apache-beam``, the ``beam`` extra, and no
+TensorFlow.
 """
 
 from __future__ import annotations
@@ -127,14 +131,16 @@ def match_files(pattern: str) -> list[MatchedFile]:
 def read_lines(path: str, *, offset: int = 0,
                first_line: int = 1) -> Iterator[tuple[int, int, str]]:
     """Yields ``(line_number, byte_offset, line)`` of a sentence file on
-    any Beam file system from ``offset`` (a line's start, ``first_line``
-    its 1-based number), decoded as
-    :func:`~bilm_keras.data.utf8_lines.read_utf8_lines` does (a BOM at the
-    file's start dropped, ``\\n`` kept) with its messages.
+    any Beam file system from ``offset``.
+
+    ``offset`` is a line's start, and ``first_line`` its 1-based number.
+    Lines are decoded as :func:`~bilm_keras.data.utf8_lines.read_utf8_lines`
+    does, with its messages. A BOM at the file's start is dropped, and
+    ``\\n`` kept.
 
     Raises:
-        SentenceFileError: a line that is not valid UTF-8 (file, line, byte
-            and nearby bytes named), an unreadable file.
+        SentenceFileError: an unreadable file, or a line that is not valid
+            UTF-8, naming the file, line, byte and nearby bytes.
     """
     opener = (_open_local(local_path(path)) if is_local(path)
               else FileSystems.open(path, compression_type="uncompressed"))
@@ -183,9 +189,12 @@ def local_copy(path: str, folder: str) -> str:
 
 
 def upload(local_file: str, path: str) -> None:
-    """Puts ``local_file`` at ``path`` (any Beam file system) whole or not
-    at all: a local ``path`` by ``os.replace`` (same folder: the caller
-    writes beside it), another through a temporary name renamed."""
+    """Puts ``local_file`` at ``path``, on any Beam file system, whole or
+    not at all.
+
+    A local ``path`` is written by ``os.replace``, so the caller writes
+    beside it, in the same folder. Another goes through a temporary name,
+    renamed."""
     if is_local(path):
         os.replace(local_file, local_path(path))
         return
@@ -200,7 +209,7 @@ def upload(local_file: str, path: str) -> None:
 
 
 def remove_tree(path: str) -> None:
-    """Removes a folder (and what it holds) on any Beam file system; a
+    """Removes a folder and what it holds, on any Beam file system. A
     missing one is no error."""
     if is_local(path):
         shutil.rmtree(local_path(path), ignore_errors=True)

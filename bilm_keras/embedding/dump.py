@@ -1,12 +1,14 @@
-"""Embeddings to HDF5 files: the token table of a biLM (bilm-tf's
-``dump_token_embeddings``) and whole-dataset biLM embeddings
-(``dump_bilm_embeddings``, written through a durable run:
-:mod:`bilm_keras.embedding.runs`). Weights are written by
+"""Embeddings to HDF5 files.
+
+Two dumps live here. One is the token table of a biLM, bilm-tf's
+``dump_token_embeddings``. The other is whole-dataset biLM embeddings,
+``dump_bilm_embeddings``, written through a durable run
+(:mod:`bilm_keras.embedding.runs`). Weights are written by
 :mod:`bilm_keras.weights`.
 
 Both load the backbone from its files
 (:func:`~bilm_keras.models.backbone_loading.load_backbone`) and embed with
-a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder`; neither needs
+a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder`. Neither needs
 the inference facade."""
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -33,7 +35,7 @@ from bilm_keras.embedding.dump_plan import (
 from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.embedding.outputs import EmbeddingSpec
 from bilm_keras.embedding.progress import ProgressBar
-from bilm_keras.embedding.runs import RunEvent, file_locations, run_durably
+from bilm_keras.embedding.runs import file_locations, run_durably
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.options import BiLMOptions
 
@@ -101,54 +103,50 @@ def dump_bilm_embeddings(
     outfile: str,
     spec: EmbeddingSpec = EmbeddingSpec(),
     settings: DumpSettings = DumpSettings(),
-    *,
-    on_event: Optional[Callable[[RunEvent], None]] = None,
 ) -> int:
     """Writes the biLM embedding of every sentence of a file to HDF5.
 
-    bilm-tf's five arguments, then what to embed (``spec``, an
-    :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`: every layer in
-    float32 by default) and how the run goes (``settings``, a
-    :class:`~bilm_keras.embedding.dump_plan.DumpSettings`: batching,
-    token input, keys, shard, resume, devices, progress bar); each of
-    their fields is documented there.
+    It takes bilm-tf's five arguments, then ``spec`` and ``settings``.
+    ``spec``, an :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`, says
+    what to embed, by default every layer in float32. ``settings``, a
+    :class:`~bilm_keras.embedding.dump_plan.DumpSettings`, says how the run
+    goes: batching, token input, keys, shard, resume, devices, progress
+    bar and callback. Each of their fields is documented there.
 
-    AllenNLP's ``elmo`` command's layout: one dataset per line of
-    ``dataset_file`` (whitespace-tokenized, one sentence per line, UTF-8),
-    named by its 0-based line number (or, with ``use_sentence_keys``, its
-    text, and no ``sentence_to_index``: AllenNLP writes none then), and a
-    dataset ``sentence_to_index``: one JSON string mapping each line's
-    text (stripped) to its dataset's name (for a repeated line, its
-    last). A blank line is a sentence of 0 tokens. Each dataset holds
-    the spec's output (:data:`~bilm_keras.embedding.outputs.
-    EMBEDDING_OUTPUTS`).
+    The layout is AllenNLP's ``elmo`` command's. There is one dataset per
+    line of ``dataset_file``, named by its 0-based line number. The file is
+    UTF-8, one whitespace-tokenized sentence per line. A dataset
+    ``sentence_to_index`` holds one JSON string mapping each line's
+    stripped text to its dataset's name, for a repeated line its last.
+    With ``use_sentence_keys``, datasets are named by their text instead,
+    and there is no ``sentence_to_index``, as AllenNLP writes none then. A
+    blank line is a sentence of 0 tokens. Each dataset holds the spec's
+    output (:data:`~bilm_keras.embedding.outputs.EMBEDDING_OUTPUTS`).
 
-    The file's attributes record how it was made: ``options_file``,
-    ``weight_file``, ``vocab_file`` and ``dataset_file`` (absolute paths;
-    ``""`` for no vocabulary), ``output``, ``layers`` (the layer ids kept or
-    averaged or mixed), ``dtype``, ``layout`` (the datasets' axes),
-    ``n_sentences``, ``keys`` (``"line_number"`` or ``"sentence"``),
-    ``embedding_weight_file`` (``""`` for character input),
-    ``precision`` (``settings.precision``) and ``bilm_keras_version``; for
-    ``"mix"`` also ``mix_weights`` (the ``s_j``
-    applied, float64), ``gamma``, ``mix_form`` (``"weights"`` or
-    ``"logits"``) and, for logits, ``mix_logits`` (the raw weights given).
+    The file's attributes record how it was made:
 
-    Stateless, so a sentence's vectors do not depend on the lines before
-    it (bilm-tf's dump carried LSTM states from line to line). The input is
-    checked before the model is loaded (missing, not UTF-8 with its line,
-    no token at all: :class:`~bilm_keras.data.sentence_file.
-    SentenceFileError`), read ``chunk_size`` lines at a time, and the file
-    appears only when complete. It fixes glibc's mmap threshold for the
-    process (:mod:`bilm_keras.embedding.memory`). Caching every layer in
-    float32 costs
-    ``3 * 1024 * 4`` bytes per token for the published model; the spec's
-    ``layers``, ``output="mix"`` and ``dtype="float16"`` store less.
+    * ``options_file``, ``weight_file``, ``vocab_file`` and
+      ``dataset_file``: absolute paths, with ``""`` for no vocabulary.
+    * ``output``, and ``layers``: the layer ids kept, averaged or mixed.
+    * ``dtype``, and ``layout``: the datasets' axes.
+    * ``n_sentences``, and ``keys``: ``"line_number"`` or ``"sentence"``.
+    * ``embedding_weight_file``: ``""`` for character input.
+    * ``precision`` (``settings.precision``) and ``bilm_keras_version``.
+    * for ``"mix"``, also ``mix_weights`` (the ``s_j`` applied, float64),
+      ``gamma`` and ``mix_form`` (``"weights"`` or ``"logits"``). For
+      logits, also ``mix_logits``, the raw weights given.
 
-    Args:
-        on_event: called at each point of the run
-            (:class:`~bilm_keras.embedding.runs.RunEvent`: each line
-            written, each dataset merged, ...), e.g. to log or to stop it.
+    The dump is stateless, so a sentence's vectors do not depend on the
+    lines before it. bilm-tf's dump carried LSTM states from line to line.
+    The input is checked before the model is loaded. A missing input, a
+    line not in UTF-8, or no token at all raises
+    :class:`~bilm_keras.data.sentence_file.SentenceFileError`. The input
+    is read ``chunk_size`` lines at a time, and the file appears only when
+    complete. It fixes glibc's mmap threshold for the process
+    (:mod:`bilm_keras.embedding.memory`). Caching every layer in float32
+    costs ``3 * 1024 * 4`` bytes per token for the published model. The
+    spec's ``layers``, ``output="mix"`` and ``dtype="float16"`` store
+    less.
 
     Returns:
         The number of sentences written.
@@ -215,4 +213,4 @@ def dump_bilm_embeddings(
             vocab_file=vocab_file, dataset_file=dataset_file,
             embedding_weight_file=plan.embedding_weight_file),
         shard=settings.shard, embed_lines=embed_lines, attrs=record.attrs,
-        on_event=on_event)
+        on_event=settings.on_event)

@@ -26,10 +26,10 @@ def merge_embedding_files(outfile: str, shard_files: Iterable[str]) -> int:
     """Merges the shards of one run (``embed --shard K/N``) into one file,
     equal to the output of the same run in one process.
 
-    Datasets are copied one at a time with HDF5's object copy (memory flat
-    in the number of sentences, but for ``sentence_to_index``:
-    :func:`write_index_and_attrs`) into a temporary file beside ``outfile``,
-    renamed onto it when complete.
+    Datasets are copied one at a time with HDF5's object copy into a
+    temporary file beside ``outfile``, renamed onto it when complete.
+    Memory stays flat in the number of sentences, but for
+    ``sentence_to_index`` (:func:`write_index_and_attrs`).
 
     Raises:
         EmbeddingRunError: a file that is not a shard, a shard of another
@@ -60,8 +60,8 @@ def merge_embedding_files(outfile: str, shard_files: Iterable[str]) -> int:
 
 
 def check_shard_files(shard_files: Iterable[str]) -> list[tuple[str, dict]]:
-    """Reads the shards' attributes and checks they make one whole run;
-    returns ``(path, attrs)`` in shard order."""
+    """Reads the shards' attributes and checks they make one whole run.
+    Returns ``(path, attrs)`` in shard order."""
     found: dict[int, tuple[str, dict]] = {}
     first = None
     for path in shard_files:

@@ -1,12 +1,14 @@
-"""What the bulk embedding path returns per sentence: all layers, the top
-one, their average, a task's weighted mix, or a sentence vector; of which
-layers; in which dtype: one value, :class:`EmbeddingSpec` (numpy only, no
-TensorFlow).
+"""What the bulk embedding path returns per sentence, as one value,
+:class:`EmbeddingSpec`.
 
-The choices are AllenNLP's ``elmo`` command's (``--all``, ``--top``,
-``--average``), ELMo's task mix ``gamma * sum_j s_j h_j`` (the cache the
-paper's eq. (1) allows: one vector per token instead of ``L + 1``) and
-TF-Hub ELMo's ``default`` output, the mean over the tokens. Used by
+It says which output (all layers, the top one, their average, a task's
+weighted mix, or a sentence vector), of which layers, in which dtype. It
+needs numpy only, no TensorFlow.
+
+The choices are AllenNLP's ``elmo`` command's: ``--all``, ``--top`` and
+``--average``. Then ELMo's task mix ``gamma * sum_j s_j h_j``, the cache
+the paper's eq. (1) allows, one vector per token instead of ``L + 1``.
+Then TF-Hub ELMo's ``default`` output, the mean over the tokens. Used by
 :meth:`BidirectionalLanguageModel.embed_sentences
 <bilm_keras.BidirectionalLanguageModel.embed_sentences>`,
 :func:`~bilm_keras.dump_bilm_embeddings` and ``bilm-keras embed``, which
@@ -58,11 +60,13 @@ class LayerMix(NamedTuple):
 
 
 def mix_weights_from_logits(logits: Sequence[float]) -> np.ndarray:
-    """The ``s_k`` of raw layer weights ``w`` (a trained
-    :class:`~bilm_keras.layers.scalar_mix.ScalarMix`'s ``scalar_weights``,
-    bilm-tf's ``{name}_ELMo_W``): ``softmax(w + 1/K)``, bilm-tf's
-    ``weight_layers`` formula (the ``1/K`` shifts every logit alike, so it
-    cancels; it is kept to be that formula). `(K,)` float64."""
+    """The ``s_k`` of raw layer weights ``w``, as `(K,)` float64.
+
+    ``w`` is a trained :class:`~bilm_keras.layers.scalar_mix.ScalarMix`'s
+    ``scalar_weights``, bilm-tf's ``{name}_ELMo_W``. ``s`` is
+    ``softmax(w + 1/K)``, bilm-tf's ``weight_layers`` formula. The ``1/K``
+    shifts every logit alike, so it cancels, but it is kept to be that
+    formula."""
     w = np.asarray(logits, np.float64)
     w = w + 1.0 / len(w)
     e = np.exp(w - w.max())  # (K,), shifted: no overflow
@@ -79,50 +83,56 @@ _MIX_FIELDS = ("mix_weights", "mix_logits", "gamma")
 @dataclasses.dataclass(frozen=True)
 class EmbeddingSpec:
     """What to embed: which output, of which layers, mixed how, stored as
-    what. One value for the bulk embedding path
-    (:meth:`BulkEmbedder.embed_sentences
+    what.
+
+    It is one value for the bulk embedding path, which takes it as
+    ``spec``. That path is :meth:`BulkEmbedder.embed_sentences
     <bilm_keras.embedding.bulk_embedder.BulkEmbedder.embed_sentences>`,
-    ``iter_embeddings``, :func:`~bilm_keras.dump_bilm_embeddings`,
-    ``bilm-keras embed``), which take it as ``spec``; the facade
+    ``iter_embeddings``, :func:`~bilm_keras.dump_bilm_embeddings` and
+    ``bilm-keras embed``. The facade
     :meth:`BidirectionalLanguageModel.embed_sentences
     <bilm_keras.BidirectionalLanguageModel.embed_sentences>` also takes its
-    fields as keyword arguments (bilm-tf's and AllenNLP's users' way) and
-    builds it from them in one place. Each field is documented here
+    fields as keyword arguments, bilm-tf's and AllenNLP's users' way. It
+    builds the spec from them in one place. Each field is documented here
     alone.
 
-    It is checked when built; a bad field raises
+    It is checked when built. A bad field raises
     :class:`~bilm_keras._utils.settings.SettingError` whose ``field`` is
-    the field's name. What depends on the model (the layer indices, the
-    number of mix weights when ``layers`` is None) is checked by
-    :meth:`resolve`, against the model's number of LSTM layers, before
-    anything is embedded.
+    the field's name. :meth:`resolve` checks what depends on the model
+    before anything is embedded, against the model's number of LSTM
+    layers. That is the layer indices, and the number of mix weights when
+    ``layers`` is None.
 
-    Fields (``L`` = LSTM layers of the model, ``D`` = ``2 *
-    projection_dim``, ``n`` = a sentence's tokens):
-        output: str, what each sentence's array holds
-            (:data:`EMBEDDING_OUTPUTS`): ``"all"`` (default) every layer
-            `(K, n, D)`; ``"top"`` the top LSTM layer `(n, D)`;
-            ``"average"`` the mean of the layers `(n, D)`; ``"mix"`` a
-            task's mix ``gamma * sum_k s_k h_k`` `(n, D)` (ELMo's eq. (1),
-            one vector per token to cache); ``"sentence_mean"`` the mean
-            over the layers and the tokens `(D,)` (zeros for a sentence of
-            no tokens; TF-Hub ELMo's ``default``).
-        layers: tuple of int or None: the layers kept (``"all"``),
+    Fields, with ``L`` the LSTM layers of the model, ``D`` =
+    ``2 * projection_dim`` and ``n`` a sentence's tokens:
+        output: str. What each sentence's array holds, one of
+            :data:`EMBEDDING_OUTPUTS`:
+
+            * ``"all"``, the default: every layer `(K, n, D)`.
+            * ``"top"``: the top LSTM layer `(n, D)`.
+            * ``"average"``: the mean of the layers `(n, D)`.
+            * ``"mix"``: a task's mix ``gamma * sum_k s_k h_k`` `(n, D)`.
+              This is ELMo's eq. (1), one vector per token to cache.
+            * ``"sentence_mean"``: the mean over the layers and the tokens
+              `(D,)`, TF-Hub ELMo's ``default``. It is zeros for a sentence
+              of no tokens.
+        layers: tuple of int or None. The layers kept (``"all"``),
             averaged (``"average"``, ``"sentence_mean"``) or mixed
-            (``"mix"``), in this order, 0 = the token layer, ``L`` = the
-            top; None (default): every layer. Not with ``"top"``. ``K`` is
-            their number.
-        mix_weights: tuple of float or None: for ``"mix"``, the normalised
-            ``s_k``, one per layer mixed, used as given (any finite
-            numbers; a trained mix's sum to 1).
-        mix_logits: tuple of float or None: for ``"mix"``, instead of
+            (``"mix"``), in this order. 0 is the token layer and ``L`` the
+            top. None, the default, means every layer. Not with ``"top"``.
+            ``K`` is their number.
+        mix_weights: tuple of float or None. For ``"mix"``, the normalised
+            ``s_k``, one per layer mixed, used as given. Any finite numbers
+            are taken, and a trained mix's sum to 1.
+        mix_logits: tuple of float or None. For ``"mix"``, instead of
             ``mix_weights``, the raw weights ``w`` of a trained
-            :class:`~bilm_keras.layers.scalar_mix.ScalarMix` /
-            ``weight_layers``: ``s = softmax(w + 1/K)``
+            :class:`~bilm_keras.layers.scalar_mix.ScalarMix` or
+            ``weight_layers``. Then ``s = softmax(w + 1/K)``
             (:func:`mix_weights_from_logits`).
-        gamma: float or None: for ``"mix"``, the scale (None: 1.0).
-        dtype: str, ``"float32"`` (default) or ``"float16"`` (half the
-            bytes, about 3 significant digits): the arrays' dtype.
+        gamma: float or None. For ``"mix"``, the scale. None means 1.0.
+        dtype: str. The arrays' dtype, ``"float32"`` (the default) or
+            ``"float16"``, half the bytes with about 3 significant
+            digits.
 
     Example:
         >>> spec = EmbeddingSpec(output="mix", layers=(1, 2),
@@ -179,8 +189,8 @@ class EmbeddingSpec:
 
         Raises:
             SettingError: ``layers`` empty, not integers, out of
-                ``0..n_lm_layers`` or given with ``"top"``; a number of mix
-                weights other than the layers mixed.
+                ``0..n_lm_layers`` or given with ``"top"``. Or a number of
+                mix weights other than the layers mixed.
         """
         layer_ids = self._layer_ids(n_lm_layers)
         mix = None
@@ -258,11 +268,11 @@ def reduce_layers(layers: np.ndarray, output: str,
                   mix: Optional[LayerMix] = None) -> np.ndarray:
     """One sentence's layers `(K, n, D)` reduced as ``output`` asks.
 
-    ``"top"`` expects the top layer alone (``K = 1``, as
-    :meth:`EmbeddingSpec.resolve` gives); ``"mix"`` its :class:`LayerMix`
-    (``K`` weights, in the order of the layers). A sentence of no tokens
-    gives `(K, 0, D)`, `(0, D)` or, for ``"sentence_mean"``, zeros `(D,)`
-    (as TF-Hub ELMo's ``default``).
+    ``"top"`` expects the top layer alone (``K = 1``), as
+    :meth:`EmbeddingSpec.resolve` gives. ``"mix"`` expects its
+    :class:`LayerMix`, ``K`` weights in the order of the layers. A sentence
+    of no tokens gives `(K, 0, D)` or `(0, D)`. For ``"sentence_mean"`` it
+    gives zeros `(D,)`, as TF-Hub ELMo's ``default`` does.
     """
     if output == "all":
         return layers  # (K, n, D)

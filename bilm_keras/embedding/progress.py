@@ -12,19 +12,20 @@ from bilm_keras._utils.durations import format_duration
 class ProgressBar:
     """Sentences done of a known total, with the token rate and the ETA.
 
-    The ETA divides the tokens still to do by the token rate so far (the
-    cost of a sentence is about proportional to its tokens; sentences are
+    The ETA divides the tokens still to do by the token rate so far. The
+    cost of a sentence is about proportional to its tokens. Sentences are
     embedded shortest first within a chunk, so counting sentences would
-    promise too early an end).
+    promise too early an end.
 
     Args:
         total: sentences to do.
-        total_tokens: tokens to do (None: the ETA counts sentences).
+        total_tokens: tokens to do. With None the ETA counts sentences.
         label: first word of the line.
         file: where to write (default ``sys.stderr``).
-        interactive: redraw one line in place at every update (a
-            terminal); False: a new line at most every ``log_every``
-            seconds and at the end (a log file). None: ``file.isatty()``.
+        interactive: redraw one line in place at every update, for a
+            terminal. False writes a new line at most every ``log_every``
+            seconds and at the end, for a log file. None takes
+            ``file.isatty()``.
         log_every: seconds between lines when not interactive.
         clock: seconds, monotonic (for tests).
 

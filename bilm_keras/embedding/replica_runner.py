@@ -1,7 +1,8 @@
-"""The bulk embedder's LSTM batches on one device or several:
+"""The bulk embedder's LSTM batches on one device or several.
+
 :class:`ReplicaRunner` runs the traced ``encode`` graph on up to one batch
-per device at a time (a ``tf.distribute.MirroredStrategy`` over the
-devices), results in the order given, identical to one device's."""
+per device at a time, by a ``tf.distribute.MirroredStrategy`` over the
+devices. The results come in the order given, identical to one device's."""
 
 from __future__ import annotations
 
@@ -17,12 +18,13 @@ from bilm_keras._utils.settings import SettingError
 def resolve_devices(devices: Sequence[str] | str | None) -> list[str]:
     """``devices`` as TensorFlow's full logical device names.
 
-    None or ``"all"``: every GPU if there are two or more; otherwise ``[]``
-    (one device, chosen by TensorFlow as always). Names are matched without
-    case and without the ``/device:`` prefix (``"gpu:1"``, ``"GPU:1"``).
+    None or ``"all"`` means every GPU if there are two or more. Otherwise
+    it is ``[]``, one device, chosen by TensorFlow as always. Names are
+    matched without case and without the ``/device:`` prefix (``"gpu:1"``,
+    ``"GPU:1"``).
 
     Raises:
-        SettingError: a device that is not there (the ones there named).
+        SettingError: a device that is not there, naming the ones there.
     """
     available = [d.name for d in tf.config.list_logical_devices()]
     if devices is None or devices == "all" or list(devices) == ["all"]:
@@ -49,14 +51,13 @@ class ReplicaRunner:
     device at a time.
 
     Args:
-        encode: the Python function of the ``encode`` graph (traced once
-            here for the replicas; ``graph`` is the traced one for a single
-            device).
+        encode: the Python function of the ``encode`` graph, traced once
+            here for the replicas.
         graph: ``encode`` traced for one device.
-        devices: :func:`resolve_devices`'s names; with two or more, the
+        devices: :func:`resolve_devices`'s names. With two or more, the
             batches go ``n_replicas`` at a time through a
-            ``MirroredStrategy``; with one, on it; with none, where
-            TensorFlow places them.
+            ``MirroredStrategy``. With one, they run on it. With none, they
+            run where TensorFlow places them.
     """
 
     def __init__(self, encode: Callable, graph: Callable,

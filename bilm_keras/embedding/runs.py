@@ -4,38 +4,41 @@ and splits across processes or machines (``--shard K/N``, then
 
 A run writes its progress into a folder beside its output, ``OUT.partial/``:
 
-* ``manifest.json``: what identifies the run (:func:`run_identity`: the
-  contents of the model, vocabulary and input files, every output choice,
-  the batching; :func:`file_locations`: their paths and mtimes; the lines
-  of the shard);
+* ``manifest.json``: what identifies the run. That is
+  :func:`run_identity` (the contents of the model, vocabulary and input
+  files, every output choice, the batching), :func:`file_locations` (their
+  paths and mtimes) and the lines of the shard.
 * ``part-AAAAAAAAAAAA-BBBBBBBBBBBB.hdf5``: the embeddings of lines
-  ``[A, B)`` in input order (datasets named by their global line number, as
-  in the final file, plus ``texts``: the lines' stripped text). A part is
-  written to a temporary name and renamed, so it is whole iff it exists
-  under its final name. One part per chunk of ``chunk_size`` lines,
-  counted from the shard's first line, so a resumed run chunks (and sorts,
-  and batches) its sentences exactly as an uninterrupted one and its
-  vectors are bit-identical. A shard starts at a chunk boundary of the
-  single run (:func:`~bilm_keras.embedding.shards.shard_lines`), so its
-  chunks are the single run's too, and the merged shards its file.
+  ``[A, B)`` in input order. Its datasets are named by their global line
+  number, as in the final file, plus ``texts``, the lines' stripped text.
+  A part is written to a temporary name and renamed, so it is whole iff it
+  exists under its final name. There is one part per chunk of
+  ``chunk_size`` lines, counted from the shard's first line. So a resumed
+  run chunks, sorts and batches its sentences exactly as an uninterrupted
+  one, and its vectors are bit-identical. A shard starts at a chunk
+  boundary of the single run, as
+  :func:`~bilm_keras.embedding.shards.shard_lines` cuts it. So its chunks
+  are the single run's too, and the merged shards its file.
 
-When every part is there they are copied, dataset by dataset (HDF5's own
-object copy: memory stays flat in the number of sentences), into a
-temporary file inside the folder, which is renamed onto ``OUT``; then the
-folder is removed. The disk holds the parts and the output at once for a
-moment: twice the output's size at the peak.
+When every part is there, they are copied dataset by dataset into a
+temporary file inside the folder. The copy is HDF5's own object copy, so
+memory stays flat in the number of sentences. The file is renamed onto
+``OUT`` and the folder is removed. The disk holds the parts and the output
+at once for a moment: twice the output's size at the peak.
 
 A disk that fills up stops the run with a
-:class:`~bilm_keras._utils.disk_full.DiskFullError` (one line: the file,
-the space free, and ``--resume``): the part or merged file being written
-is removed, the whole parts stay, and the same command with ``--resume``
-continues once there is space, to the file an uninterrupted run writes.
+:class:`~bilm_keras._utils.disk_full.DiskFullError`, one line naming the
+file, the space free, and ``--resume``. The part or merged file being
+written is removed and the whole parts stay. The same command with
+``--resume`` continues once there is space, to the file an uninterrupted
+run writes.
 
 Nothing here imports TensorFlow.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -67,21 +70,22 @@ class EmbeddingRunError(ValueError):
 
 
 class RunEvent(NamedTuple):
-    """A point a durable run has reached, told to its ``on_event``
-    callback (:func:`run_durably`), in this order:
+    """A point a durable run has reached, told to its progress callback.
 
-    * ``("part", i)``: line ``i`` (its global number) is written into its
-      part, which is whole on disk only after its last line;
-    * ``("merge", k)``: the ``k``-th dataset (from 0) is copied into the
-      merged file;
+    The callback is ``DumpSettings.on_event``, handed to
+    :func:`run_durably`. The points come in this order:
+
+    * ``("part", i)``: line ``i``, its global number, is written into its
+      part. The part is whole on disk only after its last line.
+    * ``("merge", k)``: the ``k``-th dataset, from 0, is copied into the
+      merged file.
     * ``("rename", 0)``: the merged file is complete, not yet renamed onto
-      the output;
+      the output.
     * ``("cleanup", 0)``: the output is in place, the progress folder not
       yet removed.
 
-    A callback may log, count, or raise to stop the run (what is on disk
-    is then what a kill at that point leaves, and ``resume`` continues
-    it).
+    A callback may log, count, or raise to stop the run. What is on disk
+    is then what a kill at that point leaves, and ``resume`` continues it.
     """
 
     point: str
@@ -91,8 +95,10 @@ class RunEvent(NamedTuple):
 # ---------------------------------------------------------------- identity
 def file_fingerprint(name: str, path: Optional[str]) -> dict:
     """What a file holds, wherever it lies: ``{name_size: bytes,
-    name_sha256_ends: a hash of its first and last MiB}`` (2 MiB read,
-    whatever its size); a path of None: ``{name_size: None}``."""
+    name_sha256_ends: a hash of its first and last MiB}``.
+
+    It reads 2 MiB, whatever the file's size. A path of None gives
+    ``{name_size: None}``."""
     if not path:
         return {f"{name}_size": None}
     size = os.path.getsize(path)
@@ -108,8 +114,8 @@ def file_fingerprint(name: str, path: Optional[str]) -> dict:
 
 def file_locations(**paths: Optional[str]) -> dict:
     """Where a run's files lie on this machine: ``{name: absolute path,
-    name_mtime_ns: ...}`` (``""`` for no file). A resumed run must find
-    them unchanged; shards on other machines need not."""
+    name_mtime_ns: ...}``, with ``""`` for no file. A resumed run must find
+    them unchanged. Shards on other machines need not."""
     locations = {}
     for name, path in paths.items():
         if not path:
@@ -132,14 +138,22 @@ def run_identity(*, options_file: str, weight_file: str,
                      file_fingerprint),
                  **settings) -> dict:
     """What two processes must share for their outputs to be parts of one
-    run: the files' contents (:func:`file_fingerprint`: shards of one run
-    may read copies at other paths on other machines), the output flags
-    (``settings``: any more of them, JSON values, e.g. the mix), the
-    batching (another batching may change the float32 round-off) and the
-    input's number of lines. A flat dict of JSON values, so a difference
-    is named by one key. ``fingerprint``: how a file's contents are
-    fingerprinted (:func:`file_fingerprint`, or the same over another file
-    system: :mod:`bilm_keras.embedding.beam_files`)."""
+    run.
+
+    That is the files' contents, the output flags, the batching and the
+    input's number of lines. Contents, not paths, because shards of one run
+    may read copies at other paths on other machines. The batching counts
+    because another batching may change the float32 round-off.
+
+    Args:
+        settings: any more output flags, as JSON values, e.g. the mix.
+        fingerprint: how a file's contents are fingerprinted. It is
+            :func:`file_fingerprint`, or the same over another file system
+            (:mod:`bilm_keras.embedding.beam_files`).
+
+    Returns:
+        A flat dict of JSON values, so a difference is named by one key.
+    """
     identity = {"format": FORMAT}
     for name, path in (("options_file", options_file),
                        ("weight_file", weight_file),
@@ -163,7 +177,7 @@ def run_id(identity: dict) -> str:
 
 def first_difference(recorded: dict, current: dict) -> Optional[str]:
     """The first key on which two identities differ, as ``"key: A, not
-    B"``; None if they are equal."""
+    B"``, or None if they are equal."""
     for key in sorted(set(recorded) | set(current)):
         if recorded.get(key) != current.get(key):
             return (f"{key}: {_show(recorded.get(key))}, not "
@@ -182,9 +196,12 @@ def partial_dir(outfile: str) -> str:
 
 
 def check_leftover(outfile: str, resume: bool) -> None:
-    """Before anything is loaded: without ``resume``, the progress of an
-    interrupted run writing ``outfile`` is refused (one line saying how to
-    continue or start over), never silently removed or added to."""
+    """Refuses the progress of an interrupted run writing ``outfile``
+    unless ``resume`` is set.
+
+    It runs before anything is loaded. The error is one line saying how to
+    continue or start over. The progress is never silently removed or added
+    to."""
     folder = partial_dir(outfile)
     if resume or not os.path.isfile(os.path.join(folder, "manifest.json")):
         return
@@ -249,13 +266,13 @@ def run_durably(
         with h5py.File(outfile, "r") as f:
             return int(f.attrs["n_sentences"])
     todo = ranges[done:]
+    parts = _PartialFolder(folder, manifest["run_id"], on_event)
     try:
         if todo:
             stream = embed_lines(todo[0][0], end)
             try:
                 for a, b in todo:
-                    _write_part(folder, a, b, stream, manifest["run_id"],
-                                on_event)
+                    parts.write_part(a, b, stream)
             finally:  # its progress bar ends before any error is shown
                 stream.close()
     except BaseException:
@@ -264,8 +281,7 @@ def run_durably(
         if not any(_PART.fullmatch(name) for name in os.listdir(folder)):
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    n = _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
-                     on_event)
+    n = parts.merge(outfile, ranges, manifest, attrs, shard)
     # the manifest goes first: a folder without one is a finished run's
     # leftover, removed by the next run
     os.remove(os.path.join(folder, "manifest.json"))
@@ -277,13 +293,13 @@ class PartialState(NamedTuple):
     """What a run's ``.partial/`` folder holds, as :func:`inspect_partial`
     found it (nothing changed). ``kind`` is one of:
 
-    * ``"none"``: no folder;
-    * ``"leftover"``: a folder without a manifest (a finished run killed
-      while it removed its folder);
-    * ``"finished"``: this run's folder, and the output is this run's (it
-      was killed after the rename, before the clean-up);
-    * ``"other"``: another run's progress (``difference`` names the first
-      difference);
+    * ``"none"``: no folder.
+    * ``"leftover"``: a folder without a manifest, left by a finished run
+      killed while it removed its folder.
+    * ``"finished"``: this run's folder, and the output is this run's. The
+      run was killed after the rename, before the clean-up.
+    * ``"other"``: another run's progress. ``difference`` names the first
+      difference.
     * ``"interrupted"``: this run's progress, ``whole`` parts done.
     """
 
@@ -319,9 +335,10 @@ def inspect_partial(outfile: str, folder: str, manifest: dict,
 
 
 def _prepare(outfile, folder, manifest, ranges, resume):
-    """Sets up the folder as its state (:func:`inspect_partial`) asks;
-    returns how many parts are whole (a prefix of ``ranges``), or None
-    when ``outfile`` is already this run's output."""
+    """Sets up the folder as its state (:func:`inspect_partial`) asks.
+
+    Returns how many parts are whole, a prefix of ``ranges``, or None when
+    ``outfile`` is already this run's output."""
     state = inspect_partial(outfile, folder, manifest, ranges)
     if state.kind == "other":
         raise EmbeddingRunError(
@@ -416,30 +433,92 @@ def _part_is_whole(path, a, b, rid) -> bool:
         return False
 
 
-def _write_part(folder, a, b, stream, rid, on_event=None) -> None:
-    """Lines ``[a, b)`` of ``stream`` into a part, atomically.
+class _PartialFolder:
+    """A run's ``.partial/`` folder as the run fills it: its parts, then
+    the merged file, each step told to the run's ``on_event``
+    (:class:`RunEvent`)."""
 
-    Raises:
-        DiskFullError: the disk filled up (the part's temporary file is
-            removed; the whole parts before it stay for ``--resume``).
-    """
-    path = _part_path(folder, a, b)
-    tmp = path + ".tmp"
-    texts = []
-    try:
+    def __init__(self, folder: str, rid: str,
+                 on_event: Optional[Callable[[RunEvent], None]]):
+        self.folder = folder
+        self.rid = rid
+        self.on_event = on_event
+
+    def tell(self, point: str, index: int) -> None:
+        if self.on_event is not None:
+            self.on_event(RunEvent(point, index))
+
+    def write_part(self, a: int, b: int, stream) -> None:
+        """Lines ``[a, b)`` of ``stream`` into a part, atomically.
+
+        Raises:
+            DiskFullError: the disk filled up. The part's temporary file
+                is removed, and the whole parts before it stay for
+                ``--resume``.
+        """
+        path = _part_path(self.folder, a, b)
+        tmp = path + ".tmp"
+        texts = []
+        try:
+            with hdf5_for_writing(tmp) as fout:
+                for i in range(a, b):
+                    text, emb = next(stream)
+                    fout.create_dataset(str(i), data=emb)
+                    texts.append(text)
+                    self.tell("part", i)
+                fout.create_dataset("texts", data=texts,
+                                    dtype=h5py.string_dtype())
+                fout.attrs.update(first_line=a, end_line=b, run_id=self.rid)
+            os.replace(tmp, path)
+        except Exception as e:
+            _raise_if_full(e, self.folder, tmp, path, f"lines {a}..{b}")
+            raise
+
+    def merge(self, outfile, ranges, manifest, attrs, shard) -> int:
+        """Copies the parts into ``outfile`` through a temporary file in
+        the folder, renamed. Returns the number of sentences."""
+        tmp = os.path.join(self.folder, "merged.hdf5.tmp")
+        try:
+            return self._merge_into(tmp, outfile, ranges, manifest, attrs,
+                                    shard)
+        except Exception as e:
+            # the output is about the size of the parts
+            size = sum(os.path.getsize(_part_path(self.folder, a, b))
+                       for a, b in ranges)
+            _raise_if_full(e, self.folder, tmp, outfile, "the merged file",
+                           size)
+            raise
+
+    def _merge_into(self, tmp, outfile, ranges, manifest, attrs,
+                    shard) -> int:
+        # --use_sentence_keys: datasets named by their text, no index (the
+        # texts were checked to be distinct, non-empty and valid names)
+        by_text = attrs.get("keys") == "sentence"
         with hdf5_for_writing(tmp) as fout:
-            for i in range(a, b):
-                text, emb = next(stream)
-                fout.create_dataset(str(i), data=emb)
-                texts.append(text)
-                _tell(on_event, "part", i)
-            fout.create_dataset("texts", data=texts,
-                                dtype=h5py.string_dtype())
-            fout.attrs.update(first_line=a, end_line=b, run_id=rid)
-        os.replace(tmp, path)
-    except Exception as e:
-        _raise_if_full(e, folder, tmp, path, f"lines {a}..{b}")
-        raise
+            cap_metadata_cache(fout)
+            copied = copy_line_segments(
+                fout, [(_part_path(self.folder, a, b), a, b)
+                       for a, b in ranges], by_text=by_text)
+            with contextlib.closing(copied):  # its part closed on an error
+                n, index_json = sentence_index(self._told("merge", copied),
+                                               by_text=by_text)
+            write_index_and_attrs(fout, index_json, {
+                **attrs, "n_sentences": n, "run": json.dumps(
+                    manifest["run"], sort_keys=True),
+                "run_id": manifest["run_id"],
+                **({} if shard is None else shard_attrs(
+                    shard, manifest["lines"], manifest["run"]["n_lines"])),
+            })
+        self.tell("rename", 0)
+        os.replace(tmp, outfile)
+        self.tell("cleanup", 0)
+        return n
+
+    def _told(self, point, items):
+        """``items``, telling ``(point, k)`` as the ``k``-th arrives."""
+        for k, item in enumerate(items):
+            self.tell(point, k)
+            yield item
 
 
 def _raise_if_full(error, folder, tmp, named, what, needed=None) -> None:
@@ -467,77 +546,32 @@ def _raise_if_full(error, folder, tmp, named, what, needed=None) -> None:
                           at_least=needed is None, hint=hint) from error
 
 
-def _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
-                 on_event=None) -> int:
-    """Copies the parts into ``outfile`` (through a temporary file in the
-    folder, renamed); returns the number of sentences."""
-    tmp = os.path.join(folder, "merged.hdf5.tmp")
-    try:
-        return _merge_into(tmp, folder, outfile, ranges, manifest, attrs,
-                           shard, on_event)
-    except Exception as e:
-        # the output is about the size of the parts
-        size = sum(os.path.getsize(_part_path(folder, a, b))
-                   for a, b in ranges)
-        _raise_if_full(e, folder, tmp, outfile, "the merged file", size)
-        raise
-
-
-def _merge_into(tmp, folder, outfile, ranges, manifest, attrs, shard,
-                on_event) -> int:
-    # --use_sentence_keys: datasets named by their text, no index (the
-    # texts were checked to be distinct, non-empty and valid names)
-    by_text = attrs.get("keys") == "sentence"
-    with hdf5_for_writing(tmp) as fout:
-        cap_metadata_cache(fout)
-        n, index_json = copy_line_segments(
-            fout, [(_part_path(folder, a, b), a, b) for a, b in ranges],
-            by_text=by_text, on_event=on_event)
-        write_index_and_attrs(fout, index_json, {
-            **attrs, "n_sentences": n, "run": json.dumps(
-                manifest["run"], sort_keys=True),
-            "run_id": manifest["run_id"],
-            **({} if shard is None else shard_attrs(
-                shard, manifest["lines"], manifest["run"]["n_lines"])),
-        })
-    _tell(on_event, "rename", 0)
-    os.replace(tmp, outfile)
-    _tell(on_event, "cleanup", 0)
-    return n
-
-
 def copy_line_segments(
     fout: h5py.File,
     segments: Iterable[tuple[str, int, int]],
     *,
     by_text: bool = False,
-    on_event: Optional[Callable[[RunEvent], None]] = None,
-) -> tuple[int, Optional[str]]:
+) -> Iterator[tuple[str, str]]:
     """Copies lines' datasets from parts into ``fout``, in line order: the
     merge of a durable run's parts and of a Beam run's
     (:mod:`bilm_keras.embedding.beam_dump`).
 
     A part holds a dataset per line, named by its global line number, and
-    ``texts``, the lines' stripped text, in the order of its ``lines``
-    dataset (a Beam part) or, without one, of lines ``first_line ..
-    end_line - 1`` (its attributes: a durable run's part).
+    ``texts``, the lines' stripped text. A Beam part orders ``texts`` as
+    its ``lines`` dataset. A durable run's part has no ``lines`` and
+    orders them as lines ``first_line .. end_line - 1``, its attributes.
 
     Args:
         fout: the file being written.
         segments: ``(part path, a, b)``: lines ``[a, b)`` come from that
-            part; in line order, every line once.
+            part. In line order, every line once.
         by_text: name each dataset by its line's text (``--use_sentence_
-            keys``), and build no index.
-        on_event: told ``("merge", k)`` after the ``k``-th dataset.
+            keys``).
 
-    Returns:
-        ``(n, index_json)``: the datasets copied, and AllenNLP's
-        ``sentence_to_index`` as one JSON string (text -> the name of its
-        last line's dataset; None ``by_text``) for
-        :func:`write_index_and_attrs`.
+    Yields:
+        ``(text, name)`` of each line, once its dataset is copied, for
+        :func:`sentence_index`.
     """
-    sentence_to_index = {}
-    n = 0
     path = fin = None
     try:
         for part, a, b in segments:
@@ -554,15 +588,30 @@ def copy_line_segments(
                 row = {int(i): k for k, i in enumerate(numbers)}
             for i in range(a, b):
                 text = texts[row[i]]
-                fin.copy(fin[str(i)], fout,
-                         name=text if by_text else str(i))
-                _tell(on_event, "merge", n)
-                n += 1
-                if not by_text:
-                    sentence_to_index[text] = str(i)  # a repeat: the last
+                name = text if by_text else str(i)
+                fin.copy(fin[str(i)], fout, name=name)
+                yield text, name
     finally:
         if fin is not None:
             fin.close()
+
+
+def sentence_index(copied: Iterable[tuple[str, str]], *,
+                   by_text: bool = False) -> tuple[int, Optional[str]]:
+    """Counts the lines :func:`copy_line_segments` copied.
+
+    Returns:
+        ``(n, index_json)``: the datasets copied, and AllenNLP's
+        ``sentence_to_index`` as one JSON string for
+        :func:`write_index_and_attrs`. It maps a text to the name of its
+        last line's dataset, and is None ``by_text``.
+    """
+    sentence_to_index = {}
+    n = 0
+    for text, name in copied:
+        n += 1
+        if not by_text:
+            sentence_to_index[text] = name  # a repeat: the last
     return n, None if by_text else json.dumps(sentence_to_index)
 
 
@@ -577,10 +626,10 @@ def write_index_and_attrs(fout, index_json: Optional[str], attrs: dict):
     """AllenNLP's ``sentence_to_index`` (one JSON string: text -> dataset
     name, ``index_json``) and the file's attributes.
 
-    That one string (and the dict behind it) is the only part of a merge
-    that grows with the number of sentences: about 0.2 KB per sentence
-    of 25 tokens in the file, several times that in memory while it is
-    built."""
+    That one string and the dict behind it are the only part of a merge
+    that grows with the number of sentences. It takes about 0.2 KB per
+    sentence of 25 tokens in the file, several times that in memory while
+    it is built."""
     if index_json is not None:  # None: datasets named by their sentence
         index = fout.create_dataset("sentence_to_index", (1,),
                                     dtype=h5py.string_dtype())
@@ -592,17 +641,17 @@ def open_hdf5(path, mode) -> h5py.File:
     """``h5py.File`` with a metadata cache of at most 1 MiB.
 
     HDF5 caches the headers of the objects a file has touched, up to 32 MiB
-    per open file by default: a merge of 100,000 datasets through three
-    open files grew its RSS with the number of sentences (58 MiB at 2,000,
-    157 MiB at 60,000). Capped, it stays flat (67-69 MiB) and the copy is
-    no slower: each dataset is touched once.
+    per open file by default. A merge of 100,000 datasets through three
+    open files grew its RSS with the number of sentences: 58 MiB at 2,000,
+    157 MiB at 60,000. Capped, it stays flat at 67-69 MiB, and the copy is
+    no slower, since each dataset is touched once.
     """
     return cap_metadata_cache(h5py.File(path, mode))
 
 
 def cap_metadata_cache(f: h5py.File) -> h5py.File:
-    """Caps the metadata cache of the open file ``f`` at 1 MiB
-    (:func:`open_hdf5`); returns ``f``."""
+    """Caps the metadata cache of the open file ``f`` at 1 MiB, as
+    :func:`open_hdf5` does, and returns ``f``."""
     config = f.id.get_mdc_config()
     config.set_initial_size = True
     config.initial_size = min(config.initial_size, 2**20)
@@ -610,8 +659,3 @@ def cap_metadata_cache(f: h5py.File) -> h5py.File:
     config.max_size = 2**20
     f.id.set_mdc_config(config)
     return f
-
-
-def _tell(on_event, point: str, index: int) -> None:
-    if on_event is not None:
-        on_event(RunEvent(point, index))

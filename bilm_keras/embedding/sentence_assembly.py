@@ -18,11 +18,12 @@ def batch_outputs(encoded: dict, directions, sentences, idx, positions,
 
     Args:
         encoded: the batch's ``encode`` outputs, ``{direction: [(T + 2,
-            P, B') per LSTM layer]}`` (rows as columns; the backward LM's
-            in its reading order).
+            P, B') per LSTM layer]}``. Rows are columns, and the backward
+            LM's are in its reading order.
         directions: the backbone's directions, forward first.
-        sentences: the chunk's sentences; ``idx`` those of the batch, in
-            its row order; ``positions`` `(B, T + 2)` their table rows.
+        sentences: the chunk's sentences. ``idx`` are those of the batch,
+            in its row order. ``positions`` `(B, T + 2)` are their table
+            rows.
         table_rows: `(N + 2, P)`, the token table.
         embedding: what each array holds.
     """

@@ -1,10 +1,11 @@
 """The bulk embedder's first step: every distinct token of a chunk of
-sentences embedded once (the char-CNN and highway layers have no context),
-and each sentence's positions as rows of that table.
+sentences embedded once, and each sentence's positions as rows of that
+table.
 
-A table of ``N`` distinct tokens has ``N + 2`` rows: row 0 ``<S>``, rows
-``1..N`` the tokens in order of first appearance, row ``N + 1`` ``</S>``
-(the batcher's own ids for the boundaries).
+Once is enough, since the char-CNN and highway layers have no context. A
+table of ``N`` distinct tokens has ``N + 2`` rows. Row 0 is ``<S>``, rows
+``1..N`` the tokens in order of first appearance, and row ``N + 1``
+``</S>``. The boundaries get the batcher's own ids.
 """
 
 from __future__ import annotations
@@ -58,12 +59,13 @@ def embed_tokens(embed: Callable, batcher, tokens: list[str],
 
 def batch_positions(sentences, idx, table: TokenTable) -> tuple:
     """One compute batch's inputs of the LSTMs: each position's row of the
-    token table (boundaries included; padding gathers row 0, which the
-    LSTMs ignore) and the lengths.
+    token table, and the lengths.
+
+    Boundaries are included. Padding gathers row 0, which the LSTMs ignore.
 
     Returns:
         ``(positions, lengths)``: `(B, T + 2)` and `(B,)` int32, the
-        sentences ``idx`` in that order (``T``: the longest).
+        sentences ``idx`` in that order, ``T`` the longest.
     """
     n_max = max(len(sentences[i]) for i in idx)
     positions = np.zeros((len(idx), n_max + 2), np.int32)  # (B, T + 2)

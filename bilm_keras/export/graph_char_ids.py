@@ -5,23 +5,24 @@ no Python. The result is bit-identical to
 ``Batcher(vocab, max_characters_per_token).batch_sentences(tokens)``:
 
 * a token's UTF-8 bytes are truncated to ``max_characters_per_token - 2``
-  **bytes** (a multi-byte character may be cut, as ``str.encode(...)[:n]``
-  does), then wrapped in begin/end-of-word (258/259) and padded with 260;
+  **bytes**. A multi-byte character may be cut, as ``str.encode(...)[:n]``
+  does. They are then wrapped in begin/end-of-word (258/259) and padded
+  with 260.
 * the literal tokens ``<S>`` and ``</S>`` become the sentence-boundary
-  pseudo tokens (256/257 between 258 and 259), as
-  ``UnicodeCharsVocabulary.word_to_char_ids`` makes them;
-* every sentence gets ``<S>`` in front and ``</S>`` at the end;
+  pseudo tokens, 256/257 between 258 and 259, as
+  ``UnicodeCharsVocabulary.word_to_char_ids`` makes them.
+* every sentence gets ``<S>`` in front and ``</S>`` at the end.
 * every id is shifted by +1 so that 0 marks padding.
 
 The vocabulary plays no part: ``UnicodeCharsVocabulary`` only caches the
 same ids for its words.
 
 Sentences are split into tokens on the characters for which Python's
-``str.isspace()`` is true, i.e. exactly as ``sentence.split()``; runs of
-whitespace and leading/trailing whitespace produce no empty tokens. (TF-Hub's
-google/elmo/3 split on ``" "`` only.) Input bytes are used as given: bytes
-that are not valid UTF-8 (which a Python ``str`` cannot hold) pass through
-as their byte values.
+``str.isspace()`` is true, exactly as ``sentence.split()``. Runs of
+whitespace and leading or trailing whitespace produce no empty tokens.
+TF-Hub's google/elmo/3 split on ``" "`` only. Input bytes are used as
+given. Bytes that are not valid UTF-8, which a Python ``str`` cannot hold,
+pass through as their byte values.
 """
 
 from __future__ import annotations
@@ -114,13 +115,13 @@ def batch_char_ids(
     Args:
         tokens: `(batch, (n_tokens))` ragged tf.string.
         max_characters_per_token: the options' value.
-        max_tokens: pad every row to this many tokens (at least the
-            longest row's); default: the longest row's, as Batcher.
+        max_tokens: pad every row to this many tokens, at least the
+            longest row's. The default is the longest row's, as Batcher.
 
     Returns:
         `(batch, max_n_tokens + 2, max_characters_per_token)` int32: ``<S>``,
-        the tokens and ``</S>`` per row, +1-shifted, 0 past each row's end (an
-        empty batch gives `(0, 2, max_characters_per_token)`).
+        the tokens and ``</S>`` per row, +1-shifted, 0 past each row's end.
+        An empty batch gives `(0, 2, max_characters_per_token)`.
     """
     # B=batch, N=all tokens, C=max_characters_per_token
     words = token_char_ids(tokens.flat_values,
@@ -146,12 +147,12 @@ def with_boundaries(tokens: tf.RaggedTensor, rows: tf.Tensor,
         tokens: `(batch, (n_tokens))` ragged: the sentences' shape.
         rows: `(N, W)` int32, one row per token of ``tokens.flat_values``.
         bos, eos: `(W,)` int32, the boundary rows.
-        max_tokens: pad every sentence to this many tokens (at least the
-            longest's); default: the longest's.
+        max_tokens: pad every sentence to this many tokens, at least the
+            longest's. The default is the longest's.
 
     Returns:
-        `(batch, max_tokens + 2, W)` int32, 0 past each sentence's end (an
-        empty batch gives `(0, 2, W)`).
+        `(batch, max_tokens + 2, W)` int32, 0 past each sentence's end. An
+        empty batch gives `(0, 2, W)`.
     """
     # B=batch, W=ids per position
     batch = tokens.nrows()
@@ -186,8 +187,8 @@ def padded_tokens_to_char_ids(
     """google/elmo/3's ``tokens`` input -> Batcher's char ids.
 
     Args:
-        tokens: `(batch, max_len)` tf.string; entries at or past a row's
-            ``sequence_len`` are ignored (conventionally ``""``).
+        tokens: `(batch, max_len)` tf.string. Entries at or past a row's
+            ``sequence_len`` are ignored, and are conventionally ``""``.
         sequence_len: `(batch,)` integer, each in ``[0, max_len]`` (checked).
 
     Returns:

@@ -1,17 +1,17 @@
 """The SavedModel's warning for a token far longer than a word, in the
 graph (:mod:`bilm_keras.data.long_tokens` has the limit and the words).
 
-The ``default`` and ``tokens`` signatures (and ``__call__``, which
-``hub.KerasLayer`` runs) print one line on stderr per call that holds
-such a token, naming the first one's sentence in the batch, as
+The ``default`` and ``tokens`` signatures, and ``__call__``, which
+``hub.KerasLayer`` runs, print one line on stderr per call that holds such
+a token. It names the first one's sentence in the batch, as
 ``embed_sentences`` warns: unsegmented text, cut to the model's characters
 per token. The limit is a constant of the exported graph.
 
 It is ``tf.print`` in the graph, not :mod:`logging` as in the rest of the
-library, because a SavedModel runs without our Python: TF Serving, or
+library, because a SavedModel runs without our Python. TF Serving, or
 ``hub.load`` in a program that never imported bilm_keras, runs only the
 graph, and the graph's one channel is its stream. In this process the
-library's own paths (``embed_sentences``, ``bilm-keras embed``) warn
+library's own paths, ``embed_sentences`` and ``bilm-keras embed``, warn
 through ``logging`` before the model is called.
 """
 

@@ -1,23 +1,23 @@
 """In-graph ids of an ELMoForManyLangs model: the signatures'
 ``ManyLangsBatcher``.
 
-TensorFlow ops only (hash tables + string ops), so it runs inside a
-SavedModel with no Python. The result is the ids tensor of a converted
-model (``ManyLangsBatcher.batch_sentences``), computed as upstream's
-``read_list`` + ``create_one_batch`` compute theirs:
+It uses TensorFlow ops only, hash tables and string ops, so it runs
+inside a SavedModel with no Python. The result is the ids tensor of a
+converted model (``ManyLangsBatcher.batch_sentences``). It is computed as
+upstream's ``read_list`` and ``create_one_batch`` compute theirs:
 
-* every sentence becomes ``<bos>`` tokens ``<eos>``;
-* a token longer than ``MC - 2`` **code points** is cut to ``MC - 2``
-  (``unicode_decode``: a non-BMP character is one code point, as in a
-  Python ``str``), and the cut string is what the word lookup sees;
-* a token's char row is ``[<eow>, c_1 .. c_k, <bow>, <pad> ...]`` with
-  upstream's swapped markers (its ``bow_id`` reads ``char2id['<eow>']``);
-  a character not in ``char.dic`` is ``<oov>``;
-* a token that is exactly ``<bos>`` or ``<eos>`` (after the cut) gets the
-  boundary row ``[<eow>, <bos>|<eos>, <bow>, <pad> ...]``;
-* the word id is ``word.dic``'s id of the (cut) token, else ``<oov>``;
+* every sentence becomes ``<bos>`` tokens ``<eos>``.
+* a token longer than ``MC - 2`` **code points** is cut to ``MC - 2``.
+  With ``unicode_decode``, a non-BMP character is one code point, as in a
+  Python ``str``. The cut string is what the word lookup sees.
+* a token's char row is ``[<eow>, c_1 .. c_k, <bow>, <pad> ...]``, with
+  upstream's swapped markers: its ``bow_id`` reads ``char2id['<eow>']``.
+  A character not in ``char.dic`` is ``<oov>``.
+* a token that is exactly ``<bos>`` or ``<eos>``, after the cut, gets the
+  boundary row ``[<eow>, <bos>|<eos>, <bow>, <pad> ...]``.
+* the word id is ``word.dic``'s id of the cut token, else ``<oov>``.
 * every id is shifted by +1, so that 0 marks a position past a
-  sentence's end (the whole row, word column included).
+  sentence's end, the whole row, word column included.
 
 Shapes (``B`` = batch, ``T`` = most tokens in a row, ``MC`` =
 max_characters_per_token, ``W`` = MC + 1 with a word part, else MC)::
@@ -51,14 +51,14 @@ class ManyLangsGraphIds(tf.Module):
     """Token strings -> a converted ELMoForManyLangs model's ids, in graph.
 
     The dictionaries become two ``tf.lookup.StaticHashTable``s whose keys
-    and values are constants of the graph, so a SavedModel that holds this
-    module needs no file at load time (``hub_module`` still ships the
-    ``.dic`` files as assets beside them, for the record).
+    and values are constants of the graph. So a SavedModel that holds this
+    module needs no file at load time. ``hub_module`` still ships the
+    ``.dic`` files as assets beside them, for the record.
 
     Args:
         char_dic: ``{token: id}`` as :func:`read_char_dic` returns it. Only
-            single-code-point tokens can match a character (upstream looks
-            up ``str`` characters); the specials are read by name.
+            single-code-point tokens can match a character, since upstream
+            looks up ``str`` characters. The specials are read by name.
         word_dic: ``{token: id}`` as :func:`read_word_dic` returns it, or
             None for a model without a word part.
         max_characters_per_token: the options' ``MC`` (at least 7: upstream
@@ -176,13 +176,13 @@ class ManyLangsGraphIds(tf.Module):
 
         Args:
             tokens: `(batch, (n_tokens))` ragged tf.string.
-            max_tokens: pad every row to this many tokens (at least the
-                longest row's); default: the longest row's.
+            max_tokens: pad every row to this many tokens, at least the
+                longest row's. The default is the longest row's.
 
         Returns:
             `(batch, max_n_tokens + 2, W)` int32: ``<bos>``, the tokens and
-            ``<eos>`` per row, +1-shifted, 0 past each row's end (an empty
-            batch gives `(0, 2, W)`).
+            ``<eos>`` per row, +1-shifted, 0 past each row's end. An empty
+            batch gives `(0, 2, W)`.
         """
         # N=all tokens, W=ids per position
         words = self.token_ids(tokens.flat_values) + 1  # (N, W)
@@ -201,8 +201,9 @@ class ManyLangsGraphIds(tf.Module):
         """google/elmo/3's ``tokens`` input -> the ids tensor.
 
         Args:
-            tokens: `(batch, max_len)` tf.string (a token may hold spaces);
-                entries at or past a row's ``sequence_len`` are ignored.
+            tokens: `(batch, max_len)` tf.string, where a token may hold
+                spaces. Entries at or past a row's ``sequence_len`` are
+                ignored.
             sequence_len: `(batch,)` integer, each in ``[0, max_len]``
                 (checked).
 

@@ -1,17 +1,17 @@
 """In-graph ids of a word-input model: the signatures' ``TokenBatcher``.
 
-TensorFlow ops only (one hash table + string ops), so it runs inside a
-SavedModel with no Python. The result is what
-:class:`~bilm_keras.TokenBatcher` gives a word-input model (a converted
-Paddle baike model, a bilm-tf model trained on tokens), one id per
-position, kept in a last axis of width 1 so that the signatures have the
-same shapes as a character model's::
+It uses TensorFlow ops only, one hash table and string ops, so it runs
+inside a SavedModel with no Python. The result is what
+:class:`~bilm_keras.TokenBatcher` gives a word-input model, such as a
+converted Paddle baike model or a bilm-tf model trained on tokens. That is
+one id per position, kept in a last axis of width 1, so that the
+signatures have the same shapes as a character model's::
 
     ids   int32 (B, T + 2, 1)   <S>, the words, </S>, each +1; 0 pads
 
-A word not in the vocabulary is ``<UNK>``; words are matched exactly (the
+A word not in the vocabulary is ``<UNK>``. Words are matched exactly. The
 vocabulary is read as :class:`~bilm_keras.data.vocabulary.Vocabulary`
-reads it: stripped lines, ``!!!MAXTERMID`` skipped).
+reads it: stripped lines, ``!!!MAXTERMID`` skipped.
 """
 
 from __future__ import annotations

@@ -1,14 +1,14 @@
 """Export a biLM as a TF-Hub-style SavedModel (google/elmo/3's interface).
 
 The SavedModel has three signatures and the Reusable SavedModel attributes
-on its root, so ``hub.load``, ``hub.KerasLayer`` (tf_keras 2, trainable or
+on its root. So ``hub.load``, ``hub.KerasLayer`` (tf_keras 2, trainable or
 through a signature) and Keras 3's ``keras.layers.TFSMLayer`` (inference)
-all consume it; to fine-tune in Keras 3 use
-:class:`~bilm_keras.export.ELMoHubLayer` (Keras 3's optimizers cannot
-train ``TFSMLayer``'s weights: their names keep TensorFlow's ``:0``).
+all consume it. To fine-tune in Keras 3, use
+:class:`~bilm_keras.export.ELMoHubLayer`. Keras 3's optimizers cannot
+train ``TFSMLayer``'s weights, because their names keep TensorFlow's ``:0``.
 
-Signatures (``B`` = batch, ``T`` = tokens, ``C`` = max_characters_per_token,
-``P`` = projection_dim)::
+In the signatures below, ``B`` is the batch and ``T`` the tokens. ``C`` is
+max_characters_per_token and ``P`` projection_dim::
 
     name     inputs                                    time axis T
     default  strings       tf.string (B,)              most tokens in a row
@@ -25,62 +25,74 @@ Every signature, and the root's ``__call__``, returns the same dict::
     default        tf.float32 (B, 2 * P)     mean of elmo over the real tokens
     sequence_len   tf.int32   (B,)           tokens per row
 
-A word-input model (options without ``char_cnn``: a converted Paddle
-baike model) has the same signatures and outputs, its vocabulary a hash
-table in the graph (:mod:`bilm_keras.export.graph_word_ids`; the
-vocabulary is then required): ``char_ids`` of ``elmo`` is `(B, T + 2, 1)`,
+A word-input model has the same signatures and outputs. Its options have
+no ``char_cnn``, as in a converted Paddle baike model. Its vocabulary is a
+hash table in the graph (:mod:`bilm_keras.export.graph_word_ids`), so the
+vocabulary is then required. ``char_ids`` of ``elmo`` is `(B, T + 2, 1)`,
 ``TokenBatcher``'s ids, and ``word_emb`` the token table's rows.
 
-A converted ELMoForManyLangs model (options with an ``elmoformanylangs``
-section) has the same signatures and outputs; its ids are those of
-``ManyLangsBatcher`` (see :mod:`bilm_keras.export.graph_manylangs_ids`):
-``char_ids`` of ``elmo`` is then `(B, T + 2, W)` with ``W = C + 1`` when
-the model has a word part (column ``C`` the +1-shifted word id), its
-``char.dic``/``word.dic`` lookups are hash tables in the graph, and the
-two files also ship as assets (``root.char_dic_file``,
-``root.word_dic_file``) beside ``options.json``, which names them.
+A converted ELMoForManyLangs model has the same signatures and outputs.
+Its options have an ``elmoformanylangs`` section. Its ids are those of
+``ManyLangsBatcher`` (:mod:`bilm_keras.export.graph_manylangs_ids`).
+``char_ids`` of ``elmo`` is then `(B, T + 2, W)`, with ``W = C + 1`` when
+the model has a word part. Column ``C`` is then the +1-shifted word id.
+Its ``char.dic`` and ``word.dic`` lookups are hash tables in the graph.
+The two files also ship as assets beside ``options.json``, which names
+them: ``root.char_dic_file`` and ``root.word_dic_file``.
 
-``<S>``/``</S>`` are not in the outputs (as in google/elmo/3); positions past
-a row's ``sequence_len`` are zero, and so is ``default`` of a row with no
-tokens. ``default`` splits on whitespace exactly as Python's ``str.split()``;
-char ids are those of :class:`~bilm_keras.Batcher` (see
-:mod:`bilm_keras.export.graph_char_ids`). A batch of zero sentences returns
-outputs with batch 0. Bad input raises: a wrong dtype at a signature
-``InvalidArgumentError`` naming the expected and found dtypes; values out of
-range (``sequence_len``, ``char_ids``) or a wrong ``max_characters_per_token``
-an in-graph assertion naming the input; a wrong rank an error from the first op
-that meets it (restored signatures do not check shapes), while the root's
-``tf.function`` attributes ``default``/``tokens``/``elmo`` reject a wrong dtype
-or rank before running, naming the expected ``TensorSpec``. Layer 0 of the mix
-(``word_emb``) is used twice, once per direction, as in bilm-tf's
-``weight_layers``.
+``<S>`` and ``</S>`` are not in the outputs, as in google/elmo/3.
+Positions past a row's ``sequence_len`` are zero, and so is ``default`` of
+a row with no tokens. ``default`` splits on whitespace exactly as Python's
+``str.split()``. Char ids are those of :class:`~bilm_keras.Batcher`
+(:mod:`bilm_keras.export.graph_char_ids`). A batch of zero sentences
+returns outputs with batch 0. Layer 0 of the mix, ``word_emb``, is used
+twice, once per direction, as in bilm-tf's ``weight_layers``.
 
-The root object also has: ``__call__(strings, training=False)`` (a
-``tf.function`` traced for both values of ``training``; the model has no
-dropout, so both give the same numbers), ``variables``,
-``trainable_variables`` (the scalar-mix weights and gamma; plus every LM
-weight with ``trainable_lm=True``) and ``regularization_losses`` (an L2 term
-on the mix weights when ``l2_coef`` is given, else empty). The files
-``options.json`` and, if given, the vocabulary ship as
-``tf.saved_model.Asset`` (``root.options_file``, ``root.vocab_file``).
+Bad input raises:
 
-Why ``tf.Module`` + ``tf.saved_model.save`` rather than Keras 3
-``ExportArchive``: the interface TF-Hub consumers need is the *Reusable
-SavedModel* one — a callable root whose ``__call__`` takes a Python
-``training`` flag (so it must be traced once per value, which an
-``ExportArchive`` endpoint, fixed to one tensor input signature, cannot
-express), plus ``variables``, ``trainable_variables`` and
-``regularization_losses`` attributes that ``hub.KerasLayer`` reads to
-find the weights it may train, and named ``signatures`` with dict outputs.
-``ExportArchive`` writes endpoints and a variables list but no callable
-root and no regularization losses, and decides trainability from Keras'
-own flags. A ``tf.Module`` root gives each of those pieces explicitly, in a
-few lines, still running our one Keras ``BiLMBackbone`` and ``ScalarMix``
-inside (their variables are tracked through the module). Which LM weights
-are trainable is fixed where it matters for every consumer: the saved
-``tf.Variable``'s own ``trainable`` flag (read by ``TFSMLayer``), set at
-creation with a variable creator scope, and the root's
-``trainable_variables`` list (read by ``hub.KerasLayer``).
+* a wrong dtype at a signature: ``InvalidArgumentError`` naming the
+  expected and found dtypes.
+* values out of range in ``sequence_len`` or ``char_ids``, or a wrong
+  ``max_characters_per_token``: an in-graph assertion naming the input.
+* a wrong rank: an error from the first op that meets it, because restored
+  signatures do not check shapes.
+* a wrong dtype or rank at the root's ``tf.function`` attributes
+  ``default``, ``tokens`` and ``elmo``: an error before running, naming
+  the expected ``TensorSpec``.
+
+The root object also has:
+
+* ``__call__(strings, training=False)``: a ``tf.function`` traced for both
+  values of ``training``. The model has no dropout, so both give the same
+  numbers.
+* ``variables``.
+* ``trainable_variables``: the scalar-mix weights and gamma, plus every LM
+  weight with ``trainable_lm=True``.
+* ``regularization_losses``: an L2 term on the mix weights when
+  ``l2_coef`` is given, else empty.
+
+The files ``options.json`` and, if given, the vocabulary ship as
+``tf.saved_model.Asset``: ``root.options_file`` and ``root.vocab_file``.
+
+Why ``tf.Module`` and ``tf.saved_model.save`` rather than Keras 3
+``ExportArchive``? TF-Hub consumers need the *Reusable SavedModel*
+interface. Its root is callable, and its ``__call__`` takes a Python
+``training`` flag, so it must be traced once per value. An
+``ExportArchive`` endpoint is fixed to one tensor input signature and
+cannot express that. The root also needs ``variables``,
+``trainable_variables`` and ``regularization_losses`` attributes, which
+``hub.KerasLayer`` reads to find the weights it may train, and named
+``signatures`` with dict outputs. ``ExportArchive`` writes endpoints and a
+variables list but no callable root and no regularization losses. It
+decides trainability from Keras' own flags. A ``tf.Module`` root gives
+each of those pieces explicitly, in a few lines. It still runs our one
+Keras ``BiLMBackbone`` and ``ScalarMix`` inside, their variables tracked
+through the module.
+
+Which LM weights are trainable is fixed where it matters for every
+consumer. The saved ``tf.Variable``'s own ``trainable`` flag is read by
+``TFSMLayer`` and set at creation with a variable creator scope. The
+root's ``trainable_variables`` list is read by ``hub.KerasLayer``.
 """
 
 from __future__ import annotations
@@ -112,6 +124,7 @@ from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
+from bilm_keras.weights.learned_mix import MIX_FILE, mix_beside
 
 
 class ExportError(ValueError):
@@ -126,14 +139,14 @@ class ELMoHubModule(tf.Module):
             weights loaded.
         options_file: path of the ``options.json`` to ship as an asset.
         vocab_file: optional vocabulary to ship as an asset.
-        trainable_lm: list the LM weights in ``trainable_variables``. (The
+        trainable_lm: list the LM weights in ``trainable_variables``. The
             weights' own ``trainable`` flags are set where the backbone is
-            built: see :func:`build_backbone`.)
+            built, in :func:`build_backbone`.
         l2_coef: float or None. L2 penalty on the scalar-mix weights,
             exposed through ``regularization_losses``.
         graph_ids: the in-graph ids of a converted ELMoForManyLangs model
-            or of a word-input model (:func:`graph_ids_for_options`);
-            None: bilm-tf's char ids.
+            or of a word-input model (:func:`graph_ids_for_options`). None
+            means bilm-tf's char ids.
         char_dic_file, word_dic_file: that model's dictionaries, shipped
             as assets.
 
@@ -373,10 +386,12 @@ class ELMoHubModule(tf.Module):
         return embed(self._ids_of_strings(strings))
 
     def signatures(self) -> dict:
-        """The functions to save as SavedModel signatures (each has its
-        input signature, so ``tf.saved_model.save`` traces it once, while
-        saving; traced before the save, it would be traced again there:
-        the save traces a ``tf.function`` in its own context)."""
+        """The functions to save as SavedModel signatures.
+
+        Each has its input signature, so ``tf.saved_model.save`` traces it
+        once, while saving. Traced before the save, it would be traced
+        again there, since the save traces a ``tf.function`` in its own
+        context."""
         return {"default": self.default, "tokens": self.tokens,
                 "elmo": self.elmo}
 
@@ -392,9 +407,9 @@ class ELMoHubModule(tf.Module):
 def _variables_trainable(trainable: bool):
     """Creates every ``tf.Variable`` in the block with ``trainable``.
 
-    Keras 3 keeps trainability on its own variable wrapper; the saved
+    Keras 3 keeps trainability on its own variable wrapper. The saved
     ``tf.Variable`` underneath keeps its creation flag, and that flag is
-    what a reloaded SavedModel (and ``TFSMLayer``) reports.
+    what a reloaded SavedModel, and ``TFSMLayer``, report.
     """
 
     def creator(next_creator, **kwargs):
@@ -431,9 +446,11 @@ def graph_ids_for_options(
     options: BiLMOptions, vocab_file: Optional[str] = None,
     source: str = "options",
 ) -> Optional[ManyLangsGraphIds | WordGraphIds]:
-    """The in-graph ids of a converted ELMoForManyLangs model (its
-    dictionaries read as upstream reads them) or of a word-input model
-    (its ``vocab_file``, required); None for a bilm-tf character model."""
+    """The in-graph ids of a converted ELMoForManyLangs model or of a
+    word-input model, or None for a bilm-tf character model.
+
+    A ManyLangs model's dictionaries are read as upstream reads them. A
+    word-input model's ``vocab_file`` is required."""
     if options.char_cnn is None:
         if vocab_file is None:
             raise ExportError(
@@ -495,26 +512,29 @@ def export_hub(
     """Exports bilm-tf files as a TF-Hub-style SavedModel.
 
     Args:
-        options_file: bilm-tf ``options.json``, or a converted
-            ELMoForManyLangs model's (its dictionaries are read from the
-            paths it names), or a word-input model's (no ``char_cnn``: a
-            converted Paddle baike model).
-        weight_file: bilm-tf ``lm_weights.hdf5`` (a word-input model's
-            holds its token table, ``embedding``).
+        options_file: bilm-tf ``options.json``, a converted
+            ELMoForManyLangs model's, or a word-input model's. A ManyLangs
+            model's dictionaries are read from the paths it names. A
+            word-input model, such as a converted Paddle baike model, has
+            no ``char_cnn``. A ``mix.json`` beside it, a converted TF1 Hub
+            module's learned mix, starts the scalar mix.
+        weight_file: bilm-tf ``lm_weights.hdf5``. A word-input model's
+            holds its token table, ``embedding``.
         outdir: the SavedModel directory to write.
-        vocab_file: vocabulary shipped as an asset (the char ids do not
-            depend on it); a word-input model's ids do: required there,
-            and put in the graph.
-        trainable_lm: make every LM weight trainable too (fine-tuning);
-            default: only the scalar-mix weights and gamma are.
-        overwrite: replace a non-empty ``outdir``; default: refuse.
+        vocab_file: vocabulary shipped as an asset. The char ids do not
+            depend on it. A word-input model's ids do, so there it is
+            required and put in the graph.
+        trainable_lm: make every LM weight trainable too, for fine-tuning.
+            By default only the scalar-mix weights and gamma are.
+        overwrite: replace a non-empty ``outdir``. By default it is
+            refused.
         l2_coef: optional L2 on the scalar-mix weights, in
             ``regularization_losses``.
         precision: what the saved graph's products compute in
-            (:mod:`~bilm_keras.layers.precision`: ``"float32"``, exact,
-            the default; ``"bfloat16"`` for AMX CPUs and GPUs of compute
-            capability 8.0 and up). The signatures take and return float32
-            whatever it is, and the variables stay float32.
+            (:mod:`~bilm_keras.layers.precision`). ``"float32"`` is exact
+            and the default. ``"bfloat16"`` suits AMX CPUs and GPUs of
+            compute capability 8.0 and up. The signatures take and return
+            float32 whatever it is, and the variables stay float32.
 
     Returns:
         The absolute path of ``outdir``. Inputs and outputs of each
@@ -547,7 +567,26 @@ def export_hub(
         char_dic_file=None if manylangs is None else manylangs.char_dic,
         word_dic_file=None if manylangs is None else manylangs.word_dic,
     )
+    _start_from_learned_mix(module, os.fspath(options_file))
     return save_module(module, outdir, overwrite)
+
+
+def _start_from_learned_mix(module: ELMoHubModule, options_file: str) -> None:
+    """Sets the module's scalar mix to the ``mix.json`` beside
+    ``options_file`` (a converted TF1 Hub module's learned mix), if any:
+    its ``elmo`` output is then the original module's."""
+    folder = os.path.dirname(os.path.abspath(options_file))
+    mix = mix_beside(folder)
+    if mix is None:
+        return
+    n = module.scalar_mix.n_layers
+    if len(mix.mix_logits) != n:
+        raise ExportError(
+            f"{os.path.join(folder, MIX_FILE)}: mix_logits: expected {n} "
+            f"values (one per layer), found {len(mix.mix_logits)}")
+    # softmax(w + 1/L) is softmax(w): the logits are taken as they are
+    module.scalar_mix.scalar_weights.assign(list(mix.mix_logits))
+    module.scalar_mix.gamma.assign([mix.gamma])
 
 
 def export_hub_from_save_dir(
@@ -561,22 +600,23 @@ def export_hub_from_save_dir(
     checkpoint: Optional[str] = None,
     precision: str = "float32",
 ) -> str:
-    """Exports the latest checkpoint of a training ``save_dir`` (ours or
-    bilm-tf's), or a Paddle checkpoint (a ``.pdparams``, its run's
-    save_dir, a persistables directory).
+    """Exports the latest checkpoint of a training ``save_dir``, ours or
+    bilm-tf's, or a Paddle checkpoint.
 
-    The checkpoint goes through
-    :func:`bilm_keras.training.weight_dump.dump_weights` (into a temporary
-    directory) and then :func:`export_hub`, so the exported model is
-    exactly the one ``bin/dump_weights.py`` +
-    :class:`~bilm_keras.BidirectionalLanguageModel` give, and the
-    ``options.json`` asset is the prediction one (``n_characters`` 262;
-    a converted ELMoForManyLangs model keeps its own, and its dictionaries
-    ship too).
-    ``checkpoint``: the checkpoint to export (``model-200``); None: the
-    newest, which must read whole (a damaged newest one is refused,
-    naming the newest that does).
-    Other arguments as :func:`export_hub`.
+    A Paddle checkpoint is a ``.pdparams``, its run's save_dir, or a
+    persistables directory. The checkpoint goes through
+    :func:`bilm_keras.training.weight_dump.dump_weights`, into a temporary
+    directory, and then :func:`export_hub`. So the exported model is
+    exactly the one ``bin/dump_weights.py`` and
+    :class:`~bilm_keras.BidirectionalLanguageModel` give. The
+    ``options.json`` asset is the prediction one, with ``n_characters``
+    262. A converted ELMoForManyLangs model keeps its own, and its
+    dictionaries ship too.
+
+    ``checkpoint``: the checkpoint to export, e.g. ``model-200``. None
+    means the newest, which must read whole. A damaged newest one is
+    refused, naming the newest that does. Other arguments as
+    :func:`export_hub`.
 
     Raises:
         CheckpointError, CheckpointFileError: no checkpoint in

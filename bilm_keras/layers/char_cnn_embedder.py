@@ -19,16 +19,16 @@ class CharCNNEmbedder(keras.layers.Layer):
     ``n_highway`` :class:`Highway` layers and projected to
     ``projection_dim`` when the filter count differs from it.
 
-    The character table has ``n_characters`` rows; row 0 is the padding
+    The character table has ``n_characters`` rows. Row 0 is the padding
     id of :class:`~bilm_keras.Batcher` (+1-shifted ids) and stays zero when
     loaded from bilm-tf weights.
 
     A converted ELMoForManyLangs model (``word_embedding_dim > 0``) also
-    has a word embedding: each token's ids end with one more column, its
-    word id (+1-shifted, from
-    :class:`~bilm_keras.data.manylangs_batcher.ManyLangsBatcher`), whose
+    has a word embedding. Each token's ids end with one more column, its
+    word id, +1-shifted, from
+    :class:`~bilm_keras.data.manylangs_batcher.ManyLangsBatcher`. Its
     embedding is concatenated *before* the highway output,
-    ``[word ; chars]``, and projected (with bias) to ``projection_dim``.
+    ``[word ; chars]``, and projected with bias to ``projection_dim``.
     Upstream always projects, so such a model has ``always_project``.
 
     Args:
@@ -37,15 +37,17 @@ class CharCNNEmbedder(keras.layers.Layer):
         n_highway: number of highway layers.
         projection_dim: output size.
         activation: ``"relu"`` or ``"tanh"``.
-        n_characters: rows of the character table (262: 261 + padding).
-        max_characters_per_token: characters per token (the input's last
-            axis without a word part).
-        word_embedding_dim: size of a word embedding; 0 (default): no word
-            part (bilm-tf).
-        n_words: words of the word table without its padding row (the
-            table has ``n_words + 1`` rows; row 0 is the padding id).
+        n_characters: rows of the character table, 262 for 261 and the
+            padding.
+        max_characters_per_token: characters per token, the input's last
+            axis without a word part.
+        word_embedding_dim: size of a word embedding. 0, the default, is no
+            word part, as in bilm-tf.
+        n_words: words of the word table without its padding row. The
+            table has ``n_words + 1`` rows, row 0 the padding id.
         always_project: project even when the filter count equals
-            ``projection_dim`` (ELMoForManyLangs); implied by a word part.
+            ``projection_dim``, as ELMoForManyLangs does. A word part
+            implies it.
 
     Call arguments:
         inputs: `(batch, time, W)` int ids: the char ids
@@ -53,9 +55,9 @@ class CharCNNEmbedder(keras.layers.Layer):
             there is a word part (``W = max_characters_per_token + 1``).
 
     Returns:
-        `(batch, time, projection_dim)` float32 token embeddings (under a
+        `(batch, time, projection_dim)` float32 token embeddings. Under a
         mixed policy the convolutions and products run in its compute
-        dtype, the rest in float32: :mod:`~bilm_keras.layers.precision`).
+        dtype, the rest in float32 (:mod:`~bilm_keras.layers.precision`).
 
     Example:
         >>> emb = CharCNNEmbedder([(1, 4), (2, 8)], 4, 1, 8)

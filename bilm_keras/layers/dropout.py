@@ -1,22 +1,22 @@
 """Dropout whose masks can be a function of a seed, the same in every path.
 
 The biLM drops each LSTM layer's input and the top layer's output in
-training (bilm-tf's ``DropoutWrapper(input_keep_prob)`` and its
-``tf.nn.dropout`` on the LSTM output). The training loop passes one seed a
-step; every mask is then a stateless function of that seed, the direction
-and the layer, drawn in the batch-major layout `(batch, time, dim)`. So the
-statically unrolled training path (both directions batched) and the plain
-per-direction path draw the very same masks, and their losses can be
-compared with dropout on. Without a seed the masks come from TensorFlow's
-stateful generator, as ``tf.nn.dropout``'s.
+training. Those are bilm-tf's ``DropoutWrapper(input_keep_prob)`` and its
+``tf.nn.dropout`` on the LSTM output. The training loop passes one seed a
+step. Every mask is then a stateless function of that seed, the direction
+and the layer, drawn in the batch-major layout `(batch, time, dim)`. So
+the statically unrolled training path, both directions batched, and the
+plain per-direction path draw the very same masks. Their losses can then
+be compared with dropout on. Without a seed, the masks come from
+TensorFlow's stateful generator, as ``tf.nn.dropout``'s do.
 """
 
 import tensorflow as tf
 
 
 def fold_seed(seed, *keys):
-    """A new `(2,)` stateless seed from ``seed`` and integer ``keys``
-    (``tf.random.experimental.stateless_fold_in``, one key at a time);
+    """A new `(2,)` stateless seed from ``seed`` and integer ``keys``,
+    by ``tf.random.experimental.stateless_fold_in``, one key at a time.
     None stays None."""
     if seed is None:
         return None
@@ -32,14 +32,14 @@ def dropout(x, rate, seed=None, time_major=False):
         x: `(batch, time, dim)`, or `(time, batch, dim)` with
             ``time_major``.
         rate: float in [0, 1).
-        seed: None (stateful masks) or a `(2,)` int seed: the mask is then
-            drawn as a `(batch, time, dim)` function of it, whatever the
-            layout of ``x``.
+        seed: None for stateful masks, or a `(2,)` int seed. The mask is
+            then drawn as a `(batch, time, dim)` function of it, whatever
+            the layout of ``x``.
         time_major: layout of ``x``.
 
     Returns:
         ``x`` with dropped entries zero and the rest scaled by
-        ``1 / (1 - rate)``; same shape and layout.
+        ``1 / (1 - rate)``, in the same shape and layout.
     """
     if not rate:
         return x

@@ -15,7 +15,7 @@ class Highway(keras.layers.Layer):
     ``transform = relu(x W_transform + b_transform)``,
     ``y = carry * transform + (1 - carry) * x``.
 
-    bilm-tf calls the gate that multiplies the *new* value "carry"; the name
+    bilm-tf calls the gate that multiplies the *new* value "carry". The name
     is kept so the weights map one to one onto its HDF5 datasets
     ``CNN_high_i/{W,b}_{carry,transform}``.
 

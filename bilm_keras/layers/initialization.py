@@ -1,10 +1,11 @@
 """Placeholder initial values for weights that a file is about to overwrite.
 
 A random initialiser is wasted work when every weight is assigned from a file
-right after the model is built, and TensorFlow's CPU allocator keeps the memory
-of its temporaries as resident memory. Inside :func:`placeholder_weights` the
-layers' random initialisers become zeros (one buffer per variable, nothing
-else). :func:`~bilm_keras.weights.load_bilm_tf_hdf5` builds an unbuilt backbone
+right after the model is built. And TensorFlow's CPU allocator keeps the
+memory of its temporaries as resident memory. Inside
+:func:`placeholder_weights` the layers' random initialisers become zeros,
+one buffer per variable, nothing else.
+:func:`~bilm_keras.weights.load_bilm_tf_hdf5` builds an unbuilt backbone
 this way.
 """
 

@@ -1,15 +1,15 @@
 """LSTM cell with projection and clipping, in TF1 ``LSTMCell`` semantics.
 
 :func:`lstm_step` is one step: the recurrent product, the gate math
-(:func:`lstm_gates`), the projection and its clip. The cell's :meth:`step`
-(the while-loop path of :mod:`bilm_keras.layers.recurrence`) and the
-statically unrolled training window
-(:func:`bilm_keras.layers.training_recurrence.lstm_window`) both run it.
-:func:`lstm_step_backward`, beside it, is its hand-written gradient
-(:func:`lstm_gates_backward` for the gate math), which the training window
-uses in its backward pass. With ``fused=True`` (the training window) the
-gate math and its gradient run as XLA kernels, one fused loop per step
-instead of a dozen elementwise ops.
+(:func:`lstm_gates`), the projection and its clip. Two paths run it. One
+is the cell's :meth:`step`, the while-loop path of
+:mod:`bilm_keras.layers.recurrence`. The other is the statically unrolled
+training window (:func:`bilm_keras.layers.training_recurrence.lstm_window`).
+:func:`lstm_step_backward`, beside it, is its hand-written gradient, with
+:func:`lstm_gates_backward` for the gate math. The training window uses it
+in its backward pass. With ``fused=True``, as in the training window, the
+gate math and its gradient run as XLA kernels. That is one fused loop per
+step instead of a dozen elementwise ops.
 """
 
 import functools
@@ -31,7 +31,8 @@ class StepTrace(NamedTuple):
     bias). ``tanh_c``: ``tanh`` of the clipped cell state. ``m``: the cell
     output before the projection, ``o * tanh_c``. ``c_inside``,
     ``h_inside``: 1.0 where the cell and projection clips pass the
-    gradient (``-clip <= x <= clip``), 0.0 elsewhere; None without a clip.
+    gradient (``-clip <= x <= clip``), 0.0 elsewhere, and None without a
+    clip.
     """
 
     h_prev: tf.Tensor
@@ -60,14 +61,16 @@ def lstm_gates(z, c_prev, *, forget_bias=1.0, cell_clip=None,
     Args:
         z: `(..., 4 * units)` (gate order i, j, f, o).
         c_prev: `(..., units)`.
-        forget_bias, cell_clip: the cell's (clip None or 0: none).
-        clip_mask: compute the cell clip's gradient mask (False: None).
+        forget_bias, cell_clip: the cell's. A clip of None or 0 is none.
+        clip_mask: compute the cell clip's gradient mask. False gives
+            None.
 
     Returns:
-        ``(c, m, i, j, f, o, tanh_c, c_inside)``, each `(..., units)`:
-        the clipped cell state, the cell output ``o * tanh_c``, the gates
-        after their nonlinearity (``f`` with the forget bias) and the cell
-        clip's gradient mask (None without a clip or ``clip_mask``).
+        ``(c, m, i, j, f, o, tanh_c, c_inside)``, each `(..., units)`.
+        They are the clipped cell state, the cell output ``o * tanh_c``,
+        and the gates after their nonlinearity (``f`` with the forget
+        bias). Last comes the cell clip's gradient mask, None without a
+        clip or ``clip_mask``.
     """
     i, j, f, o = tf.split(z, 4, axis=-1)  # 4 x (..., U)
     i, j = tf.sigmoid(i), tf.tanh(j)
@@ -151,16 +154,16 @@ def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
         forget_bias, cell_clip, proj_clip: the cell's (clips None or 0:
             none).
         trace: also return the :class:`StepTrace` for
-            :func:`lstm_step_backward`; False keeps the per-step loops free
+            :func:`lstm_step_backward`. False keeps the per-step loops free
             of the clip masks.
-        fused: run :func:`lstm_gates` as one XLA kernel (the training
-            window; the same math, to float rounding).
-        compute_dtype: the dtype of the two products (their operands
-            rounded to it); the state, the gates and ``h`` stay float32
+        fused: run :func:`lstm_gates` as one XLA kernel, as the training
+            window does. The math is the same, to float rounding.
+        compute_dtype: the dtype of the two products, their operands
+            rounded to it. The state, the gates and ``h`` stay float32
             (:mod:`~bilm_keras.layers.precision`).
 
     Returns:
-        ``(c, h)``, `(..., units)` and `(..., output_dim)`; with ``trace``
+        ``(c, h)``, `(..., units)` and `(..., output_dim)`. With ``trace``,
         ``(c, h, StepTrace)``.
     """
     # U=units, P=output dim, G=4U; "..." the leading (batch) axes
@@ -192,12 +195,13 @@ def lstm_step_backward(d_h, d_c, step, recurrent_kernel,
                        compute_dtype="float32"):
     """The gradient of one :func:`lstm_step`, written out by hand.
 
-    The chain rule through the forward lines above, in reverse: the
-    projection clip, the projection, then :func:`lstm_gates_backward`
-    (``m = o * tanh(c)``, the cell clip, ``c = f * c_prev + i * j``, the
-    gates' nonlinearities) and ``z = z_input + h_prev W_h``. Weight
-    gradients are left to the caller, which can add them up over many steps
-    in one matmul (``h_prev^T dz``, ``m^T dp``).
+    It is the chain rule through the forward lines above, in reverse. First
+    come the projection clip and the projection. Then
+    :func:`lstm_gates_backward`: ``m = o * tanh(c)``, the cell clip,
+    ``c = f * c_prev + i * j`` and the gates' nonlinearities. Last comes
+    ``z = z_input + h_prev W_h``. Weight gradients are left to the caller,
+    which can add them up over many steps in one matmul (``h_prev^T dz``,
+    ``m^T dp``).
 
     Args:
         d_h: `(..., output_dim)` the gradient reaching the step's output
@@ -210,9 +214,10 @@ def lstm_step_backward(d_h, d_c, step, recurrent_kernel,
             :func:`lstm_step`.
 
     Returns:
-        ``(d_z, d_p, d_c_prev, d_h_prev)``: `(..., 4 * units)` the gradient
-        of ``z`` (that of ``z_input``), `(..., output_dim)` that of the
-        projection's output before the clip, and those of the input state.
+        ``(d_z, d_p, d_c_prev, d_h_prev)``. ``d_z`` `(..., 4 * units)` is
+        the gradient of ``z``, which is that of ``z_input``. ``d_p``
+        `(..., output_dim)` is that of the projection's output before the
+        clip. The last two are those of the input state.
     """
     # U=units, P=output dim, G=4U
     d_p = d_h  # (..., P)
@@ -260,21 +265,21 @@ class LSTMCellWithProjection(keras.layers.Layer):
         h = clip((sigmoid(o) * tanh(c)) @ projection_kernel,
                  -proj_clip, proj_clip)
 
-    :attr:`kernel` and :attr:`projection_kernel` are TF1's layout,
+    :attr:`kernel` and :attr:`projection_kernel` are TF1's layout:
     ``(input_dim + output_dim, 4 * units)`` with gate order i, j, f, o, and
-    ``(units, output_dim)``, so bilm-tf's ``W_0``, ``B`` and ``W_P_0`` mean
+    ``(units, output_dim)``. So bilm-tf's ``W_0``, ``B`` and ``W_P_0`` mean
     what they meant there. The variables hold their transposes,
     :attr:`kernel_t` `(4 * units, input_dim + output_dim)` and
-    :attr:`projection_kernel_t` `(output_dim, units)`: the inference
-    recurrence (:func:`~bilm_keras.layers.recurrence.
-    run_inference_columns`) multiplies ``kernel_t @ [x; h]``, a product
-    with the weights on the left that a CPU runs 1.2-1.3x faster than
-    ``[x, h] @ kernel`` at batch 64-128 (``bench/RESULTS.md``), and keeping
-    one layout only costs no memory. Training and the Keras path read
-    :attr:`kernel`, a transpose made where it is read (exact). For speed
-    the sequence-level code splits the product: :meth:`input_contribution`
-    does ``x @ kernel[:input_dim] + bias`` for all time steps in one
-    matmul, and :meth:`step` adds ``h @ kernel[input_dim:]``.
+    :attr:`projection_kernel_t` `(output_dim, units)`. The inference
+    recurrence (:func:`~bilm_keras.layers.recurrence.run_inference_columns`)
+    multiplies ``kernel_t @ [x; h]``, a product with the weights on the
+    left. A CPU runs it 1.2-1.3x faster than ``[x, h] @ kernel`` at batch
+    64-128 (``bench/RESULTS.md``). Keeping one layout only costs no memory.
+    Training and the Keras path read :attr:`kernel`, an exact transpose
+    made where it is read. For speed, the sequence-level code splits the
+    product. :meth:`input_contribution` does ``x @ kernel[:input_dim] +
+    bias`` for all time steps in one matmul, and :meth:`step` adds
+    ``h @ kernel[input_dim:]``.
 
     Args:
         units: int. Cell size.

@@ -24,10 +24,10 @@ from bilm_keras.layers.recurrence import (
 class LSTMStack(keras.layers.Layer):
     """``n_layers`` :class:`LSTMCellWithProjection` layers run in one direction.
 
-    Layer 0 reads the token embeddings; layer ``l`` reads layer ``l-1``'s
-    output. With ``use_skip_connections`` layers above the first add their
-    input to their output (TF1 ``ResidualWrapper``: the recurrent state keeps
-    the plain cell output). Dropout, in training only, applies to each
+    Layer 0 reads the token embeddings. Layer ``l`` reads layer ``l-1``'s
+    output. With ``use_skip_connections``, layers above the first add their
+    input to their output, as TF1's ``ResidualWrapper``. The recurrent state
+    keeps the plain cell output. Dropout, in training only, applies to each
     layer's input, as bilm-tf's ``DropoutWrapper(input_keep_prob)``.
 
     Args:
@@ -38,15 +38,16 @@ class LSTMStack(keras.layers.Layer):
 
     Call arguments:
         inputs: `(batch, time, input_dim)`.
-        lengths: `(batch,)` int; positions past a row's length give zeros.
+        lengths: `(batch,)` int. Positions past a row's length give zeros.
         initial_states: list over layers of ``(c, h)``, or None for zeros.
         training: bool.
-        dropout_seed: None or a `(2,)` int seed; layer ``l``'s input mask
+        dropout_seed: None or a `(2,)` int seed. Layer ``l``'s input mask
             is then drawn from ``fold_seed(dropout_seed, l)``
             (:mod:`bilm_keras.layers.dropout`).
-        resets: None or `(batch, time)` float, 1.0 where a row's states
-            (every layer's) are zeroed before the step: the LM starts each
-            sentence from zero states in training, as embedding does.
+        resets: None or `(batch, time)` float, 1.0 where a row's states,
+            every layer's, are zeroed before the step. So the LM starts
+            each sentence from zero states in training, as embedding
+            does.
 
     Returns:
         ``(outputs, final_states)``: a list of `(batch, time, projection_dim)`

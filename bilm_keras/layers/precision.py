@@ -1,18 +1,20 @@
 """The precision a biLM computes in: which dtype its matrix products take,
 and nothing else.
 
-One rule for every layer and every LSTM path: **the products run in the
-compute dtype, everything else in float32.** The variables stay float32
-(bilm-tf's weights, the optimizer's slots, the master copy mixed
-precision trains); each product casts its two operands to the compute
-dtype and its result back to float32, so the biases, the gate
+One rule holds for every layer and every LSTM path: **the products run
+in the compute dtype, everything else in float32.** The variables stay
+float32: bilm-tf's weights, the optimizer's slots, the master copy mixed
+precision trains. Each product casts its two operands to the compute
+dtype and its result back to float32. So the biases, the gate
 nonlinearities, the LSTM cell state, the clips, the skip connections and
-every layer's output are float32 whatever the precision. That is where
-the measurements of ``bench/RESULTS.md`` ("Precision", 2026-11-26) put
-the line: on an AMX Xeon a bfloat16 product of the model's shapes runs
-2.8-4.0x float32, while the gate math in bfloat16 runs at 0.42x float32
-(TensorFlow's CPU kernels convert each element) and rounding the carried
-state to 8 bits of mantissa would add its error anew at every step.
+every layer's output are float32 whatever the precision.
+
+That is where the measurements of ``bench/RESULTS.md`` ("Precision",
+2026-11-26) put the line. On an AMX Xeon a bfloat16 product of the
+model's shapes runs 2.8-4.0x float32. The gate math in bfloat16 runs at
+0.42x float32, because TensorFlow's CPU kernels convert each element.
+Rounding the carried state to 8 bits of mantissa would add its error anew
+at every step.
 
 The precisions (``PRECISIONS``), each a Keras ``DTypePolicy`` whose
 variables are float32:
@@ -29,9 +31,9 @@ precision          Keras policy        for
 ``mixed_float16``  ``mixed_float16``   training, with loss scaling
 =================  ==================  ====================================
 
-``bfloat16`` and ``mixed_bfloat16`` compute the same thing: the two names
-say what a user asks for (bilm-tf's and Keras' words for inference and
-training); a layer only sees the policy.
+``bfloat16`` and ``mixed_bfloat16`` compute the same thing. The two names
+say what a user asks for, in bilm-tf's and Keras' words for inference and
+training. A layer only sees the policy.
 """
 
 import keras
@@ -113,14 +115,15 @@ def float32_io(layer: keras.layers.Layer) -> None:
 
 
 def set_precision(layer: keras.layers.Layer, precision: str) -> None:
-    """Gives ``layer`` and every layer inside it the policy of
-    ``precision`` (and :func:`float32_io`), built or not: every policy
-    here keeps float32 variables, so a loaded model changes only the
-    dtype its products run in (a graph traced before runs as it was
-    traced: trace anew). A compute dtype this machine does not run fast
-    is logged once as a warning, naming the CPU flag or the GPU's compute
-    capability that is missing
-    (:func:`~bilm_keras._utils.fast_precision.warn_if_slow`).
+    """Gives ``layer`` and every layer inside it, built or not, the
+    policy of ``precision`` and :func:`float32_io`.
+
+    Every policy here keeps float32 variables. So a loaded model changes
+    only the dtype its products run in. A graph traced before runs as it
+    was traced, so trace anew. A compute dtype this machine does not run
+    fast is logged once as a warning
+    (:func:`~bilm_keras._utils.fast_precision.warn_if_slow`). It names the
+    CPU flag or the GPU's compute capability that is missing.
 
     Raises:
         ValueError: an unknown precision.

@@ -29,16 +29,17 @@ window      layers.training_       (training and        fixed-length windows of
                                                         backward pass
 ==========  =====================  ===================  ========================
 
-All three run the same cells (the same variables) and the same gate math:
-the while loop and the window call
-:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step` (the window
-with the gate math as an XLA kernel), the inference path writes it out in
-its columns layout (:func:`run_inference_columns`); each
-layer's input dropout and skip connection come from :func:`layer_input`
-and :func:`add_skip`; the backward direction reads each row reversed within
-its length (:func:`reverse_within_lengths`). ``tests/training/
-test_fast_path.py`` and ``tests/layers/test_lstm_stack_speed_paths.py``
-check that the paths agree.
+All three run the same cells, with the same variables, and the same gate
+math. The while loop and the window call
+:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`, the window
+with the gate math as an XLA kernel. The inference path writes it out in
+its columns layout (:func:`run_inference_columns`). Each layer's input
+dropout and skip connection come from :func:`layer_input` and
+:func:`add_skip`. The backward direction reads each row reversed within
+its length (:func:`reverse_within_lengths`).
+``tests/training/test_fast_path.py`` and
+``tests/layers/test_lstm_stack_speed_paths.py`` check that the paths
+agree.
 """
 
 
@@ -48,8 +49,8 @@ from bilm_keras.layers.dropout import dropout, fold_seed
 
 
 def reverse_within_lengths(x, lengths, time_major=False):
-    """Reverses each row's first ``lengths[b]`` positions; the padding past
-    them stays where it is (the backward LM's reading order).
+    """Reverses each row's first ``lengths[b]`` positions, the backward
+    LM's reading order. The padding past them stays where it is.
 
     Args:
         x: `(batch, time, ...)`, or `(time, batch, ...)` with
@@ -69,10 +70,10 @@ def layer_input(x, layer, rate, seed=None, training=False,
                 time_major=False):
     """Layer ``layer``'s input: ``x`` with input dropout in training.
 
-    bilm-tf's ``DropoutWrapper(input_keep_prob)``: each LSTM layer's input
-    is dropped at ``rate``, with the mask drawn from ``fold_seed(seed,
-    layer)`` (:func:`~bilm_keras.layers.dropout.dropout`; None: TF's
-    stateful generator).
+    This is bilm-tf's ``DropoutWrapper(input_keep_prob)``. Each LSTM
+    layer's input is dropped at ``rate``, with the mask drawn from
+    ``fold_seed(seed, layer)`` (:func:`~bilm_keras.layers.dropout.dropout`).
+    A seed of None draws from TF's stateful generator.
 
     Args:
         x: `(batch, time, dim)`, or `(time, batch, dim)` with
@@ -80,7 +81,7 @@ def layer_input(x, layer, rate, seed=None, training=False,
         layer: int, the layer's index in its stack.
         rate: float, the stack's dropout rate.
         seed: None or the stack's `(2,)` int seed.
-        training: bool; no dropout otherwise.
+        training: bool. No dropout otherwise.
         time_major: layout of ``x``.
     """
     if not (training and rate > 0):
@@ -120,9 +121,11 @@ def time_major_mask(lengths, n_steps, dtype):
 def _masked_step(cell, z_t, t, c, h, outputs, lengths, w_h, w_p,
                  keep_t=None):
     """Step ``t`` with ``dynamic_rnn``'s length semantics: rows past their
-    length keep their state and output zeros. ``keep_t`` `(batch, 1)`:
-    0.0 on rows whose state is zeroed before this step (a sentence starts
-    there), 1.0 elsewhere; None: no reset.
+    length keep their state and output zeros.
+
+    ``keep_t`` `(batch, 1)` is 0.0 on rows whose state is zeroed before
+    this step, because a sentence starts there, and 1.0 elsewhere. None
+    means no reset.
 
     Returns:
         ``(c, h, outputs)`` with step ``t`` written to the TensorArray.
@@ -141,8 +144,8 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
     """Runs ``cell.step`` over time with ``dynamic_rnn``'s length semantics.
 
     Past a row's length the output is zero and the state is carried
-    unchanged, so the final state is the state after the row's last token
-    (the initial state for a row of length 0).
+    unchanged. So the final state is the state after the row's last token,
+    or the initial state for a row of length 0.
 
     Args:
         cell: a built :class:`LSTMCellWithProjection`.
@@ -246,31 +249,38 @@ def run_inference_columns(cell, x, inside):
 
     Each step is ``z = kernel_t @ [x_t; h] + b`` `(4U, n)` and
     ``h = projection_kernel_t @ m`` `(P, n)` over the ``n`` rows still
-    inside their length: the rows are columns, longest first, so those are
-    the first ``n`` columns and the state simply loses its last columns as
-    rows end. With the batch as the narrow dimension a CPU runs the
-    product near its square-matmul speed, where ``[x, h] @ kernel`` with
-    64-128 rows does not; the input and recurrent parts are one product
-    (no input-contribution buffer); each gate is a block of rows (no copy
-    to split them); padding costs nothing, so a compute batch may mix
-    lengths; and the outputs past a row's length are written as zeros, so
-    nothing masks them after. The layout stays columns from layer to layer
-    (:meth:`LSTMStack.infer_columns`): no transpose or reordering between
-    layers. The same arithmetic as :func:`run_recurrence` (``i, j, f, o``
-    from ``[x, h] @ kernel + b``, ``f`` plus the forget bias) to float
-    rounding: the bias, the forget bias in it, is added after the whole
-    product, as bilm-tf did. No gradients, no final state.
+    inside their length. The rows are columns, longest first. So those are
+    the first ``n`` columns, and the state simply loses its last columns
+    as rows end.
 
-    Under a mixed policy (the cell's ``compute_dtype``, :mod:`~bilm_keras.
-    layers.precision`) the kernels are cast once and each step's two
-    products take their operands in that dtype; ``z``, the gates, the cell
-    state and the outputs stay float32.
+    With the batch as the narrow dimension, a CPU runs the product near its
+    square-matmul speed, where ``[x, h] @ kernel`` with 64-128 rows does
+    not. Besides:
 
-    At least two columns are always computed, with a row that has ended,
-    or the zero column :func:`to_columns` adds to a batch of one, as the
-    second: a one-column product is a matrix-vector product, whose
-    rounding differs from the matrix product's, and a sentence's last
-    steps would round otherwise depending on what it was batched with.
+    * the input and recurrent parts are one product, with no
+      input-contribution buffer.
+    * each gate is a block of rows, with no copy to split them.
+    * padding costs nothing, so a compute batch may mix lengths.
+    * the outputs past a row's length are written as zeros, so nothing
+      masks them after.
+
+    The layout stays columns from layer to layer
+    (:meth:`LSTMStack.infer_columns`), with no transpose or reordering
+    between layers. The arithmetic is that of :func:`run_recurrence` to
+    float rounding: ``i, j, f, o`` from ``[x, h] @ kernel + b``, ``f`` plus
+    the forget bias. The bias, the forget bias in it, is added after the
+    whole product, as bilm-tf did. No gradients, no final state.
+
+    Under a mixed policy, the cell's ``compute_dtype``
+    (:mod:`~bilm_keras.layers.precision`), the kernels are cast once. Each
+    step's two products take their operands in that dtype. ``z``, the
+    gates, the cell state and the outputs stay float32.
+
+    At least two columns are always computed. The second is a row that has
+    ended, or the zero column :func:`to_columns` adds to a batch of one. A
+    one-column product is a matrix-vector product, whose rounding differs
+    from the matrix product's. Otherwise a sentence's last steps would
+    round depending on what it was batched with.
 
     Args:
         cell: a built :class:`LSTMCellWithProjection`.

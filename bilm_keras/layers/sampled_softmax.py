@@ -15,18 +15,19 @@ def stateless_log_uniform_candidates(true_classes, num_sampled, range_max,
     """``tf.random.log_uniform_candidate_sampler(unique=True)``'s draw as a
     stateless function of ``seed``.
 
-    TensorFlow's sampler keeps its random state inside the op: a process
+    TensorFlow's sampler keeps its random state inside the op. A process
     that restarts from a checkpoint draws the first samples again, not the
     ones an uninterrupted run draws next. Here the draw is a function of
-    the seed the training step passes (its step and replica folded in), so
-    a resumed run samples exactly what the uninterrupted one does. The
-    distribution and the expected counts are TensorFlow's
-    (``LogUniformSampler``, ``ExpectedCountHelper``): tries drawn as
-    ``floor(exp(u * log(range_max + 1))) - 1`` with ``u`` uniform in
-    ``[0, 1)`` until ``num_sampled`` distinct classes are found; class
-    ``c`` has probability ``log((c + 2) / (c + 1)) / log(range_max + 1)``,
-    and its expected count after ``n`` tries is ``1 - (1 - p) ** n``
-    (``p * num_sampled`` when no try was a repeat).
+    the seed the training step passes, with its step and replica folded
+    in. So a resumed run samples exactly what the uninterrupted one does.
+
+    The distribution and the expected counts are TensorFlow's
+    (``LogUniformSampler``, ``ExpectedCountHelper``). Tries are drawn as
+    ``floor(exp(u * log(range_max + 1))) - 1``, with ``u`` uniform in
+    ``[0, 1)``, until ``num_sampled`` distinct classes are found. Class
+    ``c`` has probability ``log((c + 2) / (c + 1)) / log(range_max + 1)``.
+    Its expected count after ``n`` tries is ``1 - (1 - p) ** n``, or
+    ``p * num_sampled`` when no try was a repeat.
 
     Args:
         true_classes: `(N, 1)` int64 target classes.
@@ -36,7 +37,7 @@ def stateless_log_uniform_candidates(true_classes, num_sampled, range_max,
 
     Returns:
         ``(sampled (num_sampled,) int64, true_expected_count (N, 1)
-        float32, sampled_expected_count (num_sampled,) float32)``: the
+        float32, sampled_expected_count (num_sampled,) float32)``, the
         ``sampled_values`` of ``tf.nn.sampled_softmax_loss``.
     """
     log_range = math.log(range_max + 1.0)
@@ -82,16 +83,17 @@ class SampledSoftmaxLoss(keras.layers.Layer):
 
     In training it is ``tf.nn.sampled_softmax_loss`` with
     ``n_negative_samples`` classes drawn by the log-uniform (Zipfian)
-    sampler, bilm-tf's choice: the vocabulary file is sorted by descending
+    sampler, bilm-tf's choice. The vocabulary file is sorted by descending
     count, so low ids are frequent. In evaluation it is the full softmax
-    cross-entropy. When ``n_negative_samples >= n_tokens_vocab`` the full
-    softmax is used in training too (sampling every class only adds noise).
+    cross-entropy. When ``n_negative_samples >= n_tokens_vocab``, the full
+    softmax is used in training too, since sampling every class only adds
+    noise.
 
     The weights keep bilm-tf's layout: ``softmax/W (n_tokens_vocab, dim)``
     and ``softmax/b (n_tokens_vocab,)``. With ``share_weights=True`` the
-    layer owns only the bias; the caller passes the shared
-    ``(n_tokens_vocab, dim)`` matrix (the token embedding table without its
-    padding row).
+    layer owns only the bias. The caller passes the shared
+    ``(n_tokens_vocab, dim)`` matrix, the token embedding table without its
+    padding row.
 
     Args:
         n_tokens_vocab: int. Number of target classes (vocabulary size).
@@ -106,11 +108,12 @@ class SampledSoftmaxLoss(keras.layers.Layer):
         training: bool. Sampled (True) or full (False) softmax.
         softmax_weights: `(n_tokens_vocab, dim)`, required iff
             ``share_weights``.
-        sample_seed: None (TensorFlow's sampler, its state in the op) or a
-            `(2,)` int seed: the negative samples are then a stateless
-            function of it (:func:`stateless_log_uniform_candidates`, the
-            same distribution), as the training loop draws them so that a
-            resumed run samples what an uninterrupted one does.
+        sample_seed: None for TensorFlow's sampler, its state in the op.
+            Or a `(2,)` int seed, and the negative samples are then a
+            stateless function of it, of the same distribution
+            (:func:`stateless_log_uniform_candidates`). The training loop
+            draws them so, and a resumed run samples what an uninterrupted
+            one does.
 
     Returns:
         `(batch, time)` float32 negative log-likelihoods (unmasked).

@@ -75,19 +75,20 @@ class ScalarMix(keras.layers.Layer):
 
     def mix_arguments(self) -> dict:
         """This trained mix as ``embed_sentences``' arguments, to cache
-        its output per token: ``embed_sentences(..., output="mix",
-        **mix.mix_arguments())`` gives, for each sentence, what this layer
-        gives on its layers.
+        its output per token.
+
+        ``embed_sentences(..., output="mix", **mix.mix_arguments())`` gives,
+        for each sentence, what this layer gives on its layers.
 
         Returns:
-            ``{"mix_logits": [w_0, ...], "gamma": g}`` (the raw weights,
-            normalised there as here); with ``use_top_only``,
+            ``{"mix_logits": [w_0, ...], "gamma": g}``, the raw weights,
+            normalised there as here. With ``use_top_only``,
             ``{"mix_weights": [0, ..., 0, 1], "gamma": g}``.
 
         Raises:
-            ValueError: ``do_layer_norm``: that normalisation takes one mean
-                and variance over a whole batch, so a sentence's vectors
-                depend on the sentences beside it and cannot be cached one
+            ValueError: ``do_layer_norm``. That normalisation takes one mean
+                and variance over a whole batch. So a sentence's vectors
+                depend on the sentences beside it, and cannot be cached one
                 sentence at a time.
         """
         if self.do_layer_norm:

@@ -11,8 +11,8 @@ from bilm_keras.layers.initialization import initial
 class TokenEmbedder(keras.layers.Layer):
     """A lookup table indexed by +1-shifted token ids (0 is padding).
 
-    bilm-tf's token-input models keep a ``(n_tokens_vocab, dim)`` table;
-    with the padding row (row 0) this layer holds
+    bilm-tf's token-input models keep a ``(n_tokens_vocab, dim)`` table.
+    With the padding row, row 0, this layer holds
     ``(n_tokens_vocab + 1, dim)``.
 
     Args:

@@ -1,40 +1,40 @@
 """Statically unrolled LSTM stacks for fixed-length training windows.
 
-Training reads windows of exactly ``unroll_steps`` tokens, every row full
-(``LanguageModel`` gives every row the window's length), so the
-length-aware ``tf.while_loop`` of :func:`~bilm_keras.layers.recurrence.
-run_recurrence` can become a Python loop over a static number of steps, as
-bilm-tf's ``static_rnn`` did in training. Unrolling alone does not make it
-faster on a CPU; five things on top of it do (``bench/RESULTS.md``,
-"Training fast path: why each lever", has the measurements):
+Training reads windows of exactly ``unroll_steps`` tokens, every row full,
+because ``LanguageModel`` gives every row the window's length. So the
+length-aware ``tf.while_loop`` of
+:func:`~bilm_keras.layers.recurrence.run_recurrence` can become a Python
+loop over a static number of steps, as bilm-tf's ``static_rnn`` did in
+training. Unrolling alone does not make it faster on a CPU. Five things on
+top of it do, measured in ``bench/RESULTS.md`` under "Training fast path:
+why each lever":
 
-* the recurrent kernel is split off the kernel once per window, not sliced
-  at every step: in the backward pass each slice of a variable becomes a
-  dense, zero-padded kernel-sized gradient, added up over the steps;
-* a hand-written backward pass (:func:`lstm_window`) keeps only the
-  sequential part inside the loop and computes the weight gradients as two
+* The recurrent kernel is split off the kernel once per window, not sliced
+  at every step. In the backward pass, each slice of a variable becomes a
+  dense, zero-padded kernel-sized gradient, added up over the steps.
+* A hand-written backward pass (:func:`lstm_window`) keeps only the
+  sequential part inside the loop. It computes the weight gradients as two
   large matmuls after it, where autodiff does two small ones per step and
-  adds them up;
-* the forward and backward directions' stacks (same shapes, their own
-  weights) run as one batched computation: every step is one batched
-  matmul and one set of elementwise ops for both directions;
-* each step's gate math and its gradient run as XLA kernels
-  (``fused=True``): one fused loop instead of a dozen small ops, each a
-  pass over the step's tensors;
-* the layers run as a pipeline over chunks of the window
-  (:func:`run_stacks_unrolled`'s ``chunk_steps``): layer ``l + 1``'s
-  chunk ``k`` runs beside layer ``l``'s chunk ``k + 1``, two sequential
-  chains at once on a CPU's cores, forward and backward.
+  adds them up.
+* The forward and backward directions' stacks, of the same shapes with
+  their own weights, run as one batched computation. Every step is one
+  batched matmul and one set of elementwise ops for both directions.
+* Each step's gate math and its gradient run as XLA kernels
+  (``fused=True``). That is one fused loop instead of a dozen small ops,
+  each a pass over the step's tensors.
+* The layers run as a pipeline over chunks of the window, of
+  :func:`run_stacks_unrolled`'s ``chunk_steps``. Layer ``l + 1``'s chunk
+  ``k`` runs beside layer ``l``'s chunk ``k + 1``. That makes two
+  sequential chains at once on a CPU's cores, forward and backward.
 
 The math is that of :class:`~bilm_keras.layers.LSTMStack` on full-length
-rows: the same cells (the same variables), the same step
-(:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`, with
+rows. It has the same cells and variables, and the same step:
+:func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`, with
 :func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_gates` fused or
-not), the same
-input dropout and skip connections (:func:`~bilm_keras.layers.recurrence.
-layer_input`, :func:`~bilm_keras.layers.recurrence.add_skip`), so losses
-and gradients agree to float rounding (``tests/training/
-test_fast_path.py``).
+not. It has the same input dropout and skip connections:
+:func:`~bilm_keras.layers.recurrence.layer_input` and
+:func:`~bilm_keras.layers.recurrence.add_skip`. So losses and gradients
+agree to float rounding, as ``tests/training/test_fast_path.py`` checks.
 """
 
 import tensorflow as tf
@@ -56,32 +56,35 @@ def lstm_window(z_inputs, c0, h0, recurrent_kernel, projection_kernel, *,
     """LSTM layers of ``D`` directions over a window of static length, with
     a hand-written backward pass.
 
-    The forward pass is :func:`~bilm_keras.layers.lstm_cell_with_projection.
-    lstm_step` (the cells' step) at every step, batched over the leading
-    direction axis. The backward pass runs the recurrence backwards through
-    :func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step_backward`,
-    keeping only what must be sequential (``dm = dp W_P^T`` and
-    ``dh = dz W_h^T`` per step), and computes the weight gradients after
-    the loop as two large matmuls, ``H^T dZ`` and ``M^T dP`` over all
+    The forward pass is the cells' step,
+    :func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step`, at
+    every step, batched over the leading direction axis. The backward pass
+    runs the recurrence backwards through
+    :func:`~bilm_keras.layers.lstm_cell_with_projection.lstm_step_backward`.
+    It keeps only what must be sequential, ``dm = dp W_P^T`` and
+    ``dh = dz W_h^T`` per step. It computes the weight gradients after the
+    loop as two large matmuls, ``H^T dZ`` and ``M^T dP`` over all
     `batch * time` rows. It gives autodiff's gradients to float rounding.
 
     Args:
         z_inputs: `(D, batch, time, 4 * units)` input contributions
-            ``x W_x + b`` (gate order i, j, f, o); ``time`` static.
+            ``x W_x + b``, in gate order i, j, f, o. ``time`` is static.
         c0, h0: `(D, batch, units)`, `(D, batch, output_dim)` initial state.
         recurrent_kernel: `(D, output_dim, 4 * units)`, the cells'
             ``kernel[input_dim:]``.
         projection_kernel: `(D, units, output_dim)` or None (no
             projection).
         forget_bias, cell_clip, proj_clip: the cells' (the same for all).
-        keep: None, or `(D, batch, time)` float: 0.0 where a row's state is
-            zeroed before the step (a sentence starts there), 1.0
-            elsewhere; the gradient does not flow back through a reset.
-        fused: each step's elementwise work (:func:`~bilm_keras.layers.
-            lstm_cell_with_projection.lstm_gates` and its gradient) as one
-            XLA kernel; False: plain TensorFlow ops.
-        compute_dtype: the dtype of every product, forward and backward
-            (the kernels cast once per window); the state, the gates, the
+        keep: None, or `(D, batch, time)` float. It is 0.0 where a row's
+            state is zeroed before the step because a sentence starts
+            there, 1.0 elsewhere. The gradient does not flow back through
+            a reset.
+        fused: run each step's elementwise work as one XLA kernel. That
+            work is the cells' ``lstm_gates`` and its gradient
+            (:mod:`~bilm_keras.layers.lstm_cell_with_projection`). False
+            runs plain TensorFlow ops.
+        compute_dtype: the dtype of every product, forward and backward.
+            The kernels cast once per window. The state, the gates, the
             outputs and the gradients stay float32
             (:mod:`~bilm_keras.layers.precision`).
 
@@ -174,7 +177,7 @@ PIPELINE_CHUNK_STEPS = 5
 
 def time_chunks(n_steps, chunk_steps):
     """``[(start, stop), ...]`` covering ``range(n_steps)`` in chunks of
-    ``chunk_steps`` (the last may be shorter); one chunk when
+    ``chunk_steps``, the last maybe shorter. It is one chunk when
     ``chunk_steps`` is None or 0."""
     if not chunk_steps or chunk_steps >= n_steps:
         return [(0, n_steps)]
@@ -183,11 +186,14 @@ def time_chunks(n_steps, chunk_steps):
 
 
 def _dropout_masks(shape, dtype, layer, rate, dropout_seeds, training):
-    """Layer ``layer``'s input dropout as a multiplier: None (no dropout)
-    or `(D, B, T, I)` holding ``1 / (1 - rate)`` where kept and 0.0 where
-    dropped, the mask :func:`~bilm_keras.layers.recurrence.layer_input`
-    applies to an input of ``shape`` `(D, B, T, I)`. It is drawn from ones
-    (no data dependency), so it can be applied a chunk at a time."""
+    """Layer ``layer``'s input dropout as a multiplier, or None without
+    dropout.
+
+    The multiplier is `(D, B, T, I)`, ``1 / (1 - rate)`` where kept and 0.0
+    where dropped. It is the mask
+    :func:`~bilm_keras.layers.recurrence.layer_input` applies to an input
+    of ``shape`` `(D, B, T, I)`. It is drawn from ones, with no data
+    dependency, so it can be applied a chunk at a time."""
     if not (training and rate > 0):
         return None
     ones = tf.ones(shape, dtype)
@@ -207,14 +213,14 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
     statically unrolled and batched over the stacks.
 
     The window runs in chunks of ``chunk_steps`` steps, layer by layer
-    within a chunk, each layer's state carried from chunk to chunk: layer
-    ``l + 1``'s chunk ``k`` needs only layer ``l``'s chunk ``k``, so the
-    graph lets it run beside layer ``l``'s chunk ``k + 1`` (a pipeline
-    over the layers; its backward pass runs the same way in reverse), two
-    sequential chains at once on a CPU's cores instead of one twice as
+    within a chunk, each layer's state carried from chunk to chunk. Layer
+    ``l + 1``'s chunk ``k`` needs only layer ``l``'s chunk ``k``. So the
+    graph lets it run beside layer ``l``'s chunk ``k + 1``, a pipeline over
+    the layers. The backward pass runs the same way in reverse. That makes
+    two sequential chains at once on a CPU's cores instead of one twice as
     long. The numbers are those of one chunk over the whole window
-    (``chunk_steps=None``) to float rounding: the weight gradients are
-    summed over the chunks.
+    (``chunk_steps=None``) to float rounding, since the weight gradients
+    are summed over the chunks.
 
     Args:
         stacks: built :class:`LSTMStack` s of the same shapes and options
@@ -222,15 +228,15 @@ def run_stacks_unrolled(stacks, inputs, initial_states=None,
         inputs: per stack `(batch, time, input_dim)`, static ``time``.
         initial_states: per stack a list over layers of ``(c, h)``, or
             None (or a None entry) for zeros.
-        training: bool; input dropout at the stacks' rate.
-        dropout_seeds: None, or per stack a `(2,)` int seed: stack ``d``'s
+        training: bool. Input dropout at the stacks' rate.
+        dropout_seeds: None, or per stack a `(2,)` int seed. Stack ``d``'s
             layer ``l`` input mask is then drawn from
             ``fold_seed(dropout_seeds[d], l)``, the mask
             :meth:`LSTMStack.call` draws with the same seed.
         resets: None, or per stack `(batch, time)` float, 1.0 where a row's
             states are zeroed before the step (:meth:`LSTMStack.call`).
-        chunk_steps: int, the pipeline's chunk length in steps; None or 0:
-            the whole window as one chunk (no pipeline).
+        chunk_steps: int. The pipeline's chunk length in steps. None or 0
+            runs the whole window as one chunk, with no pipeline.
         fused_gates: bool, :func:`lstm_window`'s ``fused``.
 
     Returns:

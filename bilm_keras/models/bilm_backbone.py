@@ -2,9 +2,9 @@
 
 Training (:mod:`bilm_keras.training`), inference
 (:class:`~bilm_keras.BidirectionalLanguageModel`), the SavedModel export
-and the bulk embedding path all run this one layer's sublayers; its LSTM
-stacks run by one of three paths (:mod:`bilm_keras.layers.recurrence` has
-the table).
+and the bulk embedding path all run this one layer's sublayers. Its LSTM
+stacks run by one of three paths, tabled in
+:mod:`bilm_keras.layers.recurrence`.
 """
 
 import inspect
@@ -27,7 +27,7 @@ DIRECTIONS = ("forward", "backward")
 class BiLMBackbone(keras.layers.Layer):
     """Token embedder plus a forward and (optionally) a backward LSTM stack.
 
-    The architecture comes from constructor arguments only; use
+    The architecture comes from constructor arguments only. Use
     :meth:`from_options` to build it from an ``options.json``, and
     :func:`bilm_keras.weights.load_bilm_tf_hdf5` to load weights.
 
@@ -39,29 +39,30 @@ class BiLMBackbone(keras.layers.Layer):
         max_characters_per_token: the char-CNN (``char_cnn`` options).
         n_characters: rows of the character table, padding row included.
         word_embedding_dim, n_words, always_project: an ELMoForManyLangs
-            model's word part and projection (see :class:`CharCNNEmbedder`);
-            its ids have one more column, the word id (:attr:`ids_width`).
+            model's word part and projection (:class:`CharCNNEmbedder`).
+            Its ids have one more column, the word id (:attr:`ids_width`).
         n_tokens_vocab: tokens in the vocabulary, for token input (the
             token table adds a padding row).
         bidirectional: build the backward stack too.
         dropout: LSTM input dropout in training.
 
     Call arguments:
-        inputs: `(batch, time, ids_width)` char ids (``ids_width`` =
-            max_chars, + 1 for the word id of an ELMoForManyLangs model) or
-            `(batch, time)` token ids, +1-shifted with 0 for padding,
-            ``<S>``/``</S>`` included.
+        inputs: `(batch, time, ids_width)` char ids or `(batch, time)`
+            token ids, +1-shifted with 0 for padding, ``<S>``/``</S>``
+            included. ``ids_width`` is max_chars, + 1 for the word id of an
+            ELMoForManyLangs model.
         initial_states: ``{"forward": [(c, h), ...], "backward": [...]}``
             (`(batch, lstm_dim)`, `(batch, projection_dim)` per layer) or None
             for zeros.
         training: bool.
 
     Returns:
-        A dict: ``token_embeddings (batch, time, projection_dim)``,
+        A dict of ``token_embeddings (batch, time, projection_dim)``,
         ``mask (batch, time)`` bool, ``lengths (batch,)`` int32,
-        ``forward`` / ``backward``: lists of `(batch, time, projection_dim)`
-        per layer in natural time order (zero past each row's length), and
-        ``final_states`` shaped like ``initial_states``.
+        ``forward``, ``backward`` and ``final_states``. ``forward`` and
+        ``backward`` are lists of `(batch, time, projection_dim)` per layer
+        in natural time order, zero past each row's length.
+        ``final_states`` is shaped like ``initial_states``.
     """
 
     # Many arguments, not an options value, by design: a Keras layer's
@@ -232,8 +233,8 @@ class BiLMBackbone(keras.layers.Layer):
 
     @property
     def ids_width(self) -> Optional[int]:
-        """Ids per token of char input (the last axis): chars, + 1 for an
-        ELMoForManyLangs model's word id; None for token input."""
+        """Ids per token of char input, the last axis: chars, + 1 for an
+        ELMoForManyLangs model's word id. None for token input."""
         if not self.use_character_inputs:
             return None
         return self.token_embedder.ids_width
@@ -254,8 +255,8 @@ class BiLMBackbone(keras.layers.Layer):
         return self
 
     def input_mask(self, inputs):
-        """`(batch, time)` bool: positions holding a token (char ids > 0;
-        a word id column is not looked at)."""
+        """`(batch, time)` bool: positions holding a token, where char
+        ids > 0. A word id column is not looked at."""
         if self.use_character_inputs:
             if self.token_embedder.has_word_part:
                 inputs = inputs[:, :, : self.max_characters_per_token]
@@ -282,7 +283,7 @@ class BiLMBackbone(keras.layers.Layer):
         """LSTM layers of both directions from `(B, T, P)` token embeddings.
 
         The backward stack reads each row's first ``length`` positions
-        reversed; its outputs are reversed back to natural order.
+        reversed. Its outputs are reversed back to natural order.
         """
         initial_states = initial_states or {}
         outputs, final_states = {}, {}

@@ -23,11 +23,11 @@ class LanguageModel(keras.Model):
     """bilm-tf's ``LanguageModel``: predict the next token in each direction.
 
     The forward and backward LSTM stacks of the backbone share its token
-    embedder and one softmax. In training both get dropout on their inputs
-    (inside :class:`LSTMStack`) and on the top layer's output (here), and the
-    softmax is sampled; the loss is the mean over directions of the mean
+    embedder and one softmax. In training both get dropout on their inputs,
+    inside :class:`LSTMStack`, and on the top layer's output, here. The
+    softmax is sampled. The loss is the mean over directions of the mean
     token loss. The backward stream arrives already reversed from
-    ``BidirectionalLMDataset`` (keys ending in ``_reverse``), so the
+    ``BidirectionalLMDataset``, in keys ending in ``_reverse``. So the
     backward stack reads it as is.
 
     Args:
@@ -37,53 +37,57 @@ class LanguageModel(keras.Model):
         n_negative_samples: int. Sampled classes per batch in training.
         dropout: float. Dropout on the top LSTM output in training.
         share_embedding_softmax: bool. Use the token embedding table
-            (without its padding row) as ``softmax/W``; token input only.
+            (without its padding row) as ``softmax/W``. Token input only.
         seed: int or None. Op seed of the softmax sampler.
-        unroll_windows: bool. Run both directions' LSTM stacks
-            statically unrolled over the window and batched together, with
-            a hand-written backward pass (:func:`run_stacks_unrolled`;
-            bilm-tf used ``static_rnn`` in training) when the window length
-            is known at trace time; False: the backbone's length-aware
-            ``tf.while_loop`` per direction. Same numbers to float rounding
-            (the LSTM paths: :mod:`bilm_keras.layers.recurrence`).
+        unroll_windows: bool. Run both directions' LSTM stacks statically
+            unrolled over the window and batched together, when the window
+            length is known at trace time. They get a hand-written backward
+            pass (:func:`run_stacks_unrolled`). bilm-tf used ``static_rnn``
+            in training. False runs the backbone's length-aware
+            ``tf.while_loop`` per direction. The numbers are the same to
+            float rounding (:mod:`bilm_keras.layers.recurrence` has the
+            LSTM paths).
         window_chunk_steps: int or None. With ``unroll_windows``, the
             layers run as a pipeline over chunks of this many steps, layer
-            ``l + 1``'s chunk beside layer ``l``'s next one (None: each
-            layer over the whole window, then the next). Same numbers; a
-            setting for a machine whose cores or caches favour another
-            chunk than the default's (``bench/train_throughput.py``
-            times them).
+            ``l + 1``'s chunk beside layer ``l``'s next one. None runs each
+            layer over the whole window, then the next. The numbers are the
+            same. It is a setting for a machine whose cores or caches
+            favour another chunk than the default's
+            (``bench/train_throughput.py`` times them).
         fused_gates: bool. With ``unroll_windows``, each step's
-            elementwise gate math (and its gradient) runs as one XLA
-            kernel; False: plain TensorFlow ops, for a TensorFlow build or
+            elementwise gate math and its gradient run as one XLA kernel.
+            False runs plain TensorFlow ops, for a TensorFlow build or
             device without XLA's JIT, or to profile the ops one by one.
             Same numbers to float rounding.
         dedup_tokens: bool. Run the char-CNN once per distinct token of
-            the batch (both directions' streams together) and gather; exact,
-            since a token's embedding has no context. Char input only.
+            the batch, both directions' streams together, and gather. It is
+            exact, since a token's embedding has no context. Char input
+            only.
         reset_states_at_sentence_start: bool. Zero a row's LSTM states
             where a sentence starts (the batches' ``sentence_start``), in
-            training and evaluation, so every sentence is predicted from the
-            zero states ELMo embeddings start from. False: bilm-tf's
-            training, states carried across sentences; its LMs then meet
-            zero states only at their first step and can be badly wrong
-            from them (a backward LM most of all) while their training
-            perplexity looks normal.
+            training and evaluation. So every sentence is predicted from
+            the zero states ELMo embeddings start from. False is bilm-tf's
+            training, with states carried across sentences. Its LMs then
+            meet zero states only at their first step. They can be badly
+            wrong from them, a backward LM most of all, while their
+            training perplexity looks normal.
 
     Call arguments:
-        inputs: a batch dict from ``LMDataset``: ``token_ids`` or
-            ``tokens_characters`` (`(batch, time)` / `(batch, time,
-            max_chars)`, +1-shifted), ``next_token_id (batch, time)`` and
-            ``mask (batch, time)`` float, each also with ``_reverse`` for
-            the backward direction.
+        inputs: a batch dict from ``LMDataset``. It holds ``token_ids``
+            `(batch, time)` or ``tokens_characters``
+            `(batch, time, max_chars)`, +1-shifted. It also holds
+            ``next_token_id (batch, time)`` and ``mask (batch, time)``
+            float. Each comes also with ``_reverse`` for the backward
+            direction.
         initial_states: ``{direction: [(c, h), ...]}`` or None for zeros.
         training: bool.
-        dropout_seed: None or a `(2,)` int seed (the training loop passes
-            one a step): every dropout mask is then a stateless function of
-            it, the direction and the layer, so the fast and the plain path
-            draw the same masks (:mod:`bilm_keras.layers.dropout`), and so
-            are the sampled softmax's negative samples (a run resumed from
-            a checkpoint draws what an uninterrupted one does).
+        dropout_seed: None or a `(2,)` int seed, which the training loop
+            passes once a step. Every dropout mask is then a stateless
+            function of it, the direction and the layer. So the fast and
+            the plain path draw the same masks
+            (:mod:`bilm_keras.layers.dropout`). The sampled softmax's
+            negative samples are drawn the same way. So a run resumed from
+            a checkpoint draws what an uninterrupted one does.
 
     Returns:
         A dict: ``loss`` () the training loss, ``loss_sum`` and
@@ -205,7 +209,7 @@ class LanguageModel(keras.Model):
         """Token embeddings of several streams of ids, one list entry each.
 
         With ``dedup_tokens`` (char input) the char-CNN sees each distinct
-        token of all the streams once; its outputs are gathered back, and
+        token of all the streams once. Its outputs are gathered back, and
         the gradient of the gather sums the copies' gradients.
 
         Args:

@@ -8,7 +8,7 @@ import tensorflow as tf
 def lm_layers(outputs: dict) -> tf.Tensor:
     """Stacks the backbone's layers: `(batch, n_layers + 1, time, dim)`.
 
-    Layer 0 is the token embedding, duplicated for both directions; layer
+    Layer 0 is the token embedding, duplicated for both directions. Layer
     ``l`` concatenates the forward and backward outputs of LSTM layer ``l``.
     ``dim`` is ``2 * projection_dim`` (``projection_dim`` for a
     unidirectional model).
@@ -24,8 +24,8 @@ def lm_layers(outputs: dict) -> tf.Tensor:
 def strip_boundaries(layers: tf.Tensor, lengths: tf.Tensor):
     """Drops ``<S>``/``</S>``: `(B, L, T + 2, D)` -> `(B, L, T, D)`.
 
-    ``lengths`` counts the boundaries; positions past a row's last real
-    token come back as zeros (bilm-tf left arbitrary values there).
+    ``lengths`` counts the boundaries. Positions past a row's last real
+    token come back as zeros, where bilm-tf left arbitrary values.
 
     Returns:
         ``(embeddings, lengths_without_boundaries, mask (B, T) bool)``.

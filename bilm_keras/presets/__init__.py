@@ -1,10 +1,10 @@
 """Model presets: ``options.json`` files by name (keras-hub's presets).
 
-One copy of each, in the repository's top-level ``options/`` (the design
-card's layout). A wheel ships that folder as this package's data,
-``bilm_keras/presets/files/`` (``setup.py`` maps it there), read with
-:mod:`importlib.resources`; a checkout (on ``PYTHONPATH``, or installed
-editable) reads ``options/`` beside the package itself.
+There is one copy of each, in the repository's top-level ``options/``,
+the design card's layout. A wheel ships that folder as this package's
+data, ``bilm_keras/presets/files/``, where ``setup.py`` maps it. It is
+read with :mod:`importlib.resources`. A checkout, on ``PYTHONPATH`` or
+installed editable, reads ``options/`` beside the package itself.
 
 ::
 
@@ -15,12 +15,12 @@ editable) reads ``options/`` beside the package itself.
 
 ``bilm-keras train --options NAME`` and ``bilm-keras pipeline --options
 NAME`` take a preset name wherever they take an ``options.json`` path.
-A SPEC that is a preset's name is the preset (as a registry name is the
-model in :func:`~bilm_keras.pretrained.resolve_model`): a file of that
+A SPEC that is a preset's name is the preset, as a registry name is the
+model in :func:`~bilm_keras.pretrained.resolve_model`. A file of that
 name in the current folder is reached as ``./NAME``.
 
 The presets (:data:`PRESETS`) are random-weight architectures to train,
-not trained models (those are :func:`bilm_keras.pretrained.list_models`).
+not trained models. Those are :func:`bilm_keras.pretrained.list_models`.
 """
 
 from __future__ import annotations
@@ -94,13 +94,13 @@ def options_file(name_or_path: str | os.PathLike) -> str:
     """A preset name or an options file -> the options file's path.
 
     Args:
-        name_or_path: a preset's name (``"tiny"``), else a path (returned
-            as given; whoever reads it says if it is missing).
+        name_or_path: a preset's name (``"tiny"``), else a path. A path is
+            returned as given, and whoever reads it says if it is missing.
 
     Raises:
-        PresetError: a bare name (no folder, no ``.json``) that is neither
-            a preset nor a file: the presets are listed, and a close name
-            suggested.
+        PresetError: a bare name, with no folder and no ``.json``, that is
+            neither a preset nor a file. The presets are listed, and a
+            close name suggested.
     """
     text = os.fspath(name_or_path)
     if text in PRESETS:

@@ -9,17 +9,18 @@ archive reading and conversion, all without TensorFlow.
 
 The public names:
 
-* :func:`resolve_model` (:mod:`.resolution`): SPEC -> :class:`ResolvedModel`
-  (a local model in bilm-tf's layout); :func:`check_model_spec`: what kind
-  of SPEC it is, without fetching anything;
+* :func:`resolve_model` (:mod:`.resolution`): SPEC ->
+  :class:`ResolvedModel`, a local model in bilm-tf's layout.
+* :func:`check_model_spec`: what kind of SPEC it is, without fetching
+  anything.
 * :func:`list_models` (:mod:`.listing`): the registry with the cache state,
-  as :class:`ListedModel` rows;
+  as :class:`ListedModel` rows.
 * :func:`registered_models` / :func:`registered_model` (:mod:`.registry`):
-  the registry's :class:`RegisteredModel` rows;
-* :func:`default_cache_dir` (:mod:`.model_cache`); the environment
-  variables :data:`CACHE_ENV` (``BILM_KERAS_CACHE``) and :data:`MIRROR_ENV`
-  (``BILM_KERAS_MODEL_MIRROR``);
-* :class:`PretrainedModelError`, the one error (a ``ValueError``).
+  the registry's :class:`RegisteredModel` rows.
+* :func:`default_cache_dir` (:mod:`.model_cache`).
+* the environment variables :data:`CACHE_ENV` (``BILM_KERAS_CACHE``) and
+  :data:`MIRROR_ENV` (``BILM_KERAS_MODEL_MIRROR``).
+* :class:`PretrainedModelError`, the one error, a ``ValueError``.
 """
 
 from bilm_keras.pretrained.errors import PretrainedModelError

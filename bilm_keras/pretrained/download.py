@@ -1,30 +1,31 @@
-"""Download one URL to a file, completely or not at all (standard library
-only: no TensorFlow, no requests).
+"""Download one URL to a file, completely or not at all.
+
+It uses the standard library only, with no TensorFlow and no requests.
 
 Why not ``keras.utils.get_file``, which the project already installs? We
 read its source (keras 3, ``keras/src/utils/file_utils.py``):
 
-* importing ``keras.utils`` imports TensorFlow (about 5 s here), and the
-  ``bilm-keras`` command resolves models before it imports TensorFlow;
-* it downloads straight to the final cache path: a killed process leaves a
-  partial file there that the next call takes for a cached one (it checks a
-  hash only if the caller knows one, and no publisher of these models
-  gives one);
+* importing ``keras.utils`` imports TensorFlow, about 5 s here. The
+  ``bilm-keras`` command resolves models before it imports TensorFlow.
+* it downloads straight to the final cache path. A killed process leaves a
+  partial file there that the next call takes for a cached one. It checks
+  a hash only if the caller knows one, and no publisher of these models
+  gives one.
 * two processes download onto the same path at once, with nothing to keep
-  them apart;
+  them apart.
 * a failed download raises a bare ``Exception``, which the command would
-  show as a traceback rather than one line;
+  show as a traceback rather than one line.
 * its archive extraction skips unsafe members with a warning and goes on,
-  where we refuse the archive (:mod:`.archives`);
+  where we refuse the archive (:mod:`.archives`).
 * its progress bar writes to stdout whether or not that is a terminal.
 
-What it does well, we keep: ``urllib``'s byte count against
-``Content-Length`` (``urlretrieve`` raises ``ContentTooShortError``; here
-:func:`download_file` counts the bytes itself) and the URL rewritten by the
-caller (our mirror). So this module is ~100 lines of ``urllib``: a
-temporary ``.part`` file renamed in only when the byte count matches
-``Content-Length``, a one-line error for every failure, and a progress bar
-on a terminal only.
+What it does well, we keep. One is ``urllib``'s byte count against
+``Content-Length``: ``urlretrieve`` raises ``ContentTooShortError``, and
+here :func:`download_file` counts the bytes itself. The other is the URL
+rewritten by the caller, our mirror. So this module is ~100 lines of
+``urllib``. A temporary ``.part`` file is renamed in only when the byte
+count matches ``Content-Length``. Every failure is a one-line error, and
+the progress bar shows on a terminal only.
 """
 
 from __future__ import annotations
@@ -94,16 +95,17 @@ def download_file(url: str, path: str, *, label: str | None = None,
     """Downloads ``url`` to ``path``.
 
     The body goes to ``path + ".part"``, which is renamed to ``path`` only
-    when complete: as many bytes as ``Content-Length`` says (where the
-    server sends one). On any failure nothing is left at either path.
+    when complete. Complete is as many bytes as ``Content-Length`` says,
+    where the server sends one. On any failure nothing is left at either
+    path.
 
     Args:
         url: an http(s) URL.
-        path: the file to write (its folder exists).
-        label: what the progress bar and the errors call it (default: the
-            URL).
-        progress: draw a progress bar on stderr; None: only if stderr is a
-            terminal.
+        path: the file to write. Its folder exists.
+        label: what the progress bar and the errors call it. The default
+            is the URL.
+        progress: draw a progress bar on stderr. None draws it only if
+            stderr is a terminal.
         timeout: seconds a connection or a read may stall.
 
     Returns:

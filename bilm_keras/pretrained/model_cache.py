@@ -17,21 +17,24 @@ The root is ``$BILM_KERAS_CACHE``, else ``$XDG_CACHE_HOME/bilm_keras``, else
       locks/<key>.lock       empty files locked with ``fcntl.flock`` while a
                              process builds ``models/<key>``
 
-Keys: a registry name as it is (``elmo-small``, ``manylangs-zh``); an
-archive URL ``url-<hash>-<file name>``; a local archive
-``file-<hash>-<file name>`` (the hash covers its path, size and mtime, so a
-changed archive is resolved anew); a local ELMoForManyLangs directory
-``dir-<hash>-<folder name>`` (its path and its files' sizes and mtimes).
+Keys:
+
+* a registry name as it is (``elmo-small``, ``manylangs-zh``).
+* an archive URL: ``url-<hash>-<file name>``.
+* a local archive: ``file-<hash>-<file name>``. The hash covers its path,
+  size and mtime, so a changed archive is resolved anew.
+* a local ELMoForManyLangs directory: ``dir-<hash>-<folder name>``. The
+  hash covers its path and its files' sizes and mtimes.
 
 A model folder appears only by one ``os.rename`` of a complete folder built
-under ``tmp/`` (same file system), so ``models/<key>/`` exists complete or
-not at all, and a cached model is used with no network access. Two
-processes that want the same model: the first takes ``locks/<key>.lock``
-and builds it; the second waits on the lock, then finds the folder and
-uses it. Where ``fcntl`` or ``flock`` is unavailable (Windows, some network
-file systems) both may build it, and the rename still leaves one good copy:
-the later process finds the folder taken, throws its own away and uses the
-first (:func:`install_entry`).
+under ``tmp/``, on the same file system. So ``models/<key>/`` exists
+complete or not at all, and a cached model is used with no network access.
+When two processes want the same model, the first takes
+``locks/<key>.lock`` and builds it. The second waits on the lock, then
+finds the folder and uses it. Where ``fcntl`` or ``flock`` is unavailable,
+as on Windows and some network file systems, both may build it. The rename
+still leaves one good copy. The later process finds the folder taken,
+throws its own away and uses the first (:func:`install_entry`).
 """
 
 from __future__ import annotations
@@ -63,9 +66,10 @@ WEIGHT_FILE = "lm_weights.hdf5"
 
 
 def default_cache_dir() -> str:
-    """``$BILM_KERAS_CACHE``, else ``$XDG_CACHE_HOME/bilm_keras`` (an
-    absolute ``XDG_CACHE_HOME`` only, as the XDG spec says), else
-    ``~/.cache/bilm_keras``; absolute."""
+    """``$BILM_KERAS_CACHE``, else ``$XDG_CACHE_HOME/bilm_keras``, else
+    ``~/.cache/bilm_keras``, as an absolute path.
+
+    Only an absolute ``XDG_CACHE_HOME`` counts, as the XDG spec says."""
     configured = os.environ.get(CACHE_ENV)
     if configured:
         return os.path.abspath(os.path.expanduser(configured))
@@ -92,8 +96,8 @@ def _safe_label(text: str) -> str:
 
 
 def hashed_key(kind: str, identity: str, label: str) -> str:
-    """``<kind>-<16 hex of sha256(identity)>-<label>`` (a file-name-safe
-    key; ``kind`` is ``url``, ``file`` or ``dir``)."""
+    """``<kind>-<16 hex of sha256(identity)>-<label>``, a file-name-safe
+    key. ``kind`` is ``url``, ``file`` or ``dir``."""
     digest = hashlib.sha256(identity.encode("utf-8")).hexdigest()[:16]
     return f"{kind}-{digest}-{_safe_label(label)}"
 
@@ -115,8 +119,8 @@ def entry_lock(cache_dir: str, key: str,
                on_wait: Callable[[], None] | None = None
                ) -> Iterator[None]:
     """Holds ``locks/<key>.lock`` exclusively (``fcntl.flock``) for the
-    block; ``on_wait()`` is called once if another process holds it. A
-    no-op where ``fcntl`` or ``flock`` is unavailable (see the module doc).
+    block. ``on_wait()`` is called once if another process holds it. It is
+    a no-op where ``fcntl`` or ``flock`` is unavailable (module doc).
     """
     try:
         import fcntl

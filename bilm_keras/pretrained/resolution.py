@@ -12,32 +12,37 @@
 
 SPEC is tried in this order:
 
-1. an ``http://`` or ``https://`` URL of an archive (``.zip``, ``.tar.gz``,
-   ``.tar.bz2``, any tar: the contents decide);
-2. a registry name (:func:`~bilm_keras.pretrained.registry.registered_models`;
-   ``bilm-keras models`` lists them); a local folder of the same name is
-   reached as ``./NAME``;
-3. a local directory holding a model (at its root or one folder down; a
-   Paddle Fluid checkpoint directory is one);
-4. a PaddleNLP ``.pdparams`` file;
+1. an ``http://`` or ``https://`` URL of an archive: ``.zip``,
+   ``.tar.gz``, ``.tar.bz2`` or any tar, as the contents decide.
+2. a registry name
+   (:func:`~bilm_keras.pretrained.registry.registered_models`), which
+   ``bilm-keras models`` lists. A local folder of the same name is reached
+   as ``./NAME``.
+3. a local directory holding a model, at its root or one folder down. A
+   Paddle Fluid checkpoint directory is one.
+4. a PaddleNLP ``.pdparams`` file.
 5. a local archive.
 
-The format comes from the files (:mod:`.model_layout`): a bilm-tf model
-(options JSON + weights HDF5) is used as it is; an ELMoForManyLangs model
-(``config.json`` + ``.pkl`` files) is converted once with
-:func:`~bilm_keras.weights.manylangs_conversion.convert_manylangs`, and a
-Paddle model (a Fluid persistables checkpoint, a ``.pdparams``) with
-:func:`~bilm_keras.weights.paddle_conversion.read_paddle`, and the
-converted model cached (a Paddle model's vocabulary with it where one lies
-beside it; the baike model's must be passed where it is used). A local
-bilm-tf directory is used in place (nothing is cached); everything else
-lands in the model cache (:mod:`.model_cache`), where the next call finds
-it with no network access. Registry URLs go
-through ``$BILM_KERAS_MODEL_MIRROR`` (:func:`.registry.mirrored_url`).
+The format comes from the files (:mod:`.model_layout`):
 
-Nothing here imports TensorFlow; numpy and h5py only to convert an
-ELMoForManyLangs or Paddle model or to tell a weights HDF5 from other
-HDF5 files.
+* a bilm-tf model, options JSON and weights HDF5, is used as it is.
+* an ELMoForManyLangs model, ``config.json`` and ``.pkl`` files, is
+  converted once with
+  :func:`~bilm_keras.weights.manylangs_conversion.convert_manylangs`.
+* a Paddle model, a Fluid persistables checkpoint or a ``.pdparams``, is
+  converted once with
+  :func:`~bilm_keras.weights.paddle_conversion.read_paddle`.
+
+The converted model is cached. A Paddle model's vocabulary is cached with
+it where one lies beside it. The baike model's must be passed where it is
+used. A local bilm-tf directory is used in place, and nothing is cached.
+Everything else lands in the model cache (:mod:`.model_cache`), where the
+next call finds it with no network access. Registry URLs go through
+``$BILM_KERAS_MODEL_MIRROR`` (:func:`.registry.mirrored_url`).
+
+Nothing here imports TensorFlow. numpy and h5py are imported only to
+convert an ELMoForManyLangs or Paddle model, or to tell a weights HDF5
+from other HDF5 files.
 """
 
 from __future__ import annotations
@@ -74,6 +79,7 @@ from bilm_keras.pretrained.model_layout import (
     PADDLE_FLUID,
     PADDLENLP,
     PDPARAMS_SUFFIX,
+    TFHUB_TF1,
     ModelLayout,
     find_model_layout,
 )
@@ -102,13 +108,14 @@ class ResolvedModel:
     embed --options_file --weight_file`` and ``train --init_weights`` take.
 
     Args:
-        name: the registry name; else the URL's, archive's or folder's name
+        name: the registry name, else the URL's, archive's or folder's name
             (without its archive suffix).
         format: the format the model was published in: ``"bilm-tf"``,
-            ``"elmoformanylangs"`` (converted: its ``options.json`` has an
-            ``elmoformanylangs`` section naming ``char.dic``/``word.dic``
-            beside it), ``"paddle-fluid"`` or ``"paddlenlp"`` (converted).
-            The files here are bilm-tf's layout either way.
+            ``"elmoformanylangs"``, ``"paddle-fluid"`` or ``"paddlenlp"``.
+            The last three are converted. A converted ELMoForManyLangs
+            model's ``options.json`` has an ``elmoformanylangs`` section
+            naming ``char.dic`` and ``word.dic`` beside it. The files here
+            are bilm-tf's layout either way.
         directory: the folder holding the files: ``<cache>/models/<key>``,
             or a local bilm-tf directory used in place.
         options_file: the options JSON (``options.json`` in the cache).
@@ -212,8 +219,8 @@ Build = Callable[[str], tuple[str, dict]]
 
 def _cached(cache_dir: str, key: str, spec: str, build: Build,
             progress: bool) -> ResolvedModel:
-    """The cached model ``key``, built with ``build`` first if missing
-    (under the key's lock; see :mod:`.model_cache`)."""
+    """The cached model ``key``, built with ``build`` first if missing,
+    under the key's lock (:mod:`.model_cache`)."""
     entry = entry_dir(cache_dir, key)
     if is_complete(entry):
         return _from_entry(entry, spec)
@@ -290,7 +297,8 @@ def _convert(model_dir: str, staging: str, label: str,
              root: str | None) -> str:
     """Converts the ELMoForManyLangs model in ``model_dir`` into
     ``staging/model``. Errors name ``label``, and the files relative to
-    ``root`` (an extracted archive's folder; None: paths as they are)."""
+    ``root``, an extracted archive's folder. With None, paths stay as they
+    are."""
     from bilm_keras.weights.manylangs_conversion import convert_manylangs
 
     out = os.path.join(staging, "model")
@@ -330,6 +338,28 @@ def _convert_paddle(layout: ModelLayout, staging: str, label: str,
     return out, VOCAB_FILE if model.vocab is not None else None
 
 
+def _convert_tfhub(layout: ModelLayout, staging: str, label: str,
+                   root: str | None) -> str:
+    """Converts the TF1 Hub module of ``layout`` into ``staging/model``
+    (its learned mix as ``mix.json``)."""
+    from bilm_keras.weights.tfhub_module import (
+        read_tfhub_module,
+        write_converted,
+    )
+
+    out = os.path.join(staging, "model")
+    try:
+        write_converted(read_tfhub_module(layout.model_dir), out)
+    except ValueError as e:
+        message = str(e)
+        if root is not None:
+            message = message.replace(root + os.sep, "").replace(root, ".")
+        raise PretrainedModelError(
+            f"{label}: cannot convert the TF1 Hub module: {message}"
+        ) from None
+    return out
+
+
 def _from_archive(archive: str, staging: str, *, name: str, spec: str,
                   label: str, sources, progress: bool,
                   remove_archive: bool) -> tuple[str, dict]:
@@ -348,6 +378,10 @@ def _from_archive(archive: str, staging: str, *, name: str, spec: str,
     elif layout.format in (PADDLE_FLUID, PADDLENLP):
         _say(progress, f"{name}: converting the Paddle model")
         model_dir, vocab = _convert_paddle(layout, staging, label, extracted)
+    elif layout.format == TFHUB_TF1:
+        _say(progress, f"{name}: converting the TF1 Hub module")
+        model_dir, vocab = _convert_tfhub(layout, staging, label,
+                                          extracted), None
     else:
         model_dir, vocab = _bilm_tf_folder(layout, staging, label,
                                            extracted)
@@ -448,6 +482,9 @@ def _local_directory(path: str, spec: str, cache_dir: str,
         if layout.format == ELMOFORMANYLANGS:
             _say(progress, f"{name}: converting the ELMoForManyLangs model")
             out, vocab = _convert(model_dir, staging, path, None), None
+        elif layout.format == TFHUB_TF1:
+            _say(progress, f"{name}: converting the TF1 Hub module")
+            out, vocab = _convert_tfhub(layout, staging, path, None), None
         else:
             _say(progress, f"{name}: converting the Paddle model")
             out, vocab = _convert_paddle(layout, staging, path, None)
@@ -488,31 +525,32 @@ def resolve_model(spec: str | os.PathLike, *,
                   cache_dir: str | os.PathLike | None = None,
                   mirror: str | None = None,
                   progress: bool | None = None) -> ResolvedModel:
-    """A model SPEC -> a local model in bilm-tf's layout (see the module
-    doc for the kinds of SPEC and the order they are tried in).
+    """A model SPEC -> a local model in bilm-tf's layout. The module doc
+    has the kinds of SPEC and the order they are tried in.
 
     Args:
         spec: a registry name (``"elmo-original"``, ``"manylangs-zh"``), an
             http(s) URL of an archive, a local archive or a local model
             directory.
-        cache_dir: the model cache (default ``$BILM_KERAS_CACHE``, else
-            ``$XDG_CACHE_HOME/bilm_keras``, else ``~/.cache/bilm_keras``).
-        mirror: replaces the scheme and host of registry URLs (default
-            ``$BILM_KERAS_MODEL_MIRROR``; ``""``: none).
-        progress: progress bars and messages on stderr; None: only if
-            stderr is a terminal.
+        cache_dir: the model cache. The default is ``$BILM_KERAS_CACHE``,
+            else ``$XDG_CACHE_HOME/bilm_keras``, else
+            ``~/.cache/bilm_keras``.
+        mirror: replaces the scheme and host of registry URLs. The default
+            is ``$BILM_KERAS_MODEL_MIRROR``, and ``""`` means none.
+        progress: progress bars and messages on stderr. None shows them
+            only if stderr is a terminal.
 
     Returns:
         A :class:`ResolvedModel`. A cached model is returned with no
-        network access; a missing one is downloaded (and converted) into
+        network access. A missing one is downloaded, and converted, into
         the cache first.
 
     Raises:
         PretrainedModelError: one line naming the spec, URL or file and
-            what was expected (an unknown name, a failed or cut-short
-            download, an unsafe or unreadable archive, no model or two,
-            a model that cannot be converted); nothing is left in the
-            cache.
+            what was expected. It covers an unknown name, a failed or
+            cut-short download, an unsafe or unreadable archive, no model
+            or two, and a model that cannot be converted. Nothing is left
+            in the cache.
     """
     spec = os.fspath(spec)
     kind = check_model_spec(spec)
@@ -537,18 +575,19 @@ def resolve_model(spec: str | os.PathLike, *,
 
 
 def check_model_spec(spec: str | os.PathLike) -> str:
-    """What kind of SPEC ``spec`` is (:data:`URL`, :data:`NAME`,
+    """What kind of SPEC ``spec`` is: :data:`URL`, :data:`NAME`,
     :data:`DIRECTORY`, :data:`PDPARAMS` or :data:`ARCHIVE`, tried in that
-    order), found from
-    the text, the registry and the file system alone: no network, no file
-    read. ``bilm-keras`` checks its ``--model`` flags with it, before
-    anything is fetched.
+    order.
+
+    It is found from the text, the registry and the file system alone,
+    with no network and no file read. ``bilm-keras`` checks its
+    ``--model`` flags with it, before anything is fetched.
 
     Raises:
         PretrainedModelError: what :func:`resolve_model` would raise
-            before fetching: an empty spec, a URL whose scheme is not
-            http(s), an unknown name that is no file either (the line says
-            how to list the names).
+            before fetching. That is an empty spec, a URL whose scheme is
+            not http(s), or an unknown name that is no file either. The
+            line says how to list the names.
     """
     spec = os.fspath(spec)
     if not isinstance(spec, str) or not spec.strip():

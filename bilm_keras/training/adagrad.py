@@ -15,14 +15,14 @@ class RowSparseAdagrad(keras.optimizers.Adagrad):
         accumulator[rows] += g * g
         variable[rows] -= lr * g / sqrt(accumulator[rows] + epsilon)
 
-    the same numbers as the dense update on those rows (the others do not
-    move in either). The gradient must list each row once (the training
-    step sums repeats first); dense gradients take Keras' path. The
+    the same numbers as the dense update on those rows. The others do not
+    move in either. The gradient must list each row once, as the training
+    step sums repeats first. Dense gradients take Keras' path. The
     variables and their checkpoint names are Adagrad's.
 
     :meth:`accumulator` and :meth:`set_accumulator` read and set one
-    variable's accumulator (a run continued from another optimizer's
-    state: bilm-tf's checkpoints).
+    variable's accumulator. A run continued from another optimizer's
+    state, such as bilm-tf's checkpoints, uses them.
     """
 
     def accumulator(self, variable):

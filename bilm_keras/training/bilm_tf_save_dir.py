@@ -42,16 +42,19 @@ from bilm_keras.training.run_checkpoint import (
     locate_run_checkpoint,
 )
 from bilm_keras.weights.bilm_tf_checkpoint import (
-    ADAGRAD_SUFFIX,
     BILM_TF,
-    SOFTMAX_B,
-    SOFTMAX_W,
     BilmTFCheckpoint,
     CheckpointFileError,
     SaveDirCheckpoint,
     assign_bilm_tf_checkpoint,
     read_bilm_tf_checkpoint,
     save_bilm_tf_dump,
+)
+from bilm_keras.weights.bilm_tf_names import (
+    ADAGRAD_SUFFIX,
+    LM_SCOPE,
+    SOFTMAX_B,
+    SOFTMAX_W,
 )
 
 #: TensorFlow's checkpoint state file, which bilm-tf's tools and ours read
@@ -252,8 +255,9 @@ def foreign_run(bilm_tf: BilmTFCheckpoint,
     bilm-tf's layout as stored, read when used."""
     names = {}
     for entry in bilm_tf.variables:
-        names[entry.hdf5_path if entry.hdf5_path is not None
-              else entry.checkpoint_name[len("lm/"):]] = entry.checkpoint_name
+        key = (entry.hdf5_path if entry.hdf5_path is not None
+               else entry.checkpoint_name[len(LM_SCOPE):])
+        names[key] = entry.checkpoint_name
     stored = _StoredTensors(bilm_tf, found.shapes, names)
     weights = _StoredTensors(bilm_tf, found.shapes, {
         key: name for key, name in names.items()

@@ -23,19 +23,21 @@ class CarriedStates:
     batch, as variables a checkpoint holds.
 
     Each replica carries ``{direction: [(c, h), ...]}`` for its
-    ``batch_size / R`` rows (``c`` `(rows, dim)`, ``h`` `(rows,
-    projection_dim)`); here they are stored as the global batch's rows, in
-    replica order, which is the order of the global batch's rows (replica
-    ``r`` trains rows ``[r * B / R, (r + 1) * B / R)``), one variable per
-    layer and state, named ``DIRECTION:LAYER:c`` / ``...:h``.
+    ``batch_size / R`` rows, ``c`` `(rows, dim)` and ``h``
+    `(rows, projection_dim)`. Here they are stored as the global batch's
+    rows, in replica order. That is the order of the global batch's rows,
+    since replica ``r`` trains rows ``[r * B / R, (r + 1) * B / R)``. There
+    is one variable per layer and state, named ``DIRECTION:LAYER:c`` or
+    ``...:h``.
 
     Args:
         lm: the model (its directions, layers and sizes).
         batch_size: the global batch.
 
     Attributes:
-        current: the replicas' states the next step starts from (the
-            training loop keeps it up to date; :meth:`capture` saves it).
+        current: the replicas' states the next step starts from. The
+            training loop keeps it up to date, and :meth:`capture` saves
+            it.
     """
 
     def __init__(self, lm: LanguageModel, batch_size: int):
@@ -86,11 +88,11 @@ def as_step_states(strategy: tf.distribute.Strategy, states):
     returns them, so that its second call does not trace it again.
 
     ``strategy.run`` returns a value of one local replica as a plain
-    tensor (a worker of a ``MultiWorkerMirroredStrategy`` cluster, a
-    ``MirroredStrategy`` on one device), not as the per-replica value
-    ``experimental_distribute_values_from_function`` built; given those,
-    the step's second call had another input type and traced the whole
-    step again (about as long as the first trace).
+    tensor, as on a worker of a ``MultiWorkerMirroredStrategy`` cluster or
+    a ``MirroredStrategy`` on one device. It is not the per-replica value
+    ``experimental_distribute_values_from_function`` built. Given those,
+    the step's second call had another input type. It traced the whole
+    step again, taking about as long as the first trace.
     """
     def as_returned(value):
         local = strategy.experimental_local_results(value)

@@ -1,11 +1,11 @@
 """Heldout perplexity of a trained ``save_dir``, with the full softmax.
 
 The bar a trained biLM must clear is the unigram perplexity of its
-training data (recorded in ``save_dir/training_data.json`` by training):
-a direction above it predicts worse than word counts do.
+training data, which training records in ``save_dir/training_data.json``.
+A direction above it predicts worse than word counts do.
 
 The save_dir may be ours or bilm-tf's
-(:mod:`~bilm_keras.training.save_dir_models`); ``stateful=True`` adds
+(:mod:`~bilm_keras.training.save_dir_models`). ``stateful=True`` adds
 bilm-tf's ``run_test.py`` figure
 (:mod:`~bilm_keras.training.stateful_evaluation`) on the same model.
 """
@@ -38,7 +38,7 @@ def training_unigram_perplexity(save_dir: str, vocab_file=None):
     """``(perplexity, source file)`` of the training data's unigram
     perplexity, or ``(None, None)`` when nothing records it.
 
-    ``train`` writes it to ``save_dir/training_data.json``; a vocabulary
+    ``train`` writes it to ``save_dir/training_data.json``. A vocabulary
     made by ``build_vocab`` has it in its ``.json`` sidecar too.
     """
     candidates = [os.path.join(os.fspath(save_dir), TRAINING_DATA_FILE)]
@@ -70,35 +70,43 @@ def evaluate(
 ) -> dict:
     """Heldout perplexity with the full softmax, every token once.
 
-    The text goes through in ``(batch_size, unroll_steps)`` windows, the
-    LSTM states carried from one to the next as in training. Prints the
-    running perplexity and, at the end, each direction's and the mean
-    perplexity with the files they came from, and a warning for every
-    direction whose perplexity is above the unigram perplexity of the
-    training data (it predicts worse than word counts do: broken, whatever
-    its training perplexity said).
+    The text goes through in ``(batch_size, unroll_steps)`` windows, and
+    each sentence starts from zero LSTM states, as ELMo embeds it, for
+    every checkpoint family and whatever its options say. So the figure is
+    the same at every ``batch_size``.
+
+    It prints the running perplexity. At the end it prints each
+    direction's and the mean perplexity, with the files they came from. It
+    warns of every direction whose perplexity is above the unigram
+    perplexity of the training data. Such a direction predicts worse than
+    word counts do, and is broken whatever its training perplexity said.
 
     Args:
         save_dir: our training's save_dir or bilm-tf's.
-        unigram_perplexity: the bar for that warning; None: the training
-            data's, as :func:`training_unigram_perplexity` finds it (no
-            warning when nothing records it).
-        checkpoint: the checkpoint to evaluate (``model-200``); None: the
-            newest that reads whole (a damaged newer one is named in a
-            line on stderr).
-        stateful: also compute bilm-tf's ``run_test.py`` figure (LSTM
-            states carried across the whole heldout stream, unroll 1,
-            ``batch_size`` rows, the last incomplete batch dropped) on the
-            same model, printed after ours.
+        unigram_perplexity: the bar for that warning. None takes the
+            training data's, as :func:`training_unigram_perplexity` finds
+            it, with no warning when nothing records it.
+        checkpoint: the checkpoint to evaluate (``model-200``). None takes
+            the newest that reads whole. A damaged newer one is named in a
+            line on stderr.
+        stateful: also compute bilm-tf's ``run_test.py`` figure on the same
+            model, printed after ours. Its LSTM states are carried across
+            the whole heldout stream, with unroll 1 and ``batch_size``
+            rows. The last incomplete batch is dropped.
 
     Returns:
-        dict: ``forward_perplexity``, ``backward_perplexity`` (bidirectional
-        models), ``perplexity`` (``exp`` of the mean of the directions'
-        mean losses), ``n_tokens``, ``files``, ``checkpoint`` (the prefix
-        read), ``unigram_perplexity`` (the bar, or None), ``warnings``
-        (the warning lines printed) and, with ``stateful``,
-        ``stateful`` (a
-        :class:`~bilm_keras.training.stateful_evaluation.StatefulPerplexity`).
+        dict with these keys:
+
+        * ``forward_perplexity``, and ``backward_perplexity`` for
+          bidirectional models.
+        * ``perplexity``: ``exp`` of the mean of the directions' mean
+          losses.
+        * ``n_tokens`` and ``files``.
+        * ``checkpoint``: the prefix read.
+        * ``unigram_perplexity``: the bar, or None.
+        * ``warnings``: the warning lines printed.
+        * with ``stateful``, ``stateful``: a
+          :class:`~bilm_keras.training.stateful_evaluation.StatefulPerplexity`.
     """
     source = "given"
     if unigram_perplexity is None:
@@ -110,6 +118,10 @@ def evaluate(
         save_dir, vocab_file=vocab_file, checkpoint=checkpoint)
     data = make_dataset(test_prefix, vocab, options, test=True)
     num_steps = options.unroll_steps
+    # each sentence from zero states, whatever the options say: Paddle's
+    # converted options and a continued bilm-tf run's carry the states,
+    # which would make the figure depend on batch_size
+    lm.reset_states_at_sentence_start = True
 
     @graph_function
     def eval_step(batch, states):

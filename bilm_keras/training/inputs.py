@@ -2,10 +2,11 @@
 the number of steps an epoch of them makes.
 
 A batch is a dict of ``(batch, time)`` tensors, ``time`` being
-``unroll_steps``: ``token_ids``, the ``next_token_id`` targets, ``mask``
-and ``sentence_start``, plus ``tokens_characters`` ``(batch, time,
-max_chars)`` for a char-CNN model, and a ``_reverse`` twin of each for a
-bidirectional one (:func:`~bilm_keras.data.batch_packing.batch_signature`).
+``unroll_steps`` (:func:`~bilm_keras.data.batch_packing.batch_signature`).
+They are ``token_ids``, the ``next_token_id`` targets, ``mask`` and
+``sentence_start``. A char-CNN model adds ``tokens_characters``
+``(batch, time, max_chars)``. A bidirectional one adds a ``_reverse`` twin
+of each.
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ from bilm_keras.training.strategy import cluster_workers
 
 
 def load_vocab(vocab_file, options: BiLMOptions) -> Vocabulary:
-    """bilm-tf's ``load_vocab``: chars for a char-CNN model, tokens if not;
-    a converted ELMoForManyLangs model's own char and word ids
-    (:class:`ManyLangsCharsVocabulary`) when the options name its
-    dictionaries.
+    """bilm-tf's ``load_vocab``: chars for a char-CNN model, tokens if not.
+
+    When the options name a converted ELMoForManyLangs model's
+    dictionaries, it gives that model's own char and word ids
+    (:class:`ManyLangsCharsVocabulary`).
 
     Raises:
         VocabularyError: the file is missing or lacks ``<S>``, ``</S>`` or
@@ -76,7 +78,7 @@ def steps_per_epoch(options: BiLMOptions) -> int:
 
 def distributed_batches(strategy, train_prefix, vocab, options, seed,
                         skip_batches=0):
-    """An iterator of per-replica batches; every replica's rows stay
+    """An iterator of per-replica batches. Every replica's rows stay
     continuous streams from one batch to the next. The stream of ``seed``
     starts after its first ``skip_batches`` batches (per input pipeline).
 

@@ -1,6 +1,7 @@
-"""Domain adaptation's warm-up: the first steps train only the softmax
-(:class:`LMWarmup`, its end kept in the checkpoints;
-:mod:`bilm_keras.training.adaptation` has the why)."""
+"""Domain adaptation's warm-up: the first steps train only the softmax.
+
+:class:`LMWarmup` keeps its end in the checkpoints.
+:mod:`bilm_keras.training.adaptation` has the why."""
 
 from __future__ import annotations
 
@@ -31,8 +32,8 @@ class LMWarmup:
         steps ``start_step + 1 .. until``.
 
         The step is counted here, not read from the optimizer, so choosing
-        costs no device round trip; ``make_warmup_step()`` is called (and
-        traced) only if a warm-up step is left.
+        costs no device round trip. ``make_warmup_step()`` is called, and
+        traced, only if a warm-up step is left.
         """
         until = int(self.until.numpy())
         if until <= start_step:

@@ -3,9 +3,9 @@
 A converted ELMoForManyLangs model's options name its ``char.dic`` and
 ``word.dic`` relative to the options file's folder. A training ``save_dir``
 and a ``dump_weights`` folder get copies of both beside their
-``options.json``, which names them by file name, so that the folder is
-complete on its own (moved, exported or loaded anywhere) as the converted
-folder was.
+``options.json``, which names them by file name. So the folder is complete
+on its own, as the converted folder was. It can be moved, exported or
+loaded anywhere.
 """
 
 from __future__ import annotations
@@ -23,11 +23,11 @@ def write_options(options: BiLMOptions,
     """Writes ``options_file`` and copies the dictionaries it names.
 
     Args:
-        options: the options to write; a converted ELMoForManyLangs model's
-            dictionaries (``options.manylangs``) are copied byte for byte
-            into the folder of ``options_file`` (each atomically; a file
-            that is already the same one is left alone).
-        options_file: the ``options.json`` to write (atomically).
+        options: the options to write. A converted ELMoForManyLangs
+            model's dictionaries (``options.manylangs``) are copied byte for
+            byte into the folder of ``options_file``, each atomically. A
+            file that is already the same one is left alone.
+        options_file: the ``options.json`` to write, atomically.
 
     Returns:
         The options as written, their dictionaries resolved to the copies.

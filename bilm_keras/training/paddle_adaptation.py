@@ -31,8 +31,8 @@ import numpy as np
 from bilm_keras.data.vocabulary import Vocabulary, VocabularyError
 from bilm_keras.training.adaptation import keep_softmax_rows, shared_words
 from bilm_keras.training.run_checkpoint import SOFTMAX_B_KEY, SOFTMAX_W_KEY
-from bilm_keras.weights.bilm_tf_checkpoint import INITIAL_ACCUMULATOR
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+from bilm_keras.weights.bilm_tf_names import INITIAL_ACCUMULATOR
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 
 logger = logging.getLogger(__name__)

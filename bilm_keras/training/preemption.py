@@ -2,38 +2,42 @@
 the step it has reached, and :func:`~bilm_keras.training.restart`
 continues it as if it had never stopped.
 
-A spot instance gets SIGTERM and a short grace period before it is killed;
-a cluster scheduler sends SIGTERM before the kill (SLURM ``--signal``); a
-person presses Ctrl-C (SIGINT). From the first training step on,
-:class:`SignalWatch` catches both: the step in flight finishes, a
-checkpoint of that step is written (model, Adagrad, step counter, data
-stream, LSTM states: :mod:`.checkpoints`, :mod:`.carried_states`), and
-the run raises :class:`TrainingPreempted`, whose one-line message names
-the checkpoint and the command that continues it. ``bilm-keras train`` and
-``restart`` print that line and exit with :data:`EXIT_STATUS`: 143
-(128 + 15) after SIGTERM, the status of a process SIGTERM ended, which
-schedulers take for "preempted: requeue", and 130 (128 + 2) after SIGINT,
-as for any interrupted command. A further signal while the checkpoint is
-written is noted and waits for it (a save is never cut short: SIGKILL is
-the way to stop at once, and keeps the previous checkpoint).
+A spot instance gets SIGTERM and a short grace period before it is
+killed. A cluster scheduler sends SIGTERM before the kill (SLURM
+``--signal``). A person presses Ctrl-C (SIGINT). From the first training
+step on, :class:`SignalWatch` catches both. The step in flight finishes
+and a checkpoint of that step is written: model, Adagrad, step counter,
+data stream and LSTM states (:mod:`.checkpoints`, :mod:`.carried_states`).
+Then the run raises :class:`TrainingPreempted`, whose one-line message
+names the checkpoint and the command that continues it.
 
-Before the first step (reading the corpus, building the model) a signal
-acts as it always does: nothing has been trained since the last
+``bilm-keras train`` and ``restart`` print that line and exit with
+:data:`EXIT_STATUS`. That is 143 (128 + 15) after SIGTERM, the status of a
+process SIGTERM ended, which schedulers take for "preempted: requeue". It
+is 130 (128 + 2) after SIGINT, as for any interrupted command. A further
+signal while the checkpoint is written is noted and waits for it. A save
+is never cut short: SIGKILL is the way to stop at once, and keeps the
+previous checkpoint.
+
+Before the first step, while the corpus is read and the model built, a
+signal acts as it always does. Nothing has been trained since the last
 checkpoint, so there is nothing to save.
 
 Several workers (``MultiWorkerMirroredStrategy``) use TensorFlow's own
 ``tf.distribute.experimental.PreemptionCheckpointHandler``
-(:class:`ClusterPreemption`): a signal reaches one worker, and every
-worker must write the checkpoint at the same step (the save is a
-collective), which the handler agrees on through the cluster's
-coordination service without a collective per step. One process
-(the default strategy, ``MirroredStrategy`` over its devices) does not use
-it (:class:`LocalPreemption`): its documentation supports only
-``MultiWorkerMirroredStrategy`` and ``TPUStrategy``; it would save one step
-after the signal (the step it agrees on is the next one) and poll for our
-signal flag once a second; and there is nothing to agree on. Both write
-through the same :class:`~bilm_keras.training.checkpoints.
-CheckpointWriter`, so a preemption checkpoint is an ordinary one.
+(:class:`ClusterPreemption`). A signal reaches one worker, and every
+worker must write the checkpoint at the same step, since the save is a
+collective. The handler agrees on that step through the cluster's
+coordination service, without a collective per step.
+
+One process does not use it (:class:`LocalPreemption`). That is the
+default strategy, or ``MirroredStrategy`` over its devices. The handler's
+documentation supports only ``MultiWorkerMirroredStrategy`` and
+``TPUStrategy``. It would save one step after the signal, since the step
+it agrees on is the next one, and poll for our signal flag once a second.
+And in one process there is nothing to agree on. Both write through the
+same :class:`~bilm_keras.training.checkpoints.CheckpointWriter`, so a
+preemption checkpoint is an ordinary one.
 """
 
 from __future__ import annotations
@@ -112,14 +116,14 @@ def _rebuild(signal_name, exit_status, step, last_step, checkpoint, args):
 
 
 class SignalWatch:
-    """Catches SIGTERM and SIGINT while entered (a context manager; the
-    handlers before it are put back on exit).
+    """A context manager that catches SIGTERM and SIGINT while entered.
+    The handlers before it are put back on exit.
 
     The first signal sets :attr:`signum`, and a line on stderr says the
-    run stops after this step with a checkpoint; a later one only says it
+    run stops after this step with a checkpoint. A later one only says it
     is already stopping. Signal handlers can be set only in the main
-    thread: entered in another one, it catches nothing (the signals act as
-    they would without it).
+    thread. Entered in another one, it catches nothing, and the signals
+    act as they would without it.
 
     Attributes:
         signum: the first signal caught, or None.
@@ -184,15 +188,16 @@ class ClusterPreemption:
     """Several workers: TensorFlow's ``PreemptionCheckpointHandler`` agrees
     on the step at which every worker writes the checkpoint, then all stop.
 
-    Our :class:`SignalWatch` is its ``termination_watcher_fn`` (so SIGINT
-    counts as SIGTERM does, and the handler installs no handler of its
-    own), our writer its ``save_fn`` and the raise of
-    :class:`TrainingPreempted` its ``exit_fn``. It is given a checkpoint
-    manager of its own over an empty checkpoint in a scratch folder: when
-    created, the handler restores its manager's latest checkpoint, which
-    would bypass the checks of our restore (the options' shapes, the
-    batch size of the saved states); with its ``save_fn`` it never writes
-    through that manager.
+    Our :class:`SignalWatch` is its ``termination_watcher_fn``, so SIGINT
+    counts as SIGTERM does and the handler installs no handler of its own.
+    Our writer is its ``save_fn`` and the raise of
+    :class:`TrainingPreempted` its ``exit_fn``.
+
+    It is given a checkpoint manager of its own over an empty checkpoint
+    in a scratch folder. When created, the handler restores its manager's
+    latest checkpoint. That would bypass the checks of our restore, the
+    options' shapes and the batch size of the saved states. With its
+    ``save_fn`` it never writes through that manager.
 
     Args:
         strategy: the ``MultiWorkerMirroredStrategy`` (its

@@ -56,7 +56,7 @@ class TrainingProgress:
         self.steps += 1
 
     def report(self, step: int, grad_norm) -> None:
-        """The window's line and scalars at global ``step``; a new window
+        """The window's line and scalars at global ``step``. A new window
         starts."""
         elapsed = time.perf_counter() - self.start
         self.perplexity = math.exp(float(self.loss) / self.steps)

@@ -39,7 +39,7 @@ from typing import Any, Mapping, Optional
 import numpy as np
 import tensorflow as tf
 
-from bilm_keras._utils.problem_list import problem_list
+from bilm_keras._utils.problem_list import fit_problems, problem_list
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
@@ -53,12 +53,12 @@ from bilm_keras.training.checkpoints import (
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
 from bilm_keras.training.lm_warmup import LMWarmup
 from bilm_keras.weights.bilm_tf_checkpoint import (
-    INITIAL_ACCUMULATOR,
     CheckpointKind,
     SaveDirCheckpoint,
     locate_checkpoint,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+from bilm_keras.weights.bilm_tf_names import INITIAL_ACCUMULATOR
 
 #: the parts of a run's checkpoint, by their names in it
 WEIGHTS = "weights"
@@ -124,15 +124,9 @@ def check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
             "now kernel_t, its transpose): dump it to HDF5 with the "
             "version that wrote it (dump_weights.py) and continue with "
             "train --init_weights")
-    problems = [
-        f"{k.replace(':', '/')}: options give shape {shape}, checkpoint "
-        f"{'has none' if k not in stored else 'has ' + str(stored[k])}"
-        for k, shape in wanted.items() if stored.get(k) != shape
-    ] + [
-        f"{k.replace(':', '/')}: in the checkpoint ({stored[k]}), not in "
-        "the model"
-        for k in stored if k not in wanted
-    ]
+    problems = fit_problems(
+        {k.replace(":", "/"): shape for k, shape in wanted.items()},
+        {k.replace(":", "/"): shape for k, shape in stored.items()})
     if problems:
         raise CheckpointError(
             f"{options_file} does not fit checkpoint {path}: "
@@ -351,7 +345,7 @@ class RunCheckpoint:
         """Continues a run another implementation saved: every weight and
         the softmax, each variable's Adagrad accumulator (a padding row
         the table adds gets bilm-tf's initial
-        :data:`~bilm_keras.weights.bilm_tf_checkpoint.INITIAL_ACCUMULATOR`)
+        :data:`~bilm_keras.weights.bilm_tf_names.INITIAL_ACCUMULATOR`)
         and the step counter, in our layout. Every shape is checked before
         anything is assigned. Returns the step.
 
@@ -389,30 +383,19 @@ class RunCheckpoint:
 
     @staticmethod
     def _check_foreign(run: ForeignRun, targets) -> None:
-        problems = []
-        for target in targets:
-            value = _foreign_value(run, target.key)
-            shape = None if value is None else tuple(np.shape(value))
-            if shape != target.shape:
-                problems.append(f"{target.key}: the options give shape "
-                                f"{target.shape}, found "
-                                f"{'none' if shape is None else shape}")
-        keys = {target.key for target in targets}
-        problems += [f"{key}: found {tuple(np.shape(run.weights[key]))}, "
-                     f"not in the model the options describe"
-                     for key in sorted(set(run.weights) - keys)]
+        expected = {target.key: target.shape for target in targets}
+        stored = {key: _shape(_foreign_value(run, key))
+                  for key in {*expected, *run.weights}}
+        problems = fit_problems(expected, stored, sorted(run.weights))
         if run.accumulators is None:
             problems.append("no Adagrad accumulators (continuing a run "
                             "needs them)")
         else:
-            for target in targets:
-                value = run.accumulators.get(target.key)
-                shape = None if value is None else tuple(np.shape(value))
-                if shape != target.shape:
-                    problems.append(
-                        f"{target.key} Adagrad accumulator: expected shape "
-                        f"{target.shape}, found "
-                        f"{'none' if shape is None else shape}")
+            suffix = " Adagrad accumulator"
+            problems += fit_problems(
+                {key + suffix: shape for key, shape in expected.items()},
+                {key + suffix: _shape(run.accumulators.get(key))
+                 for key in expected}, extra=())
         if not isinstance(run.step, (int, np.integer)) or run.step < 0:
             problems.append(f"step: expected an integer >= 0, found "
                             f"{run.step!r}")
@@ -438,6 +421,11 @@ def _foreign_value(run: ForeignRun, key: str):
     if key == SOFTMAX_B_KEY:
         return run.softmax_bias
     return run.weights.get(key)
+
+
+def _shape(value) -> Optional[tuple]:
+    """The shape of a foreign value, None for none."""
+    return None if value is None else tuple(np.shape(value))
 
 
 def _as_is(value):

@@ -1,25 +1,26 @@
 """bilm-tf's ``run_test.py`` perplexity: states carried through the heldout.
 
 bilm-tf's ``test()`` runs its model with ``unroll_steps = 1`` over the
-stream of :mod:`bilm_keras.data.bilm_tf_heldout`, feeding each batch's
-final LSTM states in as the next batch's initial states, so every row
+stream of :mod:`bilm_keras.data.bilm_tf_heldout`. It feeds each batch's
+final LSTM states in as the next batch's initial states. So every row
 reads its sentences one after another from the states the previous ones
 left. Each batch's loss is the mean over its rows of the full-softmax
-loss, the two directions averaged; the figure is ``exp`` of the mean batch
+loss, the two directions averaged. The figure is ``exp`` of the mean batch
 loss. It is the perplexity the ELMo paper and bilm-tf's users quote.
 
 Here the same stream runs through a :class:`LanguageModel`, the states
-stepped by this module. Since batch ``t + 1``'s row ``i`` continues batch
-``t``'s row ``i``, ``batches_per_call`` consecutive unroll-1 batches are
-one `(batch, batches_per_call)` window: the same LSTM steps, in one call.
-Every batch is full (bilm-tf dropped the last incomplete one), so the mean
-of the batch losses is the mean token loss of each direction, averaged::
+stepped by this module. Batch ``t + 1``'s row ``i`` continues batch
+``t``'s row ``i``. So :data:`BATCHES_PER_CALL` consecutive unroll-1
+batches are one `(batch, BATCHES_PER_CALL)` window: the same LSTM steps,
+in one call. Every batch is full, as bilm-tf dropped the last incomplete
+one. So the mean of the batch losses is the mean token loss of each
+direction, averaged::
 
     perplexity = exp(mean over batches of (loss_fwd + loss_bwd) / 2)
                = exp((sum_fwd + sum_bwd) / (2 * n_batches * batch_size))
 
 Our default ``test`` (:mod:`bilm_keras.training.evaluation`) instead
-scores every heldout token once; the two figures differ.
+scores every heldout token once. The two figures differ.
 """
 
 from __future__ import annotations
@@ -42,6 +43,9 @@ from bilm_keras.data.bilm_tf_heldout import (
 from bilm_keras.training.save_dir_models import load_save_dir_model
 
 logger = logging.getLogger(__name__)
+
+#: consecutive unroll-1 batches run as one window, in one call
+BATCHES_PER_CALL = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +83,6 @@ def stateful_perplexity(
     batches: Iterable[Dict[str, np.ndarray]],
     *,
     batch_size: int,
-    batches_per_call: int = 20,
     log_every: int = 0,
 ) -> StatefulPerplexity:
     """bilm-tf's ``test()`` computation over ``batches``.
@@ -91,7 +94,6 @@ def stateful_perplexity(
             (:func:`~bilm_keras.data.bilm_tf_heldout.iter_bilm_tf_heldout_batches`),
             without ``sentence_start`` (states are carried throughout).
         batch_size: their rows.
-        batches_per_call: consecutive batches run as one window.
         log_every: print the running perplexity every this many batches
             (0: never).
 
@@ -110,7 +112,7 @@ def stateful_perplexity(
     n_batches = 0
     iterator = iter(batches)
     while True:
-        group = list(itertools.islice(iterator, batches_per_call))
+        group = list(itertools.islice(iterator, BATCHES_PER_CALL))
         if not group:
             break
         # row i of batch t + 1 continues row i of batch t: one window
@@ -155,20 +157,22 @@ def evaluate_stateful(
 
     Args:
         save_dir: a save_dir that bilm-tf's ``train()`` or our training
-            wrote (told apart by the checkpoint's variable names).
-        vocab_file: the model's vocabulary (its size must be the options'
-            ``n_tokens_vocab``).
+            wrote, told apart by the checkpoint's variable names.
+        vocab_file: the model's vocabulary. Its size must be the options'
+            ``n_tokens_vocab``.
         test_prefix: glob of heldout files.
-        batch_size: rows per batch (``run_test.py``'s default 256).
-        log_every: see :func:`stateful_perplexity`.
-        checkpoint: the checkpoint to read (``model-200``; default: the
-            newest that reads whole, see
-            :func:`~bilm_keras.training.save_dir_models.choose_checkpoint`).
+        batch_size: rows per batch, ``run_test.py``'s default 256.
+        log_every: as in :func:`stateful_perplexity`.
+        checkpoint: the checkpoint to read (``model-200``). The default is
+            the newest that reads whole
+            (:func:`~bilm_keras.training.save_dir_models.choose_checkpoint`).
 
     Raises:
         CheckpointFileError, CheckpointError: a save_dir that cannot be
-            read; OptionsError: a vocabulary of another size; CorpusError:
-            no heldout file; ValueError: no complete batch.
+            read.
+        OptionsError: a vocabulary of another size.
+        CorpusError: no heldout file.
+        ValueError: no complete batch.
     """
     save_dir = os.fspath(save_dir)
     bilm_tf_shard_order(test_prefix)  # a missing file before the model

@@ -27,16 +27,17 @@ def make_strategy(
 ) -> tf.distribute.Strategy:
     """The strategy for this process.
 
-    * ``TF_CONFIG`` naming several workers: ``MultiWorkerMirroredStrategy``
-      (each worker uses its visible GPUs, or its CPU);
-    * several devices (``devices``, or the first ``n_gpus`` visible GPUs,
-      default all of them): ``MirroredStrategy`` over them;
+    * ``TF_CONFIG`` naming several workers: ``MultiWorkerMirroredStrategy``.
+      Each worker uses its visible GPUs, or its CPU.
+    * several devices: ``MirroredStrategy`` over them. They are
+      ``devices``, or the first ``n_gpus`` visible GPUs, by default all of
+      them.
     * one device: the default strategy.
 
     Args:
-        n_gpus: GPUs to use (None: every visible GPU; 0: the CPU).
-        devices: explicit device names (for example two logical CPUs in
-            tests); overrides ``n_gpus``.
+        n_gpus: GPUs to use. None is every visible GPU, and 0 the CPU.
+        devices: explicit device names, for example two logical CPUs in
+            tests. They override ``n_gpus``.
 
     Raises:
         ValueError: ``n_gpus`` asks for more GPUs than are visible.

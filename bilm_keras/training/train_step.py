@@ -4,18 +4,18 @@ all-reduce, clipping and the Adagrad update.
 What bilm-tf's ``training.py`` did, on :class:`LanguageModel`:
 
 * Adagrad on the gradients of ``loss * unroll_steps``, clipped by their
-  global norm ``all_clip_norm_val``; the softmax's and the embeddings'
+  global norm ``all_clip_norm_val``. The softmax's and the embeddings'
   gradients stay sparse, and :class:`RowSparseAdagrad` updates only their
-  rows;
-* every replica carries its own LSTM states from one window of
-  ``unroll_steps`` tokens to the next (truncated backpropagation through
-  time): the states go into the step function and come back out of it, as
-  per-replica values;
+  rows.
+* Every replica carries its own LSTM states from one window of
+  ``unroll_steps`` tokens to the next, as truncated backpropagation
+  through time. The states go into the step function and come back out of
+  it, as per-replica values.
 * ``batch_size`` is the *global* batch: each of the ``R`` replicas gets
-  ``batch_size / R`` rows (bilm-tf's ``batch_size`` was per GPU).
+  ``batch_size / R`` rows. bilm-tf's ``batch_size`` was per GPU.
 
 At ``mixed_float16`` the loss is scaled (:class:`DynamicLossScale`), so
-that gradients float16 products would round to zero do not; the model's
+that gradients float16 products would round to zero do not. The model's
 variables and Adagrad's accumulators are float32 at every precision.
 """
 
@@ -34,14 +34,15 @@ from bilm_keras.options import BiLMOptions
 
 
 def _sum_repeated_rows(grad):
-    """An ``IndexedSlices`` gradient with each row once (repeats summed);
-    other gradients unchanged.
+    """An ``IndexedSlices`` gradient with each row once, its repeats
+    summed. Other gradients come back unchanged.
 
     A gather's gradient lists a row once per lookup. The global norm and
     Adagrad's ``accumulator += g * g`` need each row's total, as the dense
-    gradient has it; the update then touches only the rows the batch used
-    (bilm-tf's sparse Adagrad), instead of an ``(n_tokens_vocab, dim)`` dense
-    tensor per step (793k x 512 floats for the published softmax).
+    gradient has it. The update then touches only the rows the batch used,
+    as bilm-tf's sparse Adagrad did. A dense update would touch an
+    ``(n_tokens_vocab, dim)`` tensor per step, 793k x 512 floats for the
+    published softmax.
 
     ``grad.values`` ``(lookups, dim)`` becomes ``(distinct rows, dim)``.
     """
@@ -55,10 +56,12 @@ def _sum_repeated_rows(grad):
 
 class DynamicLossScale:
     """Keras' ``LossScaleOptimizer`` rule, for a step that applies its own
-    updates: the loss is multiplied by ``scale`` before the gradients are
-    taken and they are divided by it after; a step whose gradients are not
-    all finite changes no weight and halves ``scale``, and ``scale``
-    doubles after ``growth_steps`` finite steps in a row.
+    updates.
+
+    The loss is multiplied by ``scale`` before the gradients are taken,
+    and they are divided by it after. A step whose gradients are not all
+    finite changes no weight and halves ``scale``. ``scale`` doubles after
+    ``growth_steps`` finite steps in a row.
 
     Args:
         initial_scale: the first scale (Keras': 2 ** 15).
@@ -74,9 +77,10 @@ class DynamicLossScale:
                                         name="loss_scale_finite_steps")
 
     def unscale(self, grads):
-        """``(grads / scale, all finite)``; gradients that are not all
-        finite come back as zeros (an Adagrad step on zeros changes
-        nothing), and the scale is updated."""
+        """``(grads / scale, all finite)``, and the scale updated.
+
+        Gradients that are not all finite come back as zeros, since an
+        Adagrad step on zeros changes nothing."""
         def divided(g):
             if isinstance(g, tf.IndexedSlices):
                 return tf.IndexedSlices(g.values / self.scale, g.indices,
@@ -111,7 +115,7 @@ def _apply_adagrad(strategy, optimizer, grads, variables) -> None:
     context), with ``grads`` already reduced and clipped.
 
     Keras' ``apply_gradients`` all-reduces again and needs replica
-    context; so each mirrored variable gets the Adagrad update directly,
+    context. So each mirrored variable gets the Adagrad update directly,
     as Keras' own distributed update does (``strategy.extended.update``).
     """
     with tf.name_scope("adagrad_update"):
@@ -133,29 +137,35 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
     """``train_step(batch, states) -> (loss, grad_norm, states,
     direction_losses)``.
 
-    ``batch`` and ``states`` are per-replica values (plain tensors under
-    the default strategy); the returned states feed the next call. Each
+    ``batch`` and ``states`` are per-replica values, plain tensors under
+    the default strategy. The returned states feed the next call. Each
     replica gets ``(batch / R, time)`` ids (:mod:`.inputs`) and its
     states ``{direction: [(c, h), ...]}``, ``c`` ``(batch / R, dim)`` and
     ``h`` ``(batch / R, projection_dim)`` per layer.
-    ``loss`` is the training loss (the mean over directions) and
-    ``direction_losses`` ``{direction: ()}`` each direction's mean token
-    loss, both averaged over the replicas.
+
+    ``loss`` is the training loss, the mean over directions.
+    ``direction_losses`` ``{direction: ()}`` holds each direction's mean
+    token loss. Both are averaged over the replicas.
+
     ``sparse_gradients=False`` makes the softmax's and the embeddings'
-    gradients dense before the all-reduce: the same updates, for a
-    strategy whose all-reduce of rows (an all-gather) is slower than a
-    dense sum, e.g. a small vocabulary over many replicas
-    (``bench/train_throughput.py --compare dense_gradients`` times both).
-    Dropout masks are a function of ``dropout_seed`` (None: drawn once
-    from the system), the global step and the replica, the same in the
-    fast and the plain LSTM path (:mod:`bilm_keras.layers.dropout`).
-    ``variables``: the ones to train (default: all trainable ones); the
-    others get no gradient, no update and no accumulator change, and the
-    gradient norm is theirs alone (the warm-up's softmax-only step).
-    ``precision``: the model's (``bilm_keras.layers.precision``, set on
-    ``lm`` by :func:`~bilm_keras.training.model_setup.build_model`); at
-    ``mixed_float16`` the loss is scaled (:class:`DynamicLossScale`, kept
-    as the step's ``loss_scale`` attribute).
+    gradients dense before the all-reduce. The updates are the same. It
+    suits a strategy whose all-reduce of rows, an all-gather, is slower
+    than a dense sum, e.g. a small vocabulary over many replicas.
+    ``bench/train_throughput.py --compare dense_gradients`` times both.
+
+    Dropout masks are a function of ``dropout_seed``, the global step and
+    the replica. A ``dropout_seed`` of None is drawn once from the system.
+    The masks are the same in the fast and the plain LSTM path
+    (:mod:`bilm_keras.layers.dropout`).
+
+    ``variables``: the ones to train, by default all trainable ones. The
+    others get no gradient, no update and no accumulator change. The
+    gradient norm is theirs alone, as in the warm-up's softmax-only step.
+
+    ``precision``: the model's (``bilm_keras.layers.precision``), set on
+    ``lm`` by :func:`~bilm_keras.training.model_setup.build_model`. At
+    ``mixed_float16`` the loss is scaled by a :class:`DynamicLossScale`,
+    kept as the step's ``loss_scale`` attribute.
     """
     rows_once = _sum_repeated_rows if sparse_gradients else (
         tf.convert_to_tensor)

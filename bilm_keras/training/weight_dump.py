@@ -27,34 +27,36 @@ def dump_weights(save_dir: str, outfile: str, *,
                  checkpoint: Optional[str] = None) -> dict:
     """Writes a checkpoint of ``save_dir`` as bilm-tf HDF5.
 
-    The file has bilm-tf's layout (``char_embed`` without the padding row,
-    no softmax; token models keep ``embedding``), written atomically. A
-    bilm-tf save_dir's checkpoint is written as bilm-tf's own
-    ``dump_weights`` wrote it: the same datasets and float32 values, bit
-    for bit. Beside it goes ``options.json`` for prediction (bilm-tf's
-    ``dump_weights`` wrote none: its users copied the training options and
-    edited ``n_characters`` by hand): the training options with
-    ``n_characters = 262``, as bilm-tf requires after training (a
-    converted ELMoForManyLangs model keeps its own ``n_characters`` and
-    gets copies of its ``char.dic``/``word.dic``, named relative to the
-    options). Load both with
-    :class:`~bilm_keras.BidirectionalLanguageModel`.
+    The file has bilm-tf's layout, written atomically: ``char_embed``
+    without the padding row, and no softmax. Token models keep
+    ``embedding``. A bilm-tf save_dir's checkpoint is written as bilm-tf's
+    own ``dump_weights`` wrote it, the same datasets and float32 values,
+    bit for bit.
 
-    A Paddle checkpoint (:func:`~bilm_keras.training.paddle_save_dir.
-    locate_paddle_checkpoint`) is written as ``convert-paddle`` writes its
-    weights, with its options (no vocabulary: that is ``convert-paddle``'s).
+    Beside it goes ``options.json`` for prediction. bilm-tf's
+    ``dump_weights`` wrote none, and its users copied the training options
+    and edited ``n_characters`` by hand. These are the training options
+    with ``n_characters = 262``, as bilm-tf requires after training. A
+    converted ELMoForManyLangs model keeps its own ``n_characters``. It
+    gets copies of its ``char.dic``/``word.dic``, named relative to the
+    options. Load both with :class:`~bilm_keras.BidirectionalLanguageModel`.
+
+    A Paddle checkpoint
+    (:func:`~bilm_keras.training.paddle_save_dir.locate_paddle_checkpoint`)
+    is written as ``convert-paddle`` writes its weights, with its options.
+    The vocabulary is left to ``convert-paddle``.
 
     Args:
-        save_dir: our training's save_dir or bilm-tf's; or a Paddle
+        save_dir: our training's save_dir, bilm-tf's, or a Paddle
             checkpoint.
         checkpoint: the checkpoint to write (``model-200``,
-            ``model.ckpt-40``); None: the newest, which must read whole (a
-            damaged newest one is refused, naming the newest that does:
-            the file would pass for the latest model).
+            ``model.ckpt-40``). None takes the newest, which must read
+            whole. A damaged newest one is refused, naming the newest that
+            does, since the file would pass for the latest model.
 
     Returns:
-        dict: ``weight_file`` and ``options_file`` written, ``checkpoint``
-        (the prefix read).
+        dict: ``weight_file`` and ``options_file`` written, and
+        ``checkpoint``, the prefix read.
     """
     outfile = os.fspath(outfile)
     paddle = locate_paddle_checkpoint(save_dir)
@@ -78,8 +80,8 @@ def dump_weights(save_dir: str, outfile: str, *,
 
 def prediction_options(options: BiLMOptions) -> BiLMOptions:
     """The training options as prediction needs them: ``n_characters``
-    262 for a bilm-tf char-CNN model (it loads in bilm-tf and AllenNLP
-    too; bilm_keras takes either)."""
+    262 for a bilm-tf char-CNN model. That loads in bilm-tf and AllenNLP
+    too, and bilm_keras takes either."""
     if options.char_cnn is not None and options.manylangs is None:
         options = options.replace(char_cnn=dataclasses.replace(
             options.char_cnn, n_characters=N_CHARACTERS_WITH_PADDING))

@@ -17,17 +17,14 @@ table (``lm/embedding``) and the softmax (``lm/softmax/W``,
 ``<name>/Adagrad``; ``global_step`` (a float32) counts the batches.
 
 No second name table is written here. bilm-tf's ``dump_weights`` renamed
-every checkpoint variable to its HDF5 dataset (``_get_outname``: drop
-``lm/``, then ``rnn`` -> ``RNN``, ``multi_rnn_cell`` -> ``MultiRNNCell``,
-``cell_k`` -> ``Cellk``, ``lstm_cell`` -> ``LSTMCell`` and, under
-``RNN``, ``kernel`` -> ``W_0``, ``bias`` -> ``B``, ``projection/kernel`` ->
-``W_P_0``); the HDF5 table of :mod:`bilm_keras.weights.bilm_tf_hdf5`
-already says which dataset each of our variables is and how its layout
-differs (the char table's padding row, conv1d kernels, transposed LSTM
-kernels). A variable's checkpoint name is its dataset name with that
-renaming undone (:func:`checkpoint_name`): for TF 1.2 it is just
-``"lm/" + dataset``. So the checkpoint's values are the dump's, and go
-through the table's ``to_keras`` like an HDF5 file's.
+every checkpoint variable to its HDF5 dataset, and the HDF5 table of
+:mod:`bilm_keras.weights.bilm_tf_hdf5` already says which dataset each of
+our variables is and how its layout differs (the char table's padding
+row, conv1d kernels, transposed LSTM kernels). A variable's checkpoint
+name is its dataset name with that renaming undone
+(:func:`~bilm_keras.weights.bilm_tf_names.checkpoint_name`, where every
+bilm-tf name is defined). So the checkpoint's values are the dump's, and
+go through the table's ``to_keras`` like an HDF5 file's.
 
 :func:`locate_checkpoint` finds a save_dir's newest checkpoint that reads
 whole, ours or bilm-tf's: a ``checkpoint`` state file naming a path that
@@ -41,7 +38,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import re
 from typing import (
     Callable,
     Dict,
@@ -56,9 +52,21 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_hdf5
-from bilm_keras._utils.problem_list import problem_list
+from bilm_keras._utils.problem_list import fit_problems, problem_list
 from bilm_keras.options import OPTIONS_FILE
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+from bilm_keras.weights.bilm_tf_names import (
+    ADAGRAD_SUFFIX,
+    GLOBAL_STEP,
+    LM_SCOPE,
+    SOFTMAX_B,
+    SOFTMAX_SCOPE,
+    SOFTMAX_W,
+    TF_1_2,
+    TF_1_5,
+    checkpoint_name,
+    lstm_generation,
+)
 from bilm_keras.weights.checkpoint_files import (
     checkpoint_damage,
     list_checkpoints,
@@ -67,66 +75,14 @@ from bilm_keras.weights.checkpoint_files import (
 
 #: :attr:`SaveDirCheckpoint.kind` of a checkpoint bilm-tf's ``train()`` wrote
 BILM_TF = "bilm_tf"
-#: the two name generations of bilm-tf's LSTM variables
-TF_1_5 = "tf>=1.5"
-TF_1_2 = "tf1.2"
-
-#: Adagrad's slot: ``<variable name>/Adagrad``
-ADAGRAD_SUFFIX = "/Adagrad"
-GLOBAL_STEP = "global_step"
-SOFTMAX_W = "lm/softmax/W"
-SOFTMAX_B = "lm/softmax/b"
-#: what bilm-tf's ``AdagradOptimizer(initial_accumulator_value=1.0)``
-#: accumulators start from; the padding rows our tables add get it
-INITIAL_ACCUMULATOR = 1.0
-
-#: an LSTM variable of each generation; a checkpoint's generation is the
-#: one its names match
-_LSTM_NAME = {
-    TF_1_5: re.compile(r"^lm/(RNN_\d+/)?rnn/(multi_rnn_cell/cell_\d+/)?"
-                       r"lstm_cell/"),
-    TF_1_2: re.compile(r"^lm/(RNN_\d+/)?RNN/(MultiRNNCell/Cell\d+/)?"
-                       r"LSTMCell/"),
-}
-#: bilm-tf's renaming of the LSTM scopes and leaves (TF >= 1.5 -> dataset)
-_SCOPE_TO_HDF5 = {"rnn": "RNN", "multi_rnn_cell": "MultiRNNCell",
-                  "lstm_cell": "LSTMCell"}
-_SCOPE_FROM_HDF5 = {v: k for k, v in _SCOPE_TO_HDF5.items()}
-_LEAF_FROM_HDF5 = {"W_0": "kernel", "B": "bias",
-                   "W_P_0": "projection/kernel"}
+#: the generations of a bilm-tf training checkpoint's LSTM names
+CHECKPOINT_GENERATIONS = (TF_1_5, TF_1_2)
 
 
 class CheckpointFileError(ValueError):
     """A save_dir's checkpoint that is missing, unreadable or does not fit
     its options (the message names the file, the variable and both
     shapes)."""
-
-
-def checkpoint_name(hdf5_path: str, generation: str) -> str:
-    """The checkpoint variable that bilm-tf's ``dump_weights`` wrote as the
-    dataset ``hdf5_path``.
-
-    Example:
-        >>> checkpoint_name("RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_P_0",
-        ...                 TF_1_5)
-        'lm/RNN_1/rnn/multi_rnn_cell/cell_0/lstm_cell/projection/kernel'
-        >>> checkpoint_name("CNN/W_cnn_0", TF_1_2)
-        'lm/CNN/W_cnn_0'
-    """
-    if generation not in (TF_1_5, TF_1_2):
-        raise ValueError(f"generation: expected {TF_1_5!r} or {TF_1_2!r}, "
-                         f"found {generation!r}")
-    if generation == TF_1_2 or "/RNN/" not in f"/{hdf5_path}":
-        # TF 1.2 named them as the published HDF5 files do; the rest of
-        # the graph has the same names in both generations
-        return "lm/" + hdf5_path
-    *scopes, leaf = hdf5_path.split("/")
-    names = []
-    for scope in scopes:
-        cell = re.fullmatch(r"Cell(\d+)", scope)
-        names.append(f"cell_{cell.group(1)}" if cell
-                     else _SCOPE_FROM_HDF5.get(scope, scope))
-    return "lm/" + "/".join(names + [_LEAF_FROM_HDF5.get(leaf, leaf)])
 
 
 @dataclasses.dataclass(frozen=True)
@@ -180,12 +136,10 @@ class SaveDirCheckpoint:
         which is used instead; None when none was."""
         if not self.damaged:
             return None
-        passed = "; ".join(problem for _, problem in self.damaged[:3])
-        more = (f" (and {len(self.damaged) - 3} more)"
-                if len(self.damaged) > 3 else "")
+        passed = problem_list([problem for _, problem in self.damaged],
+                              most=3)
         return (f"WARNING: the latest checkpoint does not read whole "
-                f"({passed}){more}; using {self.name}, the newest that "
-                "does")
+                f"({passed}); using {self.name}, the newest that does")
 
     @property
     def global_step(self) -> Optional[int]:
@@ -259,8 +213,7 @@ def locate_checkpoint(save_dir: str | os.PathLike, *,
     else:
         raise CheckpointFileError(
             f"{save_dir}: no checkpoint reads whole ("
-            + "; ".join(problem for _, problem in damaged[:3])
-            + (f"; and {len(damaged) - 3} more" if len(damaged) > 3 else "")
+            + problem_list([problem for _, problem in damaged], most=3)
             + ")")
     if damaged and not fallback:
         latest, problem = damaged[0]
@@ -286,10 +239,10 @@ def _identify(prefix: str, *, damaged, kinds) -> SaveDirCheckpoint:
         if kind.recognises(names):
             return SaveDirCheckpoint(prefix, kind.name, None, shapes,
                                      damaged)
-    for generation, pattern in _LSTM_NAME.items():
-        if any(pattern.match(name) for name in names):
-            return SaveDirCheckpoint(prefix, BILM_TF, generation, shapes,
-                                     damaged)
+    generation = lstm_generation(names, generations=CHECKPOINT_GENERATIONS)
+    if generation is not None:
+        return SaveDirCheckpoint(prefix, BILM_TF, generation, shapes,
+                                 damaged)
     # the names a user would recognise first (not TF's bookkeeping)
     shown = [n for n in names if n not in (GLOBAL_STEP,
                                            "_CHECKPOINTABLE_OBJECT_GRAPH")
@@ -450,15 +403,14 @@ def read_bilm_tf_checkpoint(
         wanted += [softmax_entry(name, variable)
                    for name, variable in softmax_variables]
     shapes = found.shapes
-    problems = shape_problems(wanted, shapes)
-    used = {entry.checkpoint_name for entry, _ in wanted}
-    for name in sorted(shapes):
-        if (name.startswith("lm/") and not name.endswith(ADAGRAD_SUFFIX)
-                and name not in used
-                and (softmax is not None or not name.startswith(
-                    "lm/softmax/"))):
-            problems.append(f"{name}: in the checkpoint {shapes[name]}, "
-                            "not in the model the options describe")
+    # every lm/ weight needs a variable, the softmax's only with a softmax
+    weights = [name for name in sorted(shapes)
+               if name.startswith(LM_SCOPE)
+               and not name.endswith(ADAGRAD_SUFFIX)
+               and (softmax is not None
+                    or not name.startswith(SOFTMAX_SCOPE))]
+    problems = fit_problems({e.checkpoint_name: shape for e, shape in wanted},
+                            shapes, weights)
     slots = [shapes.get(e.checkpoint_name + ADAGRAD_SUFFIX) for e, _ in wanted]
     if any(s is not None for s in slots):
         for (entry, shape), slot in zip(wanted, slots):
@@ -479,20 +431,6 @@ def read_bilm_tf_checkpoint(
         global_step=found.global_step,
         has_accumulators=all(s is not None for s in slots),
     )
-
-
-def shape_problems(wanted, stored: dict) -> List[str]:
-    """One line for each ``(CheckpointVariable, shape)`` of ``wanted``
-    whose tensor in ``stored`` (checkpoint name -> shape) has another
-    shape or is missing: bilm-tf's and Paddle's readers alike."""
-    problems = []
-    for entry, shape in wanted:
-        found = stored.get(entry.checkpoint_name)
-        if found != shape:
-            problems.append(
-                f"{entry.checkpoint_name}: options give shape {shape}, "
-                f"checkpoint has {'none' if found is None else found}")
-    return problems
 
 
 def _stored_as_is(x):

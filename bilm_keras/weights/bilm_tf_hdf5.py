@@ -35,7 +35,23 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_hdf5
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras.layers.initialization import placeholder_weights
+from bilm_keras.weights.bilm_tf_names import (
+    CHAR_EMBED,
+    LSTM_BIAS,
+    LSTM_KERNEL,
+    LSTM_PROJECTION,
+    PROJECTION_BIAS,
+    PROJECTION_KERNEL,
+    TOKEN_EMBEDDING,
+    WORD_EMBED,
+    conv_bias,
+    conv_kernel,
+    highway_bias,
+    highway_kernel,
+    lstm_hdf5_prefix,
+)
 
 #: what the functions below take: a ``BiLMBackbone`` (``bilm_keras.models``
 #: stands above this package and imports it, never the reverse)
@@ -90,55 +106,53 @@ class WeightRow:
     transposed: bool = False
 
 
-def lstm_hdf5_prefix(direction_index: int, layer: int) -> str:
-    return f"RNN_{direction_index}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
-
-
 def weight_table(backbone: Backbone) -> List[WeightRow]:
     """The rows for every variable of a built backbone, in file order."""
     backbone.build_all()
     rows = []
     emb = backbone.token_embedder
     if backbone.use_character_inputs:
-        rows.append(WeightRow("char_embed", emb.char_embedding,
+        rows.append(WeightRow(CHAR_EMBED, emb.char_embedding,
                               _add_padding_row, _drop_padding_row, 1))
         for i, (kernel, bias) in enumerate(
             zip(emb.conv_kernels, emb.conv_biases)
         ):
-            rows.append(WeightRow(f"CNN/W_cnn_{i}", kernel,
+            rows.append(WeightRow(conv_kernel(i), kernel,
                                   _conv1d_from_conv2d, _conv2d_from_conv1d,
                                   None))
-            rows.append(WeightRow(f"CNN/b_cnn_{i}", bias))
+            rows.append(WeightRow(conv_bias(i), bias))
         for i, highway in enumerate(emb.highways):
-            p = f"CNN_high_{i}"
             rows += [
-                WeightRow(f"{p}/W_carry", highway.carry_kernel),
-                WeightRow(f"{p}/b_carry", highway.carry_bias),
-                WeightRow(f"{p}/W_transform", highway.transform_kernel),
-                WeightRow(f"{p}/b_transform", highway.transform_bias),
+                WeightRow(highway_kernel(i, "carry"), highway.carry_kernel),
+                WeightRow(highway_bias(i, "carry"), highway.carry_bias),
+                WeightRow(highway_kernel(i, "transform"),
+                          highway.transform_kernel),
+                WeightRow(highway_bias(i, "transform"),
+                          highway.transform_bias),
             ]
         if emb.has_word_part:
-            rows.append(WeightRow("word_embed", emb.word_embedding,
+            rows.append(WeightRow(WORD_EMBED, emb.word_embedding,
                                   _add_padding_row, _drop_padding_row, 1))
         if emb.use_projection:
             # (word_dim + n_filters, P): word rows first, as upstream
             rows += [
-                WeightRow("CNN_proj/W_proj", emb.projection_kernel),
-                WeightRow("CNN_proj/b_proj", emb.projection_bias),
+                WeightRow(PROJECTION_KERNEL, emb.projection_kernel),
+                WeightRow(PROJECTION_BIAS, emb.projection_bias),
             ]
     else:
-        rows.append(WeightRow("embedding", emb.embeddings,
+        rows.append(WeightRow(TOKEN_EMBEDDING, emb.embeddings,
                               _add_padding_row, _drop_padding_row, 1))
     for d, stack in enumerate(backbone.stacks.values()):
         for layer, cell in enumerate(stack.cells):
             p = lstm_hdf5_prefix(d, layer)
             rows += [
-                WeightRow(f"{p}/W_0", cell.kernel_t, _transpose, _transpose,
-                          transposed=True),
-                WeightRow(f"{p}/B", cell.bias),
+                WeightRow(f"{p}/{LSTM_KERNEL}", cell.kernel_t, _transpose,
+                          _transpose, transposed=True),
+                WeightRow(f"{p}/{LSTM_BIAS}", cell.bias),
             ]
             if cell.projection_dim:
-                rows.append(WeightRow(f"{p}/W_P_0", cell.projection_kernel_t,
+                rows.append(WeightRow(f"{p}/{LSTM_PROJECTION}",
+                                      cell.projection_kernel_t,
                                       _transpose, _transpose,
                                       transposed=True))
     return rows
@@ -151,7 +165,7 @@ def hdf5_shape(row: WeightRow) -> tuple:
 
 
 #: the dataset that tells a char-CNN file from a token-input one
-_INPUT_KIND = {"char_embed": "a char-CNN", "embedding": "a token-input"}
+_INPUT_KIND = {CHAR_EMBED: "a char-CNN", TOKEN_EMBEDDING: "a token-input"}
 
 
 def _checked_dataset(fin, path_name: str, row: WeightRow) -> h5py.Dataset:
@@ -293,7 +307,7 @@ def load_bilm_tf_hdf5(
             handles[key] = h5py.File(name, "r")
         keys = [
             "embedding"
-            if row.hdf5_path == "embedding" and "embedding" in handles
+            if row.hdf5_path == TOKEN_EMBEDDING and "embedding" in handles
             else "weights"
             for row in rows
         ]
@@ -309,8 +323,7 @@ def load_bilm_tf_hdf5(
             if extra:
                 raise WeightFileError(
                     f"{files['weights']}: dataset(s) "
-                    f"{', '.join(repr(n) for n in extra[:6])}"
-                    f"{' and more' if len(extra) > 6 else ''} have no "
+                    f"{name_list([repr(n) for n in extra])} have no "
                     "variable in the model the options describe (fewer "
                     "layers, highways or directions than the file)"
                 )
@@ -342,7 +355,7 @@ def token_table_rows(embedding_weight_file: str | os.PathLike) -> int:
     if not os.path.exists(path):
         raise WeightFileError(f"{path}: embedding weight file not found")
     with h5py.File(path, "r") as fin:
-        ds = fin.get("embedding")
+        ds = fin.get(TOKEN_EMBEDDING)
         if not isinstance(ds, h5py.Dataset) or len(ds.shape) != 2:
             raise WeightFileError(
                 f"{path}: expected a 2-D dataset 'embedding' "

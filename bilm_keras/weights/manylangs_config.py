@@ -1,19 +1,19 @@
 """An ELMoForManyLangs model directory's configuration, found and checked
 as upstream's loader finds it.
 
-A released model directory has ``config.json`` (the training arguments;
-only ``config_path`` is read) whose ``config_path`` names the model
-configuration. Upstream (``Embedder.get_model``) looks for it at:
+A released model directory has ``config.json``, the training arguments.
+Only its ``config_path`` is read, which names the model configuration.
+Upstream (``Embedder.get_model``) looks for it at:
 
-1. ``os.path.join(model_dir, config_path)`` (an absolute path as is);
-2. its file name inside ``model_dir`` (released files often hold a stale
-   absolute path of the machine they were trained on);
+1. ``os.path.join(model_dir, config_path)``, an absolute path as is.
+2. its file name inside ``model_dir``. Released files often hold a stale
+   absolute path of the machine they were trained on.
 3. its file name among the two configurations upstream ships
    (:data:`PACKAGED_CONFIGS`, copied here as data).
 
 Only the variant bilm_keras computes is accepted: encoder ``elmo`` and
-token embedder ``cnn`` with characters (upstream's ``lstm`` variants are
-other models). A field that does not fit is named with the file, the field,
+token embedder ``cnn`` with characters. Upstream's ``lstm`` variants are
+other models. A field that does not fit is named with the file, the field,
 what was expected and what was found.
 """
 
@@ -71,7 +71,7 @@ class ManyLangsModelConfig:
         activation: ``"relu"`` or ``"tanh"``, after the convolutions' max.
         filters: ``((width, count), ...)``.
         n_highway: highway layers.
-        word_dim: the word embedding size; 0: no word part.
+        word_dim: the word embedding size, 0 for no word part.
         char_dim: the char embedding size (> 0).
         max_characters_per_token: chars per token row, markers included.
         dropout: the config's dropout (training only).

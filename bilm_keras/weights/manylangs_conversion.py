@@ -7,20 +7,26 @@
     # zhs-elmo/options.json, lm_weights.hdf5, char.dic, word.dic
 
 Input: a model directory as HIT-SCIR/ELMoForManyLangs releases it:
-``config.json`` (its ``config_path`` names the model configuration,
-resolved as upstream does: :mod:`bilm_keras.weights.manylangs_config`),
-``char.dic``, ``word.dic`` (:mod:`bilm_keras.data.manylangs_dictionaries`),
-``token_embedder.pkl`` and ``encoder.pkl`` (PyTorch state dicts, often in
-torch 0.4's legacy serialization, read without torch by
-:mod:`bilm_keras.weights.torch_pickle`).
 
-Output: ``options.json`` (bilm-tf's layout plus an ``elmoformanylangs``
-section naming the dictionaries relative to itself), ``lm_weights.hdf5``
-(bilm-tf's layout, the weights transformed by the table in
-:mod:`bilm_keras.weights.manylangs_pkl`) and the dictionaries, copied byte
-for byte. Everything is checked before anything is written, and OUT is
-written as a temporary sibling renamed into place, so a failure leaves OUT
-as it was (not created).
+* ``config.json``. Its ``config_path`` names the model configuration,
+  resolved as upstream does (:mod:`bilm_keras.weights.manylangs_config`).
+* ``char.dic`` and ``word.dic``
+  (:mod:`bilm_keras.data.manylangs_dictionaries`).
+* ``token_embedder.pkl`` and ``encoder.pkl``, PyTorch state dicts, often
+  in torch 0.4's legacy serialization. They are read without torch by
+  :mod:`bilm_keras.weights.torch_pickle`.
+
+Output:
+
+* ``options.json``: bilm-tf's layout plus an ``elmoformanylangs`` section
+  naming the dictionaries relative to itself.
+* ``lm_weights.hdf5``: bilm-tf's layout, the weights transformed by the
+  table in :mod:`bilm_keras.weights.manylangs_pkl`.
+* the dictionaries, copied byte for byte.
+
+Everything is checked before anything is written. OUT is written as a
+temporary sibling renamed into place, so a failure leaves OUT as it was,
+or not created.
 
 The ``.pkl`` files are read by a restricted unpickler that rebuilds tensors
 and dicts only: a model file can hold tensors, never code, and PyTorch is
@@ -134,9 +140,9 @@ def convert_manylangs(
 
     Args:
         model_dir: the released model directory.
-        outdir: the directory to write (created; a non-empty one is
+        outdir: the directory to write, created. A non-empty one is
             refused unless ``overwrite``, and then replaced once the new
-            one is complete).
+            one is complete.
         overwrite: replace a non-empty ``outdir``.
 
     Returns:
@@ -145,7 +151,7 @@ def convert_manylangs(
     Raises:
         ManyLangsConfigError, ManyLangsDictionaryError, ManyLangsWeightError:
             an input that does not fit, named by file, field, expected and
-            found (all ``ValueError``); nothing is written.
+            found. All are ``ValueError``. Nothing is written.
         OutputDirectoryError: ``outdir`` is a file, or not empty without
             ``overwrite``.
     """

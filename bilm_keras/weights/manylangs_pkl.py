@@ -33,17 +33,28 @@ from typing import (
 
 import numpy as np
 
+from bilm_keras.weights.bilm_tf_names import (
+    CHAR_EMBED,
+    LSTM_BIAS,
+    LSTM_KERNEL,
+    LSTM_PROJECTION,
+    PROJECTION_BIAS,
+    PROJECTION_KERNEL,
+    WORD_EMBED,
+    conv_bias,
+    conv_kernel,
+    highway_bias,
+    highway_kernel,
+    lstm_hdf5_prefix,
+    to_tf1_gates,
+    without_forget_bias,
+)
+
 TOKEN_EMBEDDER_PKL = "token_embedder.pkl"
 ENCODER_PKL = "encoder.pkl"
 
 #: upstream's direction names, in bilm-tf's RNN_0 (forward), RNN_1 order
 DIRECTIONS = ("forward", "backward")
-
-
-def lstm_hdf5_prefix(direction_index: int, layer: int) -> str:
-    """bilm-tf's LSTM group, as ``bilm_tf_hdf5.lstm_hdf5_prefix`` (kept
-    here too: that module imports TensorFlow, which conversion needs not)."""
-    return f"RNN_{direction_index}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
 
 
 class ManyLangsWeightError(ValueError):
@@ -119,25 +130,16 @@ def _negated_carry_bias(b):
     return -b[b.shape[0] // 2:]
 
 
-def _tf_gate_order(z):
-    # torch LSTM gate blocks [i f g o] -> TF LSTMCell's [i j f o] (j = g),
-    # along the last axis
-    i, f, g, o = np.split(z, 4, axis=-1)
-    return np.concatenate([i, g, f, o], axis=-1)
-
-
 def _lstm_kernel(w_x, w_h):
-    # TF LSTMCell computes [x, h] W_0: input rows first, then recurrent rows
-    return _tf_gate_order(np.concatenate([w_x.T, w_h.T], axis=0))
+    # TF LSTMCell computes [x, h] W_0: input rows first, then recurrent
+    # rows; torch's gate blocks are [i f g o], g TF's candidate j
+    return to_tf1_gates(np.concatenate([w_x.T, w_h.T], axis=0), "ifjo")
 
 
 def _lstm_bias(b):
-    # TF's LSTMCell adds forget_bias 1.0 to the f logits; upstream adds
-    # nothing, so the stored f bias is lowered by 1.0 to cancel it
-    b = _tf_gate_order(b).copy()
-    c = b.shape[0] // 4
-    b[2 * c: 3 * c] -= 1.0
-    return b
+    # TF's LSTMCell adds a forget bias to the f logits, upstream adds
+    # nothing: the stored f bias is lowered to cancel it
+    return without_forget_bias(to_tf1_gates(b, "ifjo"))
 
 
 # ------------------------------------------------------------------- table
@@ -154,44 +156,46 @@ class PklRow:
 def manylangs_table(sizes: ManyLangsSizes) -> List[PklRow]:
     """Every HDF5 dataset of a converted model, in bilm-tf's file order."""
     t = TOKEN_EMBEDDER_PKL
-    rows = [PklRow("char_embed", t, ("char_emb_layer.embedding.weight",),
+    rows = [PklRow(CHAR_EMBED, t, ("char_emb_layer.embedding.weight",),
                    _as_stored)]
     for i in range(len(sizes.filters)):
         rows += [
-            PklRow(f"CNN/W_cnn_{i}", t, (f"convolutions.{i}.weight",),
+            PklRow(conv_kernel(i), t, (f"convolutions.{i}.weight",),
                    _conv_kernel),
-            PklRow(f"CNN/b_cnn_{i}", t, (f"convolutions.{i}.bias",),
+            PklRow(conv_bias(i), t, (f"convolutions.{i}.bias",),
                    _as_stored),
         ]
     for k in range(sizes.n_highway):
         w, b = f"highways._layers.{k}.weight", f"highways._layers.{k}.bias"
-        p = f"CNN_high_{k}"
         rows += [
-            PklRow(f"{p}/W_carry", t, (w,), _negated_carry_kernel),
-            PklRow(f"{p}/b_carry", t, (b,), _negated_carry_bias),
-            PklRow(f"{p}/W_transform", t, (w,), _transform_half_kernel),
-            PklRow(f"{p}/b_transform", t, (b,), _transform_half_bias),
+            PklRow(highway_kernel(k, "carry"), t, (w,),
+                   _negated_carry_kernel),
+            PklRow(highway_bias(k, "carry"), t, (b,), _negated_carry_bias),
+            PklRow(highway_kernel(k, "transform"), t, (w,),
+                   _transform_half_kernel),
+            PklRow(highway_bias(k, "transform"), t, (b,),
+                   _transform_half_bias),
         ]
     if sizes.word_dim:
-        rows.append(PklRow("word_embed", t,
+        rows.append(PklRow(WORD_EMBED, t,
                            ("word_emb_layer.embedding.weight",), _as_stored))
     rows += [
         # projection.weight's columns are [word ; char], as our projection
         # kernel's rows
-        PklRow("CNN_proj/W_proj", t, ("projection.weight",), _transposed),
-        PklRow("CNN_proj/b_proj", t, ("projection.bias",), _as_stored),
+        PklRow(PROJECTION_KERNEL, t, ("projection.weight",), _transposed),
+        PklRow(PROJECTION_BIAS, t, ("projection.bias",), _as_stored),
     ]
     for d, direction in enumerate(DIRECTIONS):
         for layer in range(sizes.n_layers):
             k = f"{direction}_layer_{layer}"
             p = lstm_hdf5_prefix(d, layer)
             rows += [
-                PklRow(f"{p}/W_0", ENCODER_PKL,
+                PklRow(f"{p}/{LSTM_KERNEL}", ENCODER_PKL,
                        (f"{k}.input_linearity.weight",
                         f"{k}.state_linearity.weight"), _lstm_kernel),
-                PklRow(f"{p}/B", ENCODER_PKL,
+                PklRow(f"{p}/{LSTM_BIAS}", ENCODER_PKL,
                        (f"{k}.state_linearity.bias",), _lstm_bias),
-                PklRow(f"{p}/W_P_0", ENCODER_PKL,
+                PklRow(f"{p}/{LSTM_PROJECTION}", ENCODER_PKL,
                        (f"{k}.state_projection.weight",), _transposed),
             ]
     return rows

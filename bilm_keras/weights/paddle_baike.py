@@ -39,7 +39,17 @@ from typing import Dict, List, Optional
 
 import numpy as np
 
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras.data.vocabulary import Vocabulary, VocabularyError
+from bilm_keras.weights.bilm_tf_names import (
+    LSTM_BIAS,
+    LSTM_KERNEL,
+    LSTM_PROJECTION,
+    TOKEN_EMBEDDING,
+    lstm_hdf5_prefix,
+    to_tf1_gates,
+    without_forget_bias,
+)
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 from bilm_keras.weights.paddle_persistables import (
     TensorHeader,
@@ -77,8 +87,6 @@ UNROLL_STEPS = 20
 BATCH_SIZE = 128
 LEARNING_RATE = 0.2
 MAX_GRAD_NORM = 10.0
-#: bilm-tf's LSTMCell adds this to the forget gate; Paddle's kernel does not
-TF_FORGET_BIAS = 1.0
 #: the vocabulary a checkpoint folder may carry beside its variables
 VOCAB_NAMES = ("vocab.txt", "vocabulary_min5k.txt")
 
@@ -89,23 +97,6 @@ def is_baike_checkpoint(names) -> bool:
     model-layout finder share."""
     names = set(names)
     return {EMBEDDING, "fw_layer1_gate_w", "lstmp_0.w_0"} <= names
-
-
-def _shown(names: List[str]) -> str:
-    return ", ".join(names[:6]) + (", ..." if len(names) > 6 else "") \
-        if names else "no files"
-
-
-def _lstm_hdf5_prefix(direction: int, layer: int) -> str:
-    # bilm-tf's dataset names (bilm_keras.weights.bilm_tf_hdf5)
-    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
-
-
-def paddle_to_tf_gates(x: np.ndarray) -> np.ndarray:
-    """Columns (last axis) in Paddle's gate blocks (c, i, f, o) -> TF1's
-    (i, j=c, f, o)."""
-    c, i, f, o = np.split(x, 4, axis=-1)
-    return np.concatenate([i, c, f, o], axis=-1)
 
 
 def _check_shapes(dirname: str, headers: Dict[str, TensorHeader]) -> tuple:
@@ -179,21 +170,18 @@ def _converted(arrays: Dict[str, np.ndarray], *, moment: bool
                ) -> Dict[str, np.ndarray]:
     """bilm-tf's datasets from Paddle's parameters (or their Adagrad
     accumulators: the same moves, no forget-bias shift)."""
-    out = {"embedding": arrays[EMBEDDING]}
+    out = {TOKEN_EMBEDDING: arrays[EMBEDDING]}
     for (d, layer), (gate_name, lstmp) in LAYERS.items():
-        p = _lstm_hdf5_prefix(d, layer)
-        # TF1 multiplies [x, m_prev] by one kernel
-        out[f"{p}/W_0"] = paddle_to_tf_gates(np.concatenate(
-            [arrays[gate_name], arrays[f"{lstmp}.w_0"]], axis=0))
-        bias = paddle_to_tf_gates(arrays[f"{lstmp}.b_0"].reshape(-1))
-        if not moment:
-            d_cells = bias.shape[0] // 4
-            # TF1's cell adds 1.0 to the forget gate (block 2); Paddle's
-            # does not
-            bias = bias.copy()
-            bias[2 * d_cells:3 * d_cells] -= TF_FORGET_BIAS
-        out[f"{p}/B"] = bias
-        out[f"{p}/W_P_0"] = arrays[f"{lstmp}.w_1"]
+        p = lstm_hdf5_prefix(d, layer)
+        # TF1 multiplies [x, m_prev] by one kernel; Paddle's gate blocks
+        # are (c, i, f, o), c TF1's candidate j
+        out[f"{p}/{LSTM_KERNEL}"] = to_tf1_gates(np.concatenate(
+            [arrays[gate_name], arrays[f"{lstmp}.w_0"]], axis=0), "jifo")
+        bias = to_tf1_gates(arrays[f"{lstmp}.b_0"].reshape(-1), "jifo")
+        # TF1's cell adds a forget bias, Paddle's does not
+        out[f"{p}/{LSTM_BIAS}"] = (bias if moment
+                                   else without_forget_bias(bias))
+        out[f"{p}/{LSTM_PROJECTION}"] = arrays[f"{lstmp}.w_1"]
     return out
 
 
@@ -264,14 +252,13 @@ def read_baike(dirname: str | os.PathLike,
         raise PaddleFormatError(
             f"{dirname}: expected a Fluid ELMo (baike) checkpoint "
             f"({EMBEDDING}, fw_layer1_gate_w, lstmp_0.w_0, ...), found "
-            f"{_shown(names)}")
+            f"{name_list(names, empty='no files')}")
     missing = [n for n in PARAMETERS if n not in names]
     if missing:
         raise PaddleFormatError(
             f"{os.path.join(dirname, missing[0])}: expected the baike "
             f"model's variable, found no such file"
-            + (f" (nor {', '.join(missing[1:4])}"
-               f"{', ...' if len(missing) > 4 else ''})"
+            + (f" (nor {name_list(missing[1:], most=3)})"
                if len(missing) > 1 else ""))
     headers = read_headers(dirname, PARAMETERS)
     n_vocab, dim_p, dim_d = _check_shapes(dirname, headers)

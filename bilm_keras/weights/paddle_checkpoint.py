@@ -10,14 +10,15 @@ take from it.
     assign_bilm_tf_checkpoint(checkpoint)      # weights and softmax
     for entry, value in checkpoint.iter_accumulators(): ...
 
-:class:`PaddleCheckpoint` has :class:`~bilm_keras.weights.
-bilm_tf_checkpoint.BilmTFCheckpoint`'s interface (``variables``,
-``iter_weights``, ``iter_accumulators``, ``read_hdf5_datasets``,
-``global_step``, ``has_accumulators``), so the code that evaluates, dumps,
-exports or continues bilm-tf's checkpoints takes a Paddle one as it is: a
-Paddle model is bilm-tf's once its readers have moved its weights into
-bilm-tf's layout (:mod:`bilm_keras.weights.paddle_model`). Paddle keeps no
-step counter bilm-tf's way: ``global_step`` is None.
+:class:`PaddleCheckpoint` has the interface of
+:class:`~bilm_keras.weights.bilm_tf_checkpoint.BilmTFCheckpoint`:
+``variables``, ``iter_weights``, ``iter_accumulators``,
+``read_hdf5_datasets``, ``global_step`` and ``has_accumulators``. So the
+code that evaluates, dumps, exports or continues bilm-tf's checkpoints
+takes a Paddle one as it is. A Paddle model is bilm-tf's once its readers
+have moved its weights into bilm-tf's layout
+(:mod:`bilm_keras.weights.paddle_model`). Paddle keeps no step counter
+bilm-tf's way, so ``global_step`` is None.
 """
 
 from __future__ import annotations
@@ -27,16 +28,17 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from bilm_keras._utils.problem_list import problem_list
+from bilm_keras._utils.problem_list import fit_problems, problem_list
 from bilm_keras.weights.bilm_tf_checkpoint import (
-    INITIAL_ACCUMULATOR,
-    SOFTMAX_B,
-    SOFTMAX_W,
     CheckpointVariable,
-    shape_problems,
     softmax_entry,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
+from bilm_keras.weights.bilm_tf_names import (
+    INITIAL_ACCUMULATOR,
+    SOFTMAX_B,
+    SOFTMAX_W,
+)
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 
 #: PaddleModel.accumulators' keys of the softmax
@@ -53,8 +55,8 @@ class PaddleCheckpoint:
             directory).
         model: the :class:`PaddleModel` read from it.
         variables: one :class:`CheckpointVariable` per variable of the
-            backbone (the HDF5 table's order; ``checkpoint_name`` is the
-            dataset name), then the softmax's ``W`` and ``b`` when a
+            backbone, in the HDF5 table's order, with the dataset name as
+            ``checkpoint_name``. Then the softmax's ``W`` and ``b``, when a
             softmax was given.
         global_step: None (Paddle's checkpoints keep no step counter).
         has_accumulators: every variable has its Adagrad accumulator.
@@ -83,7 +85,7 @@ class PaddleCheckpoint:
     def iter_accumulators(self) -> Iterator[tuple[CheckpointVariable,
                                                   np.ndarray]]:
         """``(entry, Adagrad accumulator)`` per variable, in the variable's
-        layout; a padding row holds :data:`INITIAL_ACCUMULATOR`."""
+        layout. A padding row holds :data:`INITIAL_ACCUMULATOR`."""
         if not self.has_accumulators:
             raise PaddleFormatError(
                 f"{self.path}: holds no Adagrad accumulators (PaddleNLP "
@@ -120,9 +122,9 @@ def read_paddle_checkpoint(model: PaddleModel, backbone, *,
 
     Every variable of ``backbone`` must have its dataset in
     ``model.lm_weights`` with the shape the HDF5 table gives it, and every
-    dataset a variable; the softmax's ``W`` ``(V, P)`` and ``b`` ``(V,)``
-    must fit ``softmax``'s. Nothing is assigned (see
-    :func:`~bilm_keras.weights.bilm_tf_checkpoint.assign_bilm_tf_checkpoint`).
+    dataset a variable. The softmax's ``W`` ``(V, P)`` and ``b`` ``(V,)``
+    must fit ``softmax``'s. Nothing is assigned: that is
+    :func:`~bilm_keras.weights.bilm_tf_checkpoint.assign_bilm_tf_checkpoint`.
 
     Args:
         model: a :class:`PaddleModel` (either Paddle reader's).
@@ -152,11 +154,9 @@ def read_paddle_checkpoint(model: PaddleModel, backbone, *,
     stored = {name: tuple(v.shape) for name, v in model.lm_weights.items()}
     stored[SOFTMAX_W] = tuple(model.softmax_weight.shape)
     stored[SOFTMAX_B] = tuple(model.softmax_bias.shape)
-    problems = shape_problems(wanted, stored)
-    used = {entry.checkpoint_name for entry, _ in wanted}
-    problems += [f"{name}: in the checkpoint {model.lm_weights[name].shape}, "
-                 "not in the model"
-                 for name in model.lm_weights if name not in used]
+    # the softmax is left aside without a softmax: extra are the weights'
+    problems = fit_problems({e.checkpoint_name: shape for e, shape in wanted},
+                            stored, model.lm_weights)
     if problems:
         raise PaddleFormatError(
             f"{model.source}: does not fit the model its options describe: "

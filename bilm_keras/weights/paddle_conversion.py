@@ -10,18 +10,22 @@
 Input, told apart by what it is (docs/paddle.md):
 
 * a directory: a Fluid ``save_persistables`` checkpoint of upstream's
-  ``PaddleNLP/ELMO`` (the Chinese baike model), word input
-  (:mod:`bilm_keras.weights.paddle_baike`);
-* a file: a PaddleNLP 2.x ``.pdparams`` (character input), read by
+  ``PaddleNLP/ELMO``, the Chinese baike model, with word input
+  (:mod:`bilm_keras.weights.paddle_baike`).
+* a file: a PaddleNLP 2.x ``.pdparams``, with character input, read by
   ``bilm_keras.weights.paddlenlp_elmo.read_paddlenlp``.
 
-Output: ``options.json`` (bilm-tf's keys), ``lm_weights.hdf5`` (bilm-tf's
-layout; a word-input model's token table is its ``embedding`` dataset, so
-the two files and ``vocab.txt`` embed with
-``--vocab_file OUT/vocab.txt``) and ``vocab.txt`` (the words in id
-order). Everything is read and checked before anything is written; OUT is
-written as a temporary sibling renamed into place, so a failure leaves OUT
-as it was.
+Output:
+
+* ``options.json``, with bilm-tf's keys.
+* ``lm_weights.hdf5``, in bilm-tf's layout. A word-input model's token
+  table is its ``embedding`` dataset. So the two files and ``vocab.txt``
+  embed with ``--vocab_file OUT/vocab.txt``.
+* ``vocab.txt``, the words in id order.
+
+Everything is read and checked before anything is written. OUT is written
+as a temporary sibling renamed into place, so a failure leaves OUT as it
+was.
 """
 
 from __future__ import annotations
@@ -42,7 +46,8 @@ WEIGHT_FILE = "lm_weights.hdf5"
 VOCAB_FILE = "vocab.txt"
 #: where the baike model's vocabulary is published (docs/paddle.md)
 BAIKE_VOCAB_HINT = (
-    "vocabulary_min5k.txt from PaddlePaddle/models, PaddleNLP/ELMO/data/ "
+    "vocabulary_min5k.txt from PaddlePaddle/models, on its release/1.8 "
+    "branch in PaddleNLP/pretrain_language_models/ELMo/data/ "
     "(52,445 lines)")
 
 
@@ -94,20 +99,20 @@ def convert_paddle(
 
     Args:
         checkpoint: a Fluid persistables directory or a ``.pdparams`` file.
-        outdir: the directory to write (created; a non-empty one is refused
+        outdir: the directory to write, created. A non-empty one is refused
             unless ``overwrite``, and then replaced once the new one is
-            complete).
-        vocab_file: the vocabulary (the baike model's
-            ``vocabulary_min5k.txt``; PaddleNLP's vocabulary file); default:
-            the one the checkpoint carries, if any.
+            complete.
+        vocab_file: the vocabulary: the baike model's
+            ``vocabulary_min5k.txt``, or PaddleNLP's vocabulary file. The
+            default is the one the checkpoint carries, if any.
         overwrite: replace a non-empty ``outdir``.
 
     Returns:
         ``{"outdir", "options_file", "weight_file", "vocab_file"}`` paths.
 
     Raises:
-        PaddleFormatError: an input that does not fit, or no vocabulary;
-            nothing is written.
+        PaddleFormatError: an input that does not fit, or no vocabulary.
+            Nothing is written.
         OutputDirectoryError: ``outdir`` is a file, or not empty without
             ``overwrite``.
     """

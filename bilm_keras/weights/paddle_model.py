@@ -12,11 +12,12 @@ Two Paddle systems wrote ELMo models (docs/paddle.md):
   (:mod:`bilm_keras.weights.paddle_pdparams`,
   :mod:`bilm_keras.weights.paddlenlp_elmo`).
 
-Each reader turns its files into one :class:`PaddleModel`: the biLM's
-weights already transformed into bilm-tf's HDF5 layout (gate order,
-forget-bias constant, orientation), the softmax in bilm-tf's orientation,
-the vocabulary in id order and, where the checkpoint holds them, the
-Adagrad accumulators. Nothing here imports TensorFlow or Paddle.
+Each reader turns its files into one :class:`PaddleModel`. It holds the
+biLM's weights, already transformed into bilm-tf's HDF5 layout: gate
+order, forget-bias constant and orientation. It holds the softmax in
+bilm-tf's orientation and the vocabulary in id order. Where the checkpoint
+holds them, it holds the Adagrad accumulators too. Nothing here imports
+TensorFlow or Paddle.
 """
 
 from __future__ import annotations
@@ -40,22 +41,22 @@ class PaddleModel:
     Attributes:
         source: the directory or ``.pdparams`` file it was read from.
         system: ``"fluid-baike"`` or ``"paddlenlp"``.
-        options: the ``options.json`` a converted model gets (bilm-tf's
-            keys; ``char_cnn`` for PaddleNLP's character input, none for the
-            baike model's word input).
+        options: the ``options.json`` a converted model gets, with
+            bilm-tf's keys. It has ``char_cnn`` for PaddleNLP's character
+            input, and none for the baike model's word input.
         lm_weights: bilm-tf HDF5 dataset path -> array, exactly what
             ``lm_weights.hdf5`` holds (float32).
         softmax_weight: ``(n_tokens_vocab, projection_dim)``, bilm-tf's
             orientation (one softmax for both directions, as both systems
             and bilm-tf have).
         softmax_bias: ``(n_tokens_vocab,)``.
-        vocab: the words in id order, as ``vocab.txt`` lines (``<S>``,
-            ``</S>``, ``<UNK>`` among them); ``None`` where the checkpoint
-            holds none and no vocabulary file was given.
+        vocab: the words in id order, as ``vocab.txt`` lines, with
+            ``<S>``, ``</S>`` and ``<UNK>`` among them. ``None`` where the
+            checkpoint holds none and no vocabulary file was given.
         accumulators: Adagrad accumulators under the same keys as
-            ``lm_weights`` plus ``"softmax/W"`` and ``"softmax/b"``, in the
-            same orientation as the weights they belong to; empty where the
-            checkpoint holds none.
+            ``lm_weights``, plus ``"softmax/W"`` and ``"softmax/b"``. They
+            have the orientation of the weights they belong to. Empty where
+            the checkpoint holds none.
     """
 
     source: str

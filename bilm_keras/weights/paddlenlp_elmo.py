@@ -7,41 +7,44 @@ layout.
     model = read_paddlenlp("checkpoints/final.pdparams",
                            vocab_file="vocab-15w.txt")
 
-PaddleNLP's ``examples/language_model/elmo/elmo.py`` (``ELMo``, task
-``pre-train``, as ``run_pretrain.py`` saves it) is bilm-tf's character
+PaddleNLP's ``examples/language_model/elmo/elmo.py`` is ``ELMo``, task
+``pre-train``, as ``run_pretrain.py`` saves it. It is bilm-tf's character
 biLM with these differences, each undone by one transform in
 :func:`_bilm_tf_datasets`:
 
-* char table ``[262, char_dim]``, row 0 the padding id of the +1-shifted
-  char ids (bilm-tf's file has no such row: it is dropped; it only ever
-  meets padded token positions);
-* conv kernels ``[filters, char_dim, 1, width]`` (Paddle's NCHW-ordered
-  ``Conv2D`` weight; bilm-tf's is ``[1, width, char_dim, filters]``);
-  highways and the projection are ``nn.Linear`` weights ``[in, out]``,
-  bilm-tf's orientation already, with bilm-tf's carry/transform meaning;
-  the projection exists only when the filter total differs from
-  ``projection_dim``;
-* per direction ``num_layers`` separate single-layer ``nn.LSTM``\\ s of
-  hidden size ``projection_dim``: no cell projection, no clipping, no
-  residual connection; gate blocks (i, f, g, o), input and recurrent
-  weights ``[4P, in]`` and ``[4P, P]`` apart, biases ``bias_ih`` (and,
-  from Paddle 2.6, a frozen zero ``bias_hh``) and no forget-bias constant
-  (bilm-tf's cell adds 1.0: subtracted here);
-* each LSTM's weights are in the file twice, ``N.weight_ih_l0`` ... and
-  ``N.0.cell.weight_ih`` ... (one parameter, two names): both are read and
-  must agree;
-* one softmax, ``_linear_layer.weight [P, V]`` (bilm-tf's is ``[V, P]``)
-  and its bias.
+* The char table is ``[262, char_dim]``, row 0 the padding id of the
+  +1-shifted char ids. bilm-tf's file has no such row, so it is dropped.
+  It only ever meets padded token positions.
+* Conv kernels are ``[filters, char_dim, 1, width]``, Paddle's
+  NCHW-ordered ``Conv2D`` weight. bilm-tf's is
+  ``[1, width, char_dim, filters]``.
+* Highways and the projection are ``nn.Linear`` weights ``[in, out]``.
+  That is bilm-tf's orientation already, with bilm-tf's carry/transform
+  meaning. The projection exists only when the filter total differs from
+  ``projection_dim``.
+* Each direction has ``num_layers`` separate single-layer ``nn.LSTM``\\ s
+  of hidden size ``projection_dim``. They have no cell projection, no
+  clipping and no residual connection. Their gate blocks are (i, f, g, o).
+  The input and recurrent weights ``[4P, in]`` and ``[4P, P]`` are apart.
+* The LSTM biases are ``bias_ih``, and from Paddle 2.6 a frozen zero
+  ``bias_hh``. There is no forget-bias constant. bilm-tf's cell adds 1.0,
+  so it is subtracted here.
+* Each LSTM's weights are in the file twice, as ``N.weight_ih_l0`` ... and
+  ``N.0.cell.weight_ih`` ..., one parameter with two names. Both are read
+  and must agree.
+* There is one softmax, ``_linear_layer.weight [P, V]``, and its bias.
+  bilm-tf's is ``[V, P]``.
 
-The vocabulary file of PaddleNLP holds only words; PaddleNLP's
+The vocabulary file of PaddleNLP holds only words. PaddleNLP's
 ``Vocabulary`` puts ``UNK`` (0), ``<S>`` (1), ``</S>`` (2) and ``<PAD>``
 (3) before them. The model's ``vocab`` gives those four ids the lines
-``<UNK>``, ``<S>``, ``</S>``, ``<PAD>``, which our
-:class:`~bilm_keras.data.vocabulary.Vocabulary` reads to the same ids (an
-unknown word is id 0 in both).
+``<UNK>``, ``<S>``, ``</S>``, ``<PAD>``. Our
+:class:`~bilm_keras.data.vocabulary.Vocabulary` reads them to the same
+ids, and an unknown word is id 0 in both.
 
-Nothing is known of ``max_characters_per_token`` from the file: PaddleNLP's
-default and bilm-tf's, 50, is assumed (a token keeps 48 UTF-8 bytes).
+Nothing is known of ``max_characters_per_token`` from the file.
+PaddleNLP's default and bilm-tf's, 50, is assumed: a token keeps 48 UTF-8
+bytes.
 """
 
 from __future__ import annotations
@@ -53,6 +56,22 @@ import re
 
 import numpy as np
 
+from bilm_keras._utils.problem_list import name_list
+from bilm_keras.weights.bilm_tf_names import (
+    CHAR_EMBED,
+    HIGHWAY_PARTS,
+    LSTM_BIAS,
+    LSTM_KERNEL,
+    PROJECTION_BIAS,
+    PROJECTION_KERNEL,
+    conv_bias,
+    conv_kernel,
+    highway_bias,
+    highway_kernel,
+    lstm_hdf5_prefix,
+    to_tf1_gates,
+    without_forget_bias,
+)
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 from bilm_keras.weights.paddle_pdparams import (
     STRUCTURED_NAMES_KEY,
@@ -78,8 +97,6 @@ MOMENT_SUFFIX = "_moment_0"
 N_CHARACTERS = 262
 #: not stored in the file; PaddleNLP's and bilm-tf's default
 MAX_CHARACTERS_PER_TOKEN = 50
-#: bilm-tf's LSTM cell adds this to the forget gate; Paddle's does not
-TF_FORGET_BIAS = 1.0
 #: PaddleNLP's ``args.py`` defaults, written into options.json
 TRAINING_DEFAULTS = {
     "dropout": 0.1,
@@ -106,12 +123,6 @@ _DIRECTIONS = ("forward", "backward")
 def is_paddlenlp_state(state: dict) -> bool:
     """Whether a ``.pdparams`` dict is PaddleNLP's ELMo (its char table)."""
     return CHAR_TABLE in state
-
-
-def _shown(names) -> str:
-    names = sorted(names)
-    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "") \
-        if names else "no parameters"
 
 
 def _expect(path: str, state: dict, key: str, shape: tuple, why: str
@@ -141,7 +152,7 @@ def _numbered(path: str, found: dict[int, object], what: str) -> int:
 
 def _lstm_arrays(path: str, state: dict, prefix: str, dim_p: int
                  ) -> dict[str, np.ndarray]:
-    """One single-layer LSTM's four arrays; where both names are present
+    """One single-layer LSTM's four arrays. Where both names are present,
     they must agree."""
     shapes = {"weight_ih": (4 * dim_p, dim_p), "weight_hh": (4 * dim_p, dim_p),
               "bias_ih": (4 * dim_p,), "bias_hh": (4 * dim_p,)}
@@ -166,24 +177,18 @@ def _lstm_arrays(path: str, state: dict, prefix: str, dim_p: int
     return out
 
 
-def _tf_gates(x: np.ndarray) -> np.ndarray:
-    """Blocks along axis 0 in Paddle's order (i, f, g, o) -> TF1's
-    (i, j=g, f, o)."""
-    i, f, g, o = np.split(x, 4, axis=0)
-    return np.concatenate([i, g, f, o], axis=0)
-
-
 def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
                       ) -> tuple[dict, dict]:
-    """(bilm-tf HDF5 datasets, sizes) from a PaddleNLP state dict; every
-    key and shape checked first, every key used. ``moment``: the state is
-    Adagrad's accumulators under the parameters' names (the same moves, no
-    forget-bias shift).
+    """(bilm-tf HDF5 datasets, sizes) from a PaddleNLP state dict.
 
-    One reader a section, in the order each needs the last one's sizes:
-    the char-CNN, the LSTMs' sizes, the highways and projection, the LSTM
-    weights, the softmax; each adds its datasets to ``out`` and its keys
-    to ``used``."""
+    Every key and shape is checked first, and every key used. With
+    ``moment``, the state is Adagrad's accumulators under the parameters'
+    names. They take the same moves, without the forget-bias shift.
+
+    There is one reader a section, in the order each needs the last one's
+    sizes. The order is the char-CNN, the LSTMs' sizes, the highways and
+    projection, the LSTM weights, the softmax. Each adds its datasets to
+    ``out`` and its keys to ``used``."""
     used = {STRUCTURED_NAMES_KEY}
     out: dict = {}
     dim_c, filters = _char_cnn(path, state, out, used)
@@ -204,8 +209,8 @@ def _bilm_tf_datasets(path: str, state: dict, *, moment: bool = False
     unused = set(state) - used
     if unused:
         raise PaddleFormatError(
-            f"{path}: {_shown(unused)}: expected only PaddleNLP ELMo's "
-            f"parameters, found {len(unused)} more")
+            f"{path}: {name_list(sorted(unused))}: expected only "
+            f"PaddleNLP ELMo's parameters, found {len(unused)} more")
     sizes = {"char_dim": dim_c, "filters": filters, "n_highway": n_highway,
              "projection_dim": dim_p, "n_layers": n_layers,
              "n_vocab": softmax_w.shape[1],
@@ -231,9 +236,10 @@ def _char_cnn(path: str, state: dict, out: dict, used: set
     if not convs:
         raise PaddleFormatError(
             f"{path}: {EMBEDDER}cnn_layer_0.weight: expected the char-CNN's "
-            f"convolutions, found none (parameters: {_shown(state)})")
+            f"convolutions, found none (parameters: "
+            f"{name_list(sorted(state))})")
     n_conv = _numbered(path, convs, EMBEDDER + "cnn_layer_N")
-    out["char_embed"] = char_table[1:]  # bilm-tf's file: no padding row
+    out[CHAR_EMBED] = char_table[1:]  # bilm-tf's file: no padding row
     filters = []
     for i in range(n_conv):
         key = f"{EMBEDDER}cnn_layer_{i}.weight"
@@ -248,8 +254,8 @@ def _char_cnn(path: str, state: dict, out: dict, used: set
                        f"{num} filters")
         # Paddle's [filters, char_dim, 1, width] -> bilm-tf's
         # [1, width, char_dim, filters]
-        out[f"CNN/W_cnn_{i}"] = np.transpose(state[key], (2, 3, 1, 0))
-        out[f"CNN/b_cnn_{i}"] = bias
+        out[conv_kernel(i)] = np.transpose(state[key], (2, 3, 1, 0))
+        out[conv_bias(i)] = bias
         filters.append([int(width), int(num)])
         used.update((key, f"{EMBEDDER}cnn_layer_{i}.bias"))
     return dim_c, filters
@@ -265,7 +271,8 @@ def _lstm_sizes(path: str, state: dict) -> tuple[int, int]:
     if not lstms["forward"]:
         raise PaddleFormatError(
             f"{path}: _elmobilm.forward_lstm_layer_0.weight_hh_l0: expected "
-            f"the biLM's LSTMs, found none (parameters: {_shown(state)})")
+            f"the biLM's LSTMs, found none (parameters: "
+            f"{name_list(sorted(state))})")
     n_layers = _numbered(path, lstms["forward"],
                          "_elmobilm.forward_lstm_layer_N")
     n_back = len(lstms["backward"]) and _numbered(
@@ -295,19 +302,19 @@ def _highways_and_projection(path: str, state: dict, n_filters: int,
     n_highway = _numbered(path, highways, EMBEDDER + "_highway_layer.N")
     why = f"a highway over {n_filters} filters"
     for i in range(n_highway):
-        for part in ("carry", "transform"):
+        for part in HIGHWAY_PARTS:
             p = f"{EMBEDDER}_highway_layer.{part}_linear_{i}."
             # nn.Linear stores [in, out], as bilm-tf's W_carry/W_transform
-            out[f"CNN_high_{i}/W_{part}"] = _expect(
+            out[highway_kernel(i, part)] = _expect(
                 path, state, p + "weight", (n_filters, n_filters), why)
-            out[f"CNN_high_{i}/b_{part}"] = _expect(
+            out[highway_bias(i, part)] = _expect(
                 path, state, p + "bias", (n_filters,), why)
             used.update((p + "weight", p + "bias"))
     if n_filters != dim_p:  # PaddleNLP projects only then
         for part, dataset, shape in (
-                ("weight", "W_proj", (n_filters, dim_p)),
-                ("bias", "b_proj", (dim_p,))):
-            out[f"CNN_proj/{dataset}"] = _expect(
+                ("weight", PROJECTION_KERNEL, (n_filters, dim_p)),
+                ("bias", PROJECTION_BIAS, (dim_p,))):
+            out[dataset] = _expect(
                 path, state, PROJECTION + part, shape,
                 f"{n_filters} filters projected to {dim_p}")
             used.add(PROJECTION + part)
@@ -316,22 +323,23 @@ def _highways_and_projection(path: str, state: dict, n_filters: int,
 
 def _lstm_weights(path: str, state: dict, n_layers: int, dim_p: int,
                   moment: bool, out: dict, used: set) -> None:
-    """Each direction's LSTM layers as bilm-tf's ``W_0`` and ``B`` (gates
-    reordered; the forget bias shifted unless ``moment``)."""
+    """Each direction's LSTM layers as bilm-tf's ``W_0`` and ``B``. The
+    gates are reordered, and the forget bias shifted unless ``moment``."""
     for d, direction in enumerate(_DIRECTIONS):
         for layer in range(n_layers):
             prefix = f"_elmobilm.{direction}_lstm_layer_{layer}."
             a = _lstm_arrays(path, state, prefix, dim_p)
             used.update(prefix + n for names in _LSTM_PARAMS.values()
                         for n in names)
-            p = f"RNN_{d}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
-            # TF1 multiplies [x, h] by one (in + P, 4P) kernel
-            out[f"{p}/W_0"] = np.concatenate(
-                [_tf_gates(a["weight_ih"]).T, _tf_gates(a["weight_hh"]).T])
-            bias = _tf_gates(a["bias_ih"] + a["bias_hh"]).copy()
-            if not moment:
-                bias[2 * dim_p:3 * dim_p] -= TF_FORGET_BIAS  # block f
-            out[f"{p}/B"] = bias
+            p = lstm_hdf5_prefix(d, layer)
+            # TF1 multiplies [x, h] by one (in + P, 4P) kernel; Paddle's
+            # gate blocks are (i, f, g, o) along axis 0
+            out[f"{p}/{LSTM_KERNEL}"] = np.concatenate(
+                [to_tf1_gates(a["weight_ih"], "ifjo", axis=0).T,
+                 to_tf1_gates(a["weight_hh"], "ifjo", axis=0).T])
+            bias = to_tf1_gates(a["bias_ih"] + a["bias_hh"], "ifjo")
+            out[f"{p}/{LSTM_BIAS}"] = (bias if moment
+                                       else without_forget_bias(bias))
 
 
 def _softmax(path: str, state: dict, dim_p: int, used: set
@@ -419,10 +427,12 @@ FINAL_STEM = "final"
 def locate_pdparams(path: str | os.PathLike) -> str | None:
     """The ``.pdparams`` a PaddleNLP checkpoint path names, else None.
 
-    Accepted as PaddleNLP's own scripts name them: the file; the file
-    without its suffix (``--init_from_ckpt checkpoints/10000``); or the
-    run's ``--save_dir``, where ``final.pdparams`` is taken, else the
-    highest step (``20000.pdparams`` over ``10000.pdparams``).
+    Accepted as PaddleNLP's own scripts name them:
+
+    * the file.
+    * the file without its suffix (``--init_from_ckpt checkpoints/10000``).
+    * the run's ``--save_dir``. There ``final.pdparams`` is taken, else
+      the highest step (``20000.pdparams`` over ``10000.pdparams``).
 
     Raises:
         PaddleFormatError: a directory of ``.pdparams`` files none of
@@ -447,7 +457,7 @@ def locate_pdparams(path: str | os.PathLike) -> str | None:
     elif len(stems) == 1:
         chosen = stems[0]
     else:
-        found = _shown(s + PDPARAMS_SUFFIX for s in stems)
+        found = name_list(sorted(s + PDPARAMS_SUFFIX for s in stems))
         raise PaddleFormatError(
             f"{path}: expected final.pdparams or STEP.pdparams (a "
             f"run_pretrain.py save_dir), found {found}; name the file")
@@ -463,15 +473,17 @@ def pdopt_path(path: str) -> str:
 
 def read_paddlenlp_accumulators(path: str, state: dict
                                 ) -> dict[str, np.ndarray]:
-    """Adagrad's accumulators of the ``.pdopt`` beside ``path`` (the
-    ``.pdparams`` whose arrays are ``state``), in bilm-tf's layout under
-    ``lm_weights``' keys plus ``softmax/W`` and ``softmax/b``; empty where
-    there is no ``.pdopt``.
+    """Adagrad's accumulators of the ``.pdopt`` beside ``path``, the
+    ``.pdparams`` whose arrays are ``state``.
+
+    They come in bilm-tf's layout under ``lm_weights``' keys, plus
+    ``softmax/W`` and ``softmax/b``. They are empty where there is no
+    ``.pdopt``.
 
     The ``.pdopt`` names each accumulator ``<parameter>_moment_0`` by the
-    parameter's internal name (``lstm_cell_0.w_0``), which the
-    ``.pdparams``' ``StructuredToParameterName@@`` maps to its structured
-    one. The frozen ``bias_hh`` has none (it is not trained): a bias's
+    parameter's internal name (``lstm_cell_0.w_0``). The ``.pdparams``'
+    ``StructuredToParameterName@@`` maps that to its structured one. The
+    frozen ``bias_hh`` is not trained and has none, so a bias's
     accumulator is ``bias_ih``'s.
 
     Raises:
@@ -555,22 +567,23 @@ class LazyAccumulators(collections.abc.Mapping):
 
 
 def read_paddlenlp(path: str | os.PathLike,
-                   vocab_file: str | os.PathLike | None = None,
-                   *, with_accumulators: bool = True) -> PaddleModel:
+                   vocab_file: str | os.PathLike | None = None
+                   ) -> PaddleModel:
     """A PaddleNLP ELMo ``.pdparams`` as a :class:`PaddleModel`.
+
+    Adagrad's accumulators come from the ``.pdopt`` beside ``path`` where
+    there is one, read on first use (:class:`LazyAccumulators`).
 
     Args:
         path: the ``.pdparams`` file ``run_pretrain.py`` saved.
-        vocab_file: PaddleNLP's vocabulary file (words only, as its
-            ``--vocab_file``); None: the model has no ``vocab``.
-        with_accumulators: Adagrad's accumulators from the ``.pdopt``
-            beside ``path`` where there is one, read on first use
-            (:class:`LazyAccumulators`); False: none.
+        vocab_file: PaddleNLP's vocabulary file, words only, as its
+            ``--vocab_file``. With None the model has no ``vocab``.
 
     Raises:
-        PaddleFormatError: not a PaddleNLP ELMo ``.pdparams`` (a pickle
-            holding code is refused before it runs), a missing key, a shape
-            that does not fit, a vocabulary of another size; one line.
+        PaddleFormatError: in one line, a file that is not a PaddleNLP
+            ELMo ``.pdparams``, a missing key, a shape that does not fit,
+            or a vocabulary of another size. A pickle holding code is
+            refused before it runs.
     """
     path = os.fspath(path)
     try:
@@ -581,7 +594,8 @@ def read_paddlenlp(path: str | os.PathLike,
         names = [k for k in state if k != STRUCTURED_NAMES_KEY]
         raise PaddleFormatError(
             f"{path}: {CHAR_TABLE}: expected PaddleNLP's ELMo (its char "
-            f"table), found another model's parameters: {_shown(names)}")
+            f"table), found another model's parameters: "
+            f"{name_list(sorted(names))}")
     for key, value in state.items():
         if key == STRUCTURED_NAMES_KEY:
             continue
@@ -598,7 +612,8 @@ def read_paddlenlp(path: str | os.PathLike,
     lm_weights, sizes = _bilm_tf_datasets(path, state)
     softmax_weight, softmax_bias = sizes.pop("softmax")
     accumulators = {}
-    if with_accumulators and os.path.isfile(pdopt_path(path)):
+    with_pdopt = os.path.isfile(pdopt_path(path))
+    if with_pdopt:
         accumulators = LazyAccumulators(path, dict(state))
     vocab = None
     if vocab_file is not None:
@@ -609,7 +624,7 @@ def read_paddlenlp(path: str | os.PathLike,
         sizes["n_highway"], sizes["n_layers"], sizes["projection_dim"],
         sizes["n_vocab"],
         f", Adagrad accumulators in {pdopt_path(path)}"
-        if isinstance(accumulators, LazyAccumulators) else "")
+        if with_pdopt else "")
     return PaddleModel(
         source=path, system="paddlenlp", options=paddlenlp_options(sizes),
         lm_weights={k: np.ascontiguousarray(v, np.float32)

@@ -98,10 +98,10 @@ def test_a_value_of_another_shape_is_named_and_nothing_assigned():
     message = str(error.value)
     assert message.startswith("paddle-like does not fit the model: ")
     shape = run.weights["CNN/W_cnn_0"].shape
-    assert (f"CNN/W_cnn_0: the options give shape {shape}, found "
+    assert (f"CNN/W_cnn_0: options give shape {shape}, checkpoint has "
             f"{shape[:-1] + (shape[-1] - 1,)}") in message
-    assert "extra: found (3,), not in the model the options describe" in (
-        message)
+    assert ("extra: in the checkpoint (3,), not in the model the options "
+            "describe") in message
     assert "no Adagrad accumulators" in message
     for was, variable in zip(before, saved.lm.variables):
         np.testing.assert_array_equal(variable.numpy(), was)
