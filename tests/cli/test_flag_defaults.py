@@ -28,6 +28,7 @@ def _owners() -> dict:
         export_hub,
         export_hub_from_save_dir,
     )
+    from bilm_keras.pretrained.tfhub_conversion import convert_tfhub
     from bilm_keras.training.evaluation import evaluate
     from bilm_keras.training.pipeline import run_pipeline
     from bilm_keras.training.training_run import TrainingRun
@@ -48,6 +49,7 @@ def _owners() -> dict:
         "export-hub": [export_hub, export_hub_from_save_dir],
         "convert-manylangs": [convert_manylangs],
         "convert-paddle": [convert_paddle],
+        "convert-tfhub": [convert_tfhub],
         "pipeline": [run_pipeline],
     }
 
