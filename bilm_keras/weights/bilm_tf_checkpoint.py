@@ -11,6 +11,13 @@ that made them, in one of two generations:
 * TF 1.2 (the published training checkpoints):
   ``lm/RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/{W_0,B,W_P_0}``;
 
+DeepPavlov's ELMo trainer builds bilm-tf's training graph again (TF >= 1.5
+names, ``static_rnn``, the same softmax, Adagrad slots, ``global_step``
+and ``train_perplexity``) and saves it as ``saves/model`` beside
+``options.json`` and ``vocab.txt``: its LM-ready archives are such a
+save_dir, read as bilm-tf's
+(:func:`~bilm_keras.weights.checkpoint_files.checkpoint_dir`).
+
 and the char-CNN (``lm/char_embed``, ``lm/CNN/W_cnn_0``, ...), the token
 table (``lm/embedding``) and the softmax (``lm/softmax/W``,
 ``lm/softmax/b``) alike in both. Each variable has its Adagrad accumulator
@@ -37,6 +44,7 @@ or cut short is passed over (:mod:`~bilm_keras.weights.checkpoint_files`).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from typing import (
     Callable,
@@ -69,9 +77,12 @@ from bilm_keras.weights.bilm_tf_names import (
 )
 from bilm_keras.weights.checkpoint_files import (
     checkpoint_damage,
+    checkpoint_dir,
     list_checkpoints,
     resolve_checkpoint,
 )
+
+logger = logging.getLogger(__name__)
 
 #: :attr:`SaveDirCheckpoint.kind` of a checkpoint bilm-tf's ``train()`` wrote
 BILM_TF = "bilm_tf"
@@ -191,6 +202,10 @@ def locate_checkpoint(save_dir: str | os.PathLike, *,
         raise CheckpointFileError(
             f"{save_dir}: no such directory (expected a save_dir with a "
             "checkpoint)")
+    folder = checkpoint_dir(save_dir)
+    if folder != os.path.normpath(save_dir):
+        logger.info("%s: reading the checkpoint in %s, beside options.json "
+                    "as DeepPavlov's ELMo saves it", save_dir, folder)
     if checkpoint is not None:
         prefix = resolve_checkpoint(save_dir, checkpoint)
         problem = checkpoint_damage(prefix)
