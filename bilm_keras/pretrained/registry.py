@@ -17,7 +17,12 @@ Two kinds of rows, by where the publisher keeps the files:
 * ``paddle-fluid`` (PaddlePaddle's Chinese encyclopedia model): one archive
   holding a Fluid ``save_persistables`` checkpoint, word input; its
   vocabulary is published apart (``vocab_note`` says where and which flag
-  takes it).
+  takes it);
+* ``bilm-tf-archive`` (NLPL's ELMo zips, EMBEDDIA's tarballs): one archive
+  holding an options JSON and a weights HDF5, whatever their names;
+* ``tf1-checkpoint`` (DeepPavlov's LM-ready archives): one archive holding
+  an options JSON and a bilm-tf TF1 training checkpoint, whose weights
+  are dumped on first use.
 
 Each row names its language (name and ISO 639-1 code, else ISO 639-3),
 where it comes from, the license and the paper to cite.
@@ -43,7 +48,8 @@ from bilm_keras.pretrained.errors import PretrainedModelError
 MIRROR_ENV = "BILM_KERAS_MODEL_MIRROR"
 
 #: the formats a published model comes in
-FORMATS = ("bilm-tf", "elmoformanylangs", "paddle-fluid")
+FORMATS = ("bilm-tf", "elmoformanylangs", "paddle-fluid", "bilm-tf-archive",
+           "tf1-checkpoint")
 
 REGISTRY_FILE = "registry.json"
 
@@ -75,6 +81,8 @@ class RegisteredModel:
         vocab_note: a word-input model whose vocabulary is not in its
             archive: where to get it and which flag takes it (the
             ``vocab_file`` it must be used with); else None.
+        note: what is not known about the model, or how its files
+            differ from the others'; else None.
     """
 
     name: str
@@ -91,6 +99,7 @@ class RegisteredModel:
     parameters_millions: float | None = None
     download_megabytes: float | None = None
     vocab_note: str | None = None
+    note: str | None = None
 
     @property
     def urls(self) -> tuple[str, ...]:

@@ -73,6 +73,7 @@ from bilm_keras.weights.bilm_tf_names import (
     TF_1_2,
     TF_1_5,
     checkpoint_name,
+    dataset_name,
     lstm_generation,
 )
 from bilm_keras.weights.checkpoint_files import (
@@ -475,3 +476,42 @@ def save_bilm_tf_dump(checkpoint: BilmTFCheckpoint,
     with atomic_hdf5(outfile) as fout:
         for name, value in checkpoint.read_hdf5_datasets():
             fout.create_dataset(name, data=value)
+
+
+def dump_tf1_checkpoint(save_dir: str | os.PathLike,
+                        outfile: str | os.PathLike) -> str:
+    """Writes bilm-tf's ``dump_weights`` file of a save_dir's newest whole
+    bilm-tf checkpoint without a model: every ``lm/...`` weight but the
+    softmax, float32, under its dataset name, atomically.
+
+    A published training checkpoint (DeepPavlov's LM-ready archives, a
+    ``save_dir`` shipped beside its weights) is made usable this way. Its
+    shapes are checked against the options when the file is loaded.
+
+    Returns:
+        The checkpoint's prefix.
+
+    Raises:
+        CheckpointFileError: see :func:`locate_checkpoint`; no ``lm/``
+            weights.
+    """
+    found = locate_checkpoint(save_dir)
+    names = [name for name in sorted(found.shapes)
+             if name.startswith(LM_SCOPE)
+             and not name.endswith(ADAGRAD_SUFFIX)
+             and not name.startswith(SOFTMAX_SCOPE)]
+    if not names:
+        raise CheckpointFileError(
+            f"{found.path}: no 'lm/...' weights to dump")
+    reader = tf.train.load_checkpoint(found.path)
+    with atomic_hdf5(outfile) as fout:
+        for name in names:
+            try:
+                value = np.asarray(reader.get_tensor(name), np.float32)
+            except (tf.errors.OpError, RuntimeError) as e:
+                raise CheckpointFileError(
+                    f"{found.path}: cannot read {name} "
+                    f"({str(e).splitlines()[0]})") from None
+            fout.create_dataset(dataset_name(name, found.generation),
+                                data=value)
+    return found.path

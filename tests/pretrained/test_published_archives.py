@@ -1,0 +1,195 @@
+"""The archive layouts of the registry's bilm-tf-style families, each
+served by a local mirror at its real URL's path and built from the
+fixture models: NLPL's zips (``model.hdf5``, ``n_characters`` 261, a
+``meta.json``), EMBEDDIA's tarballs (weights of another name, no
+vocabulary), DeepPavlov's LM-ready archives (a TF1 checkpoint, no HDF5),
+the cross-lingual models' two files, and a tarball that ships its
+checkpoint beside the weights (t-systems' layout). Each quirk is said in
+one logged line; the weights are bilm-tf's bit for bit."""
+
+# ruff: noqa: F811  (the fixtures imported from model_server are test
+# arguments)
+
+import json
+import logging
+import pathlib
+
+import numpy as np
+import pytest
+from model_server import (  # noqa: F401 (fixtures)
+    ModelServer,
+    cache_contents,
+    cache_dir,
+    folder_files,
+    tar_bytes,
+    zip_bytes,
+)
+
+from helpers import hdf5_datasets
+
+from bilm_keras.pretrained import PretrainedModelError, resolve_model
+
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+RUN = FIXTURES / "bilm_tf_run"
+LM_READY = FIXTURES / "deeppavlov_lm" / "elmo-lm-ready4fine-tuning"
+NLPL_210 = "/repository/20/210.zip"
+EMBEDDIA_SL = ("/repository/xmlui/bitstream/handle/11356/1277/"
+               "slovenian-elmo.tar.gz")
+RU_NEWS_LM = "/deeppavlov_data/elmo-lm-ready4fine-tuning-ru-news.tar.gz"
+XLING_OPTIONS = "/s/ypjuzlf7kj957g3/options262.json"
+XLING_EN = "/s/1h62kc1qdcuyy2u/en_weights.hdf5"
+
+
+def _lm_ready_files(prefix: str) -> dict:
+    files = folder_files(LM_READY, prefix)
+    files.update(folder_files(LM_READY / "saves", prefix + "saves/"))
+    return files
+
+
+@pytest.fixture
+def served(bilm_fixtures, cache_dir, monkeypatch):
+    model = bilm_fixtures / "model"
+    options = json.loads((model / "options.json").read_text())
+    options["char_cnn"]["n_characters"] = 261  # as NLPL's zips give it
+    weights = (model / "lm_weights.hdf5").read_bytes()
+    routes = {
+        NLPL_210: zip_bytes({
+            "options.json": json.dumps(options).encode(),
+            "model.hdf5": weights,
+            "vocab.txt": (model / "vocab_test.txt").read_bytes(),
+            "meta.json": b'{"id": 210, "corpus": []}',
+            "README.txt": b"NLPL repository entry 210\n"}),
+        EMBEDDIA_SL: tar_bytes({
+            "slovenian/options.json": (model / "options.json").read_bytes(),
+            "slovenian/slovenian-elmo-weights.hdf5": weights},
+            mode="w:gz"),
+        RU_NEWS_LM: tar_bytes(
+            _lm_ready_files("elmo-lm-ready4fine-tuning-ru-news/"),
+            mode="w:gz"),
+        XLING_OPTIONS: (model / "options.json").read_bytes(),
+        XLING_EN: weights,
+    }
+    server = ModelServer(routes)
+    monkeypatch.setenv("BILM_KERAS_MODEL_MIRROR", server.url)
+    yield server
+    server.stop()
+
+
+def _lines(caplog, name):
+    return [r.getMessage() for r in caplog.records
+            if r.getMessage().startswith(name + ": ")]
+
+
+def test_an_nlpl_zip(served, cache_dir, bilm_fixtures, caplog):
+    with caplog.at_level(logging.INFO):
+        model = resolve_model("nlpl-210")
+    assert model.format == "bilm-tf"
+    assert model.directory == str(cache_dir / "models" / "nlpl-210")
+    assert _lines(caplog, "nlpl-210") == [
+        "nlpl-210: model.hdf5 is the weights, saved as lm_weights.hdf5",
+        "nlpl-210: options give n_characters 261 (as trained); set to "
+        "262, bilm-tf's value for prediction",
+        "nlpl-210: meta.json is the publisher's metadata, kept beside the "
+        "model and not read"]
+    options = json.loads(pathlib.Path(model.options_file).read_text())
+    assert options["char_cnn"]["n_characters"] == 262
+    assert pathlib.Path(model.weight_file).read_bytes() == (
+        bilm_fixtures / "model" / "lm_weights.hdf5").read_bytes()
+    assert pathlib.Path(model.vocab_file).name == "vocab.txt"
+    assert served.requests[NLPL_210] == 1
+
+
+def test_an_embeddia_tarball(served, caplog):
+    with caplog.at_level(logging.INFO):
+        model = resolve_model("embeddia-sl")
+    assert model.vocab_file is None
+    assert _lines(caplog, "embeddia-sl") == [
+        "embeddia-sl: slovenian-elmo-weights.hdf5 is the weights, saved as "
+        "lm_weights.hdf5",
+        "embeddia-sl: no vocabulary in the archive (character input needs "
+        "none)"]
+
+
+def test_the_cross_lingual_files(served, bilm_fixtures):
+    model = resolve_model("xling-en")
+    assert pathlib.Path(model.weight_file).read_bytes() == (
+        bilm_fixtures / "model" / "lm_weights.hdf5").read_bytes()
+    assert served.requests[XLING_OPTIONS] == served.requests[XLING_EN] == 1
+
+
+def test_a_deeppavlov_lm_ready_archive(served, caplog):
+    from bilm_keras.weights.bilm_tf_checkpoint import locate_checkpoint
+
+    with caplog.at_level(logging.INFO):
+        model = resolve_model("deeppavlov-ru-news-lm")
+    assert model.format == "tf1-checkpoint"
+    assert _lines(caplog, "deeppavlov-ru-news-lm") == [
+        "deeppavlov-ru-news-lm: the weights are the dump of its TF1 "
+        "checkpoint saves/model, saved as lm_weights.hdf5 beside it",
+        "deeppavlov-ru-news-lm: options give n_characters 261 (as "
+        "trained); set to 262, bilm-tf's value for prediction"]
+    # bilm-tf's dump of the same weights, bit for bit
+    ours = hdf5_datasets(model.weight_file)
+    theirs = hdf5_datasets(RUN / "lm_weights.hdf5")
+    assert sorted(ours) == sorted(theirs)
+    for name, value in theirs.items():
+        assert np.array_equal(ours[name], value), name
+    # the folder stays a save_dir: train --init_checkpoint takes it
+    found = locate_checkpoint(model.directory)
+    assert found.path == str(pathlib.Path(model.directory) / "saves"
+                             / "model")
+    assert pathlib.Path(model.vocab_file).name == "vocab.txt"
+
+
+@pytest.mark.slow  # builds and runs a model (~4 s)
+def test_the_nlpl_model_embeds_as_bilm_tfs(served, fixture_bilm):
+    from bilm_keras import BidirectionalLanguageModel
+
+    bilm = BidirectionalLanguageModel.from_pretrained("nlpl-210")
+    sentences = [["the", "number", "of", "words", "."], ["neural"]]
+    for got, want in zip(bilm.embed_sentences(sentences),
+                         fixture_bilm.embed_sentences(sentences)):
+        np.testing.assert_array_equal(got, want)
+
+
+def test_a_checkpoint_beside_the_weights(tmp_path, cache_dir, caplog):
+    # t-systems' layout: weights.hdf5, options.json, vocab-train.txt and
+    # the TF1 checkpoint bilm-tf's training left
+    files = {"bilm-output-result/" + name: data for name, data in {
+        "weights.hdf5": (RUN / "lm_weights.hdf5").read_bytes(),
+        "options.json": (RUN / "save_dir" / "options.json").read_bytes(),
+        "vocab-train.txt": (RUN / "vocab.txt").read_bytes(),
+        **{p.name: p.read_bytes()
+           for p in (RUN / "save_dir").iterdir()
+           if p.name.startswith(("model.ckpt", "checkpoint"))},
+    }.items()}
+    archive = tmp_path / "bilm-output-result.tgz"
+    archive.write_bytes(tar_bytes(files, mode="w:gz"))
+    with caplog.at_level(logging.INFO):
+        model = resolve_model(str(archive))
+    assert _lines(caplog, "bilm-output-result") == [
+        "bilm-output-result: weights.hdf5 is the weights, saved as "
+        "lm_weights.hdf5",
+        "bilm-output-result: options give n_characters 261 (as trained); "
+        "set to 262, bilm-tf's value for prediction",
+        "bilm-output-result: the TF1 checkpoint model.ckpt-40 beside the "
+        "weights is kept in the model's folder, for train "
+        "--init_checkpoint"]
+    assert (pathlib.Path(model.directory) / "model.ckpt-40.index").is_file()
+    assert pathlib.Path(model.vocab_file).name == "vocab-train.txt"
+
+
+def test_an_lm_ready_archive_without_its_data(tmp_path, cache_dir):
+    files = _lm_ready_files("elmo-lm-ready4fine-tuning-ru-news/")
+    del files["elmo-lm-ready4fine-tuning-ru-news/saves/"
+              "model.data-00000-of-00001"]
+    archive = tmp_path / "lm.tar.gz"
+    archive.write_bytes(tar_bytes(files, mode="w:gz"))
+    with pytest.raises(PretrainedModelError) as info:
+        resolve_model(str(archive))
+    message = str(info.value)
+    assert len(message.splitlines()) == 1
+    assert ("model.data-00000-of-00001: missing (the checkpoint's values; "
+            "model.index is there without them)") in message, message
+    assert cache_contents(cache_dir)["models"] == []
+    assert cache_contents(cache_dir)["tmp"] == []
