@@ -42,6 +42,7 @@ from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
 from bilm_keras.options import BiLMOptions
+from bilm_keras.weights.learned_mix import LearnedMix, mix_beside
 from bilm_keras.pretrained import (
     ResolvedModel,
     registered_model,
@@ -108,6 +109,10 @@ class BidirectionalLanguageModel:
     #: the published model it was made from (:meth:`from_pretrained`),
     #: else None
     pretrained: Optional[ResolvedModel] = None
+    #: the model's learned layer mix (:meth:`from_pretrained` of a folder
+    #: with ``mix.json``, e.g. a converted TF1 Hub module), or None:
+    #: ``output="mix"`` with no mix of its own uses it
+    learned_mix: Optional[LearnedMix] = None
     #: the model's vocabulary (:meth:`from_pretrained` of a model that
     #: ships one), the default ``vocab_file`` of token input
     vocab_file: Optional[str] = None
@@ -238,6 +243,7 @@ class BidirectionalLanguageModel:
                            max_batch_size=max_batch_size,
                            precision=precision)
         bilm.pretrained = model
+        bilm.learned_mix = mix_beside(model.directory)
         bilm.vocab_file = (None if vocab_file is None
                            else os.fspath(vocab_file))
         return bilm
@@ -405,6 +411,19 @@ class BidirectionalLanguageModel:
                                                options=self.options)
         return self._bulk_embedder
 
+    def _mix_fields(self, output, spec, mix_weights, mix_logits,
+                    gamma) -> dict:
+        """The mix keywords, the learned mix's where ``output="mix"``
+        comes with no mix and no ``spec``."""
+        if (output == "mix" and spec is None and self.learned_mix is not None
+                and mix_weights is None and mix_logits is None
+                and gamma is None):
+            return {"mix_weights": None,
+                    "mix_logits": self.learned_mix.mix_logits,
+                    "gamma": self.learned_mix.gamma}
+        return {"mix_weights": mix_weights, "mix_logits": mix_logits,
+                "gamma": gamma}
+
     # More than eight parameters on purpose: bilm-tf's positional
     # arguments, then the spec's fields as keywords (the facade users'
     # way), which become one EmbeddingSpec in embedding_spec only.
@@ -446,8 +465,8 @@ class BidirectionalLanguageModel:
         return self.bulk_embedder.embed_sentences(
             sentences, batch_size, self._vocab_for(vocab_file),
             spec=embedding_spec(spec, output=output, layers=layers,
-                                mix_weights=mix_weights,
-                                mix_logits=mix_logits, gamma=gamma),
+                                **self._mix_fields(output, spec, mix_weights,
+                                                   mix_logits, gamma)),
             on_batch=on_batch)
 
     # The keywords of embed_sentences, and chunk_size: the facade's
@@ -478,8 +497,8 @@ class BidirectionalLanguageModel:
         return self.bulk_embedder.iter_embeddings(
             sentences, batch_size, self._vocab_for(vocab_file),
             spec=embedding_spec(spec, output=output, layers=layers,
-                                mix_weights=mix_weights,
-                                mix_logits=mix_logits, gamma=gamma),
+                                **self._mix_fields(output, spec, mix_weights,
+                                                   mix_logits, gamma)),
             chunk_size=chunk_size, on_batch=on_batch)
 
 

@@ -85,6 +85,7 @@ from bilm_keras.cli import (
     build_vocab,
     convert_manylangs,
     convert_paddle,
+    convert_tfhub,
     dump_tokens,
     dump_weights,
     embed,
@@ -110,7 +111,7 @@ PROG = "bilm-keras"
 #: the subcommands, in the order ``--help`` lists them
 COMMANDS = (embed, models, merge_embeddings, dump_tokens, build_vocab,
             train, restart, evaluate, dump_weights, export_hub,
-            convert_manylangs, convert_paddle, pipeline)
+            convert_manylangs, convert_paddle, convert_tfhub, pipeline)
 COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
 
 DESCRIPTION = """\

@@ -8,6 +8,8 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
+from bilm_keras.weights.tfhub_module import TFHUB_MODULE_FILE
+
 SIGNATURES = ("default", "tokens", "elmo")
 
 
@@ -80,6 +82,15 @@ class ELMoHubLayer(keras.layers.Layer):
             raise FileNotFoundError(
                 f"{self.savedmodel_path}: SavedModel not found"
             )
+        if os.path.isfile(os.path.join(self.savedmodel_path,
+                                       TFHUB_MODULE_FILE)):
+            # loading it would run a TF1 graph's initializers: refuse first
+            raise ValueError(
+                f"{self.savedmodel_path}: expected a SavedModel from "
+                f"export_hub, found a TF1 Hub module ({TFHUB_MODULE_FILE}); "
+                "convert it with `bilm-keras convert-tfhub --module "
+                f"{self.savedmodel_path} --outdir OUT`, or load it with "
+                "from_pretrained")
         # A SavedModel is a file format whose reading *is* the layer, as for
         # TFSMLayer and hub.KerasLayer.
         self._module = tf.saved_model.load(self.savedmodel_path)

@@ -112,6 +112,7 @@ from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
+from bilm_keras.weights.learned_mix import MIX_FILE, mix_beside
 
 
 class ExportError(ValueError):
@@ -498,7 +499,8 @@ def export_hub(
         options_file: bilm-tf ``options.json``, or a converted
             ELMoForManyLangs model's (its dictionaries are read from the
             paths it names), or a word-input model's (no ``char_cnn``: a
-            converted Paddle baike model).
+            converted Paddle baike model). A ``mix.json`` beside it, a
+            converted TF1 Hub module's learned mix, starts the scalar mix.
         weight_file: bilm-tf ``lm_weights.hdf5`` (a word-input model's
             holds its token table, ``embedding``).
         outdir: the SavedModel directory to write.
@@ -547,7 +549,26 @@ def export_hub(
         char_dic_file=None if manylangs is None else manylangs.char_dic,
         word_dic_file=None if manylangs is None else manylangs.word_dic,
     )
+    _start_from_learned_mix(module, os.fspath(options_file))
     return save_module(module, outdir, overwrite)
+
+
+def _start_from_learned_mix(module: ELMoHubModule, options_file: str) -> None:
+    """Sets the module's scalar mix to the ``mix.json`` beside
+    ``options_file`` (a converted TF1 Hub module's learned mix), if any:
+    its ``elmo`` output is then the original module's."""
+    folder = os.path.dirname(os.path.abspath(options_file))
+    mix = mix_beside(folder)
+    if mix is None:
+        return
+    n = module.scalar_mix.n_layers
+    if len(mix.mix_logits) != n:
+        raise ExportError(
+            f"{os.path.join(folder, MIX_FILE)}: mix_logits: expected {n} "
+            f"values (one per layer), found {len(mix.mix_logits)}")
+    # softmax(w + 1/L) is softmax(w): the logits are taken as they are
+    module.scalar_mix.scalar_weights.assign(list(mix.mix_logits))
+    module.scalar_mix.gamma.assign([mix.gamma])
 
 
 def export_hub_from_save_dir(

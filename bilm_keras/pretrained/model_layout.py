@@ -21,11 +21,15 @@ archives hold one top folder, e.g. ``zhs.model/``); the two formats:
   ``lstmp_0.w_0``, ...), a ``vocab*.txt`` beside it the vocabulary;
 * ``paddlenlp``: one PaddleNLP 2.x ``.pdparams`` file (and a
   ``vocab*.txt``); both converted with
-  :func:`bilm_keras.weights.paddle_conversion.read_paddle`.
+  :func:`bilm_keras.weights.paddle_conversion.read_paddle`;
 * ``tf1-checkpoint``: an options JSON and a bilm-tf TF1 training
   checkpoint with no weights HDF5 (DeepPavlov's LM-ready archives:
   ``options.json``, ``vocab.txt`` and ``saves/model.*``); dumped once with
-  :func:`bilm_keras.weights.bilm_tf_checkpoint.dump_tf1_checkpoint`.
+  :func:`bilm_keras.weights.bilm_tf_checkpoint.dump_tf1_checkpoint`;
+* ``tfhub-tf1``: a TF1 Hub module, ``saved_model.pb`` beside
+  ``tfhub_module.pb`` and ``variables/``, converted with
+  :func:`bilm_keras.pretrained.tfhub_conversion.convert_tfhub` (a
+  ``saved_model.pb`` alone, a TF2 SavedModel, is refused there).
 
 Folders named ``__MACOSX`` or starting with ``.`` are skipped. No model, two
 models (at the root and in a folder, or in two folders), or a bilm-tf folder
@@ -46,12 +50,18 @@ ELMOFORMANYLANGS = "elmoformanylangs"
 PADDLE_FLUID = "paddle-fluid"
 PADDLENLP = "paddlenlp"
 TF1_CHECKPOINT = "tf1-checkpoint"
+#: a TF1 Hub module (Google's ``google/elmo``, DeepPavlov's)
+TFHUB_TF1 = "tfhub-tf1"
 #: the formats converted on first use (the rest are used as they are)
-CONVERTED = (ELMOFORMANYLANGS, PADDLE_FLUID, PADDLENLP, TF1_CHECKPOINT)
+CONVERTED = (ELMOFORMANYLANGS, PADDLE_FLUID, PADDLENLP, TF1_CHECKPOINT,
+             TFHUB_TF1)
 PDPARAMS_SUFFIX = ".pdparams"
 
 MANYLANGS_CONFIG = "config.json"
 MANYLANGS_PKL = ("token_embedder.pkl", "encoder.pkl")
+#: a SavedModel's graph: a TF1 Hub module's, with ``tfhub_module.pb``
+#: beside it (without it, a TF2 SavedModel: the conversion says so)
+SAVED_MODEL = "saved_model.pb"
 WEIGHT_SUFFIXES = (".hdf5", ".h5")
 #: options JSON files larger than this are not options (skipped unread)
 _MAX_OPTIONS_BYTES = 1 << 20
@@ -62,8 +72,8 @@ class ModelLayout:
     """Where a model is in a folder, and its format.
 
     Args:
-        format: ``"bilm-tf"``, ``"elmoformanylangs"``, ``"paddle-fluid"``
-            or ``"paddlenlp"``.
+        format: ``"bilm-tf"``, ``"elmoformanylangs"``, ``"paddle-fluid"``,
+            ``"paddlenlp"`` or ``"tfhub-tf1"``.
         model_dir: the folder holding the model's files (a Fluid
             checkpoint's variables).
         options_file / weight_file / vocab_file: a bilm-tf model's files
@@ -121,6 +131,8 @@ def _layout_of(folder: str, label: str, shown: str) -> ModelLayout | None:
     paths = {name: os.path.join(folder, name) for name in files}
     if MANYLANGS_CONFIG in paths and any(p in paths for p in MANYLANGS_PKL):
         return ModelLayout(ELMOFORMANYLANGS, folder)
+    if SAVED_MODEL in paths:
+        return ModelLayout(TFHUB_TF1, folder)
     vocabs = [paths[n] for n in files
               if "vocab" in n.lower() and n.lower().endswith(".txt")]
     vocab = vocabs[0] if len(vocabs) == 1 else None
@@ -197,7 +209,8 @@ def find_model_layout(root: str, *, label: str | None = None
             "(bilm-tf: an options JSON and a weights HDF5 or a TF1 "
             "checkpoint; "
             "ELMoForManyLangs: config.json and .pkl files; Paddle: a Fluid "
-            "ELMo checkpoint or a .pdparams), found none "
+            "ELMo checkpoint or a .pdparams; a TF1 Hub module: "
+            "tfhub_module.pb and saved_model.pb), found none "
             f"(contents: {shown or 'nothing'})")
     if len(found) > 1:
         models = ", ".join(f"{where} ({layout.format})"

@@ -75,6 +75,7 @@ from bilm_keras.pretrained.model_layout import (
     PADDLENLP,
     PDPARAMS_SUFFIX,
     TF1_CHECKPOINT,
+    TFHUB_TF1,
     ModelLayout,
     find_model_layout,
 )
@@ -406,6 +407,28 @@ def _convert_paddle(layout: ModelLayout, staging: str, label: str,
     return out, VOCAB_FILE if model.vocab is not None else None
 
 
+def _convert_tfhub(layout: ModelLayout, staging: str, label: str,
+                   root: str | None) -> str:
+    """Converts the TF1 Hub module of ``layout`` into ``staging/model``
+    (its learned mix as ``mix.json``)."""
+    from bilm_keras.weights.tfhub_module import (
+        read_tfhub_module,
+        write_converted,
+    )
+
+    out = os.path.join(staging, "model")
+    try:
+        write_converted(read_tfhub_module(layout.model_dir), out)
+    except ValueError as e:
+        message = str(e)
+        if root is not None:
+            message = message.replace(root + os.sep, "").replace(root, ".")
+        raise PretrainedModelError(
+            f"{label}: cannot convert the TF1 Hub module: {message}"
+        ) from None
+    return out
+
+
 def _from_archive(archive: str, staging: str, *, name: str, spec: str,
                   label: str, sources, progress: bool,
                   remove_archive: bool) -> tuple[str, dict]:
@@ -428,6 +451,10 @@ def _from_archive(archive: str, staging: str, *, name: str, spec: str,
         _say(progress, f"{name}: dumping the TF1 checkpoint's weights")
         model_dir, vocab = _dump_checkpoint(layout, staging, label,
                                             extracted, name, move=True)
+    elif layout.format == TFHUB_TF1:
+        _say(progress, f"{name}: converting the TF1 Hub module")
+        model_dir, vocab = _convert_tfhub(layout, staging, label,
+                                          extracted), None
     else:
         model_dir, vocab = _bilm_tf_folder(layout, staging, label,
                                            extracted, name)
@@ -532,6 +559,9 @@ def _local_directory(path: str, spec: str, cache_dir: str,
             _say(progress, f"{name}: dumping the TF1 checkpoint's weights")
             out, vocab = _dump_checkpoint(layout, staging, path, None, name,
                                           move=False)
+        elif layout.format == TFHUB_TF1:
+            _say(progress, f"{name}: converting the TF1 Hub module")
+            out, vocab = _convert_tfhub(layout, staging, path, None), None
         else:
             _say(progress, f"{name}: converting the Paddle model")
             out, vocab = _convert_paddle(layout, staging, path, None)

@@ -44,7 +44,7 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Sequence
+from typing import Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -229,6 +229,29 @@ def lstm_generation(names: Iterable[str], scope: str = LM_SCOPE,
         if any(pattern.match(name) for name in names):
             return generation
     return None
+
+
+# ------------------------------------------- bilm-tf's inference graph
+#: the scope of bilm-tf's inference graph (``BidirectionalLanguageModel``)
+MODEL_SCOPE = "bilm/"
+#: the LSTM state caches the inference graph keeps between calls,
+#: ``tf.Variable``s `(max_batch_size, dim)` under its name scope (``bilm/``,
+#: ``bilm_1/`` for a second call): state, not weights
+STATE_CACHE = re.compile(r"^bilm(_\d+)?/Variable(_\d+)?$")
+#: the scope of ``weight_layers``' mix
+AGGREGATION_SCOPE = "aggregation/"
+
+
+def elmo_mix_names(name: str) -> Tuple[str, str]:
+    """The raw layer weights `(L,)` and the scale `(1,)` that
+    ``weight_layers(name, ...)`` makes.
+
+    Example:
+        >>> elmo_mix_names("elmo_output")
+        ('aggregation/elmo_output_ELMo_W', 'aggregation/elmo_output_ELMo_gamma')
+    """
+    return (f"{AGGREGATION_SCOPE}{name}_ELMo_W",
+            f"{AGGREGATION_SCOPE}{name}_ELMo_gamma")
 
 
 # ------------------------------------------------------- TF1's LSTM cell

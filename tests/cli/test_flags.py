@@ -148,6 +148,8 @@ def _good_args(command, model_dir, train_dir, inputs, out):
                              i / "part-0.hdf5"],
         "convert-manylangs": ["--model_dir", inputs,
                               "--outdir", out / "converted"],
+        "convert-tfhub": ["--module", inputs,
+                          "--outdir", out / "converted"],
         "convert-paddle": ["--checkpoint", inputs,
                            "--vocab_file", t / "vocab.txt",
                            "--outdir", out / "converted"],
