@@ -20,6 +20,8 @@ Two kinds of rows, by where the publisher keeps the files:
   takes it);
 * ``bilm-tf-archive`` (NLPL's ELMo zips, EMBEDDIA's tarballs): one archive
   holding an options JSON and a weights HDF5, whatever their names;
+* ``tfhub-tf1`` (Google's ``google/elmo`` on Kaggle, DeepPavlov's Russian
+  modules): one tarball holding a TF1 Hub module, converted on first use;
 * ``tf1-checkpoint`` (DeepPavlov's LM-ready archives): one archive holding
   an options JSON and a bilm-tf TF1 training checkpoint, whose weights
   are dumped on first use.
@@ -49,7 +51,7 @@ MIRROR_ENV = "BILM_KERAS_MODEL_MIRROR"
 
 #: the formats a published model comes in
 FORMATS = ("bilm-tf", "elmoformanylangs", "paddle-fluid", "bilm-tf-archive",
-           "tf1-checkpoint")
+           "tf1-checkpoint", "tfhub-tf1")
 
 REGISTRY_FILE = "registry.json"
 

@@ -38,6 +38,19 @@ EMBEDDIA_SL = ("/repository/xmlui/bitstream/handle/11356/1277/"
 RU_NEWS_LM = "/deeppavlov_data/elmo-lm-ready4fine-tuning-ru-news.tar.gz"
 XLING_OPTIONS = "/s/ypjuzlf7kj957g3/options262.json"
 XLING_EN = "/s/1h62kc1qdcuyy2u/en_weights.hdf5"
+#: the Kaggle handle's path (the query ?tf-hub-format=compressed asks for
+#: the tarball; the mirror serves by path)
+ELMO_3 = "/models/google/elmo/TensorFlow1/elmo/3"
+RU_NEWS = "/deeppavlov_data/elmo_ru-news_wmt11-16_1.5M_steps.tar.gz"
+MODULES = FIXTURES / "tfhub_modules"
+
+
+def _module_tarball(folder: pathlib.Path) -> bytes:
+    """A module's files at the root of a ``.tar.gz``, as Kaggle and
+    DeepPavlov serve one."""
+    files = {str(p.relative_to(folder)): p.read_bytes()
+             for p in sorted(folder.rglob("*")) if p.is_file()}
+    return tar_bytes(files, mode="w:gz")
 
 
 def _lm_ready_files(prefix: str) -> dict:
@@ -68,6 +81,8 @@ def served(bilm_fixtures, cache_dir, monkeypatch):
             mode="w:gz"),
         XLING_OPTIONS: (model / "options.json").read_bytes(),
         XLING_EN: weights,
+        ELMO_3: _module_tarball(MODULES / "google"),
+        RU_NEWS: _module_tarball(MODULES / "deeppavlov"),
     }
     server = ModelServer(routes)
     monkeypatch.setenv("BILM_KERAS_MODEL_MIRROR", server.url)
@@ -193,3 +208,20 @@ def test_an_lm_ready_archive_without_its_data(tmp_path, cache_dir):
             "model.index is there without them)") in message, message
     assert cache_contents(cache_dir)["models"] == []
     assert cache_contents(cache_dir)["tmp"] == []
+
+
+@pytest.mark.parametrize("name,path,mix", [
+    ("tfhub-elmo-3", ELMO_3, "Google"),
+    ("deeppavlov-ru-news", RU_NEWS, "DeepPavlov"),
+])
+def test_a_tf1_hub_module_by_name(name, path, mix, served, bilm_fixtures):
+    model = resolve_model(name)
+    assert model.format == "tfhub-tf1"
+    assert served.requests[path] == 1
+    # the module holds bilm-tf's fixture model: its weights come back
+    ours = hdf5_datasets(model.weight_file)
+    theirs = hdf5_datasets(bilm_fixtures / "model" / "lm_weights.hdf5")
+    assert sorted(ours) == sorted(theirs)
+    for key, value in theirs.items():
+        np.testing.assert_array_equal(ours[key], value, err_msg=key)
+    assert (pathlib.Path(model.directory) / "mix.json").is_file(), mix

@@ -87,9 +87,10 @@ def test_the_44_manylangs_models_and_zhs():
     assert zhs.archive_url == "http://39.96.43.154/zhs.model.tar.bz2"
     assert zhs.format == "elmoformanylangs" and zhs.language_code == "zh"
     assert "simplified" in zhs.language
-    # + paddle-baike-zh, DeepPavlov's 3 LM-ready archives, NorELMo's 4,
-    # embeddia-sl and the 7 cross-lingual models
-    assert len(models) == 6 + 44 + 1 + 1 + 3 + 4 + 1 + 7
+    # + paddle-baike-zh, google/elmo's 3 modules, DeepPavlov's 3 modules
+    # and 3 LM-ready archives, NorELMo's 4, embeddia-sl and the 7
+    # cross-lingual models
+    assert len(models) == 6 + 44 + 1 + 1 + 3 + 3 + 3 + 4 + 1 + 7
 
 
 def test_every_row_is_complete():
@@ -128,6 +129,17 @@ def test_a_bad_mirror_names_the_variable(mirror):
 
 def test_the_bilm_tf_families_have_their_publishers_urls():
     models = registered_models()
+    for version in (1, 2, 3):
+        model = models[f"tfhub-elmo-{version}"]
+        assert model.format == "tfhub-tf1"
+        assert model.archive_url == (
+            "https://www.kaggle.com/models/google/elmo/TensorFlow1/elmo/"
+            f"{version}?tf-hub-format=compressed")
+    assert models["deeppavlov-ru-wiki"].archive_url == (
+        "http://files.deeppavlov.ai/deeppavlov_data/"
+        "elmo_ru-wiki_600k_steps.tar.gz")
+    assert models["deeppavlov-ru-twitter"].archive_url.endswith(
+        "/elmo_ru-twitter_2013-01_2018-04_600k_steps.tar.gz")
     for name in ("ru-news", "ru-twitter", "ru-wiki"):
         model = models[f"deeppavlov-{name}-lm"]
         assert model.format == "tf1-checkpoint"
