@@ -76,6 +76,9 @@ class RegisteredModel:
         citation: the paper(s) to cite.
         options_url / weight_url: a ``bilm-tf`` model's two files.
         archive_url: an ``elmoformanylangs`` model's archive.
+        archive_parts: an archive published in pieces, to be joined in
+            this order (t-systems' ``.tgz.part-00`` ...), instead of
+            ``archive_url``.
         parameters_millions: the model's size in millions of parameters
             where its publisher states it, else None.
         download_megabytes: what is downloaded (its files or archive), in
@@ -98,6 +101,7 @@ class RegisteredModel:
     options_url: str | None = None
     weight_url: str | None = None
     archive_url: str | None = None
+    archive_parts: tuple[str, ...] | None = None
     parameters_millions: float | None = None
     download_megabytes: float | None = None
     vocab_note: str | None = None
@@ -107,7 +111,8 @@ class RegisteredModel:
     def urls(self) -> tuple[str, ...]:
         """Every URL the model is downloaded from."""
         return tuple(url for url in (self.options_url, self.weight_url,
-                                     self.archive_url) if url)
+                                     self.archive_url,
+                                     *(self.archive_parts or ())) if url)
 
 
 def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
@@ -118,6 +123,8 @@ def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
         raise PretrainedModelError(
             f"{where}: expected the fields {sorted(fields)}, found "
             f"unknown {unknown}")
+    if isinstance(row.get("archive_parts"), list):
+        row = {**row, "archive_parts": tuple(row["archive_parts"])}
     try:
         model = RegisteredModel(**row)
     except TypeError as e:
@@ -135,9 +142,9 @@ def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
                         and not model.archive_url)
         expected = "options_url and weight_url, no archive_url"
     else:
-        files_ok = bool(model.archive_url and not model.options_url
-                        and not model.weight_url)
-        expected = "archive_url alone"
+        files_ok = (bool(model.archive_url) != bool(model.archive_parts)
+                    and not model.options_url and not model.weight_url)
+        expected = "archive_url or archive_parts alone"
     if not files_ok:
         raise PretrainedModelError(
             f"{where} ({model.name}): a {model.format} model: expected "

@@ -470,6 +470,12 @@ def _registered(model: RegisteredModel, spec: str, cache_dir: str,
             # here, not before: a cached model needs no mirror (nor a
             # valid one)
             urls = [mirrored_url(url, mirror) for url in model.urls]
+            if model.archive_parts:
+                archive = _joined_parts(urls, staging, model.name, progress)
+                return _from_archive(
+                    archive, staging, name=model.name, spec=spec,
+                    label=urls[0], sources=urls, progress=progress,
+                    remove_archive=True)
             if model.archive_url:
                 archive = os.path.join(staging, "archive")
                 download_file(urls[0], archive, label=model.name,
@@ -494,6 +500,25 @@ def _registered(model: RegisteredModel, spec: str, cache_dir: str,
             raise PretrainedModelError(f"{model.name}: {e}") from None
 
     return _cached(cache_dir, model.name, spec, build, progress)
+
+
+def _joined_parts(urls, staging: str, name: str, progress: bool) -> str:
+    """Downloads an archive published in pieces and joins them, in
+    order, into ``staging/archive``, saying so in one line."""
+    import shutil
+
+    archive = os.path.join(staging, "archive")
+    with open(archive, "wb") as out:
+        for k, url in enumerate(urls):
+            part = os.path.join(staging, f"part-{k:02d}")
+            download_file(url, part, label=f"{name} part {k + 1} of "
+                          f"{len(urls)}", progress=progress)
+            with open(part, "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+            os.remove(part)
+    logger.info("%s: joined the %d parts of its archive, in order", name,
+                len(urls))
+    return archive
 
 
 def _url(url: str, spec: str, cache_dir: str,

@@ -43,6 +43,22 @@ XLING_EN = "/s/1h62kc1qdcuyy2u/en_weights.hdf5"
 ELMO_3 = "/models/google/elmo/TensorFlow1/elmo/3"
 RU_NEWS = "/deeppavlov_data/elmo_ru-news_wmt11-16_1.5M_steps.tar.gz"
 MODULES = FIXTURES / "tfhub_modules"
+GERMAN_PARTS = [("/t-systems-on-site-services-gmbh/german-elmo-model/releases/"
+                 f"download/files_1/bilm-output-result.tgz.part-{k:02d}")
+                for k in range(4)]
+
+
+def _tsystems_files() -> dict:
+    """t-systems' layout: weights.hdf5, options.json, vocab-train.txt and
+    the TF1 checkpoint bilm-tf's training left."""
+    return {"bilm-output-result/" + name: data for name, data in {
+        "weights.hdf5": (RUN / "lm_weights.hdf5").read_bytes(),
+        "options.json": (RUN / "save_dir" / "options.json").read_bytes(),
+        "vocab-train.txt": (RUN / "vocab.txt").read_bytes(),
+        **{p.name: p.read_bytes()
+           for p in (RUN / "save_dir").iterdir()
+           if p.name.startswith(("model.ckpt", "checkpoint"))},
+    }.items()}
 
 
 def _module_tarball(folder: pathlib.Path) -> bytes:
@@ -57,6 +73,13 @@ def _lm_ready_files(prefix: str) -> dict:
     files = folder_files(LM_READY, prefix)
     files.update(folder_files(LM_READY / "saves", prefix + "saves/"))
     return files
+
+
+def _split(data: bytes) -> dict:
+    """The German tarball in four parts at their release paths."""
+    step = -(-len(data) // 4)
+    return {path: data[k * step:(k + 1) * step]
+            for k, path in enumerate(GERMAN_PARTS)}
 
 
 @pytest.fixture
@@ -81,6 +104,7 @@ def served(bilm_fixtures, cache_dir, monkeypatch):
             mode="w:gz"),
         XLING_OPTIONS: (model / "options.json").read_bytes(),
         XLING_EN: weights,
+        **_split(tar_bytes(_tsystems_files(), mode="w:gz")),
         ELMO_3: _module_tarball(MODULES / "google"),
         RU_NEWS: _module_tarball(MODULES / "deeppavlov"),
     }
@@ -167,31 +191,29 @@ def test_the_nlpl_model_embeds_as_bilm_tfs(served, fixture_bilm):
         np.testing.assert_array_equal(got, want)
 
 
-def test_a_checkpoint_beside_the_weights(tmp_path, cache_dir, caplog):
-    # t-systems' layout: weights.hdf5, options.json, vocab-train.txt and
-    # the TF1 checkpoint bilm-tf's training left
-    files = {"bilm-output-result/" + name: data for name, data in {
-        "weights.hdf5": (RUN / "lm_weights.hdf5").read_bytes(),
-        "options.json": (RUN / "save_dir" / "options.json").read_bytes(),
-        "vocab-train.txt": (RUN / "vocab.txt").read_bytes(),
-        **{p.name: p.read_bytes()
-           for p in (RUN / "save_dir").iterdir()
-           if p.name.startswith(("model.ckpt", "checkpoint"))},
-    }.items()}
-    archive = tmp_path / "bilm-output-result.tgz"
-    archive.write_bytes(tar_bytes(files, mode="w:gz"))
+def test_a_checkpoint_beside_the_weights(served, caplog):
+    from bilm_keras.weights.bilm_tf_checkpoint import locate_checkpoint
+
     with caplog.at_level(logging.INFO):
-        model = resolve_model(str(archive))
-    assert _lines(caplog, "bilm-output-result") == [
-        "bilm-output-result: weights.hdf5 is the weights, saved as "
+        model = resolve_model("german-tsystems")
+    assert [served.requests[p] for p in GERMAN_PARTS] == [1, 1, 1, 1]
+    assert _lines(caplog, "german-tsystems") == [
+        "german-tsystems: joined the 4 parts of its archive, in order",
+        "german-tsystems: weights.hdf5 is the weights, saved as "
         "lm_weights.hdf5",
-        "bilm-output-result: options give n_characters 261 (as trained); "
+        "german-tsystems: options give n_characters 261 (as trained); "
         "set to 262, bilm-tf's value for prediction",
-        "bilm-output-result: the TF1 checkpoint model.ckpt-40 beside the "
+        "german-tsystems: the TF1 checkpoint model.ckpt-40 beside the "
         "weights is kept in the model's folder, for train "
         "--init_checkpoint"]
-    assert (pathlib.Path(model.directory) / "model.ckpt-40.index").is_file()
+    assert pathlib.Path(model.weight_file).read_bytes() == (
+        RUN / "lm_weights.hdf5").read_bytes()
     assert pathlib.Path(model.vocab_file).name == "vocab-train.txt"
+    # the folder is a save_dir: train --init_checkpoint takes it
+    found = locate_checkpoint(model.directory)
+    assert found.path == str(pathlib.Path(model.directory)
+                             / "model.ckpt-40")
+    assert found.global_step == 40
 
 
 def test_an_lm_ready_archive_without_its_data(tmp_path, cache_dir):

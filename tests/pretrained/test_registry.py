@@ -89,8 +89,8 @@ def test_the_44_manylangs_models_and_zhs():
     assert "simplified" in zhs.language
     # + paddle-baike-zh, google/elmo's 3 modules, DeepPavlov's 3 modules
     # and 3 LM-ready archives, NorELMo's 4, embeddia-sl and the 7
-    # cross-lingual models
-    assert len(models) == 6 + 44 + 1 + 1 + 3 + 3 + 3 + 4 + 1 + 7
+    # cross-lingual models, and german-tsystems
+    assert len(models) == 6 + 44 + 1 + 1 + 3 + 3 + 3 + 4 + 1 + 1 + 7
 
 
 def test_every_row_is_complete():
@@ -152,6 +152,12 @@ def test_the_bilm_tf_families_have_their_publishers_urls():
         assert model.archive_url == (
             f"http://vectors.nlpl.eu/repository/20/{number}.zip")
         assert "Kutuzov et al. 2021" in model.citation
+    german = models["german-tsystems"]
+    assert german.archive_url is None
+    assert german.archive_parts == tuple(
+        "https://github.com/t-systems-on-site-services-gmbh/"
+        "german-elmo-model/releases/download/files_1/"
+        f"bilm-output-result.tgz.part-{k:02d}" for k in range(4))
     assert models["embeddia-sl"].archive_url.endswith(
         "/11356/1277/slovenian-elmo.tar.gz")
     xling = {n: m for n, m in models.items() if n.startswith("xling-")}
