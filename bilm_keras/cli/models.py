@@ -106,6 +106,10 @@ def registry_markdown(models) -> str:
                   f"  * license: {license_}", f"  * cite: {citation}"]
         if note:
             lines.append(f"  * note: {note}")
+        aliases = [f"`{alias}` (`{model.name}`)" for model in models
+                   if model.name in names for alias in model.aliases]
+        if aliases:
+            lines.append(f"  * also named: {', '.join(aliases)}")
     return "\n".join(lines) + "\n"
 
 

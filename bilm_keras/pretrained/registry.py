@@ -88,6 +88,9 @@ class RegisteredModel:
             ``vocab_file`` it must be used with); else None.
         note: what is not known about the model, or how its files
             differ from the others'; else None.
+        aliases: other names that ask for it (readable names for
+            numbered ones, e.g. ``norelmo-30`` for ``nlpl-217``); its
+            cache folder is named after ``name``.
     """
 
     name: str
@@ -106,6 +109,7 @@ class RegisteredModel:
     download_megabytes: float | None = None
     vocab_note: str | None = None
     note: str | None = None
+    aliases: tuple[str, ...] = ()
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -123,16 +127,18 @@ def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
         raise PretrainedModelError(
             f"{where}: expected the fields {sorted(fields)}, found "
             f"unknown {unknown}")
-    if isinstance(row.get("archive_parts"), list):
-        row = {**row, "archive_parts": tuple(row["archive_parts"])}
+    for field in ("archive_parts", "aliases"):
+        if isinstance(row.get(field), list):
+            row = {**row, field: tuple(row[field])}
     try:
         model = RegisteredModel(**row)
     except TypeError as e:
         raise PretrainedModelError(f"{where}: {e}") from None
-    if not _NAME.match(model.name):
-        raise PretrainedModelError(
-            f"{where}: field 'name': expected lower-case letters, digits, "
-            f"'.' and '-', found {model.name!r}")
+    for name in (model.name, *model.aliases):
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise PretrainedModelError(
+                f"{where}: field 'name' or 'aliases': expected lower-case "
+                f"letters, digits, '.' and '-', found {name!r}")
     if model.format not in FORMATS:
         raise PretrainedModelError(
             f"{where} ({model.name}): field 'format': expected one of "
@@ -169,19 +175,29 @@ def registered_models() -> dict[str, RegisteredModel]:
     source = f"{__package__}/{REGISTRY_FILE}"
     rows = json.loads(resource.read_text(encoding="utf-8"))["models"]
     models: dict[str, RegisteredModel] = {}
+    taken: set[str] = set()
     for index, row in enumerate(rows):
         model = _check_row(row, index, source)
-        if model.name in models:
-            raise PretrainedModelError(
-                f"{source}: models[{index}]: name {model.name!r} is "
-                "registered twice")
+        for name in (model.name, *model.aliases):
+            if name in taken:
+                raise PretrainedModelError(
+                    f"{source}: models[{index}]: name {name!r} is "
+                    "registered twice")
+            taken.add(name)
         models[model.name] = model
     return models
 
 
+@functools.cache
+def _by_alias() -> dict[str, RegisteredModel]:
+    return {alias: model for model in registered_models().values()
+            for alias in model.aliases}
+
+
 def registered_model(name: str) -> RegisteredModel | None:
-    """The model registered as ``name``, or None."""
-    return registered_models().get(name)
+    """The model registered as ``name`` or with ``name`` as an alias, or
+    None."""
+    return registered_models().get(name) or _by_alias().get(name)
 
 
 def mirror_from_environment() -> str | None:

@@ -145,7 +145,9 @@ def _unknown_spec(spec: str) -> PretrainedModelError:
     looks_like_name = (os.sep not in spec and "/" not in spec
                        and _strip_archive_suffix(spec) == spec)
     if looks_like_name:
-        close = difflib.get_close_matches(spec, list(registered_models()),
+        names = [name for model in registered_models().values()
+                 for name in (model.name, *model.aliases)]
+        close = difflib.get_close_matches(spec, names,
                                           n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         return PretrainedModelError(

@@ -33,6 +33,7 @@ FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 RUN = FIXTURES / "bilm_tf_run"
 LM_READY = FIXTURES / "deeppavlov_lm" / "elmo-lm-ready4fine-tuning"
 NLPL_210 = "/repository/20/210.zip"
+NLPL_217 = "/repository/20/217.zip"
 EMBEDDIA_SL = ("/repository/xmlui/bitstream/handle/11356/1277/"
                "slovenian-elmo.tar.gz")
 RU_NEWS_LM = "/deeppavlov_data/elmo-lm-ready4fine-tuning-ru-news.tar.gz"
@@ -95,6 +96,9 @@ def served(bilm_fixtures, cache_dir, monkeypatch):
             "vocab.txt": (model / "vocab_test.txt").read_bytes(),
             "meta.json": b'{"id": 210, "corpus": []}',
             "README.txt": b"NLPL repository entry 210\n"}),
+        NLPL_217: zip_bytes({
+            "options.json": (model / "options.json").read_bytes(),
+            "model.hdf5": weights}),
         EMBEDDIA_SL: tar_bytes({
             "slovenian/options.json": (model / "options.json").read_bytes(),
             "slovenian/slovenian-elmo-weights.hdf5": weights},
@@ -136,6 +140,19 @@ def test_an_nlpl_zip(served, cache_dir, bilm_fixtures, caplog):
         bilm_fixtures / "model" / "lm_weights.hdf5").read_bytes()
     assert pathlib.Path(model.vocab_file).name == "vocab.txt"
     assert served.requests[NLPL_210] == 1
+
+
+def test_a_readable_alias(served, cache_dir):
+    model = resolve_model("norelmo-30")
+    assert model.name == "nlpl-217"
+    assert model.directory == str(cache_dir / "models" / "nlpl-217")
+    # the next call by either name reads the cache
+    assert resolve_model("nlpl-217").directory == model.directory
+    assert served.requests[NLPL_217] == 1
+    with pytest.raises(PretrainedModelError,
+                       match=r"'norelmo-31': unknown model name \(did you "
+                             r"mean norelmo-30"):
+        resolve_model("norelmo-31")
 
 
 def test_an_embeddia_tarball(served, caplog):

@@ -170,6 +170,8 @@ def test_the_bilm_tf_families_have_their_publishers_urls():
                                      "ypjuzlf7kj957g3/options262.json?dl=1")
         assert model.weight_url.endswith(f"/{code}_weights.hdf5?dl=1")
         assert "Schuster et al. 2019" in model.citation
+    assert models["nlpl-217"].aliases == ("norelmo-30",)
+    assert registered_model("norelmo-100") is models["nlpl-218"]
     # every row that does not know a fact says so
     for name in ("nlpl-210", "embeddia-sl", "xling-de",
                  "deeppavlov-ru-wiki-lm"):
