@@ -264,3 +264,20 @@ def test_a_tf1_hub_module_by_name(name, path, mix, served, bilm_fixtures):
     for key, value in theirs.items():
         np.testing.assert_array_equal(ours[key], value, err_msg=key)
     assert (pathlib.Path(model.directory) / "mix.json").is_file(), mix
+
+
+@pytest.mark.slow  # one training step (~5 s)
+def test_train_from_the_cached_german_checkpoint(served, tmp_path, capsys):
+    from bilm_keras import cli
+
+    model = resolve_model("german-tsystems")
+    result = cli.run(["train", "--save_dir", str(tmp_path / "adapted"),
+                      "--init_checkpoint", model.directory,
+                      "--init_vocab_file", model.vocab_file,
+                      "--vocab_file", model.vocab_file,
+                      "--train_prefix", str(RUN / "heldout.txt"),
+                      "--max_steps", "1", "--seed", "0"])
+    assert result["step"] == 1
+    assert (f"softmax: kept whole from "
+            f"{pathlib.Path(model.directory) / 'model.ckpt-40'}") in (
+        capsys.readouterr().out)
