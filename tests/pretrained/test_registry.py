@@ -88,9 +88,9 @@ def test_the_44_manylangs_models_and_zhs():
     assert zhs.format == "elmoformanylangs" and zhs.language_code == "zh"
     assert "simplified" in zhs.language
     # + paddle-baike-zh, google/elmo's 3 modules, DeepPavlov's 3 modules
-    # and 3 LM-ready archives, NorELMo's 4, embeddia-sl and the 7
-    # cross-lingual models, and german-tsystems
-    assert len(models) == 6 + 44 + 1 + 1 + 3 + 3 + 3 + 4 + 1 + 1 + 7
+    # and 3 LM-ready archives, RusVectores' 3 and NorELMo's 4 NLPL models,
+    # embeddia-sl, german-tsystems and the 7 cross-lingual models
+    assert len(models) == 6 + 44 + 1 + 1 + 3 + 3 + 3 + 3 + 4 + 1 + 1 + 7
 
 
 def test_every_row_is_complete():
@@ -171,6 +171,10 @@ def test_the_bilm_tf_families_have_their_publishers_urls():
         assert model.weight_url.endswith(f"/{code}_weights.hdf5?dl=1")
         assert "Schuster et al. 2019" in model.citation
     assert models["nlpl-217"].aliases == ("norelmo-30",)
+    assert models["nlpl-195"].archive_url == (
+        "http://vectors.nlpl.eu/repository/11/195.zip")
+    assert registered_model(
+        "araneum-lemmas-elmo-2048-2020") is models["nlpl-212"]
     assert registered_model("norelmo-100") is models["nlpl-218"]
     # every row that does not know a fact says so
     for name in ("nlpl-210", "embeddia-sl", "xling-de",
