@@ -495,7 +495,8 @@ def dump_tf1_checkpoint(save_dir: str | os.PathLike,
         CheckpointFileError: see :func:`locate_checkpoint`; no ``lm/``
             weights.
     """
-    found = locate_checkpoint(save_dir)
+    # its folder directly: the caller says what it read, once
+    found = locate_checkpoint(checkpoint_dir(save_dir))
     names = [name for name in sorted(found.shapes)
              if name.startswith(LM_SCOPE)
              and not name.endswith(ADAGRAD_SUFFIX)

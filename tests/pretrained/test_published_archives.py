@@ -179,6 +179,8 @@ def test_a_deeppavlov_lm_ready_archive(served, caplog):
     with caplog.at_level(logging.INFO):
         model = resolve_model("deeppavlov-ru-news-lm")
     assert model.format == "tf1-checkpoint"
+    # no line names the temporary folder it was read in
+    assert not [r for r in caplog.records if "/tmp/" in r.getMessage()]
     assert _lines(caplog, "deeppavlov-ru-news-lm") == [
         "deeppavlov-ru-news-lm: the weights are the dump of its TF1 "
         "checkpoint saves/model, saved as lm_weights.hdf5 beside it",
