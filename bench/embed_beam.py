@@ -17,9 +17,9 @@ Usage::
     python bench/embed_beam.py --rounds 5 --n_sentences 2048
 
 Prints ONE JSON line (date, CPU, load, figures). The weights are random,
-of the published model's size (``bench/embed_throughput.py``'s); the
-corpus is its Zipfian sentences of 5-40 tokens. Record the figures in
-``bench/RESULTS.md``.
+of the published model's size (``common.write_bench_model``'s); the
+corpus is ``common.make_corpus``'s Zipfian sentences of 5-40 tokens.
+Record the figures in ``bench/RESULTS.md``.
 """
 
 from __future__ import annotations
@@ -34,10 +34,7 @@ import sys
 import tempfile
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-from bench_processes import cpu_model  # noqa: E402
-from embed_throughput import make_corpus, write_model  # noqa: E402
+from common import cpu_model, make_corpus, write_bench_model
 
 #: two local worker processes, as the issue's comparison asks
 TWO_WORKERS = ["--runner", "DirectRunner", "--direct_num_workers", "2",
@@ -116,18 +113,12 @@ def main(argv=None) -> int:
     parser.add_argument("--chunk_size", type=int, default=256,
                         help="embed's --chunk_size: lines per range, so "
                              "both workers get work")
-    parser.add_argument("--_write", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    if args._write:
-        write_model(args._write, args.quick)
-        return 0
     n = args.n_sentences or (64 if args.quick else 1024)
     corpus = make_corpus(n_sentences=n)
     n_tokens = sum(len(s) for s in corpus)
     with tempfile.TemporaryDirectory() as workdir:
-        subprocess.run([sys.executable, os.path.abspath(__file__),
-                        "--_write", workdir] + ["--quick"] * args.quick,
-                       check=True, capture_output=True)
+        write_bench_model(workdir, args.quick)  # a child process
         text = os.path.join(workdir, "corpus.txt")
         with open(text, "w", encoding="utf-8") as f:
             f.writelines(" ".join(s) + "\n" for s in corpus)

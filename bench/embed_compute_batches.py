@@ -14,10 +14,15 @@ layouts (B rows on the left of the kernel, or the transposed kernel on
 the left of B columns) for B in 16..256, alternating, as fractions of the
 square peak.
 
+``--quick`` runs the benchmarks' tiny model (``common.QUICK_OPTIONS``),
+the first two settings unless ``--settings`` names others, one round by
+default and a 1024x1024 peak: a smoke run.
+
 Usage::
 
     python bench/embed_compute_batches.py --rounds 3
     python bench/embed_compute_batches.py --steps --rounds 5
+    python bench/embed_compute_batches.py --quick
 """
 
 from __future__ import annotations
@@ -49,9 +54,11 @@ SETTINGS = {
 }
 
 
-def _square_peak() -> float:
-    """This round's 4096x4096 peak (``common.matmul_gflops``)."""
-    return common.matmul_gflops(4096, 4096, 4096, repeats=2)
+def _square_peak(size: int = 4096) -> float:
+    """size: int. This round's square-matmul peak
+    (``common.matmul_gflops``), 4096 x 4096 unless a smoke run asks for
+    less."""
+    return common.matmul_gflops(size, size, size, repeats=2)
 
 
 def measure_steps(rounds: int) -> dict:
@@ -109,7 +116,8 @@ def measure_steps(rounds: int) -> dict:
         load_avg_1min=os.getloadavg()[0])
 
 
-def measure_settings(workdir: str, rounds: int, names) -> dict:
+def measure_settings(workdir: str, rounds: int, names,
+                     peak_size: int = 4096) -> dict:
     import tensorflow as tf
 
     from bilm_keras import BidirectionalLanguageModel, BulkEmbedder
@@ -129,7 +137,7 @@ def measure_settings(workdir: str, rounds: int, names) -> dict:
     fractions = {name: [] for name in names}
     loads = []
     for _ in range(rounds):
-        peak = _square_peak()
+        peak = _square_peak(peak_size)
         loads.append(os.getloadavg()[0])
         for name, (embedder, batch_size) in embedders.items():
             t = time.perf_counter()
@@ -157,24 +165,33 @@ def measure_settings(workdir: str, rounds: int, names) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="default 3 (1 with --quick)")
+    parser.add_argument("--quick", action="store_true",
+                        help="the tiny model, two settings (a smoke run)")
     parser.add_argument("--steps", action="store_true",
                         help="the step matmul's GFLOP/s for B in 16..512")
-    parser.add_argument("--settings", nargs="+", default=list(SETTINGS),
-                        choices=list(SETTINGS))
+    parser.add_argument("--settings", nargs="+", default=None,
+                        choices=list(SETTINGS),
+                        help="default all (the first two with --quick)")
     parser.add_argument("--workdir", default=None,
                         help="reuse/keep options.json + weights.hdf5 here")
     args = parser.parse_args(argv)
+    if args.rounds is None:
+        args.rounds = 1 if args.quick else 3
+    if args.settings is None:
+        args.settings = list(SETTINGS)[:2] if args.quick else list(SETTINGS)
     if args.steps:
         print(json.dumps(measure_steps(args.rounds)))
         return
     with tempfile.TemporaryDirectory() as tmp:
         workdir = args.workdir or tmp
         os.makedirs(workdir, exist_ok=True)
-        if not os.path.exists(os.path.join(workdir, "weights.hdf5")):
-            common.write_model(workdir, common.PUBLISHED_OPTIONS_FILE)
-        print(json.dumps(measure_settings(workdir, args.rounds,
-                                          args.settings)))
+        common.write_bench_model(workdir, args.quick)
+        report = measure_settings(workdir, args.rounds, args.settings,
+                                  peak_size=1024 if args.quick else 4096)
+        report["model"] = "tiny" if args.quick else "published size"
+        print(json.dumps(report))
 
 
 if __name__ == "__main__":

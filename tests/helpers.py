@@ -411,6 +411,22 @@ def hdf5_datasets(path) -> dict:
     return out
 
 
+def assert_plain_test_figures(save_dir, vocab_file, test_prefix, *,
+                              n_tokens, perplexities):
+    """``evaluate`` without ``stateful`` at batch sizes 1, 2 and 256: each
+    time ``n_tokens`` scored and each direction's figure of
+    ``perplexities`` (``{direction: perplexity}``) to 1e-5."""
+    from bilm_keras.training import evaluate
+
+    for batch_size in (1, 2, 256):
+        got = evaluate(save_dir=str(save_dir), vocab_file=str(vocab_file),
+                       test_prefix=str(test_prefix), batch_size=batch_size)
+        assert got["n_tokens"] == n_tokens, batch_size
+        for direction, value in perplexities.items():
+            assert got[f"{direction}_perplexity"] == pytest.approx(
+                value, rel=1e-5), (batch_size, direction)
+
+
 #: the options.json a conversion of the ELMoForManyLangs fixture's
 #: tiny.model writes (its config.json and dictionaries, by design)
 MANYLANGS_TINY_OPTIONS = {

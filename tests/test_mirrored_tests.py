@@ -1,6 +1,6 @@
 """Every module of the package has its tests at the mirrored path
 (``bilm_keras/data/batcher.py``: ``tests/data/test_batcher.py``) or a line
-in CONTRIBUTING.md's "Modules tested at another path" naming the tests
+in tests/README.md's "Modules tested at another path" naming the tests
 that cover it; the list names only modules without a mirrored test and
 only test files that exist."""
 
@@ -9,7 +9,8 @@ import re
 from helpers import REPO_ROOT
 
 PACKAGE = REPO_ROOT / "bilm_keras"
-SECTION = "### Modules tested at another path"
+LIST = REPO_ROOT / "tests" / "README.md"
+SECTION = "## Modules tested at another path"
 
 
 def _mirrored_test(module) -> bool:
@@ -19,10 +20,10 @@ def _mirrored_test(module) -> bool:
 
 
 def _listed() -> dict:
-    """CONTRIBUTING.md's list: module (relative to bilm_keras/) -> the
+    """tests/README.md's list: module (relative to bilm_keras/) -> the
     test files its line names."""
-    text = (REPO_ROOT / "CONTRIBUTING.md").read_text("utf-8")
-    assert SECTION in text, f"CONTRIBUTING.md: no {SECTION!r}"
+    text = LIST.read_text("utf-8")
+    assert SECTION in text, f"{LIST}: no {SECTION!r}"
     section = text.split(SECTION, 1)[1].split("\n#", 1)[0]
     listed = {}
     for item in re.split(r"\n\* ", section)[1:]:
@@ -43,7 +44,7 @@ def test_every_module_has_a_mirrored_test_or_a_line():
     untested = sorted(name for name, path in modules.items()
                       if not _mirrored_test(path) and name not in listed)
     assert not untested, (
-        "no test at the mirrored path and no line in CONTRIBUTING.md's "
+        "no test at the mirrored path and no line in tests/README.md's "
         f"{SECTION!r}: {untested}")
     stale = sorted(name for name in listed
                    if name not in modules or _mirrored_test(modules[name]))

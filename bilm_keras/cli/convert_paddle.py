@@ -23,10 +23,12 @@ apart by what --checkpoint is:
                character input as bilm-tf's
 
 The baike checkpoint holds no vocabulary: pass --vocab_file (the released
-model's is vocabulary_min5k.txt from PaddlePaddle/models,
-PaddleNLP/ELMO/data/, 52,445 lines). Everything is read without Paddle
-and checked before anything is written; --outdir appears only when
-complete, and a non-empty one is refused unless --overwrite is given.
+model's is vocabulary_min5k.txt from PaddlePaddle/models, on its
+release/1.8 branch in PaddleNLP/pretrain_language_models/ELMo/data/,
+52,445 lines).
+Everything is read without Paddle and checked before anything is
+written; --outdir appears only when complete, and a non-empty one is
+refused unless --overwrite is given.
 docs/paddle.md says how the converted model differs from Paddle's own
 elmo_encoder."""
 EPILOG = """\

@@ -13,13 +13,14 @@ NAME = "test"
 ALIAS = "run_test.py"
 HELP = "heldout perplexity of a trained biLM (bilm-tf's run_test.py)"
 DESCRIPTION = """\
-Compute the perplexity of the latest checkpoint in --save_dir (ours or
-bilm-tf's) on heldout files, with the full softmax, each direction and
-their mean. Every heldout token is seen exactly once (bilm-tf dropped the
-last incomplete batch). --stateful adds the figure bilm-tf's run_test.py
-printed (and the ELMo paper quotes): the LSTM states carried across the
-whole heldout stream, one token a step, --batch_size rows, the last
-incomplete batch dropped."""
+Compute the perplexity of the latest checkpoint in --save_dir (ours,
+bilm-tf's or Paddle's) on heldout files, with the full softmax, each
+direction and their mean. Every heldout token is seen exactly once (bilm-tf
+dropped the last incomplete batch), each sentence from zero LSTM states,
+so the figure does not depend on --batch_size. --stateful adds the figure
+bilm-tf's run_test.py printed (and the ELMo paper quotes): the LSTM states
+carried across the whole heldout stream, one token a step, --batch_size
+rows, the last incomplete batch dropped."""
 EPILOG = """\
 examples:
   bilm-keras test --save_dir ckpt/ --vocab_file vocab.txt \\

@@ -73,6 +73,7 @@ from bilm_keras.embedding.runs import (
     copy_line_segments,
     open_hdf5,
     run_id,
+    sentence_index,
     write_index_and_attrs,
 )
 
@@ -184,6 +185,9 @@ def plan_beam_dump(
             raise SettingError(name, "not with a Beam runner (it retries "
                                      "failed work and splits the input "
                                      "itself)")
+    if settings.on_event is not None:
+        raise SettingError("on_event", "not with a Beam runner (its "
+                                       "workers write the parts)")
     embedding_weight_file = settings.embedding_weight_file
     chunk_size = settings.chunk_size
     for name, path in (("weight_file", weight_file),
@@ -366,8 +370,9 @@ class MergeParts(beam.DoFn):
         else:
             target = os.path.join(scratch, f"merged-{uuid.uuid4().hex}.hdf5")
         with atomic_path(target) as tmp, open_hdf5(tmp, "w") as fout:
-            n, index_json = copy_line_segments(
-                fout, segments, by_text=self.attrs["keys"] == "sentence")
+            by_text = self.attrs["keys"] == "sentence"
+            n, index_json = sentence_index(copy_line_segments(
+                fout, segments, by_text=by_text), by_text=by_text)
             write_index_and_attrs(fout, index_json, {
                 **self.attrs, "n_sentences": n,
                 "run": json.dumps(self.identity, sort_keys=True),
@@ -414,7 +419,8 @@ def dump_bilm_embeddings_with_beam(
             (:func:`plan_beam_dump`).
         vocab_file, options_file, weight_file, spec, settings: as
             :func:`~bilm_keras.dump_bilm_embeddings` (not ``settings``'
-            ``resume`` nor ``shard``; ``progress`` is the runner's).
+            ``resume``, ``shard`` nor ``on_event``; ``progress`` is the
+            runner's).
 
     Returns:
         The number of sentences written.

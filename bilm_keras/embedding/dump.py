@@ -14,7 +14,7 @@ from __future__ import annotations
 import collections
 import itertools
 import os
-from typing import Callable, Optional
+from typing import Optional
 
 import numpy as np
 import tensorflow as tf
@@ -33,7 +33,7 @@ from bilm_keras.embedding.dump_plan import (
 from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.embedding.outputs import EmbeddingSpec
 from bilm_keras.embedding.progress import ProgressBar
-from bilm_keras.embedding.runs import RunEvent, file_locations, run_durably
+from bilm_keras.embedding.runs import file_locations, run_durably
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.options import BiLMOptions
 
@@ -101,8 +101,6 @@ def dump_bilm_embeddings(
     outfile: str,
     spec: EmbeddingSpec = EmbeddingSpec(),
     settings: DumpSettings = DumpSettings(),
-    *,
-    on_event: Optional[Callable[[RunEvent], None]] = None,
 ) -> int:
     """Writes the biLM embedding of every sentence of a file to HDF5.
 
@@ -110,8 +108,8 @@ def dump_bilm_embeddings(
     :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`: every layer in
     float32 by default) and how the run goes (``settings``, a
     :class:`~bilm_keras.embedding.dump_plan.DumpSettings`: batching,
-    token input, keys, shard, resume, devices, progress bar); each of
-    their fields is documented there.
+    token input, keys, shard, resume, devices, progress bar and callback);
+    each of their fields is documented there.
 
     AllenNLP's ``elmo`` command's layout: one dataset per line of
     ``dataset_file`` (whitespace-tokenized, one sentence per line, UTF-8),
@@ -144,11 +142,6 @@ def dump_bilm_embeddings(
     float32 costs
     ``3 * 1024 * 4`` bytes per token for the published model; the spec's
     ``layers``, ``output="mix"`` and ``dtype="float16"`` store less.
-
-    Args:
-        on_event: called at each point of the run
-            (:class:`~bilm_keras.embedding.runs.RunEvent`: each line
-            written, each dataset merged, ...), e.g. to log or to stop it.
 
     Returns:
         The number of sentences written.
@@ -215,4 +208,4 @@ def dump_bilm_embeddings(
             vocab_file=vocab_file, dataset_file=dataset_file,
             embedding_weight_file=plan.embedding_weight_file),
         shard=settings.shard, embed_lines=embed_lines, attrs=record.attrs,
-        on_event=on_event)
+        on_event=settings.on_event)

@@ -29,7 +29,7 @@ from bilm_keras.embedding.outputs import (
     EmbeddingSpec,
     ResolvedEmbedding,
 )
-from bilm_keras.embedding.runs import run_identity
+from bilm_keras.embedding.runs import RunEvent, run_identity
 from bilm_keras.embedding.shards import shard_lines
 from bilm_keras.options import BiLMOptions
 
@@ -80,6 +80,11 @@ class DumpSettings:
             default, exact) or ``"bfloat16"`` / ``"float16"`` (faster on
             AMX CPUs / recent GPUs, ``docs/performance.md``); part of a
             run's identity (a resumed run keeps its precision).
+        on_event: callable or None: the run's progress callback, called
+            with each :class:`~bilm_keras.embedding.runs.RunEvent` (each
+            line written, each dataset merged, before the rename, before
+            the clean-up), e.g. to log, count or stop the run. It is not
+            part of the run's identity, nor of equality.
     """
 
     batch_size: Optional[int] = None
@@ -91,12 +96,17 @@ class DumpSettings:
     devices: Optional[Tuple[str, ...]] = None
     progress: bool = True
     precision: str = "float32"
+    on_event: Optional[Callable[[RunEvent], None]] = dataclasses.field(
+        default=None, compare=False)
 
     def __post_init__(self):
         if self.precision not in PRECISIONS:
             raise SettingError("precision", f"expected one of "
                                             f"{', '.join(PRECISIONS)}, "
                                             f"found {self.precision!r}")
+        if self.on_event is not None and not callable(self.on_event):
+            raise SettingError("on_event", f"expected a callable or None, "
+                                           f"found {self.on_event!r}")
         check_int("batch_size", self.batch_size, 1, optional=True)
         check_int("chunk_size", self.chunk_size, 1)
         if self.embedding_weight_file is not None:

@@ -36,6 +36,7 @@ Nothing here imports TensorFlow.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -67,8 +68,9 @@ class EmbeddingRunError(ValueError):
 
 
 class RunEvent(NamedTuple):
-    """A point a durable run has reached, told to its ``on_event``
-    callback (:func:`run_durably`), in this order:
+    """A point a durable run has reached, told to its progress callback
+    (``DumpSettings.on_event``, handed to :func:`run_durably`), in this
+    order:
 
     * ``("part", i)``: line ``i`` (its global number) is written into its
       part, which is whole on disk only after its last line;
@@ -249,13 +251,13 @@ def run_durably(
         with h5py.File(outfile, "r") as f:
             return int(f.attrs["n_sentences"])
     todo = ranges[done:]
+    parts = _PartialFolder(folder, manifest["run_id"], on_event)
     try:
         if todo:
             stream = embed_lines(todo[0][0], end)
             try:
                 for a, b in todo:
-                    _write_part(folder, a, b, stream, manifest["run_id"],
-                                on_event)
+                    parts.write_part(a, b, stream)
             finally:  # its progress bar ends before any error is shown
                 stream.close()
     except BaseException:
@@ -264,8 +266,7 @@ def run_durably(
         if not any(_PART.fullmatch(name) for name in os.listdir(folder)):
             shutil.rmtree(folder, ignore_errors=True)
         raise
-    n = _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
-                     on_event)
+    n = parts.merge(outfile, ranges, manifest, attrs, shard)
     # the manifest goes first: a folder without one is a finished run's
     # leftover, removed by the next run
     os.remove(os.path.join(folder, "manifest.json"))
@@ -416,30 +417,92 @@ def _part_is_whole(path, a, b, rid) -> bool:
         return False
 
 
-def _write_part(folder, a, b, stream, rid, on_event=None) -> None:
-    """Lines ``[a, b)`` of ``stream`` into a part, atomically.
+class _PartialFolder:
+    """A run's ``.partial/`` folder as the run fills it: its parts, then
+    the merged file, each step told to the run's ``on_event``
+    (:class:`RunEvent`)."""
 
-    Raises:
-        DiskFullError: the disk filled up (the part's temporary file is
-            removed; the whole parts before it stay for ``--resume``).
-    """
-    path = _part_path(folder, a, b)
-    tmp = path + ".tmp"
-    texts = []
-    try:
+    def __init__(self, folder: str, rid: str,
+                 on_event: Optional[Callable[[RunEvent], None]]):
+        self.folder = folder
+        self.rid = rid
+        self.on_event = on_event
+
+    def tell(self, point: str, index: int) -> None:
+        if self.on_event is not None:
+            self.on_event(RunEvent(point, index))
+
+    def write_part(self, a: int, b: int, stream) -> None:
+        """Lines ``[a, b)`` of ``stream`` into a part, atomically.
+
+        Raises:
+            DiskFullError: the disk filled up. The part's temporary file
+                is removed, and the whole parts before it stay for
+                ``--resume``.
+        """
+        path = _part_path(self.folder, a, b)
+        tmp = path + ".tmp"
+        texts = []
+        try:
+            with hdf5_for_writing(tmp) as fout:
+                for i in range(a, b):
+                    text, emb = next(stream)
+                    fout.create_dataset(str(i), data=emb)
+                    texts.append(text)
+                    self.tell("part", i)
+                fout.create_dataset("texts", data=texts,
+                                    dtype=h5py.string_dtype())
+                fout.attrs.update(first_line=a, end_line=b, run_id=self.rid)
+            os.replace(tmp, path)
+        except Exception as e:
+            _raise_if_full(e, self.folder, tmp, path, f"lines {a}..{b}")
+            raise
+
+    def merge(self, outfile, ranges, manifest, attrs, shard) -> int:
+        """Copies the parts into ``outfile`` through a temporary file in
+        the folder, renamed. Returns the number of sentences."""
+        tmp = os.path.join(self.folder, "merged.hdf5.tmp")
+        try:
+            return self._merge_into(tmp, outfile, ranges, manifest, attrs,
+                                    shard)
+        except Exception as e:
+            # the output is about the size of the parts
+            size = sum(os.path.getsize(_part_path(self.folder, a, b))
+                       for a, b in ranges)
+            _raise_if_full(e, self.folder, tmp, outfile, "the merged file",
+                           size)
+            raise
+
+    def _merge_into(self, tmp, outfile, ranges, manifest, attrs,
+                    shard) -> int:
+        # --use_sentence_keys: datasets named by their text, no index (the
+        # texts were checked to be distinct, non-empty and valid names)
+        by_text = attrs.get("keys") == "sentence"
         with hdf5_for_writing(tmp) as fout:
-            for i in range(a, b):
-                text, emb = next(stream)
-                fout.create_dataset(str(i), data=emb)
-                texts.append(text)
-                _tell(on_event, "part", i)
-            fout.create_dataset("texts", data=texts,
-                                dtype=h5py.string_dtype())
-            fout.attrs.update(first_line=a, end_line=b, run_id=rid)
-        os.replace(tmp, path)
-    except Exception as e:
-        _raise_if_full(e, folder, tmp, path, f"lines {a}..{b}")
-        raise
+            cap_metadata_cache(fout)
+            copied = copy_line_segments(
+                fout, [(_part_path(self.folder, a, b), a, b)
+                       for a, b in ranges], by_text=by_text)
+            with contextlib.closing(copied):  # its part closed on an error
+                n, index_json = sentence_index(self._told("merge", copied),
+                                               by_text=by_text)
+            write_index_and_attrs(fout, index_json, {
+                **attrs, "n_sentences": n, "run": json.dumps(
+                    manifest["run"], sort_keys=True),
+                "run_id": manifest["run_id"],
+                **({} if shard is None else shard_attrs(
+                    shard, manifest["lines"], manifest["run"]["n_lines"])),
+            })
+        self.tell("rename", 0)
+        os.replace(tmp, outfile)
+        self.tell("cleanup", 0)
+        return n
+
+    def _told(self, point, items):
+        """``items``, telling ``(point, k)`` as the ``k``-th arrives."""
+        for k, item in enumerate(items):
+            self.tell(point, k)
+            yield item
 
 
 def _raise_if_full(error, folder, tmp, named, what, needed=None) -> None:
@@ -467,52 +530,12 @@ def _raise_if_full(error, folder, tmp, named, what, needed=None) -> None:
                           at_least=needed is None, hint=hint) from error
 
 
-def _merge_parts(folder, outfile, ranges, manifest, attrs, shard,
-                 on_event=None) -> int:
-    """Copies the parts into ``outfile`` (through a temporary file in the
-    folder, renamed); returns the number of sentences."""
-    tmp = os.path.join(folder, "merged.hdf5.tmp")
-    try:
-        return _merge_into(tmp, folder, outfile, ranges, manifest, attrs,
-                           shard, on_event)
-    except Exception as e:
-        # the output is about the size of the parts
-        size = sum(os.path.getsize(_part_path(folder, a, b))
-                   for a, b in ranges)
-        _raise_if_full(e, folder, tmp, outfile, "the merged file", size)
-        raise
-
-
-def _merge_into(tmp, folder, outfile, ranges, manifest, attrs, shard,
-                on_event) -> int:
-    # --use_sentence_keys: datasets named by their text, no index (the
-    # texts were checked to be distinct, non-empty and valid names)
-    by_text = attrs.get("keys") == "sentence"
-    with hdf5_for_writing(tmp) as fout:
-        cap_metadata_cache(fout)
-        n, index_json = copy_line_segments(
-            fout, [(_part_path(folder, a, b), a, b) for a, b in ranges],
-            by_text=by_text, on_event=on_event)
-        write_index_and_attrs(fout, index_json, {
-            **attrs, "n_sentences": n, "run": json.dumps(
-                manifest["run"], sort_keys=True),
-            "run_id": manifest["run_id"],
-            **({} if shard is None else shard_attrs(
-                shard, manifest["lines"], manifest["run"]["n_lines"])),
-        })
-    _tell(on_event, "rename", 0)
-    os.replace(tmp, outfile)
-    _tell(on_event, "cleanup", 0)
-    return n
-
-
 def copy_line_segments(
     fout: h5py.File,
     segments: Iterable[tuple[str, int, int]],
     *,
     by_text: bool = False,
-    on_event: Optional[Callable[[RunEvent], None]] = None,
-) -> tuple[int, Optional[str]]:
+) -> Iterator[tuple[str, str]]:
     """Copies lines' datasets from parts into ``fout``, in line order: the
     merge of a durable run's parts and of a Beam run's
     (:mod:`bilm_keras.embedding.beam_dump`).
@@ -527,17 +550,12 @@ def copy_line_segments(
         segments: ``(part path, a, b)``: lines ``[a, b)`` come from that
             part; in line order, every line once.
         by_text: name each dataset by its line's text (``--use_sentence_
-            keys``), and build no index.
-        on_event: told ``("merge", k)`` after the ``k``-th dataset.
+            keys``).
 
-    Returns:
-        ``(n, index_json)``: the datasets copied, and AllenNLP's
-        ``sentence_to_index`` as one JSON string (text -> the name of its
-        last line's dataset; None ``by_text``) for
-        :func:`write_index_and_attrs`.
+    Yields:
+        ``(text, name)`` of each line, once its dataset is copied, for
+        :func:`sentence_index`.
     """
-    sentence_to_index = {}
-    n = 0
     path = fin = None
     try:
         for part, a, b in segments:
@@ -554,15 +572,30 @@ def copy_line_segments(
                 row = {int(i): k for k, i in enumerate(numbers)}
             for i in range(a, b):
                 text = texts[row[i]]
-                fin.copy(fin[str(i)], fout,
-                         name=text if by_text else str(i))
-                _tell(on_event, "merge", n)
-                n += 1
-                if not by_text:
-                    sentence_to_index[text] = str(i)  # a repeat: the last
+                name = text if by_text else str(i)
+                fin.copy(fin[str(i)], fout, name=name)
+                yield text, name
     finally:
         if fin is not None:
             fin.close()
+
+
+def sentence_index(copied: Iterable[tuple[str, str]], *,
+                   by_text: bool = False) -> tuple[int, Optional[str]]:
+    """Counts the lines :func:`copy_line_segments` copied.
+
+    Returns:
+        ``(n, index_json)``: the datasets copied, and AllenNLP's
+        ``sentence_to_index`` as one JSON string (text -> the name of its
+        last line's dataset; None ``by_text``) for
+        :func:`write_index_and_attrs`.
+    """
+    sentence_to_index = {}
+    n = 0
+    for text, name in copied:
+        n += 1
+        if not by_text:
+            sentence_to_index[text] = name  # a repeat: the last
     return n, None if by_text else json.dumps(sentence_to_index)
 
 
@@ -610,8 +643,3 @@ def cap_metadata_cache(f: h5py.File) -> h5py.File:
     config.max_size = 2**20
     f.id.set_mdc_config(config)
     return f
-
-
-def _tell(on_event, point: str, index: int) -> None:
-    if on_event is not None:
-        on_event(RunEvent(point, index))

@@ -43,6 +43,7 @@ import dataclasses
 import json
 import os
 
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras.pretrained.errors import PretrainedModelError
 
 BILM_TF = "bilm-tf"
@@ -202,8 +203,7 @@ def find_model_layout(root: str, *, label: str | None = None
         listing = sorted(
             name + ("/" if os.path.isdir(os.path.join(root, name)) else "")
             for name in os.listdir(root))
-        shown = ", ".join(listing[:12]) + (", ..." if len(listing) > 12
-                                           else "")
+        shown = name_list(listing, most=12, empty="nothing")
         raise PretrainedModelError(
             f"{label}: expected a model at its root or inside one folder "
             "(bilm-tf: an options JSON and a weights HDF5 or a TF1 "
@@ -211,7 +211,7 @@ def find_model_layout(root: str, *, label: str | None = None
             "ELMoForManyLangs: config.json and .pkl files; Paddle: a Fluid "
             "ELMo checkpoint or a .pdparams; a TF1 Hub module: "
             "tfhub_module.pb and saved_model.pb), found none "
-            f"(contents: {shown or 'nothing'})")
+            f"(contents: {shown})")
     if len(found) > 1:
         models = ", ".join(f"{where} ({layout.format})"
                            for where, layout in found)

@@ -70,8 +70,10 @@ def evaluate(
 ) -> dict:
     """Heldout perplexity with the full softmax, every token once.
 
-    The text goes through in ``(batch_size, unroll_steps)`` windows, the
-    LSTM states carried from one to the next as in training. Prints the
+    The text goes through in ``(batch_size, unroll_steps)`` windows, and
+    each sentence starts from zero LSTM states, as ELMo embeds it, for
+    every checkpoint family and whatever its options say. So the figure is
+    the same at every ``batch_size``. Prints the
     running perplexity and, at the end, each direction's and the mean
     perplexity with the files they came from, and a warning for every
     direction whose perplexity is above the unigram perplexity of the
@@ -110,6 +112,10 @@ def evaluate(
         save_dir, vocab_file=vocab_file, checkpoint=checkpoint)
     data = make_dataset(test_prefix, vocab, options, test=True)
     num_steps = options.unroll_steps
+    # each sentence from zero states, whatever the options say: Paddle's
+    # converted options and a continued bilm-tf run's carry the states,
+    # which would make the figure depend on batch_size
+    lm.reset_states_at_sentence_start = True
 
     @graph_function
     def eval_step(batch, states):

@@ -40,7 +40,7 @@ def heldout_examples(pattern: str, n: int = 2) -> list:
     return examples
 
 
-# Nine keyword-only parameters: bilm-keras pipeline's flags, one each.
+# Eight keyword-only parameters: bilm-keras pipeline's flags, one each.
 def run_pipeline(
     *,
     out_dir: str,
@@ -51,7 +51,6 @@ def run_pipeline(
     max_sentences: Optional[int] = 6000,
     min_count: int = 2,
     seed: int = 0,
-    log_every: int = 50,
 ) -> dict:
     """Builds a vocabulary, trains a biLM, tests it, dumps and uses it.
 
@@ -98,7 +97,7 @@ def run_pipeline(
     trained = train(options, TrainingRun(
         train_prefix=corpus, vocab_file=vocab_file, save_dir=save_dir,
         n_epochs=n_epochs, n_train_tokens=vocab_stats["n_train_tokens"],
-        seed=seed, log_every=log_every))
+        seed=seed))
     # 4. heldout perplexity (full softmax)
     perplexity = evaluate(save_dir=save_dir, vocab_file=vocab_file,
                           test_prefix=heldout, batch_size=32)

@@ -10,10 +10,11 @@ loss. It is the perplexity the ELMo paper and bilm-tf's users quote.
 
 Here the same stream runs through a :class:`LanguageModel`, the states
 stepped by this module. Since batch ``t + 1``'s row ``i`` continues batch
-``t``'s row ``i``, ``batches_per_call`` consecutive unroll-1 batches are
-one `(batch, batches_per_call)` window: the same LSTM steps, in one call.
-Every batch is full (bilm-tf dropped the last incomplete one), so the mean
-of the batch losses is the mean token loss of each direction, averaged::
+``t``'s row ``i``, :data:`BATCHES_PER_CALL` consecutive unroll-1 batches
+are one `(batch, BATCHES_PER_CALL)` window: the same LSTM steps, in one
+call. Every batch is full (bilm-tf dropped the last incomplete one), so
+the mean of the batch losses is the mean token loss of each direction,
+averaged::
 
     perplexity = exp(mean over batches of (loss_fwd + loss_bwd) / 2)
                = exp((sum_fwd + sum_bwd) / (2 * n_batches * batch_size))
@@ -42,6 +43,9 @@ from bilm_keras.data.bilm_tf_heldout import (
 from bilm_keras.training.save_dir_models import load_save_dir_model
 
 logger = logging.getLogger(__name__)
+
+#: consecutive unroll-1 batches run as one window, in one call
+BATCHES_PER_CALL = 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +83,6 @@ def stateful_perplexity(
     batches: Iterable[Dict[str, np.ndarray]],
     *,
     batch_size: int,
-    batches_per_call: int = 20,
     log_every: int = 0,
 ) -> StatefulPerplexity:
     """bilm-tf's ``test()`` computation over ``batches``.
@@ -91,7 +94,6 @@ def stateful_perplexity(
             (:func:`~bilm_keras.data.bilm_tf_heldout.iter_bilm_tf_heldout_batches`),
             without ``sentence_start`` (states are carried throughout).
         batch_size: their rows.
-        batches_per_call: consecutive batches run as one window.
         log_every: print the running perplexity every this many batches
             (0: never).
 
@@ -110,7 +112,7 @@ def stateful_perplexity(
     n_batches = 0
     iterator = iter(batches)
     while True:
-        group = list(itertools.islice(iterator, batches_per_call))
+        group = list(itertools.islice(iterator, BATCHES_PER_CALL))
         if not group:
             break
         # row i of batch t + 1 continues row i of batch t: one window

@@ -36,6 +36,7 @@ import re
 import struct
 from typing import Dict, List, Optional, Tuple
 
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras._utils.settings import SettingError
 
 #: the last 8 bytes of a LevelDB table (``kTableMagicNumber``)
@@ -331,5 +332,4 @@ def resolve_checkpoint(save_dir: str | os.PathLike, name: str) -> str:
     raise SettingError(
         "checkpoint",
         f"expected a checkpoint of {save_dir} "
-        f"({', '.join(known[:6]) or 'it has none'}"
-        f"{', ...' if len(known) > 6 else ''}), found {name!r}")
+        f"({name_list(known, empty='it has none')}), found {name!r}")

@@ -42,7 +42,8 @@ WEIGHT_FILE = "lm_weights.hdf5"
 VOCAB_FILE = "vocab.txt"
 #: where the baike model's vocabulary is published (docs/paddle.md)
 BAIKE_VOCAB_HINT = (
-    "vocabulary_min5k.txt from PaddlePaddle/models, PaddleNLP/ELMO/data/ "
+    "vocabulary_min5k.txt from PaddlePaddle/models, on its release/1.8 "
+    "branch in PaddleNLP/pretrain_language_models/ELMo/data/ "
     "(52,445 lines)")
 
 

@@ -205,26 +205,22 @@ def read_header(path: str | os.PathLike) -> TensorHeader:
     return header
 
 
-def read_variable(path: str | os.PathLike, *, allow_lod: bool = False
-                  ) -> np.ndarray:
+def read_variable(path: str | os.PathLike) -> np.ndarray:
     """One variable file as a numpy array of its dtype and shape.
 
     Args:
         path: the file.
-        allow_lod: accept a LoD (a sequence batch); a parameter has none.
 
     Raises:
-        PaddleFormatError: see :func:`read_header`; a LoD where none
-            belongs.
+        PaddleFormatError: see :func:`read_header`; a LoD, which a
+            parameter never has.
     """
-    header = read_header(path)
-    return read_data(header, allow_lod=allow_lod)
+    return read_data(read_header(path))
 
 
-def read_data(header: TensorHeader, *, allow_lod: bool = False
-              ) -> np.ndarray:
+def read_data(header: TensorHeader) -> np.ndarray:
     """The data a checked header describes."""
-    if header.lod and not allow_lod:
+    if header.lod:
         raise PaddleFormatError(
             f"{header.path}: lod_level: expected 0 (a parameter has no "
             f"LoD), found {len(header.lod)}")

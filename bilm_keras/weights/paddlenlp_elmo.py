@@ -559,17 +559,17 @@ class LazyAccumulators(collections.abc.Mapping):
 
 
 def read_paddlenlp(path: str | os.PathLike,
-                   vocab_file: str | os.PathLike | None = None,
-                   *, with_accumulators: bool = True) -> PaddleModel:
+                   vocab_file: str | os.PathLike | None = None
+                   ) -> PaddleModel:
     """A PaddleNLP ELMo ``.pdparams`` as a :class:`PaddleModel`.
+
+    Adagrad's accumulators come from the ``.pdopt`` beside ``path`` where
+    there is one, read on first use (:class:`LazyAccumulators`).
 
     Args:
         path: the ``.pdparams`` file ``run_pretrain.py`` saved.
         vocab_file: PaddleNLP's vocabulary file (words only, as its
             ``--vocab_file``); None: the model has no ``vocab``.
-        with_accumulators: Adagrad's accumulators from the ``.pdopt``
-            beside ``path`` where there is one, read on first use
-            (:class:`LazyAccumulators`); False: none.
 
     Raises:
         PaddleFormatError: not a PaddleNLP ELMo ``.pdparams`` (a pickle
@@ -603,7 +603,7 @@ def read_paddlenlp(path: str | os.PathLike,
     lm_weights, sizes = _bilm_tf_datasets(path, state)
     softmax_weight, softmax_bias = sizes.pop("softmax")
     accumulators = {}
-    if with_accumulators and os.path.isfile(pdopt_path(path)):
+    if os.path.isfile(pdopt_path(path)):
         accumulators = LazyAccumulators(path, dict(state))
     vocab = None
     if vocab_file is not None:

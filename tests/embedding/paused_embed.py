@@ -3,7 +3,8 @@ kill it there (``python paused_embed.py POINT:INDEX OUTFILE MODEL_DIR
 DATASET_FILE BATCH_SIZE CHUNK_SIZE``).
 
 The pause goes in through the run's documented seam, its ``on_event``
-callback (:class:`bilm_keras.embedding.runs.RunEvent`); the run is what
+progress callback (a field of ``DumpSettings``, told each
+:class:`bilm_keras.embedding.runs.RunEvent`); the run is what
 ``bilm-keras embed --batch_size B --chunk_size C`` does, so that the
 command's ``--resume`` continues it.
 """
@@ -28,8 +29,8 @@ def main(pause, outfile, model_dir, dataset_file, batch_size, chunk_size):
         os.path.join(model_dir, "vocab_test.txt"), dataset_file,
         os.path.join(model_dir, "options.json"),
         os.path.join(model_dir, "lm_weights.hdf5"), outfile, EmbeddingSpec(),
-        DumpSettings(batch_size=int(batch_size), chunk_size=int(chunk_size)),
-        on_event=pause_there)
+        DumpSettings(batch_size=int(batch_size), chunk_size=int(chunk_size),
+                     on_event=pause_there))
 
 
 if __name__ == "__main__":

@@ -44,6 +44,19 @@ def test_a_lost_line_is_an_error_naming_it():
         beam_dump.choose_segments([("a", [(0, 5)])], 4)
 
 
+def test_no_progress_callback_with_a_beam_runner():
+    # its workers write the parts: nothing here would call it
+    from bilm_keras._utils.settings import SettingError
+    from bilm_keras.embedding.dump_plan import DumpSettings
+
+    with pytest.raises(SettingError, match=r"on_event: not with a Beam "
+                                           r"runner"):
+        beam_dump.plan_beam_dump(
+            options_file="options.json", weight_file="lm_weights.hdf5",
+            vocab_file=None, dataset_file="s.txt", spec=EmbeddingSpec(),
+            settings=DumpSettings(on_event=print))
+
+
 class FailOnceAfterWriting(beam_dump.WriteParts):
     """Writes its part, then fails the bundle once (a worker lost after
     its write): the runner retries, the first part is an orphan."""

@@ -261,11 +261,21 @@ def test_dump_bad_options(files, tmp_path, kwargs, match):
                                        "'yes'"),
     (dict(devices=[0]), "devices", "expected a list of device names, "
                                    "found [0]"),
+    (dict(on_event="log"), "on_event", "expected a callable or None, found "
+                                       "'log'"),
 ])
 def test_dump_settings_are_checked_when_built(changes, field, reason):
     with pytest.raises(SettingError) as error:
         DumpSettings(**changes)
     assert (error.value.field, error.value.reason) == (field, reason)
+
+
+def test_the_progress_callback_is_not_part_of_the_settings_value():
+    # what the run writes does not depend on who watches it
+    events = []
+    watched = DumpSettings(batch_size=2, on_event=events.append)
+    assert watched == DumpSettings(batch_size=2)
+    assert watched.replace(batch_size=3).on_event == events.append
 
 
 def test_dump_takes_values_not_keywords(files, tmp_path):

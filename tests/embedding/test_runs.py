@@ -91,8 +91,8 @@ def test_interrupted_then_resumed(model_dir, corpus, uninterrupted,
             str(model_dir / "vocab_test.txt"), str(corpus / "sentences.txt"),
             str(model_dir / "options.json"),
             str(model_dir / "lm_weights.hdf5"), str(out), EmbeddingSpec(),
-            DumpSettings(batch_size=2, chunk_size=CHUNK, progress=False),
-            on_event=dying)
+            DumpSettings(batch_size=2, chunk_size=CHUNK, progress=False,
+                         on_event=dying))
     parts = sorted(os.listdir(partial_dir(out)))
     # two parts whole, the third one's temporary file as a kill leaves it
     assert parts == ["manifest.json", "part-000000000000-000000000003.hdf5",
@@ -418,8 +418,8 @@ def test_events_come_in_order(model_dir, corpus, uninterrupted, tmp_path):
         str(model_dir / "vocab_test.txt"), str(corpus / "sentences.txt"),
         str(model_dir / "options.json"), str(model_dir / "lm_weights.hdf5"),
         str(out), EmbeddingSpec(),
-        DumpSettings(batch_size=2, chunk_size=CHUNK, progress=False),
-        on_event=events.append)
+        DumpSettings(batch_size=2, chunk_size=CHUNK, progress=False,
+                     on_event=events.append))
     assert events == (
         [RunEvent("part", i) for i in range(len(LINES))]
         + [RunEvent("merge", k) for k in range(len(LINES))]

@@ -7,6 +7,7 @@ batch scores the same tokens), each direction to 1e-4; ``dump-weights``
 writes what ``convert-paddle`` writes."""
 
 import json
+import math
 
 import h5py
 import numpy as np
@@ -16,6 +17,7 @@ from bilm_keras import cli
 from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
 from bilm_keras.training.stateful_evaluation import evaluate_stateful
 from bilm_keras.weights.paddle_conversion import convert_paddle
+from helpers import assert_plain_test_figures
 
 
 def _expected(fixtures):
@@ -96,3 +98,24 @@ def test_export_hub_from_the_fluid_directory(paddle_baike_fixtures,
             np.testing.assert_allclose(layer2[:, 8:],
                                        ref[f"s{i}_bw_2"][::-1][words],
                                        rtol=0, atol=1e-5)
+
+
+def _zero_state_perplexities(fx):
+    """Paddle's own figure for sentences.txt, each sentence from zero
+    states: reference.npz's log-probabilities, one LoD batch."""
+    with np.load(fx / "reference.npz") as ref:
+        n = len((fx / "sentences.txt").read_text("utf-8").splitlines())
+        return {direction: math.exp(-np.mean(np.concatenate(
+            [ref[f"s{i}_{short}_logprob"] for i in range(n)])))
+            for direction, short in (("forward", "fw"), ("backward", "bw"))}
+
+
+@pytest.mark.slow  # three traces of the model
+def test_plain_test_is_each_sentence_from_zero_states(paddle_baike_fixtures):
+    """The converted options carry the states across sentences (upstream's
+    training), yet ``test`` without ``--stateful`` starts each sentence
+    from zero states: Paddle's figure at every batch size."""
+    fx = paddle_baike_fixtures
+    assert_plain_test_figures(
+        fx / "checkpoint", fx / "vocab.txt", fx / "sentences.txt",
+        n_tokens=36, perplexities=_zero_state_perplexities(fx))

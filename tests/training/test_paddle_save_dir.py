@@ -7,9 +7,11 @@ PaddleNLP's ``OneBillionWordDataset`` cuts the heldout text into the same
 per-row streams as bilm-tf's ``LMDataset``, and both carry the LSTM states
 from batch to batch; with one row, and a text of 50 positions that its
 5-step windows use whole, its figure is bilm-tf's ``run_test.py`` figure
-(one step a batch): ``test --stateful``'s."""
+(one step a batch): ``test --stateful``'s. Plain ``test`` starts each
+sentence from zero states, at every batch size."""
 
 import json
+import math
 import pathlib
 
 import h5py
@@ -22,6 +24,7 @@ from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
 from bilm_keras.training.stateful_evaluation import evaluate_stateful
 from bilm_keras.weights.paddle_conversion import convert_paddle
 from bilm_keras.weights.paddle_model import PaddleFormatError
+from helpers import assert_plain_test_figures
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / \
     "paddlenlp_elmo"
@@ -85,6 +88,22 @@ def test_cli_test_and_dump_weights(tmp_path, capsys):
             np.testing.assert_array_equal(a[name][...], b[name][...])
     assert BiLMOptions.from_json(outfile.parent / "options.json") == \
         BiLMOptions.from_json(tmp_path / "converted" / "options.json")
+
+
+@pytest.mark.slow  # three traces of the model
+def test_plain_test_is_each_sentence_from_zero_states():
+    """The converted options carry the states across sentences (PaddleNLP's
+    training), yet ``test`` without ``--stateful`` starts each sentence
+    from zero states: PaddleNLP's own log-probabilities of the pre-train
+    model (log_probs.npz, one zero-state batch) at every batch size."""
+    n = len((FIXTURES / "sentences.txt").read_text("utf-8").splitlines())
+    with np.load(FIXTURES / "log_probs.npz") as ref:
+        expected = {d: math.exp(-np.mean(np.concatenate(
+            [ref[f"{d}_{i}"] for i in range(n)])))
+            for d in ("forward", "backward")}
+    assert_plain_test_figures(FIXTURES / "elmo.pdparams", VOCAB,
+                              FIXTURES / "sentences.txt", n_tokens=40,
+                              perplexities=expected)
 
 
 def test_a_bad_paddle_save_dir_is_one_line(tmp_path, capsys):

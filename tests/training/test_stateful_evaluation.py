@@ -1,6 +1,7 @@
 """bilm-tf's ``run_test.py`` perplexity (states carried through the heldout)
 against the figures bilm-tf's own ``test()`` recorded for its checkpoint
-(``tests/fixtures/bilm_tf_run``) and against numpy."""
+(``tests/fixtures/bilm_tf_run``) and against numpy; plain ``test`` on that
+checkpoint against numpy from zero states."""
 
 import json
 import math
@@ -23,6 +24,7 @@ from bilm_keras.training.stateful_evaluation import (
     evaluate_stateful,
     stateful_perplexity,
 )
+from helpers import assert_plain_test_figures
 
 RUN = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "bilm_tf_run"
 RECORDED = json.loads((RUN / "perplexities.json").read_text())["by_batch_size"]
@@ -63,36 +65,56 @@ def test_reproduces_bilm_tfs_run_test(sub, batch_size, monkeypatch):
 def _numpy_stateful_perplexity(weights, options, softmax, lines, vocab):
     """Batch size 1 in numpy: each direction reads every line in turn, its
     states carried, and scores every prediction with the full softmax."""
+    losses = _numpy_losses(weights, options, softmax, lines, vocab,
+                           carried=True)
+    return (math.exp(np.mean([v.mean() for v in losses.values()])),
+            len(losses["forward"]))
+
+
+def _numpy_losses(weights, options, softmax, lines, vocab, *, carried):
+    """``{direction: (n,) losses}`` of every prediction, with the full
+    softmax: the lines read in turn, the states ``carried`` from one to
+    the next, or each line from zero states (blank lines skipped, as
+    ``test`` skips them)."""
     index = {w: i for i, w in enumerate(vocab)}
     lstm = options["lstm"]
     max_chars = options["char_cnn"]["max_characters_per_token"]
     W, b = (np.asarray(x, np.float64) for x in softmax)
-    mean_losses = []
-    for direction in (0, 1):
-        inputs, targets = [], []
-        for line in lines:
-            words = line.split()
-            tokens = (["</S>"] + words[::-1] + ["<S>"] if direction
-                      else ["<S>"] + words + ["</S>"])
-            inputs += tokens[:-1]
-            targets += [index.get(w, index["<UNK>"]) for w in tokens[1:]]
-        char_ids = np.stack([ref.word_char_ids(w, max_chars) + 1
-                             for w in inputs])[None]  # (1, N, C)
-        x = ref.char_cnn_embeddings(weights, options, char_ids)  # (1, N, P)
-        for layer in range(lstm["n_layers"]):
-            p = ref.lstm_prefix(direction, layer)
-            h, _ = ref.run_lstm_layer(
-                x, np.array([len(inputs)]), weights[f"{p}/W_0"],
-                weights[f"{p}/B"], weights[f"{p}/W_P_0"], lstm["cell_clip"],
-                lstm["proj_clip"], np.zeros((1, lstm["dim"])),
-                np.zeros((1, lstm["projection_dim"])))  # (1, N, P)
-            x = h + x if lstm["use_skip_connections"] and layer else h
-        logits = x[0] @ W.T + b  # (N, V)
-        shift = logits.max(axis=1)
-        log_z = np.log(np.exp(logits - shift[:, None]).sum(axis=1)) + shift
-        mean_losses.append(np.mean(
-            log_z - logits[np.arange(len(targets)), targets]))
-    return math.exp(np.mean(mean_losses)), len(targets)
+    segments = [lines] if carried else [[line] for line in lines
+                                        if line.split()]
+    losses = {}
+    for direction, name in enumerate(("forward", "backward")):
+        losses[name] = []
+        for segment in segments:
+            inputs, targets = [], []
+            for line in segment:
+                words = line.split()
+                tokens = (["</S>"] + words[::-1] + ["<S>"] if direction
+                          else ["<S>"] + words + ["</S>"])
+                inputs += tokens[:-1]
+                targets += [index.get(w, index["<UNK>"])
+                            for w in tokens[1:]]
+            char_ids = np.stack([ref.word_char_ids(w, max_chars) + 1
+                                 for w in inputs])[None]  # (1, N, C)
+            x = ref.char_cnn_embeddings(weights, options,
+                                        char_ids)  # (1, N, P)
+            for layer in range(lstm["n_layers"]):
+                p = ref.lstm_prefix(direction, layer)
+                h, _ = ref.run_lstm_layer(
+                    x, np.array([len(inputs)]), weights[f"{p}/W_0"],
+                    weights[f"{p}/B"], weights[f"{p}/W_P_0"],
+                    lstm["cell_clip"], lstm["proj_clip"],
+                    np.zeros((1, lstm["dim"])),
+                    np.zeros((1, lstm["projection_dim"])))  # (1, N, P)
+                x = h + x if lstm["use_skip_connections"] and layer else h
+            logits = x[0] @ W.T + b  # (N, V)
+            shift = logits.max(axis=1)
+            log_z = np.log(np.exp(logits - shift[:, None]).sum(axis=1)) \
+                + shift
+            losses[name].append(
+                log_z - logits[np.arange(len(targets)), targets])
+        losses[name] = np.concatenate(losses[name])
+    return losses
 
 
 def test_bilm_tfs_figure_in_numpy():
@@ -110,6 +132,24 @@ def test_bilm_tfs_figure_in_numpy():
     assert expected == pytest.approx(RECORDED["1"]["perplexity"], rel=1e-5)
 
 
+@pytest.mark.slow  # three traces of the model
+def test_plain_test_is_each_sentence_from_zero_states():
+    # without --stateful: each sentence from zero states, as numpy gives
+    # it from bilm-tf's dump and softmax, whatever the batch size
+    reader = tf.train.load_checkpoint(str(RUN / "save_dir" / "model.ckpt-40"))
+    losses = _numpy_losses(
+        ref.load_hdf5_weights(RUN / "lm_weights.hdf5"),
+        json.loads((RUN / "save_dir" / "options.json").read_text()),
+        [reader.get_tensor(f"lm/softmax/{n}") for n in ("W", "b")],
+        (RUN / "heldout.txt").read_text("utf-8").splitlines(),
+        (RUN / "vocab.txt").read_text().split(), carried=False)
+    assert len(losses["forward"]) == 159
+    assert_plain_test_figures(
+        RUN / "save_dir", RUN / "vocab.txt", RUN / "heldout.txt",
+        n_tokens=159, perplexities={d: math.exp(loss.mean())
+                                    for d, loss in losses.items()})
+
+
 @pytest.fixture(scope="module")
 def bilm_tf_model():
     options, lm, _ = load_bilm_tf_language_model(RUN / "save_dir")
@@ -122,12 +162,32 @@ def _batches(vocab, batch_size):
 
 
 @pytest.mark.slow
-def test_one_batch_per_call_gives_the_same_figure(bilm_tf_model):
+def test_one_batch_per_call_gives_the_same_figure(bilm_tf_model,
+                                                  monkeypatch):
     _, lm, vocab = bilm_tf_model
     batches = _batches(vocab, 4)
-    one = stateful_perplexity(lm, batches, batch_size=4, batches_per_call=1)
-    seven = stateful_perplexity(lm, batches, batch_size=4,
-                                batches_per_call=7)
+    windows, make = [], stateful_evaluation.graph_function
+
+    def graph_function(func):  # each call's window, by its steps
+        traced = make(func)
+
+        def run(window, states):
+            windows.append(next(iter(window.values())).shape[1])
+            return traced(window, states)
+
+        run.get_concrete_function = traced.get_concrete_function
+        return run
+
+    monkeypatch.setattr(stateful_evaluation, "graph_function",
+                        graph_function)
+    monkeypatch.setattr(stateful_evaluation, "BATCHES_PER_CALL", 1)
+    one = stateful_perplexity(lm, batches, batch_size=4)
+    assert windows == [1] * len(batches)
+    windows.clear()
+    monkeypatch.setattr(stateful_evaluation, "BATCHES_PER_CALL", 7)
+    seven = stateful_perplexity(lm, batches, batch_size=4)
+    assert windows == [7] * (len(batches) // 7) + [len(batches) % 7] * (
+        len(batches) % 7 > 0)
     assert one.n_batches == seven.n_batches == len(batches)
     assert one.perplexity == pytest.approx(seven.perplexity, rel=1e-6)
 

@@ -58,17 +58,19 @@ def test_list_variables(checkpoint):
     assert names == sorted(names) and len(names) == 42
 
 
-def test_packed_dims_and_lod_allowed(tmp_path):
-    """Dims packed (wire type 2) read as unpacked ones; a LoD is read
-    where it is allowed."""
+def test_packed_dims_and_lod_refused(tmp_path):
+    """Dims packed (wire type 2) read as unpacked ones; a LoD is read in
+    the header, and its data refused: a parameter has none."""
     data = np.arange(6, dtype="<i8").tobytes()
     packed = b"\x08\x03\x12\x02\x03\x02"  # INT64, dims [3, 2] packed
-    path = _file(tmp_path, _tensor(packed, data, lod=[[0, 1, 3]]))
-    value = read_variable(path, allow_lod=True)
+    path = _file(tmp_path, _tensor(packed, data))
+    value = read_variable(path)
     np.testing.assert_array_equal(value, np.arange(6).reshape(3, 2))
-    assert read_header(path).lod == ((0, 1, 3),)
+    with_lod = _file(tmp_path, _tensor(packed, data, lod=[[0, 1, 3]]),
+                     name="with_lod")
+    assert read_header(with_lod).lod == ((0, 1, 3),)
     with pytest.raises(PaddleFormatError, match="lod_level: expected 0"):
-        read_variable(path)
+        read_variable(with_lod)
 
 
 @pytest.mark.parametrize("body, pattern", [

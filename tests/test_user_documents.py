@@ -1,0 +1,212 @@
+"""The user documents say nothing of how the project is built, and every
+measured figure in them says where and when it was measured.
+
+* No process words in README.md, docs/, bench/README.md, bench/RESULTS.md
+  or CONTRIBUTING.md: the project's own issue numbers, "session", "bar"
+  as in a quality bar, "this branch", other developers or engineers. An
+  upstream project's issue (``bilm-tf issues #43``), a pytest fixture of
+  session scope, a TF1 session and a progress bar are not process words.
+  README.md and docs/ name no aim of the project's either ("aimed at"),
+  nor "this pool" of machines or "this project's" runs.
+* Every figure in README.md and docs/ (a speed ratio such as ``2.25×``,
+  tokens per second, a time in s, ms or µs, a size in MiB or GiB) names
+  a machine (``AMD EPYC``, ``Xeon``, ``vCPU``, a GPU) and a date
+  (``2026-11-24``) in its paragraph, list item or table row. A table row
+  may take them from its table's header or from the paragraph that
+  introduces the table (one that ends in a colon).
+"""
+
+import re
+
+import pytest
+
+from helpers import REPO_ROOT
+
+PROCESS_DOCUMENTS = ("README.md", "CONTRIBUTING.md", "bench/README.md",
+                     "bench/RESULTS.md", "docs/*.md")
+FIGURE_DOCUMENTS = ("README.md", "docs/*.md")
+
+PROCESS_WORDS = re.compile(
+    r"""(?ix)
+    (?<!bilm-tf\ )(?<!allennlp\ )\bissues?\ +\#?\d+  # our own issue numbers
+    | (?<!TF1\ )(?<!TensorFlow\ )(?<!\.)\bsessions?\b
+      (?!\ +(?:fixtures?|scope|call)\b)            # pytest's or TF1's
+    | (?<!progress\ )\bbars?\b                     # a quality bar
+    | \bthis\ branch\b | \bother\ developers?\b | \bdevelopers'
+    | \bengineers?\b | \bworktrees?\b
+    """)
+# In README.md and docs/ also the project's own aims and machines: a
+# user reads what the code does, not what it was meant to reach.
+GUIDE_WORDS = re.compile(r"(?i)\baimed at\b|\bthis pool\b|\bthis project's\b")
+
+# A measured figure: a decimal speed ratio, a rate in tokens, a time in
+# s, ms or µs, a memory size in MiB or GiB. Integer ratios ("3×" aimed
+# at, "2 × 2 LSTMs") and sizes of files or downloads in MB or GB are not
+# measurements of a machine.
+NUMBER = r"\d[\d,]*(?:\.\d+)?"
+FIGURE = re.compile(
+    rf"""(?x)
+    \d\.\d+(?:\s*[–-]\s*\d+\.\d+)?\s*(?:×|x\b)
+    | {NUMBER}\s*(?:real\s+)?tokens(?:/s\b|\s+(?:per|a)\s+second)
+    | {NUMBER}(?:\s*[–-]\s*{NUMBER})?\s*(?:s|ms|µs)\b(?![-'])
+    | {NUMBER}\s*(?:MiB|GiB)\b
+    """)
+MACHINE = re.compile(r"EPYC|Xeon|vCPU|\bGPUs?\b")
+DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+def _documents(patterns):
+    paths = []
+    for pattern in patterns:
+        paths.extend(sorted(REPO_ROOT.glob(pattern)))
+    return paths
+
+
+def _prose_lines(text):
+    """text: str. Yields ``(line_number, line)`` outside fenced blocks
+    and HTML comments."""
+    fenced = False
+    for number, line in enumerate(text.splitlines(), 1):
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            yield number, ""
+            continue
+        yield number, "" if fenced or line.startswith("<!--") else line
+
+
+def units(text):
+    """text: str. The figure-checking units of a Markdown document, as
+    ``(line_number, context, body)``: a paragraph or list item is its own
+    context and body. A table row is a body whose context adds the
+    table's header and the paragraph that introduces it."""
+    result = []
+    block, start = [], 0
+    table_context, last_paragraph = "", ""
+
+    def close():
+        nonlocal block, last_paragraph
+        if block:
+            paragraph = " ".join(block)
+            result.append((start, paragraph, paragraph))
+            last_paragraph = paragraph
+        block = []
+
+    for number, line in _prose_lines(text):
+        stripped = line.strip()
+        if stripped.startswith("|"):
+            close()
+            if not table_context:
+                caption = last_paragraph if last_paragraph.endswith(
+                    ":") else ""
+                table_context = caption + " " + stripped
+            elif not re.fullmatch(r"[|\s:-]+", stripped):
+                result.append((number, stripped + " " + table_context,
+                               stripped))
+            continue
+        if table_context:
+            last_paragraph = ""
+        table_context = ""
+        starts_item = re.match(r"\s*(?:[*-]|\d+\.)\s", line)
+        if not stripped or starts_item or stripped.startswith("#"):
+            close()
+            if stripped.startswith("#"):
+                last_paragraph = ""
+        if stripped and not stripped.startswith("#"):
+            if not block:
+                start = number
+            block.append(stripped)
+    close()
+    return result
+
+
+def figures_without_place_or_date(text):
+    """text: str. ``(line_number, figures)`` of every unit whose figures
+    name no machine or no date."""
+    problems = []
+    for number, context, body in units(text):
+        figures = FIGURE.findall(body)
+        if figures and not (MACHINE.search(context)
+                            and DATE.search(context)):
+            problems.append((number, figures))
+    return problems
+
+
+@pytest.mark.parametrize(
+    "path", _documents(PROCESS_DOCUMENTS),
+    ids=lambda path: path.relative_to(REPO_ROOT).as_posix())
+def test_no_process_words(path):
+    patterns = [PROCESS_WORDS]
+    if path in _documents(FIGURE_DOCUMENTS):
+        patterns.append(GUIDE_WORDS)
+    found = [f"{path.relative_to(REPO_ROOT)}:{number}: {match.group(0)!r}"
+             for number, line in enumerate(
+                 path.read_text("utf-8").splitlines(), 1)
+             for pattern in patterns
+             for match in pattern.finditer(line)]
+    assert not found, (
+        "words about how the project is built, in a document for its "
+        "users (say what is true of the code, not who did what when): "
+        + "; ".join(found))
+
+
+@pytest.mark.parametrize(
+    "text, words", [
+        ("as issue 18 aimed", ["issue 18"]),
+        ("Issues 36 and 38", ["Issues 36"]),
+        ("This session ran on an EPYC", ["session"]),
+        ("under the 1,144 MiB bar", ["bar"]),
+        ("from the other developers' work on this branch",
+         ["other developers", "this branch"]),
+        ("other engineers' jobs", ["engineers"]),
+        ("bilm-tf issues #43, #105", []),
+        ("the session fixtures `fixture_bilm`", []),
+        ("its TF1 session reads them; one session call per sentence", []),
+        ("no placeholders or `tf.Session`", []),
+        ("a progress bar on stderr", []),
+    ])
+def test_process_words_found(text, words):
+    assert [m.group(0) for m in PROCESS_WORDS.finditer(text)] == words
+
+
+def test_guide_words_found():
+    text = ("Short of the 2.5x aimed at; measured on the Xeon of this "
+            "pool, as this project's runs showed")
+    assert [m.group(0) for m in GUIDE_WORDS.finditer(text)] == [
+        "aimed at", "this pool", "this project's"]
+
+
+@pytest.mark.parametrize(
+    "path", _documents(FIGURE_DOCUMENTS),
+    ids=lambda path: path.relative_to(REPO_ROOT).as_posix())
+def test_every_figure_names_its_machine_and_date(path):
+    problems = figures_without_place_or_date(path.read_text("utf-8"))
+    assert not problems, "; ".join(
+        f"{path.relative_to(REPO_ROOT)}:{number}: {figures} without a "
+        "machine (AMD EPYC, Xeon, vCPU, GPU) and a date (YYYY-MM-DD) in "
+        "its paragraph, list item or table row (or the row's table "
+        "header or introducing paragraph): add the run's from "
+        "bench/RESULTS.md" for number, figures in problems)
+
+
+def test_the_figures_are_found():
+    """The check above is not vacuous: it finds the figures the documents
+    carry (the README's performance paragraph, every row of
+    docs/performance.md's first table) and fails a figure alone."""
+    readme = (REPO_ROOT / "README.md").read_text("utf-8")
+    performance = (REPO_ROOT / "docs" / "performance.md").read_text(
+        "utf-8")
+    readme_figures = [FIGURE.findall(body) for _, _, body in units(readme)]
+    assert sum(map(len, readme_figures)) >= 3, readme_figures
+    rows = [body for _, _, body in units(performance)
+            if body.startswith("| ") and FIGURE.search(body)]
+    assert len(rows) >= 10, rows
+    alone = ("Embedding runs at 1,873 tokens/s, 2.25× bilm-tf, in 2.5 s "
+             "and 1,137 MiB.")
+    assert figures_without_place_or_date(alone) == [
+        (1, ["1,873 tokens/s", "2.25×", "2.5 s", "1,137 MiB"])]
+    dated = alone + " (AMD EPYC, 2 vCPUs, 2026-11-24)"
+    assert figures_without_place_or_date(dated) == []
+    table = ("Measured on the AMD EPYC, 2026-11-24:\n\n"
+             "| what | figure |\n|---|---|\n| speed | 2.25× |\n"
+             "\n| what | figure |\n|---|---|\n| speed | 1.91× |\n")
+    assert figures_without_place_or_date(table) == [(9, ["1.91×"])]
