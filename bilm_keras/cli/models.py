@@ -97,13 +97,19 @@ def registry_markdown(models) -> str:
         lines.append(f"| `{model.name}` | {model.language} | "
                      f"{model.language_code} | {model.format} | {params} | "
                      f"{model.description} |")
-        key = (model.source, model.license, model.citation)
+        key = (model.source, model.license, model.citation, model.note)
         groups.setdefault(key, []).append(model.name)
     lines.append("")
-    for (source, license_, citation), names in groups.items():
+    for (source, license_, citation, note), names in groups.items():
         shown = ", ".join(f"`{name}`" for name in names)
         lines += [f"* {shown}", f"  * source: {source}",
                   f"  * license: {license_}", f"  * cite: {citation}"]
+        if note:
+            lines.append(f"  * note: {note}")
+        aliases = [f"`{alias}` (`{model.name}`)" for model in models
+                   if model.name in names for alias in model.aliases]
+        if aliases:
+            lines.append(f"  * also named: {', '.join(aliases)}")
     return "\n".join(lines) + "\n"
 
 

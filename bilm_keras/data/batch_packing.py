@@ -43,6 +43,8 @@ from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 
+from bilm_keras._utils.settings import check_int
+
 
 def get_batches(sentences: Iterator[tuple], batch_size: int, num_steps: int,
                 max_characters_per_token: Optional[int], drain: bool = False
@@ -56,14 +58,8 @@ def get_batches(sentences: Iterator[tuple], batch_size: int, num_steps: int,
             every row's stream is empty (test mode). False: stop at the
             first batch that cannot be filled (bilm-tf).
     """
-    if not (isinstance(batch_size, (int, np.integer)) and batch_size >= 1):
-        raise ValueError(
-            f"batch_size: expected an int >= 1, found {batch_size!r}"
-        )
-    if not (isinstance(num_steps, (int, np.integer)) and num_steps >= 1):
-        raise ValueError(
-            f"num_steps: expected an int >= 1, found {num_steps!r}"
-        )
+    check_int("batch_size", batch_size, 1)
+    check_int("num_steps", num_steps, 1)
     use_chars = max_characters_per_token is not None
     # cur_stream[i] = [ids, chars, pos]: the rest of row i's sentence
     cur_stream: List[Optional[list]] = [None] * batch_size

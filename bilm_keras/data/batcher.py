@@ -14,6 +14,7 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras.data.vocabulary import (
     BOS_TOKEN,
     EOS_TOKEN,
@@ -204,10 +205,9 @@ class TokenBatcher:
         others = [t for t in missing if t != token]
         more = ""
         if others:
-            shown = ", ".join(repr(t) for t in others[:5])
+            shown = name_list([repr(t) for t in others], most=5)
             more = (f" ({len(others)} other missing token"
-                    f"{'s' if len(others) > 1 else ''}: {shown}"
-                    f"{', ...' if len(others) > 5 else ''})")
+                    f"{'s' if len(others) > 1 else ''}: {shown})")
         raise VocabularyError(
             f"{vocab.filename}: token {token!r} (sentences[{i}][{j}]) is not "
             f"in the vocabulary, which has no <UNK> to map it to; add it or "

@@ -15,6 +15,7 @@ from typing import Dict, Iterator, List, Optional
 
 import numpy as np
 
+from bilm_keras._utils.settings import check_int
 from bilm_keras.data.batch_packing import batch_signature, get_batches
 from bilm_keras.data.corpus import CorpusError, list_shards, read_sentences
 from bilm_keras.data.vocabulary import (
@@ -87,16 +88,8 @@ class LMDataset:
                  seed: Optional[int] = None, shard_index: int = 0,
                  num_shards: int = 1):
         check_vocab(vocab)
-        if not (isinstance(num_shards, int) and num_shards >= 1):
-            raise ValueError(
-                f"num_shards: expected an int >= 1, found {num_shards!r}"
-            )
-        if not (isinstance(shard_index, int)
-                and 0 <= shard_index < num_shards):
-            raise ValueError(
-                f"shard_index: expected an int in [0, {num_shards}), found "
-                f"{shard_index!r}"
-            )
+        check_int("num_shards", num_shards, 1)
+        check_int("shard_index", shard_index, 0, maximum=num_shards - 1)
         self.filepattern = os.fspath(filepattern) if filepattern else None
         all_shards = list_shards(filepattern)
         self.vocab = vocab

@@ -22,6 +22,7 @@ import warnings
 from typing import Iterator, List, Optional
 
 from bilm_keras._utils.atomic_files import write_text_atomic
+from bilm_keras._utils.settings import check_int
 
 # Modules whose docstrings are English prose (not generated tables, not
 # tests). Sorted; a module missing from this Python version is skipped.
@@ -234,9 +235,7 @@ def write_stdlib_corpus(out_dir, *, n_train_shards: int = 2,
         ``train_files``, ``heldout_file``, ``n_train_sentences``,
         ``n_heldout_sentences``, ``n_train_tokens``, ``n_heldout_tokens``.
     """
-    if not (isinstance(n_train_shards, int) and n_train_shards >= 1):
-        raise ValueError(f"n_train_shards: expected an int >= 1, found "
-                         f"{n_train_shards!r}")
+    check_int("n_train_shards", n_train_shards, 1)
     if not 0.0 < heldout_fraction < 1.0:
         raise ValueError(f"heldout_fraction: expected a number in (0, 1), "
                          f"found {heldout_fraction!r}")

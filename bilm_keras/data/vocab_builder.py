@@ -16,6 +16,7 @@ import os
 from typing import Optional
 
 from bilm_keras._utils.atomic_files import write_text_atomic
+from bilm_keras._utils.settings import check_int
 from bilm_keras.data.corpus import list_shards, read_lines
 from bilm_keras.data.unigram import perplexity_of_counts
 from bilm_keras.data.vocabulary import BOS_TOKEN, EOS_TOKEN, UNK_TOKEN
@@ -60,9 +61,7 @@ def build_vocab(train_prefix, vocab_file, *, min_count: int = 1,
         ``vocab_file``, ``min_count`` and ``max_size``; the same dict is the
         sidecar file's content.
     """
-    if not (isinstance(min_count, int) and min_count >= 1):
-        raise ValueError(f"min_count: expected an int >= 1, found "
-                         f"{min_count!r}")
+    check_int("min_count", min_count, 1)
     if max_size is not None and not (isinstance(max_size, int)
                                      and max_size >= len(SPECIAL_TOKENS)):
         raise ValueError(

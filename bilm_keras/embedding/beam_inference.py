@@ -44,7 +44,7 @@ from typing import Any, Optional
 import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
-from bilm_keras._utils.settings import SettingError, is_positive_int
+from bilm_keras._utils.settings import SettingError, check_int
 from bilm_keras.embedding import beam_files
 from bilm_keras.embedding.outputs import EmbeddingSpec
 from bilm_keras.layers.precision import dtype_policy
@@ -204,15 +204,9 @@ class BiLMModelHandler(ModelHandler):
         if not isinstance(spec, EmbeddingSpec):
             raise SettingError("spec", f"expected an EmbeddingSpec, found "
                                        f"{type(spec).__name__}")
-        if batch_size is not None and not is_positive_int(batch_size):
-            raise SettingError("batch_size", f"expected a positive integer "
-                                             f"or None, found "
-                                             f"{batch_size!r}")
+        check_int("batch_size", batch_size, 1, optional=True)
         dtype_policy(precision)  # SettingError naming the precisions
-        if not is_positive_int(batch_sentences):
-            raise SettingError("batch_sentences", f"expected a positive "
-                                                  f"integer, found "
-                                                  f"{batch_sentences!r}")
+        check_int("batch_sentences", batch_sentences, 1)
         super().__init__(min_batch_size=batch_sentences,
                          max_batch_size=batch_sentences,
                          large_model=large_model)

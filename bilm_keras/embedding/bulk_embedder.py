@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from bilm_keras._utils.eager import require_eager
 from bilm_keras._utils.graph_function import graph_function
-from bilm_keras._utils.settings import SettingError, is_positive_int
+from bilm_keras._utils.settings import check_int
 from bilm_keras.data.batcher import Batcher, TokenBatcher, check_sentences
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.data.manylangs_batcher import ManyLangsBatcher
@@ -151,12 +151,9 @@ class BulkEmbedder:
         devices: Sequence[str] | str | None = None,
     ):
         require_eager("BulkEmbedder")
-        for name, value in (("token_chunk_size", token_chunk_size),
-                            ("compute_tokens", compute_tokens),
-                            ("compute_sentences", compute_sentences)):
-            if not is_positive_int(value):
-                raise SettingError(name, f"expected a positive integer, "
-                                         f"found {value!r}")
+        check_int("token_chunk_size", token_chunk_size, 1)
+        check_int("compute_tokens", compute_tokens, 1)
+        check_int("compute_sentences", compute_sentences, 1)
         if not isinstance(concurrent_directions, bool):
             raise TypeError(f"concurrent_directions: expected a bool, "
                             f"found {concurrent_directions!r}")
@@ -282,9 +279,7 @@ class BulkEmbedder:
             ...             line.split() for line in lines), first):
             ...         ...  # line i of the file
         """
-        if not is_positive_int(chunk_size):
-            raise SettingError("chunk_size", f"expected a positive integer, "
-                                             f"found {chunk_size!r}")
+        check_int("chunk_size", chunk_size, 1)
         if isinstance(sentences, str) or not isinstance(sentences, Iterable):
             raise TypeError(f"sentences: expected an iterable of token "
                             f"lists, found {type(sentences).__name__}")
@@ -381,10 +376,7 @@ class BulkEmbedder:
         if not isinstance(spec, EmbeddingSpec):
             raise TypeError(f"spec: expected an EmbeddingSpec, found "
                             f"{type(spec).__name__}")
-        if batch_size is not None and not is_positive_int(batch_size):
-            raise SettingError("batch_size", f"expected a positive integer "
-                                             f"or None, found "
-                                             f"{batch_size!r}")
+        check_int("batch_size", batch_size, 1, optional=True)
         embedding = spec.resolve(self.backbone.n_layers)
         use_chars = self.backbone.use_character_inputs
         if self.options is not None and self.options.manylangs is not None \

@@ -8,6 +8,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from bilm_keras._utils.settings import check_int
+
 
 def plan_compute_batches(
     lengths: Sequence[int],
@@ -45,14 +47,8 @@ def plan_compute_batches(
         ...     [3, 1, 2, 9], max_sentences=8, max_tokens=12)]
         [[1, 2], [0], [3]]
     """
-    for name, value in (("max_sentences", max_sentences),
-                        ("max_tokens", max_tokens)):
-        if value is None and name == "max_tokens":
-            continue
-        if (not isinstance(value, (int, np.integer))
-                or isinstance(value, bool) or value < 1):
-            raise ValueError(f"{name}: expected a positive integer, "
-                             f"found {value!r}")
+    check_int("max_sentences", max_sentences, 1)
+    check_int("max_tokens", max_tokens, 1, optional=True)
     # Python's sort is stable, as the embedder's always was
     order = np.asarray(sorted(range(len(lengths)), key=lengths.__getitem__),
                        np.int64)

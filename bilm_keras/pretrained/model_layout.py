@@ -22,6 +22,10 @@ archives hold one top folder, e.g. ``zhs.model/``); the two formats:
 * ``paddlenlp``: one PaddleNLP 2.x ``.pdparams`` file (and a
   ``vocab*.txt``); both converted with
   :func:`bilm_keras.weights.paddle_conversion.read_paddle`;
+* ``tf1-checkpoint``: an options JSON and a bilm-tf TF1 training
+  checkpoint with no weights HDF5 (DeepPavlov's LM-ready archives:
+  ``options.json``, ``vocab.txt`` and ``saves/model.*``); dumped once with
+  :func:`bilm_keras.weights.bilm_tf_checkpoint.dump_tf1_checkpoint`;
 * ``tfhub-tf1``: a TF1 Hub module, ``saved_model.pb`` beside
   ``tfhub_module.pb`` and ``variables/``, converted with
   :func:`bilm_keras.pretrained.tfhub_conversion.convert_tfhub` (a
@@ -39,16 +43,19 @@ import dataclasses
 import json
 import os
 
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras.pretrained.errors import PretrainedModelError
 
 BILM_TF = "bilm-tf"
 ELMOFORMANYLANGS = "elmoformanylangs"
 PADDLE_FLUID = "paddle-fluid"
 PADDLENLP = "paddlenlp"
+TF1_CHECKPOINT = "tf1-checkpoint"
 #: a TF1 Hub module (Google's ``google/elmo``, DeepPavlov's)
 TFHUB_TF1 = "tfhub-tf1"
 #: the formats converted on first use (the rest are used as they are)
-CONVERTED = (ELMOFORMANYLANGS, PADDLE_FLUID, PADDLENLP, TFHUB_TF1)
+CONVERTED = (ELMOFORMANYLANGS, PADDLE_FLUID, PADDLENLP, TF1_CHECKPOINT,
+             TFHUB_TF1)
 PDPARAMS_SUFFIX = ".pdparams"
 
 MANYLANGS_CONFIG = "config.json"
@@ -75,8 +82,9 @@ class ModelLayout:
             ELMoForManyLangs model (its files are found by the conversion).
             A Paddle model's ``vocab_file`` is the ``vocab*.txt`` beside
             it, if any.
-        checkpoint: a Paddle model's checkpoint: the Fluid directory or
-            the ``.pdparams`` file.
+        checkpoint: a Paddle model's checkpoint (the Fluid directory or
+            the ``.pdparams`` file), or the newest TF1 checkpoint's prefix
+            found beside a bilm-tf model's files, else None.
     """
 
     format: str
@@ -144,6 +152,16 @@ def _layout_of(folder: str, label: str, shown: str) -> ModelLayout | None:
     weights = [paths[n] for n in files if n.lower().endswith(WEIGHT_SUFFIXES)]
     options = [paths[n] for n in files
                if n.lower().endswith(".json") and _is_options_json(paths[n])]
+    from bilm_keras.weights.checkpoint_files import list_checkpoints
+
+    checkpoints = [p for p in list_checkpoints(folder)
+                   if os.path.isfile(p + ".index")]
+    checkpoint = checkpoints[0] if checkpoints else None
+    if options and not weights and checkpoint is not None:
+        return ModelLayout(
+            TF1_CHECKPOINT, folder,
+            options_file=_one(label, shown, "options JSON", options),
+            vocab_file=vocab, checkpoint=checkpoint)
     if not (weights and options):
         return None
     if len(weights) > 1:
@@ -153,7 +171,7 @@ def _layout_of(folder: str, label: str, shown: str) -> ModelLayout | None:
         BILM_TF, folder,
         options_file=_one(label, shown, "options JSON", options),
         weight_file=_one(label, shown, "weights HDF5", weights),
-        vocab_file=vocab)
+        vocab_file=vocab, checkpoint=checkpoint)
 
 
 def find_model_layout(root: str, *, label: str | None = None
@@ -185,15 +203,15 @@ def find_model_layout(root: str, *, label: str | None = None
         listing = sorted(
             name + ("/" if os.path.isdir(os.path.join(root, name)) else "")
             for name in os.listdir(root))
-        shown = ", ".join(listing[:12]) + (", ..." if len(listing) > 12
-                                           else "")
+        shown = name_list(listing, most=12, empty="nothing")
         raise PretrainedModelError(
             f"{label}: expected a model at its root or inside one folder "
-            "(bilm-tf: an options JSON and a weights HDF5; "
+            "(bilm-tf: an options JSON and a weights HDF5 or a TF1 "
+            "checkpoint; "
             "ELMoForManyLangs: config.json and .pkl files; Paddle: a Fluid "
             "ELMo checkpoint or a .pdparams; a TF1 Hub module: "
             "tfhub_module.pb and saved_model.pb), found none "
-            f"(contents: {shown or 'nothing'})")
+            f"(contents: {shown})")
     if len(found) > 1:
         models = ", ".join(f"{where} ({layout.format})"
                            for where, layout in found)

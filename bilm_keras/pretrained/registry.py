@@ -17,7 +17,14 @@ Two kinds of rows, by where the publisher keeps the files:
 * ``paddle-fluid`` (PaddlePaddle's Chinese encyclopedia model): one archive
   holding a Fluid ``save_persistables`` checkpoint, word input; its
   vocabulary is published apart (``vocab_note`` says where and which flag
-  takes it).
+  takes it);
+* ``bilm-tf-archive`` (NLPL's ELMo zips, EMBEDDIA's tarballs): one archive
+  holding an options JSON and a weights HDF5, whatever their names;
+* ``tfhub-tf1`` (Google's ``google/elmo`` on Kaggle, DeepPavlov's Russian
+  modules): one tarball holding a TF1 Hub module, converted on first use;
+* ``tf1-checkpoint`` (DeepPavlov's LM-ready archives): one archive holding
+  an options JSON and a bilm-tf TF1 training checkpoint, whose weights
+  are dumped on first use.
 
 Each row names its language (name and ISO 639-1 code, else ISO 639-3),
 where it comes from, the license and the paper to cite.
@@ -43,7 +50,8 @@ from bilm_keras.pretrained.errors import PretrainedModelError
 MIRROR_ENV = "BILM_KERAS_MODEL_MIRROR"
 
 #: the formats a published model comes in
-FORMATS = ("bilm-tf", "elmoformanylangs", "paddle-fluid")
+FORMATS = ("bilm-tf", "elmoformanylangs", "paddle-fluid", "bilm-tf-archive",
+           "tf1-checkpoint", "tfhub-tf1")
 
 REGISTRY_FILE = "registry.json"
 
@@ -68,6 +76,9 @@ class RegisteredModel:
         citation: the paper(s) to cite.
         options_url / weight_url: a ``bilm-tf`` model's two files.
         archive_url: an ``elmoformanylangs`` model's archive.
+        archive_parts: an archive published in pieces, to be joined in
+            this order (t-systems' ``.tgz.part-00`` ...), instead of
+            ``archive_url``.
         parameters_millions: the model's size in millions of parameters
             where its publisher states it, else None.
         download_megabytes: what is downloaded (its files or archive), in
@@ -75,6 +86,11 @@ class RegisteredModel:
         vocab_note: a word-input model whose vocabulary is not in its
             archive: where to get it and which flag takes it (the
             ``vocab_file`` it must be used with); else None.
+        note: what is not known about the model, or how its files
+            differ from the others'; else None.
+        aliases: other names that ask for it (readable names for
+            numbered ones, e.g. ``norelmo-30`` for ``nlpl-217``); its
+            cache folder is named after ``name``.
     """
 
     name: str
@@ -88,15 +104,19 @@ class RegisteredModel:
     options_url: str | None = None
     weight_url: str | None = None
     archive_url: str | None = None
+    archive_parts: tuple[str, ...] | None = None
     parameters_millions: float | None = None
     download_megabytes: float | None = None
     vocab_note: str | None = None
+    note: str | None = None
+    aliases: tuple[str, ...] = ()
 
     @property
     def urls(self) -> tuple[str, ...]:
         """Every URL the model is downloaded from."""
         return tuple(url for url in (self.options_url, self.weight_url,
-                                     self.archive_url) if url)
+                                     self.archive_url,
+                                     *(self.archive_parts or ())) if url)
 
 
 def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
@@ -107,14 +127,18 @@ def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
         raise PretrainedModelError(
             f"{where}: expected the fields {sorted(fields)}, found "
             f"unknown {unknown}")
+    for field in ("archive_parts", "aliases"):
+        if isinstance(row.get(field), list):
+            row = {**row, field: tuple(row[field])}
     try:
         model = RegisteredModel(**row)
     except TypeError as e:
         raise PretrainedModelError(f"{where}: {e}") from None
-    if not _NAME.match(model.name):
-        raise PretrainedModelError(
-            f"{where}: field 'name': expected lower-case letters, digits, "
-            f"'.' and '-', found {model.name!r}")
+    for name in (model.name, *model.aliases):
+        if not isinstance(name, str) or not _NAME.match(name):
+            raise PretrainedModelError(
+                f"{where}: field 'name' or 'aliases': expected lower-case "
+                f"letters, digits, '.' and '-', found {name!r}")
     if model.format not in FORMATS:
         raise PretrainedModelError(
             f"{where} ({model.name}): field 'format': expected one of "
@@ -124,9 +148,9 @@ def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
                         and not model.archive_url)
         expected = "options_url and weight_url, no archive_url"
     else:
-        files_ok = bool(model.archive_url and not model.options_url
-                        and not model.weight_url)
-        expected = "archive_url alone"
+        files_ok = (bool(model.archive_url) != bool(model.archive_parts)
+                    and not model.options_url and not model.weight_url)
+        expected = "archive_url or archive_parts alone"
     if not files_ok:
         raise PretrainedModelError(
             f"{where} ({model.name}): a {model.format} model: expected "
@@ -151,19 +175,29 @@ def registered_models() -> dict[str, RegisteredModel]:
     source = f"{__package__}/{REGISTRY_FILE}"
     rows = json.loads(resource.read_text(encoding="utf-8"))["models"]
     models: dict[str, RegisteredModel] = {}
+    taken: set[str] = set()
     for index, row in enumerate(rows):
         model = _check_row(row, index, source)
-        if model.name in models:
-            raise PretrainedModelError(
-                f"{source}: models[{index}]: name {model.name!r} is "
-                "registered twice")
+        for name in (model.name, *model.aliases):
+            if name in taken:
+                raise PretrainedModelError(
+                    f"{source}: models[{index}]: name {name!r} is "
+                    "registered twice")
+            taken.add(name)
         models[model.name] = model
     return models
 
 
+@functools.cache
+def _by_alias() -> dict[str, RegisteredModel]:
+    return {alias: model for model in registered_models().values()
+            for alias in model.aliases}
+
+
 def registered_model(name: str) -> RegisteredModel | None:
-    """The model registered as ``name``, or None."""
-    return registered_models().get(name)
+    """The model registered as ``name`` or with ``name`` as an alias, or
+    None."""
+    return registered_models().get(name) or _by_alias().get(name)
 
 
 def mirror_from_environment() -> str | None:

@@ -79,6 +79,7 @@ from bilm_keras.pretrained.model_layout import (
     PADDLE_FLUID,
     PADDLENLP,
     PDPARAMS_SUFFIX,
+    TF1_CHECKPOINT,
     TFHUB_TF1,
     ModelLayout,
     find_model_layout,
@@ -150,7 +151,9 @@ def _unknown_spec(spec: str) -> PretrainedModelError:
     looks_like_name = (os.sep not in spec and "/" not in spec
                        and _strip_archive_suffix(spec) == spec)
     if looks_like_name:
-        close = difflib.get_close_matches(spec, list(registered_models()),
+        names = [name for model in registered_models().values()
+                 for name in (model.name, *model.aliases)]
+        close = difflib.get_close_matches(spec, names,
                                           n=3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         return PretrainedModelError(
@@ -270,13 +273,48 @@ def _check_weights(weight_file: str, label: str,
             f"{os.path.getsize(weight_file):,} bytes of something else")
 
 
+#: the metadata NLPL's zips carry beside the model (not read)
+NLPL_META = "meta.json"
+
+
+def _settle_options(options_file: str, name: str) -> None:
+    """Sets ``n_characters`` 261 (as trained) to 262 (bilm-tf's value for
+    prediction, which both describe) in a copy we own, saying so."""
+    import json
+
+    with open(options_file, encoding="utf-8") as f:
+        options = json.load(f)
+    char_cnn = options.get("char_cnn")
+    if isinstance(char_cnn, dict) and char_cnn.get("n_characters") == 261:
+        char_cnn["n_characters"] = 262
+        with open(options_file, "w", encoding="utf-8") as f:
+            json.dump(options, f)
+        logger.info("%s: options give n_characters 261 (as trained); set "
+                    "to 262, bilm-tf's value for prediction", name)
+
+
+def _note_extras(layout: ModelLayout, model_dir: str, name: str) -> None:
+    """One line for each file of a published archive beside the model."""
+    if os.path.isfile(os.path.join(model_dir, NLPL_META)):
+        logger.info("%s: %s is the publisher's metadata, kept beside the "
+                    "model and not read", name, NLPL_META)
+    if layout.checkpoint is not None:
+        rel = os.path.relpath(layout.checkpoint, layout.model_dir)
+        logger.info("%s: the TF1 checkpoint %s beside the weights is kept "
+                    "in the model's folder, for train --init_checkpoint",
+                    name, rel)
+    if layout.vocab_file is None:
+        logger.info("%s: no vocabulary in the archive (character input "
+                    "needs none)", name)
+
+
 def _bilm_tf_folder(layout: ModelLayout, staging: str, label: str,
-                    root: str) -> tuple[str, str | None]:
+                    root: str, name: str) -> tuple[str, str | None]:
     """Checks an extracted bilm-tf model (errors shown against ``label``,
     its files relative to the archive's ``root``), then moves its folder
     (ours, under ``tmp/``) to ``staging/model``, the two files under the
-    cache's names. Returns the folder and the vocabulary's file name (or
-    None)."""
+    cache's names, saying in one line each what was changed. Returns the
+    folder and the vocabulary's file name (or None)."""
     _check_options(layout.options_file, label, root)
     _check_weights(layout.weight_file, label, root)
     model_dir = os.path.join(staging, "model")
@@ -286,10 +324,50 @@ def _bilm_tf_folder(layout: ModelLayout, staging: str, label: str,
                           layout.vocab_file) if path}
     os.replace(moved[layout.options_file],
                os.path.join(model_dir, OPTIONS_FILE))
+    if os.path.basename(layout.weight_file) != WEIGHT_FILE:
+        logger.info("%s: %s is the weights, saved as %s", name,
+                    os.path.basename(layout.weight_file), WEIGHT_FILE)
     os.replace(moved[layout.weight_file],
                os.path.join(model_dir, WEIGHT_FILE))
+    _settle_options(os.path.join(model_dir, OPTIONS_FILE), name)
+    _note_extras(layout, model_dir, name)
     vocab = (os.path.basename(layout.vocab_file) if layout.vocab_file
              and os.path.isfile(moved[layout.vocab_file]) else None)
+    return model_dir, vocab
+
+
+def _dump_checkpoint(layout: ModelLayout, staging: str, label: str,
+                     root: str | None, name: str, *,
+                     move: bool) -> tuple[str, str | None]:
+    """A bilm-tf TF1 training checkpoint without weights HDF5 (DeepPavlov's
+    LM-ready archives): its folder becomes ``staging/model`` as it is (a
+    save_dir ``train --init_checkpoint`` takes), with the checkpoint's
+    dump as ``lm_weights.hdf5`` beside it. Returns the folder and the
+    vocabulary's file name (or None)."""
+    import shutil
+
+    from bilm_keras.weights.bilm_tf_checkpoint import dump_tf1_checkpoint
+
+    _check_options(layout.options_file, label, root)
+    model_dir = os.path.join(staging, "model")
+    if move:
+        os.rename(layout.model_dir, model_dir)
+    else:
+        shutil.copytree(layout.model_dir, model_dir)
+    options = os.path.join(model_dir, os.path.basename(layout.options_file))
+    os.replace(options, os.path.join(model_dir, OPTIONS_FILE))
+    try:
+        prefix = dump_tf1_checkpoint(model_dir,
+                                     os.path.join(model_dir, WEIGHT_FILE))
+    except ValueError as e:
+        raise PretrainedModelError(
+            _relabel(str(e), model_dir, label)) from None
+    logger.info("%s: the weights are the dump of its TF1 checkpoint %s, "
+                "saved as %s beside it", name,
+                os.path.relpath(prefix, model_dir), WEIGHT_FILE)
+    _settle_options(os.path.join(model_dir, OPTIONS_FILE), name)
+    vocab = (os.path.basename(layout.vocab_file) if layout.vocab_file
+             else None)
     return model_dir, vocab
 
 
@@ -378,13 +456,17 @@ def _from_archive(archive: str, staging: str, *, name: str, spec: str,
     elif layout.format in (PADDLE_FLUID, PADDLENLP):
         _say(progress, f"{name}: converting the Paddle model")
         model_dir, vocab = _convert_paddle(layout, staging, label, extracted)
+    elif layout.format == TF1_CHECKPOINT:
+        _say(progress, f"{name}: dumping the TF1 checkpoint's weights")
+        model_dir, vocab = _dump_checkpoint(layout, staging, label,
+                                            extracted, name, move=True)
     elif layout.format == TFHUB_TF1:
         _say(progress, f"{name}: converting the TF1 Hub module")
         model_dir, vocab = _convert_tfhub(layout, staging, label,
                                           extracted), None
     else:
         model_dir, vocab = _bilm_tf_folder(layout, staging, label,
-                                           extracted)
+                                           extracted, name)
     return model_dir, _manifest(name, layout.format, spec, sources, vocab)
 
 
@@ -397,6 +479,12 @@ def _registered(model: RegisteredModel, spec: str, cache_dir: str,
             # here, not before: a cached model needs no mirror (nor a
             # valid one)
             urls = [mirrored_url(url, mirror) for url in model.urls]
+            if model.archive_parts:
+                archive = _joined_parts(urls, staging, model.name, progress)
+                return _from_archive(
+                    archive, staging, name=model.name, spec=spec,
+                    label=urls[0], sources=urls, progress=progress,
+                    remove_archive=True)
             if model.archive_url:
                 archive = os.path.join(staging, "archive")
                 download_file(urls[0], archive, label=model.name,
@@ -421,6 +509,25 @@ def _registered(model: RegisteredModel, spec: str, cache_dir: str,
             raise PretrainedModelError(f"{model.name}: {e}") from None
 
     return _cached(cache_dir, model.name, spec, build, progress)
+
+
+def _joined_parts(urls, staging: str, name: str, progress: bool) -> str:
+    """Downloads an archive published in pieces and joins them, in
+    order, into ``staging/archive``, saying so in one line."""
+    import shutil
+
+    archive = os.path.join(staging, "archive")
+    with open(archive, "wb") as out:
+        for k, url in enumerate(urls):
+            part = os.path.join(staging, f"part-{k:02d}")
+            download_file(url, part, label=f"{name} part {k + 1} of "
+                          f"{len(urls)}", progress=progress)
+            with open(part, "rb") as f:
+                shutil.copyfileobj(f, out, 1 << 20)
+            os.remove(part)
+    logger.info("%s: joined the %d parts of its archive, in order", name,
+                len(urls))
+    return archive
 
 
 def _url(url: str, spec: str, cache_dir: str,
@@ -482,6 +589,10 @@ def _local_directory(path: str, spec: str, cache_dir: str,
         if layout.format == ELMOFORMANYLANGS:
             _say(progress, f"{name}: converting the ELMoForManyLangs model")
             out, vocab = _convert(model_dir, staging, path, None), None
+        elif layout.format == TF1_CHECKPOINT:
+            _say(progress, f"{name}: dumping the TF1 checkpoint's weights")
+            out, vocab = _dump_checkpoint(layout, staging, path, None, name,
+                                          move=False)
         elif layout.format == TFHUB_TF1:
             _say(progress, f"{name}: converting the TF1 Hub module")
             out, vocab = _convert_tfhub(layout, staging, path, None), None

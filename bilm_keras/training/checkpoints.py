@@ -25,6 +25,7 @@ from typing import Callable, Optional
 import tensorflow as tf
 
 from bilm_keras._utils.disk_full import reporting_disk_full
+from bilm_keras._utils.settings import check_int
 
 #: the fewest checkpoints a run keeps (``max_to_keep``): should the newest
 #: be damaged later (a kill during a copy, a disk error), the one before it
@@ -71,9 +72,7 @@ class CheckpointWriter:
     def __init__(self, checkpoint: tf.train.Checkpoint, directory: str, *,
                  max_to_keep: int, n_bytes: Optional[int] = None,
                  before_save: Optional[Callable[[], None]] = None):
-        if max_to_keep < MIN_CHECKPOINTS_KEPT:
-            raise ValueError(f"max_to_keep: expected an integer >= "
-                             f"{MIN_CHECKPOINTS_KEPT}, found {max_to_keep}")
+        check_int("max_to_keep", max_to_keep, MIN_CHECKPOINTS_KEPT)
         self.directory = directory
         self.manager = tf.train.CheckpointManager(
             checkpoint, directory, max_to_keep=max_to_keep,

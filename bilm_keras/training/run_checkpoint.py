@@ -40,6 +40,7 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.problem_list import fit_problems, problem_list
+from bilm_keras._utils.settings import is_int
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
@@ -396,7 +397,7 @@ class RunCheckpoint:
                 {key + suffix: shape for key, shape in expected.items()},
                 {key + suffix: _shape(run.accumulators.get(key))
                  for key in expected}, extra=())
-        if not isinstance(run.step, (int, np.integer)) or run.step < 0:
+        if not is_int(run.step) or run.step < 0:
             problems.append(f"step: expected an integer >= 0, found "
                             f"{run.step!r}")
         if problems:

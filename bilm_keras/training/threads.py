@@ -35,6 +35,8 @@ import logging
 import os
 from typing import Optional
 
+from bilm_keras._utils.settings import check_int
+
 logger = logging.getLogger(__name__)
 
 #: the environment variables TensorFlow reads for the two pools' sizes
@@ -77,13 +79,8 @@ def configure_training_threads(
         RuntimeError: explicit counts asked for in a process where
             TensorFlow has already run an op and its pools differ.
     """
-    for name, value in (("intra_op_threads", intra_op),
-                        ("inter_op_threads", inter_op)):
-        if value is not None and (isinstance(value, bool)
-                                  or not isinstance(value, int)
-                                  or value < 0):
-            raise ValueError(f"{name}: expected an integer >= 0 or None, "
-                             f"found {value!r}")
+    check_int("intra_op_threads", intra_op, 0, optional=True)
+    check_int("inter_op_threads", inter_op, 0, optional=True)
     import tensorflow as tf
 
     threading = tf.config.threading

@@ -11,6 +11,13 @@ that made them, in one of two generations:
 * TF 1.2 (the published training checkpoints):
   ``lm/RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/{W_0,B,W_P_0}``;
 
+DeepPavlov's ELMo trainer builds bilm-tf's training graph again (TF >= 1.5
+names, ``static_rnn``, the same softmax, Adagrad slots, ``global_step``
+and ``train_perplexity``) and saves it as ``saves/model`` beside
+``options.json`` and ``vocab.txt``: its LM-ready archives are such a
+save_dir, read as bilm-tf's
+(:func:`~bilm_keras.weights.checkpoint_files.checkpoint_dir`).
+
 and the char-CNN (``lm/char_embed``, ``lm/CNN/W_cnn_0``, ...), the token
 table (``lm/embedding``) and the softmax (``lm/softmax/W``,
 ``lm/softmax/b``) alike in both. Each variable has its Adagrad accumulator
@@ -37,6 +44,7 @@ or cut short is passed over (:mod:`~bilm_keras.weights.checkpoint_files`).
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
 from typing import (
     Callable,
@@ -65,13 +73,17 @@ from bilm_keras.weights.bilm_tf_names import (
     TF_1_2,
     TF_1_5,
     checkpoint_name,
+    dataset_name,
     lstm_generation,
 )
 from bilm_keras.weights.checkpoint_files import (
     checkpoint_damage,
+    checkpoint_dir,
     list_checkpoints,
     resolve_checkpoint,
 )
+
+logger = logging.getLogger(__name__)
 
 #: :attr:`SaveDirCheckpoint.kind` of a checkpoint bilm-tf's ``train()`` wrote
 BILM_TF = "bilm_tf"
@@ -191,6 +203,10 @@ def locate_checkpoint(save_dir: str | os.PathLike, *,
         raise CheckpointFileError(
             f"{save_dir}: no such directory (expected a save_dir with a "
             "checkpoint)")
+    folder = checkpoint_dir(save_dir)
+    if folder != os.path.normpath(save_dir):
+        logger.info("%s: reading the checkpoint in %s, beside options.json "
+                    "as DeepPavlov's ELMo saves it", save_dir, folder)
     if checkpoint is not None:
         prefix = resolve_checkpoint(save_dir, checkpoint)
         problem = checkpoint_damage(prefix)
@@ -460,3 +476,43 @@ def save_bilm_tf_dump(checkpoint: BilmTFCheckpoint,
     with atomic_hdf5(outfile) as fout:
         for name, value in checkpoint.read_hdf5_datasets():
             fout.create_dataset(name, data=value)
+
+
+def dump_tf1_checkpoint(save_dir: str | os.PathLike,
+                        outfile: str | os.PathLike) -> str:
+    """Writes bilm-tf's ``dump_weights`` file of a save_dir's newest whole
+    bilm-tf checkpoint without a model: every ``lm/...`` weight but the
+    softmax, float32, under its dataset name, atomically.
+
+    A published training checkpoint (DeepPavlov's LM-ready archives, a
+    ``save_dir`` shipped beside its weights) is made usable this way. Its
+    shapes are checked against the options when the file is loaded.
+
+    Returns:
+        The checkpoint's prefix.
+
+    Raises:
+        CheckpointFileError: see :func:`locate_checkpoint`; no ``lm/``
+            weights.
+    """
+    # its folder directly: the caller says what it read, once
+    found = locate_checkpoint(checkpoint_dir(save_dir))
+    names = [name for name in sorted(found.shapes)
+             if name.startswith(LM_SCOPE)
+             and not name.endswith(ADAGRAD_SUFFIX)
+             and not name.startswith(SOFTMAX_SCOPE)]
+    if not names:
+        raise CheckpointFileError(
+            f"{found.path}: no 'lm/...' weights to dump")
+    reader = tf.train.load_checkpoint(found.path)
+    with atomic_hdf5(outfile) as fout:
+        for name in names:
+            try:
+                value = np.asarray(reader.get_tensor(name), np.float32)
+            except (tf.errors.OpError, RuntimeError) as e:
+                raise CheckpointFileError(
+                    f"{found.path}: cannot read {name} "
+                    f"({str(e).splitlines()[0]})") from None
+            fout.create_dataset(dataset_name(name, found.generation),
+                                data=value)
+    return found.path

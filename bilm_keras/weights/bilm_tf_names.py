@@ -182,6 +182,36 @@ def checkpoint_name(dataset: str, generation: str) -> str:
     return LM_SCOPE + tf1_name(dataset, generation)
 
 
+_TF_1_5_VARIABLE = re.compile(
+    r"RNN_(\d+)/rnn/multi_rnn_cell/cell_(\d+)/lstm_cell/"
+    r"(kernel|bias|projection/kernel)")
+_TF_1_5_DATASET_LEAF = {v: k for k, v in _TF_1_5_LEAF.items()}
+
+
+def dataset_name(variable: str, generation: str) -> str:
+    """The HDF5 dataset of a training checkpoint's ``variable`` (under
+    :data:`LM_SCOPE`): what bilm-tf's ``dump_weights`` names it, the
+    inverse of :func:`checkpoint_name`.
+
+    Example:
+        >>> dataset_name("lm/RNN_1/rnn/multi_rnn_cell/cell_0/lstm_cell/"
+        ...              "projection/kernel", TF_1_5)
+        'RNN_1/RNN/MultiRNNCell/Cell0/LSTMCell/W_P_0'
+        >>> dataset_name("lm/CNN_high_0/W_carry", TF_1_2)
+        'CNN_high_0/W_carry'
+    """
+    if not variable.startswith(LM_SCOPE):
+        raise ValueError(f"variable: expected a name under {LM_SCOPE!r}, "
+                         f"found {variable!r}")
+    name = variable[len(LM_SCOPE):]
+    lstm = _TF_1_5_VARIABLE.fullmatch(name)
+    if generation != TF_1_5 or lstm is None:
+        return name
+    direction, layer, leaf = lstm.groups()
+    return (lstm_hdf5_prefix(int(direction), int(layer)) + "/"
+            + _TF_1_5_DATASET_LEAF[leaf])
+
+
 def lstm_generation(names: Iterable[str], scope: str = LM_SCOPE,
                     generations: Sequence[str] = GENERATIONS
                     ) -> Optional[str]:

@@ -19,7 +19,9 @@ than its index says; a cut-short index has no table footer.
 :func:`list_checkpoints` lists a save_dir's checkpoints newest first, both
 bilm-tf's (``model.ckpt-N``) and ours (``model-N``), including those its
 ``checkpoint`` state file names but whose files are gone, and
-:func:`resolve_checkpoint` finds the one a user names. Neither imports
+:func:`resolve_checkpoint` finds the one a user names. DeepPavlov's ELMo
+keeps its checkpoint (``saves/model``) in a folder :data:`DEEPPAVLOV_SAVES`
+beside ``options.json``: :func:`checkpoint_dir` finds it there. Neither imports
 TensorFlow (the command line checks a ``--checkpoint`` before it loads);
 reading an index does, for its protocol buffers.
 """
@@ -34,6 +36,7 @@ import re
 import struct
 from typing import Dict, List, Optional, Tuple
 
+from bilm_keras._utils.problem_list import name_list
 from bilm_keras._utils.settings import SettingError
 
 #: the last 8 bytes of a LevelDB table (``kTableMagicNumber``)
@@ -44,6 +47,8 @@ _FOOTER_BYTES = 48
 _BLOCK_TRAILER_BYTES = 5
 _DATA_SHARD = re.compile(r"\.data-(\d{5})-of-(\d{5})$")
 _STEP = re.compile(r"-(\d+)$")
+#: the folder of DeepPavlov's ELMo checkpoint, beside its ``options.json``
+DEEPPAVLOV_SAVES = "saves"
 
 
 class CheckpointIndexError(ValueError):
@@ -256,6 +261,31 @@ def _has_files(prefix: str) -> bool:
             or bool(glob.glob(glob.escape(prefix) + ".data-*")))
 
 
+def _holds_checkpoint(folder: str, state_file: str) -> bool:
+    pattern = os.path.join(glob.escape(folder), "*")
+    return (os.path.isfile(os.path.join(folder, state_file))
+            or bool(glob.glob(pattern + ".index"))
+            or bool(glob.glob(pattern + ".data-*")))
+
+
+def checkpoint_dir(save_dir: str | os.PathLike,
+                   state_file: str = "checkpoint") -> str:
+    """The folder of ``save_dir``'s checkpoints: ``save_dir`` itself, or
+    its :data:`DEEPPAVLOV_SAVES` folder when only that holds one
+    (DeepPavlov's ELMo saves ``saves/model`` beside ``options.json``).
+
+    Example:
+        >>> checkpoint_dir("/nonexistent/run")
+        '/nonexistent/run'
+    """
+    save_dir = os.path.normpath(os.fspath(save_dir))
+    saves = os.path.join(save_dir, DEEPPAVLOV_SAVES)
+    if (not _holds_checkpoint(save_dir, state_file)
+            and os.path.isdir(saves) and _holds_checkpoint(saves, state_file)):
+        return saves
+    return save_dir
+
+
 def list_checkpoints(save_dir: str | os.PathLike,
                      state_file: str = "checkpoint") -> List[str]:
     """Every checkpoint prefix of ``save_dir``, newest first.
@@ -264,9 +294,11 @@ def list_checkpoints(save_dir: str | os.PathLike,
     ``state_file`` names it (its files may all be gone). Newest is the
     highest number at the end of the name (the global step, in bilm-tf's
     ``model.ckpt-N`` and our ``model-N`` alike); among equal numbers, the
-    one the state file names as the latest first.
+    one the state file names as the latest first. A save_dir in
+    DeepPavlov's layout lists those of its ``saves/``
+    (:func:`checkpoint_dir`).
     """
-    save_dir = os.path.normpath(os.fspath(save_dir))
+    save_dir = checkpoint_dir(save_dir, state_file)
     found = set()
     for path in glob.glob(os.path.join(glob.escape(save_dir), "*.index")):
         found.add(path[: -len(".index")])
@@ -290,7 +322,7 @@ def resolve_checkpoint(save_dir: str | os.PathLike, name: str) -> str:
         SettingError: (field ``checkpoint``) no checkpoint of that name;
             the message lists the save_dir's.
     """
-    save_dir = os.fspath(save_dir)
+    save_dir = checkpoint_dir(save_dir)
     name = os.fspath(name)
     base = re.sub(r"\.(index|data-\d{5}-of-\d{5}|meta)$", "", name)
     for prefix in (os.path.join(save_dir, base), base):
@@ -300,5 +332,4 @@ def resolve_checkpoint(save_dir: str | os.PathLike, name: str) -> str:
     raise SettingError(
         "checkpoint",
         f"expected a checkpoint of {save_dir} "
-        f"({', '.join(known[:6]) or 'it has none'}"
-        f"{', ...' if len(known) > 6 else ''}), found {name!r}")
+        f"({name_list(known, empty='it has none')}), found {name!r}")

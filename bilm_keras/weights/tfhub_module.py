@@ -59,7 +59,7 @@ from typing import Dict, List, Optional, Tuple
 import numpy as np
 
 from bilm_keras._utils.atomic_files import atomic_directory, hdf5_for_writing
-from bilm_keras._utils.problem_list import problem_list
+from bilm_keras._utils.problem_list import fit_problems, problem_list
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.weights.bilm_tf_names import (
     CHAR_EMBED,
@@ -507,24 +507,19 @@ def read_tfhub_module(path: str | os.PathLike, *,
     _fill_unshaped(path, options, graph, given, options_file)
     family, mix, mix_names = _read_mix(
         path, reader, shapes, options["lstm"]["n_layers"] + 1)
-    # every expected variable, with its shape; every other one named
-    problems = []
-    datasets = []
+    # every expected variable, with its shape; every other weight named
+    datasets, expected = [], {}
     for dataset, shape in expected_shapes(options):
         name = MODEL_SCOPE + tf1_name(dataset, generation)
-        found = shapes.get(name)
-        if found is None or tuple(found) != shape:
-            problems.append(f"{name}: the inferred options give shape "
-                            f"{shape}, the module has "
-                            f"{'none' if found is None else tuple(found)}")
         datasets.append((dataset, name))
-    used = {name for _, name in datasets} | set(mix_names)
-    unknown = sorted(
+        expected[name] = shape
+    weights = sorted(
         name for name in shapes
-        if name not in used and not STATE_CACHE.match(name)
+        if name not in mix_names and not STATE_CACHE.match(name)
         and not _NOT_WEIGHTS.search(name))
-    problems += [f"{name}: unknown variable {tuple(shapes[name])}"
-                 for name in unknown]
+    problems = fit_problems(
+        expected, {name: tuple(shape) for name, shape in shapes.items()},
+        weights)
     if problems:
         raise TFHubModuleError(
             f"{path}: the variables do not fit one bilm-tf biLM: "

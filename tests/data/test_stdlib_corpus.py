@@ -92,8 +92,8 @@ def test_max_sentences_and_stale_shards(tmp_path):
     assert count_tokens(second["train_prefix"])["n_files"] == 2
     assert count_tokens(second["train_prefix"])["n_sentences"] == (
         second["n_train_sentences"])
-    with pytest.raises(ValueError, match="n_train_shards: expected an int "
-                                         ">= 1, found 0"):
+    with pytest.raises(ValueError, match="n_train_shards: expected an "
+                                         "integer >= 1, found 0"):
         write_stdlib_corpus(tmp_path, n_train_shards=0)
     with pytest.raises(ValueError, match="gave 3 sentences"):
         write_stdlib_corpus(tmp_path, n_train_shards=3, max_sentences=3)

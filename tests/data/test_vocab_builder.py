@@ -72,7 +72,7 @@ def test_special_tokens_in_corpus_not_duplicated(tmp_path):
 def test_bad_input(tmp_path, corpus):
     with pytest.raises(CorpusError, match=r"missing/\*: no corpus file"):
         build_vocab(str(tmp_path / "missing" / "*"), str(tmp_path / "v.txt"))
-    with pytest.raises(ValueError, match="min_count: expected an int >= 1, "
+    with pytest.raises(ValueError, match="min_count: expected an integer >= 1, "
                                          "found 0"):
         build_vocab(corpus, str(tmp_path / "v.txt"), min_count=0)
     with pytest.raises(ValueError, match="max_size: expected None or an int "

@@ -96,8 +96,8 @@ def test_mix_of_token_input_is_a_numpy_mix_of_all_layers(model_dir,
     ({"options_file": "o.json"}, "weight_file: expected the weights"),
     ({"model": "m", "spec": {"output": "top"}}, "spec: expected an "
                                                 "EmbeddingSpec"),
-    ({"model": "m", "batch_sentences": 0}, "batch_sentences: expected a "
-                                           "positive integer"),
+    ({"model": "m", "batch_sentences": 0}, "batch_sentences: expected an "
+                                           "integer >= 1"),
     ({"model": "m", "batch_size": -1}, "batch_size: expected"),
 ])
 def test_bad_settings_are_named_before_any_worker_starts(arguments, match):

@@ -180,7 +180,8 @@ def test_many_distinct_tokens_cross_chunks(random_model):
 def test_bad_batch_size(model_dir, bad):
     model = BidirectionalLanguageModel(model_dir / "options.json",
                                        model_dir / "lm_weights.hdf5")
-    with pytest.raises(ValueError, match="batch_size: expected a positive"):
+    with pytest.raises(ValueError,
+                       match="batch_size: expected an integer >= 1"):
         model.embed_sentences([["a"]], batch_size=bad)
 
 
@@ -313,7 +314,8 @@ def test_bad_output_arguments(fixture_model, kwargs, error, match):
 
 
 def test_bad_chunk_size(fixture_model):
-    with pytest.raises(ValueError, match="chunk_size: expected a positive"):
+    with pytest.raises(ValueError,
+                       match="chunk_size: expected an integer >= 1"):
         fixture_model.iter_embeddings([["a"]], chunk_size=0)
 
 
@@ -410,12 +412,12 @@ def test_embedder_pieces(fixture_model):
 
 @pytest.mark.parametrize("kwargs,error,match", [
     ({"token_chunk_size": 0}, ValueError,
-     "token_chunk_size: expected a positive integer, found 0"),
+     "token_chunk_size: expected an integer >= 1, found 0"),
     ({"token_chunk_size": True}, ValueError, "token_chunk_size: expected"),
     ({"compute_tokens": None}, ValueError,
-     "compute_tokens: expected a positive integer, found None"),
+     "compute_tokens: expected an integer >= 1, found None"),
     ({"compute_sentences": 0}, ValueError,
-     "compute_sentences: expected a positive integer, found 0"),
+     "compute_sentences: expected an integer >= 1, found 0"),
     ({"concurrent_directions": 1}, TypeError,
      "concurrent_directions: expected a bool, found 1"),
 ])

@@ -61,11 +61,11 @@ def test_budget_every_index_exactly_once(n, tokens):
 
 
 @pytest.mark.parametrize("kwargs,match", [
-    (dict(max_sentences=0), r"max_sentences: expected a positive integer, "
+    (dict(max_sentences=0), r"max_sentences: expected an integer >= 1, "
                             r"found 0"),
     (dict(max_sentences=True), r"max_sentences: .* found True"),
-    (dict(max_sentences=2, max_tokens=0), r"max_tokens: expected a positive "
-                                          r"integer, found 0"),
+    (dict(max_sentences=2, max_tokens=0), r"max_tokens: expected an integer >= "
+                                          r"1 or None, found 0"),
 ])
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -87,7 +87,10 @@ def test_the_44_manylangs_models_and_zhs():
     assert zhs.archive_url == "http://39.96.43.154/zhs.model.tar.bz2"
     assert zhs.format == "elmoformanylangs" and zhs.language_code == "zh"
     assert "simplified" in zhs.language
-    assert len(models) == 6 + 44 + 1 + 1  # + paddle-baike-zh
+    # + paddle-baike-zh, google/elmo's 3 modules, DeepPavlov's 3 modules
+    # and 3 LM-ready archives, RusVectores' 3 and NorELMo's 4 NLPL models,
+    # embeddia-sl, german-tsystems and the 7 cross-lingual models
+    assert len(models) == 6 + 44 + 1 + 1 + 3 + 3 + 3 + 3 + 4 + 1 + 1 + 7
 
 
 def test_every_row_is_complete():
@@ -122,3 +125,58 @@ def test_a_bad_mirror_names_the_variable(mirror):
     with pytest.raises(PretrainedModelError,
                        match="BILM_KERAS_MODEL_MIRROR=.*expected an http"):
         mirrored_url("http://vectors.nlpl.eu/repository/11/179.zip", mirror)
+
+
+def test_the_bilm_tf_families_have_their_publishers_urls():
+    models = registered_models()
+    for version in (1, 2, 3):
+        model = models[f"tfhub-elmo-{version}"]
+        assert model.format == "tfhub-tf1"
+        assert model.archive_url == (
+            "https://www.kaggle.com/models/google/elmo/TensorFlow1/elmo/"
+            f"{version}?tf-hub-format=compressed")
+    assert models["deeppavlov-ru-wiki"].archive_url == (
+        "http://files.deeppavlov.ai/deeppavlov_data/"
+        "elmo_ru-wiki_600k_steps.tar.gz")
+    assert models["deeppavlov-ru-twitter"].archive_url.endswith(
+        "/elmo_ru-twitter_2013-01_2018-04_600k_steps.tar.gz")
+    for name in ("ru-news", "ru-twitter", "ru-wiki"):
+        model = models[f"deeppavlov-{name}-lm"]
+        assert model.format == "tf1-checkpoint"
+        assert model.archive_url == (
+            "http://files.deeppavlov.ai/deeppavlov_data/"
+            f"elmo-lm-ready4fine-tuning-{name}.tar.gz")
+    for number in (210, 211, 217, 218):
+        model = models[f"nlpl-{number}"]
+        assert model.format == "bilm-tf-archive"
+        assert model.archive_url == (
+            f"http://vectors.nlpl.eu/repository/20/{number}.zip")
+        assert "Kutuzov et al. 2021" in model.citation
+    german = models["german-tsystems"]
+    assert german.archive_url is None
+    assert german.archive_parts == tuple(
+        "https://github.com/t-systems-on-site-services-gmbh/"
+        "german-elmo-model/releases/download/files_1/"
+        f"bilm-output-result.tgz.part-{k:02d}" for k in range(4))
+    assert models["embeddia-sl"].archive_url.endswith(
+        "/11356/1277/slovenian-elmo.tar.gz")
+    xling = {n: m for n, m in models.items() if n.startswith("xling-")}
+    assert sorted(xling) == sorted(
+        f"xling-{c}" for c in ("en", "es", "fr", "it", "pt", "sv", "de"))
+    for name, model in xling.items():
+        code = name.split("-")[1]
+        assert model.language_code == code
+        assert model.options_url == ("https://www.dropbox.com/s/"
+                                     "ypjuzlf7kj957g3/options262.json?dl=1")
+        assert model.weight_url.endswith(f"/{code}_weights.hdf5?dl=1")
+        assert "Schuster et al. 2019" in model.citation
+    assert models["nlpl-217"].aliases == ("norelmo-30",)
+    assert models["nlpl-195"].archive_url == (
+        "http://vectors.nlpl.eu/repository/11/195.zip")
+    assert registered_model(
+        "araneum-lemmas-elmo-2048-2020") is models["nlpl-212"]
+    assert registered_model("norelmo-100") is models["nlpl-218"]
+    # every row that does not know a fact says so
+    for name in ("nlpl-210", "embeddia-sl", "xling-de",
+                 "deeppavlov-ru-wiki-lm"):
+        assert "not known" in models[name].note, name

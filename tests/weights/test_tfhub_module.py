@@ -123,8 +123,8 @@ def test_a_module_without_a_weight_we_need_is_refused(tmp_path):
     tensors = _tensors()
     del tensors["bilm/CNN_high_1/b_carry"]
     _refused(tmp_path, _module_with(tmp_path, tensors),
-             r"bilm/CNN_high_1/b_carry: the inferred options give "
-             r"shape \(124,\), the module has none$")
+             r"bilm/CNN_high_1/b_carry: options give "
+             r"shape \(124,\), checkpoint has none$")
 
 
 def test_a_module_without_the_bilm_is_refused(tmp_path):
@@ -142,15 +142,16 @@ def test_an_unknown_variable_is_named(tmp_path):
     tensors["bilm/CNN/W_cnn_0/Adagrad"] = np.ones((1, 1, 4, 4), np.float32)
     _refused(tmp_path, _module_with(tmp_path, tensors),
              r"do not fit one bilm-tf biLM: bilm/CNN_high_0/W_gate: "
-             r"unknown variable \(124, 124\)$")
+             r"in the checkpoint \(124, 124\), not in the model the "
+             r"options describe$")
 
 
 def test_a_shape_that_contradicts_the_inferred_options_is_refused(tmp_path):
     tensors = _tensors()
     tensors["bilm/CNN_high_1/W_transform"] = np.zeros((124, 120), np.float32)
     _refused(tmp_path, _module_with(tmp_path, tensors),
-             r"bilm/CNN_high_1/W_transform: the inferred options give shape "
-             r"\(124, 124\), the module has \(124, 120\)")
+             r"bilm/CNN_high_1/W_transform: options give shape "
+             r"\(124, 124\), checkpoint has \(124, 120\)")
 
 
 def test_an_options_file_that_contradicts_the_shapes_is_refused(tmp_path):
