@@ -8,17 +8,17 @@ families. Each is one :class:`CheckpointFamily` row of
   run's save_dir;
 * Paddle Fluid: a persistables directory, the baike model;
 * a TensorFlow save_dir: ours or bilm-tf's, in either TF1 generation of
-  its names. Its checkpoint's variable names tell the writer when it is
-  opened (:func:`~bilm_keras.training.run_checkpoint.
-  locate_run_checkpoint`), which needs TensorFlow.
+  its names, DeepPavlov's LM-ready folders among them. Its checkpoint's
+  variable names tell the writer when it is opened
+  (:func:`~bilm_keras.training.run_checkpoint.locate_run_checkpoint`),
+  which needs TensorFlow.
 
 :func:`detect_checkpoint` reads file names only, no TensorFlow, so
 ``bilm-keras train`` calls it before TensorFlow is imported. A family told
 by its files, such as a TF1 Hub module's folder, is one more row here: how
 its path is found, and the options it carries. A writer of TensorFlow
-checkpoints told by its variable names, such as DeepPavlov's TF1 language
-models, is one more ``CheckpointKind`` beside ours
-(:data:`~bilm_keras.training.run_checkpoint.RUN_CHECKPOINT`).
+checkpoints told by other variable names is one more ``CheckpointKind``
+beside ours (:data:`~bilm_keras.training.run_checkpoint.RUN_CHECKPOINT`).
 """
 
 from __future__ import annotations
