@@ -24,6 +24,7 @@ FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 PADDLENLP_RUN = FIXTURES / "paddlenlp_elmo" / "checkpoints"
 BAIKE = FIXTURES / "paddle_baike" / "checkpoint"
 BILM_TF_RUN = FIXTURES / "bilm_tf_run"
+DEEPPAVLOV = FIXTURES / "deeppavlov_lm" / "elmo-lm-ready4fine-tuning"
 
 
 @pytest.mark.parametrize("path,family,located", [
@@ -34,6 +35,7 @@ BILM_TF_RUN = FIXTURES / "bilm_tf_run"
      BILM_TF_RUN / "save_dir"),
     (BILM_TF_RUN / "save_dir_tf12", TENSORFLOW_SAVE_DIR,
      BILM_TF_RUN / "save_dir_tf12"),
+    (DEEPPAVLOV, TENSORFLOW_SAVE_DIR, DEEPPAVLOV),  # its saves/ read later
 ])
 def test_each_family_is_told_from_its_files(path, family, located):
     found = detect_checkpoint(path)
