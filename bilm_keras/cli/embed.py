@@ -23,6 +23,7 @@ from bilm_keras.cli._model_flags import (
     check_model_flags,
     resolve_model_flag,
 )
+from bilm_keras.embedding.shards import CHUNK_SIZE
 
 NAME = "embed"
 ALIAS = "dump_bilm_embeddings.py"
@@ -163,7 +164,6 @@ def _add_output_flags(parser):
                         metavar="W",
                         help="the mix from a trained ScalarMix's raw "
                              "weights (softmax applied)")
-    parser.set_defaults(output="all")
     parser.add_argument("--gamma", type=finite_float, default=None,
                         help="the mix's scale (--mix, --mix_logits; "
                              "default 1)")
@@ -191,7 +191,8 @@ def _add_run_flags(parser):
     add_precision_argument(
         parser, training=False, computes="the biLM's products",
         note="bfloat16 is faster, per-token cosine to float32 >= 0.9999")
-    parser.add_argument("--chunk_size", type=positive_int, default=4096,
+    parser.add_argument("--chunk_size", type=positive_int,
+                        default=CHUNK_SIZE,
                         help="sentences read, length-sorted and embedded "
                              "together; the run's progress is kept one "
                              "chunk at a time")
@@ -297,10 +298,13 @@ def embedding_spec(args):
     from bilm_keras.embedding.outputs import EmbeddingSpec
 
     mixed = args.mix_weights is not None or args.mix_logits is not None
-    return EmbeddingSpec(
+    given = dict(
         output="mix" if mixed else args.output, layers=args.layers,
         mix_weights=args.mix_weights, mix_logits=args.mix_logits,
-        gamma=args.gamma, dtype="float16" if args.float16 else "float32")
+        gamma=args.gamma, dtype="float16" if args.float16 else None)
+    # a flag not given: the field's default
+    return EmbeddingSpec(**{name: value for name, value in given.items()
+                            if value is not None})
 
 
 def dump_settings(args):
