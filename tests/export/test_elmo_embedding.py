@@ -2,13 +2,15 @@
 bilm-tf's reference embeddings and the embedding path, independent of
 its batch, with a mask Keras' own layers read."""
 
+import pathlib
+
 import keras
 import numpy as np
 import pytest
 import tensorflow as tf
 
 from bilm_keras import Batcher, ELMoEmbedding
-from helpers import load_reference_embeddings, run_layer_test
+from helpers import REPO_ROOT, load_reference_embeddings, run_layer_test
 
 P2 = 32  # the fixture's 2 * projection_dim
 ATOL = 1e-5
@@ -118,3 +120,57 @@ def test_layer_contract(mix_layer, model_dir, tmp_path):
     config = mix_layer.get_config()
     del config["name"]
     run_layer_test(ELMoEmbedding, config, ids, (2, 4, P2), tmp_path)
+
+
+# ------------------------------------------------- other families' models
+@pytest.mark.slow
+def test_a_converted_manylangs_model(manylangs_converted,
+                                     manylangs_reference):
+    ref = manylangs_reference
+    folder = str(pathlib.Path(manylangs_converted["options_file"]).parent)
+    layer = ELMoEmbedding.from_pretrained(folder, output="layers")
+    sentences = ref["sentences"]
+    # tokens with spaces inside cannot go through whitespace splitting
+    got = layer(_padded(sentences)).numpy()
+    for i, s in enumerate(sentences):
+        want = ref["all"][i]  # (3, n, 2P), upstream's, zero states
+        np.testing.assert_allclose(got[i, :, :len(s)], want, rtol=0,
+                                   atol=ATOL, err_msg=f"sentence {i}")
+
+
+@pytest.mark.slow
+def test_a_converted_paddle_baike_model(paddle_baike_converted,
+                                        paddle_baike_fixtures):
+    sentences = (paddle_baike_fixtures / "sentences.txt").read_text(
+        "utf-8").splitlines()
+    with np.load(paddle_baike_fixtures / "reference.npz") as f:
+        ref = dict(f)
+    layer = ELMoEmbedding.from_pretrained(paddle_baike_converted["outdir"],
+                                          output="layers")
+    got = layer(tf.constant(sentences)).numpy()
+    for i, sentence in enumerate(sentences):
+        n = len(sentence.split())
+        words = slice(1, n + 1)
+        emb = ref[f"s{i}_embedding"][words]
+        np.testing.assert_allclose(got[i, 0, :n], np.concatenate(
+            [emb, emb], -1), rtol=0, atol=ATOL)
+        for k in (1, 2):
+            np.testing.assert_allclose(got[i, k, :n], np.concatenate(
+                [ref[f"s{i}_fw_{k}"][words],
+                 ref[f"s{i}_bw_{k}"][::-1][words]], -1), rtol=0, atol=ATOL)
+
+
+@pytest.mark.slow
+def test_a_paddlenlp_pdparams(tmp_path):
+    fixtures = REPO_ROOT / "tests" / "fixtures" / "paddlenlp_elmo"
+    layer = ELMoEmbedding.from_pretrained(
+        fixtures / "elmo.pdparams", output="layers", cache_dir=tmp_path)
+    sentences = (fixtures / "sentences.txt").read_text(
+        "utf-8").splitlines()
+    got = layer(tf.constant(sentences)).numpy()
+    with np.load(fixtures / "embeddings.npz") as f:
+        for i, sentence in enumerate(sentences):
+            want = f[f"sentence_{i}"]  # (3, n, 2P): [emb, emb], ...
+            n = len(sentence.split())
+            np.testing.assert_allclose(got[i, :, :n], want, rtol=0,
+                                       atol=ATOL)
