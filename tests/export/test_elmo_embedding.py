@@ -174,3 +174,158 @@ def test_a_paddlenlp_pdparams(tmp_path):
             n = len(sentence.split())
             np.testing.assert_allclose(got[i, :, :n], want, rtol=0,
                                        atol=ATOL)
+
+
+# ------------------------------------------------------ save, load, export
+SENTENCES = ["The cat sat .", "Hi", "a longer sentence with 北京 in it ."]
+
+CHILD = """
+import json, sys
+import bilm_keras
+import keras
+import numpy as np
+import tensorflow as tf
+path, kind = sys.argv[1], sys.argv[2]
+sentences = json.loads(sys.argv[3])
+if kind == "keras":
+    model = keras.models.load_model(path)
+    batch = model.predict(tf.constant(sentences), verbose=0)
+    alone = [model.predict(tf.constant([s]), verbose=0)[0].tolist()
+             for s in sentences]
+    print(json.dumps({"batch": batch.tolist(), "alone": alone}))
+else:
+    loaded = tf.saved_model.load(path)  # kept: it owns the variables
+    served = loaded.serve(tf.constant(sentences))
+    print(json.dumps({"batch": np.asarray(served).tolist()}))
+"""
+
+
+def _child(path, kind):
+    import json
+    import subprocess
+    import sys
+
+    from helpers import user_env
+
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(path), kind,
+         json.dumps(SENTENCES)], capture_output=True, text=True,
+        env=user_env(), timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def trained_tagger(model_dir, tmp_path_factory):
+    """A tagger on a copy of the fixture model, trained a few steps,
+    saved as .keras and exported; the copy deleted after."""
+    import shutil
+
+    folder = tmp_path_factory.mktemp("keras_save")
+    copy = folder / "model"
+    shutil.copytree(model_dir, copy)
+    keras.utils.set_random_seed(0)
+    text = keras.Input(shape=(), dtype="string")
+    x = ELMoEmbedding.from_pretrained(copy, l2_coef=0.01)(text)
+    x = keras.layers.Bidirectional(
+        keras.layers.LSTM(4, return_sequences=True))(x)
+    tags = keras.layers.Dense(3, activation="softmax")(x)
+    model = keras.Model(text, tags)
+    model.compile(keras.optimizers.Adam(0.05),
+                  "sparse_categorical_crossentropy")
+    labels = np.zeros((3, 8), "int32")
+    labels[:, 1] = 1
+    model.fit(tf.constant(SENTENCES), labels, epochs=3, batch_size=3,
+              verbose=0)
+    expected = model.predict(tf.constant(SENTENCES), verbose=0)
+    model.save(folder / "tagger.keras")
+    model.export(str(folder / "served"), verbose=False)
+    shutil.rmtree(copy)
+    return folder, model, expected
+
+
+@pytest.mark.slow
+def test_a_keras_file_loads_alone_in_a_fresh_process(trained_tagger):
+    folder, model, expected = trained_tagger
+    mix = model.get_layer("elmo").scalar_mix.scalar_weights.numpy()
+    assert np.abs(mix).max() > 0  # the fit moved the mix
+    got = _child(folder / "tagger.keras", "keras")
+    batch = np.asarray(got["batch"])
+    np.testing.assert_allclose(batch, expected, rtol=0, atol=ATOL)
+    for i, s in enumerate(SENTENCES):
+        n = len(s.split())
+        np.testing.assert_allclose(np.asarray(got["alone"][i])[:n],
+                                   batch[i, :n], rtol=0, atol=ATOL)
+
+
+@pytest.mark.slow
+def test_an_exported_savedmodel_serves_strings(trained_tagger):
+    folder, _, expected = trained_tagger
+    got = np.asarray(_child(folder / "served", "served")["batch"])
+    np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
+
+
+def test_l2_on_the_mix_reaches_model_losses(model_dir):
+    text = keras.Input(shape=(), dtype="string")
+    layer = ELMoEmbedding.from_pretrained(model_dir, l2_coef=0.5)
+    model = keras.Model(text, layer(text))
+    layer.scalar_mix.scalar_weights.assign([1.0, 2.0, 0.0])
+    assert len(model.losses) == 1
+    np.testing.assert_allclose(float(model.losses[0]), 0.5 * 5.0,
+                               rtol=1e-6)
+
+
+# ----------------------------------------------------------- bad input
+def test_a_string_tensor_of_the_wrong_rank(mix_layer):
+    with pytest.raises(ValueError, match=r"rank 3"):
+        mix_layer(tf.constant([[["a"]]]))
+
+
+def test_ids_wider_than_the_model(mix_layer):
+    with pytest.raises(ValueError,
+                       match=r"expected 50 ids per token .* found 51"):
+        mix_layer(np.ones((1, 3, 51), "int32"))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"output": "vectors"}, r"output: expected one of .* found 'vectors'"),
+    ({"trainable": "lm"}, r"trainable: expected one of .* found 'lm'"),
+    ({"trainable": True}, r"trainable: .* found True"),
+])
+def test_unknown_choices_fail_before_any_file_is_read(tmp_path, kwargs,
+                                                      match):
+    with pytest.raises(ValueError, match=match):
+        ELMoEmbedding.from_pretrained(tmp_path / "nothing", **kwargs)
+
+
+def test_a_spec_that_does_not_exist(tmp_path):
+    from bilm_keras.pretrained import PretrainedModelError
+
+    with pytest.raises(PretrainedModelError, match="nothing"):
+        ELMoEmbedding.from_pretrained(str(tmp_path / "nothing"))
+
+
+def test_a_keras_file_whose_options_disagree_with_its_weights(
+        mix_layer, tmp_path):
+    import json
+    import zipfile
+
+    text = keras.Input(shape=(), dtype="string")
+    path = tmp_path / "m.keras"
+    keras.Model(text, mix_layer(text)).save(path)
+    bad = tmp_path / "bad.keras"
+    with zipfile.ZipFile(path) as src, zipfile.ZipFile(bad, "w") as dst:
+        for item in src.infolist():
+            data = src.read(item)
+            if item.filename == "config.json":
+                config = json.loads(data)
+                layer = config["config"]["layers"][1]["config"]
+                layer["options"]["lstm"]["dim"] = 24  # the file holds 64
+                data = json.dumps(config).encode()
+            dst.writestr(item, data)
+    # Keras gathers the errors of every object; ours comes first
+    with pytest.raises(ValueError, match=r"options disagree with its "
+                       r"weights: bilm/forward_lstm/cell0/kernel_t: "
+                       r"expected \(96, 32\) from the options, found "
+                       r"\(256, 32\)"):
+        keras.models.load_model(bad)
