@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Optional, Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.bidirectional_language_model import BidirectionalLanguageModel
 from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.data.vocabulary import Vocabulary
@@ -81,7 +82,11 @@ class ELMoEmbedding(keras.layers.Layer):
             ``str.split()``; `(batch, time)` tf.string tokens, padded at
             the end with ``""``; or int32 ids from the model's batcher,
             `(batch, time + 2, ids_width)` for a character model and
-            `(batch, time + 2)` for a word-input model.
+            `(batch, time + 2)` for a word-input model; or float layers
+            cached once, `(batch, L + 1, time, dim)` as ``"layers"`` gives
+            them, zero past each sentence's end (see
+            :func:`~bilm_keras.export.cached_layers.cached_layers_dataset`),
+            which only the mix reads.
         training: bool. Dropout, and the LM's gradients with
             ``trainable="all"``.
 
@@ -148,6 +153,7 @@ class ELMoEmbedding(keras.layers.Layer):
         if trainable == "mix":
             self.bilm.trainable = False
         self.supports_masking = output == "mix"
+        self._layers_graph = None  # embed_layers' graph, on first use
         self.built = True
 
     def _graph_ids_for(self, options: BiLMOptions):
@@ -236,10 +242,18 @@ class ELMoEmbedding(keras.layers.Layer):
                     "(batch,) or padded tokens (batch, time), found rank "
                     f"{rank} {tuple(shape)}")
             return
+        if dtype.startswith("float"):
+            expected = (self.n_layers, self.dim)
+            if rank != 4 or (shape[1], shape[3]) != expected:
+                raise ValueError(
+                    f"{self.name}: inputs: expected cached layers (batch, "
+                    f"{self.n_layers}, time, {self.dim}), found "
+                    f"{tuple(shape)}")
+            return
         if not dtype.startswith("int"):
             raise ValueError(
-                f"{self.name}: inputs: expected tf.string or integer ids, "
-                f"found {dtype}")
+                f"{self.name}: inputs: expected tf.string, integer ids or "
+                f"float cached layers, found {dtype}")
         width = self.ids_width
         expected_rank = 2 if width is None else 3
         if rank != expected_rank:
@@ -325,6 +339,45 @@ class ELMoEmbedding(keras.layers.Layer):
         layers, _, mask = strip_boundaries(lm_layers(outputs), lengths)
         return layers, mask
 
+    def embed_layers(self, sentences: Sequence[Sequence[str]],
+                     batch_size: int = 64) -> list[np.ndarray]:
+        """Each sentence's biLM layers, computed once to train the mix and
+        a head from them (in memory: a small set).
+
+        The sentences run sorted by length, ``batch_size`` at a time,
+        through the graph ``call`` runs, so each array is what ``output=
+        "layers"`` gives that sentence.
+
+        Args:
+            sentences: token lists; a token is a non-empty string.
+            batch_size: int, sentences per call.
+
+        Returns:
+            One `(L + 1, n_tokens, dim)` float32 array per sentence, in
+            order.
+        """
+        for i, sentence in enumerate(sentences):
+            if any(not isinstance(t, str) or not t for t in sentence):
+                raise ValueError(f"sentences[{i}]: expected non-empty "
+                                 f"string tokens, found {sentence!r}")
+        if self._layers_graph is None:
+            self._layers_graph = graph_function(
+                lambda tokens: self.lm_layers(tokens)[0],
+                input_signature=[tf.TensorSpec((None, None), tf.string)])
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        results = [None] * len(sentences)
+        for start in range(0, len(order), batch_size):
+            rows = order[start: start + batch_size]
+            width = max(1, max(len(sentences[i]) for i in rows))
+            tokens = np.full((len(rows), width), "", dtype=object)
+            for r, i in enumerate(rows):
+                tokens[r, : len(sentences[i])] = list(sentences[i])
+            layers = self._layers_graph(tf.constant(tokens, tf.string))
+            layers = layers.numpy()  # (B, L + 1, T, D)
+            for r, i in enumerate(rows):
+                results[i] = layers[r, :, : len(sentences[i])].copy()
+        return results
+
     def mix(self, layers, mask, training=False):
         """The learned mix of :meth:`lm_layers`' output, as ``call``
         computes it: `(batch, L + 1, time, dim)` -> `(batch, time, dim)`,
@@ -347,7 +400,12 @@ class ELMoEmbedding(keras.layers.Layer):
         return self.output_dropout(mixed, training=training)
 
     def call(self, inputs, training=False):
-        layers, mask = self.lm_layers(inputs, training=training)
+        if inputs.dtype.is_floating:  # cached layers
+            self._check_input(inputs.shape, inputs.dtype.name)
+            layers = tf.cast(inputs, tf.float32)
+            mask = tf.reduce_any(tf.not_equal(layers[:, 0], 0.0), axis=-1)
+        else:
+            layers, mask = self.lm_layers(inputs, training=training)
         if self.output_mode == "layers":
             return layers
         mixed = self.mix(layers, mask, training=training)
@@ -362,6 +420,10 @@ class ELMoEmbedding(keras.layers.Layer):
         if inputs.dtype == "string" or inputs.dtype == tf.string:
             # a layer, not a tf op, so that a functional model records it
             return TokenMask()(inputs)
+        if "float" in str(inputs.dtype):
+            # cached layers: zero past a sentence's end, in every layer
+            return keras.ops.any(keras.ops.not_equal(inputs[:, 0], 0),
+                                 axis=-1)  # (B, T)
         # keras.ops: the same in a functional model and on tensors; token
         # t sits at position t + 1, and is real when position t + 2 holds
         # a token or </S>
@@ -370,19 +432,30 @@ class ELMoEmbedding(keras.layers.Layer):
             valid = keras.ops.any(valid, axis=-1)  # (B, T + 2)
         return valid[:, 2:]  # (B, T)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape, dtype="string"):
+        """The output's shape; ``dtype`` tells a word-input model's padded
+        tokens `(batch, time)` from its ids `(batch, time + 2)`."""
         batch = input_shape[0]
-        if len(input_shape) == 2 and self.ids_width is not None:
+        if len(input_shape) == 4:  # cached layers
+            time = input_shape[2]
+        elif len(input_shape) == 2 and "string" in str(dtype):
             time = input_shape[1]  # padded tokens keep their width
         elif len(input_shape) == 1:
             time = None
-        else:
+        else:  # ids, with <S> and </S>
             time = None if input_shape[1] is None else input_shape[1] - 2
         if self.output_mode == "layers":
             return (batch, self.n_layers, time, self.dim)
         if self.output_mode == "sentence":
             return (batch, self.dim)
         return (batch, time, self.dim)
+
+    def compute_output_spec(self, inputs, training=False):
+        self._check_input(inputs.shape, keras.backend.standardize_dtype(
+            inputs.dtype))
+        return keras.KerasTensor(
+            self.compute_output_shape(inputs.shape, inputs.dtype),
+            dtype="float32")
 
     def build(self, input_shape=None):
         pass  # built in the constructor, weights loaded after

@@ -97,6 +97,7 @@ def test_vectors_do_not_depend_on_the_batch(mix_layer, model_dir):
     np.testing.assert_allclose(got[1, :4], alone, rtol=0, atol=ATOL)
 
 
+@pytest.mark.slow  # trains or saves a Keras model
 def test_the_mask_reaches_a_bidirectional_lstm(mix_layer):
     keras.utils.set_random_seed(0)
     for inputs, alone, padded in (
@@ -114,6 +115,7 @@ def test_the_mask_reaches_a_bidirectional_lstm(mix_layer):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow  # trains or saves a Keras model
 def test_layer_contract(mix_layer, model_dir, tmp_path):
     ids = Batcher(str(model_dir / "vocab_test.txt"), 50).batch_sentences(
         [["The", "cat", "sat", "."], ["Hi"]]).astype("int32")
@@ -329,3 +331,28 @@ def test_a_keras_file_whose_options_disagree_with_its_weights(
                        r"expected \(96, 32\) from the options, found "
                        r"\(256, 32\)"):
         keras.models.load_model(bad)
+
+
+@pytest.mark.slow  # trains or saves a Keras model
+def test_fit_runs_the_inference_lstms_when_the_lm_is_frozen(
+        model_dir, monkeypatch):
+    from bilm_keras.layers.lstm_stack import LSTMStack
+
+    calls = {"infer": 0, "call": 0}
+    for name in calls:
+        original = getattr(LSTMStack, name)
+
+        def counted(self, *args, _name=name, _original=original, **kw):
+            calls[_name] += 1
+            return _original(self, *args, **kw)
+        monkeypatch.setattr(LSTMStack, name, counted)
+    for trainable, path in (("mix", "infer"), (False, "infer"),
+                            ("all", "call")):
+        calls.update(infer=0, call=0)
+        text = keras.Input(shape=(), dtype="string")
+        layer = ELMoEmbedding.from_pretrained(model_dir, trainable=trainable)
+        model = keras.Model(text, keras.layers.Dense(2)(layer(text)))
+        model.compile("sgd", "mse")
+        model.fit(tf.constant(SENTENCES), np.zeros((3, 8, 2)), verbose=0)
+        assert calls[path] == 2 and sum(calls.values()) == 2, (trainable,
+                                                               calls)
