@@ -39,7 +39,7 @@ def test_top_layer_equals_bilm_tf_reference(layers_layer, model_dir):
     for k in range(3):
         want = expected[k][0]
         np.testing.assert_allclose(got[k, 2, :len(want)], want, rtol=0,
-                                   atol=ATOL)
+                                   atol=1e-6)
         assert not got[k, :, len(want):].any()
 
 
