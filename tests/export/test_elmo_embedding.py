@@ -356,3 +356,37 @@ def test_fit_runs_the_inference_lstms_when_the_lm_is_frozen(
         model.fit(tf.constant(SENTENCES), np.zeros((3, 8, 2)), verbose=0)
         assert calls[path] == 2 and sum(calls.values()) == 2, (trainable,
                                                                calls)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["manylangs", "paddle_baike"])
+def test_other_families_save_and_export_with_their_tables(
+        family, manylangs_fixtures, paddle_baike_fixtures, tmp_path):
+    """The dictionaries travel in the .keras file and the SavedModel."""
+    import shutil
+
+    from bilm_keras import convert_manylangs
+    from bilm_keras.weights.paddle_conversion import convert_paddle
+
+    if family == "manylangs":
+        folder = pathlib.Path(convert_manylangs(
+            manylangs_fixtures / "tiny.model",
+            tmp_path / "model")["options_file"]).parent
+        sentences = ["今天 天氣 真好", "我"]
+    else:
+        folder = convert_paddle(
+            paddle_baike_fixtures / "checkpoint", tmp_path / "model",
+            vocab_file=paddle_baike_fixtures / "vocab.txt")["outdir"]
+        sentences = ["北京 是 首都", "研究所"]
+    text = keras.Input(shape=(), dtype="string")
+    model = keras.Model(text, ELMoEmbedding.from_pretrained(folder)(text))
+    want = model.predict(tf.constant(sentences), verbose=0)
+    model.save(tmp_path / "m.keras")
+    model.export(str(tmp_path / "served"), verbose=False)
+    shutil.rmtree(folder)
+    got = keras.models.load_model(tmp_path / "m.keras").predict(
+        tf.constant(sentences), verbose=0)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    served = tf.saved_model.load(str(tmp_path / "served"))
+    np.testing.assert_allclose(served.serve(tf.constant(sentences)), want,
+                               rtol=0, atol=1e-6)
