@@ -27,7 +27,9 @@ print(json.dumps({{"keras_before": before, "module_loaded": loaded,
 
 @pytest.mark.parametrize("first, second, keras_before", [
     ("import bilm_keras", "", False),
-    ("import keras", "import bilm_keras", True),
+    # a second fresh interpreter: the full suite's
+    pytest.param("import keras", "import bilm_keras", True,
+                 marks=pytest.mark.slow),
 ])
 def test_registered_without_importing_keras(first, second, keras_before):
     proc = subprocess.run(
