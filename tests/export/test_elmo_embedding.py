@@ -64,6 +64,28 @@ def test_untrained_mix_is_the_mean_and_has_a_mask(mix_layer, layers_layer):
         [[True, True, True, True], [True, False, False, False]])
 
 
+def test_layer_norm_and_dropout_against_numpy(model_dir, layers_layer):
+    text = tf.constant(["The cat sat .", "Hi", "a b c d e f"])
+    layers = layers_layer(text).numpy()  # (B, 3, T, D)
+    layer = ELMoEmbedding.from_pretrained(model_dir, layer_norm=True,
+                                          dropout=0.5)
+    layer.scalar_mix.scalar_weights.assign([0.5, -0.2, 0.1])
+    w = np.exp([0.5, -0.2, 0.1])
+    w /= w.sum()
+    got = layer(text).numpy()
+    for b, n in enumerate((4, 1, 6)):
+        x = layers[b, :, :n]  # (3, n, D): one mean, one variance a layer
+        mean = x.mean(axis=(1, 2), keepdims=True)
+        var = x.var(axis=(1, 2), keepdims=True)
+        want = np.einsum("l,lnd->nd", w, (x - mean) / np.sqrt(var + 1e-12))
+        np.testing.assert_allclose(got[b, :n], want, rtol=0, atol=1e-5)
+        assert not got[b, n:].any()
+    dropped = layer(text, training=True).numpy()
+    kept = dropped != 0
+    assert 0.3 < kept[got != 0].mean() < 0.7
+    np.testing.assert_allclose(dropped[kept], 2 * got[kept], rtol=1e-6)
+
+
 @pytest.mark.parametrize("trainable, n_trainable", [
     ("mix", 2), ("all", None), (False, 0)])
 def test_trainable_choices(model_dir, trainable, n_trainable):
