@@ -80,10 +80,10 @@ class ELMoEmbedding(keras.layers.Layer):
 
     Call arguments:
         inputs: `(batch,)` tf.string sentences, split on whitespace as
-            ``str.split()``; `(batch, time)` tf.string tokens, padded at
-            the end with ``""``; or int32 ids from the model's batcher,
+            ``str.split()``, `(batch, time)` tf.string tokens, padded at
+            the end with ``""``, or int32 ids from the model's batcher,
             `(batch, time + 2, ids_width)` for a character model and
-            `(batch, time + 2)` for a word-input model; or float layers
+            `(batch, time + 2)` for a word-input model, or float layers
             cached once, `(batch, L + 1, time, dim)` as ``"layers"`` gives
             them, zero past each sentence's end (see
             :func:`~bilm_keras.export.cached_layers.cached_layers_dataset`),
@@ -350,7 +350,7 @@ class ELMoEmbedding(keras.layers.Layer):
         "layers"`` gives that sentence.
 
         Args:
-            sentences: token lists; a token is a non-empty string.
+            sentences: token lists, each token a non-empty string.
             batch_size: int, sentences per call.
 
         Returns:
