@@ -154,6 +154,9 @@ class ELMoEmbedding(keras.layers.Layer):
         if trainable == "mix":
             self.bilm.trainable = False
         self.supports_masking = output == "mix"
+        # string ops, hash tables and loops of data-dependent length: a
+        # model holding the layer is not compiled with XLA ("auto" on GPU)
+        self.supports_jit = False
         self._layers_graph = None  # embed_layers' graph, on first use
         self.built = True
 

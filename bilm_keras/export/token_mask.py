@@ -20,6 +20,10 @@ class TokenMask(keras.layers.Layer):
             padding.
     """
 
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.supports_jit = False  # string ops
+
     def call(self, inputs, lengths=None):
         if inputs.shape.rank == 1:
             return tf.sequence_mask(split_sentences(inputs).row_lengths())

@@ -54,6 +54,14 @@ def test_layers_equal_embed_sentences(layers_layer, fixture_bilm):
                                        atol=1e-6)
 
 
+def test_a_model_holding_it_is_not_compiled_with_xla(mix_layer):
+    # what compile(jit_compile="auto") reads on a GPU: every layer's flag
+    text = keras.Input(shape=(), dtype="string")
+    model = keras.Model(text, mix_layer(text))
+    assert not all(layer.supports_jit for layer in model._flatten_layers())
+    assert not mix_layer.supports_jit
+
+
 def test_untrained_mix_is_the_mean_and_has_a_mask(mix_layer, layers_layer):
     text = tf.constant(["The cat sat .", "Hi"])
     mixed = mix_layer(text)
