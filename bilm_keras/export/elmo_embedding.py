@@ -27,6 +27,8 @@ from bilm_keras.options import BiLMOptions
 OUTPUTS = ("mix", "layers", "sentence")
 #: the choices of ``trainable``
 TRAINABLE = ("mix", "all", False)
+#: the arguments ``from_pretrained`` hands on to the facade's
+PRETRAINED_KWARGS = ("vocab_file", "cache_dir", "mirror", "progress")
 #: layer_norm's epsilon, bilm-tf's ``_do_ln``
 LAYER_NORM_EPSILON = 1e-12
 #: the layer's own entry in a ``.keras`` file: each biLM weight's shape
@@ -210,6 +212,11 @@ class ELMoEmbedding(keras.layers.Layer):
             PretrainedModelError: a ``spec`` that names no model.
         """
         check_choices(output, trainable)
+        unknown = sorted(set(pretrained_kwargs) - set(PRETRAINED_KWARGS))
+        if unknown:
+            raise TypeError(
+                f"from_pretrained: unexpected {unknown}, expected the "
+                f"layer's options or {PRETRAINED_KWARGS}")
         bilm = BidirectionalLanguageModel.from_pretrained(
             spec, **pretrained_kwargs)
         options = bilm.options
@@ -226,7 +233,14 @@ class ELMoEmbedding(keras.layers.Layer):
                     layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
                     vocabulary=vocabulary, char_dic=char_dic,
                     word_dic=word_dic, name=name)
-        for target, source in zip(layer.bilm.weights, bilm.backbone.weights):
+        sources = bilm.backbone.weights
+        shapes = [tuple(w.shape) for w in layer.bilm.weights]
+        if shapes != [tuple(w.shape) for w in sources]:
+            raise ValueError(
+                f"{spec}: the options and vocabulary describe weights of "
+                f"shapes {shapes}, the model holds "
+                f"{[tuple(w.shape) for w in sources]}")
+        for target, source in zip(layer.bilm.weights, sources):
             target.assign(source)
         return layer
 

@@ -330,6 +330,11 @@ def test_unknown_choices_fail_before_any_file_is_read(tmp_path, kwargs,
         ELMoEmbedding.from_pretrained(tmp_path / "nothing", **kwargs)
 
 
+def test_arguments_the_layer_does_not_take(model_dir):
+    with pytest.raises(TypeError, match=r"unexpected \['precision'\]"):
+        ELMoEmbedding.from_pretrained(model_dir, precision="bfloat16")
+
+
 def test_a_spec_that_does_not_exist(tmp_path):
     from bilm_keras.pretrained import PretrainedModelError
 
