@@ -52,6 +52,22 @@ def test_our_save_dir_gives_what_its_dump_gives(short_char_run, tmp_path):
     _same_as_its_dump(save_dir, tmp_path)
 
 
+def test_the_facade_refuses_our_save_dir_in_one_line(short_char_run,
+                                                    tmp_path):
+    # the facade sits below training (docs/architecture.md): it reads
+    # bilm-tf's save_dirs, ours through dump-weights or the layer
+    from bilm_keras import BidirectionalLanguageModel
+    from bilm_keras.pretrained import PretrainedModelError
+
+    save_dir, _ = short_char_run
+    with pytest.raises(PretrainedModelError,
+                       match=r"model-6: not a bilm-tf checkpoint \(expected "
+                             r"bilm-tf's 'lm/...' LSTM variables"):
+        BidirectionalLanguageModel.from_pretrained(
+            save_dir, cache_dir=tmp_path / "cache")
+    assert not list((tmp_path / "cache" / "models").glob("*"))
+
+
 @pytest.mark.slow  # two models of bilm-tf's fixture size
 def test_a_bilm_tf_save_dir_gives_what_its_dump_gives(tmp_path):
     _same_as_its_dump(FIXTURES / "bilm_tf_run" / "save_dir", tmp_path)
