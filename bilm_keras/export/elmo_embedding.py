@@ -593,9 +593,11 @@ def _save_dir_model(save_dir, vocab_file) -> tuple:
     """``(options, backbone, vocab_file, None)`` of a training save_dir's
     newest whole checkpoint, ours or bilm-tf's, with the options a
     prediction reads (``dump-weights``' ``options.json``)."""
-    options, lm, _, _ = load_save_dir_model(save_dir, vocab_file=vocab_file)
-    if not options.use_character_inputs and vocab_file is None:
+    options_file = os.path.join(os.fspath(save_dir), OPTIONS_FILE)
+    if (not BiLMOptions.from_json(options_file).use_character_inputs
+            and vocab_file is None):  # before the checkpoint is read
         raise ValueError(
             f"vocab_file: {os.fspath(save_dir)} holds a word-input model, "
             "which needs its vocabulary (pass vocab_file=)")
+    options, lm, _, _ = load_save_dir_model(save_dir, vocab_file=vocab_file)
     return prediction_options(options), lm.backbone, vocab_file, None

@@ -52,6 +52,33 @@ def test_our_save_dir_gives_what_its_dump_gives(short_char_run, tmp_path):
     _same_as_its_dump(save_dir, tmp_path)
 
 
+@pytest.mark.slow  # trains a model
+def test_a_word_input_save_dir_needs_and_reads_its_vocabulary(train_dir,
+                                                              tmp_path):
+    from bilm_keras.training import TrainingRun, train
+    from helpers import fixture_options
+
+    save_dir = tmp_path / "checkpoints"
+    vocab_file = str(train_dir / "vocab.txt")
+    train(fixture_options(use_chars=False, n_epochs=1), TrainingRun(
+        train_prefix=str(train_dir / "data.txt"), vocab_file=vocab_file,
+        save_dir=str(save_dir), seed=3, log_every=1000))
+    with pytest.raises(ValueError, match=r"^vocab_file: .*checkpoints holds "
+                                         r"a word-input model"):
+        ELMoEmbedding.from_pretrained(save_dir)
+    layer = ELMoEmbedding.from_pretrained(save_dir, output="layers",
+                                          vocab_file=vocab_file)
+    dumped = dump_weights(str(save_dir), str(tmp_path / "dump"
+                                              / "lm_weights.hdf5"))
+    from_dump = ELMoEmbedding.from_pretrained(
+        pathlib.Path(dumped["weight_file"]).parent, output="layers",
+        vocab_file=vocab_file, cache_dir=tmp_path / "cache")
+    words = tf.constant(["the cat sat", "hi there"])  # some not in vocab
+    got, expected = layer(words).numpy(), from_dump(words).numpy()
+    assert np.abs(expected).max() > 0.01
+    np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
+
+
 def test_the_facade_refuses_our_save_dir_in_one_line(short_char_run,
                                                     tmp_path):
     # the facade sits below training (docs/architecture.md): it reads
