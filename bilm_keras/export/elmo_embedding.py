@@ -21,7 +21,11 @@ from bilm_keras.layers.recurrence import reverse_within_lengths
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
-from bilm_keras.options import BiLMOptions
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
+from bilm_keras.training.save_dir_models import load_save_dir_model
+from bilm_keras.training.weight_dump import prediction_options
+from bilm_keras.weights.checkpoint_files import list_checkpoints
+from bilm_keras.weights.learned_mix import MIX_FILE, LearnedMix
 
 #: the choices of ``output``
 OUTPUTS = ("mix", "layers", "sentence")
@@ -33,6 +37,8 @@ PRETRAINED_KWARGS = ("vocab_file", "cache_dir", "mirror", "progress")
 LAYER_NORM_EPSILON = 1e-12
 #: the layer's own entry in a ``.keras`` file: each biLM weight's shape
 _SHAPES_KEY = "bilm_weight_shapes"
+#: weight files that make a folder a model folder, not a training save_dir
+_WEIGHT_SUFFIXES = (".hdf5", ".h5")
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
@@ -200,16 +206,30 @@ class ELMoEmbedding(keras.layers.Layer):
         Args:
             spec: anything :meth:`BidirectionalLanguageModel.from_pretrained`
                 takes: a registry name, a URL, an archive or a model folder
-                (bilm-tf's, a converted ManyLangs or Paddle model).
+                (bilm-tf's, a converted ManyLangs, Paddle or TF1 Hub
+                model), or a training save_dir, ours or bilm-tf's (a
+                folder with ``options.json`` and checkpoints, no weights
+                HDF5): its newest checkpoint that reads whole, as
+                ``dump-weights`` writes it.
             output, trainable, layer_norm, dropout, l2_coef: the layer's.
             name: the layer's name.
             **pretrained_kwargs: ``vocab_file``, ``cache_dir``, ``mirror``
-                and ``progress`` of ``from_pretrained``.
+                and ``progress`` of ``from_pretrained``. A save_dir is read
+                in place: only ``vocab_file`` applies, which a word-input
+                model needs.
+
+        The mix starts from the model's learned one where its folder has
+        ``mix.json`` (a converted TF1 Hub module), so ``output="mix"`` is
+        the module's own ``elmo`` before any training. Otherwise the
+        weights start at zero and gamma at one.
 
         Raises:
             ValueError: an unknown ``output`` or ``trainable``, before any
-                file is read.
+                file is read, or a ``mix.json`` of another number of
+                layers.
             PretrainedModelError: a ``spec`` that names no model.
+            CheckpointError: a save_dir whose checkpoint does not fit its
+                options.
         """
         check_choices(output, trainable)
         unknown = sorted(set(pretrained_kwargs) - set(PRETRAINED_KWARGS))
@@ -217,12 +237,18 @@ class ELMoEmbedding(keras.layers.Layer):
             raise TypeError(
                 f"from_pretrained: unexpected {unknown}, expected the "
                 f"layer's options or {PRETRAINED_KWARGS}")
-        bilm = BidirectionalLanguageModel.from_pretrained(
-            spec, **pretrained_kwargs)
-        options = bilm.options
+        if _is_save_dir(spec):
+            options, backbone, vocab_file, mix = _save_dir_model(
+                spec, pretrained_kwargs.get("vocab_file"))
+        else:
+            bilm = BidirectionalLanguageModel.from_pretrained(
+                spec, **pretrained_kwargs)
+            options, backbone, vocab_file, mix = (
+                bilm.options, bilm.backbone, bilm.vocab_file,
+                bilm.learned_mix)
         vocabulary = char_dic = word_dic = None
         if not options.use_character_inputs:
-            vocab = Vocabulary(bilm.vocab_file, validate_file=True)
+            vocab = Vocabulary(vocab_file, validate_file=True)
             vocabulary = [vocab.id_to_word(i) for i in range(vocab.size)]
         elif options.manylangs is not None:
             char_dic, word_dic = read_dictionaries(
@@ -233,7 +259,7 @@ class ELMoEmbedding(keras.layers.Layer):
                     layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
                     vocabulary=vocabulary, char_dic=char_dic,
                     word_dic=word_dic, name=name)
-        sources = bilm.backbone.weights
+        sources = backbone.weights
         shapes = [tuple(w.shape) for w in layer.bilm.weights]
         if shapes != [tuple(w.shape) for w in sources]:
             raise ValueError(
@@ -242,7 +268,19 @@ class ELMoEmbedding(keras.layers.Layer):
                 f"{[tuple(w.shape) for w in sources]}")
         for target, source in zip(layer.bilm.weights, sources):
             target.assign(source)
+        if mix is not None:
+            layer._start_from_mix(mix, spec)
         return layer
+
+    def _start_from_mix(self, mix: LearnedMix, spec) -> None:
+        """Sets the mix's weights and gamma to a model's learned mix."""
+        if len(mix.mix_logits) != self.n_layers:
+            raise ValueError(
+                f"{spec}: {MIX_FILE}: mix_logits: expected {self.n_layers} "
+                f"values (one per layer), found {len(mix.mix_logits)}")
+        # softmax(w + 1/L) is softmax(w): the logits are taken as they are
+        self.scalar_mix.scalar_weights.assign(list(mix.mix_logits))
+        self.scalar_mix.gamma.assign([mix.gamma])
 
     # -------------------------------------------------------------- inputs
     @property
@@ -533,3 +571,33 @@ def check_choices(output, trainable) -> None:
             f"trainable: expected one of {TRAINABLE} ('mix': the L + 1 "
             "weights and gamma, TF-Hub's trainable=True; 'all': the biLM "
             f"too), found {trainable!r}")
+
+
+def _is_save_dir(spec) -> bool:
+    """Whether ``spec`` is a training save_dir: a folder with
+    ``options.json`` and checkpoints and no weights HDF5, which would make
+    it a model folder."""
+    if not isinstance(spec, (str, os.PathLike)):
+        return False
+    folder = os.fspath(spec)
+    if not (os.path.isdir(folder)
+            and os.path.isfile(os.path.join(folder, OPTIONS_FILE))):
+        return False
+    if any(name.lower().endswith(_WEIGHT_SUFFIXES)
+           for name in os.listdir(folder)):
+        return False
+    return bool(list_checkpoints(folder))
+
+
+def _save_dir_model(save_dir, vocab_file) -> tuple:
+    """``(options, backbone, vocab_file, None)`` of a training save_dir's
+    newest whole checkpoint, ours or bilm-tf's, with the options a
+    prediction reads (``dump-weights``' ``options.json``)."""
+    options_file = os.path.join(os.fspath(save_dir), OPTIONS_FILE)
+    if (not BiLMOptions.from_json(options_file).use_character_inputs
+            and vocab_file is None):  # before the checkpoint is read
+        raise ValueError(
+            f"vocab_file: {os.fspath(save_dir)} holds a word-input model, "
+            "which needs its vocabulary (pass vocab_file=)")
+    options, lm, _, _ = load_save_dir_model(save_dir, vocab_file=vocab_file)
+    return prediction_options(options), lm.backbone, vocab_file, None
