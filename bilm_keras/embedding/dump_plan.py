@@ -1,18 +1,15 @@
-"""How a whole-file dump runs, and what it checks before it loads a model.
-
-:class:`DumpSettings` is how the dump runs, as one value. Before a model
-is loaded, :func:`~bilm_keras.dump_bilm_embeddings` and ``bilm-keras
-embed`` check the options, the
+"""How a whole-file dump runs (:class:`DumpSettings`, one value) and what
+it (:func:`~bilm_keras.dump_bilm_embeddings`, ``bilm-keras embed``)
+checks before it loads a model: the options, the
 :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` against them, the
-token-input files, the keys and the shard, and the input file. One
-function serves the library and the command, so that each rule is written
-once. It needs no TensorFlow, so the command runs it before importing
-TensorFlow.
+token-input files, the keys and the shard, the input file. One function
+for the library and the command, so that each rule is written once; no
+TensorFlow, so the command runs it before importing TensorFlow.
 
-:func:`dump_record` is what the output file records of how it was made:
-its attributes and the run's identity. The dump in one process and the
-Beam pipeline of :mod:`bilm_keras.embedding.beam_dump` share it, and
-their files are the same.
+:func:`dump_record` is what the output file records of how it was made
+(its attributes and the run's identity), shared by the dump in one process
+and the Beam pipeline (:mod:`bilm_keras.embedding.beam_dump`), whose files
+are the same.
 """
 
 from __future__ import annotations
@@ -39,59 +36,55 @@ from bilm_keras.options import BiLMOptions
 
 @dataclasses.dataclass(frozen=True)
 class DumpSettings:
-    """How a whole-file dump runs, as one value.
-
-    What it embeds is an
-    :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`.
+    """How a whole-file dump runs, as one value (what it embeds is an
+    :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`).
     :func:`~bilm_keras.dump_bilm_embeddings`, the Beam pipeline and
-    ``bilm-keras embed``, which builds it from its flags, take it. Each
-    field is documented here alone. It is checked when built, and a bad
-    field raises :class:`~bilm_keras._utils.settings.SettingError` naming
-    it.
+    ``bilm-keras embed`` (which builds it from its flags) take it; each
+    field is documented here alone. Checked when built: a bad field raises
+    :class:`~bilm_keras._utils.settings.SettingError` naming it.
 
     Fields:
-        batch_size: int >= 1 or None. Sentences per LSTM batch. None, the
-            default, uses the embedder's own compute batches, see
-            :meth:`~bilm_keras.BulkEmbedder.embed_sentences`.
-        chunk_size: int >= 1. Lines read, sorted and embedded together,
-            4096 by default. It also sets which lines a shard embeds.
-        embedding_weight_file: str or None. Run from token ids with this
-            token table, made by :func:`~bilm_keras.dump_token_embeddings`
-            of ``vocab_file`` as bilm-tf's ``usage_token.py`` does. It
-            gives the same vectors without the char-CNN, and
-            ``vocab_file`` is then required. None means character input,
-            or the table in ``weight_file`` for a token-input model, whose
-            options have no ``char_cnn``.
-        use_sentence_keys: bool. Name datasets by their line's text
-            instead of its number, as AllenNLP's ``--use-sentence-keys``.
+        batch_size: int >= 1 or None: sentences per LSTM batch; None
+            (default): the embedder's own compute batches
+            (:meth:`~bilm_keras.BulkEmbedder.embed_sentences`).
+        chunk_size: int >= 1, lines read, sorted and embedded together
+            (default 4096; it also sets which lines a shard embeds).
+        embedding_weight_file: str or None: run from token ids with this
+            token table (from :func:`~bilm_keras.dump_token_embeddings` of
+            ``vocab_file``, as bilm-tf's ``usage_token.py``): the same
+            vectors without the char-CNN; ``vocab_file`` is then required.
+            None: character input, or for options without ``char_cnn`` (a
+            token-input model) the table in ``weight_file``.
+        use_sentence_keys: bool: name datasets by their line's text
+            (AllenNLP's ``--use-sentence-keys``) instead of its number.
             Every line must then be a possible, distinct name, checked
-            before anything is embedded. So no blank line, no two lines
-            alike, no ``/``, no NUL, and not ``.``. Not with ``shard``.
-        shard: ``(K, N)`` or None. Embed only shard ``K`` of ``N``. Of the
-            ``c = ceil(n / chunk_size)`` chunks of the single run, that is
-            chunks ``[K * c // N, (K + 1) * c // N)``, see
-            :func:`~bilm_keras.embedding.shards.shard_lines`. Datasets keep
-            their line numbers. :func:`~bilm_keras.embedding.merge.
-            merge_embedding_files` joins the shards into the single run's
-            file, bit for bit.
-        resume: bool. Continue a killed run of the same inputs and
-            settings from its last whole part. The run's progress is kept
-            in ``outfile + ".partial/"`` until the output is complete, see
-            :mod:`bilm_keras.embedding.runs`.
-        devices: tuple of str or None. The devices to embed on, e.g.
-            ``("GPU:0", "GPU:1")``. None means every GPU, else the CPU.
-        progress: bool. A progress bar on stderr with sentences, tokens/s
-            and ETA, updated after every batch. True by default.
-        precision: str. What the biLM's products compute in, see
-            :mod:`~bilm_keras.layers.precision`. ``"float32"`` is the
-            default and exact. ``"bfloat16"`` and ``"float16"`` are faster
-            on AMX CPUs and recent GPUs, see ``docs/performance.md``. It is
-            part of a run's identity, so a resumed run keeps its precision.
-        on_event: callable or None. The run's progress callback, called
-            with each :class:`~bilm_keras.embedding.runs.RunEvent`: each
-            line written, each dataset merged, before the rename and
-            before the clean-up. Use it to log, count or stop the run. It
-            is not part of the run's identity, nor of equality.
+            before anything is embedded: no blank line, no two lines
+            alike, no ``/``, no NUL, not ``.``. Not with ``shard``.
+        shard: ``(K, N)`` or None: embed only shard ``K`` of ``N`` (of the
+            ``c = ceil(n / chunk_size)`` chunks of the single run, chunks
+            ``[K * c // N, (K + 1) * c // N)``: :func:`~bilm_keras.
+            embedding.shards.shard_lines`; datasets keep their line
+            numbers); :func:`~bilm_keras.embedding.merge.
+            merge_embedding_files` joins the shards, bit for bit the
+            single run's file.
+        resume: bool: continue a killed run of the same inputs and
+            settings from its last whole part
+            (:mod:`bilm_keras.embedding.runs`: the run's progress is kept
+            in ``outfile + ".partial/"`` until the output is complete).
+        devices: tuple of str or None: the devices to embed on (e.g.
+            ``("GPU:0", "GPU:1")``); None: every GPU, else the CPU.
+        progress: bool: a progress bar on stderr (sentences, tokens/s,
+            ETA), updated after every batch (default True).
+        precision: str: what the biLM's products compute in
+            (:mod:`~bilm_keras.layers.precision`): ``"float32"`` (the
+            default, exact) or ``"bfloat16"`` / ``"float16"`` (faster on
+            AMX CPUs / recent GPUs, ``docs/performance.md``); part of a
+            run's identity (a resumed run keeps its precision).
+        on_event: callable or None: the run's progress callback, called
+            with each :class:`~bilm_keras.embedding.runs.RunEvent` (each
+            line written, each dataset merged, before the rename, before
+            the clean-up), e.g. to log, count or stop the run. It is not
+            part of the run's identity, nor of equality.
     """
 
     batch_size: Optional[int] = None
@@ -159,20 +152,19 @@ class DumpSettings:
 
 @dataclasses.dataclass(frozen=True)
 class DumpPlan:
-    """A dump's inputs, checked by :func:`plan_dump`.
+    """A dump's inputs, checked (:func:`plan_dump`).
 
     Attributes:
         options: the model's options.
         embedding: the spec, resolved for the model's layers.
-        embedding_weight_file: the token table of a token-input run. It is
-            the one given, or ``weight_file`` for a model without
-            ``char_cnn``. None for character input.
+        embedding_weight_file: the token table of a token-input run (the
+            one given, or ``weight_file`` for a model without ``char_cnn``);
+            None for character input.
         keys: how datasets are named: ``"line_number"`` or ``"sentence"``.
-        n_lines: lines of the input file, i.e. sentences, blank ones
-            included.
-        lines: ``(first, end)``. The lines this run embeds, all or its
-            shard's whole chunks of the single run, see
-            :func:`~bilm_keras.embedding.shards.shard_lines`.
+        n_lines: lines of the input file (sentences, blank ones included).
+        lines: ``(first, end)``: the lines this run embeds (all, or its
+            shard's: whole chunks of the single run,
+            :func:`~bilm_keras.embedding.shards.shard_lines`).
     """
 
     options: BiLMOptions
@@ -193,23 +185,22 @@ def plan_dump(
     settings: DumpSettings,
     checked_lines: Optional[int] = None,
 ) -> DumpPlan:
-    """Checks everything of a dump that needs no model.
+    """Checks everything of a dump that needs no model (arguments as
+    :func:`~bilm_keras.dump_bilm_embeddings`): a bad input fails in
+    seconds, before hours of work.
 
-    The arguments are those of :func:`~bilm_keras.dump_bilm_embeddings`.
-    A bad input fails in seconds, before hours of work.
-
-    ``checked_lines`` means the caller read and checked the input, which
-    has this many lines. The Beam pipeline's glob does, see
-    :func:`~bilm_keras.embedding.beam_dump.plan_beam_dump`. None reads
-    ``dataset_file`` here.
+    ``checked_lines``: the input was read and checked by the caller (the
+    Beam pipeline's glob: :func:`~bilm_keras.embedding.beam_dump.
+    plan_beam_dump`) and has this many lines; None: ``dataset_file`` is
+    read here.
 
     Raises:
         OptionsError: ``options_file`` does not describe a biLM.
-        SettingError: the spec does not fit the model's layers or mix. Or
-            token input, from ``embedding_weight_file`` or a model without
-            ``char_cnn``, without ``vocab_file``.
-        SentenceFileError: ``dataset_file`` is missing or not UTF-8. Or,
-            with keys by sentence, it has lines that cannot name a dataset.
+        SettingError: the spec does not fit the model (its layers, its
+            mix); token input (``embedding_weight_file``, or a model
+            without ``char_cnn``) without ``vocab_file``.
+        SentenceFileError: ``dataset_file`` is missing, not UTF-8, or (keys
+            by sentence) has lines that cannot name a dataset.
     """
     if not isinstance(settings, DumpSettings):
         raise TypeError(f"settings: expected a DumpSettings, found "
@@ -270,16 +261,15 @@ def dump_record(
     dataset_file: Optional[str | os.PathLike],
     fingerprint: Optional[Callable[[str, Optional[str]], dict]] = None,
 ) -> DumpRecord:
-    """The identity and the attributes of the dump ``plan`` describes.
-
-    The arguments are those of :func:`~bilm_keras.dump_bilm_embeddings`,
-    which lists the attributes.
+    """The identity and the attributes of the dump ``plan`` describes
+    (arguments as :func:`~bilm_keras.dump_bilm_embeddings`; the attributes
+    are listed there).
 
     Args:
         fingerprint: how each file's contents are fingerprinted for the
-            identity. None uses :func:`~bilm_keras.embedding.runs.
-            file_fingerprint`, for local files. The Beam pipeline's reads
-            any Beam file system and a glob of input files.
+            identity; None: :func:`~bilm_keras.embedding.runs.
+            file_fingerprint` (local files). The Beam pipeline's reads any
+            Beam file system and a glob of input files.
     """
     embedding = plan.embedding
     table = plan.embedding_weight_file
@@ -319,6 +309,6 @@ def dump_record(
 
 
 def _absolute(path) -> str:
-    """A local path made absolute, a URL such as ``gs://...`` as it is."""
+    """A local path made absolute; a URL (``gs://...``) as it is."""
     path = os.fspath(path)
     return path if "://" in path else os.path.abspath(path)
