@@ -10,17 +10,17 @@ and a published model by name (downloaded and cached on first use)::
     bilm = BidirectionalLanguageModel.from_pretrained("elmo-original")
     vectors = bilm.embed_sentences([["The", "cat", "sat", "."]])
 
-The names below are imported on first use (PEP 562), so that importing a
-light part of the package (the ``bilm-keras`` command's parser, the
-vocabulary tools) does not import TensorFlow (seconds and hundreds of
-megabytes).
+The names below are imported on first use, by PEP 562. So importing a
+light part of the package, such as the ``bilm-keras`` command's parser or
+the vocabulary tools, does not import TensorFlow, which costs seconds and
+hundreds of megabytes.
 
-The package is built in layers, bottom to top: ``_utils`` < ``options`` <
-``layers``, ``data`` < ``weights`` < ``pretrained`` < ``models`` <
-``embedding`` < the facade ``bidirectional_language_model`` <
-``training`` < ``export`` < ``cli``; a module imports only from its own
+The package is built in layers. Bottom to top, they are ``_utils`` <
+``options`` < ``layers``, ``data`` < ``weights`` < ``pretrained`` <
+``models`` < ``embedding`` < the facade ``bidirectional_language_model`` <
+``training`` < ``export`` < ``cli``. A module imports only from its own
 unit and those below it, and no modules import each other.
-``docs/architecture.md`` has the table and what each unit holds;
+``docs/architecture.md`` has the table and what each unit holds.
 ``tests/test_layering.py`` enforces it.
 """
 

@@ -1,14 +1,14 @@
 """The package's Keras layers known to ``keras.saving`` once Keras is
-imported, without importing Keras (and TensorFlow) before it is.
+imported, without importing Keras and TensorFlow before it is.
 
-``keras.models.load_model`` finds a custom layer by its registered name
-(``"bilm_keras>ELMoEmbedding"``), which exists only once the layer's
+``keras.models.load_model`` finds a custom layer by its registered name,
+e.g. ``"bilm_keras>ELMoEmbedding"``, which exists only once the layer's
 module has run. Importing that module with the package would import
 TensorFlow for every light use of the package, the command's parser
 among them. So the package registers a stand-in under each name as soon
-as Keras is imported, or at once if it already is: its ``from_config``
-imports the real module, which registers the real class in its place,
-and returns the real layer.
+as Keras is imported, or at once if it already is. The stand-in's
+``from_config`` imports the real module, which registers the real class
+in its place, and returns the real layer.
 """
 
 from __future__ import annotations
@@ -59,7 +59,8 @@ class _AfterKerasLoader(importlib.abc.Loader):
 
 
 class _KerasImportHook(importlib.abc.MetaPathFinder):
-    """Finds ``keras`` as the other finders do; registers once it ran."""
+    """Finds ``keras`` as the other finders do, and registers once it
+    ran."""
 
     def __init__(self, register):
         self._register = register

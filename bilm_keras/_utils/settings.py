@@ -1,11 +1,11 @@
 """Settings values: the error that names a field, and the checks of a
-field's value that several values share (pure Python, no numpy needed).
+field's value that several values share. Pure Python, no numpy needed.
 
-A settings value (``EmbeddingSpec``, ``TrainingRun``) is a frozen
-dataclass checked once, when it is built; a bad field raises
+A settings value such as ``EmbeddingSpec`` or ``TrainingRun`` is a frozen
+dataclass checked once, when it is built. A bad field raises
 :class:`SettingError`, whose :attr:`~SettingError.field` is the field's
-name, so a caller (the ``bilm-keras`` command) can say which of its own
-flags was wrong without reading the message.
+name. So a caller, e.g. the ``bilm-keras`` command, can say which of its
+own flags was wrong without reading the message.
 """
 
 from __future__ import annotations

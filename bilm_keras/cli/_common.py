@@ -38,11 +38,11 @@ class ArgumentParser(argparse.ArgumentParser):
     """argparse's parser, with every error one line:
     ``PROG: error: MESSAGE``, exit :data:`EXIT_BAD_INPUT`.
 
-    argparse prints its usage block before every error; here the usage
+    argparse prints its usage block before every error. Here the usage
     comes only where it is what the user needs: a required flag or the
-    command missing (and ``--help``). A bad value (``argument --n_epochs:
-    expected an integer >= 1, found 0``), an unknown flag or two flags
-    that exclude each other are one line.
+    command missing, and ``--help``. A bad value such as ``argument
+    --n_epochs: expected an integer >= 1, found 0``, an unknown flag or
+    two flags that exclude each other are one line.
     """
 
     def error(self, message):
@@ -83,13 +83,13 @@ def int_in_range(minimum: int, maximum: Optional[int] = None,
                  allowed: Optional[str] = None):
     """An argparse ``type``: an integer in ``minimum..maximum``.
 
-    A bad value is one line (:class:`ArgumentParser`, exit 1) that names
-    the flag (argparse adds it), what is allowed and what was found:
-    ``argument --batch_size: expected an integer >= 1, found -4``.
+    A bad value is one line from :class:`ArgumentParser`, exit 1. It
+    names the flag, which argparse adds, what is allowed and what was
+    found: ``argument --batch_size: expected an integer >= 1, found -4``.
 
     Args:
-        maximum: the largest value allowed (None: no limit).
-        allowed: what to say is expected (default: the range).
+        maximum: the largest value allowed. None means no limit.
+        allowed: what to say is expected. The default is the range.
     """
     if allowed is None:
         allowed = (f"an integer >= {minimum}" if maximum is None
@@ -132,10 +132,10 @@ def finite_float(text: str) -> float:
 
 def options_arg(text: str) -> str:
     """An argparse ``type``: an options JSON file, or a preset's name
-    (:mod:`bilm_keras.presets`: ``tiny``, ``small``, the published size),
-    given as the preset's file. A bare name that is no preset is refused
-    here; a path is checked with the other inputs
-    (:func:`check_options_flag`)."""
+    given as the preset's file. The presets of :mod:`bilm_keras.presets`
+    are ``tiny``, ``small`` and the published size. A bare name that is no
+    preset is refused here. A path is checked with the other inputs by
+    :func:`check_options_flag`."""
     from bilm_keras.presets import PresetError, options_file
 
     try:
@@ -190,8 +190,8 @@ def add_checkpoint_argument(parser, what: str) -> None:
 
 
 def check_checkpoint(save_dir: str, name) -> None:
-    """``--checkpoint NAME`` names a checkpoint of ``save_dir`` (no
-    TensorFlow; whether it reads whole is the library's check)."""
+    """``--checkpoint NAME`` names a checkpoint of ``save_dir``. It needs
+    no TensorFlow. Whether it reads whole is the library's check."""
     if name is None:
         return
     from bilm_keras.weights.checkpoint_files import resolve_checkpoint
@@ -217,12 +217,12 @@ def check_output_file(path: str, flag: str, overwrite: bool) -> None:
 def add_precision_argument(parser, *, training: bool, computes: str,
                            note: str = "", default: str = "float32"
                            ) -> None:
-    """The ``--precision`` flag: what ``computes`` (the model's or the
-    saved graph's products) compute in. ``training``: the Keras mixed
-    policies (``mixed_bfloat16``, ``mixed_float16``, with loss scaling)
-    rather than the embedding precisions (``bfloat16``, ``float16``);
-    ``note``: what else the command's help says; ``default``: the
-    settings value's."""
+    """The ``--precision`` flag: what ``computes``, the model's or the
+    saved graph's products, compute in. ``training`` offers the Keras
+    mixed policies, ``mixed_bfloat16`` and ``mixed_float16`` with loss
+    scaling, rather than the embedding precisions ``bfloat16`` and
+    ``float16``. ``note`` is what else the command's help says.
+    ``default`` is the settings value's."""
     reduced = "mixed_bfloat16" if training else "bfloat16"
     half = "mixed_float16" if training else "float16"
     choices = [p for p in PRECISIONS
@@ -239,7 +239,7 @@ def add_precision_argument(parser, *, training: bool, computes: str,
 def add_overwrite_argument(
         parser, text: str = "replace --outfile if it exists") -> None:
     """The ``--overwrite`` switch of a command that writes a file, for
-    :func:`check_output_file`; ``text``: its help."""
+    :func:`check_output_file`. ``text`` is its help."""
     parser.add_argument("--overwrite", action="store_true",
                         help=f"{text} (default: refuse)")
 
@@ -263,7 +263,8 @@ def check_glob(pattern: str, flag: str) -> None:
 
 
 def check_options(path: str, flag: str):
-    """Parses ``options.json`` (no TensorFlow); returns the options."""
+    """Parses ``options.json`` without TensorFlow and returns the
+    options."""
     from bilm_keras.options import BiLMOptions
 
     check_file(path, flag)
@@ -283,11 +284,11 @@ def check_options_flag(path: str, flag: str = "--options"):
 
 
 def check_run_options(options, path: str, args) -> None:
-    """The training sizes of ``options`` (read from ``path``) that no flag
-    of ``args`` overrides are >= 1, as the flags' own types require: an
-    ``options.json`` with ``"n_epochs": 0`` would train nothing, and a
-    negative batch fails only in TensorFlow, after ``save_dir`` is
-    written."""
+    """Checks that the training sizes of ``options``, read from ``path``,
+    that no flag of ``args`` overrides are >= 1, as the flags' own types
+    require. An ``options.json`` with ``"n_epochs": 0`` would train
+    nothing. A negative batch fails only in TensorFlow, after ``save_dir``
+    is written."""
     for name in ("batch_size", "n_epochs", "n_train_tokens",
                  "unroll_steps", "n_negative_samples_batch"):
         if getattr(args, name, None) is not None:
@@ -302,15 +303,15 @@ def check_run_options(options, path: str, args) -> None:
 def import_tensorflow(verbose: bool = False) -> None:
     """Imports TensorFlow and Keras, silencing their start-up lines.
 
-    TensorFlow's C++ libraries write their start-up lines (oneDNN, CUDA,
-    CPU features) to the stderr file descriptor while they load, before
-    ``TF_CPP_MIN_LOG_LEVEL`` is read, so the descriptor itself is pointed
-    at a temporary file for the import; its text is shown if the import
-    fails. Later C++ log lines stay hidden through
-    ``TF_CPP_MIN_LOG_LEVEL=3`` (unless the environment sets it): even its
-    "errors" there are chatter (no CUDA driver, a kernel falling back to
-    Eigen); real failures reach Python as exceptions.
-    ``verbose``: change nothing, show everything.
+    TensorFlow's C++ libraries write their start-up lines about oneDNN,
+    CUDA and CPU features to the stderr file descriptor while they load.
+    That is before ``TF_CPP_MIN_LOG_LEVEL`` is read. So the descriptor
+    itself is pointed at a temporary file for the import, and its text is
+    shown if the import fails. Later C++ log lines stay hidden through
+    ``TF_CPP_MIN_LOG_LEVEL=3``, unless the environment sets it. Even its
+    "errors" there are chatter, e.g. no CUDA driver or a kernel falling
+    back to Eigen. Real failures reach Python as exceptions.
+    ``verbose`` changes nothing and shows everything.
     """
     if verbose or "tensorflow" in sys.modules:
         import keras  # noqa: F401
@@ -325,10 +326,10 @@ def import_tensorflow(verbose: bool = False) -> None:
 @contextlib.contextmanager
 def stderr_replayed_on_failure(expected: tuple = ()):
     """Points the stderr file descriptor at a temporary file while the
-    block runs (what C++ libraries and child processes write there is
-    hidden); if the block fails with anything but ``expected`` (a bad
-    input's own one-line error), the hidden text is written to stderr
-    before the error goes on. Without a usable stderr, changes nothing."""
+    block runs, hiding what C++ libraries and child processes write there.
+    If the block fails with anything but ``expected``, a bad input's own
+    one-line error, the hidden text is written to stderr before the error
+    goes on. Without a usable stderr, it changes nothing."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)

@@ -1,11 +1,12 @@
-"""The flags ``bilm-keras train`` and ``bilm-keras restart`` share
-(``train_elmo.py`` and ``restart.py``: bilm-tf's names), defined once,
-the :class:`~bilm_keras.training.training_run.TrainingRun` they give and
+"""The flags ``bilm-keras train`` and ``bilm-keras restart`` share,
+defined once. bilm-tf named the commands ``train_elmo.py`` and
+``restart.py``. Also the
+:class:`~bilm_keras.training.training_run.TrainingRun` the flags give and
 the :class:`TrainJob` both commands' checks return.
 
 Each flag of a run setting takes its default, and an integer's range,
-from the :class:`TrainingRun` field, and the run's rules are checked
-there alone: :func:`check_run_flags` reports a bad setting as a usage
+from the :class:`TrainingRun` field. The run's rules are checked there
+alone, and :func:`check_run_flags` reports a bad setting as a usage
 error."""
 
 import argparse
@@ -116,8 +117,8 @@ def training_run(args: argparse.Namespace) -> TrainingRun:
 
 
 def check_run_flags(args: argparse.Namespace, parser) -> None:
-    """The run's settings, checked by :class:`TrainingRun` alone; a bad
-    one is a usage error naming its flags (``parser.error``)."""
+    """The run's settings, checked by :class:`TrainingRun` alone. A bad
+    one is a usage error naming its flags, by ``parser.error``."""
     try:
         training_run(args)
     except SettingConflict as e:

@@ -65,8 +65,9 @@ def add_arguments(parser):
 
 
 def check(args) -> ModelJob:
-    """The options (``--options``, a preset by default: argparse gave its
-    file) and the globs; the job :func:`run` executes."""
+    """The options and the globs, the job :func:`run` executes. The
+    options are ``--options``, a preset by default, whose file argparse
+    gave."""
     check_options_flag(args.options)
     if args.corpus is not None:
         check_glob(args.corpus, "--corpus")

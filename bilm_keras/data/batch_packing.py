@@ -1,17 +1,17 @@
 """Encoded sentences packed into training batches exactly as bilm-tf's
-``_get_batch``:
+``_get_batch``.
 
-* each of the ``batch_size`` rows is its own continuous stream of
-  sentences; a batch holds the next ``num_steps`` tokens of every row. A
-  sentence that does not fit continues in the same row of the next batch
-  and the next sentence starts right after it, so the LSTM states a row
-  ends one batch with are the right initial states for its next batch
-  (truncated backpropagation through time);
-* a sentence of ``n`` words has ``n + 2`` ids and gives ``n + 1``
+* Each of the ``batch_size`` rows is its own continuous stream of
+  sentences. A batch holds the next ``num_steps`` tokens of every row. A
+  sentence that does not fit continues in the same row of the next batch,
+  and the next sentence starts right after it. So the LSTM states a row
+  ends one batch with are the right initial states for its next batch,
+  i.e. truncated backpropagation through time.
+* A sentence of ``n`` words has ``n + 2`` ids and gives ``n + 1``
   (input, target) pairs: inputs ``<S> w1 .. wn``, targets ``w1 .. wn </S>``.
 
-Batches are dicts of numpy arrays (``B`` = batch_size, ``S`` = num_steps,
-``C`` = max characters per token)::
+Batches are dicts of numpy arrays, with ``B`` = batch_size, ``S`` =
+num_steps and ``C`` = max characters per token::
 
     token_ids          (B, S)    int32    vocab id + 1, 0 = padding
     tokens_characters  (B, S, C) int32    char id + 1, 0 = padding
@@ -25,16 +25,17 @@ Batches are dicts of numpy arrays (``B`` = batch_size, ``S`` = num_steps,
                                           (``<S>``; ``</S>`` backward) is:
                                           the LM starts it from zero states
 
-Inputs are shifted by +1 like the inference :class:`Batcher` (so one
-embedding table with a padding row serves training and inference); targets
+Inputs are shifted by +1 like the inference :class:`Batcher`, so one
+embedding table with a padding row serves training and inference. Targets
 are plain vocabulary ids. :class:`~bilm_keras.data.lm_dataset.
 BidirectionalLMDataset` adds the same keys with a ``_reverse`` suffix for
 the backward LM.
 
 One difference from bilm-tf: bilm-tf dropped the last incomplete batch even
 in test mode, so heldout perplexity skipped up to a batch of data. Here test
-mode drains every row and yields the last batches padded (inputs 0, mask 0
-on padding), so every target of the heldout data is seen exactly once.
+mode drains every row and yields the last batches padded, with inputs 0
+and mask 0 on padding. So every target of the heldout data is seen exactly
+once.
 """
 
 from __future__ import annotations

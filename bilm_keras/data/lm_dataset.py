@@ -1,8 +1,10 @@
-"""Language-model training data with bilm-tf's semantics: the sentences
-of a corpus (:mod:`bilm_keras.data.corpus`) as an endless (training) or
-finite (test) stream, each encoded as ``<S> w1 .. wn </S>`` (reversed for
-the backward LM: ``</S> wn .. w1 <S>``) and packed into row-continuous
-batches (:mod:`bilm_keras.data.batch_packing` has their layout);
+"""Language-model training data with bilm-tf's semantics.
+
+The sentences of a corpus, see :mod:`bilm_keras.data.corpus`, form an
+endless stream for training or a finite one for test. Each is encoded as
+``<S> w1 .. wn </S>``, reversed for the backward LM as
+``</S> wn .. w1 <S>``. They are packed into row-continuous batches, whose
+layout :mod:`bilm_keras.data.batch_packing` gives.
 :mod:`bilm_keras.data.tf_dataset` feeds them to ``tf.data``.
 """
 
@@ -50,25 +52,27 @@ class LMDataset:
     Args:
         filepattern: glob of UTF-8 shard files, one whitespace-tokenized
             sentence per line. Empty or whitespace-only lines are skipped
-            and counted (:attr:`n_skipped_lines`, logged once per shard).
-        vocab: a :class:`Vocabulary` (token inputs) or
-            :class:`UnicodeCharsVocabulary` (char inputs, adds
-            ``tokens_characters``); it must hold ``<S>``, ``</S>``, ``<UNK>``.
+            and counted in :attr:`n_skipped_lines`, logged once per shard.
+        vocab: a :class:`Vocabulary` for token inputs, or a
+            :class:`UnicodeCharsVocabulary` for char inputs, which adds
+            ``tokens_characters``. It must hold ``<S>``, ``</S>``,
+            ``<UNK>``.
         reverse: the backward LM's stream: every sentence's words reversed
             and encoded ``</S> wn .. w1 <S>``.
-        test: False (training): shards in random order, cycled forever.
-            True: every shard once in sorted order, every sentence once,
-            then the stream ends (last batches padded, see the module doc).
+        test: bool. False, for training, takes shards in random order,
+            cycled forever. True takes every shard once in sorted order,
+            every sentence once, then the stream ends. The last batches
+            are padded, see the module doc.
         shuffle_on_load: shuffle a shard's sentences each time it is loaded.
-        seed: seed of this dataset's random generator (shard order and
-            shuffling); None draws one from the system. Every call of
+        seed: seed of this dataset's random generator, for shard order and
+            shuffling. None draws one from the system. Every call of
             :meth:`iter_batches` starts a new pass that continues this
             generator, so a fixed seed gives a reproducible sequence.
         shard_index, num_shards: read only part ``shard_index`` of
             ``num_shards`` disjoint parts of the corpus, for one input
             pipeline of a distributed strategy. With at least
             ``num_shards`` files, pipeline ``i`` reads the sorted files
-            ``i, i + num_shards, ...``; with fewer files it reads every
+            ``i, i + num_shards, ...``. With fewer files it reads every
             file but keeps the sentences ``i, i + num_shards, ...`` of each.
 
     Example:
@@ -210,12 +214,13 @@ class LMDataset:
 class BidirectionalLMDataset:
     """Forward and backward :class:`LMDataset` streams, batched together.
 
-    Args are those of :class:`LMDataset` (without ``reverse``). Both streams
-    get the same seed, so they see the same shards and sentences in the
-    same order (bilm-tf drew both from one global generator, so its two
-    streams were independent; each direction's model only ever sees its
-    own stream, so either is correct). Batches hold the forward keys and the
-    backward ones with a ``_reverse`` suffix (``token_ids_reverse``, ...).
+    Args are those of :class:`LMDataset`, without ``reverse``. Both
+    streams get the same seed, so they see the same shards and sentences
+    in the same order. In bilm-tf both came from one global generator, so
+    its two streams were independent. Each direction's model only ever sees
+    its own stream, so either is correct. Batches hold the forward keys
+    and the backward ones with a ``_reverse`` suffix, e.g.
+    ``token_ids_reverse``.
 
     Example:
         >>> data = BidirectionalLMDataset("train/*.txt", vocab, seed=0)

@@ -1,13 +1,13 @@
 """A small tokenized English corpus that every Python installation has.
 
-The docstrings of the standard library's pure-Python modules, read with
-:mod:`ast` from the source files (nothing is imported or executed), are
-split into sentences and tokenized like the bilm-tf training fixture:
-tokens separated by single spaces, punctuation as tokens of its own,
-lowercased by default. The result is deterministic for a given Python
-version, needs no download, and is large enough (thousands of sentences)
-for a tiny biLM to reach a meaningful heldout perplexity in a minute or two
-on a laptop CPU.
+The docstrings of the standard library's pure-Python modules are read
+with :mod:`ast` from the source files. Nothing is imported or executed.
+They are split into sentences and tokenized like the bilm-tf training
+fixture: tokens separated by single spaces, punctuation as tokens of its
+own, lowercased by default. The result is deterministic for a given
+Python version and needs no download. At thousands of sentences, it is
+large enough for a tiny biLM to reach a meaningful heldout perplexity in
+a minute or two on a laptop CPU.
 """
 
 from __future__ import annotations
@@ -214,24 +214,24 @@ def write_stdlib_corpus(out_dir, *, n_train_shards: int = 2,
     """Write the stdlib docstring corpus as training shards and a heldout
     file.
 
-    Sentences are shuffled with ``seed`` (so train and heldout come from the
-    same modules), optionally cut to ``max_sentences``, then the first
-    ``heldout_fraction`` (at least one sentence) becomes the heldout file
-    and the rest is dealt round-robin into the training shards.
+    Sentences are shuffled with ``seed``, so train and heldout come from
+    the same modules, and optionally cut to ``max_sentences``. Then the
+    first ``heldout_fraction``, at least one sentence, becomes the heldout
+    file. The rest is dealt round-robin into the training shards.
 
     Args:
         out_dir: folder to write ``train/shard_<i>.txt`` and
-            ``heldout/heldout.txt`` into (created; files written
-            atomically).
+            ``heldout/heldout.txt`` into. It is created, and the files are
+            written atomically.
         n_train_shards: number of training files.
-        max_sentences: keep at most this many sentences (None: all).
+        max_sentences: keep at most this many sentences. None keeps all.
         heldout_fraction: share of the sentences held out.
-        seed: shuffling seed; the same seed on the same Python gives the
+        seed: shuffling seed. The same seed on the same Python gives the
             same files.
-        lowercase: lowercase every token (as the bilm-tf fixture corpus).
+        lowercase: lowercase every token, as the bilm-tf fixture corpus.
 
     Returns:
-        dict with ``train_prefix`` and ``heldout_prefix`` (globs),
+        dict with ``train_prefix`` and ``heldout_prefix``, both globs, and
         ``train_files``, ``heldout_file``, ``n_train_sentences``,
         ``n_heldout_sentences``, ``n_train_tokens``, ``n_heldout_tokens``.
     """

@@ -1,11 +1,11 @@
 """Build a bilm-tf vocabulary file from a training corpus.
 
-The file holds ``<S>``, ``</S>``, ``<UNK>`` (ids 0, 1, 2) and then the
-corpus tokens by descending count; tokens with the same count keep the
-order in which they first occur in the corpus (files in sorted order), so
+The file holds ``<S>``, ``</S>``, ``<UNK>``, ids 0, 1 and 2, and then the
+corpus tokens by descending count. Tokens with the same count keep the
+order in which they first occur in the corpus, files in sorted order. So
 the result is deterministic and does not depend on hashing. A sidecar
-``<vocab_file>.json`` records ``n_train_tokens`` (bilm-tf's hand-set
-training option), the sentence count and the source glob.
+``<vocab_file>.json`` records ``n_train_tokens``, bilm-tf's hand-set
+training option, the sentence count and the source glob.
 """
 
 from __future__ import annotations
@@ -44,22 +44,26 @@ def build_vocab(train_prefix, vocab_file, *, min_count: int = 1,
 
     Args:
         train_prefix: glob of UTF-8 corpus files, one whitespace-tokenized
-            sentence per line (blank lines are skipped and counted).
-        vocab_file: output path; written atomically (temp file +
-            ``os.replace``) together with ``vocab_file + ".json"``.
+            sentence per line. Blank lines are skipped and counted.
+        vocab_file: output path. It is written atomically, by a temp file
+            and ``os.replace``, together with ``vocab_file + ".json"``.
         min_count: keep tokens seen at least this often.
         max_size: at most this many lines in the file, the three special
-            tokens included (None: no limit).
+            tokens included. None means no limit.
 
     Returns:
-        dict with ``n_train_tokens`` (corpus tokens without ``<S>``/``</S>``,
-        bilm-tf's training option), ``n_sentences``, ``n_skipped_lines``,
-        ``n_files``, ``n_types`` (distinct corpus tokens), ``n_tokens_vocab``
-        (lines written), ``n_oov_tokens`` (corpus tokens that will map to
-        ``<UNK>``), ``unigram_perplexity`` (of the LM targets over this
-        vocabulary, :mod:`bilm_keras.data.unigram`), ``train_prefix``,
-        ``vocab_file``, ``min_count`` and ``max_size``; the same dict is the
-        sidecar file's content.
+        dict with these keys, the same dict as the sidecar file's content.
+
+        - ``n_train_tokens``: corpus tokens without ``<S>`` and ``</S>``,
+          bilm-tf's training option.
+        - ``n_sentences``, ``n_skipped_lines``, ``n_files``.
+        - ``n_types``: distinct corpus tokens.
+        - ``n_tokens_vocab``: lines written.
+        - ``n_oov_tokens``: corpus tokens that will map to ``<UNK>``.
+        - ``unigram_perplexity``: of the LM targets over this vocabulary,
+          see :mod:`bilm_keras.data.unigram`.
+        - ``train_prefix``, ``vocab_file``, ``min_count`` and
+          ``max_size``.
     """
     check_int("min_count", min_count, 1)
     if max_size is not None and not (isinstance(max_size, int)

@@ -16,21 +16,22 @@ PCollection of ``(key, tokens)`` into ``(key, array)``.
                                     spec=EmbeddingSpec(output="top")))
         # (0, (4, 1024) float32), (1, (2, 1024) float32)
 
-Each worker process loads the model once (Beam's ``shared.Shared``: the
-threads of a process share it) and embeds whole Beam batches of sentences
-with a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder`, which
-sorts each batch by length into its own compute batches: a Beam batch is
-a chunk of ``bilm-keras embed`` (4,096 sentences by default). The model
-may be files (``options.json`` + weights, on any Beam file system: a
-worker copies a remote file to its disk once) or a published model's
-name, URL or archive, resolved on each worker through
-:func:`~bilm_keras.pretrained.resolve_model` (its cache,
-``$BILM_KERAS_CACHE``).
+Each worker process loads the model once, and its threads share it
+through Beam's ``shared.Shared``. It embeds whole Beam batches of
+sentences with a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder`,
+which sorts each batch by length into its own compute batches. A Beam
+batch is a chunk of ``bilm-keras embed``, 4,096 sentences by default.
 
-The whole-file job (``bilm-keras embed --runner``) is
-:mod:`bilm_keras.embedding.beam_dump`. Needs ``apache-beam`` (the
-``beam`` extra); TensorFlow is imported on the workers, when the model
-is loaded.
+The model may be files, ``options.json`` and weights on any Beam file
+system. A worker copies a remote file to its disk once. It may also be a
+published model's name, URL or archive, resolved on each worker through
+:func:`~bilm_keras.pretrained.resolve_model` into its cache,
+``$BILM_KERAS_CACHE``.
+
+The whole-file job, ``bilm-keras embed --runner``, is
+:mod:`bilm_keras.embedding.beam_dump`. It needs ``apache-beam``, the
+``beam`` extra. TensorFlow is imported on the workers, when the model is
+loaded.
 """
 
 from __future__ import annotations
@@ -64,11 +65,12 @@ class ModelFiles:
     Attributes:
         options_file: the options JSON.
         weight_file: the weights HDF5 (bilm-tf's layout).
-        vocab_file: the vocabulary (token input; optional for characters).
-        embedding_weight_file: a token-input run's token table
-            (``bilm-keras dump-tokens``); None: character input, or for
-            options without ``char_cnn`` (a token-trained model) the table
-            in ``weight_file``.
+        vocab_file: the vocabulary. Token input needs it, characters do
+            not.
+        embedding_weight_file: a token-input run's token table, from
+            ``bilm-keras dump-tokens``. None means character input, or the
+            table in ``weight_file`` for a token-trained model, whose
+            options have no ``char_cnn``.
     """
 
     options_file: str
@@ -80,8 +82,9 @@ class ModelFiles:
 class LoadedBiLM:
     """What :meth:`BiLMModelHandler.load_model` gives each worker process:
     a :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder` over the
-    loaded backbone, and what it embeds. Its threads share it; a lock lets
-    one batch at a time through (TensorFlow's own threads use the cores).
+    loaded backbone, and what it embeds. Its threads share it. A lock lets
+    one batch at a time through, and TensorFlow's own threads use the
+    cores.
 
     Attributes:
         embedder: the embedder.
@@ -113,58 +116,63 @@ class LoadedBiLM:
 
 
 class BiLMModelHandler(ModelHandler):
-    """Beam's ``ModelHandler`` for a biLM: ``RunInference`` over ``(key,
-    tokens)`` elements gives ``(key, array)`` elements, the array as
-    :meth:`~bilm_keras.BidirectionalLanguageModel.embed_sentences` returns
-    it for ``spec`` (every ``output``: all layers `(K, n, D)`, the top one
-    or a mix or an average `(n, D)`, a sentence vector `(D,)`; ``n`` =
-    ``len(tokens)``, ``D`` = ``2 * projection_dim``).
+    """Beam's ``ModelHandler`` for a biLM.
 
-    The model is loaded once per worker process and shared by its threads
-    (``RunInference`` keeps it in Beam's ``shared.Shared``); with
-    ``large_model`` one copy per machine serves every process
-    (``share_model_across_processes``: for a model that does not fit once
-    per process; the arrays then travel between processes). Elements are
-    batched by Beam's ``BatchElements``, ``batch_sentences`` at a time
-    (fewer at a bundle's end), and each batch is sorted by length into the
+    ``RunInference`` over ``(key, tokens)`` elements gives ``(key, array)``
+    elements. The array is what
+    :meth:`~bilm_keras.BidirectionalLanguageModel.embed_sentences` returns
+    for ``spec``. All layers give `(K, n, D)`, the top one, a mix or an
+    average give `(n, D)`, and a sentence vector is `(D,)`. Here ``n`` is
+    ``len(tokens)`` and ``D`` is ``2 * projection_dim``.
+
+    The model is loaded once per worker process and shared by its threads.
+    ``RunInference`` keeps it in Beam's ``shared.Shared``. With
+    ``large_model``, one copy per machine serves every process through
+    ``share_model_across_processes``. That suits a model that does not fit
+    once per process, and the arrays then travel between processes.
+
+    Beam's ``BatchElements`` batches the elements ``batch_sentences`` at a
+    time, fewer at a bundle's end. Each batch is sorted by length into the
     embedder's compute batches, as a chunk of ``bilm-keras embed`` is.
 
     Args:
-        model: a published model: a registry name (``"elmo-original"``),
-            an http(s) URL or a local archive or folder, resolved on each
-            worker by :func:`~bilm_keras.pretrained.resolve_model` (into
-            ``cache_dir``); or a :class:`~bilm_keras.pretrained.
-            ResolvedModel` (its files are used as they are). Not with
-            ``options_file``.
-        options_file, weight_file: the model's files instead (local paths,
-            or any Beam file system's, e.g. ``gs://bucket/options.json``:
-            copied to the worker's disk once).
-        vocab_file: the vocabulary; required for token input (default: a
-            resolved model's own, if it ships one).
-        embedding_weight_file: token input: the token table of
-            ``vocab_file`` (``bilm-keras dump-tokens``).
-        spec: what to embed (:class:`~bilm_keras.embedding.outputs.
-            EmbeddingSpec`); default every layer, float32.
-        batch_size: sentences per LSTM batch; None (default): the
+        model: a published model. A registry name such as
+            ``"elmo-original"``, an http(s) URL or a local archive or
+            folder is resolved on each worker by
+            :func:`~bilm_keras.pretrained.resolve_model` into
+            ``cache_dir``. The files of a :class:`~bilm_keras.pretrained.
+            ResolvedModel` are used as they are. Not with ``options_file``.
+        options_file, weight_file: the model's files instead. Local paths
+            or any Beam file system's, e.g. ``gs://bucket/options.json``,
+            copied to the worker's disk once.
+        vocab_file: the vocabulary. Token input needs it. The default is a
+            resolved model's own, if it ships one.
+        embedding_weight_file: the token table of ``vocab_file`` for token
+            input, from ``bilm-keras dump-tokens``.
+        spec: what to embed, an :class:`~bilm_keras.embedding.outputs.
+            EmbeddingSpec`. The default is every layer in float32.
+        batch_size: sentences per LSTM batch. None, the default, uses the
             embedder's own length-sorted compute batches.
-        devices: the devices each worker embeds on (default: every GPU,
-            else the CPU).
-        batch_sentences: int, sentences per Beam batch (``BatchElements``'
-            ``min_batch_size`` and ``max_batch_size``); the embedder sorts
-            each batch by length, so larger batches pad less; memory holds
-            a batch's arrays.
-        large_model: one model per machine, not per process (above).
-        cache_dir: the model cache of ``model`` on the workers (default
-            ``$BILM_KERAS_CACHE``, else ``~/.cache/bilm_keras``).
-        precision: what the workers' products compute in
-            (:mod:`~bilm_keras.layers.precision`): ``"float32"`` (exact,
-            the default) or ``"bfloat16"`` (AMX CPUs, GPUs of compute
-            capability 8.0 and up; a worker without it logs a warning).
+        devices: the devices each worker embeds on. The default is every
+            GPU, else the CPU.
+        batch_sentences: int. Sentences per Beam batch, the
+            ``min_batch_size`` and ``max_batch_size`` of ``BatchElements``.
+            The embedder sorts each batch by length, so larger batches pad
+            less, and memory holds a batch's arrays.
+        large_model: one model per machine, not per process, as above.
+        cache_dir: the model cache of ``model`` on the workers. The
+            default is ``$BILM_KERAS_CACHE``, else ``~/.cache/bilm_keras``.
+        precision: what the workers' products compute in, see
+            :mod:`~bilm_keras.layers.precision`. ``"float32"`` is exact and
+            the default. ``"bfloat16"`` needs an AMX CPU or a GPU of
+            compute capability 8.0 and up, and a worker without one logs a
+            warning.
 
     Raises:
         SettingError: no model or two, a spec that is not an
-            ``EmbeddingSpec``, a bad ``batch_size`` or ``batch_sentences``
-            (checked here, on the machine that builds the pipeline).
+            ``EmbeddingSpec``, or a bad ``batch_size`` or
+            ``batch_sentences``. They are checked here, on the machine that
+            builds the pipeline.
 
     Example:
         >>> handler = BiLMModelHandler(options_file="options.json",
@@ -210,8 +218,10 @@ class BiLMModelHandler(ModelHandler):
         super().__init__(min_batch_size=batch_sentences,
                          max_batch_size=batch_sentences,
                          large_model=large_model)
-        self.model = (model if model is None or isinstance(
-            model, ResolvedModel) else os.fspath(model))
+        # a ResolvedModel is used as it is, a spec resolved on the worker
+        self.resolved = model if isinstance(model, ResolvedModel) else None
+        self.model = (model if model is None or self.resolved is not None
+                      else os.fspath(model))
         self.files = None if options_file is None else ModelFiles(
             _path(options_file), _path(weight_file), _path(vocab_file),
             _path(embedding_weight_file))
@@ -224,21 +234,19 @@ class BiLMModelHandler(ModelHandler):
         self.precision = precision
 
     def model_files(self) -> tuple[ModelFiles, Optional[ResolvedModel]]:
-        """The files to load (resolving ``model`` if it is a spec: a
-        download into the cache the first time) and the resolved model."""
+        """The files to load and the resolved model. A ``model`` given as a
+        spec is resolved here, a download into the cache the first time."""
         if self.files is not None:
             return self.files, None
-        resolved = self.model
-        if not isinstance(resolved, ResolvedModel):
-            resolved = resolve_model(resolved, cache_dir=self.cache_dir,
-                                     progress=False)
+        resolved = self.resolved or resolve_model(
+            self.model, cache_dir=self.cache_dir, progress=False)
         vocab = self.vocab_file or resolved.vocab_file
         return ModelFiles(resolved.options_file, resolved.weight_file,
                           vocab, None), resolved
 
     def load_model(self) -> LoadedBiLM:
-        """Loads the model on a worker (once per process: Beam shares it
-        between the process's threads)."""
+        """Loads the model on a worker, once per process. Beam shares it
+        between the process's threads."""
         from bilm_keras.embedding.bulk_embedder import BulkEmbedder
         from bilm_keras.models.backbone_loading import load_backbone
 
@@ -275,8 +283,8 @@ class BiLMModelHandler(ModelHandler):
         return list(zip(keys, arrays))
 
     def get_num_bytes(self, batch) -> int:
-        """The batch's text, in UTF-8 bytes (for Beam's metrics; cheaper
-        than Beam's default, a pickle of the batch)."""
+        """The batch's text in UTF-8 bytes, for Beam's metrics. It is
+        cheaper than Beam's default, a pickle of the batch."""
         return sum(len(token.encode("utf-8")) for _, tokens in batch
                    for token in tokens)
 
@@ -296,9 +304,11 @@ class BiLMModelHandler(ModelHandler):
 
 class EmbedSentences(beam.PTransform):
     """``(key, tokens)`` -> ``(key, array)``: ``RunInference`` with a
-    :class:`BiLMModelHandler` (the arguments are the handler's, or give
-    one as ``handler``). Keys are any values and pass through unchanged;
-    ``tokens`` is a list of strings (a sentence may be empty).
+    :class:`BiLMModelHandler`.
+
+    The arguments are the handler's, or give one as ``handler``. Keys are
+    any values and pass through unchanged. ``tokens`` is a list of
+    strings, and a sentence may be empty.
 
     Example:
         >>> pcoll | EmbedSentences("elmo-original",

@@ -1,6 +1,6 @@
 """How the bulk embedder cuts a chunk of sentences into the batches its
-LSTMs run: one pure function, so the policy lives in one place and the
-device loop (one device or several) only consumes its list."""
+LSTMs run. It is one pure function, so the policy lives in one place. The
+device loop, on one device or several, only consumes its list."""
 
 from __future__ import annotations
 
@@ -19,21 +19,21 @@ def plan_compute_batches(
 ) -> list[np.ndarray]:
     """The compute batches of a chunk: index arrays into it.
 
-    The sentences are sorted by length (stable: equal lengths keep their
-    input order) and cut, shortest first, into batches of at most
-    ``max_sentences`` sentences and, with ``max_tokens``, of at most
-    ``max_tokens`` positions, a batch's positions being its sentences
-    times its longest sentence's length plus 2 (``<S>``, ``</S>``: what its
-    LSTMs compute). So short sentences make wide batches and long ones
-    narrow batches, each about as much work; a sentence longer than the
-    budget gets a batch of its own. Sorting keeps the padding small; every
-    index appears in exactly one batch.
+    The sentences are sorted by length, stably, so equal lengths keep
+    their input order. They are cut, shortest first, into batches of at
+    most ``max_sentences`` sentences. With ``max_tokens``, a batch also
+    has at most ``max_tokens`` positions. A batch's positions are its
+    sentences times its longest sentence's length plus 2, for ``<S>`` and
+    ``</S>``, which is what its LSTMs compute. So short sentences make
+    wide batches and long ones narrow batches, each about as much work. A
+    sentence longer than the budget gets a batch of its own. Sorting keeps
+    the padding small, and every index appears in exactly one batch.
 
     Args:
         lengths: tokens per sentence of the chunk, in input order.
-        max_sentences: int >= 1, sentences per batch at most.
-        max_tokens: None (no budget: batches of ``max_sentences``) or an
-            int >= 1, padded positions per batch at most.
+        max_sentences: int >= 1. Sentences per batch at most.
+        max_tokens: int >= 1 or None. Padded positions per batch at most.
+            None means no budget, i.e. batches of ``max_sentences``.
 
     Returns:
         A list of int64 arrays, each a batch's indices into ``lengths``,

@@ -28,16 +28,16 @@ def shard_lines(shard: int, n_shards: int, n_lines: int,
                 chunk_size: int) -> tuple[int, int]:
     """Shard ``shard`` of ``n_shards``: the lines ``[a, b)`` it embeds.
 
-    A shard is a run of whole chunks of the single run: the input's
-    ``c = ceil(n_lines / chunk_size)`` chunks of ``chunk_size`` lines
-    (the last one shorter) are split into contiguous runs, shard ``K``
-    taking chunks ``[K * c // N, (K + 1) * c // N)``; together every line
-    once. Each shard therefore sorts and batches every sentence with the
-    same batch-mates as the single run, and TensorFlow's CPU kernels,
-    whose result for a row may depend on the other rows of its batch, give
-    the same bits: the merged shards equal the single run's file. Chunk
-    counts differ by at most one between shards; with fewer chunks than
-    shards some shards are empty.
+    A shard is a run of whole chunks of the single run. The input's
+    ``c = ceil(n_lines / chunk_size)`` chunks of ``chunk_size`` lines,
+    the last one shorter, are split into contiguous runs. Shard ``K``
+    takes chunks ``[K * c // N, (K + 1) * c // N)``, and together they
+    take every line once. Each shard therefore sorts and batches every
+    sentence with the same batch-mates as the single run. TensorFlow's CPU
+    kernels, whose result for a row may depend on the other rows of its
+    batch, then give the same bits. So the merged shards equal the single
+    run's file. Chunk counts differ by at most one between shards. With
+    fewer chunks than shards some shards are empty.
 
     Example:
         >>> [shard_lines(k, 3, 11, 3) for k in range(3)]

@@ -1,13 +1,13 @@
 """A frozen biLM's layers computed once, read back as ``tf.data`` batches
 to train :class:`~bilm_keras.ELMoEmbedding`'s mix and a head on them.
 
-Two sources, one reader: the arrays of
-:meth:`ELMoEmbedding.embed_layers` (in memory, a small set) or the HDF5
-file of :func:`~bilm_keras.dump_bilm_embeddings` with every layer
-(``EmbeddingSpec(output="all")``, float32 or float16: a large set,
-embedded once by the bulk path). Either way each batch holds the layers
-zero-padded to its longest sentence, which is how the layer tells the
-tokens from the padding.
+Two sources have one reader. A small set comes from the arrays of
+:meth:`ELMoEmbedding.embed_layers`, in memory. A large set comes from the
+HDF5 file of :func:`~bilm_keras.dump_bilm_embeddings` with every layer,
+``EmbeddingSpec(output="all")`` in float32 or float16, embedded once by
+the bulk path. Either way each batch holds the layers zero-padded to its
+longest sentence, which is how the layer tells the tokens from the
+padding.
 """
 
 from __future__ import annotations

@@ -23,41 +23,41 @@ def _keras_name(variable) -> str:
 @keras.saving.register_keras_serializable(package="bilm_keras")
 class ELMoHubLayer(keras.layers.Layer):
     """A SavedModel written by :func:`~bilm_keras.export.export_hub`, as a
-    Keras 3 layer whose scalar-mix weights (and LM weights, if exported
-    with ``trainable_lm``) train with ``model.fit``.
+    Keras 3 layer whose scalar-mix weights train with ``model.fit``. So do
+    its LM weights, if exported with ``trainable_lm``.
 
     ``keras.layers.TFSMLayer(path, call_endpoint="default")`` works for
-    inference, but Keras 3's optimizers cannot build slot variables for
-    its weights (their names keep TensorFlow's ``:0``), so fine-tuning
-    with Adam fails there; this layer re-wraps the SavedModel's own
-    variables under clean names and takes trainability from the
-    SavedModel's ``trainable_variables``.
+    inference. But Keras 3's optimizers cannot build slot variables for
+    its weights, whose names keep TensorFlow's ``:0``, so fine-tuning with
+    Adam fails there. This layer re-wraps the SavedModel's own variables
+    under clean names and takes trainability from the SavedModel's
+    ``trainable_variables``.
 
     Args:
-        savedmodel_path: the SavedModel directory. (``path`` is taken by
-            Keras.)
+        savedmodel_path: the SavedModel directory. Keras takes ``path``.
         signature: ``"default"``, ``"tokens"`` or ``"elmo"``.
         output_key: one output (``"default"``, ``"elmo"``, ...) or None for
             the whole dict.
         trainable: bool. False freezes every weight.
 
     Call arguments:
-        inputs: ``default``: `(batch,)` tf.string sentences; ``tokens``: a
-            dict ``{"tokens": (batch, max_len) tf.string,
-            "sequence_len": (batch,) int32}``; ``elmo``: `(batch, time + 2,
-            max_characters_per_token)` int32 char ids from
-            :class:`~bilm_keras.Batcher` (a converted ELMoForManyLangs
-            model: ``ManyLangsBatcher``'s ids, one column wider with a
-            word part).
-        training: bool (the biLM has no dropout: no effect on values).
+        inputs: for ``default``, `(batch,)` tf.string sentences. For
+            ``tokens``, a dict ``{"tokens": (batch, max_len) tf.string,
+            "sequence_len": (batch,) int32}``. For ``elmo``, `(batch,
+            time + 2, max_characters_per_token)` int32 char ids from
+            :class:`~bilm_keras.Batcher`. A converted ELMoForManyLangs
+            model takes ``ManyLangsBatcher``'s ids, one column wider with
+            a word part.
+        training: bool. The biLM has no dropout, so it has no effect on
+            values.
 
     Returns:
         ``output_key``'s tensor, e.g. `(batch, 2 * projection_dim)` for
-        ``"default"``, or the dict of all outputs (see
-        :mod:`bilm_keras.export.hub_module`). A per-token output
-        (``"elmo"``, ``"word_emb"``, ``"lstm_outputs1"``, ...) carries a
-        Keras mask `(batch, time)`, so RNNs and attention after it skip
-        the padding.
+        ``"default"``, or the dict of all outputs, see
+        :mod:`bilm_keras.export.hub_module`. A per-token output such as
+        ``"elmo"``, ``"word_emb"`` or ``"lstm_outputs1"`` carries a Keras
+        mask `(batch, time)`, so RNNs and attention after it skip the
+        padding.
 
     Example:
         >>> text = keras.Input(shape=(), dtype="string")

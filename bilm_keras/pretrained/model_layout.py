@@ -1,40 +1,41 @@
-"""Find the model in a folder (an extracted archive, a local directory),
-and its format, from the files themselves.
+"""Find the model in a folder, and its format, from the files themselves.
+The folder is an extracted archive or a local directory.
 
-A model sits at the folder's root or inside one folder below it (most
-archives hold one top folder, e.g. ``zhs.model/``); the two formats:
+A model sits at the folder's root or inside one folder below it. Most
+archives hold one top folder, e.g. ``zhs.model/``. The formats are these.
 
-* ``bilm-tf``: an options JSON (a JSON object with an ``"lstm"`` section:
-  AllenNLP's, NLPL's own ELMo zips, a model bilm_keras trained, dumped or
-  converted) and a weights HDF5 (``.hdf5``/``.h5``; where a folder has
-  several, the one with bilm-tf's ``RNN_0`` group). A ``vocab*.txt`` beside
-  them is the vocabulary.
-* ``elmoformanylangs``: ``config.json`` (upstream's training arguments)
-  beside ``encoder.pkl`` / ``token_embedder.pkl``, as HIT-SCIR releases
-  them; converted with
+* ``bilm-tf``: an options JSON and a weights HDF5. The options are a JSON
+  object with an ``"lstm"`` section, as in AllenNLP's, NLPL's own ELMo
+  zips, or a model bilm_keras trained, dumped or converted. The weights
+  are ``.hdf5`` or ``.h5``. Where a folder has several, the one with
+  bilm-tf's ``RNN_0`` group is taken. A ``vocab*.txt`` beside them is the
+  vocabulary.
+* ``elmoformanylangs``: ``config.json``, upstream's training arguments,
+  beside ``encoder.pkl`` and ``token_embedder.pkl``, as HIT-SCIR releases
+  them. It is converted with
   :func:`bilm_keras.weights.manylangs_conversion.convert_manylangs`, which
-  finds the model config as upstream does (a stale absolute
+  finds the model config as upstream does. A stale absolute
   ``config_path`` falls back to the file in the folder, then to upstream's
-  packaged configs).
+  packaged configs.
 * ``paddle-fluid``: a Fluid ``save_persistables`` checkpoint of Paddle's
-  ELMo (the baike model: ``embedding_para``, ``fw_layer1_gate_w``,
-  ``lstmp_0.w_0``, ...), a ``vocab*.txt`` beside it the vocabulary;
-* ``paddlenlp``: one PaddleNLP 2.x ``.pdparams`` file (and a
-  ``vocab*.txt``); both converted with
-  :func:`bilm_keras.weights.paddle_conversion.read_paddle`;
+  ELMo, the baike model, with ``embedding_para``, ``fw_layer1_gate_w``,
+  ``lstmp_0.w_0``, .... A ``vocab*.txt`` beside it is the vocabulary.
+* ``paddlenlp``: one PaddleNLP 2.x ``.pdparams`` file and a
+  ``vocab*.txt``. Both Paddle formats are converted with
+  :func:`bilm_keras.weights.paddle_conversion.read_paddle`.
 * ``tf1-checkpoint``: an options JSON and a bilm-tf TF1 training
-  checkpoint with no weights HDF5 (DeepPavlov's LM-ready archives:
-  ``options.json``, ``vocab.txt`` and ``saves/model.*``); dumped once with
-  :func:`bilm_keras.weights.bilm_tf_checkpoint.dump_tf1_checkpoint`;
+  checkpoint with no weights HDF5. DeepPavlov's LM-ready archives hold
+  ``options.json``, ``vocab.txt`` and ``saves/model.*``. It is dumped once
+  with :func:`bilm_keras.weights.bilm_tf_checkpoint.dump_tf1_checkpoint`.
 * ``tfhub-tf1``: a TF1 Hub module, ``saved_model.pb`` beside
-  ``tfhub_module.pb`` and ``variables/``, converted with
-  :func:`bilm_keras.pretrained.tfhub_conversion.convert_tfhub` (a
-  ``saved_model.pb`` alone, a TF2 SavedModel, is refused there).
+  ``tfhub_module.pb`` and ``variables/``. It is converted with
+  :func:`bilm_keras.pretrained.tfhub_conversion.convert_tfhub`. A
+  ``saved_model.pb`` alone, a TF2 SavedModel, is refused there.
 
-Folders named ``__MACOSX`` or starting with ``.`` are skipped. No model, two
-models (at the root and in a folder, or in two folders), or a bilm-tf folder
-with two candidate options or weight files is an error naming the folder
-and what was found.
+Folders named ``__MACOSX`` or starting with ``.`` are skipped. An error
+names the folder and what was found when there is no model, or two
+models, at the root and in a folder or in two folders. So does a bilm-tf
+folder with two candidate options or weight files.
 """
 
 from __future__ import annotations
@@ -75,16 +76,16 @@ class ModelLayout:
     Args:
         format: ``"bilm-tf"``, ``"elmoformanylangs"``, ``"paddle-fluid"``,
             ``"paddlenlp"`` or ``"tfhub-tf1"``.
-        model_dir: the folder holding the model's files (a Fluid
-            checkpoint's variables).
-        options_file / weight_file / vocab_file: a bilm-tf model's files
-            (``vocab_file`` None where it has none); None for an
-            ELMoForManyLangs model (its files are found by the conversion).
-            A Paddle model's ``vocab_file`` is the ``vocab*.txt`` beside
-            it, if any.
-        checkpoint: a Paddle model's checkpoint (the Fluid directory or
-            the ``.pdparams`` file), or the newest TF1 checkpoint's prefix
-            found beside a bilm-tf model's files, else None.
+        model_dir: the folder holding the model's files, e.g. a Fluid
+            checkpoint's variables.
+        options_file / weight_file / vocab_file: a bilm-tf model's files.
+            ``vocab_file`` is None where it has none. All are None for an
+            ELMoForManyLangs model, whose files the conversion finds. A
+            Paddle model's ``vocab_file`` is the ``vocab*.txt`` beside it,
+            if any.
+        checkpoint: a Paddle model's checkpoint, the Fluid directory or
+            the ``.pdparams`` file. Or the newest TF1 checkpoint's prefix
+            found beside a bilm-tf model's files. Else None.
     """
 
     format: str

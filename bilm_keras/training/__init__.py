@@ -2,34 +2,34 @@
 
 The package's modules, by job:
 
-* :mod:`.loop`: :func:`train` and :func:`restart`;
-* :mod:`.training_run`: :class:`TrainingRun`, the settings of a run;
-* :mod:`.inputs`: vocabulary, batches, steps per epoch;
-* :mod:`.model_setup`: the model and its Adagrad (:mod:`.adagrad`);
-* :mod:`.train_step`: one distributed training step;
-* :mod:`.reporting`: progress lines and TensorBoard scalars;
+* :mod:`.loop`: :func:`train` and :func:`restart`.
+* :mod:`.training_run`: :class:`TrainingRun`, the settings of a run.
+* :mod:`.inputs`: vocabulary, batches, steps per epoch.
+* :mod:`.model_setup`: the model and its Adagrad (:mod:`.adagrad`).
+* :mod:`.train_step`: one distributed training step.
+* :mod:`.reporting`: progress lines and TensorBoard scalars.
 * :mod:`.run_checkpoint`: :class:`RunCheckpoint`, what a checkpoint
   holds (weights, Adagrad, step, data stream, carried states, warm-up),
   built once, saved, restored, and continued from a foreign run's values
-  (:class:`ForeignRun`);
+  (:class:`ForeignRun`).
 * :mod:`.checkpoints`: what a ``save_dir`` holds, checkpoints written
-  whole, the data stream;
-* :mod:`.carried_states`: the LSTM states a step hands the next;
-* :mod:`.lm_warmup`: the adapted run's softmax-only first steps;
-* :mod:`.preemption`: SIGTERM / SIGINT end a run with a checkpoint;
+  whole, the data stream.
+* :mod:`.carried_states`: the LSTM states a step hands the next.
+* :mod:`.lm_warmup`: the adapted run's softmax-only first steps.
+* :mod:`.preemption`: SIGTERM / SIGINT end a run with a checkpoint.
 * :mod:`.checkpoint_family`: which family of trained biLM a path names
   (PaddleNLP, Paddle Fluid, a TensorFlow save_dir), told once from its
-  file names;
+  file names.
 * :mod:`.save_dir_models`: a save_dir's checkpoint, ours or bilm-tf's,
-  chosen (the newest that reads whole) and loaded for a command;
+  chosen (the newest that reads whole) and loaded for a command.
 * :mod:`.bilm_tf_save_dir`: a save_dir of bilm-tf's own training,
-  evaluated, dumped, continued or the start of a new run;
-* :mod:`.evaluation`: heldout perplexity;
-* :mod:`.stateful_evaluation`: bilm-tf's ``run_test.py`` perplexity;
-* :mod:`.weight_dump`: a checkpoint as bilm-tf's HDF5 weights;
-* :mod:`.adaptation`: continuing a published biLM on new text;
-* :mod:`.strategy`: the ``tf.distribute`` strategy;
-* :mod:`.threads`: TensorFlow's CPU thread pools for training;
+  evaluated, dumped, continued or the start of a new run.
+* :mod:`.evaluation`: heldout perplexity.
+* :mod:`.stateful_evaluation`: bilm-tf's ``run_test.py`` perplexity.
+* :mod:`.weight_dump`: a checkpoint as bilm-tf's HDF5 weights.
+* :mod:`.adaptation`: continuing a published biLM on new text.
+* :mod:`.strategy`: the ``tf.distribute`` strategy.
+* :mod:`.threads`: TensorFlow's CPU thread pools for training.
 * :mod:`.pipeline`: vocabulary to embeddings in one call.
 
 The names below are imported on first use (PEP 562): importing the

@@ -1,50 +1,51 @@
 """Domain adaptation: continue training a published biLM on new text.
 
-A bilm-tf / AllenNLP ``lm_weights.hdf5`` holds the token embedder and both
-LSTM stacks but no softmax (bilm-tf's ``dump_weights`` leaves it out). To
-continue training one on domain text (:func:`~bilm_keras.training.train`
-with ``init_weights``):
+A bilm-tf or AllenNLP ``lm_weights.hdf5`` holds the token embedder and
+both LSTM stacks but no softmax, since bilm-tf's ``dump_weights`` leaves
+it out. :func:`~bilm_keras.training.train` with ``init_weights``
+continues training one on domain text in three steps.
 
-1. the :class:`LanguageModel` the options describe is built, its backbone
-   with placeholder zeros, and :func:`load_bilm_tf_hdf5` fills every
-   backbone variable from the file (``strict``: every dataset of the file
-   must have a variable too). The one weight table of
+1. The :class:`LanguageModel` the options describe is built, its backbone
+   with placeholder zeros. :func:`load_bilm_tf_hdf5` fills every backbone
+   variable from the file. It is ``strict``: every dataset of the file
+   must have a variable too. The one weight table of
    :mod:`bilm_keras.weights.bilm_tf_hdf5` handles the layout: the padding
-   row of ``char_embed``, the conv kernels, ``n_characters`` 261 or 262
-   (the Keras table always has the padding row).
-2. the softmax is new, for the vocabulary of ``--vocab_file``: ``W`` is
-   drawn from bilm-tf's initialiser, normal(0, 1 / sqrt(projection_dim))
-   (:func:`draw_softmax_weights`, a block of rows at a time); the bias is
+   row of ``char_embed``, the conv kernels, and ``n_characters`` 261 or
+   262. The Keras table always has the padding row.
+2. The softmax is new, for the vocabulary of ``--vocab_file``. ``W`` is
+   drawn from bilm-tf's initialiser, normal(0, 1 / sqrt(projection_dim)),
+   a block of rows at a time by :func:`draw_softmax_weights`. The bias is
    the log of each class's smoothed frequency as a target in the training
-   text (:func:`target_log_frequencies`; ``softmax_bias="zeros"``:
-   bilm-tf's zeros). A softmax whose bias is the unigram log-probability
-   starts as the unigram model of the domain instead of a uniform guess
-   over the vocabulary, so its first gradients into the LSTMs are not
-   those of a random classifier.
-3. for the first ``freeze_lm_steps`` steps only the softmax trains
-   (:func:`softmax_variables`; the LSTMs and the char-CNN get no update
-   and their Adagrad accumulators stay at their initial value), then
-   everything does. bilm-tf's advice for fine-tuning was to keep the
-   vocabulary and re-learn the softmax; the warm-up is that, before the
+   text, from :func:`target_log_frequencies`. ``softmax_bias="zeros"``
+   gives bilm-tf's zeros instead. A softmax whose bias is the unigram
+   log-probability starts as the unigram model of the domain instead of a
+   uniform guess over the vocabulary. So its first gradients into the
+   LSTMs are not those of a random classifier.
+3. For the first ``freeze_lm_steps`` steps only the softmax trains, see
+   :func:`softmax_variables`. The LSTMs and the char-CNN get no update,
+   and their Adagrad accumulators stay at their initial value. Then
+   everything trains. bilm-tf's advice for fine-tuning was to keep the
+   vocabulary and re-learn the softmax. The warm-up does that before the
    pretrained LSTMs see any gradient.
 
-The warm-up's end is a global step kept in the checkpoints
-(:class:`~bilm_keras.training.lm_warmup.LMWarmup`), so a restart during
+The warm-up's end is a global step kept in the checkpoints by
+:class:`~bilm_keras.training.lm_warmup.LMWarmup`. So a restart during
 the warm-up finishes it and one after it trains everything.
 
-A training checkpoint (``init_checkpoint``: bilm-tf's save_dir, e.g. the
-published ``model.ckpt-935588``) holds the softmax too, trained for the
-vocabulary it was trained with. A save_dir holds no vocabulary, so the
-user names it (``init_vocab_file``); the softmax rows (``W`` and ``b``)
-of every word ``vocab_file`` shares with it are kept from the checkpoint
-(:func:`init_softmax_from_checkpoint`; all of them for the same
-vocabulary), the other words get new rows as above. Without
-``init_vocab_file`` the softmax is new, as with ``init_weights``: two
-vocabularies of one size are not the same vocabulary, and a softmax kept
-for the wrong words would predict the wrong words. The backbone does not
-depend on the vocabulary (a char-CNN reads characters); a token-input
-model's embedding table does, and keeps its vocabulary, as with
-``init_weights``.
+A training checkpoint holds the softmax too, trained for the vocabulary
+it was trained with. ``init_checkpoint`` names one: bilm-tf's save_dir,
+e.g. the published ``model.ckpt-935588``. A save_dir holds no
+vocabulary, so the user names it with ``init_vocab_file``.
+:func:`init_softmax_from_checkpoint` keeps the checkpoint's softmax rows,
+``W`` and ``b``, of every word ``vocab_file`` shares with it. That is all
+of them for the same vocabulary. The other words get new rows as above.
+
+Without ``init_vocab_file`` the softmax is new, as with
+``init_weights``. Two vocabularies of one size are not the same
+vocabulary, and a softmax kept for the wrong words would predict the
+wrong words. The backbone does not depend on the vocabulary, since a
+char-CNN reads characters. A token-input model's embedding table does,
+and keeps its vocabulary, as with ``init_weights``.
 """
 
 from __future__ import annotations
@@ -69,7 +70,7 @@ logger = logging.getLogger(__name__)
 
 
 def check_weight_file(weight_file) -> str:
-    """``weight_file`` as a path; fails early (before any corpus pass)
+    """``weight_file`` as a path. Fails early, before any corpus pass,
     when it does not exist."""
     path = os.fspath(weight_file)
     if not os.path.isfile(path):
@@ -83,15 +84,15 @@ def target_log_frequencies(token_counts, n_sentences: int,
                            bidirectional: bool = True) -> np.ndarray:
     """Log of each softmax class's frequency as a target in a corpus.
 
-    The targets are what the loss sees (:func:`~bilm_keras.data.unigram.
-    target_counts`): every token (OOV ones as ``<UNK>``) and ``</S>`` (the
-    forward LM's last target) and, for a bidirectional model, ``<S>`` (the
-    backward LM's), both directions sharing the one softmax. Add-one
-    smoothing gives classes the corpus never shows a finite bias.
+    The targets are what the loss sees, see :func:`~bilm_keras.data.
+    unigram.target_counts`. They are every token, OOV ones as ``<UNK>``,
+    and ``</S>``, the forward LM's last target. A bidirectional model adds
+    ``<S>``, the backward LM's, as both directions share the one softmax.
+    Add-one smoothing gives classes the corpus never shows a finite bias.
 
     Args:
-        token_counts, n_sentences: of the corpus
-            (:func:`~bilm_keras.data.corpus.count_corpus`).
+        token_counts, n_sentences: of the corpus, from
+            :func:`~bilm_keras.data.corpus.count_corpus`.
 
     Returns:
         `(vocab.size,)` float32 ``log((count + 1) / (total + vocab.size))``.
@@ -126,7 +127,7 @@ def load_pretrained_lm(lm: LanguageModel, weight_file) -> None:
     """Fills every variable of ``lm``'s backbone from bilm-tf HDF5.
 
     Every dataset of the file must have a variable and every variable a
-    dataset of its shape; otherwise :class:`WeightFileError` names the
+    dataset of its shape. Otherwise :class:`WeightFileError` names the
     file, the dataset and both shapes, and nothing is assigned.
     """
     path = check_weight_file(weight_file)
@@ -152,10 +153,11 @@ DRAW_BLOCK_BYTES = 8 << 20
 
 
 def draw_softmax_weights(lm: LanguageModel) -> None:
-    """Draws the softmax's ``W`` from its initialiser (normal(0,
-    ``weight_stddev``)) into a model built with placeholders, a block of
-    rows at a time; nothing to do when ``W`` is the shared token table.
-    Seeded by Keras' global seed (``keras.utils.set_random_seed``)."""
+    """Draws the softmax's ``W`` from its initialiser, normal(0,
+    ``weight_stddev``), into a model built with placeholders. It draws a
+    block of rows at a time, and does nothing when ``W`` is the shared
+    token table. Keras' global seed, ``keras.utils.set_random_seed``,
+    seeds it."""
     softmax = lm.softmax
     if softmax.share_weights:
         return
@@ -218,17 +220,19 @@ def init_softmax_from_checkpoint(lm: LanguageModel, save_dir, *,
                                  init_vocab_file, vocab: Vocabulary,
                                  vocab_file, located=None) -> int:
     """Keeps the softmax rows of the bilm-tf checkpoint in ``save_dir``
-    for the words ``vocab`` (read from ``vocab_file``) shares with its
-    vocabulary ``init_vocab_file`` (None: none kept), after
+    for the words ``vocab`` shares with the checkpoint's vocabulary.
+
+    ``vocab`` is read from ``vocab_file``, the checkpoint's vocabulary
+    from ``init_vocab_file``, and None keeps none. It runs after
     :func:`draw_softmax_weights` and :func:`init_softmax` made the new
-    ones. Prints what it kept; returns the number of rows kept.
-    ``located``: the checkpoint of ``save_dir`` the caller found (default:
-    the newest whole one).
+    rows. It prints what it kept and returns the number of rows kept.
+    ``located`` is the checkpoint of ``save_dir`` the caller found, by
+    default the newest whole one.
 
     Raises:
-        VocabularyError: ``init_vocab_file`` is not the checkpoint's (its
-            size is not the softmax's), or, for a token-input model, not
-            ``vocab_file``'s words in its order.
+        VocabularyError: ``init_vocab_file`` is not the checkpoint's, as
+            its size is not the softmax's. Or, for a token-input model,
+            it is not ``vocab_file``'s words in its order.
         CheckpointFileError: the checkpoint holds no softmax.
     """
     if init_vocab_file is None:
@@ -265,6 +269,6 @@ def init_softmax_from_checkpoint(lm: LanguageModel, save_dir, *,
 
 
 def softmax_variables(lm: LanguageModel) -> list:
-    """The variables the warm-up trains: the softmax's own (``W`` and
-    ``b``; only ``b`` when ``W`` is the shared token table)."""
+    """The variables the warm-up trains: the softmax's own ``W`` and
+    ``b``, or only ``b`` when ``W`` is the shared token table."""
     return list(lm.softmax.trainable_variables)

@@ -5,8 +5,8 @@ families. Each is one :class:`CheckpointFamily` row of
 :data:`CHECKPOINT_FAMILIES`, tried in order:
 
 * PaddleNLP: a ``.pdparams`` file, the file without its suffix, or its
-  run's save_dir;
-* Paddle Fluid: a persistables directory, the baike model;
+  run's save_dir.
+* Paddle Fluid: a persistables directory, the baike model.
 * a TensorFlow save_dir: ours or bilm-tf's, in either TF1 generation of
   its names, DeepPavlov's LM-ready folders among them. Its checkpoint's
   variable names tell the writer when it is opened

@@ -1,16 +1,16 @@
 """What a ``save_dir`` holds, how checkpoints are written and read back.
 
-A training ``save_dir`` holds ``options.json`` (the resolved options),
-``training_data.json`` (the training corpus's token and sentence counts
-and unigram perplexity), the checkpoints and ``logs/`` (TensorBoard).
-What a checkpoint holds is defined once, by
-:class:`~bilm_keras.training.run_checkpoint.RunCheckpoint`; one of its
-parts is the data stream (:class:`DataStream`, here).
+A training ``save_dir`` holds ``options.json``, the resolved options. It
+holds ``training_data.json``, the training corpus's token and sentence
+counts and unigram perplexity. It also holds the checkpoints and
+``logs/`` for TensorBoard. What a checkpoint holds is defined once, by
+:class:`~bilm_keras.training.run_checkpoint.RunCheckpoint`. One of its
+parts is the data stream, :class:`DataStream`, defined here.
 
-:class:`CheckpointWriter` writes them whole or not at all: a save that
-fails (a full disk above all) leaves no ``model-N_temp/`` folder and no
-part of ``model-N``, and the checkpoints before it as they were; at least
-the :data:`MIN_CHECKPOINTS_KEPT` newest are kept.
+:class:`CheckpointWriter` writes them whole or not at all. A save that
+fails, above all on a full disk, leaves no ``model-N_temp/`` folder and
+no part of ``model-N``, and the checkpoints before it as they were. At
+least the :data:`MIN_CHECKPOINTS_KEPT` newest are kept.
 """
 
 from __future__ import annotations
@@ -46,27 +46,29 @@ class CheckpointWriter:
     """Writes a run's checkpoints, ``directory/model-STEP``, whole or not
     at all.
 
-    A ``tf.train.CheckpointManager`` (at least :data:`MIN_CHECKPOINTS_KEPT`
-    kept) does the writing: TensorFlow writes ``model-STEP_temp/``, merges
-    it into ``model-STEP.index`` and ``.data-*``, then records the new
-    checkpoint in the ``checkpoint`` file and deletes the oldest. A save
-    that fails before that record (a full disk, an I/O error) leaves the
-    earlier checkpoints and the record as they were; here it also leaves
-    nothing of its own: its temporary folder and files are removed, and a
-    full disk is a :class:`~bilm_keras._utils.disk_full.DiskFullError`
-    naming the checkpoint, the bytes it needs, the space free and the
-    checkpoint to continue from. Temporary folders of a save that was
-    killed (SIGKILL) are removed when the writer is made.
+    A ``tf.train.CheckpointManager`` does the writing, keeping at least
+    :data:`MIN_CHECKPOINTS_KEPT`. TensorFlow writes ``model-STEP_temp/``,
+    merges it into ``model-STEP.index`` and ``.data-*``, then records the
+    new checkpoint in the ``checkpoint`` file and deletes the oldest. A
+    save that fails before that record, on a full disk or an I/O error,
+    leaves the earlier checkpoints and the record as they were.
+
+    Here it also leaves nothing of its own, as its temporary folder and
+    files are removed. A full disk is a
+    :class:`~bilm_keras._utils.disk_full.DiskFullError` naming the
+    checkpoint, the bytes it needs, the space free and the checkpoint to
+    continue from. Temporary folders of a save that was killed by SIGKILL
+    are removed when the writer is made.
 
     Args:
         checkpoint: the ``tf.train.Checkpoint`` to write.
-        directory: where (the run's ``save_dir``; a scratch folder on a
-            non-chief worker).
-        max_to_keep: checkpoints kept (at least 2).
-        n_bytes: about how many bytes a checkpoint takes (the message of a
-            full disk).
-        before_save: called before each save (to copy what is not a
-            variable into the checkpoint's variables).
+        directory: where to write. The run's ``save_dir``, or a scratch
+            folder on a non-chief worker.
+        max_to_keep: checkpoints kept, at least 2.
+        n_bytes: about how many bytes a checkpoint takes, for the message
+            of a full disk.
+        before_save: called before each save, to copy what is not a
+            variable into the checkpoint's variables.
     """
 
     def __init__(self, checkpoint: tf.train.Checkpoint, directory: str, *,
@@ -83,11 +85,11 @@ class CheckpointWriter:
         remove_unfinished_saves(directory)
 
     def save(self, step: int) -> str:
-        """Writes the checkpoint of global step ``step``; returns its path
-        (a step just saved is not written again).
+        """Writes the checkpoint of global step ``step`` and returns its
+        path. A step just saved is not written again.
 
         Raises:
-            DiskFullError: the disk (or quota) is full; nothing of this
+            DiskFullError: the disk or quota is full. Nothing of this
                 checkpoint is left.
         """
         if step == self.last_step:
@@ -161,22 +163,25 @@ def checkpoint_bytes(variables) -> int:
 class DataStream:
     """Where a run's training data comes from, kept in its checkpoints.
 
-    ``seed`` fixes the stream (shard order and shuffles), ``start_step`` is
-    the global step at which it started, ``batch_size`` its global batch.
-    A run resumed after a crash (:func:`~bilm_keras.training.restart`
-    without ``n_epochs``) rebuilds the same stream and passes over the
-    ``step - start_step`` batches already trained on, so no sentence is
-    seen twice or skipped (bilm-tf reshuffled). A new stream starts when
-    there is none to continue: a fresh run, new epochs (fine-tuning),
-    another batch size, or a checkpoint written before streams were saved.
+    ``seed`` fixes the stream, its shard order and shuffles.
+    ``start_step`` is the global step at which it started, ``batch_size``
+    its global batch.
 
-    :attr:`base_seed` (the run's seed, or the one drawn for it when it had
-    none) also seeds each step's dropout masks and softmax samples, so a
-    continued stream draws them as the uninterrupted run does.
+    A run resumed after a crash, by :func:`~bilm_keras.training.restart`
+    without ``n_epochs``, rebuilds the same stream. It passes over the
+    ``step - start_step`` batches already trained on, so no sentence is
+    seen twice or skipped. bilm-tf reshuffled instead. A new stream starts
+    when there is none to continue: a fresh run, new epochs for
+    fine-tuning, another batch size, or a checkpoint written before
+    streams were saved.
+
+    :attr:`base_seed` is the run's seed, or the one drawn for it when it
+    had none. It also seeds each step's dropout masks and softmax samples,
+    so a continued stream draws them as the uninterrupted run does.
 
     Attributes:
-        continued: after :meth:`resolve`: whether the restored stream goes
-            on (else a new one starts, from zero LSTM states).
+        continued: whether the restored stream goes on, after
+            :meth:`resolve`. Else a new one starts, from zero LSTM states.
     """
 
     def __init__(self):

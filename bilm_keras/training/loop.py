@@ -5,27 +5,30 @@ Both take their settings as one
 :class:`~bilm_keras.training.training_run.TrainingRun` and run
 :func:`_run_training`, which reads top to bottom:
 
-1. the options: the flags override the file; the vocabulary size and the
-   token count come from the data (one pass over the corpus);
-2. the model and its Adagrad (:mod:`.model_setup`): new, adapted from a
-   published biLM (``init_weights``, ``init_checkpoint``), or to be
-   restored (ours, or bilm-tf's :mod:`.bilm_tf_save_dir`);
-3. the checkpoint (:mod:`.checkpoints`): restored when resuming, refused
-   in a ``save_dir`` that has one when not; the resolved ``options.json``
-   and ``training_data.json`` go beside it;
-4. the steps to run and their data stream (:mod:`.inputs`), continued
-   where the checkpoint left it after a crash;
-5. the steps (:mod:`.train_step`): a progress line and TensorBoard
-   scalars every ``log_every`` steps (:mod:`.reporting`), a checkpoint
-   every ``save_every`` and at the end (of the epochs, or of
-   ``max_steps``), or when a signal stops the run (:mod:`.preemption`).
+1. The options. The flags override the file. The vocabulary size and the
+   token count come from the data, in one pass over the corpus.
+2. The model and its Adagrad, from :mod:`.model_setup`. It is new,
+   adapted from a published biLM with ``init_weights`` or
+   ``init_checkpoint``, or to be restored from ours or bilm-tf's
+   :mod:`.bilm_tf_save_dir`.
+3. The checkpoint, from :mod:`.checkpoints`. It is restored when
+   resuming, and a new run is refused in a ``save_dir`` that has one. The
+   resolved ``options.json`` and ``training_data.json`` go beside it.
+4. The steps to run and their data stream, from :mod:`.inputs`. After a
+   crash the stream goes on where the checkpoint left it.
+5. The steps, from :mod:`.train_step`. A progress line and TensorBoard
+   scalars come every ``log_every`` steps, from :mod:`.reporting`. A
+   checkpoint is written every ``save_every`` steps, at the end of the
+   epochs or of ``max_steps``, and when a signal stops the run, from
+   :mod:`.preemption`.
 
-A checkpoint holds all a step needs to go on (:mod:`.checkpoints`): the
-weights, Adagrad, the step counter, the data stream and the LSTM states
-(:mod:`.carried_states`); each step's dropout masks and softmax samples
-are a function of the stream's seed and the step. So a run stopped at any
-step (SIGTERM, Ctrl-C, ``max_steps``) and continued by :func:`restart`
-ends with the weights of a run never stopped, bit for bit.
+A checkpoint holds all a step needs to go on, see :mod:`.checkpoints`.
+That is the weights, Adagrad, the step counter, the data stream and the
+LSTM states of :mod:`.carried_states`. Each step's dropout masks and
+softmax samples are a function of the stream's seed and the step. So a
+run stopped at any step, by SIGTERM, Ctrl-C or ``max_steps``, and
+continued by :func:`restart` ends with the weights of a run never
+stopped, bit for bit.
 
 One epoch is ``n_train_tokens / (batch_size * unroll_steps)`` steps of the
 global batch ``batch_size``.
@@ -114,38 +117,44 @@ logger = logging.getLogger(__name__)
 
 
 def train(options: BiLMOptions, run: TrainingRun) -> dict:
-    """Trains a biLM from scratch (:func:`restart` continues one).
+    """Trains a biLM from scratch. :func:`restart` continues one.
 
     Args:
-        options: the model and training options (``n_tokens_vocab`` is
-            filled from ``run.vocab_file``; ``run``'s ``batch_size``,
-            ``n_epochs`` and ``n_train_tokens`` override theirs).
-        run: the run's settings
-            (:class:`~bilm_keras.training.training_run.TrainingRun`, each
-            field documented there); its ``save_dir`` must not hold a
-            checkpoint yet.
+        options: BiLMOptions. The model and training options.
+            ``n_tokens_vocab`` is filled from ``run.vocab_file``, and
+            ``run``'s ``batch_size``, ``n_epochs`` and ``n_train_tokens``
+            override theirs.
+        run: TrainingRun. The run's settings, each field documented in
+            :class:`~bilm_keras.training.training_run.TrainingRun`. Its
+            ``save_dir`` must not hold a checkpoint yet.
 
     Returns:
-        dict: ``step`` (final global step), ``perplexity`` (train, last
-        log window, sampled softmax: the mean over directions),
-        ``direction_perplexity`` (``{direction: perplexity}``, the same
-        window), ``tokens_per_second``, ``seconds`` (the steps' wall
-        time), ``checkpoint`` (the last one written; None on a non-chief
-        worker), ``options`` (as resolved) and ``model`` (the trained
-        :class:`LanguageModel`).
+        dict with these keys.
+
+        - ``step``: the final global step.
+        - ``perplexity``: the train perplexity of the last log window, of
+          the sampled softmax, the mean over directions.
+        - ``direction_perplexity``: ``{direction: perplexity}`` over the
+          same window.
+        - ``tokens_per_second``.
+        - ``seconds``: the steps' wall time.
+        - ``checkpoint``: the last one written, None on a non-chief
+          worker.
+        - ``options``: the options as resolved.
+        - ``model``: the trained :class:`LanguageModel`.
 
     Raises:
         CheckpointError: ``save_dir`` holds a checkpoint already.
         CorpusError: ``train_prefix`` matches no file, or no tokens.
         VocabularyError: ``vocab_file`` is missing or lacks ``<S>``,
             ``</S>`` or ``<UNK>``.
-        TrainingPreempted: SIGTERM or SIGINT (Ctrl-C) stopped the run
-            after its first step; a checkpoint of the step reached was
-            written first, and the error's message names it and the
-            command that continues the run (:mod:`.preemption`; exit with
-            its ``exit_status`` to tell a scheduler).
-        DiskFullError: a checkpoint (or another file of ``save_dir``)
-            did not fit; the checkpoints before it are as they were.
+        TrainingPreempted: SIGTERM or SIGINT, i.e. Ctrl-C, stopped the
+            run after its first step. A checkpoint of the step reached was
+            written first. The message names it and the command that
+            continues the run, see :mod:`.preemption`. Exit with its
+            ``exit_status`` to tell a scheduler.
+        DiskFullError: a checkpoint or another file of ``save_dir`` did
+            not fit. The checkpoints before it are as they were.
 
     Example:
         >>> run = TrainingRun(train_prefix="data/*.txt",
@@ -159,25 +168,26 @@ def restart(run: TrainingRun) -> dict:
     """Continues training from the latest checkpoint of ``run.save_dir``.
 
     The step counter and Adagrad's accumulators continue. Without
-    ``run.n_epochs`` the run goes on to the step count the saved options
-    describe (after a crash), on the data stream the checkpoint recorded;
-    with it, it trains ``n_epochs`` more epochs of ``train_prefix``
-    (fine-tuning on new data; ``n_train_tokens`` is then counted from that
-    corpus unless given), on a new data stream.
+    ``run.n_epochs``, after a crash, the run goes on to the step count the
+    saved options describe, on the data stream the checkpoint recorded.
+    With it, the run trains ``n_epochs`` more epochs of ``train_prefix``
+    on a new data stream. That is fine-tuning on new data, and
+    ``n_train_tokens`` is then counted from that corpus unless given.
 
-    ``save_dir`` may be bilm-tf's (told from its checkpoint's variable
-    names): the run continues from its weights, softmax, Adagrad
-    accumulators and step (:func:`~bilm_keras.training.bilm_tf_save_dir.
-    restore_bilm_tf_run`), on a new data stream (bilm-tf saved no
-    position), with its options as bilm-tf wrote them, ``n_train_tokens``
-    included (``n_train_tokens`` overrides it, also with ``n_epochs``),
-    and its LSTM states carried across sentences as bilm-tf trained
-    unless its ``options.json`` says ``reset_states_at_sentence_start``
-    (:func:`~bilm_keras.training.bilm_tf_save_dir.bilm_tf_run_options`).
-    Our checkpoints go beside bilm-tf's; its ``checkpoint`` state file
-    is kept as ``checkpoint.bilm-tf``. A damaged newest checkpoint (ours
-    or bilm-tf's) is named in one line and the newest that reads whole
-    is used.
+    ``save_dir`` may be bilm-tf's, told from its checkpoint's variable
+    names. The run then continues from its weights, softmax, Adagrad
+    accumulators and step, see :func:`~bilm_keras.training.
+    bilm_tf_save_dir.restore_bilm_tf_run`. It runs on a new data stream,
+    since bilm-tf saved no position. Its options are as bilm-tf wrote
+    them, ``n_train_tokens`` included, which ``n_train_tokens`` overrides,
+    also with ``n_epochs``. Its LSTM states are carried across sentences
+    as bilm-tf trained, unless its ``options.json`` says
+    ``reset_states_at_sentence_start``, see
+    :func:`~bilm_keras.training.bilm_tf_save_dir.bilm_tf_run_options`.
+    Our checkpoints go beside bilm-tf's, and its ``checkpoint`` state file
+    is kept as ``checkpoint.bilm-tf``. A damaged newest checkpoint, ours
+    or bilm-tf's, is named in one line and the newest that reads whole is
+    used.
 
     The result is that of :func:`train`.
 
@@ -221,8 +231,8 @@ def _checked_run(run) -> TrainingRun:
 
 def _resumed_checkpoint(save_dir: str) -> Optional[SaveDirCheckpoint]:
     """The checkpoint a restart of ``save_dir`` continues, located once,
-    its writer told (None: none that reads; :func:`_open_checkpoint` says
-    what is wrong, after the checks that come first)."""
+    its writer told. None means none reads, and :func:`_open_checkpoint`
+    says what is wrong after the checks that come first."""
     try:
         return locate_run_checkpoint(save_dir)
     except CheckpointFileError:
@@ -233,21 +243,23 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
                   resume: bool = False,
                   resumed: Optional[SaveDirCheckpoint] = None,
                   more_epochs: bool = False) -> dict:
-    """The run behind :func:`train` and :func:`restart`: ``options`` (the
-    model's, with the run's overrides still to apply) trained as ``run``
-    says, in the module doc's five phases. The result is that of
-    :func:`train`.
+    """The run behind :func:`train` and :func:`restart`.
+
+    ``options`` are the model's, with the run's overrides still to apply.
+    They are trained as ``run`` says, in the module doc's five phases. The
+    result is that of :func:`train`.
 
     Args:
-        resume: restore the latest checkpoint of ``save_dir`` (weights,
-            step counter, Adagrad's accumulators, data stream, warm-up);
-            False: a new run, refused in a ``save_dir`` with a checkpoint.
-        resumed: with ``resume``, the checkpoint :func:`restart` located
-            (None: located when it is opened, which says what is wrong).
-        more_epochs: with ``resume``: ``n_epochs`` counts from the
-            checkpoint's step, on a new data stream, and ``n_train_tokens``
-            is counted from ``train_prefix`` unless given; False: the run
-            goes on to ``n_epochs`` epochs from step 0.
+        resume: bool. Restore the latest checkpoint of ``save_dir``: the
+            weights, step counter, Adagrad's accumulators, data stream and
+            warm-up. False starts a new run, refused in a ``save_dir`` with
+            a checkpoint.
+        resumed: with ``resume``, the checkpoint :func:`restart` located.
+            None locates it when it is opened, which says what is wrong.
+        more_epochs: bool. With ``resume``, ``n_epochs`` counts from the
+            checkpoint's step, on a new data stream. ``n_train_tokens`` is
+            then counted from ``train_prefix`` unless given. False goes on
+            to ``n_epochs`` epochs from step 0.
     """
     bilm_tf_init = _check_adaptation(run, resuming=resume)
     _configure_threads(run)  # before any op: TensorFlow fixes them then
@@ -325,12 +337,14 @@ def _check_adaptation(run: TrainingRun, *,
 
 def _resolve_options(options: BiLMOptions, run: TrainingRun, *,
                      resume: bool, more_epochs: bool) -> tuple:
-    """``(options, vocab, corpus, token_counts)``: ``options`` with the
-    run's overrides that are not None (``batch_size``, ``n_epochs``,
-    ``n_train_tokens``), ``n_tokens_vocab`` from ``vocab_file`` and
-    ``n_train_tokens`` counted from ``train_prefix`` unless the run or
-    the file gives it; with ``more_epochs`` (fine-tuning) the count is
-    always of this corpus, whatever the checkpoint's options say.
+    """``(options, vocab, corpus, token_counts)``.
+
+    ``options`` take the run's overrides that are not None:
+    ``batch_size``, ``n_epochs`` and ``n_train_tokens``. ``n_tokens_vocab``
+    comes from ``vocab_file``. ``n_train_tokens`` is counted from
+    ``train_prefix`` unless the run or the file gives it. With
+    ``more_epochs``, i.e. fine-tuning, the count is always of this corpus,
+    whatever the checkpoint's options say.
 
     Raises:
         CorpusError: ``train_prefix`` matches no file, or no tokens.
@@ -398,12 +412,13 @@ def _configure_threads(run: TrainingRun) -> None:
 def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
                  token_counts, *, resume: bool,
                  bilm_tf_init: Optional[SaveDirCheckpoint]) -> tuple:
-    """``(lm, optimizer)``: new, or adapted from a trained LM
-    (``init_weights``, ``init_checkpoint``: a new softmax for the run's
-    vocabulary, rows a checkpoint shares kept; ``bilm_tf_init``: a
-    bilm-tf checkpoint's, as :func:`_check_adaptation` located it);
-    resuming, every variable is restored after, so they start as
-    placeholders, not random values."""
+    """``(lm, optimizer)``, new or adapted from a trained LM.
+
+    ``init_weights`` and ``init_checkpoint`` get a new softmax for the
+    run's vocabulary, keeping the rows a checkpoint shares.
+    ``bilm_tf_init`` is a bilm-tf checkpoint's, as
+    :func:`_check_adaptation` located it. When resuming, every variable is
+    restored after, so they start as placeholders, not random values."""
     # a Paddle checkpoint (persistables directory, .pdparams): read once
     found = run.located_init_checkpoint
     paddle = (read_init_checkpoint(found.path, run.init_vocab_file)
@@ -435,13 +450,13 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
 def _open_checkpoint(lm, optimizer, options: BiLMOptions,
                      run: TrainingRun, *, resume: bool,
                      resumed: Optional[SaveDirCheckpoint]) -> RunCheckpoint:
-    """The run's :class:`RunCheckpoint`: restored from the newest
-    checkpoint of ``save_dir`` that reads whole (ours, or bilm-tf's
-    values handed to it) when resuming; new otherwise.
+    """The run's :class:`RunCheckpoint`. When resuming, it is restored
+    from the newest checkpoint of ``save_dir`` that reads whole, ours or
+    bilm-tf's values handed to it. Otherwise it is new.
 
     Raises:
-        CheckpointError: resuming, and no checkpoint fits; not resuming,
-            and ``save_dir`` holds one already.
+        CheckpointError: resuming, and no checkpoint fits. Or not
+            resuming, and ``save_dir`` holds one already.
     """
     save_dir = run.save_dir
     saved = RunCheckpoint(lm, optimizer, batch_size=options.batch_size,
@@ -471,9 +486,9 @@ def _open_checkpoint(lm, optimizer, options: BiLMOptions,
 def _restart_args(run: TrainingRun, *, more_epochs: bool,
                   steps_left: int) -> list:
     """The arguments of ``bilm-keras restart`` that continue ``run``: its
-    files and the flags it set. A run of new epochs (``restart
-    --n_epochs``) goes on for the steps it had left, on a new stream of
-    its data; any other continues its stream to the end of its epochs."""
+    files and the flags it set. A run of new epochs, ``restart
+    --n_epochs``, goes on for the steps it had left, on a new stream of
+    its data. Any other continues its stream to the end of its epochs."""
     args = ["--save_dir", run.save_dir, "--vocab_file", run.vocab_file,
             "--train_prefix", run.train_prefix]
     defaults = TrainingRun(train_prefix="-", vocab_file="-", save_dir="-")
@@ -514,9 +529,10 @@ class _Steps(NamedTuple):
 
 def _plan_steps(saved: RunCheckpoint, strategy, options: BiLMOptions,
                 run: TrainingRun, vocab, *, more_epochs: bool) -> _Steps:
-    """The steps to run, their data (the checkpoint's stream continued
-    after a crash, else a new one) and the step function; the LSTM states
-    the first step starts from in ``saved.carried.current``."""
+    """The steps to run, their data and the step function. The data is
+    the checkpoint's stream continued after a crash, else a new one. The
+    LSTM states the first step starts from are in
+    ``saved.carried.current``."""
     lm, stream, carried = saved.lm, saved.stream, saved.carried
     start = int(saved.optimizer.iterations.numpy())
     last = _last_step(options, start, more_epochs=more_epochs,
@@ -568,7 +584,7 @@ def _last_step(options: BiLMOptions, start_step: int, *, more_epochs: bool,
 
 def _make_step(lm, optimizer, strategy, options: BiLMOptions, *, seed,
                warmup: LMWarmup, start_step: int, precision: str):
-    """The step function of :func:`make_train_step`; when adapting, the
+    """The step function of :func:`make_train_step`. When adapting, the
     steps up to ``warmup.until`` train only the softmax."""
     train_step = make_train_step(lm, optimizer, strategy, options,
                                  dropout_seed=seed, precision=precision)
@@ -587,8 +603,8 @@ def _train_steps(saved: RunCheckpoint, steps: _Steps, strategy,
                  options: BiLMOptions, run: TrainingRun, *,
                  more_epochs: bool) -> dict:
     """Runs the planned steps with their checkpoints, progress lines and
-    TensorBoard scalars; a signal ends them with a checkpoint of the step
-    reached (:class:`TrainingPreempted`). Returns :func:`train`'s
+    TensorBoard scalars. A signal ends them with a checkpoint of the step
+    reached and :class:`TrainingPreempted`. Returns :func:`train`'s
     result."""
     chief = is_chief(strategy)
     # non-chief workers write to a scratch directory (collective saves)
@@ -645,14 +661,15 @@ def _train_steps(saved: RunCheckpoint, steps: _Steps, strategy,
 def _run_steps(steps: _Steps, carried: CarriedStates, run: TrainingRun, *,
                progress: TrainingProgress, writer: CheckpointWriter,
                preemption) -> Optional[str]:
-    """Runs the global steps after ``steps.start`` up to ``steps.last``
-    (a progress line every ``run.log_every``, a checkpoint every
-    ``run.save_every`` and at the last); returns the path of the last
-    checkpoint written (None: no step).
+    """Runs the global steps after ``steps.start`` up to ``steps.last``.
+
+    A progress line comes every ``run.log_every`` steps, a checkpoint
+    every ``run.save_every`` and at the last. Returns the path of the last
+    checkpoint written, None when no step ran.
 
     Raises:
-        TrainingPreempted: a signal came (``preemption.after_step`` wrote
-            the checkpoint of the step reached).
+        TrainingPreempted: a signal came. ``preemption.after_step`` wrote
+            the checkpoint of the step reached.
     """
     path, last = None, steps.last
     for current in range(steps.start + 1, last + 1):

@@ -2,7 +2,7 @@
 
 bilm-tf trained with ``tf.train.AdagradOptimizer(learning_rate,
 initial_accumulator_value=1.0)``, whose update of the softmax and the
-embeddings is sparse; :class:`RowSparseAdagrad` is that optimizer.
+embeddings is sparse. :class:`RowSparseAdagrad` is that optimizer.
 """
 
 from __future__ import annotations
@@ -35,26 +35,30 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 def build_model(options: BiLMOptions, *, training=True, seed=None,
                 init_weights=None, init_checkpoint=None, init_located=None,
                 init_paddle=None, precision="float32", **model_kwargs):
-    """A built :class:`LanguageModel` and its Adagrad (call in scope).
+    """A built :class:`LanguageModel` and its Adagrad. Call in scope.
 
-    ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
-    every variable of the backbone (domain adaptation; each dataset is
-    checked against the options first, see :func:`load_pretrained_lm`);
-    the softmax, which the file does not have, gets its random ``W`` and
-    a zero bias (:func:`init_softmax` sets the bias from the corpus).
-    ``init_checkpoint``: the same from a bilm-tf save_dir's checkpoint
-    (every variable's shape checked first; its softmax rows are
-    :func:`init_softmax_from_checkpoint`'s); ``init_located``: its
-    checkpoint as the caller found it (default: the newest whole one).
-    ``init_paddle``: the same from a Paddle checkpoint, read
-    (a :class:`~bilm_keras.weights.paddle_model.PaddleModel`; its softmax
-    and accumulators: :mod:`bilm_keras.training.paddle_adaptation`).
-    ``precision``: what the model's products compute in
-    (:mod:`bilm_keras.layers.precision`; ``"mixed_bfloat16"`` /
-    ``"mixed_float16"`` train with float32 variables and accumulators);
-    default float32, exact.
-    ``model_kwargs`` go to :class:`LanguageModel` (``unroll_windows``,
-    ``dedup_tokens``: the training fast path, on by default).
+    Args:
+        init_weights: a bilm-tf or AllenNLP ``lm_weights.hdf5`` that fills
+            every variable of the backbone, for domain adaptation. Each
+            dataset is checked against the options first, see
+            :func:`load_pretrained_lm`. The softmax, which the file does
+            not have, gets its random ``W`` and a zero bias.
+            :func:`init_softmax` sets the bias from the corpus.
+        init_checkpoint: the same from a bilm-tf save_dir's checkpoint.
+            Every variable's shape is checked first. Its softmax rows are
+            :func:`init_softmax_from_checkpoint`'s.
+        init_located: its checkpoint as the caller found it. The default
+            is the newest whole one.
+        init_paddle: the same from a Paddle checkpoint, read as a
+            :class:`~bilm_keras.weights.paddle_model.PaddleModel`. Its
+            softmax and accumulators are set by
+            :mod:`bilm_keras.training.paddle_adaptation`.
+        precision: what the model's products compute in, see
+            :mod:`bilm_keras.layers.precision`. ``"mixed_bfloat16"`` and
+            ``"mixed_float16"`` train with float32 variables and
+            accumulators. The default is float32, exact.
+        model_kwargs: go to :class:`LanguageModel`. ``unroll_windows`` and
+            ``dedup_tokens`` are the training fast path, on by default.
     """
     lm = LanguageModel.from_options(options, training=training, seed=seed,
                                     **model_kwargs)

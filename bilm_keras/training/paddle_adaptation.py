@@ -1,23 +1,25 @@
-"""``train --init_checkpoint`` from a Paddle checkpoint (a Fluid
-persistables directory, a PaddleNLP ``.pdparams``): a new run that starts
-from Paddle's LM, Paddle's softmax rows and, where the checkpoint holds
-them, Paddle's Adagrad accumulators.
+"""``train --init_checkpoint`` from a Paddle checkpoint.
 
-The checkpoint is read once (:func:`read_init_checkpoint`, a
+The checkpoint is a Fluid persistables directory or a PaddleNLP
+``.pdparams``. The new run starts from Paddle's LM, Paddle's softmax rows
+and, where the checkpoint holds them, Paddle's Adagrad accumulators.
+
+:func:`read_init_checkpoint` reads the checkpoint once, as a
 :class:`~bilm_keras.weights.paddle_model.PaddleModel` already in
-bilm-tf's layout), then:
+bilm-tf's layout. Then three functions use it.
 
-* :func:`load_paddle_backbone`: every LM weight, each shape checked against
-  the run's options before anything is assigned;
-* :func:`keep_paddle_softmax`: the softmax rows of the words the run's
-  vocabulary shares with the checkpoint's (its own vocabulary, else
-  ``--init_vocab_file``); the rest keep the new rows the run drew;
-* :func:`set_paddle_accumulators`: Adagrad's accumulators of the LM, and
-  of the kept softmax rows (a new row, and a padding row the tables add,
-  start at bilm-tf's initial value), so that the first steps take
+* :func:`load_paddle_backbone` assigns every LM weight, each shape
+  checked against the run's options before anything is assigned.
+* :func:`keep_paddle_softmax` keeps the softmax rows of the words the
+  run's vocabulary shares with the checkpoint's. That is its own
+  vocabulary, else ``--init_vocab_file``. The rest keep the new rows the
+  run drew.
+* :func:`set_paddle_accumulators` sets Adagrad's accumulators of the LM
+  and of the kept softmax rows. A new row, and a padding row the tables
+  add, start at bilm-tf's initial value. So the first steps take
   Paddle's step sizes, not a fresh optimizer's.
 
-Paddle keeps no step counter: the run starts at step 0.
+Paddle keeps no step counter, so the run starts at step 0.
 """
 
 from __future__ import annotations
@@ -39,10 +41,10 @@ logger = logging.getLogger(__name__)
 
 
 def read_init_checkpoint(path: str, init_vocab_file=None) -> PaddleModel:
-    """The checkpoint as a :class:`PaddleModel`, with its vocabulary
-    (``init_vocab_file`` as Paddle read it: PaddleNLP's words-only file,
-    the baike model's ``vocabulary_min5k.txt``; default: the one it
-    carries, if any), checked against its softmax."""
+    """The checkpoint as a :class:`PaddleModel`, with its vocabulary,
+    checked against its softmax. ``init_vocab_file`` is read as Paddle
+    read it, e.g. PaddleNLP's words-only file or the baike model's
+    ``vocabulary_min5k.txt``. The default is the one it carries, if any."""
     from bilm_keras.weights.paddle_conversion import read_paddle
 
     return read_paddle(path, init_vocab_file)
@@ -53,8 +55,8 @@ def load_paddle_backbone(model: PaddleModel, backbone) -> None:
 
     Raises:
         PaddleFormatError: a dataset the options' model needs is missing or
-            of another shape (named with the checkpoint and both shapes);
-            nothing is assigned then.
+            of another shape, named with the checkpoint and both shapes.
+            Nothing is assigned then.
     """
     rows = weight_table(backbone)
     for row in rows:  # every shape first
@@ -74,19 +76,21 @@ def load_paddle_backbone(model: PaddleModel, backbone) -> None:
 def keep_paddle_softmax(lm, model: PaddleModel, *, vocab: Vocabulary,
                         vocab_file: str, init_vocab_file=None) -> tuple:
     """Keeps the softmax rows of the words ``vocab`` shares with the
-    checkpoint's vocabulary (``model.vocab``: :func:`read_init_checkpoint`
-    read it; else, for a word-input model, the run's own, whose words its
-    table's rows are). ``init_vocab_file``: the checkpoint's vocabulary
-    file instead, as Paddle read it (PaddleNLP's holds only words: its
-    four specials come first). Logs what it kept.
+    checkpoint's vocabulary. Logs what it kept.
+
+    The checkpoint's vocabulary is ``model.vocab``, which
+    :func:`read_init_checkpoint` read. Else, for a word-input model, it is
+    the run's own, whose words its table's rows are. ``init_vocab_file``
+    is the checkpoint's vocabulary file instead, as Paddle read it.
+    PaddleNLP's holds only words, and its four specials come first.
 
     Returns:
-        ``(new_rows, old_rows)`` int64 arrays (empty: none kept).
+        ``(new_rows, old_rows)`` int64 arrays, empty when none is kept.
 
     Raises:
         VocabularyError: the checkpoint's vocabulary does not fit its
-            softmax, or a word-input model's vocabulary is not the
-            checkpoint's (its table's rows are words).
+            softmax. Or a word-input model's vocabulary is not the
+            checkpoint's, as its table's rows are words.
     """
     old_words = model.vocab
     if init_vocab_file is not None and model.system == "paddlenlp":
@@ -141,8 +145,8 @@ def set_paddle_accumulators(lm, optimizer, model: PaddleModel,
                             new_rows: np.ndarray,
                             old_rows: np.ndarray) -> bool:
     """Adagrad's accumulators from the checkpoint: the LM's, and the kept
-    softmax rows'; every other row at bilm-tf's initial value. Returns
-    False (nothing set) where the checkpoint holds none."""
+    softmax rows'. Every other row is at bilm-tf's initial value. Returns
+    False, with nothing set, where the checkpoint holds none."""
     acc = model.accumulators
     if not acc:
         logger.info(f"Adagrad: new accumulators ({model.source} holds none)")

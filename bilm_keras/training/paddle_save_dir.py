@@ -1,16 +1,18 @@
 """A Paddle ELMo checkpoint wherever a ``--save_dir`` or
-``--init_checkpoint`` is taken: a Fluid persistables directory (the baike
-model), a PaddleNLP ``.pdparams`` (or its run's save_dir, or the
-``--init_from_ckpt`` prefix PaddleNLP's scripts take).
+``--init_checkpoint`` is taken.
+
+That is a Fluid persistables directory, the baike model, or a PaddleNLP
+``.pdparams``. It may also be a PaddleNLP run's save_dir, or the
+``--init_from_ckpt`` prefix PaddleNLP's scripts take.
 
 :func:`locate_paddle_checkpoint` tells one from a save_dir of ours or
-bilm-tf's, by file names
-(:mod:`~bilm_keras.training.checkpoint_family`);
+bilm-tf's by file names, see
+:mod:`~bilm_keras.training.checkpoint_family`.
 :func:`load_paddle_language_model` builds our
 :class:`~bilm_keras.models.language_model.LanguageModel` from its
-options and fills it, Paddle's softmax included
-(:mod:`bilm_keras.weights.paddle_checkpoint`), with the vocabulary in our
-form (PaddleNLP's specials before its words: ``read_paddlenlp``).
+options. It fills it, Paddle's softmax included, with
+:mod:`bilm_keras.weights.paddle_checkpoint`. The vocabulary comes in our
+form, PaddleNLP's specials before its words, by ``read_paddlenlp``.
 """
 
 from __future__ import annotations
@@ -43,18 +45,18 @@ def load_paddle_language_model(path: str, *, vocab_file=None,
 
     Args:
         path: what :func:`locate_paddle_checkpoint` returned.
-        vocab_file: the model's vocabulary as Paddle read it (PaddleNLP's
-            words-only file; the baike model's ``vocabulary_min5k.txt``),
-            checked against the softmax; None: the one the checkpoint
-            carries, if any.
+        vocab_file: the model's vocabulary as Paddle read it, checked
+            against the softmax. E.g. PaddleNLP's words-only file or the
+            baike model's ``vocabulary_min5k.txt``. None takes the one the
+            checkpoint carries, if any.
         training: build with the options' dropout.
 
     Returns:
-        ``(options, lm, vocab, checkpoint)``: the options, the model, the
-        vocabulary in our form (or None) and the
-        :class:`~bilm_keras.weights.paddle_checkpoint.PaddleCheckpoint`
-        (its ``path`` the checkpoint read; ``iter_accumulators`` Paddle's
-        Adagrad state where the checkpoint has it).
+        ``(options, lm, vocab, checkpoint)``. The options, the model, the
+        vocabulary in our form or None, and the
+        :class:`~bilm_keras.weights.paddle_checkpoint.PaddleCheckpoint`.
+        Its ``path`` is the checkpoint read, and its ``iter_accumulators``
+        is Paddle's Adagrad state where the checkpoint has it.
 
     Raises:
         PaddleFormatError: see ``read_paddle`` and ``read_paddle_checkpoint``.

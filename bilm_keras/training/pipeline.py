@@ -50,21 +50,22 @@ def run_pipeline(
         out_dir: everything goes here: ``corpus/`` (stdlib corpus),
             ``vocab.txt``, ``checkpoints/``, ``model/lm_weights.hdf5`` and
             ``model/options.json``.
-        corpus: glob of the user's training files (one tokenized sentence
-            per line); default: English docstrings of Python's standard
-            library (no download).
-        heldout: glob of heldout files; default: the stdlib corpus's
+        corpus: glob of the user's training files, one tokenized sentence
+            per line. The default is the English docstrings of Python's
+            standard library, with no download.
+        heldout: glob of heldout files. The default is the stdlib corpus's
             heldout part, or ``corpus`` itself when only it is given.
-        options_file: the model to train: an options file or a preset's
-            name (:mod:`bilm_keras.presets`; default ``"tiny"``).
+        options_file: the model to train, an options file or a preset's
+            name from :mod:`bilm_keras.presets`. Default ``"tiny"``.
         n_epochs: override the options' epochs.
         max_sentences: size of the stdlib corpus.
         min_count: vocabulary cut-off.
 
     Returns:
-        dict with the paths written, ``perplexity`` (heldout results of
-        :func:`evaluate`), ``train`` (of :func:`train`) and ``embeddings``
-        (shapes of the ELMo layers of two heldout sentences).
+        dict with the paths written and three more keys. ``perplexity``
+        holds the heldout results of :func:`evaluate`, ``train`` the
+        result of :func:`train`, and ``embeddings`` the shapes of the ELMo
+        layers of two heldout sentences.
     """
     from bilm_keras.bidirectional_language_model import (
         BidirectionalLanguageModel,

@@ -138,14 +138,14 @@ def check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
 def restore_checkpoint(checkpoint: tf.train.Checkpoint, lm: LanguageModel,
                        save_dir: str, *, partial: bool = False,
                        path: Optional[str] = None) -> str:
-    """Restores the latest checkpoint of ``save_dir`` (or the one at
-    ``path``) into ``checkpoint`` (ours: :func:`model_checkpoint`, or a
-    :class:`RunCheckpoint`'s); returns its path.
+    """Restores the latest checkpoint of ``save_dir``, or the one at
+    ``path``, into ``checkpoint`` and returns its path. ``checkpoint`` is
+    ours, from :func:`model_checkpoint` or a :class:`RunCheckpoint`.
 
     Raises:
         CheckpointError: there is none, or its variables do not fit the
-            model that ``save_dir/options.json`` describes (the message names
-            both files, the variables and their shapes).
+            model that ``save_dir/options.json`` describes. The message
+            names both files, the variables and their shapes.
     """
     if path is None:
         path = tf.train.latest_checkpoint(save_dir)
@@ -208,36 +208,38 @@ SOFTMAX_B_KEY = "softmax/b"
 @dataclasses.dataclass(frozen=True)
 class ForeignRun:
     """A training run another implementation saved, as values in
-    bilm-tf's layout: what :meth:`RunCheckpoint.continue_foreign`
-    continues (every weight, the softmax, Adagrad's accumulators, the
-    step). bilm-tf's TF1 checkpoints are read into one
-    (:func:`~bilm_keras.training.bilm_tf_save_dir.restore_bilm_tf_run`);
-    a reader of another format builds one from its arrays.
+    bilm-tf's layout.
+
+    :meth:`RunCheckpoint.continue_foreign` continues it: every weight, the
+    softmax, Adagrad's accumulators and the step. bilm-tf's TF1
+    checkpoints are read into one by
+    :func:`~bilm_keras.training.bilm_tf_save_dir.restore_bilm_tf_run`. A
+    reader of another format builds one from its arrays.
 
     ``V`` = ``n_tokens_vocab``, ``P`` = ``projection_dim``. A value is
-    anything ``np.asarray`` reads as float32 and that has a ``.shape``
-    (numpy arrays; entries read on demand, so that a 1.6 GB softmax is
-    never held twice).
+    anything ``np.asarray`` reads as float32 and that has a ``.shape``.
+    Numpy arrays do, and so do entries read on demand, so that a 1.6 GB
+    softmax is never held twice.
 
     Fields:
-        source: str, the checkpoint's path (named in errors).
+        source: str. The checkpoint's path, named in errors.
         weights: ``{HDF5 dataset path: value}`` of every dataset of the
-            model's :func:`~bilm_keras.weights.bilm_tf_hdf5.weight_table`
-            (bilm-tf's ``lm_weights.hdf5`` names and layout: e.g.
-            ``"char_embed"`` `(n_characters - 1, char_dim)` without the
-            padding row, ``"CNN/W_cnn_0"`` `(1, width, char_dim,
-            filters)`, ``"RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"``
-            `(input_dim + projection_dim, 4 * lstm_dim)` gates i, j, f, o),
-            and no other.
-        softmax_weights: `(V, P)`, the softmax's ``W``; None when the
-            softmax shares the token table (``share_embedding_softmax``).
+            model's :func:`~bilm_keras.weights.bilm_tf_hdf5.weight_table`,
+            and no other. Names and layout are those of bilm-tf's
+            ``lm_weights.hdf5``. E.g. ``"char_embed"`` is
+            `(n_characters - 1, char_dim)` without the padding row, and
+            ``"CNN/W_cnn_0"`` is `(1, width, char_dim, filters)`.
+            ``"RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/W_0"`` is
+            `(input_dim + projection_dim, 4 * lstm_dim)`, gates i, j, f, o.
+        softmax_weights: `(V, P)`. The softmax's ``W``. None when the
+            softmax shares the token table, ``share_embedding_softmax``.
         softmax_bias: `(V,)`, its ``b``.
         accumulators: Adagrad's accumulator of each value, under the same
             keys, the softmax's under :data:`SOFTMAX_W_KEY` and
-            :data:`SOFTMAX_B_KEY`; None: none saved (continuing a run
-            needs them).
-        step: int >= 0 or None, the global step (batches trained); None:
-            not saved.
+            :data:`SOFTMAX_B_KEY`. None means none saved, and continuing a
+            run needs them.
+        step: int >= 0 or None. The global step, i.e. batches trained.
+            None means not saved.
     """
 
     source: str
@@ -261,18 +263,20 @@ class _Target:
 
 
 class RunCheckpoint:
-    """Everything a training checkpoint holds, for one run: the model's
-    weights, the optimizer (Adagrad's accumulators, the step), the data
-    stream, the carried LSTM states and the warm-up's end (the module doc
-    has the names), in one ``tf.train.Checkpoint`` built once.
+    """Everything a training checkpoint holds, for one run, in one
+    ``tf.train.Checkpoint`` built once.
+
+    That is the model's weights, the optimizer with Adagrad's accumulators
+    and the step, the data stream, the carried LSTM states and the
+    warm-up's end. The module doc has the names.
 
     Args:
         lm: the built :class:`LanguageModel`.
-        optimizer: its built Adagrad
-            (:class:`~bilm_keras.training.adagrad.RowSparseAdagrad`).
-        batch_size: the global batch (the carried states' rows).
-        freeze_lm_steps: the warm-up of a new adapted run (a restored one
-            takes its checkpoint's).
+        optimizer: its built Adagrad, a
+            :class:`~bilm_keras.training.adagrad.RowSparseAdagrad`.
+        batch_size: the global batch, i.e. the carried states' rows.
+        freeze_lm_steps: the warm-up of a new adapted run. A restored one
+            takes its checkpoint's.
 
     Attributes:
         checkpoint: the ``tf.train.Checkpoint`` a writer saves.
@@ -280,7 +284,7 @@ class RunCheckpoint:
         warmup: the :class:`~bilm_keras.training.lm_warmup.LMWarmup`.
         carried: the :class:`~bilm_keras.training.carried_states.
             CarriedStates`.
-        restored: the parts restored from ours (:meth:`restore`); empty
+        restored: the parts :meth:`restore` restored from ours. Empty
             for a new run or a foreign one.
     """
 
@@ -312,9 +316,9 @@ class RunCheckpoint:
 
     def saved_parts(self, path: str) -> frozenset:
         """The parts the checkpoint at ``path`` holds that this run can
-        restore: the weights and the optimizer always; the data stream
-        and the warm-up when saved; the LSTM states when saved for this
-        global batch (another batch size starts from zero states)."""
+        restore. The weights and the optimizer always, the data stream
+        and the warm-up when saved. The LSTM states when saved for this
+        global batch, as another batch size starts from zero states."""
         shapes = tf.train.list_variables(path)
         saved = {name.split("/", 1)[0] for name, _ in shapes}
         parts = {WEIGHTS, OPTIMIZER} | (saved & {DATA_STREAM,
@@ -343,17 +347,19 @@ class RunCheckpoint:
         return path
 
     def continue_foreign(self, run: ForeignRun) -> int:
-        """Continues a run another implementation saved: every weight and
-        the softmax, each variable's Adagrad accumulator (a padding row
-        the table adds gets bilm-tf's initial
-        :data:`~bilm_keras.weights.bilm_tf_names.INITIAL_ACCUMULATOR`)
-        and the step counter, in our layout. Every shape is checked before
-        anything is assigned. Returns the step.
+        """Continues a run another implementation saved, in our layout.
+
+        It takes every weight and the softmax, each variable's Adagrad
+        accumulator and the step counter. A padding row the table adds
+        gets bilm-tf's initial
+        :data:`~bilm_keras.weights.bilm_tf_names.INITIAL_ACCUMULATOR`.
+        Every shape is checked before anything is assigned. Returns the
+        step.
 
         Raises:
             CheckpointError: a value missing, of another shape or with no
-                variable; no accumulators or no step (named with
-                ``run.source``).
+                variable, or no accumulators or no step. It names
+                ``run.source``.
         """
         targets = self._foreign_targets()
         self._check_foreign(run, targets)

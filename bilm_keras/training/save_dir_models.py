@@ -1,17 +1,17 @@
 """A save_dir's checkpoint, ours or bilm-tf's, chosen and loaded for a
-command (``test``, ``dump-weights``, ``export-hub --save_dir``,
-``restart``); for the reading commands a Paddle checkpoint too
-(:mod:`bilm_keras.training.paddle_save_dir`).
+command: ``test``, ``dump-weights``, ``export-hub --save_dir`` or
+``restart``. The reading commands also take a Paddle checkpoint, see
+:mod:`bilm_keras.training.paddle_save_dir`.
 
-Who wrote a checkpoint is told from its variable names, and which one is
-used from its files
-(:func:`~bilm_keras.training.run_checkpoint.locate_run_checkpoint`): the
-newest that reads whole. When newer ones do not (a ``.index`` or
-``.data`` file missing or cut short), a command that reads the model
-(``test``, ``restart``) says so in one line and uses the newest whole
-one; a command that writes the model out for others (``dump-weights``,
-``export-hub``) refuses, naming both, unless the user names a checkpoint:
-its output would otherwise pass for the latest model.
+Who wrote a checkpoint is told from its variable names. Which one is used
+is told from its files by
+:func:`~bilm_keras.training.run_checkpoint.locate_run_checkpoint`: the
+newest that reads whole. Newer ones may not, with a ``.index`` or
+``.data`` file missing or cut short. A command that reads the model, such
+as ``test`` or ``restart``, then says so in one line and uses the newest
+whole one. A command that writes the model out for others, such as
+``dump-weights`` or ``export-hub``, refuses, naming both, unless the user
+names a checkpoint. Its output would otherwise pass for the latest model.
 """
 
 from __future__ import annotations
@@ -45,17 +45,18 @@ def choose_checkpoint(save_dir: str | os.PathLike, *,
     """The checkpoint of ``save_dir`` a command uses.
 
     Args:
-        checkpoint: the one the user named (``model-200``), else None: the
-            newest that reads whole.
-        fallback: True: pass over damaged newer checkpoints, saying so in
-            one line on stderr; False: refuse them (one line naming the
-            damaged one and the newest whole one).
-        located: the checkpoint the caller located already: only its
+        checkpoint: the one the user named, e.g. ``model-200``. None takes
+            the newest that reads whole.
+        fallback: bool. True passes over damaged newer checkpoints, saying
+            so in one line on stderr. False refuses them, in one line
+            naming the damaged one and the newest whole one.
+        located: the checkpoint the caller located already. Only its
             passed-over newer ones are said.
 
     Raises:
         CheckpointFileError: see :func:`locate_checkpoint`.
-        SettingError: (field ``checkpoint``) no checkpoint of that name.
+        SettingError: no checkpoint of that name, for field
+            ``checkpoint``.
     """
     found = located if located is not None else locate_run_checkpoint(
         save_dir, checkpoint=checkpoint, fallback=fallback)
@@ -69,30 +70,33 @@ def load_save_dir_model(save_dir: str | os.PathLike, *,
                         vocab_file=None,
                         checkpoint: Optional[str] = None,
                         fallback: bool = True) -> tuple:
-    """A save_dir's checkpoint as an inference :class:`LanguageModel`
-    (no dropout), softmax included, whoever wrote it: ours, bilm-tf's, or
-    Paddle's (a persistables directory, a PaddleNLP ``.pdparams`` or its
-    run's save_dir: :func:`~bilm_keras.training.paddle_save_dir.
-    locate_paddle_checkpoint`).
+    """A save_dir's checkpoint as an inference :class:`LanguageModel`,
+    without dropout, softmax included.
+
+    Whoever wrote it is read: ours, bilm-tf's, or Paddle's. Paddle's is a
+    persistables directory, a PaddleNLP ``.pdparams`` or its run's
+    save_dir, see :func:`~bilm_keras.training.paddle_save_dir.
+    locate_paddle_checkpoint`.
 
     Args:
         vocab_file: the model's vocabulary, loaded and checked against the
-            options' ``n_tokens_vocab`` (None: no vocabulary); for a Paddle
-            checkpoint, the file Paddle read (PaddleNLP's words-only one).
-        checkpoint, fallback: see :func:`choose_checkpoint` (not for a
-            Paddle checkpoint, which is one).
+            options' ``n_tokens_vocab``. None means no vocabulary. For a
+            Paddle checkpoint, it is the file Paddle read, PaddleNLP's
+            words-only one.
+        checkpoint, fallback: see :func:`choose_checkpoint`. Not for a
+            Paddle checkpoint, which is one.
 
     Returns:
-        ``(options, lm, vocab, found)``: the save_dir's options, the
-        model, the vocabulary (or None) and the
+        ``(options, lm, vocab, found)``. The save_dir's options, the
+        model, the vocabulary or None, and the
         :class:`~bilm_keras.weights.bilm_tf_checkpoint.SaveDirCheckpoint`
-        read (a :class:`~bilm_keras.weights.paddle_checkpoint.
-        PaddleCheckpoint` for Paddle's; both have ``path``).
+        read. For Paddle's it is a :class:`~bilm_keras.weights.
+        paddle_checkpoint.PaddleCheckpoint`. Both have ``path``.
 
     Raises:
         CheckpointFileError, CheckpointError: a checkpoint that cannot be
-            read or does not fit the options; OptionsError: a vocabulary of
-            another size.
+            read or does not fit the options.
+        OptionsError: a vocabulary of another size.
     """
     save_dir = os.fspath(save_dir)
     paddle = locate_paddle_checkpoint(save_dir)

@@ -1,13 +1,13 @@
 """TensorFlow's two CPU thread pools for a training run.
 
 On the CPU most of a training step is two sequential chains of small
-ops side by side: the LSTM layers run as a pipeline over chunks of the
-window, layer ``l + 1``'s chunk ``k`` beside layer ``l``'s chunk ``k + 1``
-(:mod:`bilm_keras.layers.training_recurrence`). TensorFlow's default gives
-every op as many threads as there are cores (the intra-op pool) and runs
-as many ops at a time (the inter-op pool), so the two chains' ops split
-each other's cores and wait for each other's threads. Half the cores per
-op and two ops at a time lets each chain keep its own:
+ops side by side. The LSTM layers run as a pipeline over chunks of the
+window, layer ``l + 1``'s chunk ``k`` beside layer ``l``'s chunk ``k + 1``,
+see :mod:`bilm_keras.layers.training_recurrence`. TensorFlow's default
+gives every op as many threads as there are cores, the intra-op pool. It
+runs as many ops at a time, the inter-op pool. So the two chains' ops
+split each other's cores and wait for each other's threads. Half the
+cores per op and two ops at a time lets each chain keep its own:
 
 =============================  ======================================
 machine                        ``(intra_op, inter_op)``
@@ -20,13 +20,13 @@ a GPU visible                  TensorFlow's own default
 =============================  ======================================
 
 On 2 cores ``(1, 2)`` trains the mid-size model 1.17x faster than
-TensorFlow's ``(2, 2)`` (``bench/RESULTS.md``, 2026-11-24; bilm-tf's own
-``train()`` gains 1.2x from the same setting). Larger machines were not
-measured: pass explicit counts there and compare.
+TensorFlow's ``(2, 2)``, see ``bench/RESULTS.md``, 2026-11-24. bilm-tf's
+own ``train()`` gains 1.2x from the same setting. Larger machines were
+not measured, so pass explicit counts there and compare.
 
-The pools can be sized only before TensorFlow runs its first op; a
-process that has already run one keeps its pools (see
-:func:`configure_training_threads`).
+The pools can be sized only before TensorFlow runs its first op. A
+process that has already run one keeps its pools, see
+:func:`configure_training_threads`.
 """
 
 from __future__ import annotations
@@ -64,13 +64,13 @@ def configure_training_threads(
     """Sizes TensorFlow's CPU thread pools for training.
 
     Args:
-        intra_op: threads per op; 0 = TensorFlow's default; None = the
-            automatic setting (module docstring).
-        inter_op: ops at a time; the same conventions.
+        intra_op: threads per op. 0 means TensorFlow's default, None the
+            automatic setting of the module docstring.
+        inter_op: ops at a time, with the same conventions.
 
     Returns:
-        ``(intra_op, inter_op)`` as set (0 where TensorFlow's default is
-        kept), or None when nothing was set: the automatic setting on a
+        ``(intra_op, inter_op)`` as set, 0 where TensorFlow's default is
+        kept. None when nothing was set: the automatic setting on a
         machine with a GPU, with one of :data:`THREAD_VARIABLES` set, or
         in a process where TensorFlow has already run an op.
 

@@ -59,78 +59,80 @@ class TrainingRun:
     """Everything a training run needs besides the model's options.
 
     :func:`~bilm_keras.training.train` and
-    :func:`~bilm_keras.training.restart` take it (``bilm-keras train``
-    builds it from its flags: ``cli/_training_flags.py``
-    ``training_run``); each field is defined and documented here
-    alone. It is checked when built: a bad
-    field raises :class:`~bilm_keras._utils.settings.SettingError` naming
-    it (``bilm-keras train`` shows it as the flag's error). Paths are kept
-    as given; that the files exist is checked when the run reads them.
+    :func:`~bilm_keras.training.restart` take it. ``bilm-keras train``
+    builds it from its flags in ``cli/_training_flags.py``
+    ``training_run``. Each field is defined and documented here alone. It
+    is checked when built, and a bad field raises
+    :class:`~bilm_keras._utils.settings.SettingError` naming it, which
+    ``bilm-keras train`` shows as the flag's error. Paths are kept as
+    given. That the files exist is checked when the run reads them.
 
     Fields:
-        train_prefix: str, glob of training shards (UTF-8, one
-            whitespace-tokenized sentence per line).
-        vocab_file: str, vocabulary with ``<S>``, ``</S>``, ``<UNK>``.
-        save_dir: str, checkpoints, ``options.json`` and TensorBoard logs.
-        n_gpus: int >= 0 or None, GPUs to use (None: every visible GPU;
-            0: the CPU): :func:`~bilm_keras.training.make_strategy`.
-        devices: tuple of str or None, the devices to train on (instead of
-            ``n_gpus``).
-        batch_size, n_epochs, n_train_tokens: int >= 1 or None, override
-            the options (``n_train_tokens`` is counted from the corpus when
-            neither gives it).
-        save_every: int >= 1, steps between checkpoints (and one at the
-            end). Default 1250.
-        log_every: int >= 1, steps between progress lines / TensorBoard
+        train_prefix: str. Glob of training shards, UTF-8, one
+            whitespace-tokenized sentence per line.
+        vocab_file: str. Vocabulary with ``<S>``, ``</S>``, ``<UNK>``.
+        save_dir: str. Checkpoints, ``options.json`` and TensorBoard logs.
+        n_gpus: int >= 0 or None. GPUs to use, see
+            :func:`~bilm_keras.training.make_strategy`. None means every
+            visible GPU, 0 the CPU.
+        devices: tuple of str or None. The devices to train on, instead of
+            ``n_gpus``.
+        batch_size, n_epochs, n_train_tokens: int >= 1 or None. They
+            override the options. ``n_train_tokens`` is counted from the
+            corpus when neither gives it.
+        save_every: int >= 1. Steps between checkpoints, with one more at
+            the end. Default 1250.
+        log_every: int >= 1. Steps between progress lines and TensorBoard
             points. Default 100.
-        max_to_keep: int >= 2, checkpoints kept in ``save_dir`` (the
-            newest ones; at least two, so that one is whole should the
-            newest be damaged). Default 5.
-        seed: int in ``0..2**32-1`` or None, the initialisation, data-order
-            and dropout seed (None: random).
-        fast_path: bool, the LSTMs statically unrolled, both directions
-            batched, the char-CNN once per distinct token (default:
-            :class:`LanguageModel`'s ``unroll_windows`` and
-            ``dedup_tokens``); False: the plain per-direction loop, the
-            same numbers (tests/training/test_fast_path.py), slower
-            (``bench/train_throughput.py --compare``).
-        init_weights: str or None, domain adaptation: a bilm-tf / AllenNLP
-            ``lm_weights.hdf5`` matching the options, which the backbone
-            starts from; the softmax is new, for ``vocab_file``.
-        init_checkpoint: str or None, domain adaptation from a training
-            checkpoint: a bilm-tf save_dir (its ``model.ckpt-N``, e.g. the
-            published training checkpoints) whose weights the backbone
-            starts from; the softmax is new, for ``vocab_file``, except the
-            rows of the words ``init_vocab_file`` shares with it. Not with
-            ``init_weights``.
-        init_vocab_file: str or None, with ``init_checkpoint``: the
-            vocabulary that checkpoint was trained with (a save_dir holds
-            none), so that the softmax rows of the words it shares with
-            ``vocab_file`` are kept (all of them: the same vocabulary);
-            None: a new softmax.
-        freeze_lm_steps: int >= 0, with ``init_weights`` or
-            ``init_checkpoint``: the first global steps train only the
+        max_to_keep: int >= 2. The newest checkpoints kept in
+            ``save_dir``. At least two, so that one is whole should the
+            newest be damaged. Default 5.
+        seed: int in ``0..2**32-1`` or None. The initialisation, data-order
+            and dropout seed. None means random.
+        fast_path: bool. The LSTMs statically unrolled, both directions
+            batched and the char-CNN run once per distinct token. It
+            defaults to :class:`LanguageModel`'s ``unroll_windows`` and
+            ``dedup_tokens``. False runs the plain per-direction loop. It
+            gives the same numbers, see tests/training/test_fast_path.py,
+            but slower, see ``bench/train_throughput.py --compare``.
+        init_weights: str or None. Domain adaptation from a bilm-tf or
+            AllenNLP ``lm_weights.hdf5`` matching the options, which the
+            backbone starts from. The softmax is new, for ``vocab_file``.
+        init_checkpoint: str or None. Domain adaptation from a training
+            checkpoint. That is a bilm-tf save_dir and its
+            ``model.ckpt-N``, e.g. the published training checkpoints,
+            whose weights the backbone starts from. The softmax is new, for
+            ``vocab_file``, except the rows of the words ``init_vocab_file``
+            shares with it. Not with ``init_weights``.
+        init_vocab_file: str or None. With ``init_checkpoint``, the
+            vocabulary that checkpoint was trained with, since a save_dir
+            holds none. The softmax rows of the words it shares with
+            ``vocab_file`` are kept, all of them for the same vocabulary.
+            None means a new softmax.
+        freeze_lm_steps: int >= 0. With ``init_weights`` or
+            ``init_checkpoint``, the first global steps train only the
             softmax. Default 0.
-        softmax_bias: ``"unigram"`` (default: log target frequencies of
-            ``train_prefix``) or ``"zeros"`` (bilm-tf's): with
-            ``init_weights`` or ``init_checkpoint``, the new softmax's bias
-            (rows kept from a checkpoint keep theirs).
-        intra_op_threads, inter_op_threads: int >= 0 or None, TensorFlow's
-            CPU thread pools (threads per op, ops at a time; 0 =
-            TensorFlow's default; None: half the cores per op and two ops
-            at a time when no GPU is visible).
-        max_steps: int >= 1 or None, the most steps this call runs,
-            counted from the step it starts at (a new run's 0, a restart's
-            checkpoint); the run then writes a checkpoint and returns, and
-            :func:`~bilm_keras.training.restart` continues it. A way to
-            split a long run into jobs of bounded time (a queue's time
-            limit) or to try a setting for a few steps. None (default):
-            every step of ``n_epochs``.
-        precision: str, what the model's products compute in
-            (:mod:`bilm_keras.layers.precision`): ``"float32"`` (the
-            default, exact), ``"mixed_bfloat16"`` (AMX CPUs, GPUs of
-            compute capability 8.0+) or ``"mixed_float16"`` (GPUs of 7.0+,
-            with dynamic loss scaling); the weights and Adagrad's
+        softmax_bias: ``"unigram"`` or ``"zeros"``. The new softmax's bias
+            with ``init_weights`` or ``init_checkpoint``. ``"unigram"``,
+            the default, is the log target frequencies of
+            ``train_prefix``. ``"zeros"`` is bilm-tf's. Rows kept from a
+            checkpoint keep theirs.
+        intra_op_threads, inter_op_threads: int >= 0 or None. TensorFlow's
+            CPU thread pools, threads per op and ops at a time. 0 means
+            TensorFlow's default. None means half the cores per op and two
+            ops at a time when no GPU is visible.
+        max_steps: int >= 1 or None. The most steps this call runs,
+            counted from the step it starts at: 0 for a new run, the
+            checkpoint's for a restart. The run then writes a checkpoint
+            and returns, and :func:`~bilm_keras.training.restart`
+            continues it. It splits a long run into jobs of bounded time,
+            e.g. a queue's time limit, or tries a setting for a few steps.
+            None, the default, runs every step of ``n_epochs``.
+        precision: str. What the model's products compute in, see
+            :mod:`bilm_keras.layers.precision`. ``"float32"`` is the
+            default and exact. ``"mixed_bfloat16"`` suits AMX CPUs and GPUs
+            of compute capability 8.0+. ``"mixed_float16"`` suits GPUs of
+            7.0+, with dynamic loss scaling. The weights and Adagrad's
             accumulators stay float32, so a run may be continued at
             another precision.
     """

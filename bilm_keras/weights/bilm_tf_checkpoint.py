@@ -3,42 +3,44 @@
 A bilm-tf ``save_dir`` holds ``options.json``, a ``checkpoint`` state file
 and ``model.ckpt-N.{index,data-00000-of-00001,meta}``, written by
 ``tf.train.Saver``. Its variables, under ``lm/``, are named by the TF1 graph
-that made them, in one of two generations:
+that made them, in one of two generations.
 
-* TF >= 1.5 (bilm-tf's own runs since 2018):
+* TF >= 1.5, bilm-tf's own runs since 2018:
   ``lm/RNN_0/rnn/multi_rnn_cell/cell_0/lstm_cell/{kernel,bias,
-  projection/kernel}``;
-* TF 1.2 (the published training checkpoints):
-  ``lm/RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/{W_0,B,W_P_0}``;
+  projection/kernel}``.
+* TF 1.2, the published training checkpoints:
+  ``lm/RNN_0/RNN/MultiRNNCell/Cell0/LSTMCell/{W_0,B,W_P_0}``.
 
-DeepPavlov's ELMo trainer builds bilm-tf's training graph again (TF >= 1.5
-names, ``static_rnn``, the same softmax, Adagrad slots, ``global_step``
-and ``train_perplexity``) and saves it as ``saves/model`` beside
-``options.json`` and ``vocab.txt``: its LM-ready archives are such a
-save_dir, read as bilm-tf's
-(:func:`~bilm_keras.weights.checkpoint_files.checkpoint_dir`).
+The char-CNN (``lm/char_embed``, ``lm/CNN/W_cnn_0``, ...), the token
+table ``lm/embedding`` and the softmax ``lm/softmax/W`` and
+``lm/softmax/b`` are named alike in both. Each variable has its Adagrad
+accumulator ``<name>/Adagrad``. ``global_step``, a float32, counts the
+batches.
 
-and the char-CNN (``lm/char_embed``, ``lm/CNN/W_cnn_0``, ...), the token
-table (``lm/embedding``) and the softmax (``lm/softmax/W``,
-``lm/softmax/b``) alike in both. Each variable has its Adagrad accumulator
-``<name>/Adagrad``; ``global_step`` (a float32) counts the batches.
+DeepPavlov's ELMo trainer builds bilm-tf's training graph again, with TF
+>= 1.5 names, ``static_rnn``, the same softmax, Adagrad slots,
+``global_step`` and ``train_perplexity``. It saves it as ``saves/model``
+beside ``options.json`` and ``vocab.txt``. So its LM-ready archives are
+such a save_dir, read as bilm-tf's by
+:func:`~bilm_keras.weights.checkpoint_files.checkpoint_dir`.
 
 No second name table is written here. bilm-tf's ``dump_weights`` renamed
-every checkpoint variable to its HDF5 dataset, and the HDF5 table of
+every checkpoint variable to its HDF5 dataset. The HDF5 table of
 :mod:`bilm_keras.weights.bilm_tf_hdf5` already says which dataset each of
-our variables is and how its layout differs (the char table's padding
-row, conv1d kernels, transposed LSTM kernels). A variable's checkpoint
-name is its dataset name with that renaming undone
-(:func:`~bilm_keras.weights.bilm_tf_names.checkpoint_name`, where every
-bilm-tf name is defined). So the checkpoint's values are the dump's, and
+our variables is and how its layout differs: the char table's padding
+row, conv1d kernels and transposed LSTM kernels. A variable's checkpoint
+name is its dataset name with that renaming undone, by
+:func:`~bilm_keras.weights.bilm_tf_names.checkpoint_name`, where every
+bilm-tf name is defined. So the checkpoint's values are the dump's, and
 go through the table's ``to_keras`` like an HDF5 file's.
 
 :func:`locate_checkpoint` finds a save_dir's newest checkpoint that reads
-whole, ours or bilm-tf's: a ``checkpoint`` state file naming a path that
-does not exist (a save_dir copied from the machine that trained it:
-bilm-tf wrote absolute paths) is read as the file of that name inside the
-save_dir, and a checkpoint whose ``.index`` or ``.data`` file is missing
-or cut short is passed over (:mod:`~bilm_keras.weights.checkpoint_files`).
+whole, ours or bilm-tf's. A ``checkpoint`` state file may name a path that
+does not exist, in a save_dir copied from the machine that trained it,
+since bilm-tf wrote absolute paths. That path is read as the file of that
+name inside the save_dir. A checkpoint whose ``.index`` or ``.data`` file
+is missing or cut short is passed over, see
+:mod:`~bilm_keras.weights.checkpoint_files`.
 """
 
 from __future__ import annotations
@@ -100,9 +102,9 @@ class CheckpointFileError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class CheckpointKind:
     """A kind of checkpoint other than bilm-tf's that a caller of
-    :func:`locate_checkpoint` tells apart by its variable names (our
-    training's: :data:`bilm_keras.training.run_checkpoint.RUN_CHECKPOINT`;
-    this module knows nothing of its names).
+    :func:`locate_checkpoint` tells apart by its variable names. Our
+    training's is :data:`bilm_keras.training.run_checkpoint.RUN_CHECKPOINT`,
+    and this module knows nothing of its names.
 
     Attributes:
         name: the :attr:`SaveDirCheckpoint.kind` given to it.
@@ -125,8 +127,8 @@ class SaveDirCheckpoint:
         path: the checkpoint's prefix (``save_dir/model.ckpt-N``).
         kind: :data:`BILM_TF`, or the :attr:`CheckpointKind.name` of a
             kind the caller named.
-        generation: for bilm-tf, :data:`TF_1_5` or :data:`TF_1_2`; None for
-            ours.
+        generation: :data:`TF_1_5` or :data:`TF_1_2` for bilm-tf. None
+            for ours.
         shapes: ``{variable name: shape}`` of every tensor in it.
         damaged: ``(prefix, what is wrong)`` of each newer checkpoint that
             does not read whole and was passed over, newest first.
@@ -145,7 +147,7 @@ class SaveDirCheckpoint:
 
     def fallback_note(self) -> Optional[str]:
         """One line saying which newer checkpoints were passed over and
-        which is used instead; None when none was."""
+        which is used instead. None when none was."""
         if not self.damaged:
             return None
         passed = problem_list([problem for _, problem in self.damaged],
@@ -170,33 +172,35 @@ def locate_checkpoint(save_dir: str | os.PathLike, *,
     """Finds a save_dir's newest checkpoint that reads whole, and tells who
     wrote it.
 
-    The save_dir's checkpoints are taken newest first
-    (:func:`~bilm_keras.weights.checkpoint_files.list_checkpoints`: ours
-    and bilm-tf's, those its ``checkpoint`` state file names included, by
-    the file name in the save_dir when the path it gives is gone), and
-    each is checked with :func:`~bilm_keras.weights.checkpoint_files.
-    checkpoint_damage` (a missing or cut-short ``.index`` or ``.data``
-    file) before its variables are listed; the damaged newer ones are
-    returned as :attr:`SaveDirCheckpoint.damaged`.
+    The save_dir's checkpoints, ours and bilm-tf's, are taken newest
+    first by :func:`~bilm_keras.weights.checkpoint_files.list_checkpoints`.
+    Those its ``checkpoint`` state file names are included, by the file
+    name in the save_dir when the path it gives is gone. Each is checked
+    with :func:`~bilm_keras.weights.checkpoint_files.checkpoint_damage`
+    for a missing or cut-short ``.index`` or ``.data`` file before its
+    variables are listed. The damaged newer ones are returned as
+    :attr:`SaveDirCheckpoint.damaged`.
 
-    ``kind`` comes from the variable names: bilm-tf's are ``lm/...``, and
-    their LSTM names give the generation; ``kinds`` are the other kinds
-    the caller knows (our training's checkpoints:
-    :func:`bilm_keras.training.run_checkpoint.locate_run_checkpoint`).
+    ``kind`` comes from the variable names. bilm-tf's are ``lm/...``, and
+    their LSTM names give the generation. ``kinds`` are the other kinds
+    the caller knows, e.g. our training's checkpoints, see
+    :func:`bilm_keras.training.run_checkpoint.locate_run_checkpoint`.
 
     Args:
-        checkpoint: use this checkpoint (``model-200``, ``model.ckpt-40``,
-            a path), not the newest; it must read whole.
-        fallback: False: refuse when the newest checkpoint is damaged,
-            naming it and the newest that reads whole (a command that
-            writes a model the user will take for the latest: they must
-            name the older one).
+        checkpoint: use this checkpoint, not the newest. E.g.
+            ``model-200``, ``model.ckpt-40`` or a path. It must read whole.
+        fallback: bool. False refuses when the newest checkpoint is
+            damaged, naming it and the newest that reads whole. A command
+            that writes a model the user will take for the latest does
+            this, so that they must name the older one.
 
     Raises:
-        CheckpointFileError: no checkpoint, or none that reads whole; the
-            named one damaged; a damaged newest one without ``fallback``;
-            or variables of none of the kinds (a few of them named).
-        SettingError: (field ``checkpoint``) no checkpoint of that name.
+        CheckpointFileError: no checkpoint, or none that reads whole. The
+            named one damaged, or a damaged newest one without
+            ``fallback``. Or variables of none of the kinds, a few of them
+            named.
+        SettingError: no checkpoint of that name, for field
+            ``checkpoint``.
     """
     save_dir = os.fspath(save_dir)
     if not os.path.isdir(save_dir):
@@ -301,7 +305,7 @@ class CheckpointVariable:
 
 @dataclasses.dataclass(frozen=True)
 class BilmTFCheckpoint:
-    """A bilm-tf checkpoint checked against a model; its tensors are read
+    """A bilm-tf checkpoint checked against a model. Its tensors are read
     on demand, one at a time, so that the published model's 1.6 GB softmax
     and accumulators are never held twice.
 
@@ -309,9 +313,9 @@ class BilmTFCheckpoint:
         path: the checkpoint's prefix.
         generation: :data:`TF_1_5` or :data:`TF_1_2`.
         variables: one :class:`CheckpointVariable` per variable of the
-            backbone (the HDF5 table's order), then the softmax's ``W``
-            (unless shared with the token table) and ``b`` when a softmax
-            was given.
+            backbone, in the HDF5 table's order. When a softmax was given,
+            its ``W`` follows, unless shared with the token table, then
+            its ``b``.
         global_step: bilm-tf's step counter, or None if not saved.
         has_accumulators: every variable has its Adagrad accumulator.
     """
@@ -371,33 +375,34 @@ def read_bilm_tf_checkpoint(
 ) -> BilmTFCheckpoint:
     """Checks a bilm-tf save_dir's checkpoint against a model.
 
-    Every variable of ``backbone`` (and of ``softmax``) must be in the
-    checkpoint with the shape the HDF5 table gives it in bilm-tf's layout,
-    and every ``lm/...`` weight of the checkpoint must have a variable;
-    nothing is read or assigned unless all fit.
+    Every variable of ``backbone``, and of ``softmax``, must be in the
+    checkpoint with the shape the HDF5 table gives it in bilm-tf's layout.
+    Every ``lm/...`` weight of the checkpoint must have a variable.
+    Nothing is read or assigned unless all fit.
 
     Args:
-        save_dir: bilm-tf's save_dir (or a folder with its checkpoint).
+        save_dir: bilm-tf's save_dir, or a folder with its checkpoint.
         backbone: a built :class:`~bilm_keras.models.BiLMBackbone` made
-            from the save_dir's ``options.json`` (its variables are named
-            by the result; values are assigned by
-            :func:`assign_bilm_tf_checkpoint`).
+            from the save_dir's ``options.json``. The result names its
+            variables, and :func:`assign_bilm_tf_checkpoint` assigns their
+            values.
         softmax: the :class:`~bilm_keras.layers.sampled_softmax.
             SampledSoftmaxLoss` of a :class:`~bilm_keras.models.
-            language_model.LanguageModel` over that backbone, or None
-            to leave ``lm/softmax/*`` aside (the dump, an export).
-        options_file: named in shape errors (default
-            ``save_dir/options.json``).
+            language_model.LanguageModel` over that backbone. None leaves
+            ``lm/softmax/*`` aside, for the dump or an export.
+        options_file: named in shape errors. The default is
+            ``save_dir/options.json``.
         located: the checkpoint to read, as :func:`locate_checkpoint`
-            found it (default: the save_dir's newest that reads whole).
+            found it. The default is the save_dir's newest that reads
+            whole.
 
     Returns:
         A :class:`BilmTFCheckpoint`.
 
     Raises:
-        CheckpointFileError: see :func:`locate_checkpoint`; a checkpoint of
-            ours; shapes that do not fit (the variable and both shapes) or
-            variables only one side has.
+        CheckpointFileError: as :func:`locate_checkpoint` says, or for a
+            checkpoint of ours. Or shapes that do not fit, naming the
+            variable and both shapes, or variables only one side has.
     """
     save_dir = os.fspath(save_dir)
     options_file = os.fspath(options_file
@@ -484,16 +489,17 @@ def dump_tf1_checkpoint(save_dir: str | os.PathLike,
     bilm-tf checkpoint without a model: every ``lm/...`` weight but the
     softmax, float32, under its dataset name, atomically.
 
-    A published training checkpoint (DeepPavlov's LM-ready archives, a
-    ``save_dir`` shipped beside its weights) is made usable this way. Its
-    shapes are checked against the options when the file is loaded.
+    A published training checkpoint is made usable this way, e.g.
+    DeepPavlov's LM-ready archives or a ``save_dir`` shipped beside its
+    weights. Its shapes are checked against the options when the file is
+    loaded.
 
     Returns:
         The checkpoint's prefix.
 
     Raises:
-        CheckpointFileError: see :func:`locate_checkpoint`; no ``lm/``
-            weights.
+        CheckpointFileError: as :func:`locate_checkpoint` says, or no
+            ``lm/`` weights.
     """
     # its folder directly: the caller says what it read, once
     found = locate_checkpoint(checkpoint_dir(save_dir))

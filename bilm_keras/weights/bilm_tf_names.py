@@ -285,8 +285,8 @@ def to_tf1_gates(x: np.ndarray, order: str, axis: int = -1) -> np.ndarray:
 
 def without_forget_bias(bias: np.ndarray) -> np.ndarray:
     """A copy of a bias in TF1's gate order with the forget block lowered
-    by :data:`TF_FORGET_BIAS`: a cell that adds no forget bias computes
-    the same in TF1's ``LSTMCell`` with it.
+    by :data:`TF_FORGET_BIAS`. With it, TF1's ``LSTMCell`` computes what a
+    cell that adds no forget bias computes.
 
     Example:
         >>> without_forget_bias(np.zeros(4, np.float32))

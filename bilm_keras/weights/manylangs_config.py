@@ -61,20 +61,20 @@ class ManyLangsConfigError(ValueError):
 
 @dataclasses.dataclass(frozen=True)
 class ManyLangsModelConfig:
-    """The model configuration, checked (plain numbers).
+    """The model configuration, checked, as plain numbers.
 
     Args:
-        source: where it was read (a path, or ``packaged:<name>``).
+        source: where it was read, a path or ``packaged:<name>``.
         projection_dim / lstm_dim / n_layers: the encoder's P, C and L.
-        cell_clip / proj_clip: the clips, None where upstream clips not
-            (a falsy value).
+        cell_clip / proj_clip: the clips. None where upstream does not
+            clip, for a falsy value.
         activation: ``"relu"`` or ``"tanh"``, after the convolutions' max.
         filters: ``((width, count), ...)``.
         n_highway: highway layers.
         word_dim: the word embedding size, 0 for no word part.
-        char_dim: the char embedding size (> 0).
+        char_dim: the char embedding size, > 0.
         max_characters_per_token: chars per token row, markers included.
-        dropout: the config's dropout (training only).
+        dropout: the config's dropout, for training only.
     """
 
     source: str

@@ -1,33 +1,45 @@
-"""PaddlePaddle's Fluid ELMo (the Chinese "baike" model) in bilm-tf's terms.
+"""PaddlePaddle's Fluid ELMo, the Chinese "baike" model, in bilm-tf's terms.
 
-Upstream's model (PaddlePaddle/models ``PaddleNLP/ELMO/lm_model.py``) is a
-word-input biLM: one embedding ``embedding_para`` (V, P) for both
-directions; per direction two layers, each an fc without bias
-``{fw,bw}_layer{1,2}_gate_w`` (P, 4D) into ``dynamic_lstmp`` (D cells,
-projection P, no peepholes, cell and projection clipped at 3, projection
-activation identity) whose parameters Fluid names by creation order:
-``lstmp_0``/``lstmp_1`` the forward layers 1/2, ``lstmp_2``/``lstmp_3`` the
-backward ones, each ``.w_0`` (P, 4D) recurrent on the (clipped)
-projection, ``.w_1`` (D, P) the projection, ``.b_0`` (1, 4D); layer 2 adds
-its input (a residual); one softmax ``softmax_weight`` (V, P),
-``softmax_bias`` (V,). The backward direction is done in the data, as
-bilm-tf does (``</S>``, the words reversed, ``<S>``).
+Upstream's model, PaddlePaddle/models ``PaddleNLP/ELMO/lm_model.py``, is a
+word-input biLM.
 
-Paddle's ``lstmp`` kernel against bilm-tf's TF1 ``LSTMCell`` (each checked
-against Paddle 1.8.5's own kernel: ``tests/fixtures/paddle_baike/``):
+* One embedding ``embedding_para`` `(V, P)` serves both directions.
+* Each direction has two layers. Each is an fc without bias,
+  ``{fw,bw}_layer{1,2}_gate_w`` `(P, 4D)`, into ``dynamic_lstmp``. That
+  has D cells and projection P, no peepholes, cell and projection
+  clipped at 3, and projection activation identity.
+* Fluid names the parameters by creation order. ``lstmp_0`` and
+  ``lstmp_1`` are the forward layers 1 and 2, ``lstmp_2`` and
+  ``lstmp_3`` the backward ones. In each, ``.w_0`` `(P, 4D)` is
+  recurrent on the clipped projection, ``.w_1`` `(D, P)` is the
+  projection and ``.b_0`` is `(1, 4D)`.
+* Layer 2 adds its input, a residual.
+* One softmax has ``softmax_weight`` `(V, P)` and ``softmax_bias``
+  `(V,)`.
 
-* gate blocks in the order (candidate, input, forget, output); TF1's are
-  (input, candidate ``j``, forget, output): the columns are reordered;
-* no forget-bias constant; TF1's cell adds 1.0: subtracted from the bias;
-* TF1 multiplies ``[x, m_prev]`` by one kernel: the fc weight (x) and
-  ``w_0`` (the previous clipped projection) are stacked into ``W_0``;
-  ``w_1`` is ``W_P_0``; the clips act in the same places (the cell before
-  its tanh and carried clipped; the projection clipped, then fed back);
-* Paddle's CPU sigmoid clamps its input to [-40, 13]; TensorFlow's does
-  not. A gate pre-activation past 13 moves a gate by at most 2.3e-6.
+The backward direction is done in the data, as bilm-tf does: ``</S>``,
+the words reversed, ``<S>``.
+
+Paddle's ``lstmp`` kernel differs from bilm-tf's TF1 ``LSTMCell`` as
+follows. Each point is checked against Paddle 1.8.5's own kernel in
+``tests/fixtures/paddle_baike/``.
+
+* Paddle's gate blocks are in the order candidate, input, forget,
+  output. TF1's are input, candidate ``j``, forget, output. So the
+  columns are reordered.
+* Paddle has no forget-bias constant. TF1's cell adds 1.0, so it is
+  subtracted from the bias.
+* TF1 multiplies ``[x, m_prev]`` by one kernel. So the fc weight of x
+  and ``w_0``, on the previous clipped projection, are stacked into
+  ``W_0``. ``w_1`` is ``W_P_0``. The clips act in the same places. The
+  cell is clipped before its tanh and carried clipped. The projection
+  is clipped, then fed back.
+* Paddle's CPU sigmoid clamps its input to [-40, 13], and TensorFlow's
+  does not. A gate pre-activation past 13 moves a gate by at most
+  2.3e-6.
 
 The clips and dropout are attributes of upstream's program, not of the
-checkpoint: the values upstream's ``args.py`` defaults to, with which the
+checkpoint. The values upstream's ``args.py`` defaults to, with which the
 released model was trained, are written into ``options.json``.
 """
 
@@ -234,17 +246,17 @@ def read_baike(dirname: str | os.PathLike,
     :class:`PaddleModel`.
 
     Args:
-        dirname: the checkpoint directory (one file per variable).
-        vocab_file: its vocabulary (``vocabulary_min5k.txt`` for the
-            released model); default: a ``vocab.txt`` or
+        dirname: the checkpoint directory, one file per variable.
+        vocab_file: its vocabulary, ``vocabulary_min5k.txt`` for the
+            released model. The default is a ``vocab.txt`` or
             ``vocabulary_min5k.txt`` inside ``dirname``, else none.
 
     Raises:
-        PaddleFormatError: not a baike checkpoint (the directory and a few
-            variables named), a missing, cut-short or malformed variable
-            file, a shape that does not fit, a vocabulary of another size.
-            Every header and the vocabulary are checked before the weights
-            are read.
+        PaddleFormatError: not a baike checkpoint, naming the directory
+            and a few variables. Or a missing, cut-short or malformed
+            variable file, a shape that does not fit, or a vocabulary of
+            another size. Every header and the vocabulary are checked
+            before the weights are read.
     """
     dirname = os.fspath(dirname)
     names = list_variables(dirname)
