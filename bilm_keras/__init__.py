@@ -70,8 +70,9 @@ __all__ = sorted(_EXPORTS)
 # a .keras file holding these layers loads after ``import bilm_keras``
 # alone, and Keras is not imported for it
 _register_when_keras_loads({
-    f"bilm_keras>{name}": ("bilm_keras.export.elmo_embedding", name)
-    for name in ("ELMoEmbedding", "TokenMask")
+    "bilm_keras>ELMoEmbedding": ("bilm_keras.export.elmo_embedding",
+                                 "ELMoEmbedding"),
+    "bilm_keras>TokenMask": ("bilm_keras.export.token_mask", "TokenMask"),
 })
 
 

@@ -3,18 +3,20 @@
 from __future__ import annotations
 
 import os
-from typing import Optional
+from typing import Optional, Sequence
 
 import keras
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.bidirectional_language_model import BidirectionalLanguageModel
 from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.export.graph_char_ids import batch_char_ids, split_sentences
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.export.graph_word_ids import WordGraphIds
+from bilm_keras.export.token_mask import TokenMask
 from bilm_keras.layers.recurrence import reverse_within_lengths
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
@@ -25,6 +27,8 @@ from bilm_keras.options import BiLMOptions
 OUTPUTS = ("mix", "layers", "sentence")
 #: the choices of ``trainable``
 TRAINABLE = ("mix", "all", False)
+#: the arguments ``from_pretrained`` hands on to the facade's
+PRETRAINED_KWARGS = ("vocab_file", "cache_dir", "mirror", "progress")
 #: layer_norm's epsilon, bilm-tf's ``_do_ln``
 LAYER_NORM_EPSILON = 1e-12
 #: the layer's own entry in a ``.keras`` file: each biLM weight's shape
@@ -78,10 +82,14 @@ class ELMoEmbedding(keras.layers.Layer):
 
     Call arguments:
         inputs: `(batch,)` tf.string sentences, split on whitespace as
-            ``str.split()``; `(batch, time)` tf.string tokens, padded at
-            the end with ``""``; or int32 ids from the model's batcher,
+            ``str.split()``, `(batch, time)` tf.string tokens, padded at
+            the end with ``""``, or int32 ids from the model's batcher,
             `(batch, time + 2, ids_width)` for a character model and
-            `(batch, time + 2)` for a word-input model.
+            `(batch, time + 2)` for a word-input model, or float layers
+            cached once, `(batch, L + 1, time, dim)` as ``"layers"`` gives
+            them, zero past each sentence's end (see
+            :func:`~bilm_keras.export.cached_layers.cached_layers_dataset`),
+            which only the mix reads.
         training: bool. Dropout, and the LM's gradients with
             ``trainable="all"``.
 
@@ -152,6 +160,10 @@ class ELMoEmbedding(keras.layers.Layer):
             # that on to sublayers made after it: a model would train them
             self.scalar_mix.trainable = False
         self.supports_masking = output == "mix"
+        # string ops, hash tables and loops of data-dependent length: a
+        # model holding the layer is not compiled with XLA ("auto" on GPU)
+        self.supports_jit = False
+        self._layers_graph = None  # embed_layers' graph, on first use
         self.built = True
 
     def _graph_ids_for(self, options: BiLMOptions):
@@ -204,6 +216,11 @@ class ELMoEmbedding(keras.layers.Layer):
             PretrainedModelError: a ``spec`` that names no model.
         """
         check_choices(output, trainable)
+        unknown = sorted(set(pretrained_kwargs) - set(PRETRAINED_KWARGS))
+        if unknown:
+            raise TypeError(
+                f"from_pretrained: unexpected {unknown}, expected the "
+                f"layer's options or {PRETRAINED_KWARGS}")
         bilm = BidirectionalLanguageModel.from_pretrained(
             spec, **pretrained_kwargs)
         options = bilm.options
@@ -220,7 +237,14 @@ class ELMoEmbedding(keras.layers.Layer):
                     layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
                     vocabulary=vocabulary, char_dic=char_dic,
                     word_dic=word_dic, name=name)
-        for target, source in zip(layer.bilm.weights, bilm.backbone.weights):
+        sources = bilm.backbone.weights
+        shapes = [tuple(w.shape) for w in layer.bilm.weights]
+        if shapes != [tuple(w.shape) for w in sources]:
+            raise ValueError(
+                f"{spec}: the options and vocabulary describe weights of "
+                f"shapes {shapes}, the model holds "
+                f"{[tuple(w.shape) for w in sources]}")
+        for target, source in zip(layer.bilm.weights, sources):
             target.assign(source)
         return layer
 
@@ -240,10 +264,18 @@ class ELMoEmbedding(keras.layers.Layer):
                     "(batch,) or padded tokens (batch, time), found rank "
                     f"{rank} {tuple(shape)}")
             return
+        if dtype.startswith("float"):
+            expected = (self.n_layers, self.dim)
+            if rank != 4 or (shape[1], shape[3]) != expected:
+                raise ValueError(
+                    f"{self.name}: inputs: expected cached layers (batch, "
+                    f"{self.n_layers}, time, {self.dim}), found "
+                    f"{tuple(shape)}")
+            return
         if not dtype.startswith("int"):
             raise ValueError(
-                f"{self.name}: inputs: expected tf.string or integer ids, "
-                f"found {dtype}")
+                f"{self.name}: inputs: expected tf.string, integer ids or "
+                f"float cached layers, found {dtype}")
         width = self.ids_width
         expected_rank = 2 if width is None else 3
         if rank != expected_rank:
@@ -329,6 +361,45 @@ class ELMoEmbedding(keras.layers.Layer):
         layers, _, mask = strip_boundaries(lm_layers(outputs), lengths)
         return layers, mask
 
+    def embed_layers(self, sentences: Sequence[Sequence[str]],
+                     batch_size: int = 64) -> list[np.ndarray]:
+        """Each sentence's biLM layers, computed once to train the mix and
+        a head from them (in memory: a small set).
+
+        The sentences run sorted by length, ``batch_size`` at a time,
+        through the graph ``call`` runs, so each array is what ``output=
+        "layers"`` gives that sentence.
+
+        Args:
+            sentences: token lists, each token a non-empty string.
+            batch_size: int, sentences per call.
+
+        Returns:
+            One `(L + 1, n_tokens, dim)` float32 array per sentence, in
+            order.
+        """
+        for i, sentence in enumerate(sentences):
+            if any(not isinstance(t, str) or not t for t in sentence):
+                raise ValueError(f"sentences[{i}]: expected non-empty "
+                                 f"string tokens, found {sentence!r}")
+        if self._layers_graph is None:
+            self._layers_graph = graph_function(
+                lambda tokens: self.lm_layers(tokens)[0],
+                input_signature=[tf.TensorSpec((None, None), tf.string)])
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        results = [None] * len(sentences)
+        for start in range(0, len(order), batch_size):
+            rows = order[start: start + batch_size]
+            width = max(1, max(len(sentences[i]) for i in rows))
+            tokens = np.full((len(rows), width), "", dtype=object)
+            for r, i in enumerate(rows):
+                tokens[r, : len(sentences[i])] = list(sentences[i])
+            layers = self._layers_graph(tf.constant(tokens, tf.string))
+            layers = layers.numpy()  # (B, L + 1, T, D)
+            for r, i in enumerate(rows):
+                results[i] = layers[r, :, : len(sentences[i])].copy()
+        return results
+
     def mix(self, layers, mask, training=False):
         """The learned mix of :meth:`lm_layers`' output, as ``call``
         computes it: `(batch, L + 1, time, dim)` -> `(batch, time, dim)`,
@@ -351,7 +422,12 @@ class ELMoEmbedding(keras.layers.Layer):
         return self.output_dropout(mixed, training=training)
 
     def call(self, inputs, training=False):
-        layers, mask = self.lm_layers(inputs, training=training)
+        if inputs.dtype.is_floating:  # cached layers
+            self._check_input(inputs.shape, inputs.dtype.name)
+            layers = tf.cast(inputs, tf.float32)
+            mask = tf.reduce_any(tf.not_equal(layers[:, 0], 0.0), axis=-1)
+        else:
+            layers, mask = self.lm_layers(inputs, training=training)
         if self.output_mode == "layers":
             return layers
         mixed = self.mix(layers, mask, training=training)
@@ -366,6 +442,10 @@ class ELMoEmbedding(keras.layers.Layer):
         if inputs.dtype == "string" or inputs.dtype == tf.string:
             # a layer, not a tf op, so that a functional model records it
             return TokenMask()(inputs)
+        if "float" in str(inputs.dtype):
+            # cached layers: zero past a sentence's end, in every layer
+            return keras.ops.any(keras.ops.not_equal(inputs[:, 0], 0),
+                                 axis=-1)  # (B, T)
         # keras.ops: the same in a functional model and on tensors; token
         # t sits at position t + 1, and is real when position t + 2 holds
         # a token or </S>
@@ -374,19 +454,30 @@ class ELMoEmbedding(keras.layers.Layer):
             valid = keras.ops.any(valid, axis=-1)  # (B, T + 2)
         return valid[:, 2:]  # (B, T)
 
-    def compute_output_shape(self, input_shape):
+    def compute_output_shape(self, input_shape, dtype="string"):
+        """The output's shape; ``dtype`` tells a word-input model's padded
+        tokens `(batch, time)` from its ids `(batch, time + 2)`."""
         batch = input_shape[0]
-        if len(input_shape) == 2 and self.ids_width is not None:
+        if len(input_shape) == 4:  # cached layers
+            time = input_shape[2]
+        elif len(input_shape) == 2 and "string" in str(dtype):
             time = input_shape[1]  # padded tokens keep their width
         elif len(input_shape) == 1:
             time = None
-        else:
+        else:  # ids, with <S> and </S>
             time = None if input_shape[1] is None else input_shape[1] - 2
         if self.output_mode == "layers":
             return (batch, self.n_layers, time, self.dim)
         if self.output_mode == "sentence":
             return (batch, self.dim)
         return (batch, time, self.dim)
+
+    def compute_output_spec(self, inputs, training=False):
+        self._check_input(inputs.shape, keras.backend.standardize_dtype(
+            inputs.dtype))
+        return keras.KerasTensor(
+            self.compute_output_shape(inputs.shape, inputs.dtype),
+            dtype="float32")
 
     def build(self, input_shape=None):
         pass  # built in the constructor, weights loaded after
@@ -434,38 +525,6 @@ class ELMoEmbedding(keras.layers.Layer):
             word_dic=self.word_dic,
         )
         return config
-
-
-@keras.saving.register_keras_serializable(package="bilm_keras")
-class TokenMask(keras.layers.Layer):
-    """`(batch, time)` bool: which positions of a string input's embedding
-    hold a token, the mask of :class:`ELMoEmbedding` and
-    :class:`~bilm_keras.export.ELMoHubLayer`.
-
-    Call arguments:
-        inputs: `(batch,)` tf.string sentences, split as ``str.split()``,
-            or `(batch, time)` tokens padded at the end with ``""``.
-        lengths: None, or `(batch,)` int tokens per row of padded tokens
-            (google/elmo/3's ``sequence_len``), read instead of the
-            padding.
-    """
-
-    def call(self, inputs, lengths=None):
-        if inputs.shape.rank == 1:
-            return tf.sequence_mask(split_sentences(inputs).row_lengths())
-        if lengths is None:
-            lengths = tf.RaggedTensor.from_tensor(
-                inputs, padding="").row_lengths()
-        return tf.sequence_mask(lengths, tf.shape(inputs)[1])
-
-    def compute_output_shape(self, input_shape, lengths_shape=None):
-        if len(input_shape) == 1:
-            return (input_shape[0], None)
-        return tuple(input_shape)
-
-    def compute_output_spec(self, inputs, lengths=None):
-        return keras.KerasTensor(self.compute_output_shape(inputs.shape),
-                                 dtype="bool")
 
 
 def check_choices(output, trainable) -> None:

@@ -8,7 +8,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
-from bilm_keras.export.elmo_embedding import TokenMask
+from bilm_keras.export.token_mask import TokenMask
 
 SIGNATURES = ("default", "tokens", "elmo")
 

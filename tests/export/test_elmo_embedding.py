@@ -39,7 +39,7 @@ def test_top_layer_equals_bilm_tf_reference(layers_layer, model_dir):
     for k in range(3):
         want = expected[k][0]
         np.testing.assert_allclose(got[k, 2, :len(want)], want, rtol=0,
-                                   atol=ATOL)
+                                   atol=1e-6)
         assert not got[k, :, len(want):].any()
 
 
@@ -54,6 +54,14 @@ def test_layers_equal_embed_sentences(layers_layer, fixture_bilm):
                                        atol=1e-6)
 
 
+def test_a_model_holding_it_is_not_compiled_with_xla(mix_layer):
+    # what compile(jit_compile="auto") reads on a GPU: every layer's flag
+    text = keras.Input(shape=(), dtype="string")
+    model = keras.Model(text, mix_layer(text))
+    assert not all(layer.supports_jit for layer in model._flatten_layers())
+    assert not mix_layer.supports_jit
+
+
 def test_untrained_mix_is_the_mean_and_has_a_mask(mix_layer, layers_layer):
     text = tf.constant(["The cat sat .", "Hi"])
     mixed = mix_layer(text)
@@ -62,6 +70,28 @@ def test_untrained_mix_is_the_mean_and_has_a_mask(mix_layer, layers_layer):
     np.testing.assert_array_equal(
         mixed._keras_mask.numpy(),
         [[True, True, True, True], [True, False, False, False]])
+
+
+def test_layer_norm_and_dropout_against_numpy(model_dir, layers_layer):
+    text = tf.constant(["The cat sat .", "Hi", "a b c d e f"])
+    layers = layers_layer(text).numpy()  # (B, 3, T, D)
+    layer = ELMoEmbedding.from_pretrained(model_dir, layer_norm=True,
+                                          dropout=0.5)
+    layer.scalar_mix.scalar_weights.assign([0.5, -0.2, 0.1])
+    w = np.exp([0.5, -0.2, 0.1])
+    w /= w.sum()
+    got = layer(text).numpy()
+    for b, n in enumerate((4, 1, 6)):
+        x = layers[b, :, :n]  # (3, n, D): one mean, one variance a layer
+        mean = x.mean(axis=(1, 2), keepdims=True)
+        var = x.var(axis=(1, 2), keepdims=True)
+        want = np.einsum("l,lnd->nd", w, (x - mean) / np.sqrt(var + 1e-12))
+        np.testing.assert_allclose(got[b, :n], want, rtol=0, atol=1e-5)
+        assert not got[b, n:].any()
+    dropped = layer(text, training=True).numpy()
+    kept = dropped != 0
+    assert 0.3 < kept[got != 0].mean() < 0.7
+    np.testing.assert_allclose(dropped[kept], 2 * got[kept], rtol=1e-6)
 
 
 @pytest.mark.parametrize("trainable, n_trainable", [
@@ -97,6 +127,7 @@ def test_vectors_do_not_depend_on_the_batch(mix_layer, model_dir):
     np.testing.assert_allclose(got[1, :4], alone, rtol=0, atol=ATOL)
 
 
+@pytest.mark.slow  # trains or saves a Keras model
 def test_the_mask_reaches_a_bidirectional_lstm(mix_layer):
     keras.utils.set_random_seed(0)
     for inputs, alone, padded in (
@@ -114,6 +145,7 @@ def test_the_mask_reaches_a_bidirectional_lstm(mix_layer):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow  # trains or saves a Keras model
 def test_layer_contract(mix_layer, model_dir, tmp_path):
     ids = Batcher(str(model_dir / "vocab_test.txt"), 50).batch_sentences(
         [["The", "cat", "sat", "."], ["Hi"]]).astype("int32")
@@ -298,6 +330,11 @@ def test_unknown_choices_fail_before_any_file_is_read(tmp_path, kwargs,
         ELMoEmbedding.from_pretrained(tmp_path / "nothing", **kwargs)
 
 
+def test_arguments_the_layer_does_not_take(model_dir):
+    with pytest.raises(TypeError, match=r"unexpected \['precision'\]"):
+        ELMoEmbedding.from_pretrained(model_dir, precision="bfloat16")
+
+
 def test_a_spec_that_does_not_exist(tmp_path):
     from bilm_keras.pretrained import PretrainedModelError
 
@@ -329,3 +366,62 @@ def test_a_keras_file_whose_options_disagree_with_its_weights(
                        r"expected \(96, 32\) from the options, found "
                        r"\(256, 32\)"):
         keras.models.load_model(bad)
+
+
+@pytest.mark.slow  # trains or saves a Keras model
+def test_fit_runs_the_inference_lstms_when_the_lm_is_frozen(
+        model_dir, monkeypatch):
+    from bilm_keras.layers.lstm_stack import LSTMStack
+
+    calls = {"infer": 0, "call": 0}
+    for name in calls:
+        original = getattr(LSTMStack, name)
+
+        def counted(self, *args, _name=name, _original=original, **kw):
+            calls[_name] += 1
+            return _original(self, *args, **kw)
+        monkeypatch.setattr(LSTMStack, name, counted)
+    for trainable, path in (("mix", "infer"), (False, "infer"),
+                            ("all", "call")):
+        calls.update(infer=0, call=0)
+        text = keras.Input(shape=(), dtype="string")
+        layer = ELMoEmbedding.from_pretrained(model_dir, trainable=trainable)
+        model = keras.Model(text, keras.layers.Dense(2)(layer(text)))
+        model.compile("sgd", "mse")
+        model.fit(tf.constant(SENTENCES), np.zeros((3, 8, 2)), verbose=0)
+        assert calls[path] == 2 and sum(calls.values()) == 2, (trainable,
+                                                               calls)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["manylangs", "paddle_baike"])
+def test_other_families_save_and_export_with_their_tables(
+        family, manylangs_fixtures, paddle_baike_fixtures, tmp_path):
+    """The dictionaries travel in the .keras file and the SavedModel."""
+    import shutil
+
+    from bilm_keras import convert_manylangs
+    from bilm_keras.weights.paddle_conversion import convert_paddle
+
+    if family == "manylangs":
+        folder = pathlib.Path(convert_manylangs(
+            manylangs_fixtures / "tiny.model",
+            tmp_path / "model")["options_file"]).parent
+        sentences = ["今天 天氣 真好", "我"]
+    else:
+        folder = convert_paddle(
+            paddle_baike_fixtures / "checkpoint", tmp_path / "model",
+            vocab_file=paddle_baike_fixtures / "vocab.txt")["outdir"]
+        sentences = ["北京 是 首都", "研究所"]
+    text = keras.Input(shape=(), dtype="string")
+    model = keras.Model(text, ELMoEmbedding.from_pretrained(folder)(text))
+    want = model.predict(tf.constant(sentences), verbose=0)
+    model.save(tmp_path / "m.keras")
+    model.export(str(tmp_path / "served"), verbose=False)
+    shutil.rmtree(folder)
+    got = keras.models.load_model(tmp_path / "m.keras").predict(
+        tf.constant(sentences), verbose=0)
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    served = tf.saved_model.load(str(tmp_path / "served"))
+    np.testing.assert_allclose(served.serve(tf.constant(sentences)), want,
+                               rtol=0, atol=1e-6)
