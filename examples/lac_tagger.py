@@ -174,7 +174,8 @@ def run(*, model, train_file, test_file, epochs, batch_size,
     train = tf.data.Dataset.from_tensor_slices(
         (tf.constant(tokens), ids)).shuffle(
             len(tokens), seed=seed).batch(batch_size)
-    history = tagger.fit(train, epochs=epochs, verbose=2)
+    # the dataset shuffles itself (above); Keras' own shuffle is for arrays
+    history = tagger.fit(train, epochs=epochs, verbose=2, shuffle=False)
     test_tokens, _ = pad(test_sentences, test_tags, tag_names)
     probs = tagger.predict(tf.constant(test_tokens), batch_size=batch_size,
                            verbose=0)  # (N, T, tags)

@@ -131,7 +131,8 @@ def run(*, model, train_file, test_file, trainable, epochs, batch_size,
     train = tf.data.Dataset.from_tensor_slices(
         (tf.constant(train_text), train_y)).shuffle(
             len(train_text), seed=seed).batch(batch_size)
-    history = classifier.fit(train, epochs=epochs, verbose=2)
+    # the dataset shuffles itself (above); Keras' own shuffle is for arrays
+    history = classifier.fit(train, epochs=epochs, verbose=2, shuffle=False)
     test = tf.data.Dataset.from_tensor_slices(
         (tf.constant(test_text), test_y)).batch(batch_size)
     test_loss, test_accuracy = classifier.evaluate(test, verbose=0)
