@@ -109,19 +109,36 @@ def _run(script, args, bilm_fixtures, monkeypatch, capsys):
     return result
 
 
+def _hdf5_weights(path):
+    """The number of weights in a bilm-tf HDF5 file, and its char table's
+    width."""
+    import h5py
+    import numpy as np
+
+    shapes = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: shapes.__setitem__(name, obj.shape)
+                     if isinstance(obj, h5py.Dataset) else None)
+    return sum(int(np.prod(s)) for s in shapes.values()), \
+        shapes["char_embed"][1]
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("trainable, n_weights", [
-    ("mix", 4), ("none", 0)])
+@pytest.mark.parametrize("trainable", ["mix", "none", "all"])
 def test_sentence_classifier(classifier, bilm_fixtures, monkeypatch,
-                             capsys, trainable, n_weights):
+                             capsys, trainable):
+    n_lm, char_dim = _hdf5_weights(bilm_fixtures / "model" /
+                                   "lm_weights.hdf5")
+    # the mix: 3 weights (2 LSTM layers + the token layer) and gamma; the
+    # biLM: the file's weights and the char table's padding row
+    n_weights = {"mix": 4, "none": 0, "all": 4 + n_lm + char_dim}[
+        trainable]
     result = _run(classifier, [
         "--train", str(DOCS / "topics_train.tsv"),
         "--test", str(DOCS / "topics_test.tsv"), "--epochs", "8",
         "--trainable", trainable], bilm_fixtures, monkeypatch, capsys)
     assert result["n_train"] == 120 and result["n_test"] == 40
     assert result["labels"] == ["files", "time"]
-    # the fixture biLM: 2 LSTM layers + the token layer, mix weights and
-    # gamma
     assert result["trainable_weights"] == n_weights
     assert result["mix_before"] == {"weights": [0.3333] * 3, "gamma": 1.0}
     if trainable == "none":
