@@ -248,8 +248,8 @@ def case_class(token: str) -> int:
 def prepare(workdir: str, corpus: str, heldout: str, *, n_task_train: int,
             n_test: int, seed: int = 0) -> dict:
     """Writes ``workdir/data.json`` (the task's sentences, cased) and the
-    biLM's lowercased corpus and vocabulary; returns the counts. Reads
-    ``data.json`` back when it is there."""
+    biLM's lowercased corpus and vocabulary, and returns the counts. A
+    ``data.json`` already there is read back instead."""
     data_file = os.path.join(workdir, "data.json")
     if os.path.exists(data_file):
         with open(data_file, encoding="utf-8") as f:
@@ -262,7 +262,7 @@ def prepare(workdir: str, corpus: str, heldout: str, *, n_task_train: int,
     if len(docs) < n_task_train + n_test + 10 or len(other) < 10:
         raise ValueError(
             f"--corpus {corpus}: {len(docs)} sentences, --heldout "
-            f"{heldout}: {len(other)}; expected at least "
+            f"{heldout}: {len(other)}, expected at least "
             f"{n_task_train + n_test + 10} and 10")
     test_in, train = docs[:n_test], docs[n_test:n_test + n_task_train]
     lm_sentences = docs[n_test:]  # the in-domain test set left out
@@ -301,8 +301,9 @@ def train_lm(workdir: str, options: dict, *, minutes: float,
              max_steps: int | None = None) -> dict:
     """``bilm-keras train`` on the lowercased corpus until ``minutes``
     have passed (then SIGTERM: the run writes a checkpoint and stops) or
-    ``max_steps``, and ``bilm-keras dump-weights``; returns what the run
-    reports. Reads ``workdir/lm/report.json`` back when it is there."""
+    ``max_steps``, then ``bilm-keras dump-weights``. Returns what the run
+    reports. A ``workdir/lm/report.json`` already there is read back
+    instead."""
     lm_dir = os.path.join(workdir, "lm")
     report_file = os.path.join(lm_dir, "report.json")
     if os.path.exists(report_file):
@@ -409,7 +410,7 @@ def build_tagger(kind: str, n_words: int, n_lm_layers: int, lm_dim: int, *,
     """One tagger: word embeddings, with ELMo's layer 0 or its learned mix
     for ``kind`` beside them, a BiLSTM and a softmax over
     :data:`CLASSES`. Inputs ``words`` `(batch, time)` int32 and ``lm``
-    `(batch, L + 1, time, 2P)`; returns ``(model, mix or None)``."""
+    `(batch, L + 1, time, 2P)`. Returns ``(model, mix or None)``."""
     import keras
 
     from bilm_keras.layers.scalar_mix import ScalarMix
@@ -437,7 +438,8 @@ def build_tagger(kind: str, n_words: int, n_lm_layers: int, lm_dim: int, *,
 
 def f1_scores(gold, predicted, lengths) -> dict:
     """F1 of the capitalised classes over all tokens and without each
-    sentence's first; accuracy; per-class F1 (all tokens)."""
+    sentence's first, the accuracy, and each class's F1 over all
+    tokens."""
     import numpy as np
 
     positions = np.arange(gold.shape[1])[None, :]
@@ -552,8 +554,8 @@ def _means(runs) -> dict:
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--workdir", required=True,
-                        help="keeps the data, the biLM and its log; a "
-                        "second run reuses them")
+                        help="keeps the data, the biLM and its log, "
+                        "which a second run reuses")
     parser.add_argument("--corpus", default=None,
                         help="a folder of reST files (the Python docs' "
                         "_sources)")

@@ -15,7 +15,7 @@ biLM too, as upstream's ``trainable=True``) or ``none``.
 
 The data are labelled TSV files, one sentence a line: ``LABEL<TAB>
 SENTENCE``, the sentence's tokens separated by spaces. The labels are
-those of ``--train``; ``--test`` may use no other.
+those of ``--train``, and ``--test`` may use no other.
 
 Usage::
 
