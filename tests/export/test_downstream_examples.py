@@ -187,3 +187,31 @@ def test_what_a_model_on_the_layer_trains(bilm_fixtures, trainable,
     model = keras.Model(text, keras.layers.Dense(2, name="head")(elmo(text)))
     assert sorted(v.path for v in model.trainable_variables) == sorted(
         expected + ["head/bias", "head/kernel"])
+
+
+@pytest.mark.slow
+def test_the_examples_on_converted_models(classifier, tagger,
+                                          manylangs_converted, monkeypatch,
+                                          capsys, tmp_path):
+    """``--model`` takes what ``from_pretrained`` does: a converted
+    ELMoForManyLangs folder, a PaddleNLP ``.pdparams`` (converted into the
+    cache)."""
+    import pathlib
+
+    monkeypatch.setenv("BILM_KERAS_CACHE", str(tmp_path))
+    folder = pathlib.Path(manylangs_converted["options_file"]).parent
+    result = classifier.main([
+        "--model", str(folder), "--train", str(DOCS / "topics_train.tsv"),
+        "--test", str(DOCS / "topics_test.tsv"), "--epochs", "2"])
+    assert capsys.readouterr().out.splitlines()[-1].startswith("RESULT ")
+    assert result["n_test"] == 40 and len(result["loss"]) == 2
+    pdparams = REPO_ROOT / "tests" / "fixtures" / "paddlenlp_elmo" / \
+        "elmo.pdparams"
+    result = tagger.main([
+        "--model", str(pdparams), "--train",
+        str(DOCS / "roles_train.conll"), "--test",
+        str(DOCS / "roles_test.conll"), "--epochs", "2",
+        "--max_sentences", "40", "--word_emb_dim", "8",
+        "--grnn_hidden_dim", "8"])
+    assert capsys.readouterr().out.splitlines()[-1].startswith("RESULT ")
+    assert result["n_test"] == 60 and len(result["mix_weights"]) == 3
