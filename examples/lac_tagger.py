@@ -6,11 +6,13 @@ The network, as upstream's ``lex_net``: the learned mix of the biLM's
 layers (with an L2 on its weights, upstream's ``elmo_l2_coef``)
 concatenated with the task's own word embeddings, ``--bigru_num`` stacked
 bidirectional GRUs (upstream: 2), and a linear layer to one score per
-tag. Upstream puts a linear-chain CRF on the scores; here each token's
-tag is a softmax over its scores, trained on the cross-entropy and
-decoded one token at a time (Keras 3 has no CRF layer). The ELMo layer's
-mask reaches the GRUs, so they skip the padding, and the loss skips it
-too.
+tag. With ``--crf`` the scores feed a linear-chain CRF as upstream's
+(``linear_chain_crf``: start, end and tag-to-tag transitions, trained on
+the sentence's negative log-likelihood, decoded by Viterbi). Without it,
+the default, each token's tag is a softmax over its scores, trained on
+the cross-entropy (Keras 3 has no CRF layer: the one here is this file's
+own). The ELMo layer's mask reaches the GRUs, so they skip the padding,
+and the loss skips it too.
 
 The data are CoNLL-style columns: one token a line, its first column the
 token and its last the tag (BIO: ``B-TYPE`` starts a span, ``I-TYPE``
@@ -24,7 +26,7 @@ Usage::
         --train tests/fixtures/python_docs/roles_train.conll \\
         --test tests/fixtures/python_docs/roles_test.conll   # fixture biLM
     python examples/lac_tagger.py --model DIR --train T.conll \\
-        --test H.conll --epochs 10
+        --test H.conll --epochs 10 --crf
 
 ``--model`` takes anything ``ELMoEmbedding.from_pretrained`` does. The last
 line printed is ``RESULT {json}``: the losses, the held-out span
@@ -110,6 +112,96 @@ def span_f1(gold, predicted):
                 gold_spans=n_gold, predicted_spans=n_predicted)
 
 
+def crf_log_likelihood(emissions, tags, lengths, transitions):
+    """Each sentence's log-probability of its tags under a linear-chain
+    CRF, as Paddle's ``linear_chain_crf``: a path's score is
+    ``start[y_0] + sum_t emissions[t, y_t] + sum_t T[y_t-1, y_t] +
+    end[y_last]``, normalised over every path by the forward algorithm.
+
+    Args:
+        emissions: float tensor. `(batch, time, tags)` scores.
+        tags: int tensor. `(batch, time)` gold tag ids.
+        lengths: int tensor. `(batch,)` tokens in each sentence, >= 1.
+        transitions: float tensor. `(tags + 2, tags)`: the start row, the
+            end row, then ``T``, Paddle's layout.
+
+    Returns:
+        `(batch,)` float tensor.
+    """
+    import tensorflow as tf
+
+    start, end, trans = transitions[0], transitions[1], transitions[2:]
+    n_tags = tf.shape(emissions)[2]
+    mask = tf.sequence_mask(lengths, tf.shape(emissions)[1],
+                            emissions.dtype)  # (B, T)
+    # the gold path's score
+    one_hot = tf.one_hot(tags, n_tags, dtype=emissions.dtype)  # (B, T, K)
+    unary = tf.reduce_sum(emissions * one_hot, axis=2) * mask  # (B, T)
+    pair = tf.gather_nd(trans, tf.stack([tags[:, :-1], tags[:, 1:]],
+                                        axis=-1))  # (B, T - 1)
+    last = tf.gather(tags, lengths - 1, batch_dims=1)  # (B,)
+    gold = (tf.reduce_sum(unary, 1) + tf.reduce_sum(pair * mask[:, 1:], 1)
+            + tf.gather(start, tags[:, 0]) + tf.gather(end, last))
+    # every path's: the forward algorithm, a padded step keeps alpha
+    alpha = start[None] + emissions[:, 0]  # (B, K)
+
+    def step(alpha, inputs):
+        emission, keep = inputs  # (B, K), (B,)
+        new = tf.reduce_logsumexp(alpha[:, :, None] + trans[None], axis=1)
+        return tf.where(keep[:, None] > 0, new + emission, alpha)
+
+    alpha = tf.foldl(step, (tf.transpose(emissions[:, 1:], [1, 0, 2]),
+                            tf.transpose(mask[:, 1:])),
+                     initializer=alpha)  # (B, K)
+    return gold - tf.reduce_logsumexp(alpha + end[None], axis=1)
+
+
+def viterbi(emissions, transitions):
+    """The best tag path of one sentence under the CRF: `(time, tags)`
+    scores and `(tags + 2, tags)` transitions give `(time,)` tag ids."""
+    start, end, trans = transitions[0], transitions[1], transitions[2:]
+    score = start + emissions[0]  # (K,)
+    back = []
+    for emission in emissions[1:]:
+        total = score[:, None] + trans  # (K previous, K next)
+        back.append(total.argmax(0))
+        score = total.max(0) + emission
+    path = [int((score + end).argmax())]
+    for pointers in reversed(back):
+        path.append(int(pointers[path[-1]]))
+    return np.array(path[::-1])
+
+
+def crf_layer(n_tags):
+    """A Keras layer holding the CRF's transitions, Paddle's
+    `(tags + 2, tags)`: it takes ``[emissions, tag ids, tokens]``, adds
+    the batch's mean negative log-likelihood to the model's losses and
+    returns the emissions."""
+    import keras
+    import tensorflow as tf
+
+    class CRFLoss(keras.layers.Layer):
+        def build(self, input_shape=None):
+            self.transitions = self.add_weight(
+                name="transitions", shape=(n_tags + 2, n_tags),
+                initializer=keras.initializers.RandomUniform(-0.1, 0.1))
+
+        def call(self, inputs, mask=None):
+            # the lengths come from the tokens, the mask is not needed
+            emissions, tags, tokens = inputs
+            lengths = tf.reduce_sum(
+                tf.cast(tf.not_equal(tokens, ""), tf.int32), axis=1)
+            self.add_loss(-tf.reduce_mean(crf_log_likelihood(
+                emissions, tf.cast(tags, tf.int32), tf.maximum(lengths, 1),
+                self.transitions)))
+            return emissions
+
+        def compute_mask(self, inputs, mask=None):
+            return None
+
+    return CRFLoss(name="crf")
+
+
 def pad(sentences, tags, tag_names):
     """Token matrix padded with ``""`` and tag ids padded with 0."""
     width = max(len(s) for s in sentences)
@@ -121,9 +213,16 @@ def pad(sentences, tags, tag_names):
 
 
 def build_tagger(elmo, vocabulary, n_tags, *, word_emb_dim,
-                 grnn_hidden_dim, bigru_num):
+                 grnn_hidden_dim, bigru_num, crf=False):
     """Tokens -> [ELMo mix ; word embeddings] -> stacked BiGRUs ->
-    per-token tag probabilities."""
+    per-token tag scores.
+
+    Returns:
+        ``(trainer, scorer, crf layer or None)``. Without ``crf`` both
+        models are one, tokens to tag probabilities. With it the trainer
+        takes ``{"tokens", "tags"}`` and carries the CRF's loss, and the
+        scorer gives the emissions that :func:`viterbi` decodes.
+    """
     import keras
 
     tokens = keras.Input(shape=(None,), dtype="string", name="tokens")
@@ -137,14 +236,22 @@ def build_tagger(elmo, vocabulary, n_tags, *, word_emb_dim,
         x = keras.layers.Bidirectional(
             keras.layers.GRU(grnn_hidden_dim, return_sequences=True),
             name=f"bigru_{i}")(x)  # (B, T, 2H)
-    probs = keras.layers.Dense(n_tags, activation="softmax",
-                               name="emission")(x)  # (B, T, tags)
-    return keras.Model(tokens, probs)
+    if not crf:
+        probs = keras.layers.Dense(n_tags, activation="softmax",
+                                   name="emission")(x)  # (B, T, tags)
+        model = keras.Model(tokens, probs)
+        return model, model, None
+    emissions = keras.layers.Dense(n_tags, name="emission")(x)  # (B, T, K)
+    tags = keras.Input(shape=(None,), dtype="int32", name="tags")
+    layer = crf_layer(n_tags)
+    trainer = keras.Model({"tokens": tokens, "tags": tags},
+                          layer([emissions, tags, tokens]))
+    return trainer, keras.Model(tokens, emissions), layer
 
 
 def run(*, model, train_file, test_file, epochs, batch_size,
         learning_rate, word_emb_dim, grnn_hidden_dim, bigru_num,
-        elmo_l2_coef, max_sentences=None, seed=0):
+        elmo_l2_coef, crf=False, max_sentences=None, seed=0):
     import keras
     import tensorflow as tf
 
@@ -164,27 +271,38 @@ def run(*, model, train_file, test_file, epochs, batch_size,
     elmo = ELMoEmbedding.from_pretrained(model, output="mix",
                                          trainable="mix",
                                          l2_coef=elmo_l2_coef)
-    tagger = build_tagger(elmo, vocabulary, len(tag_names),
-                          word_emb_dim=word_emb_dim,
-                          grnn_hidden_dim=grnn_hidden_dim,
-                          bigru_num=bigru_num)
-    tagger.compile(keras.optimizers.Adam(learning_rate),
-                   "sparse_categorical_crossentropy")
+    tagger, scorer, crf_weights = build_tagger(
+        elmo, vocabulary, len(tag_names), word_emb_dim=word_emb_dim,
+        grnn_hidden_dim=grnn_hidden_dim, bigru_num=bigru_num, crf=crf)
     tokens, ids = pad(train_sentences, train_tags, tag_names)
-    train = tf.data.Dataset.from_tensor_slices(
-        (tf.constant(tokens), ids)).shuffle(
-            len(tokens), seed=seed).batch(batch_size)
+    if crf:  # the loss is the CRF layer's own
+        tagger.compile(keras.optimizers.Adam(learning_rate))
+        train = tf.data.Dataset.from_tensor_slices(
+            {"tokens": tf.constant(tokens), "tags": ids})
+    else:
+        tagger.compile(keras.optimizers.Adam(learning_rate),
+                       "sparse_categorical_crossentropy")
+        train = tf.data.Dataset.from_tensor_slices((tf.constant(tokens),
+                                                    ids))
+    train = train.shuffle(len(tokens), seed=seed).batch(batch_size)
     # the dataset shuffles itself (above); Keras' own shuffle is for arrays
     history = tagger.fit(train, epochs=epochs, verbose=2, shuffle=False)
     test_tokens, _ = pad(test_sentences, test_tags, tag_names)
-    probs = tagger.predict(tf.constant(test_tokens), batch_size=batch_size,
-                           verbose=0)  # (N, T, tags)
-    predicted = [[tag_names[k] for k in row[:len(s)]]
-                 for row, s in zip(probs.argmax(-1), test_sentences)]
+    scores = scorer.predict(tf.constant(test_tokens), batch_size=batch_size,
+                            verbose=0)  # (N, T, tags)
+    if crf:
+        transitions = crf_weights.transitions.numpy()
+        best = [viterbi(row[:len(s)], transitions)
+                for row, s in zip(scores, test_sentences)]
+    else:
+        best = [row[:len(s)].argmax(-1)
+                for row, s in zip(scores, test_sentences)]
+    predicted = [[tag_names[k] for k in row] for row in best]
     mix = elmo.scalar_mix
     return dict(
         loss=[round(float(x), 5) for x in history.history["loss"]],
         test=span_f1(test_tags, predicted),
+        crf=crf,
         tags=tag_names,
         n_train=len(train_sentences),
         n_test=len(test_sentences),
@@ -210,6 +328,9 @@ def main(argv=None):
     parser.add_argument("--grnn_hidden_dim", type=int, default=128)
     parser.add_argument("--bigru_num", type=int, default=2)
     parser.add_argument("--elmo_l2_coef", type=float, default=1e-3)
+    parser.add_argument("--crf", action="store_true",
+                        help="a linear-chain CRF on the tag scores, as "
+                        "upstream (default: a softmax per token)")
     parser.add_argument("--max_sentences", type=int, default=None,
                         help="train on the first N sentences only")
     parser.add_argument("--seed", type=int, default=0)
@@ -224,6 +345,7 @@ def main(argv=None):
                  word_emb_dim=args.word_emb_dim,
                  grnn_hidden_dim=args.grnn_hidden_dim,
                  bigru_num=args.bigru_num, elmo_l2_coef=args.elmo_l2_coef,
+                 crf=args.crf,
                  max_sentences=args.max_sentences, seed=args.seed)
     print(f"span F1 {result['test']['f1']:.3f} on {result['n_test']} "
           "held-out sentences")

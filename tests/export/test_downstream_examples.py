@@ -215,3 +215,65 @@ def test_the_examples_on_converted_models(classifier, tagger,
         "--grnn_hidden_dim", "8"])
     assert capsys.readouterr().out.splitlines()[-1].startswith("RESULT ")
     assert result["n_test"] == 60 and len(result["mix_weights"]) == 3
+
+
+# --------------------------------------------------------------------- CRF
+def _brute_force(emissions, transitions):
+    """Every tag path of one sentence with its score, enumerated."""
+    import itertools
+
+    import numpy as np
+
+    start, end, trans = transitions[0], transitions[1], transitions[2:]
+    n, k = emissions.shape
+    paths = list(itertools.product(range(k), repeat=n))
+    scores = np.array([
+        start[p[0]] + end[p[-1]] + sum(emissions[t, p[t]] for t in range(n))
+        + sum(trans[p[t - 1], p[t]] for t in range(1, n)) for p in paths])
+    return paths, scores
+
+
+def test_crf_log_likelihood_against_every_path(tagger):
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    k, width = 3, 4
+    emissions = rng.normal(size=(3, width, k)).astype(np.float32)
+    transitions = rng.normal(size=(k + 2, k)).astype(np.float32)
+    lengths = np.array([4, 2, 1])
+    tags = rng.integers(0, k, size=(3, width))
+    got = tagger.crf_log_likelihood(
+        tf.constant(emissions), tf.constant(tags), tf.constant(lengths),
+        tf.constant(transitions)).numpy()
+    for i, n in enumerate(lengths):
+        paths, scores = _brute_force(emissions[i, :n], transitions)
+        log_z = np.log(np.exp(scores - scores.max()).sum()) + scores.max()
+        want = scores[paths.index(tuple(tags[i, :n]))] - log_z
+        assert got[i] == pytest.approx(want, abs=1e-4)
+
+
+def test_viterbi_against_every_path(tagger):
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 5):
+        emissions = rng.normal(size=(n, 3))
+        transitions = rng.normal(size=(5, 3))
+        paths, scores = _brute_force(emissions, transitions)
+        assert tuple(tagger.viterbi(emissions, transitions)) == paths[
+            int(scores.argmax())]
+
+
+@pytest.mark.slow
+def test_lac_tagger_with_a_crf(tagger, bilm_fixtures, monkeypatch, capsys):
+    result = _run(tagger, [
+        "--train", str(DOCS / "roles_train.conll"),
+        "--test", str(DOCS / "roles_test.conll"), "--epochs", "6",
+        "--learning_rate", "0.01", "--word_emb_dim", "16",
+        "--grnn_hidden_dim", "16", "--max_sentences", "80", "--crf"],
+        bilm_fixtures, monkeypatch, capsys)
+    assert result["crf"] is True
+    loss = result["loss"]  # the mean negative log-likelihood of a batch
+    assert loss[-1] < 0.5 * loss[0], loss
+    assert 0 <= result["test"]["f1"] <= 1
