@@ -159,8 +159,12 @@ class ELMoEmbedding(keras.layers.Layer):
                                     name="scalar_mix")
         self.scalar_mix.build()
         self.output_dropout = keras.layers.Dropout(dropout, name="dropout")
-        if trainable == "mix":
+        if trainable != "all":
             self.bilm.trainable = False
+        if trainable is False:
+            # a layer made untrainable by its constructor does not pass
+            # that on to sublayers made after it: a model would train them
+            self.scalar_mix.trainable = False
         self.supports_masking = output == "mix"
         # string ops, hash tables and loops of data-dependent length: a
         # model holding the layer is not compiled with XLA ("auto" on GPU)

@@ -1,0 +1,279 @@
+"""The seeds' recipes as examples: ``examples/sentence_classifier.py``
+(PaddleNLP's ``run_finetune.py``) and ``examples/lac_tagger.py`` (Paddle's
+ELMo LAC demo). Their readers and span F1 on hand-made cases, and each
+script's ``main(argv)`` on the Python-docs fixtures with bilm-tf's test
+biLM."""
+
+import pytest
+
+from helpers import REPO_ROOT, load_script
+
+DOCS = REPO_ROOT / "tests" / "fixtures" / "python_docs"
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    return load_script("examples/sentence_classifier.py")
+
+
+@pytest.fixture(scope="module")
+def tagger():
+    return load_script("examples/lac_tagger.py")
+
+
+# ------------------------------------------------------------------ readers
+def test_tsv_reader(classifier, tmp_path):
+    path = tmp_path / "a.tsv"
+    path.write_text("pos\tA  good film .\n\nneg\tdull\n", encoding="utf-8")
+    assert classifier.read_tsv(str(path)) == (
+        ["A good film .", "dull"], ["pos", "neg"])
+
+
+@pytest.mark.parametrize("text, line, found", [
+    ("pos\tfine\nno tab here\n", 2, "found 1 field"),
+    ("pos\tfine\textra\n", 1, "found 3 field"),
+    ("pos\t   \n", 1, "found 2 field"),
+])
+def test_tsv_reader_names_a_bad_line(classifier, tmp_path, text, line,
+                                     found):
+    path = tmp_path / "bad.tsv"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{path}, line {line}: expected "
+                       f"LABEL<TAB>SENTENCE, {found}"):
+        classifier.read_tsv(str(path))
+
+
+def test_tsv_reader_refuses_an_unknown_test_label(classifier, tmp_path):
+    path = tmp_path / "test.tsv"
+    path.write_text("pos\tfine\nodd\tstrange\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"line 2: label 'odd' is not one "
+                       r"of the training labels \['neg', 'pos'\]"):
+        classifier.read_tsv(str(path), labels={"pos", "neg"})
+
+
+def test_conll_reader(tagger, tmp_path):
+    path = tmp_path / "a.conll"
+    path.write_text("-DOCSTART- O\n\nUse X B-FUNC\njson Y I-FUNC\n\n\n"
+                    "Go O\n", encoding="utf-8")
+    assert tagger.read_conll(str(path)) == (
+        [["Use", "json"], ["Go"]], [["B-FUNC", "I-FUNC"], ["O"]])
+
+
+def test_conll_reader_names_a_bad_line(tagger, tmp_path):
+    path = tmp_path / "bad.conll"
+    path.write_text("Use O\nlonely\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=f"{path}, line 2: expected TOKEN "
+                       r"\.\.\. TAG columns, found 1"):
+        tagger.read_conll(str(path))
+
+
+def test_the_fixtures_read_whole(classifier, tagger):
+    text, labels = classifier.read_tsv(str(DOCS / "topics_train.tsv"))
+    assert len(text) == 120 and sorted(set(labels)) == ["files", "time"]
+    sentences, tags = tagger.read_conll(str(DOCS / "roles_test.conll"))
+    assert len(sentences) == 60
+    assert all(len(s) == len(t) for s, t in zip(sentences, tags))
+
+
+# ----------------------------------------------------------------- span F1
+@pytest.mark.parametrize("tags, expected", [
+    (["O", "B-X", "I-X", "O"], {("X", 1, 3)}),
+    (["B-X", "B-X", "I-X"], {("X", 0, 1), ("X", 1, 3)}),
+    # conlleval: an I- that continues nothing starts a span
+    (["O", "I-X", "I-X"], {("X", 1, 3)}),
+    (["B-X", "I-Y", "O"], {("X", 0, 1), ("Y", 1, 2)}),
+    (["B-X", "I-X"], {("X", 0, 2)}),
+    (["O", "O"], set()),
+])
+def test_spans(tagger, tags, expected):
+    assert tagger.spans(tags) == expected
+
+
+def test_span_f1_by_hand(tagger):
+    gold = [["B-A", "I-A", "O", "B-B"], ["B-A", "O"]]
+    predicted = [["B-A", "I-A", "O", "B-A"], ["B-A", "B-B"]]
+    # gold spans 3; predicted 4; right 2 (A 0-2 and A 0-1)
+    scores = tagger.span_f1(gold, predicted)
+    assert scores["gold_spans"] == 3 and scores["predicted_spans"] == 4
+    assert scores["precision"] == 0.5
+    assert scores["recall"] == pytest.approx(2 / 3)
+    assert scores["f1"] == pytest.approx(2 * 0.5 * (2 / 3) / (0.5 + 2 / 3))
+
+
+# ------------------------------------------------------------- end to end
+def _run(script, args, bilm_fixtures, monkeypatch, capsys):
+    monkeypatch.setenv("BILM_FIXTURES", str(bilm_fixtures))
+    result = script.main(args)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines and lines[-1].startswith("RESULT "), lines[-3:]
+    return result
+
+
+def _hdf5_weights(path):
+    """The number of weights in a bilm-tf HDF5 file, and its char table's
+    width."""
+    import h5py
+    import numpy as np
+
+    shapes = {}
+    with h5py.File(path, "r") as f:
+        f.visititems(lambda name, obj: shapes.__setitem__(name, obj.shape)
+                     if isinstance(obj, h5py.Dataset) else None)
+    return sum(int(np.prod(s)) for s in shapes.values()), \
+        shapes["char_embed"][1]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("trainable", ["mix", "none", "all"])
+def test_sentence_classifier(classifier, bilm_fixtures, monkeypatch,
+                             capsys, trainable):
+    n_lm, char_dim = _hdf5_weights(bilm_fixtures / "model" /
+                                   "lm_weights.hdf5")
+    # the mix: 3 weights (2 LSTM layers + the token layer) and gamma; the
+    # biLM: the file's weights and the char table's padding row
+    n_weights = {"mix": 4, "none": 0, "all": 4 + n_lm + char_dim}[
+        trainable]
+    result = _run(classifier, [
+        "--train", str(DOCS / "topics_train.tsv"),
+        "--test", str(DOCS / "topics_test.tsv"), "--epochs", "8",
+        "--trainable", trainable], bilm_fixtures, monkeypatch, capsys)
+    assert result["n_train"] == 120 and result["n_test"] == 40
+    assert result["labels"] == ["files", "time"]
+    assert result["trainable_weights"] == n_weights
+    assert result["mix_before"] == {"weights": [0.3333] * 3, "gamma": 1.0}
+    if trainable == "none":
+        assert result["mix_after"] == result["mix_before"]
+    else:
+        assert result["mix_after"] != result["mix_before"]
+    assert result["loss"][-1] < result["loss"][0]
+    assert 0 <= result["test_accuracy"] <= 1
+
+
+@pytest.mark.slow
+def test_lac_tagger(tagger, bilm_fixtures, monkeypatch, capsys):
+    result = _run(tagger, [
+        "--train", str(DOCS / "roles_train.conll"),
+        "--test", str(DOCS / "roles_test.conll"), "--epochs", "12",
+        "--learning_rate", "0.01", "--word_emb_dim", "16",
+        "--grnn_hidden_dim", "16", "--max_sentences", "120"],
+        bilm_fixtures, monkeypatch, capsys)
+    assert result["n_train"] == 120 and result["n_test"] == 60
+    loss = result["loss"]
+    assert loss[-1] < 0.5 * loss[0], loss
+    # every held-out span starts with B- in this file: count them apart
+    text = (DOCS / "roles_test.conll").read_text("utf-8")
+    assert result["test"]["gold_spans"] == text.count("\tB-")
+    test = result["test"]
+    assert 0 <= test["f1"] <= 1
+    assert len(result["mix_weights"]) == 3
+    assert sum(result["mix_weights"]) == pytest.approx(1, abs=1e-3)
+
+
+@pytest.mark.parametrize("trainable, expected", [
+    (False, []), ("mix", ["scalar_mix/gamma", "scalar_mix/scalar_weights"])])
+def test_what_a_model_on_the_layer_trains(bilm_fixtures, trainable,
+                                          expected):
+    """``--trainable none`` trains the head alone: the layer's sublayers
+    are frozen with it (a Keras layer made untrainable in its constructor
+    does not pass that on to sublayers made after it)."""
+    import keras
+
+    from bilm_keras import ELMoEmbedding
+
+    elmo = ELMoEmbedding.from_pretrained(str(bilm_fixtures / "model"),
+                                         output="sentence",
+                                         trainable=trainable)
+    text = keras.Input(shape=(), dtype="string")
+    model = keras.Model(text, keras.layers.Dense(2, name="head")(elmo(text)))
+    assert sorted(v.path for v in model.trainable_variables) == sorted(
+        expected + ["head/bias", "head/kernel"])
+
+
+@pytest.mark.slow
+def test_the_examples_on_converted_models(classifier, tagger,
+                                          manylangs_converted, monkeypatch,
+                                          capsys, tmp_path):
+    """``--model`` takes what ``from_pretrained`` does: a converted
+    ELMoForManyLangs folder, a PaddleNLP ``.pdparams`` (converted into the
+    cache)."""
+    import pathlib
+
+    monkeypatch.setenv("BILM_KERAS_CACHE", str(tmp_path))
+    folder = pathlib.Path(manylangs_converted["options_file"]).parent
+    result = classifier.main([
+        "--model", str(folder), "--train", str(DOCS / "topics_train.tsv"),
+        "--test", str(DOCS / "topics_test.tsv"), "--epochs", "2"])
+    assert capsys.readouterr().out.splitlines()[-1].startswith("RESULT ")
+    assert result["n_test"] == 40 and len(result["loss"]) == 2
+    pdparams = REPO_ROOT / "tests" / "fixtures" / "paddlenlp_elmo" / \
+        "elmo.pdparams"
+    result = tagger.main([
+        "--model", str(pdparams), "--train",
+        str(DOCS / "roles_train.conll"), "--test",
+        str(DOCS / "roles_test.conll"), "--epochs", "2",
+        "--max_sentences", "40", "--word_emb_dim", "8",
+        "--grnn_hidden_dim", "8"])
+    assert capsys.readouterr().out.splitlines()[-1].startswith("RESULT ")
+    assert result["n_test"] == 60 and len(result["mix_weights"]) == 3
+
+
+# --------------------------------------------------------------------- CRF
+def _brute_force(emissions, transitions):
+    """Every tag path of one sentence with its score, enumerated."""
+    import itertools
+
+    import numpy as np
+
+    start, end, trans = transitions[0], transitions[1], transitions[2:]
+    n, k = emissions.shape
+    paths = list(itertools.product(range(k), repeat=n))
+    scores = np.array([
+        start[p[0]] + end[p[-1]] + sum(emissions[t, p[t]] for t in range(n))
+        + sum(trans[p[t - 1], p[t]] for t in range(1, n)) for p in paths])
+    return paths, scores
+
+
+def test_crf_log_likelihood_against_every_path(tagger):
+    import numpy as np
+    import tensorflow as tf
+
+    rng = np.random.default_rng(0)
+    k, width = 3, 4
+    emissions = rng.normal(size=(3, width, k)).astype(np.float32)
+    transitions = rng.normal(size=(k + 2, k)).astype(np.float32)
+    lengths = np.array([4, 2, 1])
+    tags = rng.integers(0, k, size=(3, width))
+    got = tagger.crf_log_likelihood(
+        tf.constant(emissions), tf.constant(tags), tf.constant(lengths),
+        tf.constant(transitions)).numpy()
+    for i, n in enumerate(lengths):
+        paths, scores = _brute_force(emissions[i, :n], transitions)
+        log_z = np.log(np.exp(scores - scores.max()).sum()) + scores.max()
+        want = scores[paths.index(tuple(tags[i, :n]))] - log_z
+        assert got[i] == pytest.approx(want, abs=1e-4)
+
+
+def test_viterbi_against_every_path(tagger):
+    import numpy as np
+
+    rng = np.random.default_rng(1)
+    for n in (1, 2, 5):
+        emissions = rng.normal(size=(n, 3))
+        transitions = rng.normal(size=(5, 3))
+        paths, scores = _brute_force(emissions, transitions)
+        assert tuple(tagger.viterbi(emissions, transitions)) == paths[
+            int(scores.argmax())]
+
+
+@pytest.mark.slow
+def test_lac_tagger_with_a_crf(tagger, bilm_fixtures, monkeypatch, capsys):
+    result = _run(tagger, [
+        "--train", str(DOCS / "roles_train.conll"),
+        "--test", str(DOCS / "roles_test.conll"), "--epochs", "6",
+        "--learning_rate", "0.01", "--word_emb_dim", "16",
+        "--grnn_hidden_dim", "16", "--max_sentences", "80", "--crf"],
+        bilm_fixtures, monkeypatch, capsys)
+    assert result["crf"] is True
+    loss = result["loss"]  # the mean negative log-likelihood of a batch
+    assert loss[-1] < 0.5 * loss[0], loss
+    assert 0 <= result["test"]["f1"] <= 1
