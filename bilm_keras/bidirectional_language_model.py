@@ -184,10 +184,12 @@ class BidirectionalLanguageModel:
                 ``$BILM_KERAS_CACHE``, ``$BILM_KERAS_MODEL_MIRROR``,
                 progress on a terminal only).
             alignment: a cross-lingual alignment applied to the output
-                layers before any mix: ``"published"`` (an ``xling-*``
-                model's own matrix), one matrix file ``torch.save`` wrote for
-                every layer, or one per output layer. Each layer ``h``
-                becomes ``h @ W.T``. Default None: none.
+                layers of :meth:`embed_sentences` and
+                :meth:`iter_embeddings` before any mix. Each layer ``h``
+                becomes ``h @ W.T``. ``"published"`` takes an ``xling-*``
+                model's own matrix. Else one matrix file ``torch.save``
+                wrote for every layer, or one per output layer. Default
+                None: none. ``bilm(ids)`` gives the layers as they are.
 
         Returns:
             The model; :attr:`pretrained` says which files it holds and

@@ -328,6 +328,8 @@ def dump_record(
                      mix_form=mix.form)
         if mix.logits is not None:
             attrs["mix_logits"] = mix.logits
+    if settings.alignment:  # the matrices the layers were mapped by
+        attrs["alignment"] = [_absolute(path) for path in settings.alignment]
     return DumpRecord(identity=identity, attrs=attrs)
 
 

@@ -188,3 +188,35 @@ def test_published_for_a_model_without_one_is_one_line():
                        r"without alignment\.pth"):
         BidirectionalLanguageModel.from_pretrained(MODEL,
                                                    alignment="published")
+
+
+# ------------------------------------------------------------ a dump's run
+def test_the_alignment_is_part_of_a_dump_runs_identity(tmp_path):
+    """A killed aligned run is never resumed without its matrices (or
+    with others): their contents are in the run's identity."""
+    from bilm_keras.embedding.dump_plan import (
+        DumpSettings, dump_record, plan_dump)
+    from bilm_keras.embedding.outputs import EmbeddingSpec
+
+    text = tmp_path / "text.txt"
+    text.write_text("The cat sat .\n", encoding="utf-8")
+    spec = EmbeddingSpec()
+
+    def identity(alignment):
+        settings = DumpSettings(alignment=alignment)
+        files = dict(options_file=MODEL / "options.json",
+                     weight_file=MODEL / "lm_weights.hdf5",
+                     vocab_file=None, dataset_file=text)
+        plan = plan_dump(spec=spec, settings=settings, **files)
+        return dump_record(plan, spec, settings, **files)
+
+    record = identity([XLING / "best_mapping.pth"])
+    assert record.attrs["alignment"] == [str(XLING / "best_mapping.pth")]
+    plain = identity(()).identity
+    assert "alignment" not in identity(()).attrs
+    one = record.identity
+    other = identity([XLING / "layer_1.pth"]).identity
+    assert not any(key.startswith("alignment") for key in plain)
+    assert {k: v for k, v in one.items()
+            if not k.startswith("alignment")} == plain
+    assert one != other
