@@ -29,6 +29,9 @@ import os as _os
 from bilm_keras._utils.console_log import (
     install_console_handler as _install_console_handler,
 )
+from bilm_keras._utils.keras_registration import (
+    register_when_keras_loads as _register_when_keras_loads,
+)
 from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 from bilm_keras._utils.version import __version__  # noqa: F401
 
@@ -49,6 +52,7 @@ _EXPORTS = {
     "dump_token_embeddings": "bilm_keras.embedding.dump",
     "merge_embedding_files": "bilm_keras.embedding.merge",
     "weight_layers": "bilm_keras.layers.weight_layers",
+    "ELMoEmbedding": "bilm_keras.export.elmo_embedding",
     "BidirectionalLanguageModel":
         "bilm_keras.bidirectional_language_model",
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",
@@ -62,6 +66,14 @@ _EXPORTS = {
 }
 
 __all__ = sorted(_EXPORTS)
+
+# a .keras file holding these layers loads after ``import bilm_keras``
+# alone, and Keras is not imported for it
+_register_when_keras_loads({
+    "bilm_keras>ELMoEmbedding": ("bilm_keras.export.elmo_embedding",
+                                 "ELMoEmbedding"),
+    "bilm_keras>TokenMask": ("bilm_keras.export.token_mask", "TokenMask"),
+})
 
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

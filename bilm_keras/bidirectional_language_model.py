@@ -38,6 +38,7 @@ from bilm_keras.embedding.bulk_embedder import BulkEmbedder
 from bilm_keras.embedding.dump import dump_token_embeddings
 from bilm_keras.embedding.memory import return_freed_memory_for_bulk_embedding
 from bilm_keras.embedding.outputs import EmbeddingSpec
+from bilm_keras.embedding.shards import CHUNK_SIZE
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
@@ -456,7 +457,7 @@ class BidirectionalLanguageModel:
         batch_size: int | None = None,
         vocab_file: Optional[str] = None,
         *,
-        output: str = "all",
+        output: Optional[str] = None,
         layers: Optional[Sequence[int]] = None,
         mix_weights: Optional[Sequence[float]] = None,
         mix_logits: Optional[Sequence[float]] = None,
@@ -475,8 +476,9 @@ class BidirectionalLanguageModel:
         ``output``, ``layers``, ``mix_weights``, ``mix_logits`` and
         ``gamma`` are the fields of an
         :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` (documented
-        there), given here as keywords (``output="average"``); or pass
-        one as ``spec`` (then none of them): :func:`embedding_spec`.
+        there, with their defaults: None here is the spec's default),
+        given here as keywords (``output="average"``); or pass one as
+        ``spec`` (then none of them): :func:`embedding_spec`.
 
         The first call fixes glibc's mmap threshold for the process, so
         that freed memory goes back to the system (:mod:`bilm_keras.
@@ -502,12 +504,12 @@ class BidirectionalLanguageModel:
         batch_size: int | None = None,
         vocab_file: Optional[str] = None,
         *,
-        output: str = "all",
+        output: Optional[str] = None,
         layers: Optional[Sequence[int]] = None,
         mix_weights: Optional[Sequence[float]] = None,
         mix_logits: Optional[Sequence[float]] = None,
         gamma: Optional[float] = None,
-        chunk_size: int = 4096,
+        chunk_size: int = CHUNK_SIZE,
         on_batch: Optional[Callable[[int, int], None]] = None,
         spec: Optional[EmbeddingSpec] = None,
     ) -> Iterator[np.ndarray]:
@@ -529,9 +531,9 @@ def embedding_spec(spec: Optional[EmbeddingSpec] = None,
                    **fields) -> EmbeddingSpec:
     """The one place the facade's convenience keywords become an
     :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`: ``spec`` as it
-    is, or one built from ``fields`` (its fields, as keywords). A field
-    given (not None, not its default) with a ``spec`` is an error: the
-    two would disagree.
+    is, or one built from ``fields`` (its fields, as keywords; None: the
+    field's default). A field given (not None, not its default) with a
+    ``spec`` is an error: the two would disagree.
 
     Raises:
         SettingError: a field out of range (named), or ``spec`` and a
@@ -539,7 +541,8 @@ def embedding_spec(spec: Optional[EmbeddingSpec] = None,
         TypeError: ``spec`` is not an EmbeddingSpec.
     """
     if spec is None:
-        return EmbeddingSpec(**fields)
+        return EmbeddingSpec(**{name: value for name, value in fields.items()
+                                if value is not None})
     if not isinstance(spec, EmbeddingSpec):
         raise TypeError(f"spec: expected an EmbeddingSpec, found "
                         f"{type(spec).__name__}")

@@ -1,10 +1,11 @@
 """A BiLSTM tagger on ELMo concatenated with the task's own word
 embeddings (the Paddle LAC / Peters et al. 2018 recipe), in Keras 3.
 
-The exported model's ``tokens`` signature gives ``elmo`` `(batch, time,
-2 * projection_dim)` for padded token matrices; a trainable Embedding over
-the task's vocabulary gives `(batch, time, word_dim)`; their concatenation
-feeds a bidirectional LSTM and a softmax over tags. Padded positions carry
+``ELMoEmbedding`` gives the learned mix `(batch, time, 2 *
+projection_dim)` of padded token matrices, with a mask; a trainable
+Embedding over the task's vocabulary gives `(batch, time, word_dim)`;
+their concatenation (which keeps the mask) feeds a bidirectional LSTM,
+which skips the padding, and a softmax over tags. Padded positions carry
 no loss.
 
 The tagging set is synthetic and tiny: sentences drawn from a small word
@@ -13,7 +14,9 @@ list, each word tagged with its class (DET, NOUN, VERB, NUM, PUNCT).
 Usage::
 
     python examples/elmo_plus_word_embeddings.py               # fixture model
-    python examples/elmo_plus_word_embeddings.py --savedmodel DIR --steps 200
+    python examples/elmo_plus_word_embeddings.py --model DIR --steps 200
+
+``--model`` is anything ``ELMoEmbedding.from_pretrained`` takes.
 
 The last line printed is ``RESULT {json}`` with the losses.
 """
@@ -23,7 +26,6 @@ import json
 import os
 import random
 import sys
-import tempfile
 
 import numpy as np
 
@@ -58,31 +60,28 @@ def pad(sentences, tags):
     tokens = np.array([s + [""] * (width - len(s)) for s in sentences],
                       dtype=object)
     tag_ids = np.array([t + [0] * (width - len(t)) for t in tags], np.int32)
-    lengths = np.array([len(s) for s in sentences], np.int32)
     weights = (tag_ids > 0).astype(np.float32)
-    return tokens, lengths, tag_ids, weights
+    return tokens, tag_ids, weights
 
 
-def build_tagger(savedmodel, vocabulary, word_dim=8, lstm_units=16):
+def build_tagger(model, vocabulary, word_dim=8, lstm_units=16):
     import keras
 
-    from bilm_keras.export.elmo_hub_layer import ELMoHubLayer
+    from bilm_keras import ELMoEmbedding
 
     tokens = keras.Input(shape=(None,), dtype="string", name="tokens")
-    lengths = keras.Input(shape=(), dtype="int32", name="sequence_len")
-    elmo = ELMoHubLayer(savedmodel, signature="tokens", output_key="elmo",
-                        name="elmo")(
-        {"tokens": tokens, "sequence_len": lengths})  # (B, T, 2P)
+    # padded with "": the mask marks the real tokens
+    elmo = ELMoEmbedding.from_pretrained(model, name="elmo")(tokens)
     ids = keras.layers.StringLookup(vocabulary=vocabulary)(tokens)  # (B, T)
     words = keras.layers.Embedding(len(vocabulary) + 1, word_dim)(ids)
     x = keras.layers.Concatenate()([elmo, words])  # (B, T, 2P + word_dim)
     x = keras.layers.Bidirectional(
         keras.layers.LSTM(lstm_units, return_sequences=True))(x)
     probs = keras.layers.Dense(len(TAGS), activation="softmax")(x)
-    return keras.Model({"tokens": tokens, "sequence_len": lengths}, probs)
+    return keras.Model(tokens, probs)
 
 
-def run(*, savedmodel, n_sentences, steps, batch_size, learning_rate,
+def run(*, model, n_sentences, steps, batch_size, learning_rate,
         seed=0):
     import keras
     import tensorflow as tf
@@ -90,22 +89,18 @@ def run(*, savedmodel, n_sentences, steps, batch_size, learning_rate,
     keras.utils.set_random_seed(seed)
     sentences, tags = synthetic_tagging_set(n_sentences, seed)
     vocabulary = sorted({w for s in sentences for w in s})
-    tokens, lengths, tag_ids, weights = pad(sentences, tags)
+    tokens, tag_ids, weights = pad(sentences, tags)
     data = tf.data.Dataset.from_tensor_slices((
-        {"tokens": tf.constant(tokens.astype(str)),
-         "sequence_len": lengths},
-        tag_ids, weights,
+        tf.constant(tokens.astype(str)), tag_ids, weights,
     )).shuffle(n_sentences, seed=seed).repeat().batch(batch_size)
-    model = build_tagger(savedmodel, vocabulary)
-    model.compile(keras.optimizers.Adam(learning_rate),
+    tagger = build_tagger(model, vocabulary)
+    tagger.compile(keras.optimizers.Adam(learning_rate),
                   "sparse_categorical_crossentropy",
                   weighted_metrics=["accuracy"])
     # the dataset shuffles itself (above); Keras' own shuffle is for arrays
-    history = model.fit(data, steps_per_epoch=1, epochs=steps, verbose=0,
+    history = tagger.fit(data, steps_per_epoch=1, epochs=steps, verbose=0,
                         shuffle=False)
-    probs = model.predict(
-        {"tokens": tf.constant(tokens.astype(str)), "sequence_len": lengths},
-        verbose=0)
+    probs = tagger.predict(tf.constant(tokens.astype(str)), verbose=0)
     correct = (probs.argmax(-1) == tag_ids) * weights
     return dict(
         loss=[float(x) for x in history.history["loss"]],
@@ -116,34 +111,20 @@ def run(*, savedmodel, n_sentences, steps, batch_size, learning_rate,
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--savedmodel", help="An export_hub directory")
-    parser.add_argument("--options_file", help="default: fixture model")
-    parser.add_argument("--weight_file", help="default: fixture model")
+    parser.add_argument("--model", help="A model name or folder (default: "
+                        "bilm-tf's fixture model)")
     parser.add_argument("--n_sentences", type=int, default=64)
     parser.add_argument("--steps", type=int, default=60)
     parser.add_argument("--batch_size", type=int, default=16)
     parser.add_argument("--learning_rate", type=float, default=0.02)
     args = parser.parse_args(argv)
 
-    with tempfile.TemporaryDirectory(prefix="elmo_export_") as tmp:
-        savedmodel = args.savedmodel
-        if savedmodel is None:
-            from bilm_keras.export import export_hub
-
-            model_dir = os.path.join(
-                os.environ.get("BILM_FIXTURES", os.path.join(
-                    HERE, "..", "tests", "fixtures", "bilm-tf")),
-                "model")
-            savedmodel = export_hub(
-                options_file=args.options_file
-                or os.path.join(model_dir, "options.json"),
-                weight_file=args.weight_file
-                or os.path.join(model_dir, "lm_weights.hdf5"),
-                outdir=os.path.join(tmp, "elmo"),
-            )
-        result = run(savedmodel=savedmodel, n_sentences=args.n_sentences,
-                     steps=args.steps, batch_size=args.batch_size,
-                     learning_rate=args.learning_rate)
+    model = args.model or os.path.join(
+        os.environ.get("BILM_FIXTURES", os.path.join(
+            HERE, "..", "tests", "fixtures", "bilm-tf")), "model")
+    result = run(model=model, n_sentences=args.n_sentences,
+                 steps=args.steps, batch_size=args.batch_size,
+                 learning_rate=args.learning_rate)
     print(f"tagging accuracy {result['accuracy']:.3f} after "
           f"{len(result['loss'])} steps")
     print("RESULT " + json.dumps(result))

@@ -1,6 +1,7 @@
-"""Sentence classifier on the exported ELMo: sentence -> ``default`` ->
-Dense -> sigmoid, trained with ``model.fit`` (the old TF-Hub pattern,
-``hub.Module(".../elmo/2")`` + Dense, on today's Keras).
+"""Sentence classifier on ELMo: sentence -> ``ELMoEmbedding`` (the learned
+mix, masked) -> mean over the real tokens -> Dense -> sigmoid, trained
+with ``model.fit`` (the old TF-Hub pattern, ``hub.Module(".../elmo/2",
+trainable=True)`` + Dense, on today's Keras).
 
 The task is built offline from bilm-tf's fixture text: real sentences
 (label 1) against the same words shuffled (label 0). Bag-of-words
@@ -12,13 +13,12 @@ here is the wiring; give a real model and more text for real numbers.
 Usage::
 
     python examples/keras_text_classifier.py                  # fixture model
-    python examples/keras_text_classifier.py --savedmodel DIR # an export
-    python examples/keras_text_classifier.py --options_file O.json \\
-        --weight_file W.hdf5 --text_file sentences.txt --epochs 30
+    python examples/keras_text_classifier.py --model elmo-small \\
+        --text_file sentences.txt --epochs 30
 
-Without ``--savedmodel`` the model files are exported to a temporary
-directory first (``bilm_keras.export.export_hub``). The last line printed
-is ``RESULT {json}`` with the losses and accuracies.
+``--model`` is anything ``ELMoEmbedding.from_pretrained`` takes (a
+published model's name, a model folder, a converted model). The last line
+printed is ``RESULT {json}`` with the losses and accuracies.
 """
 
 import argparse
@@ -26,7 +26,6 @@ import json
 import os
 import random
 import sys
-import tempfile
 
 import numpy as np
 
@@ -71,15 +70,16 @@ def labelled_set(sentences, seed=0):
         [labels[i] for i in order], np.float32)
 
 
-def build_classifier(savedmodel, hidden=64):
+def build_classifier(model, hidden=64):
     import keras
 
-    from bilm_keras.export.elmo_hub_layer import ELMoHubLayer
+    from bilm_keras import ELMoEmbedding
 
     text = keras.Input(shape=(), dtype="string", name="sentence")
-    elmo = ELMoHubLayer(savedmodel, signature="default",
-                        output_key="default", name="elmo")
-    x = elmo(text)  # (batch, 2 * projection_dim)
+    elmo = ELMoEmbedding.from_pretrained(model, name="elmo")
+    x = elmo(text)  # (batch, time, 2 * projection_dim), masked
+    # the mask keeps the padding out of the mean
+    x = keras.layers.GlobalAveragePooling1D()(x)  # (batch, 2 * proj)
     # a small biLM's vectors are small (the fixture's: std ~0.01 per
     # feature); standardising them lets the head learn at a normal rate
     x = keras.layers.BatchNormalization()(x)
@@ -88,7 +88,7 @@ def build_classifier(savedmodel, hidden=64):
     return keras.Model(text, prob), elmo
 
 
-def run(*, savedmodel, texts, labels, epochs, batch_size, learning_rate,
+def run(*, model, texts, labels, epochs, batch_size, learning_rate,
         test_fraction=0.25, seed=0):
     import keras
     import tensorflow as tf
@@ -99,15 +99,16 @@ def run(*, savedmodel, texts, labels, epochs, batch_size, learning_rate,
         (tf.constant(texts[n_test:]), labels[n_test:])).batch(batch_size)
     test = tf.data.Dataset.from_tensor_slices(
         (tf.constant(texts[:n_test]), labels[:n_test])).batch(batch_size)
-    model, elmo = build_classifier(savedmodel)
-    model.compile(keras.optimizers.Adam(learning_rate),
+    classifier, elmo = build_classifier(model)
+    classifier.compile(keras.optimizers.Adam(learning_rate),
                   "binary_crossentropy", metrics=["accuracy"])
-    mix_before = elmo._module.trainable_variables[0].numpy().copy()
+    mix_before = elmo.scalar_mix.scalar_weights.numpy().copy()
     # the texts are in a shuffled order already (above); Keras' own
     # shuffle is for arrays
-    history = model.fit(train, epochs=epochs, verbose=2, shuffle=False)
-    test_loss, test_acc = model.evaluate(test, verbose=0)
-    mix_after = elmo._module.trainable_variables[0].numpy()
+    history = classifier.fit(train, epochs=epochs, verbose=2,
+                             shuffle=False)
+    test_loss, test_acc = classifier.evaluate(test, verbose=0)
+    mix_after = elmo.scalar_mix.scalar_weights.numpy()
     return dict(
         loss=[float(x) for x in history.history["loss"]],
         train_accuracy=float(history.history["accuracy"][-1]),
@@ -122,9 +123,8 @@ def run(*, savedmodel, texts, labels, epochs, batch_size, learning_rate,
 
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--savedmodel", help="An export_hub directory")
-    parser.add_argument("--options_file", help="default: fixture model")
-    parser.add_argument("--weight_file", help="default: fixture model")
+    parser.add_argument("--model", help="A model name or folder (default: "
+                        "bilm-tf's fixture model)")
     parser.add_argument("--text_file", help="One sentence per line "
                         "(default: bilm-tf's fixture text)")
     parser.add_argument("--max_sentences", type=int, default=None)
@@ -135,22 +135,10 @@ def main(argv=None):
 
     sentences = read_sentences(args.text_file)[: args.max_sentences]
     texts, labels = labelled_set(sentences)
-    with tempfile.TemporaryDirectory(prefix="elmo_export_") as tmp:
-        savedmodel = args.savedmodel
-        if savedmodel is None:
-            from bilm_keras.export import export_hub
-
-            model_dir = os.path.join(fixtures_root(), "model")
-            savedmodel = export_hub(
-                options_file=args.options_file
-                or os.path.join(model_dir, "options.json"),
-                weight_file=args.weight_file
-                or os.path.join(model_dir, "lm_weights.hdf5"),
-                outdir=os.path.join(tmp, "elmo"),
-            )
-        result = run(savedmodel=savedmodel, texts=texts, labels=labels,
-                     epochs=args.epochs, batch_size=args.batch_size,
-                     learning_rate=args.learning_rate)
+    model = args.model or os.path.join(fixtures_root(), "model")
+    result = run(model=model, texts=texts, labels=labels,
+                 epochs=args.epochs, batch_size=args.batch_size,
+                 learning_rate=args.learning_rate)
     print(f"test accuracy {result['test_accuracy']:.3f} on "
           f"{result['n_test']} sentences")
     print("RESULT " + json.dumps(result))

@@ -487,3 +487,16 @@ def near_float32_failures(reference, got, what) -> list[str]:
 
 def assert_near_float32(reference, got, what):
     assert not near_float32_failures(reference, got, what)
+
+
+def counted_calls(monkeypatch, owner, name: str) -> list:
+    """owner.name wrapped for the test: returns the list of the first
+    argument of each call, which grows as it is called."""
+    calls, function = [], getattr(owner, name)
+
+    def counted(first, *args, **kwargs):
+        calls.append(first)
+        return function(first, *args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls

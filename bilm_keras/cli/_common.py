@@ -8,9 +8,10 @@ Nothing here imports TensorFlow, Keras or numpy at import time.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import dataclasses
 import glob
 import math
-import contextlib
 import os
 import sys
 import tempfile
@@ -65,6 +66,17 @@ class HelpFormatter(argparse.RawDescriptionHelpFormatter):
                 or isinstance(action, argparse._StoreConstAction)):
             return text
         return f"{text} (default: %(default)s)"
+
+
+def field_default(value_class, name: str):
+    """The default of ``value_class``'s field ``name``: a flag's default,
+    written once, in the settings value that owns it."""
+    for field in dataclasses.fields(value_class):
+        if field.name == name:
+            if field.default_factory is not dataclasses.MISSING:
+                return field.default_factory()
+            return field.default
+    raise AttributeError(f"{value_class.__name__} has no field {name!r}")
 
 
 def int_in_range(minimum: int, maximum: Optional[int] = None,
@@ -151,15 +163,14 @@ def check_dir(path: str, flag: str) -> None:
 def check_save_dir(path: str, flag: str = "--save_dir", *,
                    paddle: bool = False) -> None:
     """``path`` is a training directory (``bilm-keras train`` wrote its
-    ``options.json`` there, beside the checkpoints); with ``paddle``, a
-    Paddle checkpoint also passes (a persistables directory, a PaddleNLP
-    ``.pdparams`` or its run's save_dir: the command reads it as one)."""
+    ``options.json`` there, beside the checkpoints). With ``paddle``, a
+    Paddle checkpoint also passes: a persistables directory, a PaddleNLP
+    ``.pdparams`` or its run's save_dir, which the command reads as one."""
     if paddle:
-        from bilm_keras.training.paddle_save_dir import (
-            locate_paddle_checkpoint,
-        )
+        from bilm_keras.training.checkpoint_family import detect_checkpoint
 
-        if locate_paddle_checkpoint(path) is not None:
+        found = detect_checkpoint(path)
+        if found is not None and found.family.paddle:
             return
     check_dir(path, flag)
     if not os.path.isfile(os.path.join(path, OPTIONS_FILE)):
@@ -204,18 +215,20 @@ def check_output_file(path: str, flag: str, overwrite: bool) -> None:
 
 
 def add_precision_argument(parser, *, training: bool, computes: str,
-                           note: str = "") -> None:
+                           note: str = "", default: str = "float32"
+                           ) -> None:
     """The ``--precision`` flag: what ``computes`` (the model's or the
     saved graph's products) compute in. ``training``: the Keras mixed
     policies (``mixed_bfloat16``, ``mixed_float16``, with loss scaling)
     rather than the embedding precisions (``bfloat16``, ``float16``);
-    ``note``: what else the command's help says."""
+    ``note``: what else the command's help says; ``default``: the
+    settings value's."""
     reduced = "mixed_bfloat16" if training else "bfloat16"
     half = "mixed_float16" if training else "float16"
     choices = [p for p in PRECISIONS
                if p == "float32" or p.startswith("mixed_") == training]
     parser.add_argument(
-        "--precision", default="float32", choices=choices,
+        "--precision", default=default, choices=choices,
         help=f"what {computes} compute in: float32 (exact, the default), "
              f"{reduced} (AMX CPUs, GPUs of compute capability 8.0+) or "
              f"{half} (GPUs of 7.0+{', loss scaling' if training else ''})"

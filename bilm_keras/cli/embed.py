@@ -23,6 +23,7 @@ from bilm_keras.cli._model_flags import (
     check_model_flags,
     resolve_model_flag,
 )
+from bilm_keras.embedding.shards import CHUNK_SIZE
 
 NAME = "embed"
 ALIAS = "dump_bilm_embeddings.py"
@@ -169,7 +170,6 @@ def _add_output_flags(parser):
                         metavar="W",
                         help="the mix from a trained ScalarMix's raw "
                              "weights (softmax applied)")
-    parser.set_defaults(output="all")
     parser.add_argument("--gamma", type=finite_float, default=None,
                         help="the mix's scale (--mix, --mix_logits; "
                              "default 1)")
@@ -204,7 +204,8 @@ def _add_run_flags(parser):
     add_precision_argument(
         parser, training=False, computes="the biLM's products",
         note="bfloat16 is faster, per-token cosine to float32 >= 0.9999")
-    parser.add_argument("--chunk_size", type=positive_int, default=4096,
+    parser.add_argument("--chunk_size", type=positive_int,
+                        default=CHUNK_SIZE,
                         help="sentences read, length-sorted and embedded "
                              "together; the run's progress is kept one "
                              "chunk at a time")
@@ -314,11 +315,14 @@ def embedding_spec(args, learned_mix=None):
     fields = dict(mix_weights=args.mix_weights, mix_logits=args.mix_logits,
                   gamma=args.gamma)
     if learned_mix is not None:
-        fields = dict(mix_weights=None, mix_logits=learned_mix.mix_logits,
+        fields = dict(mix_logits=learned_mix.mix_logits,
                       gamma=learned_mix.gamma)
-    return EmbeddingSpec(
+    given = dict(
         output="mix" if mixed else args.output, layers=args.layers,
-        dtype="float16" if args.float16 else "float32", **fields)
+        dtype="float16" if args.float16 else None, **fields)
+    # a flag not given: the field's default
+    return EmbeddingSpec(**{name: value for name, value in given.items()
+                            if value is not None})
 
 
 def _bare_mix(args) -> bool:

@@ -12,6 +12,7 @@ from bilm_keras.cli._common import (
 from bilm_keras.cli._training_flags import (
     TrainJob,
     add_run_arguments,
+    check_run_flags,
     training_run,
 )
 from bilm_keras.options import OPTIONS_FILE
@@ -46,7 +47,13 @@ def add_arguments(parser):
     add_run_arguments(parser)
 
 
+def check_flags(args, parser) -> None:
+    check_run_flags(args, parser)
+
+
 def check(args) -> TrainJob:
+    """The settings, then the save_dir, its options and the inputs: the
+    job :func:`run` executes, built once."""
     run = training_run(args)  # the settings, before any file
     check_save_dir(args.save_dir)
     options_file = os.path.join(args.save_dir, OPTIONS_FILE)
@@ -54,7 +61,7 @@ def check(args) -> TrainJob:
                       options_file, args)
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.train_prefix, "--train_prefix")
-    return TrainJob(options_file=options_file, run=run)
+    return TrainJob(run=run)
 
 
 def run(job: TrainJob) -> dict:

@@ -1,7 +1,5 @@
 """``bilm-keras train``: train a biLM (bilm-tf's ``train_elmo.py``)."""
 
-import os
-
 from bilm_keras.cli._common import (
     check_dir,
     check_file,
@@ -16,9 +14,9 @@ from bilm_keras.cli._training_flags import (
     TrainJob,
     add_adaptation_arguments,
     add_run_arguments,
+    check_run_flags,
     training_run,
 )
-from bilm_keras.options import OPTIONS_FILE
 
 NAME = "train"
 ALIAS = "train_elmo.py"
@@ -71,7 +69,8 @@ def add_arguments(parser):
 def check_flags(args, parser) -> None:
     """One source of pretrained weights: ``--init_model`` (a published
     model's options and weights), ``--init_weights`` (with ``--options``)
-    or ``--init_checkpoint`` (a bilm-tf save_dir)."""
+    or ``--init_checkpoint`` (a save_dir, a Paddle checkpoint). The run's
+    own rules are :class:`TrainingRun`'s (:func:`check_run_flags`)."""
     if args.init_model is not None:
         given = [flag for flag in ("--options", "--init_weights",
                                    "--init_checkpoint")
@@ -79,85 +78,73 @@ def check_flags(args, parser) -> None:
         if given:
             parser.error(f"give either --init_model or "
                          f"{' and '.join(given)}, not both")
-    if args.init_weights is not None and args.init_checkpoint is not None:
-        parser.error("give either --init_weights or --init_checkpoint, not "
-                     "both")
-    if args.init_vocab_file is not None and args.init_checkpoint is None:
-        parser.error("--init_vocab_file is the vocabulary of "
-                     "--init_checkpoint; give --init_checkpoint")
-
-
-def _paddle(path) -> bool:
-    """A Paddle checkpoint (a persistables directory, a ``.pdparams``)."""
-    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
-
-    return locate_paddle_checkpoint(path) is not None
-
-
-def _paddle_options_file(init_checkpoint: str):
-    """The Paddle checkpoint's options as a file: ``(path, the temporary
-    folder holding it)``; the folder lives as long as the job holding
-    it."""
-    import json
-    import tempfile
-
-    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
-    from bilm_keras.weights.paddle_conversion import paddle_options
-
-    options = paddle_options(locate_paddle_checkpoint(init_checkpoint))
-    folder = tempfile.TemporaryDirectory(prefix="bilm_paddle_options.")
-    path = os.path.join(folder.name, OPTIONS_FILE)
-    with open(path, "w", encoding="utf-8") as f:
-        json.dump(options, f, indent=2)
-    return path, folder
+    check_run_flags(args, parser)
 
 
 def check(args) -> TrainJob:
     """The settings, then the files (``--init_model``'s fetched into the
-    cache only once the cheap checks pass), then the options. Returns the
-    job :func:`run` executes."""
+    cache only once the cheap checks pass), then the options: the job
+    :func:`run` executes, built once."""
     run = training_run(args)  # the settings, before any file
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.train_prefix, "--train_prefix")
-    options_file, keep_alive = args.options, None
-    # a new run from a training checkpoint: its own options by default
-    from_checkpoint = (args.options is None
-                       and args.init_checkpoint is not None)
-    if from_checkpoint and _paddle(args.init_checkpoint):
-        # a Paddle checkpoint has no options.json: the converted options,
-        # written for this process
-        options_file, keep_alive = _paddle_options_file(args.init_checkpoint)
-    elif from_checkpoint:
-        check_save_dir(args.init_checkpoint, "--init_checkpoint")
-        options_file = os.path.join(args.init_checkpoint, OPTIONS_FILE)
-    elif args.init_checkpoint is not None and not _paddle(
-            args.init_checkpoint):
-        check_dir(args.init_checkpoint, "--init_checkpoint")
+    if args.init_checkpoint is not None:
+        _check_init_checkpoint(run, own_options=args.options is None)
     if args.init_vocab_file is not None:
         check_file(args.init_vocab_file, "--init_vocab_file")
     if args.init_model is not None:  # the cheap checks passed: fetch it
         model = resolve_model_flag(args.init_model, "--init_model")
-        options_file = model.options_file
         run = run.replace(init_weights=model.weight_file)
-    elif options_file is None:
+        options, source = _options_file(model.options_file)
+    elif args.options is not None:
+        options, source = _options_file(args.options)
+    elif args.init_checkpoint is not None:
+        options, source = _checkpoint_options(run.located_init_checkpoint)
+    else:
         from bilm_keras.presets import preset_file
 
-        options_file = preset_file(DEFAULT_OPTIONS)
-    options = check_options_flag(options_file)
-    check_run_options(options, options_file, args)
+        options, source = _options_file(preset_file(DEFAULT_OPTIONS))
+    check_run_options(options, source, args)
     if args.init_weights is not None:
         check_file(args.init_weights, "--init_weights")
-    return TrainJob(
-        options_file=options_file, run=run, keep_alive=keep_alive,
-        count_epoch_tokens=args.init_model is not None or from_checkpoint)
+    if args.init_model is not None or (args.options is None and
+                                       args.init_checkpoint is not None):
+        # another run's options: an epoch is a pass over YOUR corpus
+        options = options.replace(n_train_tokens=None)
+    return TrainJob(run=run, options=options)
+
+
+def _check_init_checkpoint(run, *, own_options: bool) -> None:
+    """``--init_checkpoint``: a Paddle checkpoint, a file or a folder, or
+    a TensorFlow save_dir, which holds the options unless ``--options``
+    gives them."""
+    found = run.located_init_checkpoint  # PaddleFormatError: ambiguous
+    if found is not None and found.family.paddle:
+        return
+    if own_options:
+        check_save_dir(run.init_checkpoint, "--init_checkpoint")
+    else:
+        check_dir(run.init_checkpoint, "--init_checkpoint")
+
+
+def _options_file(path: str) -> tuple:
+    """``(options, path)`` of an ``options.json`` (``--options``'s, a
+    preset's, a published model's)."""
+    return check_options_flag(path), path
+
+
+def _checkpoint_options(found) -> tuple:
+    """``(options, where they come from)`` of ``--init_checkpoint``: its
+    save_dir's ``options.json``, or a Paddle checkpoint's, converted."""
+    if found.options_file is not None:
+        return _options_file(found.options_file)
+    from bilm_keras.options import BiLMOptions
+
+    return BiLMOptions.from_dict(found.converted_options(),
+                                 source=found.path), found.path
 
 
 def run(job: TrainJob) -> dict:
-    from bilm_keras.options import BiLMOptions
     from bilm_keras.training import train
 
-    options = BiLMOptions.from_json(job.options_file)
-    if job.count_epoch_tokens:
-        # an epoch is a pass over YOUR corpus, not the publisher's
-        options = options.replace(n_train_tokens=None)
-    return train(options, job.run)
+    return train(job.options, job.run)

@@ -26,6 +26,7 @@ from bilm_keras.embedding.outputs import (
 )
 from bilm_keras.embedding.replica_runner import ReplicaRunner, resolve_devices
 from bilm_keras.embedding.sentence_assembly import batch_outputs
+from bilm_keras.embedding.shards import CHUNK_SIZE
 from bilm_keras.embedding.token_table import (
     TokenTable,
     batch_positions,
@@ -248,7 +249,7 @@ class BulkEmbedder:
         vocab_file: str | None = None,
         *,
         spec: EmbeddingSpec = EmbeddingSpec(),
-        chunk_size: int = 4096,
+        chunk_size: int = CHUNK_SIZE,
         on_batch: Callable[[int, int], None] | None = None,
     ) -> Iterator[np.ndarray]:
         """:meth:`embed_sentences`, streaming: one array per sentence, in

@@ -31,7 +31,7 @@ from bilm_keras.embedding.outputs import (
 )
 from bilm_keras.embedding.runs import (
     RunEvent, file_fingerprint, run_identity)
-from bilm_keras.embedding.shards import shard_lines
+from bilm_keras.embedding.shards import CHUNK_SIZE, shard_lines
 from bilm_keras.options import BiLMOptions
 
 
@@ -94,7 +94,7 @@ class DumpSettings:
     """
 
     batch_size: Optional[int] = None
-    chunk_size: int = 4096
+    chunk_size: int = CHUNK_SIZE
     embedding_weight_file: Optional[str] = None
     use_sentence_keys: bool = False
     shard: Optional[Tuple[int, int]] = None

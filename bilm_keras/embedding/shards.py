@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import re
 
+#: lines read, sorted and embedded together unless a run says otherwise;
+#: a shard is a run of whole chunks (:func:`shard_lines`)
+CHUNK_SIZE = 4096
+
 
 def parse_shard(text: str) -> tuple[int, int]:
     """``"K/N"`` -> ``(K, N)`` with ``0 <= K < N``.

@@ -8,6 +8,7 @@ from typing import Optional
 import keras
 import tensorflow as tf
 
+from bilm_keras.export.token_mask import TokenMask
 from bilm_keras.weights.tfhub_module import TFHUB_MODULE_FILE
 
 SIGNATURES = ("default", "tokens", "elmo")
@@ -53,7 +54,10 @@ class ELMoHubLayer(keras.layers.Layer):
     Returns:
         ``output_key``'s tensor, e.g. `(batch, 2 * projection_dim)` for
         ``"default"``, or the dict of all outputs (see
-        :mod:`bilm_keras.export.hub_module`).
+        :mod:`bilm_keras.export.hub_module`). A per-token output
+        (``"elmo"``, ``"word_emb"``, ``"lstm_outputs1"``, ...) carries a
+        Keras mask `(batch, time)`, so RNNs and attention after it skip
+        the padding.
 
     Example:
         >>> text = keras.Input(shape=(), dtype="string")
@@ -128,6 +132,18 @@ class ELMoHubLayer(keras.layers.Layer):
                 f"{self.output_key!r}"
             )
         return outputs[self.output_key]
+
+    def compute_mask(self, inputs, mask=None):
+        if self.output_key in (None, "default", "sequence_len"):
+            return None
+        if self.signature == "default":
+            return TokenMask()(inputs)
+        if self.signature == "tokens":
+            return TokenMask()(inputs["tokens"], inputs["sequence_len"])
+        # char ids: token t sits at position t + 1, and is real when
+        # position t + 2 holds a token or </S>
+        valid = keras.ops.any(keras.ops.greater(inputs, 0), axis=-1)
+        return valid[:, 2:]  # (B, T)
 
     def get_config(self):
         config = super().get_config()

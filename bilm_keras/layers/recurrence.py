@@ -13,14 +13,17 @@ while loop  :meth:`LSTMStack.      ``BiLMBackbone``     variable lengths (a row
                                    ``LanguageModel``    gradients, any graph
                                    with                 (export, a window length
                                    ``unroll_windows=    unknown at trace time)
-                                   False``
+                                   False``,
+                                   ``ELMoEmbedding``
+                                   fine-tuned in
+                                   training
 infer       :meth:`LSTMStack.      the bulk embedding   speed: the weights on
             infer_columns` ->      path                 the left of each
             :func:`run_            (``embed_            product, no step spent
-            inference_             sentences``)         on padding, rows as
-            columns`                                    columns from layer to
-                                                        layer; zero states, no
-                                                        dropout, no gradients
+            inference_             sentences``),        on padding, rows as
+            columns`               ``ELMoEmbedding``    columns from layer to
+                                   with a frozen LM     layer; zero states, no
+                                   (``fit`` too)        dropout, no gradients
 unrolled    :func:`~bilm_keras.    ``LanguageModel``    training speed on
 window      layers.training_       (training and        fixed-length windows of
             recurrence.run_        evaluation, by       full rows: a static

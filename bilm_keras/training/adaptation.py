@@ -216,12 +216,14 @@ def keep_softmax_rows(lm: LanguageModel, W: Optional[np.ndarray],
 
 def init_softmax_from_checkpoint(lm: LanguageModel, save_dir, *,
                                  init_vocab_file, vocab: Vocabulary,
-                                 vocab_file) -> int:
+                                 vocab_file, located=None) -> int:
     """Keeps the softmax rows of the bilm-tf checkpoint in ``save_dir``
     for the words ``vocab`` (read from ``vocab_file``) shares with its
     vocabulary ``init_vocab_file`` (None: none kept), after
     :func:`draw_softmax_weights` and :func:`init_softmax` made the new
     ones. Prints what it kept; returns the number of rows kept.
+    ``located``: the checkpoint of ``save_dir`` the caller found (default:
+    the newest whole one).
 
     Raises:
         VocabularyError: ``init_vocab_file`` is not the checkpoint's (its
@@ -237,7 +239,7 @@ def init_softmax_from_checkpoint(lm: LanguageModel, save_dir, *,
     old_vocab = Vocabulary(init_vocab_file)
     path, W, b = read_bilm_tf_softmax(
         save_dir, purpose="--init_vocab_file keeps its rows; without it the "
-                          "softmax is new")
+                          "softmax is new", located=located)
     if old_vocab.size != b.shape[0]:
         raise VocabularyError(
             f"{init_vocab_file}: {old_vocab.size} words, but the softmax of "

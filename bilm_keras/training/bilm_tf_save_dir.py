@@ -323,10 +323,12 @@ def set_aside_bilm_tf_state_file(save_dir: str | os.PathLike
 
 # --------------------------------------------- a new run from its weights
 def load_bilm_tf_backbone(save_dir: str | os.PathLike, backbone, *,
-                          options_label: str = "the options"
+                          options_label: str = "the options",
+                          located: Optional[SaveDirCheckpoint] = None
                           ) -> tuple:
     """Fills ``backbone`` (built, of options that fit the checkpoint)
-    from the newest whole bilm-tf checkpoint of ``save_dir``.
+    from the newest whole bilm-tf checkpoint of ``save_dir``, or from
+    ``located``, the one the caller found.
 
     Returns:
         ``(checkpoint, found)``: the :class:`BilmTFCheckpoint` (its
@@ -337,7 +339,8 @@ def load_bilm_tf_backbone(save_dir: str | os.PathLike, backbone, *,
             message names ``options_label``).
     """
     save_dir = os.fspath(save_dir)
-    found = locate_run_checkpoint(save_dir)
+    found = located if located is not None else locate_run_checkpoint(
+        save_dir)
     if found.kind != BILM_TF:
         raise CheckpointFileError(
             f"{found.path}: a bilm_keras checkpoint, not bilm-tf's "
@@ -351,8 +354,9 @@ def load_bilm_tf_backbone(save_dir: str | os.PathLike, backbone, *,
     return checkpoint, found
 
 
-def read_bilm_tf_softmax(save_dir: str | os.PathLike, *,
-                         purpose: str) -> tuple:
+def read_bilm_tf_softmax(save_dir: str | os.PathLike, *, purpose: str,
+                         located: Optional[SaveDirCheckpoint] = None
+                         ) -> tuple:
     """``(checkpoint prefix, W, b)``: the softmax of the newest whole
     bilm-tf checkpoint of ``save_dir`` as stored, float32 (``W`` None when
     it is the token table, which the backbone holds).
@@ -363,7 +367,8 @@ def read_bilm_tf_softmax(save_dir: str | os.PathLike, *,
     """
     import tensorflow as tf
 
-    found = locate_run_checkpoint(save_dir)
+    found = located if located is not None else locate_run_checkpoint(
+        save_dir)
     shared = SOFTMAX_W not in found.shapes and SOFTMAX_B in found.shapes
     _require_softmax(_locate_bilm_tf(os.fspath(save_dir), found), shared,
                      purpose)

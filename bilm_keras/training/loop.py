@@ -82,7 +82,6 @@ from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.options_file import write_options
 from bilm_keras.training.paddle_adaptation import (
     keep_paddle_softmax,
-    paddle_init_checkpoint,
     read_init_checkpoint,
     set_paddle_accumulators,
 )
@@ -107,6 +106,7 @@ from bilm_keras.training.training_run import TrainingRun
 from bilm_keras.weights.bilm_tf_checkpoint import (
     BILM_TF,
     CheckpointFileError,
+    SaveDirCheckpoint,
 )
 from bilm_keras.weights.checkpoint_files import list_checkpoints
 
@@ -194,13 +194,14 @@ def restart(run: TrainingRun) -> dict:
             "--save_dir?"
         )
     options = BiLMOptions.from_json(options_file)
-    if _checkpoint_kind(run.save_dir) == BILM_TF:
+    found = _resumed_checkpoint(run.save_dir)
+    if found is not None and found.kind == BILM_TF:
         # bilm-tf's run goes on as it trained (:func:`bilm_tf_run_options`)
         # and with its epoch: its n_train_tokens, not a count of the corpus
         options = bilm_tf_run_options(run.save_dir)
         if run.n_train_tokens is None:
             run = run.replace(n_train_tokens=options.n_train_tokens)
-    return _run_training(options, run, resume=True,
+    return _run_training(options, run, resume=True, resumed=found,
                          more_epochs=run.n_epochs is not None)
 
 
@@ -218,18 +219,20 @@ def _checked_run(run) -> TrainingRun:
     return run
 
 
-def _checkpoint_kind(save_dir: str) -> Optional[str]:
-    """Who wrote the checkpoint a restart of ``save_dir`` continues (None:
-    none that reads; :func:`_run_training` says what is wrong, after the
-    checks that come first)."""
+def _resumed_checkpoint(save_dir: str) -> Optional[SaveDirCheckpoint]:
+    """The checkpoint a restart of ``save_dir`` continues, located once,
+    its writer told (None: none that reads; :func:`_open_checkpoint` says
+    what is wrong, after the checks that come first)."""
     try:
-        return locate_run_checkpoint(save_dir).kind
+        return locate_run_checkpoint(save_dir)
     except CheckpointFileError:
         return None
 
 
 def _run_training(options: BiLMOptions, run: TrainingRun, *,
-                  resume: bool = False, more_epochs: bool = False) -> dict:
+                  resume: bool = False,
+                  resumed: Optional[SaveDirCheckpoint] = None,
+                  more_epochs: bool = False) -> dict:
     """The run behind :func:`train` and :func:`restart`: ``options`` (the
     model's, with the run's overrides still to apply) trained as ``run``
     says, in the module doc's five phases. The result is that of
@@ -239,12 +242,14 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
         resume: restore the latest checkpoint of ``save_dir`` (weights,
             step counter, Adagrad's accumulators, data stream, warm-up);
             False: a new run, refused in a ``save_dir`` with a checkpoint.
+        resumed: with ``resume``, the checkpoint :func:`restart` located
+            (None: located when it is opened, which says what is wrong).
         more_epochs: with ``resume``: ``n_epochs`` counts from the
             checkpoint's step, on a new data stream, and ``n_train_tokens``
             is counted from ``train_prefix`` unless given; False: the run
             goes on to ``n_epochs`` epochs from step 0.
     """
-    _check_adaptation(run, resuming=resume)
+    bilm_tf_init = _check_adaptation(run, resuming=resume)
     _configure_threads(run)  # before any op: TensorFlow fixes them then
     strategy = make_strategy(n_gpus=run.n_gpus, devices=run.devices)
 
@@ -260,11 +265,13 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
         # 2. model and optimizer: new, adapted, or placeholders that the
         #    checkpoint fills
         lm, optimizer = _build_model(options, run, vocab, corpus,
-                                     token_counts, resume=resume)
+                                     token_counts, resume=resume,
+                                     bilm_tf_init=bilm_tf_init)
         del token_counts  # a large corpus's vocabulary, not needed now
 
         # 3. checkpoint: restored or new; options and corpus beside it
-        saved = _open_checkpoint(lm, optimizer, options, run, resume=resume)
+        saved = _open_checkpoint(lm, optimizer, options, run, resume=resume,
+                                 resumed=resumed)
         if is_chief(strategy):
             _write_run_files(run.save_dir, options, corpus,
                              train_prefix=run.train_prefix,
@@ -281,11 +288,14 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
 
 
 # ------------------------------------------------- 1. options and corpus
-def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
+def _check_adaptation(run: TrainingRun, *,
+                      resuming: bool) -> Optional[SaveDirCheckpoint]:
     """``init_weights`` or ``init_checkpoint``, checked before any corpus
-    pass (their settings were checked by :class:`TrainingRun`)."""
+    pass (their settings were checked by :class:`TrainingRun`). Returns
+    the bilm-tf checkpoint ``init_checkpoint`` names, located once (None:
+    none, or a Paddle checkpoint)."""
     if not run.adapts:
-        return
+        return None
     flag = ("--init_weights" if run.init_weights is not None
             else "--init_checkpoint")
     if resuming:
@@ -295,24 +305,22 @@ def _check_adaptation(run: TrainingRun, *, resuming: bool) -> None:
         )
     if run.init_weights is not None:
         check_weight_file(run.init_weights)
-        return
-    if paddle_init_checkpoint(run.init_checkpoint) is not None:
-        if run.init_vocab_file is not None and not os.path.isfile(
-                run.init_vocab_file):
+        return None
+    located, found = run.located_init_checkpoint, None
+    # a Paddle checkpoint is read whole, and checked, when the model is built
+    if located is None or not located.family.paddle:
+        found = locate_run_checkpoint(run.init_checkpoint)
+        if found.kind != BILM_TF:
             raise CheckpointError(
-                f"--init_vocab_file {run.init_vocab_file}: no such file")
-        return  # read whole, and checked, when the model is built
-    found = locate_run_checkpoint(run.init_checkpoint)
-    if found.kind != BILM_TF:
-        raise CheckpointError(
-            f"--init_checkpoint {run.init_checkpoint}: {found.name} is a "
-            "bilm_keras checkpoint (continue its run with restart "
-            "--n_epochs, or start from its dump-weights file with "
-            "--init_weights)")
+                f"--init_checkpoint {run.init_checkpoint}: {found.name} is "
+                "a bilm_keras checkpoint (continue its run with restart "
+                "--n_epochs, or start from its dump-weights file with "
+                "--init_weights)")
     if run.init_vocab_file is not None and not os.path.isfile(
             run.init_vocab_file):
         raise CheckpointError(
             f"--init_vocab_file {run.init_vocab_file}: no such file")
+    return found
 
 
 def _resolve_options(options: BiLMOptions, run: TrainingRun, *,
@@ -388,22 +396,25 @@ def _configure_threads(run: TrainingRun) -> None:
 
 # ------------------------------------------------------------- 2. model
 def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
-                 token_counts, *, resume: bool) -> tuple:
+                 token_counts, *, resume: bool,
+                 bilm_tf_init: Optional[SaveDirCheckpoint]) -> tuple:
     """``(lm, optimizer)``: new, or adapted from a trained LM
     (``init_weights``, ``init_checkpoint``: a new softmax for the run's
-    vocabulary, rows a checkpoint shares kept); resuming, every variable
-    is restored after, so they start as placeholders, not random
-    values."""
+    vocabulary, rows a checkpoint shares kept; ``bilm_tf_init``: a
+    bilm-tf checkpoint's, as :func:`_check_adaptation` located it);
+    resuming, every variable is restored after, so they start as
+    placeholders, not random values."""
     # a Paddle checkpoint (persistables directory, .pdparams): read once
-    paddle_path = paddle_init_checkpoint(run.init_checkpoint)
-    paddle = (None if paddle_path is None
-              else read_init_checkpoint(paddle_path, run.init_vocab_file))
+    found = run.located_init_checkpoint
+    paddle = (read_init_checkpoint(found.path, run.init_vocab_file)
+              if found is not None and found.family.paddle else None)
     with (placeholder_weights() if resume else contextlib.nullcontext()):
         lm, optimizer = build_model(
             options, seed=run.seed, unroll_windows=run.fast_path,
             dedup_tokens=run.fast_path, init_weights=run.init_weights,
             init_checkpoint=None if paddle else run.init_checkpoint,
-            init_paddle=paddle, precision=run.precision)
+            init_located=bilm_tf_init, init_paddle=paddle,
+            precision=run.precision)
     if run.adapts:
         init_softmax(lm, run.softmax_bias, token_counts=token_counts,
                      n_sentences=corpus["n_sentences"], vocab=vocab)
@@ -415,13 +426,15 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
     elif run.init_checkpoint is not None:
         init_softmax_from_checkpoint(
             lm, run.init_checkpoint, init_vocab_file=run.init_vocab_file,
+            located=bilm_tf_init,
             vocab=vocab, vocab_file=run.vocab_file)
     return lm, optimizer
 
 
 # ------------------------------------------------------------ 3. checkpoint
 def _open_checkpoint(lm, optimizer, options: BiLMOptions,
-                     run: TrainingRun, *, resume: bool) -> RunCheckpoint:
+                     run: TrainingRun, *, resume: bool,
+                     resumed: Optional[SaveDirCheckpoint]) -> RunCheckpoint:
     """The run's :class:`RunCheckpoint`: restored from the newest
     checkpoint of ``save_dir`` that reads whole (ours, or bilm-tf's
     values handed to it) when resuming; new otherwise.
@@ -441,7 +454,7 @@ def _open_checkpoint(lm, optimizer, options: BiLMOptions,
             )
         return saved
     # the newest checkpoint that reads whole (a damaged newer one is named)
-    found = choose_checkpoint(save_dir)
+    found = choose_checkpoint(save_dir, located=resumed)
     if found.kind == BILM_KERAS:
         restored = saved.restore(save_dir, found.path)
         logger.info(f"restored {restored} at step "

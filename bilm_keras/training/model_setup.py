@@ -19,11 +19,7 @@ from bilm_keras.training.adaptation import (
     load_pretrained_lm,
 )
 from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_backbone
-from bilm_keras.training.paddle_adaptation import (
-    load_paddle_backbone,
-    paddle_init_checkpoint,
-    read_init_checkpoint,
-)
+from bilm_keras.training.paddle_adaptation import load_paddle_backbone
 
 
 def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
@@ -37,8 +33,8 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
-                init_weights=None, init_checkpoint=None, init_paddle=None,
-                precision="float32", **model_kwargs):
+                init_weights=None, init_checkpoint=None, init_located=None,
+                init_paddle=None, precision="float32", **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad (call in scope).
 
     ``init_weights``: a bilm-tf / AllenNLP ``lm_weights.hdf5`` that fills
@@ -48,9 +44,9 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
     a zero bias (:func:`init_softmax` sets the bias from the corpus).
     ``init_checkpoint``: the same from a bilm-tf save_dir's checkpoint
     (every variable's shape checked first; its softmax rows are
-    :func:`init_softmax_from_checkpoint`'s).
-    A Paddle checkpoint as ``init_checkpoint`` (a persistables directory,
-    a ``.pdparams``) fills it as well; ``init_paddle``: one already read
+    :func:`init_softmax_from_checkpoint`'s); ``init_located``: its
+    checkpoint as the caller found it (default: the newest whole one).
+    ``init_paddle``: the same from a Paddle checkpoint, read
     (a :class:`~bilm_keras.weights.paddle_model.PaddleModel`; its softmax
     and accumulators: :mod:`bilm_keras.training.paddle_adaptation`).
     ``precision``: what the model's products compute in
@@ -72,15 +68,12 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
             lm.build_all()
         if init_weights is not None:
             load_pretrained_lm(lm, init_weights)
-        elif init_paddle is not None or paddle_init_checkpoint(
-                init_checkpoint) is not None:
-            load_paddle_backbone(
-                init_paddle if init_paddle is not None
-                else read_init_checkpoint(
-                    paddle_init_checkpoint(init_checkpoint)), lm.backbone)
+        elif init_paddle is not None:
+            load_paddle_backbone(init_paddle, lm.backbone)
         else:
             load_bilm_tf_backbone(init_checkpoint, lm.backbone,
-                                  options_label="the options (--options)")
+                                  options_label="the options (--options)",
+                                  located=init_located)
         draw_softmax_weights(lm)
     set_precision(lm, precision)
     optimizer = make_optimizer(options)

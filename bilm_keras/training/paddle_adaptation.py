@@ -38,16 +38,6 @@ from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 logger = logging.getLogger(__name__)
 
 
-def paddle_init_checkpoint(path) -> str | None:
-    """The Paddle checkpoint ``path`` names, else None (bilm-tf's
-    save_dir)."""
-    if path is None:
-        return None
-    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
-
-    return locate_paddle_checkpoint(path)
-
-
 def read_init_checkpoint(path: str, init_vocab_file=None) -> PaddleModel:
     """The checkpoint as a :class:`PaddleModel`, with its vocabulary
     (``init_vocab_file`` as Paddle read it: PaddleNLP's words-only file,

@@ -4,7 +4,9 @@ model), a PaddleNLP ``.pdparams`` (or its run's save_dir, or the
 ``--init_from_ckpt`` prefix PaddleNLP's scripts take).
 
 :func:`locate_paddle_checkpoint` tells one from a save_dir of ours or
-bilm-tf's (no TensorFlow); :func:`load_paddle_language_model` builds our
+bilm-tf's, by file names
+(:mod:`~bilm_keras.training.checkpoint_family`);
+:func:`load_paddle_language_model` builds our
 :class:`~bilm_keras.models.language_model.LanguageModel` from its
 options and fills it, Paddle's softmax included
 (:mod:`bilm_keras.weights.paddle_checkpoint`), with the vocabulary in our
@@ -16,26 +18,23 @@ from __future__ import annotations
 import os
 import tempfile
 
+from bilm_keras.training.checkpoint_family import detect_checkpoint
+
 
 def locate_paddle_checkpoint(path: str | os.PathLike) -> str | None:
     """The Paddle checkpoint ``path`` names (a ``.pdparams`` file or a
     persistables directory), else None (a save_dir of ours or bilm-tf's,
-    or nothing). Reads names only.
+    or nothing). Reads names only
+    (:func:`~bilm_keras.training.checkpoint_family.detect_checkpoint`).
 
     Raises:
         PaddleFormatError: a directory of ``.pdparams`` none of which is
             ``final`` or a step number, and more than one.
     """
-    from bilm_keras.weights.paddle_baike import is_baike_checkpoint
-    from bilm_keras.weights.paddlenlp_elmo import locate_pdparams
-
-    path = os.fspath(path)
-    pdparams = locate_pdparams(path)
-    if pdparams is not None:
-        return pdparams
-    if os.path.isdir(path) and is_baike_checkpoint(os.listdir(path)):
-        return path
-    return None
+    found = detect_checkpoint(path)
+    if found is None or not found.family.paddle:
+        return None
+    return found.path
 
 
 def load_paddle_language_model(path: str, *, vocab_file=None,

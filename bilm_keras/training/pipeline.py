@@ -10,18 +10,8 @@ import os
 import time
 from typing import Optional
 
-from bilm_keras.bidirectional_language_model import (
-    BidirectionalLanguageModel,
-)
-from bilm_keras.data.sentence_file import read_sentence_lines
-from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
-from bilm_keras.data.vocab_builder import build_vocab
-from bilm_keras.options import BiLMOptions
-from bilm_keras.presets import options_file as preset_or_path
-from bilm_keras.training.evaluation import evaluate
-from bilm_keras.training.loop import train
-from bilm_keras.training.training_run import TrainingRun
-from bilm_keras.training.weight_dump import dump_weights
+# The modules that run it are imported when it runs: `bilm-keras
+# pipeline --help` reads run_pipeline's defaults without TensorFlow.
 
 logger = logging.getLogger(__name__)
 
@@ -30,6 +20,8 @@ def heldout_examples(pattern: str, n: int = 2) -> list:
     """The first ``n`` sentences (lines with a token) of the heldout files
     matching ``pattern``, in file-name order: the pipeline's demo embeds
     the user's own text, whatever its language."""
+    from bilm_keras.data.sentence_file import read_sentence_lines
+
     examples = []
     for path in sorted(glob.glob(pattern)):
         for line in read_sentence_lines(path):
@@ -74,6 +66,18 @@ def run_pipeline(
         :func:`evaluate`), ``train`` (of :func:`train`) and ``embeddings``
         (shapes of the ELMo layers of two heldout sentences).
     """
+    from bilm_keras.bidirectional_language_model import (
+        BidirectionalLanguageModel,
+    )
+    from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
+    from bilm_keras.data.vocab_builder import build_vocab
+    from bilm_keras.options import BiLMOptions
+    from bilm_keras.presets import options_file as preset_or_path
+    from bilm_keras.training.evaluation import evaluate
+    from bilm_keras.training.loop import train
+    from bilm_keras.training.training_run import TrainingRun
+    from bilm_keras.training.weight_dump import dump_weights
+
     options = BiLMOptions.from_json(preset_or_path(options_file))
     out_dir = os.fspath(out_dir)
     os.makedirs(out_dir, exist_ok=True)

@@ -39,7 +39,9 @@ logger = logging.getLogger(__name__)
 
 def choose_checkpoint(save_dir: str | os.PathLike, *,
                       checkpoint: Optional[str] = None,
-                      fallback: bool = True) -> SaveDirCheckpoint:
+                      fallback: bool = True,
+                      located: Optional[SaveDirCheckpoint] = None
+                      ) -> SaveDirCheckpoint:
     """The checkpoint of ``save_dir`` a command uses.
 
     Args:
@@ -48,13 +50,15 @@ def choose_checkpoint(save_dir: str | os.PathLike, *,
         fallback: True: pass over damaged newer checkpoints, saying so in
             one line on stderr; False: refuse them (one line naming the
             damaged one and the newest whole one).
+        located: the checkpoint the caller located already: only its
+            passed-over newer ones are said.
 
     Raises:
         CheckpointFileError: see :func:`locate_checkpoint`.
         SettingError: (field ``checkpoint``) no checkpoint of that name.
     """
-    found = locate_run_checkpoint(save_dir, checkpoint=checkpoint,
-                                  fallback=fallback)
+    found = located if located is not None else locate_run_checkpoint(
+        save_dir, checkpoint=checkpoint, fallback=fallback)
     note = found.fallback_note()
     if note is not None:
         logger.warning(note)

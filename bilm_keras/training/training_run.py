@@ -5,6 +5,7 @@ before TensorFlow is imported)."""
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 from typing import Optional, Sequence, Tuple
 
@@ -17,6 +18,40 @@ SOFTMAX_BIASES = ("unigram", "zeros")
 
 #: a seed NumPy and ``keras.utils.set_random_seed`` take
 MAX_SEED = 2**32 - 1
+#: the integer settings of a run, ``{field: (minimum, maximum)}`` with
+#: None for no maximum: the one statement of their ranges, which
+#: ``bilm-keras train`` gives its flags. A field whose default is None may
+#: be None.
+INT_RANGES = {
+    "n_gpus": (0, None), "batch_size": (1, None), "n_epochs": (1, None),
+    "n_train_tokens": (1, None), "save_every": (1, None),
+    "log_every": (1, None), "max_to_keep": (2, None), "seed": (0, MAX_SEED),
+    "freeze_lm_steps": (0, None), "intra_op_threads": (0, None),
+    "inter_op_threads": (0, None), "max_steps": (1, None),
+}
+
+
+class SettingConflict(SettingError):
+    """A setting that does not go with another.
+
+    Attributes:
+        other: str. The setting it conflicts with.
+        role: str or None. What ``field`` is of ``other``, which it needs.
+            None: the two exclude each other.
+    """
+
+    def __init__(self, field: str, reason: str, *, other: str,
+                 role: Optional[str] = None):
+        super().__init__(field, reason)
+        self.other = other
+        self.role = role
+
+    def __reduce__(self):
+        return _conflict, (self.field, self.reason, self.other, self.role)
+
+
+def _conflict(field, reason, other, role) -> SettingConflict:
+    return SettingConflict(field, reason, other=other, role=role)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -138,31 +173,27 @@ class TrainingRun:
                                               f"names, found "
                                               f"{self.devices!r}")
             self._set("devices", tuple(self.devices))
-        for name in ("n_gpus", "intra_op_threads", "inter_op_threads"):
-            check_int(name, getattr(self, name), 0, optional=True)
-        for name in ("batch_size", "n_epochs", "n_train_tokens",
-                     "max_steps"):
-            check_int(name, getattr(self, name), 1, optional=True)
-        for name in ("save_every", "log_every"):
-            check_int(name, getattr(self, name), 1)
-        check_int("max_to_keep", self.max_to_keep, 2)
-        check_int("seed", self.seed, 0, optional=True, maximum=MAX_SEED)
+        for field in dataclasses.fields(self):
+            if field.name in INT_RANGES:
+                minimum, maximum = INT_RANGES[field.name]
+                check_int(field.name, getattr(self, field.name), minimum,
+                          optional=field.default is None, maximum=maximum)
         if not isinstance(self.fast_path, bool):
             raise SettingError("fast_path", f"expected True or False, found "
                                             f"{self.fast_path!r}")
-        check_int("freeze_lm_steps", self.freeze_lm_steps, 0)
         check_choice("softmax_bias", self.softmax_bias, SOFTMAX_BIASES)
         if self.init_weights is not None and (
                 self.init_checkpoint is not None):
-            raise SettingError("init_checkpoint",
-                               f"expected none with init_weights (a run "
-                               f"starts from one), found "
-                               f"{self.init_checkpoint!r}")
+            raise SettingConflict(
+                "init_checkpoint", f"expected none with init_weights (a run "
+                f"starts from one), found {self.init_checkpoint!r}",
+                other="init_weights")
         if self.init_vocab_file is not None and self.init_checkpoint is None:
-            raise SettingError("init_vocab_file",
-                               f"expected none without init_checkpoint "
-                               f"(the vocabulary of its softmax), found "
-                               f"{self.init_vocab_file!r}")
+            raise SettingConflict(
+                "init_vocab_file", f"expected none without init_checkpoint "
+                f"(the vocabulary of its softmax), found "
+                f"{self.init_vocab_file!r}",
+                other="init_checkpoint", role="the vocabulary")
         if not self.adapts and self.freeze_lm_steps:
             raise SettingError("freeze_lm_steps",
                                f"expected 0 without init_weights or "
@@ -175,6 +206,23 @@ class TrainingRun:
         ``init_checkpoint``)."""
         return (self.init_weights is not None
                 or self.init_checkpoint is not None)
+
+    @functools.cached_property
+    def located_init_checkpoint(self):
+        """FoundCheckpoint or None. ``init_checkpoint``'s checkpoint and
+        its family, detected once from its file names
+        (:func:`~bilm_keras.training.checkpoint_family.detect_checkpoint`).
+        None: no ``init_checkpoint``, or no such folder or file.
+
+        Raises:
+            PaddleFormatError: a folder of several ``.pdparams``, none of
+                them ``final`` or a step number.
+        """
+        if self.init_checkpoint is None:
+            return None
+        from bilm_keras.training.checkpoint_family import detect_checkpoint
+
+        return detect_checkpoint(self.init_checkpoint)
 
     def _set(self, name, value):
         object.__setattr__(self, name, value)

@@ -1,19 +1,14 @@
-"""The two export examples run end to end at a small size: each script's
+"""The two Keras examples run end to end at a small size: each script's
 ``main(argv)``, as its command line calls it, in this process (the
 examples need no fresh process: TensorFlow already imported here is one
-import fewer per example), on the session's export of the fixture model."""
+import fewer per example), on the fixture model."""
 
 import pytest
 
 from helpers import load_script
 
-# each trains a Keras model on the fixture export
+# each trains a Keras model on the fixture model
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def savedmodel(fixture_export):
-    return fixture_export
 
 
 def _run(script, args, bilm_fixtures, monkeypatch, capsys):
@@ -26,10 +21,10 @@ def _run(script, args, bilm_fixtures, monkeypatch, capsys):
     return result
 
 
-def test_keras_text_classifier(savedmodel, bilm_fixtures, monkeypatch,
+def test_keras_text_classifier(model_dir, bilm_fixtures, monkeypatch,
                                capsys):
     result = _run("keras_text_classifier.py",
-                  ["--savedmodel", savedmodel, "--epochs", "6",
+                  ["--model", str(model_dir), "--epochs", "6",
                    "--max_sentences", "16"], bilm_fixtures, monkeypatch,
                   capsys)
     assert result["n_train"] + result["n_test"] == 32
@@ -38,10 +33,10 @@ def test_keras_text_classifier(savedmodel, bilm_fixtures, monkeypatch,
     assert result["scalar_mix_after"] != result["scalar_mix_before"]
 
 
-def test_elmo_plus_word_embeddings(savedmodel, bilm_fixtures, monkeypatch,
+def test_elmo_plus_word_embeddings(model_dir, bilm_fixtures, monkeypatch,
                                    capsys):
     result = _run("elmo_plus_word_embeddings.py",
-                  ["--savedmodel", savedmodel, "--steps", "25",
+                  ["--model", str(model_dir), "--steps", "25",
                    "--n_sentences", "32"], bilm_fixtures, monkeypatch,
                   capsys)
     loss = result["loss"]

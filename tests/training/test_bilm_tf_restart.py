@@ -18,9 +18,10 @@ import shutil
 import numpy as np
 import pytest
 
-from helpers import bilm_tf_state
+from helpers import bilm_tf_state, counted_calls
 
 from bilm_keras import cli
+from bilm_keras.training import checkpoint_family, run_checkpoint
 from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import BiLMOptions
@@ -240,6 +241,23 @@ def _train_from_checkpoint(save_dir, *more):
                     "--train_prefix", str(RUN / "heldout.txt"),
                     "--max_steps", "1", "--seed", "0", "--log_every", "1",
                     *more])
+
+
+@pytest.mark.slow  # a restart and a new run, one step each (~10 s)
+def test_a_run_locates_its_checkpoint_once(tmp_path, capsys, monkeypatch):
+    # the family from the file names, the writer from the variable names:
+    # each asked once, however many steps of the run need the answer
+    families = counted_calls(monkeypatch, checkpoint_family,
+                             "detect_checkpoint")
+    located = counted_calls(monkeypatch, run_checkpoint, "locate_checkpoint")
+    save_dir = _copy(tmp_path)
+    _restart(save_dir, capsys)
+    assert (families, located) == ([], [str(save_dir)])
+    located.clear()
+    _train_from_checkpoint(tmp_path / "adapted", "--init_vocab_file",
+                           str(RUN / "vocab.txt"))
+    assert families == [str(RUN / "save_dir")]
+    assert located == [str(RUN / "save_dir")]
 
 
 @pytest.mark.slow

@@ -292,6 +292,37 @@ def test_training_run_is_one_checked_value(train_dir, tmp_path):
     assert not any(tmp_path.iterdir())
 
 
+def test_a_runs_conflicting_settings_name_each_other(tmp_path):
+    import pickle
+
+    from bilm_keras.training.training_run import SettingConflict
+
+    run = TrainingRun(train_prefix="a", vocab_file="v", save_dir=tmp_path)
+    for changes, field, other, role in [
+        (dict(init_weights="w.hdf5", init_checkpoint="ckpt"),
+         "init_checkpoint", "init_weights", None),
+        (dict(init_vocab_file="old.txt"), "init_vocab_file",
+         "init_checkpoint", "the vocabulary"),
+    ]:
+        with pytest.raises(SettingConflict) as error:
+            run.replace(**changes)
+        assert (error.value.field, error.value.other,
+                error.value.role) == (field, other, role)
+        copy = pickle.loads(pickle.dumps(error.value))  # to a Beam worker
+        assert (type(copy), str(copy), copy.other, copy.role) == (
+            SettingConflict, str(error.value), other, role)
+
+
+def test_every_integer_setting_has_its_range():
+    import dataclasses
+
+    from bilm_keras.training.training_run import INT_RANGES
+
+    integers = {f.name for f in dataclasses.fields(TrainingRun)
+                if f.type in ("int", "Optional[int]")}
+    assert integers == set(INT_RANGES)
+
+
 @pytest.mark.slow
 def test_mixed_bfloat16_run_follows_float32(train_dir, tmp_path):
     """``bilm-keras train --precision mixed_bfloat16`` against the same

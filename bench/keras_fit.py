@@ -1,0 +1,235 @@
+"""How fast a Keras model trains on ELMoEmbedding, against the bulk path.
+
+One process, random weights of the published model's shapes
+(``--quick``: the tiny model), the benches' corpus. Alternating in each
+round:
+
+* ``embed``: ``BidirectionalLanguageModel.embed_sentences`` over the
+  corpus, every layer (the forward tokens/s a frozen biLM can give);
+* ``fit_mix``: one epoch of ``model.fit`` of a tagger (ELMoEmbedding's
+  mix, ``trainable="mix"``, then a Dense softmax per token) over the
+  corpus as padded token matrices, ``--batch_size`` sentences a step in
+  the corpus' order; tokens/s counts the real tokens.
+
+Then, once: ``fit_all`` (the same tagger with ``trainable="all"``, the LM
+fine-tuned), and the cache: the corpus' layers computed once
+(``embed_layers``), then epochs of the mix and head on them
+(``cached_layers_dataset``) against an epoch that recomputes them, and
+the sizes of a cache of the corpus in each storage option (HDF5 files of
+``dump_bilm_embeddings``: every layer, the two LSTM layers, a fixed mix;
+float32 and float16).
+
+Prints one JSON line: the machine, each side's medians, the ratios
+``fit_mix / embed`` (median of per-round ratios) and ``fit_all /
+embed``, the cache's speed-up and sizes.
+
+Usage::
+
+    python bench/keras_fit.py --rounds 3
+    python bench/keras_fit.py --quick      # a smoke run, tiny model
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+import common
+
+
+def _tagger(layer, n_tags):
+    import keras
+
+    tokens = keras.Input(shape=(None,), dtype="string")
+    tags = keras.layers.Dense(n_tags, activation="softmax")(layer(tokens))
+    model = keras.Model(tokens, tags)
+    model.compile(keras.optimizers.Adam(1e-3),
+                  "sparse_categorical_crossentropy")
+    return model
+
+
+def _batches(corpus, tags, batch_size):
+    """The corpus as ``(tokens, tags)`` batches, padded per batch."""
+    import numpy as np
+    import tensorflow as tf
+
+    out = []
+    for start in range(0, len(corpus), batch_size):
+        rows = corpus[start: start + batch_size]
+        width = max(len(s) for s in rows)
+        tokens = np.full((len(rows), width), "", dtype=object)
+        labels = np.zeros((len(rows), width), "int32")
+        for r, sentence in enumerate(rows):
+            tokens[r, : len(sentence)] = sentence
+            labels[r, : len(sentence)] = tags[start + r]
+        out.append((tf.constant(tokens, tf.string), labels))
+    return out
+
+
+def _epoch_seconds(model, batches) -> float:
+    """One epoch of ``train_on_batch`` over ``batches``."""
+    start = time.perf_counter()
+    for x, y in batches:
+        model.train_on_batch(x, y)
+    return time.perf_counter() - start
+
+
+def _cache_sizes(folder, corpus_file, options_file, weight_file,
+                 n_tokens, mix_logits) -> dict:
+    """Bytes per token of a cache of the corpus, per storage option."""
+    from bilm_keras import EmbeddingSpec, dump_bilm_embeddings
+    from bilm_keras.embedding.dump_plan import DumpSettings
+
+    options = {
+        "every_layer": dict(output="all"),
+        "lstm_layers_1_2": dict(output="all", layers=(1, 2)),
+        "fixed_mix": dict(output="mix", mix_logits=tuple(mix_logits)),
+    }
+    sizes = {}
+    for name, fields in options.items():
+        for dtype in ("float32", "float16"):
+            path = os.path.join(folder, f"{name}_{dtype}.hdf5")
+            dump_bilm_embeddings(None, corpus_file, options_file,
+                                 weight_file, path,
+                                 EmbeddingSpec(dtype=dtype, **fields),
+                                 DumpSettings(progress=False))
+            size = os.path.getsize(path)
+            sizes[f"{name}_{dtype}"] = {
+                "bytes_per_token": round(size / n_tokens, 1),
+                "mib_per_million_tokens": round(size / n_tokens * 1e6
+                                                / 2**20, 1)}
+            os.remove(path)
+    return sizes
+
+
+def measure(args) -> dict:
+    import numpy as np
+
+    from bilm_keras import BidirectionalLanguageModel, ELMoEmbedding
+    from bilm_keras.export.cached_layers import cached_layers_dataset
+
+    workdir = args.workdir or tempfile.mkdtemp(prefix="keras_fit.")
+    common.write_bench_model(workdir, args.quick)
+    options_file = os.path.join(workdir, "options.json")
+    weight_file = os.path.join(workdir, "weights.hdf5")
+    corpus = common.make_corpus(n_sentences=args.sentences)
+    n_tokens = sum(len(s) for s in corpus)
+    rng = np.random.default_rng(0)
+    tags = [rng.integers(1, args.n_tags, len(s)) for s in corpus]
+    batches = _batches(corpus, tags, args.batch_size)
+
+    bilm = BidirectionalLanguageModel(options_file, weight_file)
+    layer = ELMoEmbedding.from_pretrained(workdir, name="elmo")
+    tagger = _tagger(layer, args.n_tags)
+    # warm-up: a whole pass each, untimed (the train step's traces for
+    # new batch shapes, the embedder's first graphs)
+    bilm.embed_sentences(corpus)
+    _epoch_seconds(tagger, batches)
+
+    def run(name):
+        if name == "embed":
+            start = time.perf_counter()
+            bilm.embed_sentences(corpus)
+            return time.perf_counter() - start
+        return _epoch_seconds(tagger, batches)
+
+    runs = common.alternating_rounds(["embed", "fit_mix"], args.rounds, run)
+    report = {
+        "embed_tokens_per_s": round(n_tokens / statistics.median(
+            runs["embed"]), 1),
+        "fit_mix_tokens_per_s": round(n_tokens / statistics.median(
+            runs["fit_mix"]), 1),
+        # tokens/s ratio = time ratio inverted, per round
+        "fit_mix_over_embed": round(common.median_ratio(
+            runs["embed"], runs["fit_mix"]), 3),
+        "rounds": {k: [round(t, 3) for t in v] for k, v in runs.items()},
+    }
+
+    # the cache: layers once, then the mix and head from them
+    start = time.perf_counter()
+    cached = layer.embed_layers(corpus, batch_size=args.batch_size)
+    report["cache_compute_s"] = round(time.perf_counter() - start, 3)
+    cached_model = _tagger_on_cache(layer, args.n_tags,
+                                    int(cached[0].shape[0]),
+                                    int(cached[0].shape[-1]))
+    cached_batches = list(cached_layers_dataset(
+        cached, [t.astype("float32") for t in tags],
+        batch_size=args.batch_size))
+    _epoch_seconds(cached_model, cached_batches)
+    cache_epochs = [_epoch_seconds(cached_model, cached_batches)
+                    for _ in range(max(args.rounds, 2))]
+    report["cached_epoch_s"] = round(statistics.median(cache_epochs), 4)
+    report["recomputed_epoch_s"] = round(statistics.median(
+        runs["fit_mix"]), 3)
+    report["cache_speedup"] = round(
+        report["recomputed_epoch_s"] / report["cached_epoch_s"], 1)
+    with tempfile.TemporaryDirectory(prefix="keras_fit_cache.") as tmp:
+        corpus_file = os.path.join(tmp, "corpus.txt")
+        with open(corpus_file, "w", encoding="utf-8") as f:
+            f.writelines(" ".join(s) + "\n" for s in corpus)
+        report["cache_sizes"] = _cache_sizes(
+            tmp, corpus_file, options_file, weight_file, n_tokens,
+            layer.scalar_mix.scalar_weights.numpy())
+    cached = cached_batches = cached_model = None
+
+    # fine-tuning the LM: once, after the rest (its optimizer holds three
+    # copies of the weights)
+    tuned = _tagger(ELMoEmbedding.from_pretrained(
+        workdir, trainable="all", name="elmo"), args.n_tags)
+    _epoch_seconds(tuned, batches[:4])
+    fit_all = [_epoch_seconds(tuned, batches)
+               for _ in range(args.all_rounds)]
+    report["fit_all_tokens_per_s"] = round(
+        n_tokens / statistics.median(fit_all), 1)
+    report["fit_all_over_embed"] = round(
+        statistics.median(runs["embed"]) / statistics.median(fit_all), 3)
+    return report
+
+
+def _tagger_on_cache(layer, n_tags, n_layers, dim):
+    import keras
+
+    cached = keras.Input(shape=(n_layers, None, dim))
+    tags = keras.layers.Dense(n_tags, activation="softmax")(layer(cached))
+    model = keras.Model(cached, tags)
+    model.compile(keras.optimizers.Adam(1e-3),
+                  "sparse_categorical_crossentropy")
+    return model
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="the tiny model, a smoke run")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--all_rounds", type=int, default=1,
+                        help="epochs timed with trainable='all'")
+    parser.add_argument("--sentences", type=int, default=None,
+                        help="corpus sentences (default 256; --quick 16)")
+    parser.add_argument("--batch_size", type=int, default=32)
+    parser.add_argument("--n_tags", type=int, default=8)
+    parser.add_argument("--workdir", default=None,
+                        help="reuse/keep options.json + weights.hdf5 here")
+    args = parser.parse_args(argv)
+    if args.sentences is None:
+        args.sentences = 16 if args.quick else 256
+    if args.quick:
+        args.rounds = min(args.rounds, 1)
+    report = {"machine": common.machine(),
+              "model": "tiny" if args.quick else "published shapes "
+              "(elmo_2x4096_512_2048cnn_2xhighway), random weights",
+              "sentences": args.sentences, "batch_size": args.batch_size,
+              **measure(args)}
+    print(json.dumps(report))
+    return report
+
+
+if __name__ == "__main__":
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+    main(sys.argv[1:])

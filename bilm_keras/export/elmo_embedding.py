@@ -1,0 +1,603 @@
+"""ELMoEmbedding: a pretrained biLM as a Keras 3 layer of a user's model."""
+
+from __future__ import annotations
+
+import os
+from typing import Optional, Sequence
+
+import keras
+import numpy as np
+import tensorflow as tf
+
+from bilm_keras._utils.graph_function import graph_function
+from bilm_keras.bidirectional_language_model import BidirectionalLanguageModel
+from bilm_keras.data.manylangs_dictionaries import read_dictionaries
+from bilm_keras.data.vocabulary import Vocabulary
+from bilm_keras.export.graph_char_ids import batch_char_ids, split_sentences
+from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
+from bilm_keras.export.graph_word_ids import WordGraphIds
+from bilm_keras.export.token_mask import TokenMask
+from bilm_keras.layers.recurrence import reverse_within_lengths
+from bilm_keras.layers.scalar_mix import ScalarMix
+from bilm_keras.models.bilm_backbone import BiLMBackbone
+from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
+from bilm_keras.training.save_dir_models import load_save_dir_model
+from bilm_keras.training.weight_dump import prediction_options
+from bilm_keras.weights.checkpoint_files import list_checkpoints
+from bilm_keras.weights.learned_mix import MIX_FILE, LearnedMix
+
+#: the choices of ``output``
+OUTPUTS = ("mix", "layers", "sentence")
+#: the choices of ``trainable``
+TRAINABLE = ("mix", "all", False)
+#: the arguments ``from_pretrained`` hands on to the facade's
+PRETRAINED_KWARGS = ("vocab_file", "cache_dir", "mirror", "progress")
+#: layer_norm's epsilon, bilm-tf's ``_do_ln``
+LAYER_NORM_EPSILON = 1e-12
+#: the layer's own entry in a ``.keras`` file: each biLM weight's shape
+_SHAPES_KEY = "bilm_weight_shapes"
+#: weight files that make a folder a model folder, not a training save_dir
+_WEIGHT_SUFFIXES = (".hdf5", ".h5")
+
+
+@keras.saving.register_keras_serializable(package="bilm_keras")
+class ELMoEmbedding(keras.layers.Layer):
+    """ELMo in a Keras model: text or ids in, the biLM's mixed layers out.
+
+    ``mix = gamma * sum_l softmax(w)_l * f(layer_l)``, as bilm-tf's
+    ``weight_layers``: the ``L + 1`` weights ``w`` start at zero and
+    ``gamma`` at one, so an untrained mix is the layers' mean. ``f`` is the
+    identity, or with ``layer_norm`` each layer normalised by one mean and
+    variance over its sentence's tokens and features (bilm-tf takes them
+    over the whole batch, which would make a sentence's vectors depend on
+    its neighbours).
+
+    A sentence's vectors do not depend on its batch: not on the batch
+    size, the other sentences or the padding width. With a frozen biLM
+    (``trainable="mix"`` or False, or any call outside training) the LSTMs
+    run the inference path of bulk embedding
+    (:meth:`~bilm_keras.layers.lstm_stack.LSTMStack.infer`), in ``fit``
+    too. With ``trainable="all"`` a training call runs the backbone's
+    differentiable while loop. The char-CNN embeds each distinct token of
+    a batch once.
+
+    The layer holds the biLM's options, weights and dictionaries, so a
+    ``.keras`` file of a model that uses it stands alone. Build it with
+    :meth:`from_pretrained`. The constructor builds a biLM of random
+    weights from ``options``, as ``keras.models.load_model`` does before
+    it reads the file's weights.
+
+    Args:
+        options: dict. The biLM's ``options.json``, as
+            :meth:`BiLMOptions.to_dict` writes it.
+        output: str. ``"mix"``, ``"layers"`` or ``"sentence"``. It is kept
+            as :attr:`output_mode`, since ``output`` is a Keras property.
+        trainable: ``"mix"``, ``"all"`` or False. ``"mix"`` trains the
+            ``L + 1`` mix weights and gamma, ``"all"`` the biLM too, False
+            nothing.
+        layer_norm: bool. Normalise each layer before the mix.
+        dropout: float. Dropout rate on the output in training.
+        l2_coef: float or None. ``l2_coef * sum(w**2)`` joins the layer's
+            losses and so ``model.losses``.
+        vocabulary: list of str or None. A word-input model's vocabulary
+            in id order.
+        char_dic: dict or None. A converted ELMoForManyLangs model's
+            ``char.dic``, token to id.
+        word_dic: dict or None. Its ``word.dic``, None without a word part.
+
+    Call arguments:
+        inputs: `(batch,)` tf.string sentences, split on whitespace as
+            ``str.split()``, `(batch, time)` tf.string tokens, padded at
+            the end with ``""``, or int32 ids from the model's batcher,
+            `(batch, time + 2, ids_width)` for a character model and
+            `(batch, time + 2)` for a word-input model, or float layers
+            cached once, `(batch, L + 1, time, dim)` as ``"layers"`` gives
+            them, zero past each sentence's end (see
+            :func:`~bilm_keras.export.cached_layers.cached_layers_dataset`),
+            which only the mix reads.
+        training: bool. Dropout, and the LM's gradients with
+            ``trainable="all"``.
+
+    Returns:
+        ``"mix"``: `(batch, time, dim)` with a Keras mask `(batch, time)`.
+        ``"layers"``: `(batch, L + 1, time, dim)`. ``"sentence"``: the
+        masked mean of the mix, `(batch, dim)`. ``dim`` is ``2 *
+        projection_dim`` and ``time`` the most tokens in a sentence, or
+        the input's width for padded tokens. Positions past a sentence's
+        end are zero.
+
+    Example:
+        >>> text = keras.Input(shape=(), dtype="string")
+        >>> elmo = ELMoEmbedding.from_pretrained("model_dir")(text)
+        >>> tags = keras.layers.Dense(5, activation="softmax")(elmo)
+        >>> model = keras.Model(text, tags)
+
+    Reference:
+        Peters et al., "Deep contextualized word representations", 2018,
+        section 3.3.
+    """
+
+    # Ten parameters, by design: a Keras layer's config is its
+    # constructor's arguments (keras-hub's backbones), and the model's
+    # options and dictionaries travel in it so that a .keras file stands
+    # alone.
+    def __init__(
+        self,
+        options: dict,
+        output: str = "mix",
+        trainable="mix",
+        layer_norm: bool = False,
+        dropout: float = 0.0,
+        l2_coef: Optional[float] = None,
+        vocabulary: Optional[list] = None,
+        char_dic: Optional[dict] = None,
+        word_dic: Optional[dict] = None,
+        **kwargs,
+    ):
+        check_choices(output, trainable)
+        super().__init__(trainable=trainable is not False, **kwargs)
+        parsed = BiLMOptions.from_dict(options, source=f"{self.name}.options")
+        self.options = parsed.to_dict()
+        self.output_mode = output
+        self.trainable_part = trainable
+        self.layer_norm = layer_norm
+        self.dropout = dropout
+        self.l2_coef = l2_coef
+        self.vocabulary = None if vocabulary is None else list(vocabulary)
+        self.char_dic = None if char_dic is None else dict(char_dic)
+        self.word_dic = None if word_dic is None else dict(word_dic)
+        self._graph_ids = self._graph_ids_for(parsed)
+        use_chars = parsed.use_character_inputs
+        self.bilm = BiLMBackbone.from_options(
+            parsed, use_character_inputs=use_chars,
+            n_tokens_vocab=None if use_chars else len(self.vocabulary),
+            name="bilm").build_all()
+        self.n_layers = self.bilm.n_layers + 1  # L + 1, token layer too
+        self.dim = self.bilm.projection_dim * len(self.bilm.directions)
+        self.scalar_mix = ScalarMix(self.n_layers, l2_coef=l2_coef,
+                                    name="scalar_mix")
+        self.scalar_mix.build()
+        self.output_dropout = keras.layers.Dropout(dropout, name="dropout")
+        if trainable == "mix":
+            self.bilm.trainable = False
+        self.supports_masking = output == "mix"
+        # string ops, hash tables and loops of data-dependent length: a
+        # model holding the layer is not compiled with XLA ("auto" on GPU)
+        self.supports_jit = False
+        self._layers_graph = None  # embed_layers' graph, on first use
+        self.built = True
+
+    def _graph_ids_for(self, options: BiLMOptions):
+        """The in-graph tokenizer of a ManyLangs or word-input model."""
+        if not options.use_character_inputs:
+            if self.vocabulary is None:
+                raise ValueError(
+                    f"{self.name}: vocabulary: a word-input model (no "
+                    "'char_cnn' in its options) needs its vocabulary, "
+                    "found None")
+            return WordGraphIds(self.vocabulary)
+        if options.manylangs is not None:
+            if self.char_dic is None:
+                raise ValueError(
+                    f"{self.name}: char_dic: a converted ELMoForManyLangs "
+                    "model needs its char.dic, found None")
+            return ManyLangsGraphIds(
+                self.char_dic, self.word_dic,
+                options.char_cnn.max_characters_per_token)
+        return None
+
+    # ------------------------------------------------------------ factory
+    @classmethod
+    def from_pretrained(
+        cls,
+        spec: str | os.PathLike,
+        output: str = "mix",
+        trainable="mix",
+        *,
+        layer_norm: bool = False,
+        dropout: float = 0.0,
+        l2_coef: Optional[float] = None,
+        name: str = "elmo",
+        **pretrained_kwargs,
+    ) -> "ELMoEmbedding":
+        """The layer of a pretrained biLM, its weights copied in.
+
+        Args:
+            spec: anything :meth:`BidirectionalLanguageModel.from_pretrained`
+                takes: a registry name, a URL, an archive or a model folder
+                (bilm-tf's, a converted ManyLangs, Paddle or TF1 Hub
+                model), or a training save_dir, ours or bilm-tf's (a
+                folder with ``options.json`` and checkpoints, no weights
+                HDF5): its newest checkpoint that reads whole, as
+                ``dump-weights`` writes it.
+            output, trainable, layer_norm, dropout, l2_coef: the layer's.
+            name: the layer's name.
+            **pretrained_kwargs: ``vocab_file``, ``cache_dir``, ``mirror``
+                and ``progress`` of ``from_pretrained``. A save_dir is read
+                in place: only ``vocab_file`` applies, which a word-input
+                model needs.
+
+        The mix starts from the model's learned one where its folder has
+        ``mix.json`` (a converted TF1 Hub module), so ``output="mix"`` is
+        the module's own ``elmo`` before any training. Otherwise the
+        weights start at zero and gamma at one.
+
+        Raises:
+            ValueError: an unknown ``output`` or ``trainable``, before any
+                file is read, or a ``mix.json`` of another number of
+                layers.
+            PretrainedModelError: a ``spec`` that names no model.
+            CheckpointError: a save_dir whose checkpoint does not fit its
+                options.
+        """
+        check_choices(output, trainable)
+        unknown = sorted(set(pretrained_kwargs) - set(PRETRAINED_KWARGS))
+        if unknown:
+            raise TypeError(
+                f"from_pretrained: unexpected {unknown}, expected the "
+                f"layer's options or {PRETRAINED_KWARGS}")
+        if _is_save_dir(spec):
+            options, backbone, vocab_file, mix = _save_dir_model(
+                spec, pretrained_kwargs.get("vocab_file"))
+        else:
+            bilm = BidirectionalLanguageModel.from_pretrained(
+                spec, **pretrained_kwargs)
+            options, backbone, vocab_file, mix = (
+                bilm.options, bilm.backbone, bilm.vocab_file,
+                bilm.learned_mix)
+        vocabulary = char_dic = word_dic = None
+        if not options.use_character_inputs:
+            vocab = Vocabulary(vocab_file, validate_file=True)
+            vocabulary = [vocab.id_to_word(i) for i in range(vocab.size)]
+        elif options.manylangs is not None:
+            char_dic, word_dic = read_dictionaries(
+                options.manylangs.char_dic,
+                options.manylangs.word_dic
+                if options.manylangs.has_word_part else None)
+        layer = cls(options.to_dict(), output=output, trainable=trainable,
+                    layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
+                    vocabulary=vocabulary, char_dic=char_dic,
+                    word_dic=word_dic, name=name)
+        sources = backbone.weights
+        shapes = [tuple(w.shape) for w in layer.bilm.weights]
+        if shapes != [tuple(w.shape) for w in sources]:
+            raise ValueError(
+                f"{spec}: the options and vocabulary describe weights of "
+                f"shapes {shapes}, the model holds "
+                f"{[tuple(w.shape) for w in sources]}")
+        for target, source in zip(layer.bilm.weights, sources):
+            target.assign(source)
+        if mix is not None:
+            layer._start_from_mix(mix, spec)
+        return layer
+
+    def _start_from_mix(self, mix: LearnedMix, spec) -> None:
+        """Sets the mix's weights and gamma to a model's learned mix."""
+        if len(mix.mix_logits) != self.n_layers:
+            raise ValueError(
+                f"{spec}: {MIX_FILE}: mix_logits: expected {self.n_layers} "
+                f"values (one per layer), found {len(mix.mix_logits)}")
+        # softmax(w + 1/L) is softmax(w): the logits are taken as they are
+        self.scalar_mix.scalar_weights.assign(list(mix.mix_logits))
+        self.scalar_mix.gamma.assign([mix.gamma])
+
+    # -------------------------------------------------------------- inputs
+    @property
+    def ids_width(self) -> Optional[int]:
+        """Ids per token of the batcher's ids, None for a word model."""
+        return self.bilm.ids_width
+
+    def _check_input(self, shape, dtype) -> None:
+        """Raises for inputs the layer cannot read, naming them."""
+        rank = len(shape)
+        if dtype == "string":
+            if rank not in (1, 2):
+                raise ValueError(
+                    f"{self.name}: inputs: expected tf.string sentences "
+                    "(batch,) or padded tokens (batch, time), found rank "
+                    f"{rank} {tuple(shape)}")
+            return
+        if dtype.startswith("float"):
+            expected = (self.n_layers, self.dim)
+            if rank != 4 or (shape[1], shape[3]) != expected:
+                raise ValueError(
+                    f"{self.name}: inputs: expected cached layers (batch, "
+                    f"{self.n_layers}, time, {self.dim}), found "
+                    f"{tuple(shape)}")
+            return
+        if not dtype.startswith("int"):
+            raise ValueError(
+                f"{self.name}: inputs: expected tf.string, integer ids or "
+                f"float cached layers, found {dtype}")
+        width = self.ids_width
+        expected_rank = 2 if width is None else 3
+        if rank != expected_rank:
+            raise ValueError(
+                f"{self.name}: inputs: expected the batcher's ids of rank "
+                f"{expected_rank}, found rank {rank} {tuple(shape)}")
+        if width is not None and shape[-1] is not None \
+                and shape[-1] != width:
+            raise ValueError(
+                f"{self.name}: inputs: expected {width} ids per token (the "
+                f"model's ids_width), found {shape[-1]}")
+
+    def token_ids(self, inputs) -> tf.Tensor:
+        """The batcher's ids of any input, boundaries included: `(batch,
+        time + 2, ids_width)`, or `(batch, time + 2)` for a word model."""
+        inputs = tf.convert_to_tensor(inputs)
+        self._check_input(inputs.shape, inputs.dtype.name)
+        if inputs.dtype != tf.string:
+            return tf.cast(inputs, tf.int32)
+        if inputs.shape.rank == 1:
+            tokens, max_tokens = split_sentences(inputs), None
+        else:
+            tokens = tf.RaggedTensor.from_tensor(inputs, padding="")
+            max_tokens = tf.shape(inputs, out_type=tf.int64)[1]
+        if self._graph_ids is None:
+            return batch_char_ids(tokens, self.bilm.max_characters_per_token,
+                                  max_tokens=max_tokens)
+        ids = self._graph_ids.batch_ids(tokens, max_tokens=max_tokens)
+        return ids[..., 0] if isinstance(self._graph_ids, WordGraphIds) \
+            else ids
+
+    # --------------------------------------------------------------- graph
+    def _embed_tokens(self, ids):
+        """Token embeddings `(B, T, P)`, each distinct token once."""
+        # B=batch, T=time, W=ids per token, U=distinct tokens, P=proj dim
+        shape = tf.shape(ids)
+        width = 1 if self.ids_width is None else self.ids_width
+        flat = tf.reshape(ids, (-1, width))  # (B*T, W)
+        # a padding row first: the char-CNN never runs on zero tokens
+        flat = tf.concat([tf.zeros((1, width), flat.dtype), flat], 0)
+        unique, index = tf.raw_ops.UniqueV2(
+            x=flat, axis=tf.constant([0], tf.int64))  # (U, W), (1+B*T,)
+        if self.ids_width is None:
+            unique = unique[:, 0]  # (U,)
+        table = self.bilm.embed_tokens(unique[None])[0]  # (U, P)
+        return tf.reshape(tf.gather(table, index[1:]),
+                          tf.concat([shape[:2], [-1]], 0))  # (B, T, P)
+
+    def _lstm_outputs(self, token_embeddings, lengths, training):
+        """Each direction's layers `(B, T, P)`, natural time order."""
+        differentiable = training and self.trainable_part == "all" \
+            and self.bilm.trainable
+        if differentiable:
+            outputs, _ = self.bilm.encode(token_embeddings, lengths,
+                                          training=True)
+            return outputs
+        x = tf.stop_gradient(token_embeddings)
+        outputs = {}
+        for direction, stack in self.bilm.stacks.items():
+            h = x if direction == "forward" else reverse_within_lengths(
+                x, lengths)
+            layers = stack.infer(tf.transpose(h, (1, 0, 2)), lengths)
+            layers = [tf.transpose(y, (1, 0, 2)) for y in layers]
+            if direction == "backward":
+                layers = [reverse_within_lengths(y, lengths)
+                          for y in layers]
+            outputs[direction] = layers
+        return outputs
+
+    def lm_layers(self, inputs, training=False):
+        """The biLM's layers of any input, before the mix.
+
+        Returns:
+            ``(layers (batch, L + 1, time, dim), mask (batch, time) bool)``,
+            zero past each sentence's end.
+        """
+        ids = self.token_ids(inputs)
+        full_mask = self.bilm.input_mask(ids)  # (B, T + 2)
+        lengths = tf.reduce_sum(tf.cast(full_mask, tf.int32), axis=1)
+        token_embeddings = self._embed_tokens(ids)  # (B, T + 2, P)
+        outputs = self._lstm_outputs(token_embeddings, lengths, training)
+        outputs["token_embeddings"] = token_embeddings
+        layers, _, mask = strip_boundaries(lm_layers(outputs), lengths)
+        return layers, mask
+
+    def embed_layers(self, sentences: Sequence[Sequence[str]],
+                     batch_size: int = 64) -> list[np.ndarray]:
+        """Each sentence's biLM layers, computed once to train the mix and
+        a head from them (in memory: a small set).
+
+        The sentences run sorted by length, ``batch_size`` at a time,
+        through the graph ``call`` runs, so each array is what ``output=
+        "layers"`` gives that sentence.
+
+        Args:
+            sentences: token lists, each token a non-empty string.
+            batch_size: int, sentences per call.
+
+        Returns:
+            One `(L + 1, n_tokens, dim)` float32 array per sentence, in
+            order.
+        """
+        for i, sentence in enumerate(sentences):
+            if any(not isinstance(t, str) or not t for t in sentence):
+                raise ValueError(f"sentences[{i}]: expected non-empty "
+                                 f"string tokens, found {sentence!r}")
+        if self._layers_graph is None:
+            self._layers_graph = graph_function(
+                lambda tokens: self.lm_layers(tokens)[0],
+                input_signature=[tf.TensorSpec((None, None), tf.string)])
+        order = sorted(range(len(sentences)), key=lambda i: len(sentences[i]))
+        results = [None] * len(sentences)
+        for start in range(0, len(order), batch_size):
+            rows = order[start: start + batch_size]
+            width = max(1, max(len(sentences[i]) for i in rows))
+            tokens = np.full((len(rows), width), "", dtype=object)
+            for r, i in enumerate(rows):
+                tokens[r, : len(sentences[i])] = list(sentences[i])
+            layers = self._layers_graph(tf.constant(tokens, tf.string))
+            layers = layers.numpy()  # (B, L + 1, T, D)
+            for r, i in enumerate(rows):
+                results[i] = layers[r, :, : len(sentences[i])].copy()
+        return results
+
+    def mix(self, layers, mask, training=False):
+        """The learned mix of :meth:`lm_layers`' output, as ``call``
+        computes it: `(batch, L + 1, time, dim)` -> `(batch, time, dim)`,
+        e.g. on layers cached once."""
+        layers = tf.convert_to_tensor(layers, tf.float32)
+        mask = tf.cast(mask, tf.bool)
+        mask_f = tf.cast(mask, tf.float32)[:, None, :, None]  # (B,1,T,1)
+        if self.layer_norm:
+            # per sentence: one mean and variance over its tokens and dims
+            n = tf.reduce_sum(mask_f, axis=2, keepdims=True) * self.dim
+            n = tf.maximum(n, 1.0)  # (B, 1, 1, 1)
+            mean = tf.reduce_sum(layers * mask_f, axis=(2, 3),
+                                 keepdims=True) / n  # (B, L, 1, 1)
+            var = tf.reduce_sum(((layers - mean) * mask_f) ** 2,
+                                axis=(2, 3), keepdims=True) / n
+            layers = (layers - mean) * tf.math.rsqrt(
+                var + LAYER_NORM_EPSILON) * mask_f
+        mixed = self.scalar_mix(layers, mask)  # (B, T, D)
+        mixed = mixed * mask_f[:, 0]
+        return self.output_dropout(mixed, training=training)
+
+    def call(self, inputs, training=False):
+        if inputs.dtype.is_floating:  # cached layers
+            self._check_input(inputs.shape, inputs.dtype.name)
+            layers = tf.cast(inputs, tf.float32)
+            mask = tf.reduce_any(tf.not_equal(layers[:, 0], 0.0), axis=-1)
+        else:
+            layers, mask = self.lm_layers(inputs, training=training)
+        if self.output_mode == "layers":
+            return layers
+        mixed = self.mix(layers, mask, training=training)
+        if self.output_mode == "mix":
+            return mixed
+        n = tf.reduce_sum(tf.cast(mask, tf.float32), axis=1, keepdims=True)
+        return tf.reduce_sum(mixed, axis=1) / tf.maximum(n, 1.0)  # (B, D)
+
+    def compute_mask(self, inputs, mask=None):
+        if self.output_mode != "mix":
+            return None
+        if inputs.dtype == "string" or inputs.dtype == tf.string:
+            # a layer, not a tf op, so that a functional model records it
+            return TokenMask()(inputs)
+        if "float" in str(inputs.dtype):
+            # cached layers: zero past a sentence's end, in every layer
+            return keras.ops.any(keras.ops.not_equal(inputs[:, 0], 0),
+                                 axis=-1)  # (B, T)
+        # keras.ops: the same in a functional model and on tensors; token
+        # t sits at position t + 1, and is real when position t + 2 holds
+        # a token or </S>
+        valid = keras.ops.greater(inputs, 0)  # (B, T + 2[, W])
+        if self.ids_width is not None:
+            valid = keras.ops.any(valid, axis=-1)  # (B, T + 2)
+        return valid[:, 2:]  # (B, T)
+
+    def compute_output_shape(self, input_shape, dtype="string"):
+        """The output's shape; ``dtype`` tells a word-input model's padded
+        tokens `(batch, time)` from its ids `(batch, time + 2)`."""
+        batch = input_shape[0]
+        if len(input_shape) == 4:  # cached layers
+            time = input_shape[2]
+        elif len(input_shape) == 2 and "string" in str(dtype):
+            time = input_shape[1]  # padded tokens keep their width
+        elif len(input_shape) == 1:
+            time = None
+        else:  # ids, with <S> and </S>
+            time = None if input_shape[1] is None else input_shape[1] - 2
+        if self.output_mode == "layers":
+            return (batch, self.n_layers, time, self.dim)
+        if self.output_mode == "sentence":
+            return (batch, self.dim)
+        return (batch, time, self.dim)
+
+    def compute_output_spec(self, inputs, training=False):
+        self._check_input(inputs.shape, keras.backend.standardize_dtype(
+            inputs.dtype))
+        return keras.KerasTensor(
+            self.compute_output_shape(inputs.shape, inputs.dtype),
+            dtype="float32")
+
+    def build(self, input_shape=None):
+        pass  # built in the constructor, weights loaded after
+
+    # ------------------------------------------------------------- saving
+    def save_own_variables(self, store):
+        super().save_own_variables(store)
+        shapes = [list(w.shape) for w in self.bilm.weights]
+        rank = max(len(s) for s in shapes)
+        store[_SHAPES_KEY] = np.array(
+            [s + [-1] * (rank - len(s)) for s in shapes], np.int64)
+
+    def load_own_variables(self, store):
+        if _SHAPES_KEY in store:
+            self._check_stored_shapes(np.asarray(store[_SHAPES_KEY]))
+            store = {k: store[k] for k in store.keys() if k != _SHAPES_KEY}
+        super().load_own_variables(store)
+
+    def _check_stored_shapes(self, stored: np.ndarray) -> None:
+        """Raises when the file's weights do not fit its options."""
+        weights = self.bilm.weights
+        found = [tuple(int(d) for d in row if d >= 0) for row in stored]
+        if len(found) != len(weights):
+            raise ValueError(
+                f"{self.name}: the .keras file's options describe a biLM of "
+                f"{len(weights)} weights, its weights hold {len(found)}")
+        for weight, shape in zip(weights, found):
+            if tuple(weight.shape) != shape:
+                raise ValueError(
+                    f"{self.name}: the .keras file's options disagree with "
+                    f"its weights: {weight.path}: expected "
+                    f"{tuple(weight.shape)} from the options, found {shape}")
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            options=self.options,
+            output=self.output_mode,
+            trainable=self.trainable_part if self.trainable else False,
+            layer_norm=self.layer_norm,
+            dropout=self.dropout,
+            l2_coef=self.l2_coef,
+            vocabulary=self.vocabulary,
+            char_dic=self.char_dic,
+            word_dic=self.word_dic,
+        )
+        return config
+
+
+def check_choices(output, trainable) -> None:
+    """Raises for an unknown ``output`` or ``trainable``."""
+    if output not in OUTPUTS:
+        raise ValueError(
+            f"output: expected one of {OUTPUTS}, found {output!r}")
+    if trainable is True or trainable not in TRAINABLE:
+        raise ValueError(
+            f"trainable: expected one of {TRAINABLE} ('mix': the L + 1 "
+            "weights and gamma, TF-Hub's trainable=True; 'all': the biLM "
+            f"too), found {trainable!r}")
+
+
+def _is_save_dir(spec) -> bool:
+    """Whether ``spec`` is a training save_dir: a folder with
+    ``options.json`` and checkpoints and no weights HDF5, which would make
+    it a model folder."""
+    if not isinstance(spec, (str, os.PathLike)):
+        return False
+    folder = os.fspath(spec)
+    if not (os.path.isdir(folder)
+            and os.path.isfile(os.path.join(folder, OPTIONS_FILE))):
+        return False
+    if any(name.lower().endswith(_WEIGHT_SUFFIXES)
+           for name in os.listdir(folder)):
+        return False
+    return bool(list_checkpoints(folder))
+
+
+def _save_dir_model(save_dir, vocab_file) -> tuple:
+    """``(options, backbone, vocab_file, None)`` of a training save_dir's
+    newest whole checkpoint, ours or bilm-tf's, with the options a
+    prediction reads (``dump-weights``' ``options.json``)."""
+    options_file = os.path.join(os.fspath(save_dir), OPTIONS_FILE)
+    if (not BiLMOptions.from_json(options_file).use_character_inputs
+            and vocab_file is None):  # before the checkpoint is read
+        raise ValueError(
+            f"vocab_file: {os.fspath(save_dir)} holds a word-input model, "
+            "which needs its vocabulary (pass vocab_file=)")
+    options, lm, _, _ = load_save_dir_model(save_dir, vocab_file=vocab_file)
+    return prediction_options(options), lm.backbone, vocab_file, None
