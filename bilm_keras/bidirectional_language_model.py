@@ -43,6 +43,8 @@ from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
 from bilm_keras.options import BiLMOptions
+from bilm_keras.weights.alignment import (
+    Alignment, alignment_files, read_alignment)
 from bilm_keras.weights.learned_mix import LearnedMix, mix_beside
 from bilm_keras.pretrained import (
     ResolvedModel,
@@ -114,6 +116,9 @@ class BidirectionalLanguageModel:
     #: with ``mix.json``, e.g. a converted TF1 Hub module), or None:
     #: ``output="mix"`` with no mix of its own uses it
     learned_mix: Optional[LearnedMix] = None
+    #: the cross-lingual alignment applied to the output layers
+    #: (:meth:`from_pretrained`'s ``alignment``), or None
+    alignment: Optional[Alignment] = None
     #: the model's vocabulary (:meth:`from_pretrained` of a model that
     #: ships one), the default ``vocab_file`` of token input
     vocab_file: Optional[str] = None
@@ -155,6 +160,7 @@ class BidirectionalLanguageModel:
         mirror: Optional[str] = None,
         progress: Optional[bool] = None,
         precision: str = "float32",
+        alignment: Optional[str | os.PathLike | Sequence] = None,
     ) -> "BidirectionalLanguageModel":
         """A published model by name, ready to embed: the files of
         :func:`~bilm_keras.pretrained.resolve_model` (downloaded, and an
@@ -178,6 +184,13 @@ class BidirectionalLanguageModel:
                 :func:`~bilm_keras.pretrained.resolve_model`'s (defaults:
                 ``$BILM_KERAS_CACHE``, ``$BILM_KERAS_MODEL_MIRROR``,
                 progress on a terminal only).
+            alignment: a cross-lingual alignment applied to the output
+                layers of :meth:`embed_sentences` and
+                :meth:`iter_embeddings` before any mix. Each layer ``h``
+                becomes ``h @ W.T``. ``"published"`` takes an ``xling-*``
+                model's own matrix. Else one matrix file ``torch.save``
+                wrote for every layer, or one per output layer. Default
+                None: none. ``bilm(ids)`` gives the layers as they are.
 
         Returns:
             The model; :attr:`pretrained` says which files it holds and
@@ -188,6 +201,9 @@ class BidirectionalLanguageModel:
                 unsafe archive, a model that cannot be converted (one
                 line; nothing left in the cache).
             ValueError: token input without a vocabulary.
+            AlignmentError: an alignment file that is not a matrix of the
+                model's output size (named with its shape), or a
+                ``"published"`` one for a model without it.
 
         Example:
             >>> bilm = BidirectionalLanguageModel.from_pretrained(
@@ -210,7 +226,12 @@ class BidirectionalLanguageModel:
                               progress=progress)
         if vocab_file is None:
             vocab_file = model.vocab_file
-        if BiLMOptions.from_json(model.options_file).char_cnn is None:
+        options = BiLMOptions.from_json(model.options_file)
+        aligned = None if alignment is None else read_alignment(
+            alignment_files(alignment, model.directory, model.name),
+            n_layers=options.lstm.n_layers + 1,
+            dim=2 * options.lstm.projection_dim)
+        if options.char_cnn is None:
             # a word-input model (Paddle's baike model): its token table is
             # its weight file's ``embedding``, its ids its vocabulary's
             if vocab_file is None:
@@ -245,6 +266,7 @@ class BidirectionalLanguageModel:
                            precision=precision)
         bilm.pretrained = model
         bilm.learned_mix = mix_beside(model.directory)
+        bilm.alignment = aligned
         bilm.vocab_file = (None if vocab_file is None
                            else os.fspath(vocab_file))
         return bilm
@@ -409,7 +431,8 @@ class BidirectionalLanguageModel:
         Construct one on :attr:`backbone` for other settings."""
         if self._bulk_embedder is None:
             self._bulk_embedder = BulkEmbedder(self.backbone,
-                                               options=self.options)
+                                               options=self.options,
+                                               alignment=self.alignment)
         return self._bulk_embedder
 
     def _mix_fields(self, output, spec, mix_weights, mix_logits,

@@ -102,6 +102,10 @@ def mirror(bilm_fixtures, manylangs_fixtures, paddle_baike_fixtures):
                 model / "options.json").read_bytes()
             routes[urllib.parse.urlsplit(entry.weight_url).path] = (
                 model / "lm_weights.hdf5").read_bytes()
+            if entry.alignment_url:  # a matrix of the fixture's size
+                routes[urllib.parse.urlsplit(entry.alignment_url).path] = (
+                    pathlib.Path(__file__).resolve().parent / "fixtures"
+                    / "xling" / "best_mapping.pth").read_bytes()
             continue
         if entry.format in ("bilm-tf-archive", "tf1-checkpoint",
                             "tfhub-tf1"):

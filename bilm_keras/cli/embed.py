@@ -49,11 +49,15 @@ model; L = LSTM layers):
   --mix_logits W0 W1 W2
                    the same from a trained ScalarMix / weight_layers' raw
                    weights w: s = softmax(w + 1/(L + 1))
+  --mix            the model's own learned mix (mix.json beside its
+                   weights: a converted TF1 Hub module's)
   --sentence_mean  one vector per sentence: the mean of the layers over
                    the tokens too, (D,) -- TF-Hub ELMo's "default"
 --layers chooses the layers kept (--all), averaged (--average,
 --sentence_mean) or mixed (--mix: one weight per layer chosen);
---float16 halves the file. --use_sentence_keys names each dataset by its
+--alignment FILE... maps each layer h to h @ W.T first (a cross-lingual
+alignment: 'published' takes an xling-* model's own matrix). --float16
+halves the file. --use_sentence_keys names each dataset by its
 line's text instead (AllenNLP's --use-sentence-keys; no sentence_to_index
 then; every line distinct, non-blank, without '/').
 
@@ -157,9 +161,11 @@ def _add_output_flags(parser):
                         help="one vector per sentence: the mean of the "
                              "layers over its tokens")
     output.add_argument("--mix", dest="mix_weights", type=finite_float,
-                        nargs="+", metavar="S",
+                        nargs="*", metavar="S",
                         help="a task's mix of the layers: the normalised "
-                             "s_j, one per layer, used as given")
+                             "s_j, one per layer, used as given; with no "
+                             "S, the model's learned mix (mix.json beside "
+                             "its weights: a converted TF1 Hub module's)")
     output.add_argument("--mix_logits", type=finite_float, nargs="+",
                         metavar="W",
                         help="the mix from a trained ScalarMix's raw "
@@ -179,6 +185,13 @@ def _add_output_flags(parser):
     parser.add_argument("--float16", action="store_true",
                         help="store float16 (half the size, about 3 "
                              "significant digits)")
+    parser.add_argument("--alignment", nargs="+", default=None,
+                        metavar="FILE",
+                        help="map the layers before they are reduced with "
+                             "cross-lingual alignment matrices (torch.save "
+                             "of a numpy array, h @ W.T): one file for "
+                             "every layer, one per layer, or 'published' "
+                             "for an xling-* model's own")
 
 
 def _add_run_flags(parser):
@@ -292,19 +305,70 @@ class EmbedJob:
         return f"{self.spec.output}{layers}, {self.spec.dtype}"
 
 
-def embedding_spec(args):
+def embedding_spec(args, learned_mix=None):
     """The :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` the flags
-    describe (``--mix``/``--mix_logits`` imply the output ``mix``)."""
+    describe (``--mix``/``--mix_logits`` imply the output ``mix``; a bare
+    ``--mix`` is ``learned_mix``, the model's own)."""
     from bilm_keras.embedding.outputs import EmbeddingSpec
 
     mixed = args.mix_weights is not None or args.mix_logits is not None
+    fields = dict(mix_weights=args.mix_weights, mix_logits=args.mix_logits,
+                  gamma=args.gamma)
+    if learned_mix is not None:
+        fields = dict(mix_logits=learned_mix.mix_logits,
+                      gamma=learned_mix.gamma)
     given = dict(
         output="mix" if mixed else args.output, layers=args.layers,
-        mix_weights=args.mix_weights, mix_logits=args.mix_logits,
-        gamma=args.gamma, dtype="float16" if args.float16 else None)
+        dtype="float16" if args.float16 else None, **fields)
     # a flag not given: the field's default
     return EmbeddingSpec(**{name: value for name, value in given.items()
                             if value is not None})
+
+
+def _bare_mix(args) -> bool:
+    """``--mix`` without weights: the model's learned mix is asked for."""
+    if args.mix_weights != []:
+        return False
+    if args.gamma is not None:
+        raise CommandError("--gamma: not with a bare --mix (the model's "
+                           "learned mix has its own gamma)")
+    return True
+
+
+def _learned_spec(args, weight_file: str):
+    """The spec of a bare ``--mix``: the ``mix.json`` beside the weights,
+    as ``from_pretrained(...).embed_sentences(output="mix")`` uses it."""
+    from bilm_keras.weights.learned_mix import MIX_FILE, mix_beside
+
+    folder = os.path.dirname(os.path.abspath(weight_file))
+    learned = mix_beside(folder)
+    if learned is None:
+        raise CommandError(
+            f"--mix: expected weights S0 S1 ..., or a model with a learned "
+            f"mix ({MIX_FILE} beside its weights, as a converted TF1 Hub "
+            f"module has), found neither in {folder}")
+    return embedding_spec(args, learned)
+
+
+def _alignment_settings(args, settings, weight_file: str, options_file):
+    """``settings`` with ``--alignment``'s files, checked against the
+    model (their shape) before anything is embedded."""
+    if args.alignment is None:
+        return settings
+    from bilm_keras.options import BiLMOptions
+    from bilm_keras.weights.alignment import (
+        AlignmentError, alignment_files, read_alignment)
+
+    spec = "published" if args.alignment == ["published"] else args.alignment
+    folder = os.path.dirname(os.path.abspath(weight_file))
+    options = BiLMOptions.from_json(options_file)
+    try:
+        files = alignment_files(spec, folder, args.model or weight_file)
+        read_alignment(files, n_layers=options.lstm.n_layers + 1,
+                       dim=2 * options.lstm.projection_dim)
+    except AlignmentError as e:
+        raise CommandError(f"--{e}") from None
+    return dataclasses.replace(settings, alignment=tuple(files))
 
 
 def dump_settings(args):
@@ -330,9 +394,14 @@ def check(args) -> EmbedJob:
     if args.runner is not None:
         # the Beam flags first: --resume and --shard are refused there
         return _check_beam(args)
-    spec, settings = embedding_spec(args), dump_settings(args)
+    bare_mix = _bare_mix(args)
+    spec = None if bare_mix else embedding_spec(args)
+    settings = dump_settings(args)
     _check_local_inputs(args)
     options_file, weight_file, vocab_file = _model_files(args)
+    if bare_mix:
+        spec = _learned_spec(args, weight_file)
+    settings = _alignment_settings(args, settings, weight_file, options_file)
     plan = _plan(args, spec, settings, options_file, weight_file, vocab_file)
     if plan.embedding_weight_file is not None:
         _check_token_table(plan, vocab_file, args.embedding_weight_file)
@@ -392,6 +461,9 @@ def _check_beam(args) -> EmbedJob:
     """``--runner``: Beam is there, the runner and Beam's flags are
     Beam's, the flags fit a pipeline; then the same checks as without it
     (the input read where it lies: a glob, another file system)."""
+    if args.alignment is not None:
+        raise CommandError("--alignment: not with --runner (its workers "
+                           "map no layers)")
     for flag, value in (("--resume", args.resume),
                         ("--shard", args.shard is not None)):
         if value:
@@ -412,7 +484,9 @@ def _check_beam(args) -> EmbedJob:
             f"--runner: needs Apache Beam ({e}); install it with pip "
             f"install 'bilm_keras[beam]' (or pip install apache-beam)"
         ) from None
-    spec, settings = embedding_spec(args), dump_settings(args)
+    bare_mix = _bare_mix(args)
+    spec = None if bare_mix else embedding_spec(args)
+    settings = dump_settings(args)
     pipeline_options = beam_dump.pipeline_options(args.runner,
                                                   args.beam_flags)
     for flag in ("options_file", "weight_file", "vocab_file",
@@ -427,6 +501,8 @@ def _check_beam(args) -> EmbedJob:
                            f"--overwrite to replace it)")
     # the files of this machine's cache
     options_file, weight_file, vocab_file = _model_files(args)
+    if bare_mix:
+        spec = _learned_spec(args, weight_file)
     plan = beam_dump.plan_beam_dump(
         options_file=options_file, weight_file=weight_file,
         vocab_file=vocab_file, dataset_file=args.dataset_file, spec=spec,

@@ -183,7 +183,7 @@ def plan_beam_dump(
         SentenceFileError, OptionsError, SettingError: as
             :func:`~bilm_keras.embedding.dump_plan.plan_dump`. Also
             ``resume`` or ``shard``, since the runner retries failed work
-            and splits the input itself.
+            and splits the input itself, and an ``alignment``.
         FileNotFoundError: a model file that is not there.
     """
     for name in ("resume", "shard"):
@@ -194,6 +194,9 @@ def plan_beam_dump(
     if settings.on_event is not None:
         raise SettingError("on_event", "not with a Beam runner (its "
                                        "workers write the parts)")
+    if settings.alignment:
+        raise SettingError("alignment", "not with a Beam runner (its "
+                                        "workers map no layers)")
     embedding_weight_file = settings.embedding_weight_file
     chunk_size = settings.chunk_size
     for name, path in (("weight_file", weight_file),

@@ -36,6 +36,7 @@ from bilm_keras.embedding.token_table import (
 from bilm_keras.layers.recurrence import columns_inside
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
+from bilm_keras.weights.alignment import Alignment
 
 #: Positions per compute batch by default (``batch_size=None``), and
 #: sentences at most: ``bench/RESULTS.md`` has the measurements behind them.
@@ -128,6 +129,9 @@ class BulkEmbedder:
             ``n_replicas`` at a time, one per device, through a
             ``tf.distribute.MirroredStrategy`` (results in input order,
             identical to one device's); with one, nothing changes.
+        alignment: a cross-lingual
+            :class:`~bilm_keras.weights.alignment.Alignment` applied to the
+            output layers before they are reduced, or None.
 
     Example:
         >>> bilm = BidirectionalLanguageModel("options.json", "weights.hdf5")
@@ -149,6 +153,7 @@ class BulkEmbedder:
         concurrent_directions: bool = False,
         options: BiLMOptions | None = None,
         devices: Sequence[str] | str | None = None,
+        alignment: Alignment | None = None,
     ):
         require_eager("BulkEmbedder")
         check_int("token_chunk_size", token_chunk_size, 1)
@@ -163,6 +168,7 @@ class BulkEmbedder:
         self.compute_sentences = compute_sentences
         self.concurrent_directions = concurrent_directions
         self.options = options
+        self.alignment = alignment
         if (options is None and backbone.use_character_inputs
                 and backbone.token_embedder.has_word_part):
             raise ValueError(
@@ -378,6 +384,9 @@ class BulkEmbedder:
                             f"{type(spec).__name__}")
         check_int("batch_size", batch_size, 1, optional=True)
         embedding = spec.resolve(self.backbone.n_layers)
+        if self.alignment is not None:  # mapped before they are reduced
+            embedding = embedding._replace(alignment=(
+                self.alignment.for_layers(embedding.layer_ids)))
         use_chars = self.backbone.use_character_inputs
         if self.options is not None and self.options.manylangs is not None \
                 and use_chars:

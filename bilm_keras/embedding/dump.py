@@ -38,6 +38,7 @@ from bilm_keras.embedding.progress import ProgressBar
 from bilm_keras.embedding.runs import file_locations, run_durably
 from bilm_keras.models.backbone_loading import load_backbone
 from bilm_keras.options import BiLMOptions
+from bilm_keras.weights.alignment import read_alignment
 
 
 def dump_token_embeddings(
@@ -169,6 +170,9 @@ def dump_bilm_embeddings(
         plan, spec, settings, options_file=options_file,
         weight_file=weight_file, vocab_file=vocab_file,
         dataset_file=dataset_file)
+    alignment = None if not settings.alignment else read_alignment(
+        settings.alignment, n_layers=plan.options.lstm.n_layers + 1,
+        dim=2 * plan.options.lstm.projection_dim)
 
     def embed_lines(start, stop):  # (text, array) of lines [start, stop)
         # the process's malloc: freed blocks back to the system (memory)
@@ -179,7 +183,7 @@ def dump_bilm_embeddings(
             embedding_weight_file=plan.embedding_weight_file,
             precision=settings.precision)
         embedder = BulkEmbedder(backbone, devices=settings.devices,
-                                options=plan.options)
+                                options=plan.options, alignment=alignment)
         bar = None
         if settings.progress:
             bar = ProgressBar(stop - start, total_tokens=sum(

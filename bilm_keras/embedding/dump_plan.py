@@ -29,7 +29,8 @@ from bilm_keras.embedding.outputs import (
     EmbeddingSpec,
     ResolvedEmbedding,
 )
-from bilm_keras.embedding.runs import RunEvent, run_identity
+from bilm_keras.embedding.runs import (
+    RunEvent, file_fingerprint, run_identity)
 from bilm_keras.embedding.shards import CHUNK_SIZE, shard_lines
 from bilm_keras.options import BiLMOptions
 
@@ -80,6 +81,11 @@ class DumpSettings:
             default, exact) or ``"bfloat16"`` / ``"float16"`` (faster on
             AMX CPUs / recent GPUs, ``docs/performance.md``); part of a
             run's identity (a resumed run keeps its precision).
+        alignment: tuple of str: cross-lingual alignment matrices
+            (written by ``torch.save``, :mod:`~bilm_keras.weights.alignment`)
+            applied to the output layers before they are reduced: one
+            file for every layer, or one per output layer. Empty (the
+            default): none. Part of a run's identity (their contents).
         on_event: callable or None: the run's progress callback, called
             with each :class:`~bilm_keras.embedding.runs.RunEvent` (each
             line written, each dataset merged, before the rename, before
@@ -96,6 +102,7 @@ class DumpSettings:
     devices: Optional[Tuple[str, ...]] = None
     progress: bool = True
     precision: str = "float32"
+    alignment: Tuple[str, ...] = ()
     on_event: Optional[Callable[[RunEvent], None]] = dataclasses.field(
         default=None, compare=False)
 
@@ -112,6 +119,12 @@ class DumpSettings:
         if self.embedding_weight_file is not None:
             object.__setattr__(self, "embedding_weight_file",
                                os.fspath(self.embedding_weight_file))
+        if isinstance(self.alignment, (str, bytes, os.PathLike)) or not (
+                isinstance(self.alignment, Sequence)):
+            raise SettingError("alignment", f"expected a list of files, "
+                                            f"found {self.alignment!r}")
+        object.__setattr__(self, "alignment",
+                           tuple(os.fspath(p) for p in self.alignment))
         for name in ("use_sentence_keys", "resume", "progress"):
             if not isinstance(getattr(self, name), bool):
                 raise SettingError(name, f"expected True or False, found "
@@ -250,6 +263,16 @@ class DumpRecord:
     attrs: dict
 
 
+def _alignment_identity(settings: DumpSettings, fingerprint) -> dict:
+    """The alignment files' fingerprints (none without an alignment, so
+    that other runs keep their identity)."""
+    identity = {}
+    for k, path in enumerate(settings.alignment):
+        identity.update((fingerprint or file_fingerprint)(
+            f"alignment_{k}", path))
+    return identity
+
+
 def dump_record(
     plan: DumpPlan,
     spec: EmbeddingSpec,
@@ -285,7 +308,7 @@ def dump_record(
         n_lines=plan.n_lines, precision=settings.precision,
         embedding_weight_file=table, keys=plan.keys,
         **({} if fingerprint is None else {"fingerprint": fingerprint}),
-        **mix_settings)
+        **mix_settings, **_alignment_identity(settings, fingerprint))
     attrs = dict(
         options_file=_absolute(options_file),
         weight_file=_absolute(weight_file),
@@ -305,6 +328,8 @@ def dump_record(
                      mix_form=mix.form)
         if mix.logits is not None:
             attrs["mix_logits"] = mix.logits
+    if settings.alignment:  # the matrices the layers were mapped by
+        attrs["alignment"] = [_absolute(path) for path in settings.alignment]
     return DumpRecord(identity=identity, attrs=attrs)
 
 

@@ -28,6 +28,7 @@ from bilm_keras._utils.settings import (
     is_finite_number,
     is_int,
 )
+from bilm_keras.weights.alignment import apply_alignment
 
 #: the choices of ``output``, and what one sentence's array holds
 #: (``K`` layers kept, ``n`` tokens, ``D = 2 * projection_dim``)
@@ -235,6 +236,9 @@ class ResolvedEmbedding(NamedTuple):
     layer_ids: Tuple[int, ...]
     #: the mix of ``output="mix"``, else None
     mix: Optional[LayerMix]
+    #: the matrices `(D, D)` that map the layers of :attr:`layer_ids`
+    #: before they are reduced (a cross-lingual alignment), else None
+    alignment: Optional[tuple] = None
 
     @property
     def output(self) -> str:
@@ -247,6 +251,8 @@ class ResolvedEmbedding(NamedTuple):
     def reduce(self, layers: np.ndarray) -> np.ndarray:
         """One sentence's layers `(K, n, D)` (those of :attr:`layer_ids`)
         as the spec asks: :func:`reduce_layers`, in :attr:`dtype`."""
+        if self.alignment is not None:
+            layers = apply_alignment(layers, self.alignment)  # (K, n, D)
         return reduce_layers(layers, self.spec.output, self.mix).astype(
             self.spec.dtype, copy=False)
 

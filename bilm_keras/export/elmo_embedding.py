@@ -25,6 +25,7 @@ from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.training.save_dir_models import load_save_dir_model
 from bilm_keras.training.weight_dump import prediction_options
 from bilm_keras.weights.checkpoint_files import list_checkpoints
+from bilm_keras.weights.alignment import alignment_files, read_alignment
 from bilm_keras.weights.learned_mix import MIX_FILE, LearnedMix
 
 #: the choices of ``output``
@@ -32,7 +33,8 @@ OUTPUTS = ("mix", "layers", "sentence")
 #: the choices of ``trainable``
 TRAINABLE = ("mix", "all", False)
 #: the arguments ``from_pretrained`` hands on to the facade's
-PRETRAINED_KWARGS = ("vocab_file", "cache_dir", "mirror", "progress")
+PRETRAINED_KWARGS = ("vocab_file", "cache_dir", "mirror", "progress",
+                     "alignment")
 #: layer_norm's epsilon, bilm-tf's ``_do_ln``
 LAYER_NORM_EPSILON = 1e-12
 #: the layer's own entry in a ``.keras`` file: each biLM weight's shape
@@ -85,6 +87,11 @@ class ELMoEmbedding(keras.layers.Layer):
         char_dic: dict or None. A converted ELMoForManyLangs model's
             ``char.dic``, token to id.
         word_dic: dict or None. Its ``word.dic``, None without a word part.
+        alignment_matrices: int. 0, or the number of cross-lingual
+            alignment matrices `(dim, dim)` the layer holds, 1 for every
+            layer or ``L + 1``, one per layer. Each layer ``h`` becomes
+            ``h @ W.T`` before the mix. They start as the identity and
+            are never trained: :meth:`from_pretrained` copies them in.
 
     Call arguments:
         inputs: `(batch,)` tf.string sentences, split on whitespace as
@@ -118,7 +125,7 @@ class ELMoEmbedding(keras.layers.Layer):
         section 3.3.
     """
 
-    # Ten parameters, by design: a Keras layer's config is its
+    # Eleven parameters, by design: a Keras layer's config is its
     # constructor's arguments (keras-hub's backbones), and the model's
     # options and dictionaries travel in it so that a .keras file stands
     # alone.
@@ -133,6 +140,7 @@ class ELMoEmbedding(keras.layers.Layer):
         vocabulary: Optional[list] = None,
         char_dic: Optional[dict] = None,
         word_dic: Optional[dict] = None,
+        alignment_matrices: int = 0,
         **kwargs,
     ):
         check_choices(output, trainable)
@@ -155,6 +163,19 @@ class ELMoEmbedding(keras.layers.Layer):
             name="bilm").build_all()
         self.n_layers = self.bilm.n_layers + 1  # L + 1, token layer too
         self.dim = self.bilm.projection_dim * len(self.bilm.directions)
+        if alignment_matrices not in (0, 1, self.n_layers):
+            raise ValueError(
+                f"{self.name}: alignment_matrices: expected 0, 1 or "
+                f"{self.n_layers} (one per layer), found "
+                f"{alignment_matrices!r}")
+        self.alignment_matrices = alignment_matrices
+        self.alignment = None
+        if alignment_matrices:
+            self.alignment = self.add_weight(
+                name="alignment", trainable=False,
+                shape=(alignment_matrices, self.dim, self.dim),
+                initializer=lambda shape, dtype=None: tf.eye(
+                    shape[1], batch_shape=[shape[0]], dtype=dtype))
         self.scalar_mix = ScalarMix(self.n_layers, l2_coef=l2_coef,
                                     name="scalar_mix")
         self.scalar_mix.build()
@@ -217,10 +238,13 @@ class ELMoEmbedding(keras.layers.Layer):
                 ``dump-weights`` writes it.
             output, trainable, layer_norm, dropout, l2_coef: the layer's.
             name: the layer's name.
-            **pretrained_kwargs: ``vocab_file``, ``cache_dir``, ``mirror``
-                and ``progress`` of ``from_pretrained``. A save_dir is read
-                in place: only ``vocab_file`` applies, which a word-input
-                model needs.
+            **pretrained_kwargs: ``vocab_file``, ``cache_dir``, ``mirror``,
+                ``progress`` and ``alignment`` of ``from_pretrained``. The
+                alignment's matrices are copied into the layer, which maps
+                each layer ``h`` to ``h @ W.T`` before the mix. A save_dir
+                is read in place: ``cache_dir``, ``mirror`` and
+                ``progress`` do not apply, and ``vocab_file`` is what a
+                word-input model needs.
 
         The mix starts from the model's learned one where its folder has
         ``mix.json`` (a converted TF1 Hub module), so ``output="mix"`` is
@@ -241,15 +265,22 @@ class ELMoEmbedding(keras.layers.Layer):
             raise TypeError(
                 f"from_pretrained: unexpected {unknown}, expected the "
                 f"layer's options or {PRETRAINED_KWARGS}")
+        alignment = pretrained_kwargs.get("alignment")
         if _is_save_dir(spec):
             options, backbone, vocab_file, mix = _save_dir_model(
                 spec, pretrained_kwargs.get("vocab_file"))
+            if alignment is not None:
+                alignment = read_alignment(
+                    alignment_files(alignment, None, os.fspath(spec)),
+                    n_layers=options.lstm.n_layers + 1,
+                    dim=2 * options.lstm.projection_dim)
         else:
             bilm = BidirectionalLanguageModel.from_pretrained(
                 spec, **pretrained_kwargs)
             options, backbone, vocab_file, mix = (
                 bilm.options, bilm.backbone, bilm.vocab_file,
                 bilm.learned_mix)
+            alignment = bilm.alignment
         vocabulary = char_dic = word_dic = None
         if not options.use_character_inputs:
             vocab = Vocabulary(vocab_file, validate_file=True)
@@ -262,7 +293,11 @@ class ELMoEmbedding(keras.layers.Layer):
         layer = cls(options.to_dict(), output=output, trainable=trainable,
                     layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
                     vocabulary=vocabulary, char_dic=char_dic,
-                    word_dic=word_dic, name=name)
+                    word_dic=word_dic, name=name,
+                    alignment_matrices=(0 if alignment is None
+                                        else len(alignment.matrices)))
+        if alignment is not None:
+            layer.alignment.assign(np.stack(alignment.matrices))
         sources = backbone.weights
         shapes = [tuple(w.shape) for w in layer.bilm.weights]
         if shapes != [tuple(w.shape) for w in sources]:
@@ -384,7 +419,8 @@ class ELMoEmbedding(keras.layers.Layer):
         return outputs
 
     def lm_layers(self, inputs, training=False):
-        """The biLM's layers of any input, before the mix.
+        """The biLM's layers of any input, aligned if the layer holds an
+        alignment, before the mix.
 
         Returns:
             ``(layers (batch, L + 1, time, dim), mask (batch, time) bool)``,
@@ -397,6 +433,12 @@ class ELMoEmbedding(keras.layers.Layer):
         outputs = self._lstm_outputs(token_embeddings, lengths, training)
         outputs["token_embeddings"] = token_embeddings
         layers, _, mask = strip_boundaries(lm_layers(outputs), lengths)
+        if self.alignment is not None:  # h @ W.T, zeros stay zeros
+            if self.alignment_matrices == 1:
+                layers = tf.einsum("bltd,ed->blte", layers,
+                                   self.alignment[0])
+            else:
+                layers = tf.einsum("bltd,led->blte", layers, self.alignment)
         return layers, mask
 
     def embed_layers(self, sentences: Sequence[Sequence[str]],
@@ -561,6 +603,7 @@ class ELMoEmbedding(keras.layers.Layer):
             vocabulary=self.vocabulary,
             char_dic=self.char_dic,
             word_dic=self.word_dic,
+            alignment_matrices=self.alignment_matrices,
         )
         return config
 

@@ -91,6 +91,9 @@ class RegisteredModel:
         aliases: other names that ask for it (readable names for
             numbered ones, e.g. ``norelmo-30`` for ``nlpl-217``); its
             cache folder is named after ``name``.
+        alignment_url: a ``bilm-tf`` model's cross-lingual alignment
+            matrix (a numpy array ``torch.save`` wrote), kept beside its
+            weights as ``alignment.pth``; else None.
     """
 
     name: str
@@ -110,13 +113,15 @@ class RegisteredModel:
     vocab_note: str | None = None
     note: str | None = None
     aliases: tuple[str, ...] = ()
+    alignment_url: str | None = None
 
     @property
     def urls(self) -> tuple[str, ...]:
         """Every URL the model is downloaded from."""
         return tuple(url for url in (self.options_url, self.weight_url,
                                      self.archive_url,
-                                     *(self.archive_parts or ())) if url)
+                                     *(self.archive_parts or ()),
+                                     self.alignment_url) if url)
 
 
 def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
@@ -149,7 +154,8 @@ def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
         expected = "options_url and weight_url, no archive_url"
     else:
         files_ok = (bool(model.archive_url) != bool(model.archive_parts)
-                    and not model.options_url and not model.weight_url)
+                    and not model.options_url and not model.weight_url
+                    and not model.alignment_url)
         expected = "archive_url or archive_parts alone"
     if not files_ok:
         raise PretrainedModelError(

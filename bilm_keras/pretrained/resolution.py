@@ -503,12 +503,31 @@ def _registered(model: RegisteredModel, spec: str, cache_dir: str,
                           progress=progress)
             _check_options(options, urls[0], options)
             _check_weights(weights, urls[1], weights)
+            if model.alignment_url:
+                _fetch_alignment(urls[2], model_dir, model.name, progress)
             return model_dir, _manifest(model.name, model.format, spec,
                                         urls, None)
         except PretrainedModelError as e:
             raise PretrainedModelError(f"{model.name}: {e}") from None
 
     return _cached(cache_dir, model.name, spec, build, progress)
+
+
+def _fetch_alignment(url: str, model_dir: str, name: str,
+                     progress: bool) -> None:
+    """Downloads a model's published alignment matrix beside its weights
+    and checks that it reads as a matrix of the model's output size."""
+    from bilm_keras.weights.alignment import (
+        ALIGNMENT_FILE, AlignmentError, read_alignment_matrix)
+
+    path = os.path.join(model_dir, ALIGNMENT_FILE)
+    download_file(url, path, label=f"{name} alignment", progress=progress)
+    options = BiLMOptions.from_json(os.path.join(model_dir, OPTIONS_FILE))
+    try:
+        read_alignment_matrix(path, 2 * options.lstm.projection_dim)
+    except AlignmentError as e:
+        raise PretrainedModelError(
+            str(e).replace(path, f"{url} ({ALIGNMENT_FILE})")) from None
 
 
 def _joined_parts(urls, staging: str, name: str, progress: bool) -> str:

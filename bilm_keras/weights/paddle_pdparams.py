@@ -159,6 +159,12 @@ _ALLOWED = {
     ("collections", "OrderedDict"): CallableGlobal(
         "collections.OrderedDict", collections.OrderedDict),
 }
+#: the globals a pickled numpy array names, shared with torch_pickle
+#: (MUSE's alignment matrices are numpy arrays torch.save pickled)
+NUMPY_ARRAY_GLOBALS = {key: found for key, found in _ALLOWED.items()
+                       if key[0].startswith("numpy")}
+#: what a pickled array is until its state is set: its ``array`` then
+PickledArray = _Array
 
 
 class _Unpickler(pickle.Unpickler):

@@ -26,8 +26,11 @@ Every pickle, the small header ones included, goes through one restricted
 unpickler: a global is looked up in a table of the names that rebuilding
 tensors needs (torch's ``_rebuild_tensor*`` / ``_rebuild_parameter*`` /
 ``_rebuild_from_type_v2``, the storage types, dtypes and
-``collections.OrderedDict``), each mapped to a function or marker of this
-module; any other global (``os.system``, ``builtins.eval``, a
+``collections.OrderedDict``) or that a numpy array needs (numpy's own
+reduce, shared with :mod:`~bilm_keras.weights.paddle_pdparams`, and
+``_codecs.encode``, protocol 2's bytes: MUSE's ``best_mapping.pth`` is
+``torch.save`` of a numpy array). Each is mapped to a function or marker
+of this module. Any other global (``os.system``, ``builtins.eval``, a
 ``torch.nn.Module`` class, ...) is refused with one line naming the file and
 the global, before anything can call it. Tensors come back as numpy arrays
 of the stored dtype (float16/32/64, int8-64, uint8, bool, complex64/128),
@@ -55,6 +58,8 @@ from typing import Any, BinaryIO, Dict, Optional, Tuple
 
 import numpy as np
 
+from bilm_keras.weights.paddle_pdparams import (
+    NUMPY_ARRAY_GLOBALS, PickledArray)
 from bilm_keras.weights.restricted_pickle import (
     CallableGlobal, NamedGlobal, Refused)
 
@@ -226,6 +231,14 @@ def _rebuild_from_type_v2(func, new_type, args, state):
     return func(*args)
 
 
+def _latin1_bytes(text, encoding="utf-8") -> bytes:
+    """_codecs.encode as pickle protocol 2 uses it: bytes as latin-1 text."""
+    if not (isinstance(text, str) and encoding == "latin1"):
+        raise Refused(f"_codecs.encode of {type(text).__name__}, "
+                       f"{encoding!r} (expected text, 'latin1')")
+    return text.encode("latin1")
+
+
 def _allowed_globals() -> Dict[Tuple[str, str], Any]:
     """(module, name) -> what the pickle gets for it."""
     callables = {
@@ -253,6 +266,11 @@ def _allowed_globals() -> Dict[Tuple[str, str], Any]:
             table[module, name] = _Marker(f"{module}.{name}", dtype)
     for name, dtype in TORCH_DTYPES.items():
         table["torch", name] = _Marker(f"torch.{name}", dtype)
+    # a numpy array torch.save pickled (MUSE's best_mapping.pth): numpy's
+    # own reduce, its raw bytes as protocol 2 spells bytes
+    table.update(NUMPY_ARRAY_GLOBALS)
+    table["_codecs", "encode"] = CallableGlobal("_codecs.encode",
+                                                _latin1_bytes)
     return table
 
 
@@ -341,7 +359,8 @@ class _Reader:
                 f"refused {e} in {what}: a PyTorch state dict holds tensors "
                 "only, and this reader builds nothing else (allowed: torch's "
                 "tensor rebuilders, storage types and dtypes, "
-                "collections.OrderedDict)") from None
+                "collections.OrderedDict, a numpy array's rebuild)"
+            ) from None
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError,
                 AttributeError, IndexError, KeyError, struct.error,
                 OverflowError, MemoryError, RecursionError) as e:
@@ -364,7 +383,12 @@ class _Reader:
         if isinstance(obj, _Tensor):
             done[id(obj)] = result = on_tensor(obj)
             return result
-        if isinstance(obj, (_Storage, _Marker, CallableGlobal)):
+        if isinstance(obj, PickledArray):
+            if obj.array is None:
+                raise self.fail("expected a numpy array, found one "
+                                "without its state")
+            return obj.array
+        if isinstance(obj, (_Storage, NamedGlobal, CallableGlobal)):
             what = ("a storage" if isinstance(obj, _Storage)
                     else f"the global {obj!r}")
             raise self.fail(f"expected tensors, dicts and plain values, "
@@ -388,6 +412,9 @@ class _Reader:
             result = tuple(self._walk(v, on_tensor, done) for v in obj)
             done[id(obj)] = result
             return result
+        if not isinstance(obj, _PLAIN):  # a numpy dtype left on its own
+            raise self.fail(f"expected tensors, arrays, dicts and plain "
+                            f"values, found a {type(obj).__name__}")
         return obj
 
     def _array(self, t: _Tensor, users: Dict[str, int]) -> np.ndarray:
@@ -407,6 +434,11 @@ class _Reader:
                 and 2 * array.nbytes >= buffer.nbytes):
             return array
         return np.array(array, order="C", copy=True)
+
+
+#: the values a pickle holds besides containers, tensors and arrays
+_PLAIN = (str, bytes, bytearray, int, float, complex, type(None), set,
+          frozenset)
 
 
 #: bytes per readinto: bounds the temporary copy a zip member makes

@@ -28,6 +28,7 @@ from model_server import (  # noqa: F401 (fixtures)
 from helpers import hdf5_datasets
 
 from bilm_keras.pretrained import PretrainedModelError, resolve_model
+from bilm_keras.weights.alignment import read_alignment_matrix
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 RUN = FIXTURES / "bilm_tf_run"
@@ -39,6 +40,10 @@ EMBEDDIA_SL = ("/repository/xmlui/bitstream/handle/11356/1277/"
 RU_NEWS_LM = "/deeppavlov_data/elmo-lm-ready4fine-tuning-ru-news.tar.gz"
 XLING_OPTIONS = "/s/ypjuzlf7kj957g3/options262.json"
 XLING_EN = "/s/1h62kc1qdcuyy2u/en_weights.hdf5"
+XLING_EN_ALIGNMENT = "/s/nufj4pxxgv5838r/en_best_mapping.pth"
+XLING_ES = "/s/ygfjm7zmufl5gu2/es_weights.hdf5"
+XLING_ES_ALIGNMENT = "/s/6kqot8ssy66d5u0/es_best_mapping.pth"
+XLING = FIXTURES / "xling"
 #: the Kaggle handle's path (the query ?tf-hub-format=compressed asks for
 #: the tarball; the mirror serves by path)
 ELMO_3 = "/models/google/elmo/TensorFlow1/elmo/3"
@@ -108,6 +113,10 @@ def served(bilm_fixtures, cache_dir, monkeypatch):
             mode="w:gz"),
         XLING_OPTIONS: (model / "options.json").read_bytes(),
         XLING_EN: weights,
+        XLING_EN_ALIGNMENT: (XLING / "best_mapping.pth").read_bytes(),
+        XLING_ES: weights,
+        # a matrix of another model's size
+        XLING_ES_ALIGNMENT: (XLING / "small.pth").read_bytes(),
         **_split(tar_bytes(_tsystems_files(), mode="w:gz")),
         ELMO_3: _module_tarball(MODULES / "google"),
         RU_NEWS: _module_tarball(MODULES / "deeppavlov"),
@@ -171,6 +180,39 @@ def test_the_cross_lingual_files(served, bilm_fixtures):
     assert pathlib.Path(model.weight_file).read_bytes() == (
         bilm_fixtures / "model" / "lm_weights.hdf5").read_bytes()
     assert served.requests[XLING_OPTIONS] == served.requests[XLING_EN] == 1
+    # the published alignment matrix, beside the weights, read as numpy
+    # saved it
+    assert served.requests[XLING_EN_ALIGNMENT] == 1
+    with np.load(XLING / "matrices.npz") as f:
+        want = f["best_mapping"]
+    np.testing.assert_array_equal(
+        read_alignment_matrix(pathlib.Path(model.directory)
+                              / "alignment.pth", 32), want)
+
+
+def test_the_cross_lingual_alignment_through_the_facade(served):
+    from bilm_keras import BidirectionalLanguageModel
+
+    plain = BidirectionalLanguageModel.from_pretrained("xling-en")
+    aligned = BidirectionalLanguageModel.from_pretrained(
+        "xling-en", alignment="published")
+    sentences = [["The", "cat", "sat", "."]]
+    with np.load(XLING / "matrices.npz") as f:
+        w = f["best_mapping"].astype(np.float64)
+    got = aligned.embed_sentences(sentences)[0]
+    want = plain.embed_sentences(sentences)[0].astype(np.float64) @ w.T
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+
+
+def test_a_published_alignment_of_the_wrong_size_caches_nothing(
+        served, cache_dir):
+    with pytest.raises(PretrainedModelError) as e:
+        resolve_model("xling-es")
+    message = str(e.value)
+    assert "\n" not in message
+    assert message.startswith("xling-es: alignment ")
+    assert XLING_ES_ALIGNMENT in message and "(32, 32)" in message
+    assert cache_contents(cache_dir)["models"] == []
 
 
 def test_a_deeppavlov_lm_ready_archive(served, caplog):
