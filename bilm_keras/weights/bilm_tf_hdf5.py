@@ -35,7 +35,9 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_hdf5
+from bilm_keras._utils.problem_list import problem_list
 from bilm_keras.layers.initialization import placeholder_weights
+from bilm_keras.options import BiLMOptions
 
 #: what the functions below take: a ``BiLMBackbone`` (``bilm_keras.models``
 #: stands above this package and imports it, never the reverse)
@@ -148,6 +150,134 @@ def hdf5_shape(row: WeightRow) -> tuple:
     """The dataset shape a row expects (no array is allocated)."""
     view = np.broadcast_to(np.float32(0), tuple(row.variable.shape))
     return tuple(row.to_hdf5(view).shape)
+
+
+@dataclasses.dataclass(frozen=True)
+class Misfit:
+    """A dataset the options ask for more of than the weights hold."""
+
+    #: the dataset's path in the HDF5 layout
+    path: str
+    #: its shape as the options give it
+    expected: tuple
+    #: its shape in the weights, or None: no such dataset
+    found: Optional[tuple]
+    #: the option that asks for it (``"lstm.dim is 10000000"``)
+    field: str
+
+    def hdf5_problem(self) -> str:
+        if self.found is None:
+            return (f"missing dataset '{self.path}' (expected shape "
+                    f"{self.expected}), which {self.field} asks for")
+        return (f"dataset '{self.path}' has shape {self.found}, expected "
+                f"{self.expected} ({self.field})")
+
+
+def options_misfits(options: BiLMOptions,
+                    shape_of: Callable[[str], Optional[tuple]], *,
+                    use_character_inputs: bool = True) -> List[Misfit]:
+    """The datasets ``options`` ask for more of than a weight file holds,
+    found before a variable is made. Options with a size the file does not
+    hold would otherwise build variables of that size first (gigabytes,
+    for ``"dim": 10000000``) before the table's check refuses them; a
+    smaller size is left to that check.
+
+    Args:
+        options: the options a model is about to be built from.
+        shape_of: callable. A dataset's path in the HDF5 layout -> its
+            shape, or None where the weights have no such dataset.
+        use_character_inputs: whether the char-CNN part is built.
+
+    Returns:
+        The misfits, the first layer's only for the LSTMs and the first
+        missing highway's only (empty: nothing asks for more).
+    """
+    misfits = []
+
+    def want(path: str, expected: tuple, field: str, axes=None) -> bool:
+        # axes: those the options set (default all); the rest as found
+        found = shape_of(path)
+        if found is not None:
+            found = tuple(found)
+            axes = range(len(expected)) if axes is None else axes
+            if len(found) == len(expected):
+                expected = tuple(expected[i] if i in axes else found[i]
+                                 for i in range(len(found)))
+            if len(found) == len(expected) and all(
+                    expected[i] <= found[i] for i in axes):
+                return True
+        misfits.append(Misfit(path, tuple(expected), found, field))
+        return False
+
+    cnn, lstm = options.char_cnn, options.lstm
+    if use_character_inputs and cnn is not None:
+        dim = cnn.char_embedding_dim
+        want("char_embed", (0, dim), f"char_cnn.embedding.dim {dim}", (1,))
+        for i, (width, num) in enumerate(cnn.filters):
+            want(f"CNN/W_cnn_{i}", (1, width, dim, num),
+                 f"char_cnn.filters[{i}] {[width, num]}", (1, 3))
+        for i in range(cnn.n_highway):
+            if not want(f"CNN_high_{i}/W_carry",
+                        (cnn.n_filters, cnn.n_filters),
+                        f"char_cnn.n_highway {cnn.n_highway} (with "
+                        f"{cnn.n_filters} filters)"):
+                break
+        words = options.manylangs
+        if words is not None and words.word_embedding_dim:
+            want("word_embed", (words.n_words, words.word_embedding_dim),
+                 f"elmoformanylangs.n_words {words.n_words} and "
+                 f"word_embedding_dim {words.word_embedding_dim}")
+    # each cell reads [x ; h]: x and h are projection_dim wide, h is dim
+    # wide where the cells do not project (LSTMStack's rule)
+    projects = lstm.projection_dim < lstm.dim
+    inputs = lstm.projection_dim + (lstm.projection_dim if projects
+                                    else lstm.dim)
+    for layer in range(lstm.n_layers):
+        prefix = lstm_hdf5_prefix(0, layer)
+        fits = want(f"{prefix}/W_0", (inputs, 4 * lstm.dim),
+                    f"lstm.dim {lstm.dim} and n_layers {lstm.n_layers}",
+                    (1,))
+        if fits and projects:
+            fits = want(f"{prefix}/W_P_0", (lstm.dim, lstm.projection_dim),
+                        f"lstm.projection_dim {lstm.projection_dim}")
+        if not fits:  # the first layer that does not fit says it
+            break
+    return misfits
+
+
+def check_options_fit(options: BiLMOptions, weight_file: str | os.PathLike,
+                      *, use_character_inputs: bool = True) -> None:
+    """Refuses options that ask for more than ``weight_file`` holds, before
+    anything is built (:func:`options_misfits`).
+
+    Raises:
+        WeightFileError: the file is missing or not HDF5, or the options
+            ask for a dataset it lacks or a size beyond its shape (the
+            dataset, both shapes and the option named).
+    """
+    name = os.fspath(weight_file)
+    with _open_hdf5(name) as fin:
+        def shape_of(path):
+            found = fin.get(path)
+            return found.shape if isinstance(found, h5py.Dataset) else None
+
+        misfits = options_misfits(options, shape_of,
+                                  use_character_inputs=use_character_inputs)
+    if misfits:
+        raise WeightFileError(f"{name}: " + problem_list(
+            [m.hdf5_problem() for m in misfits]))
+
+
+def _open_hdf5(name: str) -> h5py.File:
+    """``h5py.File(name, "r")``, or one line saying why it cannot be read."""
+    if not os.path.exists(name):
+        raise WeightFileError(f"{name}: weight file not found")
+    try:
+        return h5py.File(name, "r")
+    except OSError as e:
+        found = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise WeightFileError(f"{name}: expected an HDF5 weight file, found "
+                              f"a file h5py cannot read ({found})") from None
 
 
 #: the dataset that tells a char-CNN file from a token-input one
@@ -288,9 +418,7 @@ def load_bilm_tf_hdf5(
     handles = {}
     try:
         for key, name in files.items():
-            if not os.path.exists(name):
-                raise WeightFileError(f"{name}: weight file not found")
-            handles[key] = h5py.File(name, "r")
+            handles[key] = _open_hdf5(name)
         keys = [
             "embedding"
             if row.hdf5_path == "embedding" and "embedding" in handles

@@ -58,3 +58,32 @@ class CallableGlobal:
 
     def __repr__(self):
         return self.qualname
+
+
+class BoundedFile:
+    """A binary file an unpickler reads, refusing a read of more bytes than
+    the file has left: an opcode or frame that claims gigabytes is refused
+    before a buffer of that size is allocated, as a file cut short
+    (``EOFError``)."""
+
+    def __init__(self, file, size: int):
+        self._file = file
+        self._size = size
+
+    def _check(self, n: int) -> None:
+        left = self._size - self._file.tell()
+        if n > left:
+            raise EOFError(f"an opcode claiming {n} bytes at byte "
+                           f"{self._file.tell()}, where {left} are left")
+
+    def read(self, n: int = -1) -> bytes:
+        if n is not None and n >= 0:
+            self._check(n)
+        return self._file.read(n)
+
+    def readinto(self, buffer) -> int:
+        self._check(memoryview(buffer).nbytes)
+        return self._file.readinto(buffer)
+
+    def readline(self) -> bytes:
+        return self._file.readline()
