@@ -10,9 +10,9 @@ what broke a property.
 Each target runs in its own libFuzzer process (``fuzz/run_target.py``)
 from its seeds and kept corpus, for ``--runs`` inputs or ``--seconds``,
 whichever ends first; libFuzzer's ``-timeout`` bounds each input. Then
-the new corpus is merged into ``fuzz/corpus/TARGET/`` (libFuzzer's
-``-merge=1``: only inputs that add coverage, kept under
-``--keep-bytes``), which ``fuzz/replay.py`` and the suite replay. A
+the inputs it saved for new coverage are kept in ``fuzz/corpus/TARGET/``
+(smallest first, under ``--keep-bytes``), which ``fuzz/replay.py`` and
+the suite replay. A
 finding is written to ``fuzz/findings/`` and named in the report.
 Results go to ``fuzz/results.json`` (one entry per target, with the
 date and the CPU) and a table on stdout.
@@ -124,20 +124,12 @@ def run_target(name: str, runs: int, seconds: int, keep_bytes: int) -> dict:
 
 
 def _merge(name, fresh, seeds, kept, keep_bytes) -> int:
-    """Merges the run's new inputs into the kept corpus (those adding
-    coverage over the seeds and the kept ones), smallest first, until
-    ``keep_bytes``."""
-    if not os.listdir(fresh):
-        return len(os.listdir(kept))
-    merged = tempfile.mkdtemp(prefix=f"bilm_keras_merge_{name}_")
-    cmd = [sys.executable, "-m", "fuzz.run_target", name, "-merge=1",
-           merged, seeds, kept, fresh, "-max_len=1048576",
-           "-rss_limit_mb=0", f"-timeout={int(TARGETS[name].seconds)}"]
-    subprocess.run(cmd, cwd=REPO, env=child_env(), capture_output=True,
-                   text=True)
+    """Keeps the run's new inputs (those libFuzzer saved for new coverage,
+    each reduced as it went) in ``fuzz/corpus/TARGET/``, smallest first,
+    until ``keep_bytes``; returns how many the folder holds."""
     seed_names = set(os.listdir(seeds))
-    new = sorted((os.path.getsize(os.path.join(merged, f)), f)
-                 for f in os.listdir(merged)
+    new = sorted((os.path.getsize(os.path.join(fresh, f)), f)
+                 for f in os.listdir(fresh)
                  if f not in seed_names
                  and not os.path.exists(os.path.join(kept, f)))
     used = sum(os.path.getsize(os.path.join(kept, f))
@@ -145,9 +137,8 @@ def _merge(name, fresh, seeds, kept, keep_bytes) -> int:
     for size, f in new:
         if used + size > keep_bytes:
             break
-        shutil.copy(os.path.join(merged, f), os.path.join(kept, f))
+        shutil.copy(os.path.join(fresh, f), os.path.join(kept, f))
         used += size
-    shutil.rmtree(merged, ignore_errors=True)
     return len(os.listdir(kept))
 
 
@@ -158,17 +149,20 @@ def main(argv=None) -> int:
     parser.add_argument("--seconds", type=int, default=600)
     parser.add_argument("--keep-bytes", type=int, default=256 << 10,
                         help="bytes of new corpus kept per target")
+    parser.add_argument("--results", default=RESULTS,
+                        help="the JSON file the rows are added to")
     args = parser.parse_args(argv)
-    results = {}
-    if os.path.exists(RESULTS):
-        with open(RESULTS) as f:
-            results = json.load(f)
     for name in args.targets:
         row = run_target(name, args.runs, args.seconds, args.keep_bytes)
         row["date"] = datetime.date.today().isoformat()
         row["machine"] = cpu_name()
+        # read again: another campaign may run other targets meanwhile
+        results = {}
+        if os.path.exists(args.results):
+            with open(args.results) as f:
+                results = json.load(f)
         results[name] = row
-        with open(RESULTS, "w") as f:
+        with open(args.results, "w") as f:
             json.dump(results, f, indent=1, sort_keys=True)
             f.write("\n")
         print(f"{name:18} {row['inputs']:>8} inputs {row['seconds']:>7} s "

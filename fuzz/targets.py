@@ -81,7 +81,8 @@ class Target:
 
     @property
     def folder(self) -> bool:
-        return len(self.files) > 1 or bool(self.fixed)
+        """Whether an input starts with a selector byte."""
+        return len(self.files) > 1
 
     def _split(self, data: bytes) -> Tuple[int, bytes]:
         if not self.folder:

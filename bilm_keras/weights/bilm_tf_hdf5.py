@@ -258,8 +258,8 @@ def check_options_fit(options: BiLMOptions, weight_file: str | os.PathLike,
     name = os.fspath(weight_file)
     with _open_hdf5(name) as fin:
         def shape_of(path):
-            found = fin.get(path)
-            return found.shape if isinstance(found, h5py.Dataset) else None
+            found = _dataset(fin, path)
+            return None if found is None else found.shape
 
         misfits = options_misfits(options, shape_of,
                                   use_character_inputs=use_character_inputs)
@@ -284,9 +284,25 @@ def _open_hdf5(name: str) -> h5py.File:
 _INPUT_KIND = {"char_embed": "a char-CNN", "embedding": "a token-input"}
 
 
+def _dataset(fin: h5py.File, path: str) -> Optional[h5py.Dataset]:
+    """The dataset at ``path``, or None: absent, not a dataset, behind a
+    link that loops, or behind an external link (a weight file's datasets
+    are its own: a link to another file is not followed)."""
+    parts = path.split("/")
+    try:
+        for i in range(1, len(parts) + 1):
+            link = fin.get("/".join(parts[:i]), getlink=True)
+            if link is None or isinstance(link, h5py.ExternalLink):
+                return None
+        found = fin.get(path)
+    except (KeyError, RuntimeError, OSError, ValueError):
+        return None
+    return found if isinstance(found, h5py.Dataset) else None
+
+
 def _checked_dataset(fin, path_name: str, row: WeightRow) -> h5py.Dataset:
     expected = hdf5_shape(row)
-    ds = fin.get(row.hdf5_path)
+    ds = _dataset(fin, row.hdf5_path)
     if not isinstance(ds, h5py.Dataset):
         hint = ""
         other = [k for k in _INPUT_KIND if k != row.hdf5_path]
@@ -305,6 +321,10 @@ def _checked_dataset(fin, path_name: str, row: WeightRow) -> h5py.Dataset:
             f"{path_name}: dataset '{row.hdf5_path}' has shape "
             f"{tuple(ds.shape)}, expected {expected}"
         )
+    if ds.dtype.kind not in "fiu":  # what reads into float32
+        raise WeightFileError(
+            f"{path_name}: dataset '{row.hdf5_path}' has dtype {ds.dtype}, "
+            "expected floating-point numbers")
     return ds
 
 
@@ -443,7 +463,13 @@ def load_bilm_tf_hdf5(
                     "layers, highways or directions than the file)"
                 )
         for row, key in zip(rows, keys):
-            _assign_from_dataset(handles[key][row.hdf5_path], row)
+            try:
+                _assign_from_dataset(handles[key][row.hdf5_path], row)
+            except OSError as e:  # a damaged chunk, a filter h5py lacks
+                text = str(e).strip().splitlines()
+                raise WeightFileError(
+                    f"{files[key]}: dataset '{row.hdf5_path}' cannot be read "
+                    f"({text[0] if text else type(e).__name__})") from None
     finally:
         for h in handles.values():
             h.close()

@@ -46,7 +46,7 @@ from typing import Any
 import numpy as np
 
 from bilm_keras.weights.restricted_pickle import (
-    BoundedFile, CallableGlobal, NamedGlobal, Refused)
+    BoundedFile, CallableGlobal, NamedGlobal, Refused, RestrictedUnpickler)
 
 #: the key ``paddle.save`` adds to a state dict: structured name -> the
 #: parameter's internal name
@@ -169,10 +169,7 @@ _ALLOWED = {
 }
 
 
-# pickle's Python unpickler, not the C one: the C one grows its memo to
-# the largest index a PUT names and zeroes it, so a few bytes asking for
-# index 2**28 allocate 4 GiB (the Python one keeps a dict)
-class _Unpickler(pickle._Unpickler):
+class _Unpickler(RestrictedUnpickler):
     def find_class(self, module, name):
         try:
             return _ALLOWED[(module, name)]

@@ -14,6 +14,7 @@ change how later files are read.
 
 from __future__ import annotations
 
+import pickle
 from typing import Callable
 
 
@@ -87,3 +88,19 @@ class BoundedFile:
 
     def readline(self) -> bytes:
         return self._file.readline()
+
+
+def _refuse_bytearray8(unpickler) -> None:
+    raise Refused("a BYTEARRAY8 (an out-of-band buffer: neither torch's nor "
+                  "Paddle's files hold one)")
+
+
+class RestrictedUnpickler(pickle._Unpickler):
+    """pickle's Python unpickler, the base of each reader's: the C one
+    grows its memo to the largest index a PUT names and zeroes it, so a
+    few bytes asking for index 2**28 allocate 4 GiB (the Python one keeps a
+    dict); its BYTEARRAY8, which allocates the length it reads before
+    reading, is refused."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+    dispatch[pickle.BYTEARRAY8[0]] = _refuse_bytearray8

@@ -57,7 +57,7 @@ from typing import Any, BinaryIO, Dict, Optional, Tuple
 import numpy as np
 
 from bilm_keras.weights.restricted_pickle import (
-    BoundedFile, CallableGlobal, NamedGlobal, Refused)
+    BoundedFile, CallableGlobal, NamedGlobal, Refused, RestrictedUnpickler)
 
 #: the first pickle of a legacy file (torch.serialization.MAGIC_NUMBER)
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
@@ -278,10 +278,7 @@ def _bounded(file: BinaryIO) -> BoundedFile:
 
 
 
-# pickle's Python unpickler, not the C one: the C one grows its memo to
-# the largest index a PUT names and zeroes it, so a few bytes asking for
-# index 2**28 allocate 4 GiB (the Python one keeps a dict)
-class _Unpickler(pickle._Unpickler):
+class _Unpickler(RestrictedUnpickler):
     """``pickle.Unpickler`` that resolves globals from :data:`_ALLOWED` only
     and turns storage persistent ids into :class:`_Storage` records."""
 

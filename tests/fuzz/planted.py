@@ -47,17 +47,6 @@ def _flawed(inputs, out):
     raise PlantedError("refused in one line")
 
 
-def _deep_bug(inputs, out):
-    # only coverage guidance reaches it: each byte compared on its own
-    data = _read(inputs)
-    if len(data) >= 4 and data[0] == 0x46:
-        if data[1] == 0x55:
-            if data[2] == 0x5A:
-                if data[3] == 0x5A:
-                    raise KeyError("the planted bug")
-    raise PlantedError("refused in one line")
-
-
 def _target(name, call, seeds) -> Target:
     return Target(name, "a planted flaw", [("input.bin", [])], call,
                   (("tests.fuzz.planted", "PlantedError"),), {}, 2.0,
@@ -71,4 +60,3 @@ FLAWED = _target("flawed", _flawed, [
     b"fine", b"undocumented", b"two lines", b"allocate", b"hang",
     b"escape", b"absolute", b"overwrite"])
 ABORTS = _target("aborts", _flawed, [b"fine", b"abort", b"fine again"])
-DEEP_BUG = _target("deep_bug", _deep_bug, [b"AAAA"])

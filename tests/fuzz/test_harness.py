@@ -3,6 +3,7 @@
 named, and the replay counts a child that dies as a finding."""
 
 import importlib
+import re
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import pytest
 
 from fuzz.harness import Workspace, check
 from fuzz.replay import REPO, child_env, replay
+from fuzz.targets import TARGETS
 from helpers import require_installed
 
 planted = importlib.import_module("tests.fuzz.planted")
@@ -50,23 +52,36 @@ def test_a_dying_child_is_a_finding_and_the_replay_goes_on():
                         "(-6)"]
 
 
-@pytest.mark.slow
-def test_coverage_guidance_reaches_a_planted_bug(tmp_path):
-    """atheris (the ``fuzz`` extra) finds a bug behind four byte compares
-    from a seed that shares none of them: what random bytes alone would
-    take billions of tries for."""
+def _run_target(name, seeds, tmp_path, *flags):
     require_installed("atheris", "fuzz")
-    seeds = tmp_path / "seeds"
-    seeds.mkdir()
-    (seeds / "seed").write_bytes(b"AAAA")
-    done = subprocess.run(
-        [sys.executable, "-m", "fuzz.run_target",
-         "tests.fuzz.planted:DEEP_BUG", str(seeds), "-runs=200000",
-         "-seed=1", "-use_value_profile=1",
-         f"-artifact_prefix={tmp_path}/"],
+    folder = tmp_path / "seeds"
+    folder.mkdir()
+    for i, data in enumerate(seeds):
+        (folder / str(i)).write_bytes(data)
+    return subprocess.run(
+        [sys.executable, "-m", "fuzz.run_target", name, str(folder),
+         "-seed=1", f"-artifact_prefix={tmp_path}/", *flags],
         cwd=REPO, env=child_env(), capture_output=True, text=True,
         timeout=600)
-    assert done.returncode != 0, done.stderr[-2000:]
-    assert "KeyError escaped: 'the planted bug'" in done.stderr
+
+
+@pytest.mark.slow
+def test_atheris_runs_a_target_with_coverage_of_the_package(tmp_path):
+    """atheris (the ``fuzz`` extra) runs the options reader's target with
+    the package instrumented: the seeds reach coverage, the run adds
+    inputs, and no property breaks."""
+    done = _run_target("options", TARGETS["options"].seeds(), tmp_path,
+                       "-runs=300")
+    assert done.returncode == 0, done.stderr[-2000:]
+    inited = re.search(r"INITED cov: (\d+)", done.stderr)
+    assert inited and int(inited.group(1)) > 20, done.stderr[-2000:]
+    assert "Done 300 runs" in done.stderr
+
+
+@pytest.mark.slow
+def test_atheris_stops_on_a_crash_and_keeps_the_input(tmp_path):
+    done = _run_target("tests.fuzz.planted:ABORTS", [b"abort"], tmp_path)
+    assert done.returncode != 0
+    assert "deadly signal" in done.stderr
     crash = [p for p in tmp_path.iterdir() if p.name.startswith("crash-")]
-    assert len(crash) == 1 and crash[0].read_bytes().startswith(b"FUZZ")
+    assert len(crash) == 1 and crash[0].read_bytes() == b"abort"
