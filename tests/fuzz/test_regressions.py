@@ -74,6 +74,11 @@ CASES = [
     # the state file names a path no file system holds: passed over, and
     # the save_dir's checkpoint found by its file name is dumped
     ("tf1_checkpoint", "state_file_path_with_nul.bin", None, None),
+    ("convert_manylangs", "encoder_n_layers_10_to_the_31.bin",
+     "bilm_keras.weights.manylangs_pkl.ManyLangsWeightError",
+     r"encoder\.pkl: expected at least 8000000000000000000000000000000 keys "
+     r"for the config's n_layers 1000000000000000000000000000000, n_highway "
+     r"2 and 4 filters, found 16$"),
     ("hdf5", "compound_dtype_dataset.hdf5",
      "bilm_keras.weights.bilm_tf_hdf5.WeightFileError",
      r"lm_weights\.hdf5: dataset 'CNN_high_0/b_carry' has dtype \[\('f0', "
