@@ -506,6 +506,16 @@ def _load_zip(reader: _Reader, f: BinaryIO):
     try:
         archive = zipfile.ZipFile(f)
         names = archive.namelist()
+        size = f.seek(0, os.SEEK_END)
+        for info in archive.infolist():
+            # torch stores records uncompressed: none holds more than the
+            # file, and reading one allocates what its header claims
+            claimed = max(info.compress_size, info.file_size)
+            if info.header_offset + claimed > size:
+                raise reader.fail(f"{info.filename}: expected a record "
+                                  f"inside the file's {size} bytes, found "
+                                  f"one claiming {claimed} bytes at byte "
+                                  f"{info.header_offset}")
         # torch's rule: the first record's folder names the archive
         folder = names[0].split("/", 1)[0] if names else ""
         if f"{folder}/constants.pkl" in names:

@@ -79,6 +79,10 @@ CASES = [
      r"encoder\.pkl: expected at least 8000000000000000000000000000000 keys "
      r"for the config's n_layers 1000000000000000000000000000000, n_highway "
      r"2 and 4 filters, found 16$"),
+    ("torch_pickle", "record_claiming_3_gib.pt",
+     "bilm_keras.weights.torch_pickle.TorchPickleError",
+     r"encoder\.pkl: zip_format/byteorder: expected a record inside the "
+     r"file's 1227 bytes, found one claiming 3674210310 bytes at byte 189$"),
     ("hdf5", "compound_dtype_dataset.hdf5",
      "bilm_keras.weights.bilm_tf_hdf5.WeightFileError",
      r"lm_weights\.hdf5: dataset 'CNN_high_0/b_carry' has dtype \[\('f0', "
