@@ -312,6 +312,8 @@ class _Reader:
         self.buffers: Dict[str, np.ndarray] = {}
 
     def fail(self, message: str) -> TorchPickleError:
+        # a record's name comes from the file: its line breaks escaped
+        message = message.replace("\r", "\\r").replace("\n", "\\n")
         return TorchPickleError(f"{self.path}: {message}")
 
     # -- persistent ids

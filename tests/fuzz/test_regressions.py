@@ -83,6 +83,10 @@ CASES = [
      "bilm_keras.weights.torch_pickle.TorchPickleError",
      r"encoder\.pkl: zip_format/byteorder: expected a record inside the "
      r"file's 1227 bytes, found one claiming 3674210310 bytes at byte 189$"),
+    ("torch_pickle", "record_name_with_a_line_break.pt",
+     "bilm_keras.weights.torch_pickle.TorchPickleError",
+     r"encoder\.pkl: Storage\\n.*: expected a record inside the file's 898 "
+     r"bytes, found one claiming 301 bytes at byte 1952541964$"),
     ("hdf5", "compound_dtype_dataset.hdf5",
      "bilm_keras.weights.bilm_tf_hdf5.WeightFileError",
      r"lm_weights\.hdf5: dataset 'CNN_high_0/b_carry' has dtype \[\('f0', "
