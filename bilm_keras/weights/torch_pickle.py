@@ -552,8 +552,9 @@ def _load_zip(reader: _Reader, f: BinaryIO):
             _mark_big_endian(obj)
         return obj
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError,
-            NotImplementedError, OSError) as e:  # OSError: a seek before
-        # the file's start, where a record's offset points
+            NotImplementedError, OSError, UnicodeDecodeError) as e:
+        # OSError: a seek before the file's start, where a record's offset
+        # points; UnicodeDecodeError: a name flagged UTF-8 that is not
         raise reader.fail(f"expected a torch zip archive (torch >= 1.6), "
                           f"found a damaged or truncated one "
                           f"({type(e).__name__}: {e})") from None

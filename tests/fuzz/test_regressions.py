@@ -87,6 +87,10 @@ CASES = [
      "bilm_keras.weights.torch_pickle.TorchPickleError",
      r"encoder\.pkl: Storage\\n.*: expected a record inside the file's 898 "
      r"bytes, found one claiming 301 bytes at byte 1952541964$"),
+    ("torch_pickle", "record_name_not_utf8.pt",
+     "bilm_keras.weights.torch_pickle.TorchPickleError",
+     r"encoder\.pkl: expected a torch zip archive \(torch >= 1\.6\), found "
+     r"a damaged or truncated one \(UnicodeDecodeError: 'utf-8' codec "),
     ("hdf5", "compound_dtype_dataset.hdf5",
      "bilm_keras.weights.bilm_tf_hdf5.WeightFileError",
      r"lm_weights\.hdf5: dataset 'CNN_high_0/b_carry' has dtype \[\('f0', "
