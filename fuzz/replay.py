@@ -49,11 +49,10 @@ def child_env() -> dict:
     return env
 
 
-def _child(names: Sequence[str], start: int) -> int:
+def _child(names: Sequence[str], start: int, work: str) -> int:
     from fuzz.harness import Workspace, check, run_quietly, warm_up
 
     run_quietly()
-    work = tempfile.mkdtemp(prefix="bilm_keras_replay_")
     workspace = Workspace(work)
     index = 0
     for name in names:
@@ -72,10 +71,15 @@ def _child(names: Sequence[str], start: int) -> int:
 
 def replay(names: Sequence[str], timeout: float = 600.0) -> List[str]:
     """The findings of replaying ``names``' inputs (empty: all hold)."""
+    with tempfile.TemporaryDirectory(prefix="bilm_keras_replay_") as work:
+        return _replay(names, timeout, work)
+
+
+def _replay(names: Sequence[str], timeout: float, work: str) -> List[str]:
     findings, start = [], 0
     while True:
         cmd = [sys.executable, "-m", "fuzz.replay", "--child",
-               ",".join(names), str(start)]
+               ",".join(names), str(start), work]
         try:
             done = subprocess.run(cmd, cwd=REPO, env=child_env(),
                                   capture_output=True, text=True,
@@ -99,7 +103,7 @@ def replay(names: Sequence[str], timeout: float = 600.0) -> List[str]:
 def main(argv=None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["--child"]:
-        return _child(argv[1].split(","), int(argv[2]))
+        return _child(argv[1].split(","), int(argv[2]), argv[3])
     names = argv or sorted(TARGETS)
     findings = replay(names)
     for line in findings:
