@@ -445,6 +445,9 @@ class BiLMOptions:
             raise OptionsError(f"{path}: options file not found") from None
         except json.JSONDecodeError as e:
             raise OptionsError(f"{path}: not valid JSON ({e})") from None
+        except UnicodeDecodeError as e:
+            raise OptionsError(f"{path}: not UTF-8 text (byte {e.start}: "
+                               f"{e.reason})") from None
         return cls.from_dict(
             d, source=path, base_dir=os.path.dirname(os.path.abspath(path)))
 

@@ -1,6 +1,6 @@
 """ruff, with the rules pyproject.toml selects, finds nothing in the
-package, ``bin/``, ``tests/``, ``bench/``, ``examples/`` and the usage
-scripts (the quick tier's lint; ``.ci/run`` runs it first too).
+package, ``bin/``, ``tests/``, ``bench/``, ``examples/``, ``fuzz/`` and
+the usage scripts (the quick tier's lint; ``.ci/run`` runs it first too).
 
 ruff comes with the ``test`` extra; missing, this test skips saying so
 (fails under ``CI=true``)."""
@@ -10,7 +10,7 @@ import sys
 
 from helpers import REPO_ROOT, require_extra
 
-CHECKED = ["bilm_keras", "bin", "tests", "bench", "examples",
+CHECKED = ["bilm_keras", "bin", "tests", "bench", "examples", "fuzz",
            "usage_character.py", "usage_token.py", "usage_cached.py"]
 
 

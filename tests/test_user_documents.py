@@ -25,6 +25,10 @@ from helpers import REPO_ROOT
 PROCESS_DOCUMENTS = ("README.md", "CONTRIBUTING.md", "bench/README.md",
                      "bench/RESULTS.md", "docs/*.md")
 FIGURE_DOCUMENTS = ("README.md", "docs/*.md")
+# docs/security.md's sizes and times are the readers' limits and what
+# hostile files claim, not measurements of a machine; its campaign's
+# counts name their machine and date all the same.
+NOT_FIGURE_DOCUMENTS = ("docs/security.md",)
 
 PROCESS_WORDS = re.compile(
     r"""(?ix)
@@ -176,7 +180,8 @@ def test_guide_words_found():
 
 
 @pytest.mark.parametrize(
-    "path", _documents(FIGURE_DOCUMENTS),
+    "path", [path for path in _documents(FIGURE_DOCUMENTS)
+             if path not in _documents(NOT_FIGURE_DOCUMENTS)],
     ids=lambda path: path.relative_to(REPO_ROOT).as_posix())
 def test_every_figure_names_its_machine_and_date(path):
     problems = figures_without_place_or_date(path.read_text("utf-8"))

@@ -31,6 +31,19 @@ class VocabularyError(ValueError):
     """A vocabulary file that cannot be used as asked."""
 
 
+def _utf8_error(filename: str) -> str:
+    """The message for a file that is not UTF-8: its first bad line."""
+    with open(filename, "rb") as f:
+        for number, raw in enumerate(f, 1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                return (f"{filename}: line {number}: expected UTF-8 text, "
+                        f"found byte {raw[e.start:e.start + 1]!r} at "
+                        f"column {e.start + 1} ({e.reason})")
+    return f"{filename}: expected UTF-8 text"
+
+
 class Vocabulary:
     """Token <-> id mapping read from a file with one token per line.
 
@@ -74,19 +87,25 @@ class Vocabulary:
                 f"{filename}: vocabulary file not found"
             ) from None
         with f:
-            for line in f:
-                word = line.strip()
-                if word == "!!!MAXTERMID":
-                    continue
-                idx = len(self._id_to_word)
-                if word == BOS_TOKEN:
-                    self._bos = idx
-                elif word == EOS_TOKEN:
-                    self._eos = idx
-                elif word == UNK_TOKEN:
-                    self._unk = idx
-                self._id_to_word.append(word)
-                self._word_to_id[word] = idx
+            try:
+                self._read_lines(f)
+            except UnicodeDecodeError:
+                raise VocabularyError(_utf8_error(filename)) from None
+
+    def _read_lines(self, f) -> None:
+        for line in f:
+            word = line.strip()
+            if word == "!!!MAXTERMID":
+                continue
+            idx = len(self._id_to_word)
+            if word == BOS_TOKEN:
+                self._bos = idx
+            elif word == EOS_TOKEN:
+                self._eos = idx
+            elif word == UNK_TOKEN:
+                self._unk = idx
+            self._id_to_word.append(word)
+            self._word_to_id[word] = idx
 
     @property
     def bos(self) -> int:

@@ -16,6 +16,7 @@ from bilm_keras.layers.precision import dtype_policy, set_precision
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import (
+    check_options_fit,
     load_bilm_tf_hdf5,
     token_table_rows,
 )
@@ -65,6 +66,9 @@ def load_backbone(
                 "(write one with dump_token_embeddings)"
             )
         n_tokens_vocab = token_table_rows(embedding_weight_file)
+    # the options' sizes against the file's shapes, before any variable
+    check_options_fit(options, weight_file,
+                      use_character_inputs=use_character_inputs)
     backbone = BiLMBackbone.from_options(
         options,
         use_character_inputs=use_character_inputs,

@@ -10,6 +10,11 @@ Tar members are also extracted with ``tarfile``'s ``filter="data"`` where
 Python has it (3.10.12+, 3.11.4+, 3.12+), as a second guard; zip members
 are checked and written here, one by one.
 
+An archive whose members expand to more than :data:`MAX_EXPANSION` times
+its own size (plus a megabyte) is refused before the member that crosses
+the bound is written: a bomb, not a model (released weights compress by
+a few percent, a vocabulary three or four times).
+
 Extraction goes into a folder the caller creates under the cache's
 ``tmp/``; the caller renames what it builds from it into place.
 """
@@ -29,6 +34,9 @@ from bilm_keras.pretrained.errors import PretrainedModelError
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2",
                     ".tar.xz", ".tar")
 
+
+#: what the members may expand to, in times the archive's size (+ 1 MiB)
+MAX_EXPANSION = 100
 
 #: the first bytes of what is an archive, or the compressed stream of one
 _MAGIC = ((b"PK", "zip file"), (b"BZh", "bzip2 file"),
@@ -64,6 +72,15 @@ def _target(outdir: str, parts: list) -> str:
     return target
 
 
+def _expansion_check(label: str, archive: str, member: str,
+                     total: int) -> None:
+    bound = MAX_EXPANSION * os.path.getsize(archive) + (1 << 20)
+    if total > bound:
+        raise _refuse(label, member, f"the members expand to {total} bytes "
+                      f"or more, over {MAX_EXPANSION} times the archive's "
+                      "size: a bomb")
+
+
 def _zip_kind(info: zipfile.ZipInfo) -> str:
     # Unix zips keep st_mode in the high 16 bits; many writers (Python's
     # writestr among them) set permission bits only: no type, a file
@@ -78,13 +95,16 @@ def _zip_kind(info: zipfile.ZipInfo) -> str:
 def _extract_zip(archive: str, outdir: str, label: str) -> None:
     with zipfile.ZipFile(archive) as zf:
         infos = zf.infolist()
-        checked = []
+        checked, total = [], 0
         for info in infos:  # every name first: nothing written if refused
             parts = _check_name(label, info.filename)
             kind = _zip_kind(info)
             if kind:
                 raise _refuse(label, info.filename, kind)
             checked.append((info, parts))
+            # a member yields at most its declared size (zipfile's rule)
+            total += info.file_size
+            _expansion_check(label, archive, info.filename, total)
         for info, parts in checked:
             if not parts:
                 continue
@@ -92,8 +112,13 @@ def _extract_zip(archive: str, outdir: str, label: str) -> None:
             if info.is_dir():
                 os.makedirs(target, exist_ok=True)
                 continue
+            try:
+                src = zf.open(info)
+            except OSError as e:  # an offset past what a file can seek
+                raise _refuse(label, info.filename,
+                              f"unreadable: {e}") from None
             os.makedirs(os.path.dirname(target), exist_ok=True)
-            with zf.open(info) as src, open(target, "wb") as dst:
+            with src, open(target, "wb") as dst:
                 shutil.copyfileobj(src, dst, 1 << 20)
 
 
@@ -115,12 +140,15 @@ def _extract_tar(archive: str, outdir: str, label: str) -> None:
     # one pass (a .tar.bz2 is slow to decompress): each member is checked
     # before it is written; a refusal midway leaves what was written in the
     # caller's temporary folder, which the caller removes
+    total = 0
     with tarfile.open(archive, "r:*") as tf:
         for member in tf:
             parts = _check_name(label, member.name)
             kind = _tar_kind(member)
             if kind:
                 raise _refuse(label, member.name, kind)
+            total += member.size
+            _expansion_check(label, archive, member.name, total)
             if not parts:
                 continue
             _target(outdir, parts)
@@ -164,7 +192,10 @@ def extract_archive(archive: str, outdir: str, *,
     except PretrainedModelError:
         raise
     except (tarfile.TarError, zipfile.BadZipFile, zlib.error, EOFError,
-            RuntimeError, NotImplementedError, ValueError) as e:
+            RuntimeError, NotImplementedError, ValueError, OSError) as e:
+        if isinstance(e, OSError) and e.errno is not None:
+            raise  # the disk's, not the archive's (gzip's and bz2's
+            # damaged streams raise OSError without an errno)
         raise PretrainedModelError(
             f"{label}: cannot read the archive ({type(e).__name__}: {e})"
         ) from None

@@ -30,6 +30,7 @@ from typing import Optional
 
 import numpy as np
 
+from bilm_keras._utils.problem_list import problem_list
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.language_model import LanguageModel
@@ -47,9 +48,11 @@ from bilm_keras.weights.bilm_tf_checkpoint import (
     CheckpointFileError,
     SaveDirCheckpoint,
     assign_bilm_tf_checkpoint,
+    checkpoint_name,
     read_bilm_tf_checkpoint,
     save_bilm_tf_dump,
 )
+from bilm_keras.weights.bilm_tf_hdf5 import options_misfits
 from bilm_keras.weights.bilm_tf_names import (
     ADAGRAD_SUFFIX,
     LM_SCOPE,
@@ -83,6 +86,30 @@ def _locate_bilm_tf(save_dir: str, located: Optional[SaveDirCheckpoint]):
             f"{found.path}: a bilm_keras checkpoint, not bilm-tf's (read it "
             "with load_trained_model)")
     return found
+
+
+def _check_options_fit(options: BiLMOptions, options_file: str,
+                       found: SaveDirCheckpoint, *,
+                       softmax: bool = False) -> None:
+    """Refuses options that ask for more than the checkpoint holds, before
+    a variable is made (``"dim": 10000000`` would build gigabytes first)."""
+    problems = []
+    for misfit in options_misfits(options, lambda path: found.shapes.get(
+            checkpoint_name(path, found.generation))):
+        name = checkpoint_name(misfit.path, found.generation)
+        has = "no such variable" if misfit.found is None else misfit.found
+        problems.append(f"{name}: options give shape {misfit.expected}, "
+                        f"checkpoint has {has} ({misfit.field})")
+    rows = found.shapes.get(SOFTMAX_W, (None,))[0]
+    if (softmax and not options.share_embedding_softmax and rows is not None
+            and (options.n_tokens_vocab or 0) > rows):
+        problems.append(f"{SOFTMAX_W}: options give {options.n_tokens_vocab} "
+                        f"rows (n_tokens_vocab), checkpoint has "
+                        f"{found.shapes[SOFTMAX_W]}")
+    if problems:
+        raise CheckpointFileError(
+            f"{options_file} does not fit bilm-tf checkpoint {found.path}: "
+            + problem_list(problems))
 
 
 def _require_softmax(found: SaveDirCheckpoint, shared: bool,
@@ -137,6 +164,7 @@ def load_bilm_tf_language_model(
         options = BiLMOptions.from_json(options_file)
     found = _locate_bilm_tf(save_dir, located)
     _require_softmax(found, options.share_embedding_softmax, purpose)
+    _check_options_fit(options, options_file, found, softmax=True)
     lm = LanguageModel.from_options(options, training=training,
                                     **model_kwargs)
     with placeholder_weights():  # every variable is assigned below
@@ -173,6 +201,7 @@ def dump_bilm_tf_checkpoint(save_dir: str | os.PathLike,
     if located is None:
         located = locate_run_checkpoint(save_dir, fallback=False)
     found = _locate_bilm_tf(save_dir, located)
+    _check_options_fit(options, options_file, found)
     backbone = BiLMBackbone.from_options(options, name="bilm")
     with placeholder_weights():  # only the table's shapes are needed
         backbone.build_all()

@@ -35,8 +35,9 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_hdf5
-from bilm_keras._utils.problem_list import name_list
+from bilm_keras._utils.problem_list import name_list, problem_list
 from bilm_keras.layers.initialization import placeholder_weights
+from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.bilm_tf_names import (
     CHAR_EMBED,
     LSTM_BIAS,
@@ -164,13 +165,158 @@ def hdf5_shape(row: WeightRow) -> tuple:
     return tuple(row.to_hdf5(view).shape)
 
 
+@dataclasses.dataclass(frozen=True)
+class Misfit:
+    """A dataset the options ask for more of than the weights hold."""
+
+    #: the dataset's path in the HDF5 layout
+    path: str
+    #: its shape as the options give it
+    expected: tuple
+    #: its shape in the weights, or None: no such dataset
+    found: Optional[tuple]
+    #: the option that asks for it (``"lstm.dim is 10000000"``)
+    field: str
+
+    def hdf5_problem(self) -> str:
+        if self.found is None:
+            return (f"missing dataset '{self.path}' (expected shape "
+                    f"{self.expected}), which {self.field} asks for")
+        return (f"dataset '{self.path}' has shape {self.found}, expected "
+                f"{self.expected} ({self.field})")
+
+
+def options_misfits(options: BiLMOptions,
+                    shape_of: Callable[[str], Optional[tuple]], *,
+                    use_character_inputs: bool = True) -> List[Misfit]:
+    """The datasets ``options`` ask for more of than a weight file holds,
+    found before a variable is made. Options with a size the file does not
+    hold would otherwise build variables of that size first (gigabytes,
+    for ``"dim": 10000000``) before the table's check refuses them; a
+    smaller size is left to that check.
+
+    Args:
+        options: the options a model is about to be built from.
+        shape_of: callable. A dataset's path in the HDF5 layout -> its
+            shape, or None where the weights have no such dataset.
+        use_character_inputs: whether the char-CNN part is built.
+
+    Returns:
+        The misfits, the first layer's only for the LSTMs and the first
+        missing highway's only (empty: nothing asks for more).
+    """
+    misfits = []
+
+    def want(path: str, expected: tuple, field: str, axes=None) -> bool:
+        # axes: those the options set (default all); the rest as found
+        found = shape_of(path)
+        if found is not None:
+            found = tuple(found)
+            axes = range(len(expected)) if axes is None else axes
+            if len(found) == len(expected):
+                expected = tuple(expected[i] if i in axes else found[i]
+                                 for i in range(len(found)))
+            if len(found) == len(expected) and all(
+                    expected[i] <= found[i] for i in axes):
+                return True
+        misfits.append(Misfit(path, tuple(expected), found, field))
+        return False
+
+    cnn, lstm = options.char_cnn, options.lstm
+    if use_character_inputs and cnn is not None:
+        dim = cnn.char_embedding_dim
+        want(CHAR_EMBED, (0, dim), f"char_cnn.embedding.dim {dim}", (1,))
+        for i, (width, num) in enumerate(cnn.filters):
+            want(conv_kernel(i), (1, width, dim, num),
+                 f"char_cnn.filters[{i}] {[width, num]}", (1, 3))
+        for i in range(cnn.n_highway):
+            if not want(highway_kernel(i, "carry"),
+                        (cnn.n_filters, cnn.n_filters),
+                        f"char_cnn.n_highway {cnn.n_highway} (with "
+                        f"{cnn.n_filters} filters)"):
+                break
+        words = options.manylangs
+        if words is not None and words.word_embedding_dim:
+            want(WORD_EMBED, (words.n_words, words.word_embedding_dim),
+                 f"elmoformanylangs.n_words {words.n_words} and "
+                 f"word_embedding_dim {words.word_embedding_dim}")
+    # each cell reads [x ; h]: x and h are projection_dim wide, h is dim
+    # wide where the cells do not project (LSTMStack's rule)
+    projects = lstm.projection_dim < lstm.dim
+    inputs = lstm.projection_dim + (lstm.projection_dim if projects
+                                    else lstm.dim)
+    for layer in range(lstm.n_layers):
+        prefix = lstm_hdf5_prefix(0, layer)
+        fits = want(f"{prefix}/{LSTM_KERNEL}", (inputs, 4 * lstm.dim),
+                    f"lstm.dim {lstm.dim} and n_layers {lstm.n_layers}",
+                    (1,))
+        if fits and projects:
+            fits = want(f"{prefix}/{LSTM_PROJECTION}",
+                        (lstm.dim, lstm.projection_dim),
+                        f"lstm.projection_dim {lstm.projection_dim}")
+        if not fits:  # the first layer that does not fit says it
+            break
+    return misfits
+
+
+def check_options_fit(options: BiLMOptions, weight_file: str | os.PathLike,
+                      *, use_character_inputs: bool = True) -> None:
+    """Refuses options that ask for more than ``weight_file`` holds, before
+    anything is built (:func:`options_misfits`).
+
+    Raises:
+        WeightFileError: the file is missing or not HDF5, or the options
+            ask for a dataset it lacks or a size beyond its shape (the
+            dataset, both shapes and the option named).
+    """
+    name = os.fspath(weight_file)
+    with _open_hdf5(name) as fin:
+        def shape_of(path):
+            found = _dataset(fin, path)
+            return None if found is None else found.shape
+
+        misfits = options_misfits(options, shape_of,
+                                  use_character_inputs=use_character_inputs)
+    if misfits:
+        raise WeightFileError(f"{name}: " + problem_list(
+            [m.hdf5_problem() for m in misfits]))
+
+
+def _open_hdf5(name: str) -> h5py.File:
+    """``h5py.File(name, "r")``, or one line saying why it cannot be read."""
+    if not os.path.exists(name):
+        raise WeightFileError(f"{name}: weight file not found")
+    try:
+        return h5py.File(name, "r")
+    except OSError as e:
+        found = str(e).strip().splitlines()[0] if str(e).strip() else ""
+        raise WeightFileError(f"{name}: expected an HDF5 weight file, found "
+                              f"a file h5py cannot read ({found})") from None
+
+
 #: the dataset that tells a char-CNN file from a token-input one
 _INPUT_KIND = {CHAR_EMBED: "a char-CNN", TOKEN_EMBEDDING: "a token-input"}
 
 
+def _dataset(fin: h5py.File, path: str) -> Optional[h5py.Dataset]:
+    """The dataset at ``path``, or None: absent, not a dataset, behind a
+    link that loops, or behind an external link (a weight file's datasets
+    are its own: a link to another file is not followed)."""
+    parts = path.split("/")
+    try:
+        for i in range(1, len(parts) + 1):
+            link = fin.get("/".join(parts[:i]), getlink=True)
+            if link is None or isinstance(link, h5py.ExternalLink):
+                return None
+        found = fin.get(path)
+    except (KeyError, RuntimeError, OSError, ValueError):
+        return None
+    return found if isinstance(found, h5py.Dataset) else None
+
+
 def _checked_dataset(fin, path_name: str, row: WeightRow) -> h5py.Dataset:
     expected = hdf5_shape(row)
-    ds = fin.get(row.hdf5_path)
+    ds = _dataset(fin, row.hdf5_path)
     if not isinstance(ds, h5py.Dataset):
         hint = ""
         other = [k for k in _INPUT_KIND if k != row.hdf5_path]
@@ -189,6 +335,10 @@ def _checked_dataset(fin, path_name: str, row: WeightRow) -> h5py.Dataset:
             f"{path_name}: dataset '{row.hdf5_path}' has shape "
             f"{tuple(ds.shape)}, expected {expected}"
         )
+    if ds.dtype.kind not in "fiu":  # what reads into float32
+        raise WeightFileError(
+            f"{path_name}: dataset '{row.hdf5_path}' has dtype {ds.dtype}, "
+            "expected floating-point numbers")
     return ds
 
 
@@ -302,9 +452,7 @@ def load_bilm_tf_hdf5(
     handles = {}
     try:
         for key, name in files.items():
-            if not os.path.exists(name):
-                raise WeightFileError(f"{name}: weight file not found")
-            handles[key] = h5py.File(name, "r")
+            handles[key] = _open_hdf5(name)
         keys = [
             "embedding"
             if row.hdf5_path == TOKEN_EMBEDDING and "embedding" in handles
@@ -328,7 +476,13 @@ def load_bilm_tf_hdf5(
                     "layers, highways or directions than the file)"
                 )
         for row, key in zip(rows, keys):
-            _assign_from_dataset(handles[key][row.hdf5_path], row)
+            try:
+                _assign_from_dataset(handles[key][row.hdf5_path], row)
+            except OSError as e:  # a damaged chunk, a filter h5py lacks
+                text = str(e).strip().splitlines()
+                raise WeightFileError(
+                    f"{files[key]}: dataset '{row.hdf5_path}' cannot be read "
+                    f"({text[0] if text else type(e).__name__})") from None
     finally:
         for h in handles.values():
             h.close()

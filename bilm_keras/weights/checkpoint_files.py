@@ -246,7 +246,7 @@ def _state_file_paths(save_dir: str, state_file: str) -> List[str]:
              else others).append(path.decode("utf-8", "replace"))
     paths = []
     for path in latest + others:
-        if not path:
+        if not path or "\0" in path:  # no file system holds a NUL
             continue
         if not os.path.isabs(path):
             path = os.path.join(save_dir, path)

@@ -293,6 +293,18 @@ def convert_state_dicts(
         ManyLangsWeightError: a missing or extra key, or a wrong shape.
     """
     sources = dict(sources or {})
+    # the config's counts say how many keys each file holds at least: more
+    # than a file has is refused before the keys are listed (a count of
+    # 10**31 would list them until memory runs out)
+    wanted = {ENCODER_PKL: 4 * len(DIRECTIONS) * sizes.n_layers,
+              TOKEN_EMBEDDER_PKL: 2 * (sizes.n_highway + len(sizes.filters))}
+    for pkl_file, count in wanted.items():
+        if count > len(state_dicts[pkl_file]):
+            raise ManyLangsWeightError(
+                f"{sources.get(pkl_file, pkl_file)}: expected at least "
+                f"{count} keys for the config's n_layers {sizes.n_layers}, "
+                f"n_highway {sizes.n_highway} and {len(sizes.filters)} "
+                f"filters, found {len(state_dicts[pkl_file])}")
     for pkl_file, expected in expected_state_dicts(sizes).items():
         state = state_dicts[pkl_file]
         check_state_dict(sources.get(pkl_file, pkl_file),

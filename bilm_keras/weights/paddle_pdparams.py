@@ -37,14 +37,16 @@ what was found.
 from __future__ import annotations
 
 import collections
+import math
 import os
 import pickle
+import reprlib
 from typing import Any
 
 import numpy as np
 
 from bilm_keras.weights.restricted_pickle import (
-    CallableGlobal, NamedGlobal, Refused)
+    BoundedFile, CallableGlobal, NamedGlobal, Refused, RestrictedUnpickler)
 
 #: the key ``paddle.save`` adds to a state dict: structured name -> the
 #: parameter's internal name
@@ -54,6 +56,12 @@ BIG_PARAM_KEY = "UnpackBigParamInfor@@"
 
 #: numpy dtype kinds an array may have (bool, int, uint, float)
 _NUMERIC_KINDS = "biuf"
+
+
+#: a value of the file in a message: nested containers cut short
+_repr = reprlib.Repr()
+_repr.maxlevel, _repr.maxstring, _repr.maxother = 3, 60, 60
+_short = _repr.repr
 
 
 class PdparamsError(ValueError):
@@ -79,7 +87,7 @@ class _DType:
         if (not isinstance(state, tuple) or len(state) < 5
                 or state[1] not in ("<", ">", "|", "=")
                 or any(s is not None for s in state[2:5])):
-            raise Refused(f"a dtype {self.name!r} with state {state!r} "
+            raise Refused(f"a dtype {self.name!r} with state {_short(state)} "
                            "(expected a plain numeric dtype)")
         self.byte_order = state[1]
 
@@ -97,7 +105,7 @@ def _dtype(name, align=False, copy=True) -> _DType:
     except TypeError:
         ok = False
     if not ok:
-        raise Refused(f"a dtype {name!r} (expected a numeric one)")
+        raise Refused(f"a dtype {_short(name)} (expected a numeric one)")
     return _DType(name)
 
 
@@ -119,14 +127,14 @@ class _Array:
         if not (isinstance(shape, tuple) and all(
                 isinstance(n, int) and not isinstance(n, bool) and n >= 0
                 for n in shape)):
-            raise Refused(f"an array shape {shape!r}")
+            raise Refused(f"an array shape {_short(shape)}")
         if not isinstance(dtype, _DType):
             raise Refused(f"an array dtype {dtype!r}")
         if not isinstance(data, (bytes, bytearray)):
             raise Refused(f"array data of {type(data).__name__} (expected "
                            "raw bytes)")
         dtype = dtype.numpy()
-        size = int(np.prod(shape, dtype=np.int64))
+        size = math.prod(shape)  # Python ints: a huge shape cannot wrap
         if len(data) != size * dtype.itemsize:
             raise Refused(f"an array of shape {shape} {dtype} in "
                            f"{len(data)} bytes (expected "
@@ -167,7 +175,7 @@ NUMPY_ARRAY_GLOBALS = {key: found for key, found in _ALLOWED.items()
 PickledArray = _Array
 
 
-class _Unpickler(pickle.Unpickler):
+class _Unpickler(RestrictedUnpickler):
     def find_class(self, module, name):
         try:
             return _ALLOWED[(module, name)]
@@ -177,7 +185,7 @@ class _Unpickler(pickle.Unpickler):
                            "never code)") from None
 
     def persistent_load(self, pid):
-        raise Refused(f"a persistent id {pid!r}")
+        raise Refused(f"a persistent id {_short(pid)}")
 
 
 def _plain(value, where: str):
@@ -188,7 +196,7 @@ def _plain(value, where: str):
             raise Refused(f"{where}: an array without its state")
         return value.array
     if isinstance(value, dict):
-        return {k: _plain(v, f"{where}[{k!r}]") for k, v in value.items()}
+        return {k: _plain(v, f"{where}[{_short(k)}]") for k, v in value.items()}
     if isinstance(value, (tuple, list)):
         return type(value)(_plain(v, where) for v in value)
     if value is None or isinstance(value, (str, bytes, int, float, bool)):
@@ -216,10 +224,17 @@ def read_pdparams(path: str | os.PathLike) -> dict[str, Any]:
     # beside the arrays made of them
     with f:
         try:
-            value = _plain(_Unpickler(f).load(), "the dict")
+            size = os.fstat(f.fileno()).st_size
+            value = _plain(_Unpickler(BoundedFile(f, size)).load(),
+                           "the dict")
         except Refused as e:
             raise PdparamsError(f"{path}: expected a state dict of numpy "
                                 f"arrays, found {e}") from None
+        except RecursionError:
+            raise PdparamsError(
+                f"{path}: expected a state dict of numpy arrays, found "
+                "containers nested deeper than Python's recursion limit, "
+                "or holding themselves") from None
         except (pickle.UnpicklingError, EOFError, ValueError, TypeError,
                 AttributeError, IndexError, KeyError, MemoryError,
                 UnicodeDecodeError) as e:

@@ -14,6 +14,7 @@ change how later files are read.
 
 from __future__ import annotations
 
+import pickle
 from typing import Callable
 
 
@@ -58,3 +59,48 @@ class CallableGlobal:
 
     def __repr__(self):
         return self.qualname
+
+
+class BoundedFile:
+    """A binary file an unpickler reads, refusing a read of more bytes than
+    the file has left: an opcode or frame that claims gigabytes is refused
+    before a buffer of that size is allocated, as a file cut short
+    (``EOFError``)."""
+
+    def __init__(self, file, size: int):
+        self._file = file
+        self._size = size
+
+    def _check(self, n: int) -> None:
+        left = self._size - self._file.tell()
+        if n > left:
+            raise EOFError(f"an opcode claiming {n} bytes at byte "
+                           f"{self._file.tell()}, where {left} are left")
+
+    def read(self, n: int = -1) -> bytes:
+        if n is not None and n >= 0:
+            self._check(n)
+        return self._file.read(n)
+
+    def readinto(self, buffer) -> int:
+        self._check(memoryview(buffer).nbytes)
+        return self._file.readinto(buffer)
+
+    def readline(self) -> bytes:
+        return self._file.readline()
+
+
+def _refuse_bytearray8(unpickler) -> None:
+    raise Refused("a BYTEARRAY8 (an out-of-band buffer: neither torch's nor "
+                  "Paddle's files hold one)")
+
+
+class RestrictedUnpickler(pickle._Unpickler):
+    """pickle's Python unpickler, the base of each reader's: the C one
+    grows its memo to the largest index a PUT names and zeroes it, so a
+    few bytes asking for index 2**28 allocate 4 GiB (the Python one keeps a
+    dict); its BYTEARRAY8, which allocates the length it reads before
+    reading, is refused."""
+
+    dispatch = dict(pickle._Unpickler.dispatch)
+    dispatch[pickle.BYTEARRAY8[0]] = _refuse_bytearray8

@@ -52,6 +52,7 @@ import io
 import mmap
 import os
 import pickle
+import reprlib
 import struct
 import zipfile
 from typing import Any, BinaryIO, Dict, Optional, Tuple
@@ -61,7 +62,7 @@ import numpy as np
 from bilm_keras.weights.paddle_pdparams import (
     NUMPY_ARRAY_GLOBALS, PickledArray)
 from bilm_keras.weights.restricted_pickle import (
-    CallableGlobal, NamedGlobal, Refused)
+    BoundedFile, CallableGlobal, NamedGlobal, Refused, RestrictedUnpickler)
 
 #: the first pickle of a legacy file (torch.serialization.MAGIC_NUMBER)
 MAGIC_NUMBER = 0x1950A86A20F9469CFC6C
@@ -99,6 +100,13 @@ TORCH_DTYPES = {
     "complex128": "<c16",
     "complex64": "<c8",
 }
+
+
+#: a value of the file in a message: nested containers cut short (their
+#: repr could recurse past Python's limit, or run to megabytes)
+_repr = reprlib.Repr()
+_repr.maxlevel, _repr.maxstring, _repr.maxother = 3, 60, 60
+_short = _repr.repr
 
 
 class TorchPickleError(ValueError):
@@ -160,7 +168,7 @@ def _int_tuple(value, what: str) -> Tuple[int, ...]:
     if not isinstance(value, (tuple, list)) or not all(
             isinstance(v, int) and not isinstance(v, bool) and v >= 0
             for v in value):
-        raise Refused(f"a tensor {what} {value!r} (expected a tuple of "
+        raise Refused(f"a tensor {what} {_short(value)} (expected a tuple of "
                        "integers >= 0)")
     return tuple(value)
 
@@ -173,7 +181,7 @@ def _rebuild_tensor(storage, storage_offset, size, stride,
         raise Refused(f"a tensor over {type(storage).__name__} (expected a "
                        "storage)")
     if not isinstance(storage_offset, int) or storage_offset < 0:
-        raise Refused(f"a tensor storage offset {storage_offset!r}")
+        raise Refused(f"a tensor storage offset {_short(storage_offset)}")
     size = _int_tuple(size, "size")
     stride = _int_tuple(stride, "stride")
     if len(size) != len(stride):
@@ -181,7 +189,7 @@ def _rebuild_tensor(storage, storage_offset, size, stride,
     if dtype is None:
         dtype = storage.dtype
     elif not (isinstance(dtype, _Marker) and dtype.dtype is not None):
-        raise Refused(f"a tensor dtype {dtype!r}")
+        raise Refused(f"a tensor dtype {_short(dtype)}")
     else:
         dtype = dtype.dtype
     if all(size):  # an empty tensor reads nothing
@@ -197,7 +205,7 @@ def _rebuild_tensor(storage, storage_offset, size, stride,
 def _check_metadata(metadata) -> None:
     # conj / neg bits: the stored values are not the tensor's values
     if metadata and any(metadata.values()):
-        raise Refused(f"a tensor with metadata {metadata!r} (conj/neg "
+        raise Refused(f"a tensor with metadata {_short(metadata)} (conj/neg "
                        "views are not supported)")
 
 
@@ -278,7 +286,17 @@ _ALLOWED = _allowed_globals()
 
 
 # ------------------------------------------------------------ the unpickler
-class _Unpickler(pickle.Unpickler):
+def _bounded(file: BinaryIO) -> BoundedFile:
+    """``file`` as read up to its end (a legacy file or a zip's data.pkl
+    read into memory)."""
+    position = file.tell()
+    end = file.seek(0, os.SEEK_END)
+    file.seek(position)
+    return BoundedFile(file, end)
+
+
+
+class _Unpickler(RestrictedUnpickler):
     """``pickle.Unpickler`` that resolves globals from :data:`_ALLOWED` only
     and turns storage persistent ids into :class:`_Storage` records."""
 
@@ -296,7 +314,7 @@ class _Unpickler(pickle.Unpickler):
 
     def persistent_load(self, pid):
         if not self._storages:
-            raise Refused(f"persistent id {pid!r} outside the object")
+            raise Refused(f"persistent id {_short(pid)} outside the object")
         return self._reader.storage(pid)
 
 
@@ -312,6 +330,8 @@ class _Reader:
         self.buffers: Dict[str, np.ndarray] = {}
 
     def fail(self, message: str) -> TorchPickleError:
+        # a record's name comes from the file: its line breaks escaped
+        message = message.replace("\r", "\\r").replace("\n", "\\n")
         return TorchPickleError(f"{self.path}: {message}")
 
     # -- persistent ids
@@ -322,7 +342,7 @@ class _Reader:
             if isinstance(pid, tuple) and pid and pid[0] == "module":
                 raise Refused("a pickled torch.nn.Module (torch.save(model)"
                                "; save model.state_dict() instead)")
-            raise Refused(f"persistent id {pid!r} (expected a {n}-tuple "
+            raise Refused(f"persistent id {_short(pid)} (expected a {n}-tuple "
                            "('storage', ...))")
         storage_type, key, location, numel = pid[1:5]
         if not (isinstance(storage_type, _Marker)
@@ -330,7 +350,7 @@ class _Reader:
             raise Refused(f"storage type {storage_type!r}")
         if not (isinstance(key, str) and isinstance(location, str)
                 and isinstance(numel, int) and numel >= 0):
-            raise Refused(f"storage id {pid!r}")
+            raise Refused(f"storage id {_short(pid)}")
         dtype = storage_type.dtype
         if storage_type.qualname.endswith("UntypedStorage"):
             dtype = np.dtype("u1")  # numel counts bytes
@@ -346,14 +366,14 @@ class _Reader:
                 and all(isinstance(v, int) for v in view[1:])
                 and 0 <= view[1] and 0 <= view[2]
                 and view[1] + view[2] <= numel):
-            raise Refused(f"storage view {view!r} of {numel} elements")
+            raise Refused(f"storage view {_short(view)} of {numel} elements")
         return _Storage(key, dtype, view[1] * dtype.itemsize,
                         view[2] * dtype.itemsize)
 
     # -- pickles
     def unpickle(self, file: BinaryIO, what: str, storages: bool = False):
         try:
-            return _Unpickler(file, self, storages).load()
+            return _Unpickler(_bounded(file), self, storages).load()
         except Refused as e:
             raise self.fail(
                 f"refused {e} in {what}: a PyTorch state dict holds tensors "
@@ -400,7 +420,7 @@ class _Reader:
                 if isinstance(key, (_Tensor, _Storage, _Marker,
                                     CallableGlobal)):
                     raise self.fail("expected dict keys of plain values, "
-                                    f"found {key!r} as a key")
+                                    f"found {_short(key)} as a key")
                 result[key] = self._walk(value, on_tensor, done)
             return result
         if isinstance(obj, list):
@@ -482,7 +502,7 @@ def _load_legacy(reader: _Reader, f: BinaryIO, size: int):
     version = reader.unpickle(f, "torch's format version")
     if version != PROTOCOL_VERSION:
         raise reader.fail(f"expected torch's legacy format version "
-                          f"{PROTOCOL_VERSION}, found {version!r}")
+                          f"{PROTOCOL_VERSION}, found {_short(version)}")
     reader.unpickle(f, "torch's system info")  # type sizes: not needed
     obj = reader.unpickle(f, "the saved object", storages=True)
     keys = reader.unpickle(f, "the list of storage keys")
@@ -490,7 +510,7 @@ def _load_legacy(reader: _Reader, f: BinaryIO, size: int):
             and sorted(keys) == sorted(reader.roots)):
         raise reader.fail(f"expected the storage keys "
                           f"{sorted(reader.roots)} after the object, found "
-                          f"{keys!r}"[:300])
+                          f"{_short(keys)}")
     for key in keys:
         dtype, numel = reader.roots[key]
         start = f.tell()
@@ -520,6 +540,16 @@ def _load_zip(reader: _Reader, f: BinaryIO):
     try:
         archive = zipfile.ZipFile(f)
         names = archive.namelist()
+        size = f.seek(0, os.SEEK_END)
+        for info in archive.infolist():
+            # torch stores records uncompressed: none holds more than the
+            # file, and reading one allocates what its header claims
+            claimed = max(info.compress_size, info.file_size)
+            if info.header_offset + claimed > size:
+                raise reader.fail(f"{info.filename}: expected a record "
+                                  f"inside the file's {size} bytes, found "
+                                  f"one claiming {claimed} bytes at byte "
+                                  f"{info.header_offset}")
         # torch's rule: the first record's folder names the archive
         folder = names[0].split("/", 1)[0] if names else ""
         if f"{folder}/constants.pkl" in names:
@@ -554,7 +584,9 @@ def _load_zip(reader: _Reader, f: BinaryIO):
             _mark_big_endian(obj)
         return obj
     except (zipfile.BadZipFile, zipfile.LargeZipFile, EOFError,
-            NotImplementedError) as e:
+            NotImplementedError, OSError, UnicodeDecodeError) as e:
+        # OSError: a seek before the file's start, where a record's offset
+        # points; UnicodeDecodeError: a name flagged UTF-8 that is not
         raise reader.fail(f"expected a torch zip archive (torch >= 1.6), "
                           f"found a damaged or truncated one "
                           f"({type(e).__name__}: {e})") from None
@@ -639,7 +671,7 @@ def read_torch_state_dict(path: str | os.PathLike) -> Dict[str, np.ndarray]:
     for key, value in obj.items():
         if not isinstance(value, np.ndarray):
             raise TorchPickleError(
-                f"{path}: key {key!r}: expected a tensor, found "
+                f"{path}: key {_short(key)}: expected a tensor, found "
                 f"{type(value).__name__}")
         state[key] = value
     return state
