@@ -57,18 +57,18 @@ class BidirectionalLanguageModel:
     """A pretrained biLM loaded from bilm-tf files, ready to embed.
 
     Args:
-        options_file: bilm-tf ``options.json``.
-        weight_file: bilm-tf ``lm_weights.hdf5``.
-        use_character_inputs: char ids (True) or token ids (False) in.
-        embedding_weight_file: for token input, the HDF5 file of
-            :func:`~bilm_keras.dump_token_embeddings` (dataset
-            ``embedding``).
-        stateful: False (default): every call starts from zero states, so a
-            sentence always gets the same vectors. True: bilm-tf's behaviour,
-            where row ``k``'s final LSTM states start row ``k`` of the next
-            call and rows past the batch keep theirs.
-        max_batch_size: rows of the stateful state buffers.
-        precision: what the products compute in, see
+        options_file: path. bilm-tf's ``options.json``.
+        weight_file: path. bilm-tf's ``lm_weights.hdf5``.
+        use_character_inputs: bool. True takes char ids, False token ids.
+        embedding_weight_file: path or None. For token input, the HDF5
+            file of :func:`~bilm_keras.dump_token_embeddings`, with the
+            dataset ``embedding``.
+        stateful: bool. False, the default: every call starts from zero
+            states, so a sentence always gets the same vectors. True:
+            bilm-tf's behaviour, where row ``k``'s final LSTM states start
+            row ``k`` of the next call and rows past the batch keep theirs.
+        max_batch_size: int. Rows of the stateful state buffers.
+        precision: str. What the products compute in, see
             :mod:`~bilm_keras.layers.precision`. ``"float32"`` is the
             default, exact as bilm-tf. ``"bfloat16"`` runs at 2.4-2.6x
             float32's speed on an AMX Xeon, with per-token cosine to
@@ -173,27 +173,30 @@ class BidirectionalLanguageModel:
         from the cache with no network access.
 
         Args:
-            spec: a registry name, an http(s) URL of an archive, a local
-                archive or a model directory. ``bilm-keras models`` lists
-                the names, such as ``"elmo-original"`` and
-                ``"manylangs-zh"``.
+            spec: str or path. A registry name, an http(s) URL of an
+                archive, a local archive or a model directory.
+                ``bilm-keras models`` lists the names, such as
+                ``"elmo-original"`` and ``"manylangs-zh"``.
             use_character_inputs, stateful, max_batch_size, precision: as
                 the constructor's.
-            vocab_file: the vocabulary of token input (default: the
-                model's own, where it ships one). Character input needs
-                none.
-            embedding_weight_file: token input: the token table of
-                ``vocab_file``, see :func:`~bilm_keras.dump_token_embeddings`.
+            vocab_file: path or None. The vocabulary of token input, by
+                default the model's own where it ships one. Character input
+                needs none.
+            embedding_weight_file: path or None. For token input, the token
+                table of ``vocab_file``, see
+                :func:`~bilm_keras.dump_token_embeddings`.
                 By default it is computed here from the model's char-CNN,
                 with the same numbers. Pass the file to skip that work next
                 time.
             cache_dir, mirror, progress: as
-                :func:`~bilm_keras.pretrained.resolve_model`'s (defaults:
-                ``$BILM_KERAS_CACHE``, ``$BILM_KERAS_MODEL_MIRROR``,
-                progress on a terminal only).
-            alignment: a cross-lingual alignment applied to the output
-                layers of :meth:`embed_sentences` and
-                :meth:`iter_embeddings` before any mix. Each layer ``h``
+                :func:`~bilm_keras.pretrained.resolve_model`'s. The
+                defaults are ``$BILM_KERAS_CACHE``,
+                ``$BILM_KERAS_MODEL_MIRROR`` and progress on a terminal
+                only.
+            alignment: str, path, a sequence of them, or None. A
+                cross-lingual alignment applied to the output layers of
+                :meth:`embed_sentences` and :meth:`iter_embeddings` before
+                any mix. Each layer ``h``
                 becomes ``h @ W.T``. ``"published"`` takes an ``xling-*``
                 model's own matrix. Else one matrix file ``torch.save``
                 wrote for every layer, or one per output layer. Default
