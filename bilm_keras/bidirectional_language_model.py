@@ -3,10 +3,10 @@ weights), or a published model by name
 (:meth:`BidirectionalLanguageModel.from_pretrained`).
 
 It stands above the models, the weight files, the published models and
-the bulk embedding path (``docs/architecture.md``) and only composes them:
-:func:`~bilm_keras.pretrained.resolve_model` finds a model's files (and
-downloads, converts and caches them), :func:`~bilm_keras.models.
-backbone_loading.load_backbone` builds and loads the backbone, a
+the bulk embedding path, see ``docs/architecture.md``. It only composes
+them. :func:`~bilm_keras.pretrained.resolve_model` finds a model's files
+and downloads, converts and caches them. :func:`~bilm_keras.models.
+backbone_loading.load_backbone` builds and loads the backbone. A
 :class:`~bilm_keras.embedding.bulk_embedder.BulkEmbedder` embeds many
 sentences with it.
 """
@@ -57,25 +57,26 @@ class BidirectionalLanguageModel:
     """A pretrained biLM loaded from bilm-tf files, ready to embed.
 
     Args:
-        options_file: bilm-tf ``options.json``.
-        weight_file: bilm-tf ``lm_weights.hdf5``.
-        use_character_inputs: char ids (True) or token ids (False) in.
-        embedding_weight_file: for token input, the HDF5 file of
-            :func:`~bilm_keras.dump_token_embeddings` (dataset
-            ``embedding``).
-        stateful: False (default): every call starts from zero states, so a
-            sentence always gets the same vectors. True: bilm-tf's behaviour
-            — row ``k``'s final LSTM states start row ``k`` of the next call;
-            rows past the batch keep theirs.
-        max_batch_size: rows of the stateful state buffers.
-        precision: what the products compute in
-            (:mod:`~bilm_keras.layers.precision`): ``"float32"`` (the
-            default, exact as bilm-tf), ``"bfloat16"`` (2.4-2.6x float32's
-            speed on an AMX Xeon, per-token cosine to float32's vectors >=
-            0.9999 on the models measured: ``docs/performance.md``,
-            "Precision") or ``"float16"`` (GPUs). The weights stay float32
-            and every output is float32; a precision this machine does not
-            run fast is logged once as a warning naming what is missing.
+        options_file: path. bilm-tf's ``options.json``.
+        weight_file: path. bilm-tf's ``lm_weights.hdf5``.
+        use_character_inputs: bool. True takes char ids, False token ids.
+        embedding_weight_file: path or None. For token input, the HDF5
+            file of :func:`~bilm_keras.dump_token_embeddings`, with the
+            dataset ``embedding``.
+        stateful: bool. False, the default: every call starts from zero
+            states, so a sentence always gets the same vectors. True:
+            bilm-tf's behaviour, where row ``k``'s final LSTM states start
+            row ``k`` of the next call and rows past the batch keep theirs.
+        max_batch_size: int. Rows of the stateful state buffers.
+        precision: str. What the products compute in, see
+            :mod:`~bilm_keras.layers.precision`. ``"float32"`` is the
+            default, exact as bilm-tf. ``"bfloat16"`` runs at 2.4-2.6x
+            float32's speed on an AMX Xeon, with per-token cosine to
+            float32's vectors >= 0.9999 on the models measured, see
+            ``docs/performance.md``, "Precision". ``"float16"`` is for GPUs.
+            The weights stay float32 and every output is float32. A
+            precision this machine does not run fast is logged once as a
+            warning naming what is missing.
 
     It runs eagerly (TensorFlow 2): built or called inside
     ``tf.compat.v1.Graph().as_default()`` or after
@@ -88,15 +89,17 @@ class BidirectionalLanguageModel:
     :meth:`embed_sentences` reads tokens through its
     :class:`~bilm_keras.data.manylangs_batcher.ManyLangsBatcher`.
 
-    Calling it on ids (`(batch, time + 2, max_chars)` from :class:`Batcher`,
-    `(batch, time + 2, max_chars + 1)` from :class:`ManyLangsBatcher` (a
-    model with a word part) or `(batch, time + 2)` from
-    :class:`TokenBatcher`, numpy or tensor; :meth:`make_batcher` gives the
-    right one) returns a dict:
+    It is called on ids, numpy or tensor, and :meth:`make_batcher` gives
+    the right batcher. Ids from :class:`Batcher` are
+    `(batch, time + 2, max_chars)`. Ids from :class:`ManyLangsBatcher`,
+    for a model with a word part, are `(batch, time + 2, max_chars + 1)`.
+    Ids from :class:`TokenBatcher` are `(batch, time + 2)`. It returns a
+    dict:
 
     * ``lm_embeddings``: `(batch, n_lm_layers + 1, time, 2 * projection_dim)`,
-      ``<S>``/``</S>`` removed, zero past each row's length;
-    * ``mask``: `(batch, time)` bool; ``lengths``: `(batch,)` int32;
+      ``<S>``/``</S>`` removed, zero past each row's length.
+    * ``mask``: `(batch, time)` bool.
+    * ``lengths``: `(batch,)` int32.
     * ``token_embeddings``: `(batch, time + 2, projection_dim)`.
 
     Example:
@@ -162,44 +165,51 @@ class BidirectionalLanguageModel:
         precision: str = "float32",
         alignment: Optional[str | os.PathLike | Sequence] = None,
     ) -> "BidirectionalLanguageModel":
-        """A published model by name, ready to embed: the files of
-        :func:`~bilm_keras.pretrained.resolve_model` (downloaded, and an
-        ELMoForManyLangs model converted, once; then from the cache with no
-        network access) loaded as by the constructor.
+        """A published model by name, ready to embed.
+
+        It loads the files of :func:`~bilm_keras.pretrained.resolve_model`
+        as the constructor does. They are downloaded once, and an
+        ELMoForManyLangs model is converted once. After that they come
+        from the cache with no network access.
 
         Args:
-            spec: a registry name (``"elmo-original"``, ``"manylangs-zh"``;
-                ``bilm-keras models`` lists them), an http(s) URL of an
+            spec: str or path. A registry name, an http(s) URL of an
                 archive, a local archive or a model directory.
+                ``bilm-keras models`` lists the names, such as
+                ``"elmo-original"`` and ``"manylangs-zh"``.
             use_character_inputs, stateful, max_batch_size, precision: as
                 the constructor's.
-            vocab_file: the vocabulary of token input (default: the
-                model's own, where it ships one). Character input needs
-                none.
-            embedding_weight_file: token input: the token table of
-                ``vocab_file`` (:func:`~bilm_keras.dump_token_embeddings`);
-                default: computed here from the model's char-CNN (the same
-                numbers; pass the file to skip that work next time).
+            vocab_file: path or None. The vocabulary of token input, by
+                default the model's own where it ships one. Character input
+                needs none.
+            embedding_weight_file: path or None. For token input, the token
+                table of ``vocab_file``, see
+                :func:`~bilm_keras.dump_token_embeddings`.
+                By default it is computed here from the model's char-CNN,
+                with the same numbers. Pass the file to skip that work next
+                time.
             cache_dir, mirror, progress: as
-                :func:`~bilm_keras.pretrained.resolve_model`'s (defaults:
-                ``$BILM_KERAS_CACHE``, ``$BILM_KERAS_MODEL_MIRROR``,
-                progress on a terminal only).
-            alignment: a cross-lingual alignment applied to the output
-                layers of :meth:`embed_sentences` and
-                :meth:`iter_embeddings` before any mix. Each layer ``h``
+                :func:`~bilm_keras.pretrained.resolve_model`'s. The
+                defaults are ``$BILM_KERAS_CACHE``,
+                ``$BILM_KERAS_MODEL_MIRROR`` and progress on a terminal
+                only.
+            alignment: str, path, a sequence of them, or None. A
+                cross-lingual alignment applied to the output layers of
+                :meth:`embed_sentences` and :meth:`iter_embeddings` before
+                any mix. Each layer ``h``
                 becomes ``h @ W.T``. ``"published"`` takes an ``xling-*``
                 model's own matrix. Else one matrix file ``torch.save``
                 wrote for every layer, or one per output layer. Default
                 None: none. ``bilm(ids)`` gives the layers as they are.
 
         Returns:
-            The model; :attr:`pretrained` says which files it holds and
+            The model. :attr:`pretrained` says which files it holds and
             where they came from.
 
         Raises:
             PretrainedModelError: an unknown name, a failed download, an
-                unsafe archive, a model that cannot be converted (one
-                line; nothing left in the cache).
+                unsafe archive, a model that cannot be converted. The
+                message is one line and nothing is left in the cache.
             ValueError: token input without a vocabulary.
             AlignmentError: an alignment file that is not a matrix of the
                 model's output size (named with its shape), or a
@@ -278,9 +288,9 @@ class BidirectionalLanguageModel:
     ) -> "BidirectionalLanguageModel":
         """Wraps a backbone already in memory (trained, or random).
 
-        ``options`` (the backbone's) choose the batcher of
-        :meth:`embed_sentences`; required for a converted ELMoForManyLangs
-        model (its dictionaries).
+        ``options``, the backbone's, choose the batcher of
+        :meth:`embed_sentences`. A converted ELMoForManyLangs model needs
+        them for its dictionaries.
         """
         require_eager("BidirectionalLanguageModel.from_backbone")
         self = cls.__new__(cls)
@@ -379,11 +389,12 @@ class BidirectionalLanguageModel:
         return self._call_fn(tf.cast(ids, tf.int32))
 
     def make_batcher(self, vocab_file: Optional[str] = None):
-        """The batcher whose ids :meth:`__call__` reads
-        (:func:`~bilm_keras.data.batcher_for_options.batcher_for_options`
-        of the options; without options, :class:`Batcher` or
-        :class:`TokenBatcher`). Token input: ``vocab_file`` defaults to
-        the model's (:attr:`vocab_file`)."""
+        """The batcher whose ids :meth:`__call__` reads.
+
+        It is :func:`~bilm_keras.data.batcher_for_options.batcher_for_options`
+        of the options, or :class:`Batcher` or :class:`TokenBatcher` without
+        options. For token input ``vocab_file`` defaults to the model's
+        :attr:`vocab_file`."""
         return batcher_for_options(
             self.options, self._vocab_for(vocab_file),
             use_character_inputs=self.use_character_inputs,
@@ -427,7 +438,7 @@ class BidirectionalLanguageModel:
     @property
     def bulk_embedder(self) -> BulkEmbedder:
         """The :class:`BulkEmbedder` of :meth:`embed_sentences` and
-        :meth:`iter_embeddings` (default settings; made on first use).
+        :meth:`iter_embeddings`, with default settings, made on first use.
         Construct one on :attr:`backbone` for other settings."""
         if self._bulk_embedder is None:
             self._bulk_embedder = BulkEmbedder(self.backbone,
@@ -475,15 +486,16 @@ class BidirectionalLanguageModel:
 
         ``output``, ``layers``, ``mix_weights``, ``mix_logits`` and
         ``gamma`` are the fields of an
-        :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` (documented
-        there, with their defaults: None here is the spec's default),
-        given here as keywords (``output="average"``); or pass one as
-        ``spec`` (then none of them): :func:`embedding_spec`.
+        :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`, documented
+        there with their defaults. They are given here as keywords, such
+        as ``output="average"``, and None here is the spec's default. Or
+        pass one ``spec`` and none of them, see :func:`embedding_spec`.
 
         The first call fixes glibc's mmap threshold for the process, so
-        that freed memory goes back to the system (:mod:`bilm_keras.
-        embedding.memory`; not when ``MALLOC_MMAP_THRESHOLD_`` is set or
-        after :func:`~bilm_keras.embedding.memory.keep_glibc_defaults`).
+        that freed memory goes back to the system, see :mod:`bilm_keras.
+        embedding.memory`. It does not when ``MALLOC_MMAP_THRESHOLD_`` is
+        set or after
+        :func:`~bilm_keras.embedding.memory.keep_glibc_defaults`.
         """
         return_freed_memory_for_bulk_embedding()  # the process's malloc
         sentences = self._warn_of_long_tokens(sentences, vocab_file)
@@ -514,9 +526,9 @@ class BidirectionalLanguageModel:
         spec: Optional[EmbeddingSpec] = None,
     ) -> Iterator[np.ndarray]:
         """:meth:`embed_sentences`, streaming ``chunk_size`` sentences at a
-        time: :meth:`BulkEmbedder.iter_embeddings` (arguments there; the
-        spec's fields as keywords and the process's malloc setting, as
-        :meth:`embed_sentences`)."""
+        time: :meth:`BulkEmbedder.iter_embeddings`, arguments there. The
+        spec's fields as keywords and the process's malloc setting are as
+        in :meth:`embed_sentences`."""
         return_freed_memory_for_bulk_embedding()  # the process's malloc
         sentences = self._warn_of_long_tokens(sentences, vocab_file)
         return self.bulk_embedder.iter_embeddings(
@@ -531,8 +543,8 @@ def embedding_spec(spec: Optional[EmbeddingSpec] = None,
                    **fields) -> EmbeddingSpec:
     """The one place the facade's convenience keywords become an
     :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`: ``spec`` as it
-    is, or one built from ``fields`` (its fields, as keywords; None: the
-    field's default). A field given (not None, not its default) with a
+    is, or one built from ``fields``, its fields as keywords, where None
+    is the field's default. A field given (not None, not its default) with a
     ``spec`` is an error: the two would disagree.
 
     Raises:

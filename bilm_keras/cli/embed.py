@@ -276,9 +276,10 @@ def check_flags(args, parser) -> None:
 
 @dataclasses.dataclass(frozen=True)
 class EmbedJob:
-    """What ``bilm-keras embed`` runs, checked (:func:`check`): the files
-    (``--model``'s resolved into the cache), what to embed and how.
-    :func:`run` executes it; nothing changes ``args``."""
+    """What ``bilm-keras embed`` runs, checked by :func:`check`.
+
+    It holds the files, with ``--model``'s resolved into the cache, what to
+    embed and how. :func:`run` executes it. Nothing changes ``args``."""
 
     #: the model's files and the input, the output
     options_file: str
@@ -307,8 +308,10 @@ class EmbedJob:
 
 def embedding_spec(args, learned_mix=None):
     """The :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` the flags
-    describe (``--mix``/``--mix_logits`` imply the output ``mix``; a bare
-    ``--mix`` is ``learned_mix``, the model's own)."""
+    describe.
+
+    ``--mix``/``--mix_logits`` imply the output ``mix``. A bare ``--mix``
+    is ``learned_mix``, the model's own."""
     from bilm_keras.embedding.outputs import EmbeddingSpec
 
     mixed = args.mix_weights is not None or args.mix_logits is not None
@@ -385,12 +388,14 @@ def dump_settings(args):
 
 
 def check(args) -> EmbedJob:
-    """Everything that needs no TensorFlow, each once: the settings, the
-    files, the output file and a killed run's progress; then
-    ``--model``'s files (fetched into the cache only once those cheap
-    checks pass); then the options, the spec against them, the input and
-    the token table (:func:`~bilm_keras.embedding.dump_plan.plan_dump`,
-    as the library does). Returns the job :func:`run` executes."""
+    """Checks everything that needs no TensorFlow, each once.
+
+    First come the settings, the files, the output file and a killed
+    run's progress. Then come ``--model``'s files, fetched into the cache
+    only once those cheap checks pass. Then come the options, the spec
+    against them, the input and the token table, checked by
+    :func:`~bilm_keras.embedding.dump_plan.plan_dump` as the library
+    does. Returns the job :func:`run` executes."""
     if args.runner is not None:
         # the Beam flags first: --resume and --shard are refused there
         return _check_beam(args)
@@ -412,10 +417,11 @@ def check(args) -> EmbedJob:
 
 
 def _check_local_inputs(args) -> None:
-    """The files given by flag and the output (with ``--resume``, the
-    killed run's progress): all before any download (the input is read
-    whole by :func:`_plan`; with ``--model`` its presence is checked
-    here, before the download)."""
+    """Checks the files given by flag and the output before any download.
+
+    With ``--resume`` it checks the killed run's progress too. The input
+    is read whole by :func:`_plan`. With ``--model`` its presence is
+    checked here, before the download."""
     from bilm_keras.embedding.runs import check_leftover, partial_dir
 
     if args.model is not None:
@@ -441,8 +447,8 @@ def _plan(args, spec, settings, options_file, weight_file, vocab_file):
 
 def _model_files(args) -> tuple:
     """``(options_file, weight_file, vocab_file)``: the flags', or
-    ``--model``'s (fetched into the cache if needed; for token input its
-    vocabulary unless ``--vocab_file`` is given)."""
+    ``--model``'s, fetched into the cache if needed. For token input the
+    vocabulary is ``--model``'s unless ``--vocab_file`` is given."""
     if args.model is None:
         return args.options_file, args.weight_file, args.vocab_file
     from bilm_keras.options import BiLMOptions
@@ -458,9 +464,11 @@ def _model_files(args) -> tuple:
 
 
 def _check_beam(args) -> EmbedJob:
-    """``--runner``: Beam is there, the runner and Beam's flags are
-    Beam's, the flags fit a pipeline; then the same checks as without it
-    (the input read where it lies: a glob, another file system)."""
+    """Checks ``--runner``: Beam is there and the flags fit a pipeline.
+
+    The runner and Beam's flags must be Beam's. Then come the same checks
+    as without it, with the input read where it lies, e.g. a glob or
+    another file system."""
     if args.alignment is not None:
         raise CommandError("--alignment: not with --runner (its workers "
                            "map no layers)")
@@ -547,8 +555,8 @@ def _check_token_table(plan, vocab_file, embedding_weight_file) -> None:
 
 
 def run(job: EmbedJob) -> int:
-    """Executes the checked job: the library's dump (or its Beam
-    pipeline); prints what was written."""
+    """Executes the checked job with the library's dump or its Beam
+    pipeline, and prints what was written."""
     if job.runner is not None:
         return _run_beam(job)
     from bilm_keras.embedding.dump import dump_bilm_embeddings

@@ -59,76 +59,79 @@ class EmbeddingPlan(NamedTuple):
 class BulkEmbedder:
     """Embeds many tokenized sentences with a backbone, statelessly.
 
-    Exact (to float32 round-off) to calling the backbone on each sentence
+    Exact, to float32 round-off, to calling the backbone on each sentence
     alone from zero states, and faster:
 
-    1. every distinct token is embedded once (the char-CNN and highway
-       layers have no context), ``token_chunk_size`` tokens per call;
-    2. sentences are sorted by length and cut into compute batches
-       (:func:`~bilm_keras.embedding.compute_batches.plan_compute_batches`),
-       so almost no padding is computed: by default each batch holds up
+    1. Every distinct token is embedded once, ``token_chunk_size`` tokens
+       per call. The char-CNN and highway layers have no context.
+    2. Sentences are sorted by length and cut into compute batches by
+       :func:`~bilm_keras.embedding.compute_batches.plan_compute_batches`,
+       so almost no padding is computed. By default each batch holds up
        to ``compute_tokens`` positions and ``compute_sentences``
-       sentences (many short sentences or fewer long ones: the
-       recurrence's per-step matmuls run faster on wider batches, its
-       and padding costs nothing: 8,192 / 128 ran as fast as any setting
-       measured whose peak memory stays well under the bar of
-       ``bench/RESULTS.md``); with an explicit ``batch_size``,
-       batches of that many sentences;
-    3. each batch gathers its rows of that token table and runs only the
+       sentences, many short sentences or fewer long ones. The
+       recurrence's per-step matmuls run faster on wider batches, and
+       padding costs nothing. Limits of 8,192 / 128 ran as fast as any
+       setting measured whose peak memory stays well under the bar of
+       ``bench/RESULTS.md``. With an explicit ``batch_size``, batches
+       hold that many sentences.
+    3. Each batch gathers its rows of that token table and runs only the
        LSTMs, time-major, through the inference-only
-       :meth:`LSTMStack.infer_columns` (the same weights and arithmetic as
-       :meth:`BiLMBackbone.encode`, less memory), in one traced graph with
-       unknown batch and time, so nothing retraces; each step is one
-       product with the weights on the left (``kernel_t @ [x; h]``,
-       :func:`~bilm_keras.layers.recurrence.run_inference_columns`): a
+       :meth:`LSTMStack.infer_columns`. It has the same weights and
+       arithmetic as :meth:`BiLMBackbone.encode` and uses less memory.
+       It runs in one traced graph with unknown batch and time, so
+       nothing retraces. Each step is one product with the weights on
+       the left, ``kernel_t @ [x; h]``, see
+       :func:`~bilm_keras.layers.recurrence.run_inference_columns`. A
        batch's rows run longest first as columns, from layer to layer,
-       and come back in that layout (the backward LM's in its reading
-       order), no copy between the layers or after them;
-    4. each sentence's array is assembled in numpy from the layers'
-       time-major outputs and the token table (only the layers ``output``
-       needs), reduced as ``output`` asks, and the results come back in the
-       order given.
+       and come back in that layout, the backward LM's in its reading
+       order. Nothing is copied between the layers or after them.
+    4. Each sentence's array is assembled in numpy from the layers'
+       time-major outputs and the token table, only the layers ``output``
+       needs. It is reduced as ``output`` asks, and the results come back
+       in the order given.
 
-    ``bench/embed_throughput.py`` measures it (``bench/RESULTS.md``). The
-    parts are modules of their own: the token table
-    (:mod:`~bilm_keras.embedding.token_table`), the batches on one device
-    or several (:mod:`~bilm_keras.embedding.replica_runner`) and each
-    sentence's array (:mod:`~bilm_keras.embedding.sentence_assembly`).
+    ``bench/embed_throughput.py`` measures it, see ``bench/RESULTS.md``.
+    The parts are modules of their own. The token table is
+    :mod:`~bilm_keras.embedding.token_table`, the batches on one device
+    or several :mod:`~bilm_keras.embedding.replica_runner`, and each
+    sentence's array :mod:`~bilm_keras.embedding.sentence_assembly`.
 
-    The process-wide malloc setting (glibc's mmap threshold fixed, so that
-    freed blocks go back to the system: :mod:`bilm_keras.embedding.
-    memory`) is not made here but at the entry points: the facade's
+    The process-wide malloc setting fixes glibc's mmap threshold, so that
+    freed blocks go back to the system, see :mod:`bilm_keras.embedding.
+    memory`. It is not made here but at the entry points: the facade's
     ``embed_sentences`` / ``iter_embeddings``,
-    :func:`~bilm_keras.dump_bilm_embeddings` and ``bilm-keras embed``; a
+    :func:`~bilm_keras.dump_bilm_embeddings` and ``bilm-keras embed``. A
     program that uses this class alone calls
     :func:`~bilm_keras.embedding.memory.
     return_freed_memory_for_bulk_embedding` itself if it wants it.
 
     Args:
-        backbone: a :class:`BiLMBackbone` holding its weights (built here
-            if it is not yet).
+        backbone: a :class:`BiLMBackbone` holding its weights, built here
+            if it is not yet.
         token_chunk_size: int, distinct tokens per call of the token
-            embedder in step 1; bounds the char-CNN's activations (the
+            embedder in step 1. It bounds the char-CNN's activations: the
             widest convolution holds ``token_chunk_size * 44 * 1024``
-            floats at full size).
-        compute_tokens: int, positions (sentences x their longest length
-            plus 2) per compute batch when ``batch_size`` is None.
+            floats at full size.
+        compute_tokens: int, positions per compute batch when
+            ``batch_size`` is None, counted as sentences x their longest
+            length plus 2.
         compute_sentences: int, sentences per compute batch at most when
             ``batch_size`` is None.
         concurrent_directions: bool. False: the backward stack runs after
-            the forward one (half the peak activation memory); True: both
-            at once.
+            the forward one, with half the peak activation memory. True:
+            both at once.
         options: the backbone's options, from which the batcher is chosen
-            (:func:`~bilm_keras.data.batcher_for_options.batcher_for_options`);
-            required for a converted ELMoForManyLangs model (its
-            dictionaries). None: :class:`Batcher` (char input) or
-            :class:`TokenBatcher` (token input).
-        devices: the devices the LSTMs run on, e.g. ``["GPU:0", "GPU:1"]``
-            (TensorFlow's logical device names; ``"all"`` or None: every
-            GPU, else the CPU). With several, the compute batches go
-            ``n_replicas`` at a time, one per device, through a
-            ``tf.distribute.MirroredStrategy`` (results in input order,
-            identical to one device's); with one, nothing changes.
+            by
+            :func:`~bilm_keras.data.batcher_for_options.batcher_for_options`.
+            A converted ELMoForManyLangs model needs them for its
+            dictionaries. None: :class:`Batcher` for char input or
+            :class:`TokenBatcher` for token input.
+        devices: the devices the LSTMs run on, as TensorFlow's logical
+            device names, e.g. ``["GPU:0", "GPU:1"]``. ``"all"`` or None
+            means every GPU, else the CPU. With several, the compute
+            batches go ``n_replicas`` at a time, one per device, through a
+            ``tf.distribute.MirroredStrategy``. The results are in input
+            order, identical to one device's. With one, nothing changes.
         alignment: a cross-lingual
             :class:`~bilm_keras.weights.alignment.Alignment` applied to the
             output layers before they are reduced, or None.
@@ -200,34 +203,35 @@ class BulkEmbedder:
         """Embeds many tokenized sentences, in input order.
 
         Args:
-            sentences: token lists (a sentence may be empty); any iterable
-                (read whole: :meth:`iter_embeddings` streams). No sentence
-                gives ``[]``.
+            sentences: token lists, any iterable, read whole, where
+                :meth:`iter_embeddings` streams. A sentence may be empty.
+                No sentence gives ``[]``.
             batch_size: None (default): the embedder groups the sentences
                 into compute batches of about ``compute_tokens`` positions
-                (at most ``compute_sentences`` sentences), the fastest
-                grouping; an int: exactly that many sentences per LSTM
-                batch (the last one fewer), e.g. to bound memory. Either
+                and at most ``compute_sentences`` sentences, the fastest
+                grouping. An int: exactly that many sentences per LSTM
+                batch, the last one fewer, e.g. to bound memory. Either
                 way the results come back in input order and are the same
                 to float32 round-off.
             vocab_file: for token input, the vocabulary of the embedding
-                file (``TokenBatcher``; without ``<UNK>`` every token must be
-                in it). Optional for char input.
-            spec: what each sentence's array holds
-                (:class:`~bilm_keras.embedding.outputs.EmbeddingSpec`: the
-                output, its layers, a mix, the dtype; default every layer,
-                `(L + 1, n_tokens, 2 * projection_dim)` float32).
+                file, read by ``TokenBatcher``. Without ``<UNK>`` every
+                token must be in it. Optional for char input.
+            spec: what each sentence's array holds, an
+                :class:`~bilm_keras.embedding.outputs.EmbeddingSpec` of the
+                output, its layers, a mix and the dtype. The default is
+                every layer, `(L + 1, n_tokens, 2 * projection_dim)`
+                float32.
             on_batch: called after each batch with its number of sentences
-                and of tokens (a progress bar).
+                and of tokens, e.g. for a progress bar.
 
         Returns:
             One array per sentence, in the spec's ``dtype``, shaped as
             its ``output`` says.
 
         Raises:
-            SettingError: a bad setting, named
-                (:class:`~bilm_keras._utils.settings.SettingError`: a
-                ``ValueError``), before any sentence is read.
+            SettingError: a bad setting, named, before any sentence is
+                read. :class:`~bilm_keras._utils.settings.SettingError` is
+                a ``ValueError``.
         """
         if isinstance(sentences, str):
             check_sentences(sentences)  # raises the usual TypeError
@@ -255,18 +259,18 @@ class BulkEmbedder:
         """:meth:`embed_sentences`, streaming: one array per sentence, in
         input order, reading ``chunk_size`` sentences at a time.
 
-        Memory stays bounded by a chunk whatever the input's length: the
-        input is read ``chunk_size`` sentences at a time, each chunk goes
-        through :meth:`embed_sentences`'s path, and a result is released
-        by the generator as soon as it has been handed out. Arguments are
-        checked when this is called; a bad sentence is reported when its
-        chunk is reached, with its index in the whole input.
+        Memory stays bounded by a chunk whatever the input's length. The
+        input is read ``chunk_size`` sentences at a time and each chunk
+        goes through :meth:`embed_sentences`'s path. The generator
+        releases a result as soon as it has been handed out. Arguments
+        are checked when this is called. A bad sentence is reported when
+        its chunk is reached, with its index in the whole input.
 
         Args:
-            sentences: any iterable of token lists (a generator over a file
-                is read lazily).
-            chunk_size: sentences sorted and embedded together (the token
-                table and the length sorting work within a chunk).
+            sentences: any iterable of token lists. A generator over a file
+                is read lazily.
+            chunk_size: sentences sorted and embedded together. The token
+                table and the length sorting work within a chunk.
             batch_size, vocab_file, spec, on_batch: as
                 :meth:`embed_sentences`.
 
@@ -275,8 +279,9 @@ class BulkEmbedder:
             ``output`` says.
 
         Example:
-            A share of a large file (shard 3 of 8, as ``bilm-keras embed
-            --shard 3/8``; :func:`bilm_keras.embedding.shards.shard_lines`):
+            A share of a large file, shard 3 of 8, as ``bilm-keras embed
+            --shard 3/8`` does with
+            :func:`bilm_keras.embedding.shards.shard_lines`:
 
             >>> first, end = shard_lines(3, 8, n_lines, chunk_size=4096)
             >>> with open("corpus.txt", encoding="utf-8") as f:
@@ -316,10 +321,10 @@ class BulkEmbedder:
                ) -> dict[str, list[tf.Tensor]]:
         """Step 3: the LSTMs of one batch, on rows of a token table.
 
-        The outputs stay in the layout the recurrence computes them in
-        (:func:`~bilm_keras.layers.recurrence.run_inference_columns`):
-        rows as columns, the backward LM's outputs in its own reading
-        order. Row ``b`` of length ``L = n + 2`` has its token ``k``
+        The outputs stay in the layout the recurrence computes them in,
+        see :func:`~bilm_keras.layers.recurrence.run_inference_columns`.
+        Rows are columns, and the backward LM's outputs are in its own
+        reading order. Row ``b`` of length ``L = n + 2`` has its token ``k``
         (``1..n``) at ``forward[l][k, :, b]`` and at
         ``backward[l][L - 1 - k, :, b]``.
 
@@ -327,18 +332,19 @@ class BulkEmbedder:
             table: `(n_rows, projection_dim)` float32, e.g. from
                 :meth:`embed_token_table`.
             positions: `(batch, time)` int32, each position's row of
-                ``table``, boundaries included, the rows longest first;
-                padding may be any row.
+                ``table``, boundaries included, the rows longest first.
+                Padding may be any row.
             lengths: `(batch,)` int32, positions per row with boundaries,
                 non-increasing.
 
         Returns:
             ``{direction: [(time, projection_dim, batch') per LSTM
-            layer]}``, ``batch' = max(batch, 2)`` (a batch of one gets an
-            empty second column), zero past each row's length and at the
-            boundary each direction reads last (the forward LM's ``</S>``,
-            the backward LM's ``<S>``): no sentence's vectors use those
-            outputs, so their steps are not run (1 of ``n + 2`` steps).
+            layer]}``, where ``batch' = max(batch, 2)``. A batch of one
+            gets an empty second column. The outputs are zero past each
+            row's length and at the boundary each direction reads last,
+            the forward LM's ``</S>`` and the backward LM's ``<S>``. No
+            sentence's vectors use those outputs, so their steps are not
+            run, 1 of ``n + 2`` steps.
 
         Raises:
             InvalidArgumentError: ``lengths`` increase somewhere.
@@ -347,14 +353,14 @@ class BulkEmbedder:
 
     @property
     def graphs(self) -> dict[str, tf.types.experimental.PolymorphicFunction]:
-        """The two traced graphs (built on first use, then kept):
+        """The two traced graphs, built on first use, then kept:
 
-        * ``"tokens"``: ids `(batch, time, ids_width)` (or `(batch, time)`
-          for token input) -> `(batch, time, projection_dim)`;
+        * ``"tokens"``: ids `(batch, time, ids_width)`, or `(batch, time)`
+          for token input, -> `(batch, time, projection_dim)`.
         * ``"encode"``: :meth:`encode`'s ``(table, positions, lengths)``.
 
-        Their ``python_function`` can be traced anew (e.g. with
-        ``jit_compile=True`` to time XLA).
+        Their ``python_function`` can be traced anew, e.g. with
+        ``jit_compile=True`` to time XLA.
         """
         if self._graphs is None:
             backbone = self.backbone
@@ -378,7 +384,7 @@ class BulkEmbedder:
     # ----------------------------------------------------------- private
     def _plan(self, batch_size, vocab_file, spec: EmbeddingSpec
               ) -> EmbeddingPlan:
-        """Checks the arguments of a call; returns what it needs."""
+        """Checks the arguments of a call and returns what it needs."""
         if not isinstance(spec, EmbeddingSpec):
             raise TypeError(f"spec: expected an EmbeddingSpec, found "
                             f"{type(spec).__name__}")

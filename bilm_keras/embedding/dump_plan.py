@@ -1,15 +1,17 @@
-"""How a whole-file dump runs (:class:`DumpSettings`, one value) and what
-it (:func:`~bilm_keras.dump_bilm_embeddings`, ``bilm-keras embed``)
-checks before it loads a model: the options, the
-:class:`~bilm_keras.embedding.outputs.EmbeddingSpec` against them, the
-token-input files, the keys and the shard, the input file. One function
-for the library and the command, so that each rule is written once; no
-TensorFlow, so the command runs it before importing TensorFlow.
+"""How a whole-file dump runs, and what it checks before it loads a model.
 
-:func:`dump_record` is what the output file records of how it was made
-(its attributes and the run's identity), shared by the dump in one process
-and the Beam pipeline (:mod:`bilm_keras.embedding.beam_dump`), whose files
-are the same.
+:class:`DumpSettings` holds how it runs, as one value. The dump, either
+:func:`~bilm_keras.dump_bilm_embeddings` or ``bilm-keras embed``, checks
+the options, the :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`
+against them, the token-input files, the keys and the shard, and the input
+file. One function serves the library and the command, so that each rule
+is written once. It needs no TensorFlow, so the command runs it before
+importing TensorFlow.
+
+:func:`dump_record` is what the output file records of how it was made:
+its attributes and the run's identity. The dump in one process and the
+Beam pipeline of :mod:`bilm_keras.embedding.beam_dump` share it, and their
+files are the same.
 """
 
 from __future__ import annotations
@@ -37,60 +39,65 @@ from bilm_keras.options import BiLMOptions
 
 @dataclasses.dataclass(frozen=True)
 class DumpSettings:
-    """How a whole-file dump runs, as one value (what it embeds is an
-    :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`).
+    """How a whole-file dump runs, as one value.
+
+    What it embeds is an
+    :class:`~bilm_keras.embedding.outputs.EmbeddingSpec`.
     :func:`~bilm_keras.dump_bilm_embeddings`, the Beam pipeline and
-    ``bilm-keras embed`` (which builds it from its flags) take it; each
-    field is documented here alone. Checked when built: a bad field raises
-    :class:`~bilm_keras._utils.settings.SettingError` naming it.
+    ``bilm-keras embed``, which builds it from its flags, take it. Each
+    field is documented here alone. It is checked when built: a bad field
+    raises :class:`~bilm_keras._utils.settings.SettingError` naming it.
 
     Fields:
-        batch_size: int >= 1 or None: sentences per LSTM batch; None
-            (default): the embedder's own compute batches
-            (:meth:`~bilm_keras.BulkEmbedder.embed_sentences`).
-        chunk_size: int >= 1, lines read, sorted and embedded together
-            (default 4096; it also sets which lines a shard embeds).
+        batch_size: int >= 1 or None: sentences per LSTM batch. None
+            (default): the embedder's own compute batches, see
+            :meth:`~bilm_keras.BulkEmbedder.embed_sentences`.
+        chunk_size: int >= 1, lines read, sorted and embedded together,
+            default 4096. It also sets which lines a shard embeds.
         embedding_weight_file: str or None: run from token ids with this
-            token table (from :func:`~bilm_keras.dump_token_embeddings` of
-            ``vocab_file``, as bilm-tf's ``usage_token.py``): the same
-            vectors without the char-CNN; ``vocab_file`` is then required.
-            None: character input, or for options without ``char_cnn`` (a
-            token-input model) the table in ``weight_file``.
+            token table, from :func:`~bilm_keras.dump_token_embeddings` of
+            ``vocab_file`` as in bilm-tf's ``usage_token.py``. It gives the
+            same vectors without the char-CNN, and ``vocab_file`` is then
+            required. None: character input, or the table in
+            ``weight_file`` for a token-input model, one whose options
+            have no ``char_cnn``.
         use_sentence_keys: bool: name datasets by their line's text
-            (AllenNLP's ``--use-sentence-keys``) instead of its number.
+            instead of its number, as AllenNLP's ``--use-sentence-keys``.
             Every line must then be a possible, distinct name, checked
             before anything is embedded: no blank line, no two lines
             alike, no ``/``, no NUL, not ``.``. Not with ``shard``.
-        shard: ``(K, N)`` or None: embed only shard ``K`` of ``N`` (of the
-            ``c = ceil(n / chunk_size)`` chunks of the single run, chunks
-            ``[K * c // N, (K + 1) * c // N)``: :func:`~bilm_keras.
-            embedding.shards.shard_lines`; datasets keep their line
-            numbers); :func:`~bilm_keras.embedding.merge.
+        shard: ``(K, N)`` or None: embed only shard ``K`` of ``N``. Of
+            the ``c = ceil(n / chunk_size)`` chunks of the single run, it
+            embeds chunks ``[K * c // N, (K + 1) * c // N)``, see
+            :func:`~bilm_keras.embedding.shards.shard_lines`. Datasets
+            keep their line numbers. :func:`~bilm_keras.embedding.merge.
             merge_embedding_files` joins the shards, bit for bit the
             single run's file.
         resume: bool: continue a killed run of the same inputs and
-            settings from its last whole part
-            (:mod:`bilm_keras.embedding.runs`: the run's progress is kept
-            in ``outfile + ".partial/"`` until the output is complete).
-        devices: tuple of str or None: the devices to embed on (e.g.
-            ``("GPU:0", "GPU:1")``); None: every GPU, else the CPU.
-        progress: bool: a progress bar on stderr (sentences, tokens/s,
-            ETA), updated after every batch (default True).
-        precision: str: what the biLM's products compute in
-            (:mod:`~bilm_keras.layers.precision`): ``"float32"`` (the
-            default, exact) or ``"bfloat16"`` / ``"float16"`` (faster on
-            AMX CPUs / recent GPUs, ``docs/performance.md``); part of a
-            run's identity (a resumed run keeps its precision).
-        alignment: tuple of str: cross-lingual alignment matrices
-            (written by ``torch.save``, :mod:`~bilm_keras.weights.alignment`)
-            applied to the output layers before they are reduced: one
-            file for every layer, or one per output layer. Empty (the
-            default): none. Part of a run's identity (their contents).
+            settings from its last whole part. The run's progress is kept
+            in ``outfile + ".partial/"`` until the output is complete, see
+            :mod:`bilm_keras.embedding.runs`.
+        devices: tuple of str or None: the devices to embed on, e.g.
+            ``("GPU:0", "GPU:1")``. None: every GPU, else the CPU.
+        progress: bool: a progress bar on stderr with sentences, tokens/s
+            and ETA, updated after every batch. Default True.
+        precision: str: what the biLM's products compute in, see
+            :mod:`~bilm_keras.layers.precision`. ``"float32"`` is the
+            default, exact. ``"bfloat16"`` / ``"float16"`` are faster on
+            AMX CPUs / recent GPUs, see ``docs/performance.md``. It is
+            part of a run's identity, and a resumed run keeps its
+            precision.
+        alignment: tuple of str: cross-lingual alignment matrices applied
+            to the output layers before they are reduced, one file for
+            every layer or one per output layer. ``torch.save`` wrote
+            them, see :mod:`~bilm_keras.weights.alignment`. Empty, the
+            default: none. Their contents are part of a run's identity.
         on_event: callable or None: the run's progress callback, called
-            with each :class:`~bilm_keras.embedding.runs.RunEvent` (each
-            line written, each dataset merged, before the rename, before
-            the clean-up), e.g. to log, count or stop the run. It is not
-            part of the run's identity, nor of equality.
+            with each :class:`~bilm_keras.embedding.runs.RunEvent`, e.g.
+            to log, count or stop the run. Events come at each line
+            written, each dataset merged, before the rename and before the
+            clean-up. It is not part of the run's identity, nor of
+            equality.
     """
 
     batch_size: Optional[int] = None
@@ -165,19 +172,20 @@ class DumpSettings:
 
 @dataclasses.dataclass(frozen=True)
 class DumpPlan:
-    """A dump's inputs, checked (:func:`plan_dump`).
+    """A dump's inputs, checked by :func:`plan_dump`.
 
     Attributes:
         options: the model's options.
         embedding: the spec, resolved for the model's layers.
-        embedding_weight_file: the token table of a token-input run (the
-            one given, or ``weight_file`` for a model without ``char_cnn``);
+        embedding_weight_file: the token table of a token-input run, the
+            one given or ``weight_file`` for a model without ``char_cnn``.
             None for character input.
         keys: how datasets are named: ``"line_number"`` or ``"sentence"``.
-        n_lines: lines of the input file (sentences, blank ones included).
-        lines: ``(first, end)``: the lines this run embeds (all, or its
-            shard's: whole chunks of the single run,
-            :func:`~bilm_keras.embedding.shards.shard_lines`).
+        n_lines: lines of the input file, i.e. sentences, blank ones
+            included.
+        lines: ``(first, end)``: the lines this run embeds. They are all
+            lines, or its shard's whole chunks of the single run, see
+            :func:`~bilm_keras.embedding.shards.shard_lines`.
     """
 
     options: BiLMOptions
@@ -198,22 +206,23 @@ def plan_dump(
     settings: DumpSettings,
     checked_lines: Optional[int] = None,
 ) -> DumpPlan:
-    """Checks everything of a dump that needs no model (arguments as
-    :func:`~bilm_keras.dump_bilm_embeddings`): a bad input fails in
-    seconds, before hours of work.
+    """Checks everything of a dump that needs no model.
 
-    ``checked_lines``: the input was read and checked by the caller (the
-    Beam pipeline's glob: :func:`~bilm_keras.embedding.beam_dump.
-    plan_beam_dump`) and has this many lines; None: ``dataset_file`` is
-    read here.
+    The arguments are as :func:`~bilm_keras.dump_bilm_embeddings`'s. A bad
+    input fails in seconds, before hours of work.
+
+    ``checked_lines``: the caller read and checked the input, which has
+    this many lines, e.g. the Beam pipeline's glob in
+    :func:`~bilm_keras.embedding.beam_dump.plan_beam_dump`. None:
+    ``dataset_file`` is read here.
 
     Raises:
         OptionsError: ``options_file`` does not describe a biLM.
-        SettingError: the spec does not fit the model (its layers, its
-            mix); token input (``embedding_weight_file``, or a model
-            without ``char_cnn``) without ``vocab_file``.
-        SentenceFileError: ``dataset_file`` is missing, not UTF-8, or (keys
-            by sentence) has lines that cannot name a dataset.
+        SettingError: the spec's layers or mix do not fit the model, or
+            token input has no ``vocab_file``. Token input is an
+            ``embedding_weight_file`` or a model without ``char_cnn``.
+        SentenceFileError: ``dataset_file`` is missing or not UTF-8, or,
+            with keys by sentence, has lines that cannot name a dataset.
     """
     if not isinstance(settings, DumpSettings):
         raise TypeError(f"settings: expected a DumpSettings, found "
@@ -284,14 +293,15 @@ def dump_record(
     dataset_file: Optional[str | os.PathLike],
     fingerprint: Optional[Callable[[str, Optional[str]], dict]] = None,
 ) -> DumpRecord:
-    """The identity and the attributes of the dump ``plan`` describes
-    (arguments as :func:`~bilm_keras.dump_bilm_embeddings`; the attributes
-    are listed there).
+    """The identity and the attributes of the dump ``plan`` describes.
+
+    The arguments are as :func:`~bilm_keras.dump_bilm_embeddings`'s, and
+    the attributes are listed there.
 
     Args:
         fingerprint: how each file's contents are fingerprinted for the
-            identity; None: :func:`~bilm_keras.embedding.runs.
-            file_fingerprint` (local files). The Beam pipeline's reads any
+            identity. None: :func:`~bilm_keras.embedding.runs.
+            file_fingerprint`, for local files. The Beam pipeline's reads any
             Beam file system and a glob of input files.
     """
     embedding = plan.embedding
@@ -334,6 +344,6 @@ def dump_record(
 
 
 def _absolute(path) -> str:
-    """A local path made absolute; a URL (``gs://...``) as it is."""
+    """A local path made absolute, a URL such as ``gs://...`` as it is."""
     path = os.fspath(path)
     return path if "://" in path else os.path.abspath(path)

@@ -1,13 +1,15 @@
-"""Durable embedding runs: a long ``embed`` survives a crash (``--resume``)
-and splits across processes or machines (``--shard K/N``, then
-``merge-embeddings``: :mod:`bilm_keras.embedding.merge`).
+"""Durable embedding runs: a long ``embed`` survives a crash and splits
+across processes or machines.
+
+``--resume`` continues a crashed run. ``--shard K/N`` splits it, and
+``merge-embeddings`` of :mod:`bilm_keras.embedding.merge` joins the shards.
 
 A run writes its progress into a folder beside its output, ``OUT.partial/``:
 
 * ``manifest.json``: what identifies the run. That is
-  :func:`run_identity` (the contents of the model, vocabulary and input
-  files, every output choice, the batching), :func:`file_locations` (their
-  paths and mtimes) and the lines of the shard.
+  :func:`run_identity`, the lines of the shard and :func:`file_locations`,
+  the files' paths and mtimes. The identity holds the contents of the
+  model, vocabulary and input files, every output choice and the batching.
 * ``part-AAAAAAAAAAAA-BBBBBBBBBBBB.hdf5``: the embeddings of lines
   ``[A, B)`` in input order. Its datasets are named by their global line
   number, as in the final file, plus ``texts``, the lines' stripped text.
@@ -231,28 +233,28 @@ def run_durably(
     Args:
         outfile: the output HDF5 file.
         identity: :func:`run_identity` of this run.
-        locations: :func:`file_locations` of its files (a resumed run
-            must find the same).
-        lines: ``(a, b)``: the input lines to embed (global numbers).
-        attrs: the output file's attributes (``n_sentences``, the run's
-            identity and, for a shard, the shard's are added here).
+        locations: :func:`file_locations` of its files. A resumed run
+            must find the same.
+        lines: ``(a, b)``: the input lines to embed, by global number.
+        attrs: the output file's attributes. ``n_sentences``, the run's
+            identity and, for a shard, the shard's are added here.
         embed_lines: ``embed_lines(first, end)`` yields ``(text, array)``
-            for each line in ``[first, end)``, in order (``first`` is always
-            ``a`` plus a multiple of ``identity["chunk_size"]``).
+            for each line in ``[first, end)``, in order. ``first`` is always
+            ``a`` plus a multiple of ``identity["chunk_size"]``.
         resume: continue the parts of a killed run of the same identity.
             With nothing to continue, a line says so and the run starts
             from its first line.
-        shard: ``(K, N)`` if this is a shard (recorded in its attributes).
-        on_event: called at each :class:`RunEvent` (each line written,
-            each dataset merged, before the rename, before the clean-up).
+        shard: ``(K, N)`` if this is a shard, recorded in its attributes.
+        on_event: called at each :class:`RunEvent`: each line written,
+            each dataset merged, before the rename and before the clean-up.
 
     Returns:
         The number of sentences in ``outfile``.
 
     Raises:
-        EmbeddingRunError: the folder holds another run's progress
-            (``--resume``: the first difference named), or a killed run's
-            progress and ``resume`` is False.
+        EmbeddingRunError: the folder holds another run's progress, or a
+            killed run's progress and ``resume`` is False. With
+            ``--resume`` the first difference is named.
     """
     folder = partial_dir(outfile)
     manifest = {"run": identity, "run_id": run_id(identity),

@@ -48,19 +48,19 @@ class ELMoEmbedding(keras.layers.Layer):
     """ELMo in a Keras model: text or ids in, the biLM's mixed layers out.
 
     ``mix = gamma * sum_l softmax(w)_l * f(layer_l)``, as bilm-tf's
-    ``weight_layers``: the ``L + 1`` weights ``w`` start at zero and
+    ``weight_layers``. The ``L + 1`` weights ``w`` start at zero and
     ``gamma`` at one, so an untrained mix is the layers' mean. ``f`` is the
-    identity, or with ``layer_norm`` each layer normalised by one mean and
-    variance over its sentence's tokens and features (bilm-tf takes them
-    over the whole batch, which would make a sentence's vectors depend on
-    its neighbours).
+    identity. With ``layer_norm`` it normalises each layer by one mean and
+    variance over its sentence's tokens and features. In bilm-tf they come
+    from the whole batch, which would make a sentence's vectors depend on
+    its neighbours.
 
     A sentence's vectors do not depend on its batch: not on the batch
     size, the other sentences or the padding width. With a frozen biLM
     (``trainable="mix"`` or False, or any call outside training) the LSTMs
-    run the inference path of bulk embedding
-    (:meth:`~bilm_keras.layers.lstm_stack.LSTMStack.infer`), in ``fit``
-    too. With ``trainable="all"`` a training call runs the backbone's
+    run the inference path of bulk embedding, in ``fit`` too, see
+    :meth:`~bilm_keras.layers.lstm_stack.LSTMStack.infer`. With
+    ``trainable="all"`` a training call runs the backbone's
     differentiable while loop. The char-CNN embeds each distinct token of
     a batch once.
 
@@ -95,14 +95,14 @@ class ELMoEmbedding(keras.layers.Layer):
 
     Call arguments:
         inputs: `(batch,)` tf.string sentences, split on whitespace as
-            ``str.split()``, `(batch, time)` tf.string tokens, padded at
-            the end with ``""``, or int32 ids from the model's batcher,
+            ``str.split()``. Or `(batch, time)` tf.string tokens, padded at
+            the end with ``""``. Or int32 ids from the model's batcher,
             `(batch, time + 2, ids_width)` for a character model and
-            `(batch, time + 2)` for a word-input model, or float layers
-            cached once, `(batch, L + 1, time, dim)` as ``"layers"`` gives
-            them, zero past each sentence's end (see
-            :func:`~bilm_keras.export.cached_layers.cached_layers_dataset`),
-            which only the mix reads.
+            `(batch, time + 2)` for a word-input model. Or float layers
+            cached once, which only the mix reads. They are
+            `(batch, L + 1, time, dim)` as ``"layers"`` gives them, zero
+            past each sentence's end, see
+            :func:`~bilm_keras.export.cached_layers.cached_layers_dataset`.
         training: bool. Dropout, and the LM's gradients with
             ``trainable="all"``.
 
@@ -230,12 +230,12 @@ class ELMoEmbedding(keras.layers.Layer):
 
         Args:
             spec: anything :meth:`BidirectionalLanguageModel.from_pretrained`
-                takes: a registry name, a URL, an archive or a model folder
-                (bilm-tf's, a converted ManyLangs, Paddle or TF1 Hub
-                model), or a training save_dir, ours or bilm-tf's (a
-                folder with ``options.json`` and checkpoints, no weights
-                HDF5): its newest checkpoint that reads whole, as
-                ``dump-weights`` writes it.
+                takes: a registry name, a URL, an archive or a model
+                folder. The folder may be bilm-tf's or a converted
+                ManyLangs, Paddle or TF1 Hub model. Or a training save_dir,
+                ours or bilm-tf's, a folder with ``options.json`` and
+                checkpoints but no weights HDF5. Its newest checkpoint that
+                reads whole is used, as ``dump-weights`` writes it.
             output, trainable, layer_norm, dropout, l2_coef: the layer's.
             name: the layer's name.
             **pretrained_kwargs: ``vocab_file``, ``cache_dir``, ``mirror``,
@@ -535,7 +535,7 @@ class ELMoEmbedding(keras.layers.Layer):
         return valid[:, 2:]  # (B, T)
 
     def compute_output_shape(self, input_shape, dtype="string"):
-        """The output's shape; ``dtype`` tells a word-input model's padded
+        """The output's shape. ``dtype`` tells a word-input model's padded
         tokens `(batch, time)` from its ids `(batch, time + 2)`."""
         batch = input_shape[0]
         if len(input_shape) == 4:  # cached layers

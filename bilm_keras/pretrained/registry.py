@@ -1,37 +1,38 @@
 """The published ELMo models, by name: the registry, as package data.
 
-``registry.json`` (beside this module, shipped in the wheel) holds one row
-per model; :func:`registered_models` reads and checks it once::
+``registry.json``, beside this module and shipped in the wheel, holds one
+row per model. :func:`registered_models` reads and checks it once::
 
     from bilm_keras.pretrained.registry import registered_model
     registered_model("manylangs-zh").archive_url
     # 'http://vectors.nlpl.eu/repository/11/179.zip'
 
-Two kinds of rows, by where the publisher keeps the files:
+Six kinds of rows, by where the publisher keeps the files:
 
-* ``bilm-tf`` (AllenNLP's English models): an options JSON and a weights
-  HDF5, two URLs (``options_url``, ``weight_url``);
-* ``elmoformanylangs`` (HIT-SCIR's 44 languages on the NLPL repository, and
-  their simplified-Chinese model): one archive (``archive_url``) holding
-  ``config.json``, the dictionaries and the ``.pkl`` state dicts;
-* ``paddle-fluid`` (PaddlePaddle's Chinese encyclopedia model): one archive
-  holding a Fluid ``save_persistables`` checkpoint, word input; its
-  vocabulary is published apart (``vocab_note`` says where and which flag
-  takes it);
-* ``bilm-tf-archive`` (NLPL's ELMo zips, EMBEDDIA's tarballs): one archive
-  holding an options JSON and a weights HDF5, whatever their names;
-* ``tfhub-tf1`` (Google's ``google/elmo`` on Kaggle, DeepPavlov's Russian
-  modules): one tarball holding a TF1 Hub module, converted on first use;
-* ``tf1-checkpoint`` (DeepPavlov's LM-ready archives): one archive holding
+* ``bilm-tf``, AllenNLP's English models: an options JSON and a weights
+  HDF5, two URLs, ``options_url`` and ``weight_url``.
+* ``elmoformanylangs``, HIT-SCIR's 44 languages on the NLPL repository and
+  their simplified-Chinese model: one archive, ``archive_url``, holding
+  ``config.json``, the dictionaries and the ``.pkl`` state dicts.
+* ``paddle-fluid``, PaddlePaddle's Chinese encyclopedia model: one archive
+  holding a Fluid ``save_persistables`` checkpoint, word input. Its
+  vocabulary is published apart, and ``vocab_note`` says where and which
+  flag takes it.
+* ``bilm-tf-archive``, NLPL's ELMo zips and EMBEDDIA's tarballs: one
+  archive holding an options JSON and a weights HDF5, whatever their names.
+* ``tfhub-tf1``, Google's ``google/elmo`` on Kaggle and DeepPavlov's
+  Russian modules: one tarball holding a TF1 Hub module, converted on first
+  use.
+* ``tf1-checkpoint``, DeepPavlov's LM-ready archives: one archive holding
   an options JSON and a bilm-tf TF1 training checkpoint, whose weights
   are dumped on first use.
 
-Each row names its language (name and ISO 639-1 code, else ISO 639-3),
-where it comes from, the license and the paper to cite.
+Each row names its language, by name and ISO 639-1 code, else ISO 639-3.
+It names where the model comes from, the license and the paper to cite.
 
-``BILM_KERAS_MODEL_MIRROR=BASE`` (an organisation's mirror, an air-gapped
-copy, the tests' local server) replaces the scheme and host of every
-registry URL and keeps its path: :func:`mirrored_url`.
+``BILM_KERAS_MODEL_MIRROR=BASE`` replaces the scheme and host of every
+registry URL and keeps its path, see :func:`mirrored_url`. The base may be
+an organisation's mirror, an air-gapped copy or the tests' local server.
 """
 
 from __future__ import annotations
@@ -61,15 +62,15 @@ _NAME = re.compile(r"^[a-z][a-z0-9.-]*$")
 
 @dataclasses.dataclass(frozen=True)
 class RegisteredModel:
-    """One published model (a row of ``registry.json``).
+    """One published model, a row of ``registry.json``.
 
     Args:
         name: the name to ask for, e.g. ``"elmo-original"``,
             ``"manylangs-zh"``.
-        language: the language's name (``"Chinese (traditional)"``).
-        language_code: ISO 639-1, else ISO 639-3 (``"grc"``).
-        format: ``"bilm-tf"`` or ``"elmoformanylangs"`` (converted once,
-            on first use).
+        language: the language's name, e.g. ``"Chinese (traditional)"``.
+        language_code: ISO 639-1, else ISO 639-3, e.g. ``"grc"``.
+        format: one of :data:`FORMATS`, e.g. ``"bilm-tf"`` or
+            ``"elmoformanylangs"``, converted once, on first use.
         description: what it was trained on.
         source: who publishes it, with their page.
         license: the license line.
@@ -77,23 +78,23 @@ class RegisteredModel:
         options_url / weight_url: a ``bilm-tf`` model's two files.
         archive_url: an ``elmoformanylangs`` model's archive.
         archive_parts: an archive published in pieces, to be joined in
-            this order (t-systems' ``.tgz.part-00`` ...), instead of
-            ``archive_url``.
+            this order, instead of ``archive_url``. t-systems'
+            ``.tgz.part-00`` ... are such pieces.
         parameters_millions: the model's size in millions of parameters
             where its publisher states it, else None.
-        download_megabytes: what is downloaded (its files or archive), in
-            MB (10**6 bytes), where known, else None.
-        vocab_note: a word-input model whose vocabulary is not in its
-            archive: where to get it and which flag takes it (the
-            ``vocab_file`` it must be used with); else None.
+        download_megabytes: what is downloaded, its files or archive, in
+            MB of 10**6 bytes, where known, else None.
+        vocab_note: for a word-input model whose vocabulary is not in its
+            archive, where to get it and which flag takes it, i.e. the
+            ``vocab_file`` it must be used with. Else None.
         note: what is not known about the model, or how its files
-            differ from the others'; else None.
-        aliases: other names that ask for it (readable names for
-            numbered ones, e.g. ``norelmo-30`` for ``nlpl-217``); its
+            differ from the others'. Else None.
+        aliases: other names that ask for it, such as readable names for
+            numbered ones, e.g. ``norelmo-30`` for ``nlpl-217``. Its
             cache folder is named after ``name``.
         alignment_url: a ``bilm-tf`` model's cross-lingual alignment
-            matrix (a numpy array ``torch.save`` wrote), kept beside its
-            weights as ``alignment.pth``; else None.
+            matrix, a numpy array ``torch.save`` wrote, kept beside its
+            weights as ``alignment.pth``. Else None.
     """
 
     name: str
@@ -212,9 +213,10 @@ def mirror_from_environment() -> str | None:
 
 
 def mirrored_url(url: str, mirror: str | None) -> str:
-    """``url`` with its scheme and host replaced by ``mirror``'s (its path,
-    if any, put in front of ``url``'s path); ``url`` itself when ``mirror``
-    is None.
+    """``url`` with its scheme and host replaced by ``mirror``'s.
+
+    The mirror's path, if any, is put in front of ``url``'s path. With
+    ``mirror`` None it is ``url`` itself.
 
     >>> mirrored_url("http://vectors.nlpl.eu/repository/11/179.zip",
     ...              "https://mirror.example.org/elmo")

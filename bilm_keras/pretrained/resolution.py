@@ -310,11 +310,13 @@ def _note_extras(layout: ModelLayout, model_dir: str, name: str) -> None:
 
 def _bilm_tf_folder(layout: ModelLayout, staging: str, label: str,
                     root: str, name: str) -> tuple[str, str | None]:
-    """Checks an extracted bilm-tf model (errors shown against ``label``,
-    its files relative to the archive's ``root``), then moves its folder
-    (ours, under ``tmp/``) to ``staging/model``, the two files under the
-    cache's names, saying in one line each what was changed. Returns the
-    folder and the vocabulary's file name (or None)."""
+    """Checks an extracted bilm-tf model, then moves it into ``staging``.
+
+    Errors are shown against ``label``, with its files relative to the
+    archive's ``root``. Its folder, ours under ``tmp/``, moves to
+    ``staging/model`` with the two files under the cache's names. One
+    line each says what was changed. Returns the folder and the
+    vocabulary's file name or None."""
     _check_options(layout.options_file, label, root)
     _check_weights(layout.weight_file, label, root)
     model_dir = os.path.join(staging, "model")
@@ -339,11 +341,13 @@ def _bilm_tf_folder(layout: ModelLayout, staging: str, label: str,
 def _dump_checkpoint(layout: ModelLayout, staging: str, label: str,
                      root: str | None, name: str, *,
                      move: bool) -> tuple[str, str | None]:
-    """A bilm-tf TF1 training checkpoint without weights HDF5 (DeepPavlov's
-    LM-ready archives): its folder becomes ``staging/model`` as it is (a
-    save_dir ``train --init_checkpoint`` takes), with the checkpoint's
-    dump as ``lm_weights.hdf5`` beside it. Returns the folder and the
-    vocabulary's file name (or None)."""
+    """A bilm-tf TF1 training checkpoint without weights HDF5, as in
+    DeepPavlov's LM-ready archives.
+
+    Its folder becomes ``staging/model`` as it is, a save_dir that
+    ``train --init_checkpoint`` takes. The checkpoint's dump lies beside
+    it as ``lm_weights.hdf5``. Returns the folder and the vocabulary's
+    file name or None."""
     import shutil
 
     from bilm_keras.weights.bilm_tf_checkpoint import dump_tf1_checkpoint

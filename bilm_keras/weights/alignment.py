@@ -14,8 +14,9 @@ the publishers' ``demo.py`` computes it.
     alignment = read_alignment(["es_best_mapping.pth"], n_layers=3,
                                dim=1024)
 
-One file maps every output layer (AllenNLP's ``aligning_files``: one
-matrix after the layer mix); one file per output layer maps each its own.
+One file maps every output layer, as AllenNLP's ``aligning_files`` maps
+with one matrix after the layer mix. One file per output layer maps each
+its own.
 """
 
 from __future__ import annotations
