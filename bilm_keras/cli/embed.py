@@ -185,8 +185,10 @@ def _add_output_flags(parser):
     parser.add_argument("--float16", action="store_true",
                         help="store float16 (half the size, about 3 "
                              "significant digits)")
+    # dest: what the flag names (files or 'published') is resolved into
+    # DumpSettings.alignment's files, a different value
     parser.add_argument("--alignment", nargs="+", default=None,
-                        metavar="FILE",
+                        dest="alignment_spec", metavar="FILE",
                         help="map the layers before they are reduced with "
                              "cross-lingual alignment matrices (torch.save "
                              "of a numpy array, h @ W.T): one file for "
@@ -356,13 +358,14 @@ def _learned_spec(args, weight_file: str):
 def _alignment_settings(args, settings, weight_file: str, options_file):
     """``settings`` with ``--alignment``'s files, checked against the
     model (their shape) before anything is embedded."""
-    if args.alignment is None:
+    if args.alignment_spec is None:
         return settings
     from bilm_keras.options import BiLMOptions
     from bilm_keras.weights.alignment import (
         AlignmentError, alignment_files, read_alignment)
 
-    spec = "published" if args.alignment == ["published"] else args.alignment
+    spec = ("published" if args.alignment_spec == ["published"]
+            else args.alignment_spec)
     folder = os.path.dirname(os.path.abspath(weight_file))
     options = BiLMOptions.from_json(options_file)
     try:
@@ -469,7 +472,7 @@ def _check_beam(args) -> EmbedJob:
     The runner and Beam's flags must be Beam's. Then come the same checks
     as without it, with the input read where it lies, e.g. a glob or
     another file system."""
-    if args.alignment is not None:
+    if args.alignment_spec is not None:
         raise CommandError("--alignment: not with --runner (its workers "
                            "map no layers)")
     for flag, value in (("--resume", args.resume),
