@@ -20,7 +20,7 @@ from typing import Callable
 
 
 class Refused(Exception):
-    """Raised inside a restricted unpickler, then given the file by the reader."""
+    """Raised inside a restricted unpickler, then given the file by a reader."""
 
 
 class NamedGlobal:
