@@ -1,7 +1,7 @@
 """Model options: bilm-tf's ``options.json``, parsed once into dataclasses.
 
 bilm-tf passed a nested dict around and looked keys up wherever it needed
-them. Here the JSON is read and validated in one place; every error names
+them. Here the JSON is read and validated in one place. Every error names
 the file, the field, the expected and the found value. Layers receive plain
 numbers from these dataclasses, never the dict.
 
@@ -21,8 +21,8 @@ one section, parsed into :class:`ManyLangsOptions` at
      "elmoformanylangs": {"char_dic": "char.dic", "word_dic": "word.dic",
                           "word_embedding_dim": 100, "n_words": 71222}
 
-Its paths are relative to the options file's folder (absolute paths are
-accepted); :meth:`BiLMOptions.from_json` resolves them, and
+Its paths are relative to the options file's folder, and absolute paths are
+accepted. :meth:`BiLMOptions.from_json` resolves them, and
 :meth:`BiLMOptions.to_json` writes them relative again.
 """
 
@@ -95,8 +95,8 @@ class CharCNNOptions:
         filters: ``((width, n_filters), ...)``, one convolution per entry.
         char_embedding_dim: size of each character embedding.
         n_highway: number of highway layers after the convolutions.
-        n_characters: 261 (as trained) or 262 (bilm-tf's "set 262 after
-            training"); both describe the same model and are accepted.
+        n_characters: 261 as trained, or 262 as bilm-tf's "set 262 after
+            training". Both describe the same model and are accepted.
         max_characters_per_token: characters per token, including the
             begin/end-of-word markers (so tokens keep ``max - 2`` bytes).
         activation: ``"relu"`` or ``"tanh"`` after max-pooling.
@@ -161,9 +161,9 @@ class LSTMOptions:
 class ManyLangsOptions:
     """The ``elmoformanylangs`` section of a converted ELMoForManyLangs model.
 
-    Its char ids come from ``char.dic`` (whole Unicode characters) and its
-    optional word part from ``word.dic``
-    (:class:`~bilm_keras.data.manylangs_batcher.ManyLangsBatcher`); the
+    Its char ids come from ``char.dic``, whole Unicode characters, and its
+    optional word part from ``word.dic``, see
+    :class:`~bilm_keras.data.manylangs_batcher.ManyLangsBatcher`. The
     word embedding is concatenated with the char-CNN output before the
     projection, which is always present.
 
@@ -172,11 +172,11 @@ class ManyLangsOptions:
             folder by :meth:`BiLMOptions.from_json`).
         word_dic: path of ``word.dic``, or None for a model without a word
             part.
-        word_embedding_dim: size of a word embedding (0: no word part).
-        n_words: rows of the word embedding in the weight file (without
-            the padding row the model adds; 0 without a word part).
-        base_dir: the folder the paths were resolved against (None when
-            parsed from a dict without one); not part of the JSON.
+        word_embedding_dim: size of a word embedding, 0 for no word part.
+        n_words: rows of the word embedding in the weight file, without
+            the padding row the model adds. 0 without a word part.
+        base_dir: the folder the paths were resolved against, None when
+            parsed from a dict without one. Not part of the JSON.
     """
 
     char_dic: str
@@ -191,9 +191,12 @@ class ManyLangsOptions:
         return self.word_embedding_dim > 0
 
     def to_dict(self, relative_to: Optional[str] = None) -> dict:
-        """The JSON section; an absolute path inside ``relative_to``
-        (default: :attr:`base_dir`) is written relative to it, any other
-        path as it is."""
+        """The JSON section.
+
+        An absolute path inside ``relative_to``, by default
+        :attr:`base_dir`, is written relative to it. Any other path is
+        written as it is.
+        """
         folder = self.base_dir if relative_to is None else relative_to
 
         def written(path):
@@ -369,7 +372,7 @@ class BiLMOptions:
 
     ``char_cnn`` is None for a token-input model. ``manylangs`` describes
     a converted ELMoForManyLangs model (None for bilm-tf's). The training
-    fields have bilm-tf's meaning and defaults; inference ignores them.
+    fields have bilm-tf's meaning and defaults. Inference ignores them.
     """
 
     lstm: LSTMOptions = LSTMOptions()
@@ -402,11 +405,11 @@ class BiLMOptions:
     @classmethod
     def from_dict(cls, d: dict, source: str = "<options>",
                   base_dir: Optional[str] = None) -> "BiLMOptions":
-        """Parse bilm-tf's nested options dict; errors name ``source``.
+        """Parse bilm-tf's nested options dict, with errors naming ``source``.
 
         Args:
-            base_dir: the folder that relative paths (the
-                ``elmoformanylangs`` dictionaries) are resolved against;
+            base_dir: the folder that relative paths, the
+                ``elmoformanylangs`` dictionaries, are resolved against.
                 None keeps them as given.
         """
         if not isinstance(d, dict):
@@ -468,9 +471,11 @@ class BiLMOptions:
         return d
 
     def to_json(self, path: str | os.PathLike) -> None:
-        """Write bilm-tf-compatible ``options.json`` (atomically); the
-        ``elmoformanylangs`` paths inside its folder are written relative
-        to it."""
+        """Write bilm-tf-compatible ``options.json`` atomically.
+
+        The ``elmoformanylangs`` paths inside its folder are written
+        relative to it.
+        """
         folder = os.path.dirname(os.path.abspath(os.fspath(path)))
         text = json.dumps(self.to_dict(relative_to=folder), indent=2,
                           sort_keys=True) + "\n"

@@ -1,11 +1,11 @@
 """Vocabularies with bilm-tf's semantics.
 
-Char ids (before the +1 mask shift that :class:`Batcher` applies):
+Char ids, before the +1 mask shift that :class:`Batcher` applies:
 
 * 0-255: the UTF-8 bytes of the token, truncated to
-  ``max_characters_per_token - 2`` bytes (a multi-byte character may be cut);
-* 256 / 257: begin / end of sentence (the ``<S>`` / ``</S>`` tokens);
-* 258 / 259: begin / end of word, around every token's bytes;
+  ``max_characters_per_token - 2`` bytes. A multi-byte character may be cut.
+* 256 / 257: begin / end of sentence, the ``<S>`` / ``</S>`` tokens.
+* 258 / 259: begin / end of word, around every token's bytes.
 * 260: padding inside a token's ``max_characters_per_token`` slots.
 """
 
@@ -48,13 +48,13 @@ class Vocabulary:
     """Token <-> id mapping read from a file with one token per line.
 
     Args:
-        filename: the vocabulary file (UTF-8). Line ``i`` is token id ``i``;
+        filename: the vocabulary file, UTF-8. Line ``i`` is token id ``i``.
             ``!!!MAXTERMID`` lines are skipped, as in bilm-tf. None gives
             an empty vocabulary.
         validate_file: require ``<S>``, ``</S>`` and ``<UNK>`` and name the
             missing ones.
 
-    Unknown words map to ``<UNK>``'s id (-1 when the file has none).
+    Unknown words map to ``<UNK>``'s id, -1 when the file has none.
     """
 
     def __init__(self, filename: Optional[str | os.PathLike],
@@ -167,14 +167,14 @@ def special_char_ids(char: int, max_characters_per_token: int) -> np.ndarray:
 class UnicodeCharsVocabulary(Vocabulary):
     """A :class:`Vocabulary` that also gives each token's char ids.
 
-    Char ids come from the token's UTF-8 bytes, so any word (in the
-    vocabulary or not, any language) has them; the vocabulary only caches
-    them. As in bilm-tf (whose vocabularies always hold them), the literal
-    tokens ``<S>`` and ``</S>`` get the sentence-boundary chars rather than
-    their spelling; here that holds with any file, or none.
+    Char ids come from the token's UTF-8 bytes, so any word in any language,
+    in the vocabulary or not, has them. The vocabulary only caches them. As
+    in bilm-tf, whose vocabularies always hold them, the literal tokens
+    ``<S>`` and ``</S>`` get the sentence-boundary chars rather than their
+    spelling. Here that holds with any file, or none.
 
-    A subclass with other char ids (an ELMoForManyLangs model's) overrides
-    :meth:`_token_char_ids` and builds its table with
+    A subclass with other char ids, such as an ELMoForManyLangs model's,
+    overrides :meth:`_token_char_ids` and builds its table with
     :meth:`_build_char_table`, giving its own boundary rows.
     """
 

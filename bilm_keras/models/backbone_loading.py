@@ -1,9 +1,9 @@
 """A pretrained backbone from files: options + HDF5 weights -> a loaded
 :class:`~bilm_keras.models.bilm_backbone.BiLMBackbone`.
 
-The one place that composes "read the options, build, load the weights":
-the inference facade (:class:`~bilm_keras.BidirectionalLanguageModel`)
-and the bulk embedding package (the HDF5 dump, durable runs) both call
+The one place that composes "read the options, build, load the weights".
+The inference facade :class:`~bilm_keras.BidirectionalLanguageModel` and
+the bulk embedding package, with the HDF5 dump and durable runs, both call
 it, so neither needs the other.
 """
 
@@ -34,28 +34,29 @@ def load_backbone(
     """Builds the backbone ``options`` describe and loads its weights.
 
     Args:
-        options: the model's options (``BiLMOptions.from_json``).
+        options: the model's options, from ``BiLMOptions.from_json``.
         weight_file: bilm-tf ``lm_weights.hdf5``.
-        use_character_inputs: char ids (True) or token ids (False) in.
+        use_character_inputs: True for char ids in, False for token ids.
         embedding_weight_file: for token input, the HDF5 token table of
-            :func:`~bilm_keras.dump_token_embeddings` (dataset
-            ``embedding``); its rows set the vocabulary size.
+            :func:`~bilm_keras.dump_token_embeddings`, dataset
+            ``embedding``. Its rows set the vocabulary size.
         name: the backbone layer's name.
-        precision: what its products compute in
-            (:mod:`~bilm_keras.layers.precision`: ``"float32"``, exact,
-            the default; ``"bfloat16"`` on AMX CPUs and recent GPUs); the
-            weights stay float32 either way. A precision this machine does
-            not run fast is logged once as a warning.
+        precision: what its products compute in, see
+            :mod:`~bilm_keras.layers.precision`. ``"float32"`` is exact and
+            the default. ``"bfloat16"`` is for AMX CPUs and recent GPUs.
+            The weights stay float32 either way. A precision this machine
+            does not run fast is logged once as a warning.
 
     Returns:
-        A built :class:`BiLMBackbone` holding the file's weights (built by
-        the loader, without random initial values).
+        A built :class:`BiLMBackbone` holding the file's weights, built by
+        the loader without random initial values.
 
     Raises:
-        ValueError: token input without ``embedding_weight_file``; an
+        ValueError: token input without ``embedding_weight_file``, or an
             unknown precision.
         WeightFileError: a file that is missing or does not fit the
-            options (the file, the dataset and both shapes named).
+            options. The message names the file, the dataset and both
+            shapes.
     """
     n_tokens_vocab = None
     dtype_policy(precision)  # checked before anything is read

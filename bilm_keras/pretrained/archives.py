@@ -1,22 +1,22 @@
 """Extract a model archive (``.zip``, ``.tar.gz``, ``.tar.bz2``, any tar)
 safely, or refuse it.
 
-A member with an absolute path, a ``..`` component, a link (symbolic or
-hard) or a device, FIFO or other special file is refused, in one line
-naming the archive and the member: a model archive holds folders and
-regular files only, so there is nothing to lose by refusing what else an
-archive can hold, and nothing is written outside the folder extracted to.
+A member with an absolute path, a ``..`` component, a symbolic or hard
+link, or a device, FIFO or other special file is refused. The refusal is
+one line naming the archive and the member. A model archive holds folders
+and regular files only, so there is nothing to lose by refusing what else
+an archive can hold. Nothing is written outside the folder extracted to.
 Tar members are also extracted with ``tarfile``'s ``filter="data"`` where
-Python has it (3.10.12+, 3.11.4+, 3.12+), as a second guard; zip members
-are checked and written here, one by one.
+Python has it, in 3.10.12+, 3.11.4+ and 3.12+, as a second guard. Zip
+members are checked and written here, one by one.
 
 An archive whose members expand to more than :data:`MAX_EXPANSION` times
-its own size (plus a megabyte) is refused before the member that crosses
-the bound is written: a bomb, not a model (released weights compress by
-a few percent, a vocabulary three or four times).
+its own size, plus a megabyte, is refused before the member that crosses
+the bound is written. That is a bomb, not a model: released weights
+compress by a few percent, a vocabulary three or four times.
 
 Extraction goes into a folder the caller creates under the cache's
-``tmp/``; the caller renames what it builds from it into place.
+``tmp/``. The caller renames what it builds from it into place.
 """
 
 from __future__ import annotations

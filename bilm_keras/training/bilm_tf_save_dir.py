@@ -2,23 +2,23 @@
 continued, or the start of a new run.
 
 :mod:`bilm_keras.weights.bilm_tf_checkpoint` reads the checkpoint against
-a model; this module builds that model from the save_dir's
-``options.json`` (bilm-tf's own options load as they are), so a caller
-gives only the folder, and does what continuing bilm-tf's run takes:
+a model. This module builds that model from the save_dir's
+``options.json``, where bilm-tf's own options load as they are. A caller
+gives only the folder. The module also does what continuing bilm-tf's run
+takes:
 
 * :func:`restore_bilm_tf_run`: every weight, the softmax, Adagrad's
-  accumulators and the step counter into our model and optimizer
-  (``restart``);
-* :func:`bilm_tf_run_options`: the options a continued run trains with:
-  bilm-tf's, with its LSTM states carried across sentences unless the
-  options say otherwise (bilm-tf's training carried them; an
-  ``options.json`` without ``reset_states_at_sentence_start`` is
-  bilm-tf's);
+  accumulators and the step counter into our model and optimizer, for
+  ``restart``.
+* :func:`bilm_tf_run_options`: the options a continued run trains with.
+  They are bilm-tf's, with its LSTM states carried across sentences unless
+  the options say otherwise. bilm-tf's training carried them, and an
+  ``options.json`` without ``reset_states_at_sentence_start`` is bilm-tf's.
 * :func:`set_aside_bilm_tf_state_file`: bilm-tf's ``checkpoint`` state
   file kept as ``checkpoint.bilm-tf`` before our checkpoints are written
-  beside its own (:data:`BILM_TF_STATE_FILE`; the reason is there);
+  beside its own. :data:`BILM_TF_STATE_FILE` gives the reason.
 * :func:`load_bilm_tf_backbone`: the LM without the softmax, for a new
-  run (``train --init_checkpoint``).
+  run with ``train --init_checkpoint``.
 """
 
 from __future__ import annotations
@@ -137,13 +137,13 @@ def load_bilm_tf_language_model(
     Args:
         save_dir: bilm-tf's save_dir (``options.json``, ``checkpoint``,
             ``model.ckpt-N.*``), from this machine or another.
-        training: build the model with the options' dropout (for
-            continuing the run); False: without (evaluation).
-        located: the checkpoint to read (default: the newest that reads
+        training: build the model with the options' dropout, for
+            continuing the run. False builds it without, for evaluation.
+        located: the checkpoint to read. Default: the newest that reads
             whole, :func:`~bilm_keras.weights.bilm_tf_checkpoint.
-            locate_checkpoint`).
-        options: the options to build (default: ``save_dir/options.json``
-            as it is).
+            locate_checkpoint`.
+        options: the options to build. Default: ``save_dir/options.json``
+            as it is.
         purpose: what the softmax is needed for, said when it is missing.
         model_kwargs: passed to :meth:`LanguageModel.from_options`.
 
@@ -154,7 +154,7 @@ def load_bilm_tf_language_model(
         (its Adagrad accumulators and ``global_step`` for a restart).
 
     Raises:
-        CheckpointFileError: no softmax in the checkpoint; see
+        CheckpointFileError: no softmax in the checkpoint, or as
             :func:`~bilm_keras.weights.bilm_tf_checkpoint.read_bilm_tf_checkpoint`.
         OptionsError: ``options.json`` is missing or invalid.
     """
@@ -181,14 +181,16 @@ def dump_bilm_tf_checkpoint(save_dir: str | os.PathLike,
                             outfile: str | os.PathLike, *,
                             located: Optional[SaveDirCheckpoint] = None
                             ) -> dict:
-    """Writes the HDF5 file bilm-tf's ``dump_weights(save_dir, outfile)``
-    wrote: the same datasets, the same float32 values bit for bit, for
-    checkpoints of either name generation; atomically.
+    """Writes atomically the HDF5 file bilm-tf's
+    ``dump_weights(save_dir, outfile)`` wrote.
+
+    The file has the same datasets and the same float32 values bit for bit,
+    for checkpoints of either name generation.
 
     Args:
-        located: the checkpoint to dump (default: the newest, which must
-            read whole: a damaged newest one is refused, naming the newest
-            that does).
+        located: the checkpoint to dump. Default: the newest, which must
+            read whole. A damaged newest one is refused, naming the newest
+            that does.
 
     Returns:
         dict: ``weight_file``, ``checkpoint`` (the prefix read),
@@ -215,12 +217,13 @@ def dump_bilm_tf_checkpoint(save_dir: str | os.PathLike,
 
 # ------------------------------------------------ restart: continue the run
 def bilm_tf_run_options(save_dir: str | os.PathLike) -> BiLMOptions:
-    """The options a continued bilm-tf run trains with: its
-    ``options.json`` as bilm-tf wrote it (``n_train_tokens`` and all),
-    with :data:`RESET_STATES_KEY` false (bilm-tf's training carried the
-    LSTM states from batch to batch across sentences) unless the file
-    sets it: a user who wants each sentence from zero states writes
-    ``"reset_states_at_sentence_start": true`` into it.
+    """The options a continued bilm-tf run trains with.
+
+    They are its ``options.json`` as bilm-tf wrote it, ``n_train_tokens``
+    and all. :data:`RESET_STATES_KEY` is false unless the file sets it,
+    since bilm-tf's training carried the LSTM states from batch to batch
+    across sentences. A user who wants each sentence from zero states
+    writes ``"reset_states_at_sentence_start": true`` into the file.
 
     Raises:
         OptionsError: the file is missing or invalid.
@@ -237,13 +240,14 @@ def bilm_tf_run_options(save_dir: str | os.PathLike) -> BiLMOptions:
 def restore_bilm_tf_run(found: SaveDirCheckpoint,
                         checkpoint: RunCheckpoint, *,
                         save_dir: str | os.PathLike) -> int:
-    """Continues bilm-tf's run in a run's checkpoint: every weight, the
-    softmax, each variable's accumulator and the step counter, exactly as
-    bilm-tf's checkpoint holds them, handed to
+    """Continues bilm-tf's run in a run's checkpoint and returns the step.
+
+    Every weight, the softmax, each variable's accumulator and the step
+    counter go exactly as bilm-tf's checkpoint holds them to
     :meth:`RunCheckpoint.continue_foreign
-    <bilm_keras.training.run_checkpoint.RunCheckpoint.continue_foreign>`
-    as a :class:`~bilm_keras.training.run_checkpoint.ForeignRun` (read
-    one tensor at a time). Returns the step.
+    <bilm_keras.training.run_checkpoint.RunCheckpoint.continue_foreign>`.
+    They go as a :class:`~bilm_keras.training.run_checkpoint.ForeignRun`,
+    read one tensor at a time.
 
     Args:
         found: the bilm-tf checkpoint (:func:`locate_run_checkpoint`).
@@ -251,9 +255,9 @@ def restore_bilm_tf_run(found: SaveDirCheckpoint,
 
     Raises:
         CheckpointFileError: no softmax, no Adagrad accumulators or no
-            ``global_step`` in the checkpoint (a continued run needs them;
-            ``train --init_checkpoint`` starts a new run from its weights),
-            or shapes that do not fit the options.
+            ``global_step`` in the checkpoint, or shapes that do not fit the
+            options. A continued run needs them all, and
+            ``train --init_checkpoint`` starts a new run from its weights.
     """
     save_dir = os.fspath(save_dir)
     options_file = os.path.join(save_dir, OPTIONS_FILE)
@@ -335,9 +339,11 @@ class _StoredTensors(Mapping):
 def set_aside_bilm_tf_state_file(save_dir: str | os.PathLike
                                  ) -> Optional[str]:
     """Renames bilm-tf's ``checkpoint`` state file to
-    :data:`BILM_TF_STATE_FILE` (see there why), unless that is done
-    already; returns the new path, or None when there was nothing to
-    move."""
+    :data:`BILM_TF_STATE_FILE`, unless that is done already.
+
+    :data:`BILM_TF_STATE_FILE` says why. Returns the new path, or None when
+    there was nothing to move.
+    """
     save_dir = os.fspath(save_dir)
     state = os.path.join(save_dir, STATE_FILE)
     kept = os.path.join(save_dir, BILM_TF_STATE_FILE)
@@ -355,17 +361,18 @@ def load_bilm_tf_backbone(save_dir: str | os.PathLike, backbone, *,
                           options_label: str = "the options",
                           located: Optional[SaveDirCheckpoint] = None
                           ) -> tuple:
-    """Fills ``backbone`` (built, of options that fit the checkpoint)
-    from the newest whole bilm-tf checkpoint of ``save_dir``, or from
-    ``located``, the one the caller found.
+    """Fills ``backbone`` from the newest whole bilm-tf checkpoint of
+    ``save_dir``, or from ``located``, the one the caller found.
+
+    ``backbone`` is built, of options that fit the checkpoint.
 
     Returns:
         ``(checkpoint, found)``: the :class:`BilmTFCheckpoint` (its
         ``read_tensor`` reads the softmax) and the located checkpoint.
 
     Raises:
-        CheckpointFileError: not bilm-tf's; shapes that do not fit (the
-            message names ``options_label``).
+        CheckpointFileError: not bilm-tf's, or shapes that do not fit.
+            The message names ``options_label``.
     """
     save_dir = os.fspath(save_dir)
     found = located if located is not None else locate_run_checkpoint(

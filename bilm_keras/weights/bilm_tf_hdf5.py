@@ -4,22 +4,22 @@
 One declarative table says where every dataset goes. Every weight-format
 quirk lives here and only here:
 
-* ``char_embed`` has 261 rows in the file; the Keras table has one more,
-  row 0, for the padding id of the +1-shifted char ids (zero).
-* ``CNN/W_cnn_i`` is a conv2d kernel ``(1, width, char_dim, num)``; Keras
+* ``char_embed`` has 261 rows in the file. The Keras table has one more,
+  row 0, for the padding id of the +1-shifted char ids, which is zero.
+* ``CNN/W_cnn_i`` is a conv2d kernel ``(1, width, char_dim, num)``. Keras
   keeps the conv1d kernel ``(width, char_dim, num)``.
 * ``embedding`` (token input) likewise has no padding row in the file.
-* A converted ELMoForManyLangs model (``bilm-keras convert-manylangs``):
-  ``char_embed`` has char.dic's rows (n_chars, the same padding-row
-  shift); ``word_embed`` (n_words, word_dim) has no padding row either;
+* A converted ELMoForManyLangs model, from ``bilm-keras convert-manylangs``:
+  ``char_embed`` has char.dic's n_chars rows, with the same padding-row
+  shift. ``word_embed`` ``(n_words, word_dim)`` has no padding row either.
   ``CNN_proj/W_proj`` is ``(word_dim + n_filters, P)`` over
-  ``[word ; chars]`` and always present. (Upstream's own conventions are
-  mapped to these by :mod:`bilm_keras.weights.manylangs_pkl`.)
+  ``[word ; chars]`` and always present. Upstream's own conventions are
+  mapped to these by :mod:`bilm_keras.weights.manylangs_pkl`.
 * The LSTM kernels keep TF1's layout (``[x, h] @ W_0``, gates i, j, f, o),
   so they copy unchanged.
 
 Loading checks every shape before assigning anything, uses every dataset it
-expects and names what is missing; saving writes a temporary file and
+expects and names what is missing. Saving writes a temporary file and
 renames it, so an interrupted save never leaves a half-written file.
 """
 
@@ -191,9 +191,9 @@ def options_misfits(options: BiLMOptions,
                     use_character_inputs: bool = True) -> List[Misfit]:
     """The datasets ``options`` ask for more of than a weight file holds,
     found before a variable is made. Options with a size the file does not
-    hold would otherwise build variables of that size first (gigabytes,
-    for ``"dim": 10000000``) before the table's check refuses them; a
-    smaller size is left to that check.
+    hold would otherwise build variables of that size first, before the
+    table's check refuses them. That is gigabytes for
+    ``"dim": 10000000``. A smaller size is left to that check.
 
     Args:
         options: the options a model is about to be built from.
@@ -262,12 +262,12 @@ def options_misfits(options: BiLMOptions,
 def check_options_fit(options: BiLMOptions, weight_file: str | os.PathLike,
                       *, use_character_inputs: bool = True) -> None:
     """Refuses options that ask for more than ``weight_file`` holds, before
-    anything is built (:func:`options_misfits`).
+    anything is built, see :func:`options_misfits`.
 
     Raises:
         WeightFileError: the file is missing or not HDF5, or the options
-            ask for a dataset it lacks or a size beyond its shape (the
-            dataset, both shapes and the option named).
+            ask for a dataset it lacks or a size beyond its shape. The
+            message names the dataset, both shapes and the option.
     """
     name = os.fspath(weight_file)
     with _open_hdf5(name) as fin:
@@ -299,9 +299,12 @@ _INPUT_KIND = {CHAR_EMBED: "a char-CNN", TOKEN_EMBEDDING: "a token-input"}
 
 
 def _dataset(fin: h5py.File, path: str) -> Optional[h5py.Dataset]:
-    """The dataset at ``path``, or None: absent, not a dataset, behind a
-    link that loops, or behind an external link (a weight file's datasets
-    are its own: a link to another file is not followed)."""
+    """The dataset at ``path``, or None.
+
+    None means absent, not a dataset, behind a link that loops, or behind
+    an external link. A weight file's datasets are its own, so a link to
+    another file is not followed.
+    """
     parts = path.split("/")
     try:
         for i in range(1, len(parts) + 1):
@@ -349,10 +352,10 @@ LOAD_BLOCK_BYTES = 8 << 20
 def _assign_from_dataset(ds: h5py.Dataset, row: WeightRow) -> None:
     """``row.variable = row.to_keras(ds)``, a block of rows at a time.
 
-    Reading a whole dataset and assigning it holds two extra copies of it
-    (the array and the tensor made from it; 64 MB each for an LSTM kernel
-    of the published model, 1.6 GB for an 800k-token embedding table);
-    blocks of at most :data:`LOAD_BLOCK_BYTES` are written into the
+    Reading a whole dataset and assigning it holds two extra copies of it,
+    the array and the tensor made from it. Each is 64 MB for an LSTM kernel
+    of the published model, 1.6 GB for an 800k-token embedding table.
+    Blocks of at most :data:`LOAD_BLOCK_BYTES` are written into the
     variable in place instead.
     """
     if (row.keras_row_offset is None or ds.ndim == 0
@@ -383,10 +386,13 @@ def _assign_from_dataset(ds: h5py.Dataset, row: WeightRow) -> None:
 
 def _assign_rows(variable: tf.Variable, start: int, block) -> None:
     """``variable[start: start + len(block)] = block`` without reading the
-    variable: ``variable[a:b].assign`` first reads the slice, and once a
-    sliced assignment has put the variable in copy-on-read mode every read
-    copies it whole (64 MB per LSTM kernel of the published model, kept by
-    TensorFlow's allocator as resident memory)."""
+    variable.
+
+    ``variable[a:b].assign`` first reads the slice. Once a sliced
+    assignment has put the variable in copy-on-read mode, every read
+    copies it whole. That is 64 MB per LSTM kernel of the published model,
+    kept by TensorFlow's allocator as resident memory.
+    """
     block = np.asarray(block, np.float32)
     tf.raw_ops.ResourceStridedSliceAssign(
         ref=variable.handle, begin=[start] + [0] * (block.ndim - 1),
@@ -421,23 +427,23 @@ def load_bilm_tf_hdf5(
     """Assigns bilm-tf HDF5 weights to a backbone.
 
     Args:
-        backbone: a (built or not)
-            :class:`~bilm_keras.models.bilm_backbone.BiLMBackbone`. An
-            unbuilt one is built with zeros as placeholders (no random
-            initialisers: less time and memory), so after a failed load it
-            holds zeros.
+        backbone: a :class:`~bilm_keras.models.bilm_backbone.BiLMBackbone`,
+            built or not. An unbuilt one is built with zeros as
+            placeholders, without random initialisers, for less time and
+            memory. After a failed load it holds zeros.
         weight_file: ``lm_weights.hdf5`` in bilm-tf's layout.
         embedding_weight_file: for token input, the file with the
-            ``embedding`` dataset (from :func:`dump_token_embeddings`);
-            default: ``weight_file``.
+            ``embedding`` dataset, from :func:`dump_token_embeddings`.
+            Default: ``weight_file``.
         strict: also require every dataset of ``weight_file`` to have a
             variable. Without it a file with more than the model needs
-            loads (a forward-only model from a bidirectional file); with
-            it, options with fewer layers or highways than the file fail.
+            loads, such as a forward-only model from a bidirectional file.
+            With it, options with fewer layers or highways than the file
+            fail.
 
     Raises:
-        WeightFileError: a dataset is missing or has the wrong shape (or,
-            ``strict``, is left over); the message names the file, the
+        WeightFileError: a dataset is missing, has the wrong shape or,
+            with ``strict``, is left over. The message names the file, the
             dataset and both shapes. Nothing is assigned unless every
             dataset fits.
     """

@@ -9,21 +9,22 @@ index is a LevelDB-format table: the key ``""`` holds a
 TensorFlow writes each shard's tensors one after another, so a shard is
 exactly as long as its last tensor's ``offset + size``.
 
-:func:`checkpoint_damage` checks that cheaply and exactly: it reads the
-index (kilobytes) and stats the shards, instead of reading every tensor
-(``tf.train.load_checkpoint`` + ``get_tensor``: a pass over the published
-model's 1.6 GB softmax and its as large Adagrad slots). A shard cut short
-(a kill during a write on a network file system, a full disk) is shorter
-than its index says; a cut-short index has no table footer.
+:func:`checkpoint_damage` checks that cheaply and exactly. It reads the
+index, a few kilobytes, and stats the shards. Reading every tensor with
+``tf.train.load_checkpoint`` + ``get_tensor`` would be a pass over the
+published model's 1.6 GB softmax and its as large Adagrad slots. A shard
+cut short, by a kill during a write on a network file system or a full
+disk, is shorter than its index says. A cut-short index has no table
+footer.
 
 :func:`list_checkpoints` lists a save_dir's checkpoints newest first, both
-bilm-tf's (``model.ckpt-N``) and ours (``model-N``), including those its
-``checkpoint`` state file names but whose files are gone, and
+bilm-tf's ``model.ckpt-N`` and our ``model-N``. It includes those its
+``checkpoint`` state file names but whose files are gone.
 :func:`resolve_checkpoint` finds the one a user names. DeepPavlov's ELMo
-keeps its checkpoint (``saves/model``) in a folder :data:`DEEPPAVLOV_SAVES`
+keeps its checkpoint ``saves/model`` in a folder :data:`DEEPPAVLOV_SAVES`
 beside ``options.json``: :func:`checkpoint_dir` finds it there. Neither imports
-TensorFlow (the command line checks a ``--checkpoint`` before it loads);
-reading an index does, for its protocol buffers.
+TensorFlow, since the command line checks a ``--checkpoint`` before it
+loads. Reading an index does, for its protocol buffers.
 """
 
 from __future__ import annotations
@@ -145,8 +146,8 @@ def read_checkpoint_index(prefix: str | os.PathLike) -> CheckpointIndex:
 
     Raises:
         FileNotFoundError: no ``.index``.
-        CheckpointIndexError: it is not a whole table (cut short: no
-            footer; or an entry that does not parse).
+        CheckpointIndexError: it is not a whole table. It is cut short,
+            with no footer, or an entry does not parse.
     """
     from tensorflow.core.protobuf import tensor_bundle_pb2
 
@@ -187,9 +188,9 @@ def checkpoint_damage(prefix: str | os.PathLike) -> Optional[str]:
     cut short (12288 of 40960 bytes)``).
 
     Whole means: the ``.index`` parses to its end and every data shard it
-    names is there with at least the bytes its tensors occupy. (The
+    names is there with at least the bytes its tensors occupy. The
     tensors' CRCs are not read: that is the pass over every byte this
-    check avoids; TensorFlow checks them when it reads a tensor.)
+    check avoids. TensorFlow checks them when it reads a tensor.
     """
     prefix = os.fspath(prefix)
     name = os.path.basename(prefix)
@@ -213,8 +214,10 @@ def checkpoint_damage(prefix: str | os.PathLike) -> Optional[str]:
 
 
 def checkpoint_step(prefix: str) -> int:
-    """The number a checkpoint's name ends with (``model.ckpt-40``: 40;
-    -1 for none)."""
+    """The number a checkpoint's name ends with, -1 for none.
+
+    ``model.ckpt-40`` gives 40.
+    """
     m = _STEP.search(os.path.basename(prefix))
     return int(m.group(1)) if m else -1
 
@@ -227,10 +230,13 @@ _STATE_LINE = re.compile(
 
 
 def _state_file_paths(save_dir: str, state_file: str) -> List[str]:
-    """The checkpoints a ``checkpoint`` state file names, the latest
-    first, each as the file of that name in ``save_dir`` when the path it
-    gives is not there (a save_dir copied from another machine: bilm-tf
-    wrote absolute paths). A state file that does not parse names none."""
+    """The checkpoints a ``checkpoint`` state file names, the latest first.
+
+    When the path it gives is not there, each is the file of that name in
+    ``save_dir``. That is a save_dir copied from another machine, as
+    bilm-tf wrote absolute paths. A state file that does not parse names
+    none.
+    """
     try:
         with open(os.path.join(save_dir, state_file), "rb") as f:
             text = f.read().decode("utf-8")
@@ -291,12 +297,12 @@ def list_checkpoints(save_dir: str | os.PathLike,
     """Every checkpoint prefix of ``save_dir``, newest first.
 
     A checkpoint is there if its ``.index`` or a data shard is, or if the
-    ``state_file`` names it (its files may all be gone). Newest is the
-    highest number at the end of the name (the global step, in bilm-tf's
-    ``model.ckpt-N`` and our ``model-N`` alike); among equal numbers, the
-    one the state file names as the latest first. A save_dir in
-    DeepPavlov's layout lists those of its ``saves/``
-    (:func:`checkpoint_dir`).
+    ``state_file`` names it, even if its files are all gone. Newest is the
+    highest number at the end of the name, the global step in bilm-tf's
+    ``model.ckpt-N`` and our ``model-N`` alike. Among equal numbers, the
+    one the state file names as the latest comes first. A save_dir in
+    DeepPavlov's layout lists those of its ``saves/``, see
+    :func:`checkpoint_dir`.
     """
     save_dir = checkpoint_dir(save_dir, state_file)
     found = set()
@@ -319,8 +325,8 @@ def resolve_checkpoint(save_dir: str | os.PathLike, name: str) -> str:
     (``model-200.index``).
 
     Raises:
-        SettingError: (field ``checkpoint``) no checkpoint of that name;
-            the message lists the save_dir's.
+        SettingError: field ``checkpoint``, no checkpoint of that name.
+            The message lists the save_dir's.
     """
     save_dir = checkpoint_dir(save_dir)
     name = os.fspath(name)

@@ -3,16 +3,16 @@ bilm-tf HDF5 datasets.
 
 One declarative table: every HDF5 dataset of a converted model, the torch
 keys it is made from, and the transform, each with its one-line reason.
-With these transforms bilm-tf's equations (which :class:`BiLMBackbone`
-computes) give upstream's numbers, so the highway and LSTM layers need no
-variant; see ``tests/fixtures/elmoformanylangs/README.md``, "bilm-tf
+With these transforms bilm-tf's equations, which :class:`BiLMBackbone`
+computes, give upstream's numbers, so the highway and LSTM layers need no
+variant. See ``tests/fixtures/elmoformanylangs/README.md``, "bilm-tf
 form". Sizes, in the names of the fixture README:
 
 * ``D`` char_dim, ``F`` total CNN filters, ``W`` word_dim, ``P``
   projection_dim, ``C`` LSTM cell dim (``dim``), ``L`` layers.
 
-Every expected key and shape is checked (:func:`check_state_dict`) before
-any transform runs, so a file that does not fit the configuration is named
+Every expected key and shape is checked by :func:`check_state_dict` before
+any transform runs. A file that does not fit the configuration is named
 with the key, the expected and the found shape, and nothing is written.
 This module reads no files and imports no torch or TensorFlow: its inputs
 are numpy arrays.
@@ -278,9 +278,9 @@ def convert_state_dicts(
     """upstream's state dicts -> ``(hdf5_path, float32 array)`` pairs.
 
     Every key and shape is checked when this is called, before anything is
-    converted; the datasets are then converted one at a time as the
-    iterator is consumed (a released model's tensors are about 400 MB:
-    this keeps at most one converted copy beside them).
+    converted. The datasets are then converted one at a time as the
+    iterator is consumed. A released model's tensors are about 400 MB, and
+    this keeps at most one converted copy beside them.
 
     Args:
         state_dicts: ``{pkl_file: {key: array}}`` for

@@ -6,32 +6,34 @@ Paddle.
     from bilm_keras.weights.paddle_pdparams import read_pdparams
     state = read_pdparams("final.pdparams")   # {name: np.ndarray}
 
-``paddle.save(layer.state_dict(), path)`` (Paddle 2.x) writes one pickle
-(protocol 4 by default) of a dict: each parameter's structured name
-(``_elmobilm.forward_lstm_layer_0.weight_ih_l0``) to a numpy array, plus
-``StructuredToParameterName@@``, a dict of structured name to Paddle's
-internal parameter name (``lstm_cell_0.w_0``). Each array is pickled as
-numpy pickles it: ``numpy.core.multiarray._reconstruct`` (``numpy._core``
-from numpy >= 2) called on ``numpy.ndarray``, then a state of (version,
-shape, ``numpy.dtype(...)`` with its own state, Fortran order, raw bytes).
+Paddle 2.x's ``paddle.save(layer.state_dict(), path)`` writes one pickle,
+protocol 4 by default, of a dict. It maps each parameter's structured name,
+such as ``_elmobilm.forward_lstm_layer_0.weight_ih_l0``, to a numpy array.
+It also holds ``StructuredToParameterName@@``, a dict of structured name to
+Paddle's internal parameter name, such as ``lstm_cell_0.w_0``. Each array
+is pickled as numpy pickles it: ``numpy.core.multiarray._reconstruct``,
+``numpy._core`` from numpy >= 2, called on ``numpy.ndarray``. Then comes a
+state of version, shape, ``numpy.dtype(...)`` with its own state, Fortran
+order and raw bytes.
 
-The pickle goes through a restricted unpickler: a global is looked up in a
-table of exactly those names (the two ``_reconstruct`` spellings,
-``numpy.ndarray``, ``numpy.dtype``, ``collections.OrderedDict``), each
+The pickle goes through a restricted unpickler. It looks each global up in
+a table of exactly those names: the two ``_reconstruct`` spellings,
+``numpy.ndarray``, ``numpy.dtype`` and ``collections.OrderedDict``. Each is
 mapped to a function or marker of this module that only records its
-arguments; any other global (``os.system``, ``builtins.eval``, a Paddle
-class, ...) is refused with one line naming the file and the global before
-anything can call it, so a ``.pdparams`` can hold arrays, never code.
-Arrays come back as numpy arrays of the stored numeric dtype (bool, int,
-uint, float16/32/64), shape and values, in native byte order and C order:
-read-only views of the bytes the pickle holds (no copy), or writable copies
-where the file's byte or element order differs; object, string,
-structured and subarray dtypes are refused.
+arguments. Any other global, such as ``os.system``, ``builtins.eval`` or a
+Paddle class, is refused before anything can call it. The refusal is one
+line naming the file and the global, so a ``.pdparams`` can hold arrays,
+never code.
+
+Arrays come back as numpy arrays of the stored numeric dtype, shape and
+values, in native byte order and C order. The dtypes are bool, int, uint
+and float16/32/64. An array is a read-only view of the bytes the pickle
+holds, with no copy, or a writable copy where the file's byte or element
+order differs. Object, string, structured and subarray dtypes are refused.
 
 A file that is not such a pickle, is cut short or holds anything but
-strings, numbers, tuples, dicts and arrays raises
-:class:`PdparamsError` with one line naming the file, what was expected and
-what was found.
+strings, numbers, tuples, dicts and arrays raises :class:`PdparamsError`.
+Its one line names the file, what was expected and what was found.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ _NDARRAY = NamedGlobal("numpy.ndarray")
 
 
 class _DType:
-    """``numpy.dtype(name, align, copy)``; its state sets the byte order."""
+    """``numpy.dtype(name, align, copy)``, whose state sets the byte order."""
 
     __slots__ = ("byte_order", "name")
 
@@ -189,8 +191,11 @@ class _Unpickler(RestrictedUnpickler):
 
 
 def _plain(value, where: str):
-    """The unpickled value with every array built; anything but dicts,
-    tuples, lists, strings, numbers and arrays is refused."""
+    """The unpickled value with every array built.
+
+    Anything but dicts, tuples, lists, strings, numbers and arrays is
+    refused.
+    """
     if isinstance(value, _Array):
         if value.array is None:
             raise Refused(f"{where}: an array without its state")

@@ -3,9 +3,10 @@ the part :mod:`~bilm_keras.weights.torch_pickle` and
 :mod:`~bilm_keras.weights.paddle_pdparams` share.
 
 Each reader maps the (module, name) pairs it allows to a
-:class:`CallableGlobal` (a function of the reader, called with the
-pickle's arguments) or a :class:`NamedGlobal` (a name the pickle may pass
-around but never call); anything either is asked to do beyond that raises
+:class:`CallableGlobal` or a :class:`NamedGlobal`. A
+:class:`CallableGlobal` is a function of the reader, called with the
+pickle's arguments. A :class:`NamedGlobal` is a name the pickle may pass
+around but never call. Anything either is asked to do beyond that raises
 :class:`Refused`, which the reader turns into one line naming the file.
 Neither lets a pickle's BUILD set its state: on a bare function or class
 that would set attributes (``__defaults__``...) for the whole process and
@@ -19,7 +20,7 @@ from typing import Callable
 
 
 class Refused(Exception):
-    """Raised inside a restricted unpickler; the reader adds the file."""
+    """Raised inside a restricted unpickler, then given the file by a reader."""
 
 
 class NamedGlobal:
@@ -63,9 +64,11 @@ class CallableGlobal:
 
 class BoundedFile:
     """A binary file an unpickler reads, refusing a read of more bytes than
-    the file has left: an opcode or frame that claims gigabytes is refused
-    before a buffer of that size is allocated, as a file cut short
-    (``EOFError``)."""
+    the file has left.
+
+    An opcode or frame that claims gigabytes is refused as a file cut
+    short, ``EOFError``, before a buffer of that size is allocated.
+    """
 
     def __init__(self, file, size: int):
         self._file = file
@@ -96,11 +99,13 @@ def _refuse_bytearray8(unpickler) -> None:
 
 
 class RestrictedUnpickler(pickle._Unpickler):
-    """pickle's Python unpickler, the base of each reader's: the C one
-    grows its memo to the largest index a PUT names and zeroes it, so a
-    few bytes asking for index 2**28 allocate 4 GiB (the Python one keeps a
-    dict); its BYTEARRAY8, which allocates the length it reads before
-    reading, is refused."""
+    """pickle's Python unpickler, the base of each reader's.
+
+    The C one grows its memo to the largest index a PUT names and zeroes
+    it, so a few bytes asking for index 2**28 allocate 4 GiB. The Python
+    one keeps a dict. Its BYTEARRAY8, which allocates the length it reads
+    before reading, is refused.
+    """
 
     dispatch = dict(pickle._Unpickler.dispatch)
     dispatch[pickle.BYTEARRAY8[0]] = _refuse_bytearray8

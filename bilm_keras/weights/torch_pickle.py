@@ -8,40 +8,41 @@ torch.
 
 Both formats :func:`torch.save` has written are read:
 
-* **legacy** (torch 0.4 to 1.5, and later torch with
-  ``_use_new_zipfile_serialization=False``; ELMoForManyLangs' released
-  ``token_embedder.pkl`` and ``encoder.pkl``): five pickles back to back,
-  torch's magic number, the format version 1001, a dict of the writer's
-  type sizes, the object itself (each storage a persistent id
-  ``('storage', type, key, location, numel, view)``) and the list of
-  storage keys; then, for each key in that order, an int64 element count
-  and the storage's raw bytes (always little-endian).
-* **zip** (torch >= 1.6): ``<folder>/data.pkl`` (storages as persistent
-  ids ``('storage', type, key, location, numel)``), each storage's bytes in
-  ``<folder>/data/<key>`` and the writer's byte order in
-  ``<folder>/byteorder`` (little-endian when absent), whatever the folder
-  is called.
+* **legacy**: torch 0.4 to 1.5, and later torch with
+  ``_use_new_zipfile_serialization=False``. ELMoForManyLangs' released
+  ``token_embedder.pkl`` and ``encoder.pkl`` are legacy files. Five pickles
+  come back to back: torch's magic number, the format version 1001, a dict
+  of the writer's type sizes, the object itself and the list of storage
+  keys. Each storage in the object is a persistent id
+  ``('storage', type, key, location, numel, view)``. Then, for each key in
+  that order, come an int64 element count and the storage's raw bytes,
+  always little-endian.
+* **zip**: torch >= 1.6. ``<folder>/data.pkl`` holds the object, with
+  storages as persistent ids ``('storage', type, key, location, numel)``.
+  Each storage's bytes are in ``<folder>/data/<key>``. The writer's byte
+  order is in ``<folder>/byteorder``, little-endian when absent. The folder
+  may have any name.
 
 Every pickle, the small header ones included, goes through one restricted
-unpickler: a global is looked up in a table of the names that rebuilding
-tensors needs (torch's ``_rebuild_tensor*`` / ``_rebuild_parameter*`` /
+unpickler. It looks each global up in a table of the names that rebuilding
+tensors needs: torch's ``_rebuild_tensor*`` / ``_rebuild_parameter*`` /
 ``_rebuild_from_type_v2``, the storage types, dtypes and
-``collections.OrderedDict``) or that a numpy array needs (numpy's own
-reduce, shared with :mod:`~bilm_keras.weights.paddle_pdparams`, and
-``_codecs.encode``, protocol 2's bytes: MUSE's ``best_mapping.pth`` is
-``torch.save`` of a numpy array). Each is mapped to a function or marker
-of this module. Any other global (``os.system``, ``builtins.eval``, a
+``collections.OrderedDict``. The table also holds what a numpy array needs:
+numpy's own reduce, shared with :mod:`~bilm_keras.weights.paddle_pdparams`,
+and ``_codecs.encode``, protocol 2's bytes. MUSE's ``best_mapping.pth`` is
+``torch.save`` of a numpy array. Each name is mapped to a function or
+marker of this module. Any other global (``os.system``, ``builtins.eval``, a
 ``torch.nn.Module`` class, ...) is refused with one line naming the file and
 the global, before anything can call it. Tensors come back as numpy arrays
 of the stored dtype (float16/32/64, int8-64, uint8, bool, complex64/128),
-shape and values; bfloat16, quantized and sparse tensors are refused.
+shape and values. Bfloat16, quantized and sparse tensors are refused.
 Storage offsets, strides, views and storages shared by several tensors are
-honoured; no two arrays share memory (tensors that share a storage come
-back as separate arrays, where torch would alias them), but one tensor
-saved under two names is one array under both, as torch gives one tensor.
+honoured. No two arrays share memory: tensors that share a storage come
+back as separate arrays, where torch would alias them. One tensor saved
+under two names is one array under both, as torch gives one tensor.
 
 A file that is not a torch file, is cut short or does not hold what it
-claims raises :class:`TorchPickleError` with one line naming the file, what
+claims raises :class:`TorchPickleError`. Its one line names the file, what
 was expected and what was found.
 """
 
@@ -128,10 +129,12 @@ class _Marker(NamedGlobal):
 
 
 class _Storage:
-    """A run of bytes of one root storage: ``key`` names the root (its bytes
-    are read after the pickle, in the legacy format), ``byte_offset`` and
-    ``nbytes`` the part this storage object covers (the whole root, or a
-    legacy storage view)."""
+    """A run of bytes of one root storage.
+
+    ``key`` names the root, whose bytes the legacy format stores after the
+    pickle. ``byte_offset`` and ``nbytes`` give the part this storage object
+    covers: the whole root, or a legacy storage view.
+    """
 
     __slots__ = ("key", "dtype", "byte_offset", "nbytes")
 
@@ -466,13 +469,13 @@ _CHUNK = 1 << 24
 
 
 def _read_into(file: BinaryIO, nbytes: int) -> Tuple[np.ndarray, int]:
-    """``nbytes`` from ``file`` into a new uint8 array; also the count read.
+    """``nbytes`` from ``file`` into a new uint8 array, and the count read.
 
-    A large buffer is private anonymous memory (``mmap``): its pages are
-    mapped as the read fills them, where ``np.empty`` would ask for
-    transparent huge pages, which made reading a released model's 300 MB
-    2-4x slower on this project's 2-core machines (bench/RESULTS.md), and
-    ``mmap``'s default (shared) memory about 1.5x slower.
+    A large buffer is private anonymous memory from ``mmap``, whose pages
+    are mapped as the read fills them. ``np.empty`` would ask for
+    transparent huge pages instead. That made reading a released model's
+    300 MB 2-4x slower on this project's 2-core machines, see
+    bench/RESULTS.md. ``mmap``'s default shared memory was about 1.5x slower.
     """
     if nbytes >= 1 << 20:
         private = getattr(mmap, "MAP_PRIVATE", 0) | getattr(
@@ -611,9 +614,10 @@ def _mark_big_endian(obj, seen=None) -> None:
 def load_torch_file(path: str | os.PathLike) -> Any:
     """The object a ``torch.save`` file holds, tensors as numpy arrays.
 
-    Dicts (``OrderedDict`` too), lists, tuples and plain values come back as
-    they were saved; each tensor as an ``np.ndarray`` of its saved dtype and
-    shape (0-d tensors as 0-d arrays), in native byte order.
+    Dicts, ``OrderedDict`` too, lists, tuples and plain values come back as
+    they were saved. Each tensor comes back as an ``np.ndarray`` of its
+    saved dtype and shape, in native byte order. A 0-d tensor gives a 0-d
+    array.
 
     Raises:
         TorchPickleError: not a torch file, a truncated or damaged one, or a
@@ -652,8 +656,10 @@ def load_torch_file(path: str | os.PathLike) -> Any:
 
 def read_torch_state_dict(path: str | os.PathLike) -> Dict[str, np.ndarray]:
     """A ``torch.save``\\ d state dict as ``{name: np.ndarray}``, in the
-    file's order; a checkpoint ``{"state_dict": {...}, ...}`` gives its
-    ``"state_dict"``. Arrays keep the stored dtype (no cast).
+    file's order.
+
+    A checkpoint ``{"state_dict": {...}, ...}`` gives its ``"state_dict"``.
+    Arrays keep the stored dtype, with no cast.
 
     Raises:
         TorchPickleError: as :func:`load_torch_file`, or a file that holds
