@@ -60,9 +60,6 @@ LOCKS = "locks"
 
 #: the file in every cached model naming what it is (written last)
 MANIFEST = "bilm_keras_model.json"
-#: the name every cached model's weight file has (its options file:
-#: bilm_keras.options.OPTIONS_FILE)
-WEIGHT_FILE = "lm_weights.hdf5"
 
 
 def default_cache_dir() -> str:

@@ -62,7 +62,6 @@ from bilm_keras.pretrained.archives import ARCHIVE_SUFFIXES, extract_archive
 from bilm_keras.pretrained.download import download_file
 from bilm_keras.pretrained.errors import PretrainedModelError
 from bilm_keras.pretrained.model_cache import (
-    WEIGHT_FILE,
     default_cache_dir,
     entry_dir,
     entry_lock,
@@ -91,6 +90,7 @@ from bilm_keras.pretrained.registry import (
     registered_model,
     registered_models,
 )
+from bilm_keras.weights.model_folder import WEIGHT_FILE
 
 logger = logging.getLogger(__name__)
 

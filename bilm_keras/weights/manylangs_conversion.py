@@ -35,7 +35,6 @@ not needed.
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 from typing import Dict
@@ -45,7 +44,6 @@ import numpy as np
 from bilm_keras._utils.atomic_files import (
     atomic_directory,
     check_output_directory,
-    hdf5_for_writing,
 )
 from bilm_keras.data.manylangs_dictionaries import read_char_dic, read_word_dic
 from bilm_keras.options import OPTIONS_FILE
@@ -60,6 +58,7 @@ from bilm_keras.weights.manylangs_pkl import (
     ManyLangsWeightError,
     convert_state_dicts,
 )
+from bilm_keras.weights.model_folder import WEIGHT_FILE, write_model_files
 from bilm_keras.weights.torch_pickle import (
     TorchPickleError,
     read_torch_state_dict,
@@ -67,7 +66,6 @@ from bilm_keras.weights.torch_pickle import (
 
 CHAR_DIC = "char.dic"
 WORD_DIC = "word.dic"
-WEIGHT_FILE = "lm_weights.hdf5"
 
 def manylangs_options(config: ManyLangsModelConfig, *, n_chars: int,
                       n_words: int) -> dict:
@@ -181,13 +179,7 @@ def convert_manylangs(
     options = manylangs_options(config, n_chars=n_chars, n_words=n_words)
 
     with atomic_directory(outdir, overwrite=overwrite) as tmp:
-        with hdf5_for_writing(os.path.join(tmp, WEIGHT_FILE)) as fout:
-            for hdf5_path, value in datasets:
-                fout.create_dataset(hdf5_path, data=value)
-        with open(os.path.join(tmp, OPTIONS_FILE), "w", encoding="utf-8",
-                  newline="\n") as f:
-            json.dump(options, f, indent=2)
-            f.write("\n")
+        write_model_files(tmp, datasets, options)
         shutil.copyfile(char_dic, os.path.join(tmp, CHAR_DIC))
         if config.word_dim:
             shutil.copyfile(word_dic, os.path.join(tmp, WORD_DIC))

@@ -30,19 +30,17 @@ was.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Dict, Optional
 
 from bilm_keras._utils.atomic_files import (
     atomic_directory,
     check_output_directory,
-    hdf5_for_writing,
 )
+from bilm_keras.options import OPTIONS_FILE
+from bilm_keras.weights.model_folder import WEIGHT_FILE, write_model_files
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 
-OPTIONS_JSON = "options.json"
-WEIGHT_FILE = "lm_weights.hdf5"
 VOCAB_FILE = "vocab.txt"
 #: where the baike model's vocabulary is published (docs/paddle.md)
 BAIKE_VOCAB_HINT = (
@@ -128,7 +126,7 @@ def convert_paddle(
     write_converted(model, outdir, overwrite=overwrite)
     return {
         "outdir": outdir,
-        "options_file": os.path.join(outdir, OPTIONS_JSON),
+        "options_file": os.path.join(outdir, OPTIONS_FILE),
         "weight_file": os.path.join(outdir, WEIGHT_FILE),
         "vocab_file": os.path.join(outdir, VOCAB_FILE),
     }
@@ -140,13 +138,7 @@ def write_converted(model: PaddleModel, outdir: str, *,
     model has a vocabulary) of a read model, written whole into ``outdir``
     or not at all."""
     with atomic_directory(outdir, overwrite=overwrite) as tmp:
-        with hdf5_for_writing(os.path.join(tmp, WEIGHT_FILE)) as fout:
-            for hdf5_path, value in model.lm_weights.items():
-                fout.create_dataset(hdf5_path, data=value)
-        with open(os.path.join(tmp, OPTIONS_JSON), "w", encoding="utf-8",
-                  newline="\n") as f:
-            json.dump(model.options, f, indent=2)
-            f.write("\n")
+        write_model_files(tmp, model.lm_weights.items(), model.options)
         if model.vocab is not None:
             with open(os.path.join(tmp, VOCAB_FILE), "w", encoding="utf-8",
                       newline="\n") as f:

@@ -58,7 +58,7 @@ from typing import Dict, List, Optional, Tuple
 
 import numpy as np
 
-from bilm_keras._utils.atomic_files import atomic_directory, hdf5_for_writing
+from bilm_keras._utils.atomic_files import atomic_directory
 from bilm_keras._utils.problem_list import fit_problems, problem_list
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.weights.bilm_tf_names import (
@@ -85,6 +85,7 @@ from bilm_keras.weights.bilm_tf_names import (
 )
 from bilm_keras.weights.checkpoint_files import checkpoint_damage
 from bilm_keras.weights.learned_mix import MIX_FILE, LearnedMix, write_mix
+from bilm_keras.weights.model_folder import WEIGHT_FILE, write_model_files
 
 logger = logging.getLogger(__name__)
 
@@ -92,7 +93,6 @@ TFHUB_MODULE_FILE = "tfhub_module.pb"
 SAVED_MODEL_FILE = "saved_model.pb"
 #: the checkpoint prefix inside a module folder
 VARIABLES_PREFIX = os.path.join("variables", "variables")
-WEIGHT_FILE = "lm_weights.hdf5"
 #: the learned mix's variables, ``(logits, scale)``, in each module
 #: family: Google's own names, and bilm-tf's ``weight_layers("elmo_output")``
 #: in DeepPavlov's
@@ -546,13 +546,7 @@ def write_converted(module: TFHubModule, outdir: str | os.PathLike, *,
     """
     outdir = os.path.abspath(os.fspath(outdir))
     with atomic_directory(outdir, overwrite=overwrite) as tmp:
-        with hdf5_for_writing(os.path.join(tmp, WEIGHT_FILE)) as fout:
-            for dataset, value in module.iter_datasets():
-                fout.create_dataset(dataset, data=value)
-        with open(os.path.join(tmp, OPTIONS_FILE), "w", encoding="utf-8",
-                  newline="\n") as f:
-            json.dump(module.options, f, indent=2)
-            f.write("\n")
+        write_model_files(tmp, module.iter_datasets(), module.options)
         if module.mix is not None:
             write_mix(os.path.join(tmp, MIX_FILE), module.mix)
     return {
