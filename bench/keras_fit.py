@@ -10,6 +10,8 @@ round:
   mix, ``trainable="mix"``, then a Dense softmax per token) over the
   corpus as padded token matrices, ``--batch_size`` sentences a step in
   the corpus' order; tokens/s counts the real tokens.
+* ``fit_mix_sorted``: the same epoch with the sentences sorted by
+  length first, as ``embed`` batches them.
 
 Then, once: ``fit_all`` (the same tagger with ``trainable="all"``, the LM
 fine-tuned), and the cache: the corpus' layers computed once
@@ -122,6 +124,12 @@ def measure(args) -> dict:
     rng = np.random.default_rng(0)
     tags = [rng.integers(1, args.n_tags, len(s)) for s in corpus]
     batches = _batches(corpus, tags, args.batch_size)
+    # the same epoch with the sentences sorted by length, as
+    # tf.data's bucket_by_sequence_length would batch them: embed sorts
+    # its batches so, and padded positions cost the layer as real ones
+    by_length = sorted(range(len(corpus)), key=lambda i: len(corpus[i]))
+    sorted_batches = _batches([corpus[i] for i in by_length],
+                              [tags[i] for i in by_length], args.batch_size)
 
     bilm = BidirectionalLanguageModel(options_file, weight_file)
     layer = ELMoEmbedding.from_pretrained(workdir, name="elmo")
@@ -130,15 +138,19 @@ def measure(args) -> dict:
     # new batch shapes, the embedder's first graphs)
     bilm.embed_sentences(corpus)
     _epoch_seconds(tagger, batches)
+    _epoch_seconds(tagger, sorted_batches)
 
     def run(name):
         if name == "embed":
             start = time.perf_counter()
             bilm.embed_sentences(corpus)
             return time.perf_counter() - start
+        if name == "fit_mix_sorted":
+            return _epoch_seconds(tagger, sorted_batches)
         return _epoch_seconds(tagger, batches)
 
-    runs = common.alternating_rounds(["embed", "fit_mix"], args.rounds, run)
+    runs = common.alternating_rounds(["embed", "fit_mix", "fit_mix_sorted"],
+                                     args.rounds, run)
     report = {
         "embed_tokens_per_s": round(n_tokens / statistics.median(
             runs["embed"]), 1),
@@ -147,6 +159,12 @@ def measure(args) -> dict:
         # tokens/s ratio = time ratio inverted, per round
         "fit_mix_over_embed": round(common.median_ratio(
             runs["embed"], runs["fit_mix"]), 3),
+        "fit_mix_sorted_over_embed": round(common.median_ratio(
+            runs["embed"], runs["fit_mix_sorted"]), 3),
+        # positions computed per real token: corpus order, sorted
+        "padding": [round(sum(int(x.shape[0] * x.shape[1])
+                              for x, _ in b) / n_tokens, 3)
+                    for b in (batches, sorted_batches)],
         "rounds": {k: [round(t, 3) for t in v] for k, v in runs.items()},
     }
 

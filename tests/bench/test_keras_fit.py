@@ -11,6 +11,7 @@ def test_quick_bench_reports_one_json_line(quick_bench_workdir):
     assert report["model"] == "tiny"
     for key in ("embed_tokens_per_s", "fit_mix_tokens_per_s",
                 "fit_all_tokens_per_s", "fit_mix_over_embed",
+                "fit_mix_sorted_over_embed",
                 "fit_all_over_embed", "cache_speedup"):
         assert report[key] > 0, key
     assert len(report["rounds"]["embed"]) == 1
