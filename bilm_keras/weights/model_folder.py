@@ -2,26 +2,28 @@
 beside ``options.json``, what every converter writes.
 
 It imports no TensorFlow, so a conversion that needs none keeps needing
-none.
+none, and no numpy or h5py until it writes.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from typing import Iterable, Tuple
-
-import numpy as np
+from typing import TYPE_CHECKING, Iterable, Tuple
 
 from bilm_keras._utils.atomic_files import hdf5_for_writing
 from bilm_keras.options import OPTIONS_FILE
+
+if TYPE_CHECKING:  # numpy and h5py are imported where files are written:
+    # the `models` command names WEIGHT_FILE and imports neither
+    import numpy as np
 
 #: the weight file's name in a model folder, as bilm-tf's tools name it
 WEIGHT_FILE = "lm_weights.hdf5"
 
 
 def write_model_files(folder: str | os.PathLike,
-                      datasets: Iterable[Tuple[str, np.ndarray]],
+                      datasets: Iterable[Tuple[str, "np.ndarray"]],
                       options: dict) -> None:
     """Writes ``WEIGHT_FILE`` and ``OPTIONS_FILE`` into ``folder``.
 
