@@ -17,7 +17,6 @@ from bilm_keras.export.graph_char_ids import batch_char_ids, split_sentences
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.export.graph_word_ids import WordGraphIds
 from bilm_keras.export.token_mask import TokenMask
-from bilm_keras.layers.recurrence import reverse_within_lengths
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
@@ -405,18 +404,7 @@ class ELMoEmbedding(keras.layers.Layer):
             outputs, _ = self.bilm.encode(token_embeddings, lengths,
                                           training=True)
             return outputs
-        x = tf.stop_gradient(token_embeddings)
-        outputs = {}
-        for direction, stack in self.bilm.stacks.items():
-            h = x if direction == "forward" else reverse_within_lengths(
-                x, lengths)
-            layers = stack.infer(tf.transpose(h, (1, 0, 2)), lengths)
-            layers = [tf.transpose(y, (1, 0, 2)) for y in layers]
-            if direction == "backward":
-                layers = [reverse_within_lengths(y, lengths)
-                          for y in layers]
-            outputs[direction] = layers
-        return outputs
+        return self.bilm.infer(tf.stop_gradient(token_embeddings), lengths)
 
     def lm_layers(self, inputs, training=False):
         """The biLM's layers of any input, aligned if the layer holds an

@@ -286,15 +286,37 @@ class BiLMBackbone(keras.layers.Layer):
         reversed. Its outputs are reversed back to natural order.
         """
         initial_states = initial_states or {}
+        return self._both_directions(
+            token_embeddings, lengths,
+            lambda direction, x: self.run_direction(
+                direction, x, lengths, initial_states.get(direction),
+                training=training))
+
+    def infer(self, token_embeddings, lengths):
+        """:meth:`encode`'s layers at inference, through
+        :meth:`LSTMStack.infer`, the bulk embedding path: no gradients,
+        no final states.
+
+        Returns:
+            ``{direction: [(B, T, P) per layer]}``, natural time order.
+        """
+        def run(direction, x):
+            layers = self.stacks[direction].infer(
+                tf.transpose(x, (1, 0, 2)), lengths)  # (T, B, P) each
+            return [tf.transpose(h, (1, 0, 2)) for h in layers], None
+
+        return self._both_directions(token_embeddings, lengths, run)[0]
+
+    def _both_directions(self, token_embeddings, lengths, run):
+        """``run(direction, x) -> (layers, final_state)`` for each
+        direction. The backward stack reads each row's first ``length``
+        positions reversed, and its layers are reversed back."""
         outputs, final_states = {}, {}
         for direction in self.directions:
             x = token_embeddings
             if direction == "backward":
                 x = reverse_within_lengths(x, lengths)
-            layers, final_states[direction] = self.run_direction(
-                direction, x, lengths, initial_states.get(direction),
-                training=training,
-            )
+            layers, final_states[direction] = run(direction, x)
             if direction == "backward":
                 layers = [reverse_within_lengths(h, lengths) for h in layers]
             outputs[direction] = layers
