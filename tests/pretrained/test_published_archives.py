@@ -35,6 +35,13 @@ RUN = FIXTURES / "bilm_tf_run"
 LM_READY = FIXTURES / "deeppavlov_lm" / "elmo-lm-ready4fine-tuning"
 NLPL_210 = "/repository/20/210.zip"
 NLPL_217 = "/repository/20/217.zip"
+#: the NLPL ELMo zips registered from the sources that link them (a
+#: RusVectores model and the SemEval-2020 system's four), by ID
+NLPL_LINKED = {"nlpl-199": "/repository/20/199.zip",
+               "nlpl-201": "/repository/20/201.zip",
+               "nlpl-202": "/repository/20/202.zip",
+               "nlpl-203": "/repository/20/203.zip",
+               "nlpl-209": "/repository/20/209.zip"}
 EMBEDDIA_SL = ("/repository/xmlui/bitstream/handle/11356/1277/"
                "slovenian-elmo.tar.gz")
 RU_NEWS_LM = "/deeppavlov_data/elmo-lm-ready4fine-tuning-ru-news.tar.gz"
@@ -104,6 +111,12 @@ def served(bilm_fixtures, cache_dir, monkeypatch):
         NLPL_217: zip_bytes({
             "options.json": (model / "options.json").read_bytes(),
             "model.hdf5": weights}),
+        **{path: zip_bytes({
+            "options.json": json.dumps(options).encode(),
+            "model.hdf5": weights,
+            "meta.json": json.dumps({"id": int(name[5:])}).encode(),
+            "README.txt": f"NLPL repository entry {name[5:]}\n".encode()})
+           for name, path in NLPL_LINKED.items()},
         EMBEDDIA_SL: tar_bytes({
             "slovenian/options.json": (model / "options.json").read_bytes(),
             "slovenian/slovenian-elmo-weights.hdf5": weights},
@@ -162,6 +175,37 @@ def test_a_readable_alias(served, cache_dir):
                        match=r"'norelmo-31': unknown model name \(did you "
                              r"mean norelmo-30"):
         resolve_model("norelmo-31")
+
+
+@pytest.mark.parametrize("name,alias", [
+    ("nlpl-199", "taiga-lemmas-elmo-2048-2019"),
+    ("nlpl-201", "semeval2020-elmo-de"),
+    ("nlpl-202", "semeval2020-elmo-sv"),
+    ("nlpl-203", "semeval2020-elmo-la"),
+    ("nlpl-209", "semeval2020-elmo-en"),
+])
+def test_the_linked_nlpl_zips(name, alias, served, cache_dir, bilm_fixtures,
+                              caplog):
+    with caplog.at_level(logging.INFO):
+        model = resolve_model(alias)
+    assert model.name == name and model.format == "bilm-tf"
+    assert model.directory == str(cache_dir / "models" / name)
+    assert served.requests[NLPL_LINKED[name]] == 1
+    assert _lines(caplog, name) == [
+        f"{name}: model.hdf5 is the weights, saved as lm_weights.hdf5",
+        f"{name}: options give n_characters 261 (as trained); set to 262, "
+        "bilm-tf's value for prediction",
+        f"{name}: meta.json is the publisher's metadata, kept beside the "
+        "model and not read",
+        f"{name}: no vocabulary in the archive (character input needs none)"]
+    options = json.loads(pathlib.Path(model.options_file).read_text())
+    assert options["char_cnn"]["n_characters"] == 262
+    assert pathlib.Path(model.weight_file).read_bytes() == (
+        bilm_fixtures / "model" / "lm_weights.hdf5").read_bytes()
+    assert model.vocab_file is None
+    # the ID reads the same cache entry, with no second download
+    assert resolve_model(name).directory == model.directory
+    assert served.requests[NLPL_LINKED[name]] == 1
 
 
 def test_an_embeddia_tarball(served, caplog):

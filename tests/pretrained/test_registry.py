@@ -88,9 +88,10 @@ def test_the_44_manylangs_models_and_zhs():
     assert zhs.format == "elmoformanylangs" and zhs.language_code == "zh"
     assert "simplified" in zhs.language
     # + paddle-baike-zh, google/elmo's 3 modules, DeepPavlov's 3 modules
-    # and 3 LM-ready archives, RusVectores' 3 and NorELMo's 4 NLPL models,
-    # embeddia-sl, german-tsystems and the 7 cross-lingual models
-    assert len(models) == 6 + 44 + 1 + 1 + 3 + 3 + 3 + 3 + 4 + 1 + 1 + 7
+    # and 3 LM-ready archives, RusVectores' 4, NorELMo's 4 and the SemEval
+    # 2020 system's 4 NLPL models, embeddia-sl, german-tsystems and the 7
+    # cross-lingual models
+    assert len(models) == 6 + 44 + 1 + 1 + 3 + 3 + 3 + 4 + 4 + 4 + 1 + 1 + 7
 
 
 def test_every_row_is_complete():
@@ -176,7 +177,28 @@ def test_the_bilm_tf_families_have_their_publishers_urls():
     assert registered_model(
         "araneum-lemmas-elmo-2048-2020") is models["nlpl-212"]
     assert registered_model("norelmo-100") is models["nlpl-218"]
+    # the IDs their sources give: a RusVectores model a README links, and
+    # the ELMo models the UiO-UvA SemEval-2020 system's README lists
+    nlpl = {name: model for name, model in models.items()
+            if name.startswith("nlpl-")}
+    assert sorted(nlpl) == [f"nlpl-{n}" for n in (
+        195, 196, 199, 201, 202, 203, 209, 210, 211, 212, 217, 218)]
+    for name, model in nlpl.items():
+        assert model.format == "bilm-tf-archive"
+        assert model.archive_url.startswith("http://vectors.nlpl.eu/"), name
+        assert model.archive_url.endswith(f"/{name[5:]}.zip"), name
+    assert models["nlpl-199"].archive_url == (
+        "http://vectors.nlpl.eu/repository/20/199.zip")
+    assert registered_model(
+        "taiga-lemmas-elmo-2048-2019") is models["nlpl-199"]
+    for number, code in ((201, "de"), (202, "sv"), (203, "la"), (209, "en")):
+        model = models[f"nlpl-{number}"]
+        assert model.language_code == code
+        assert model.archive_url == (
+            f"http://vectors.nlpl.eu/repository/20/{number}.zip")
+        assert "Kutuzov and Giulianelli 2020" in model.citation
+        assert registered_model(f"semeval2020-elmo-{code}") is model
     # every row that does not know a fact says so
-    for name in ("nlpl-210", "embeddia-sl", "xling-de",
-                 "deeppavlov-ru-wiki-lm"):
+    for name in ("nlpl-199", "nlpl-209", "nlpl-210", "embeddia-sl",
+                 "xling-de", "deeppavlov-ru-wiki-lm"):
         assert "not known" in models[name].note, name
