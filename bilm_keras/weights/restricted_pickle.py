@@ -91,8 +91,7 @@ class BoundedFile:
             raise self._cut_short(n, position, self._size - position)
 
     def read(self, n: int = -1) -> bytes:
-        if n is None or n < 0:
-            return self._file.read(n)
+        # n < 0 reads the rest, which the file holds
         if n > _SMALL_READ:
             self._check(n)
         data = self._file.read(n)
