@@ -37,6 +37,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
 sys.path.insert(0, REPO)
 
+from fuzz.harness import scratch_root  # noqa: E402
 from fuzz.replay import child_env  # noqa: E402
 from fuzz.targets import CORPUS, TARGETS  # noqa: E402
 
@@ -78,7 +79,8 @@ def _finding(output: str, code: int) -> str:
 
 def run_target(name: str, runs: int, seconds: int, keep_bytes: int) -> dict:
     target = TARGETS[name]
-    work = tempfile.mkdtemp(prefix=f"bilm_keras_campaign_{name}_")
+    work = tempfile.mkdtemp(prefix=f"bilm_keras_campaign_{name}_",
+                            dir=scratch_root())
     seeds, fresh = os.path.join(work, "seeds"), os.path.join(work, "new")
     os.makedirs(seeds)
     os.makedirs(fresh)
@@ -89,7 +91,8 @@ def run_target(name: str, runs: int, seconds: int, keep_bytes: int) -> dict:
     kept = os.path.join(CORPUS, name)
     os.makedirs(kept, exist_ok=True)
     os.makedirs(FINDINGS, exist_ok=True)
-    cmd = [sys.executable, "-m", "fuzz.run_target", name, fresh, seeds,
+    cmd = [sys.executable, "-m", "fuzz.run_target", name,
+           f"--workspace={os.path.join(work, 'workspace')}", fresh, seeds,
            kept, f"-runs={runs}", f"-max_total_time={seconds}",
            f"-timeout={int(target.seconds)}", "-max_len=1048576",
            "-rss_limit_mb=0", "-print_final_stats=1", "-use_value_profile=1",

@@ -31,7 +31,7 @@ import shutil
 import signal
 import subprocess
 import sys
-from typing import Callable, List, Optional
+from typing import Callable, Dict, List, Optional
 
 #: an absolute folder the hostile archives aim members at; it must never
 #: appear
@@ -155,6 +155,17 @@ def _one_line(text: str) -> bool:
     return bool(text.strip()) and "\n" not in text.strip()
 
 
+def scratch_root() -> Optional[str]:
+    """A folder in memory for workspaces (``/dev/shm``), or None for the
+    system's temporary folder: a workspace is rewritten for every input,
+    and a disk's ``rmdir``, ``unlink`` and ``fsync`` can cost more than
+    the reader."""
+    shm = "/dev/shm"
+    if os.path.isdir(shm) and os.access(shm, os.W_OK | os.X_OK):
+        return shm
+    return None
+
+
 class Workspace:
     """``root/in`` (the input's files, written by the target) and
     ``root/out`` (the folder the target may write into); nothing else may
@@ -164,11 +175,18 @@ class Workspace:
         self.root = root
         self.inputs = os.path.join(root, "in")
         self.out = os.path.join(root, "out")
+        #: what ``in`` holds when a check found it as written, else None
+        self._held: Optional[Dict[str, bytes]] = None
+        self._written: Optional[Dict[str, bytes]] = None
 
     def reset(self) -> None:
+        self._held = None
         for path in (self.inputs, self.out):
             shutil.rmtree(path, ignore_errors=True)
             os.makedirs(path)
+        self._remove_others()
+
+    def _remove_others(self) -> None:
         for name in os.listdir(self.root):
             if name not in ("in", "out"):
                 path = os.path.join(self.root, name)
@@ -176,6 +194,35 @@ class Workspace:
                     shutil.rmtree(path, ignore_errors=True)
                 else:
                     os.unlink(path)
+
+    def write(self, files: Dict[str, bytes]) -> None:
+        """Leaves ``in`` holding ``files`` (name -> bytes) and ``out``
+        empty.
+
+        When the last check found ``in`` as written, only the files that
+        differ are written again: a folder target's input changes one file
+        of many.
+        """
+        held, self._held = self._held, None
+        if held is None or held.keys() != files.keys():
+            self.reset()
+            changed = files
+        else:
+            shutil.rmtree(self.out, ignore_errors=True)
+            os.makedirs(self.out)
+            self._remove_others()
+            changed = {name: data for name, data in files.items()
+                       if held[name] is not data and held[name] != data}
+        for name, data in changed.items():
+            path = os.path.join(self.inputs, name)
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+            with open(path, "wb") as f:
+                f.write(data)
+        self._written = files
+
+    def found_as_written(self) -> None:
+        """Records that a check found ``in`` as :meth:`write` left it."""
+        self._held = self._written
 
 
 def check(target, data: bytes, workspace: Workspace, *,
@@ -185,9 +232,8 @@ def check(target, data: bytes, workspace: Workspace, *,
 
     ``alarm=False`` leaves the time to the caller (libFuzzer's
     ``-timeout``, which owns ``SIGALRM`` under atheris)."""
-    workspace.reset()
+    workspace.write(target.input_files(data))
     shutil.rmtree(ABSOLUTE_CANARY, ignore_errors=True)
-    target.write_inputs(data, workspace.inputs)
     before = _snapshot(workspace.inputs)
     bound = BASE_BYTES + target.memory_bytes + FACTOR * len(data)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -242,6 +288,8 @@ def check(target, data: bytes, workspace: Workspace, *,
         finding = f"code ran: {_TRIPPED[0]} was called (and caught)"
     if finding is None:
         finding = _written_outside(workspace, before, bound)
+    if finding is None:
+        workspace.found_as_written()
     return finding
 
 

@@ -20,6 +20,7 @@ import sys
 import tempfile
 from typing import List, Sequence, Tuple
 
+from fuzz.harness import scratch_root
 from fuzz.targets import CORPUS, REGRESSIONS, TARGETS, target
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
@@ -71,7 +72,8 @@ def _child(names: Sequence[str], start: int, work: str) -> int:
 
 def replay(names: Sequence[str], timeout: float = 600.0) -> List[str]:
     """The findings of replaying ``names``' inputs (empty: all hold)."""
-    with tempfile.TemporaryDirectory(prefix="bilm_keras_replay_") as work:
+    with tempfile.TemporaryDirectory(prefix="bilm_keras_replay_",
+                                     dir=scratch_root()) as work:
         return _replay(names, timeout, work)
 
 

@@ -4,16 +4,22 @@ into libFuzzer's.
 
 ::
 
-    python -m fuzz.run_target archive CORPUS_DIR SEED_DIR -runs=10000
+    python -m fuzz.run_target archive [--workspace=DIR] CORPUS_DIR SEED_DIR \
+        -runs=10000
 
 The arguments after the target's name are libFuzzer's (corpus folders,
-``-runs``, ``-max_total_time``, ``-timeout``, ``-merge=1``...). An input
+``-runs``, ``-max_total_time``, ``-timeout``, ``-merge=1``...), after an
+optional ``--workspace=DIR``: the folder each input's files are written
+to, which the caller removes after the run (libFuzzer ends the process
+without Python's clean-up). Without it, a new folder in memory
+(``/dev/shm``) is left behind. An input
 that breaks a property of :mod:`fuzz.harness` stops the run with the
 property named, and libFuzzer writes it to ``-artifact_prefix``.
 """
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import tempfile
@@ -30,15 +36,21 @@ class PropertyBroken(Exception):
 
 def main(argv=None) -> None:
     argv = sys.argv if argv is None else argv
-    name = argv[1]
-    from fuzz.harness import Workspace, check, run_quietly, warm_up
+    name, argv = argv[1], [argv[0]] + argv[2:]
+    from fuzz.harness import (
+        Workspace, check, run_quietly, scratch_root, warm_up)
     from fuzz.targets import target as target_named
 
+    if argv[1:2] and argv[1].startswith("--workspace="):
+        root = argv.pop(1)[len("--workspace="):]
+        os.makedirs(root, exist_ok=True)
+    else:
+        root = tempfile.mkdtemp(prefix="bilm_keras_fuzz_", dir=scratch_root())
     run_quietly()
     # the package's modules (and a target's own module, for one named
     # module:attribute) are instrumented as they are first imported
     modules = ["bilm_keras"] + ([name.split(":")[0]] if ":" in name else [])
-    workspace = Workspace(tempfile.mkdtemp(prefix="bilm_keras_fuzz_"))
+    workspace = Workspace(root)
     with atheris.instrument_imports(include=modules):
         import bilm_keras.options  # noqa: F401
         target = target_named(name)
@@ -60,7 +72,7 @@ def main(argv=None) -> None:
                 return out
         return atheris.Mutate(data, max_size)
 
-    atheris.Setup([argv[0]] + argv[2:], test_one_input,
+    atheris.Setup(argv, test_one_input,
                   custom_mutator=mutator)
     atheris.Fuzz()
 

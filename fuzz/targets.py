@@ -12,6 +12,7 @@ mutations are :mod:`fuzz.mutations`'.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import random
 from typing import Callable, Dict, List, Tuple
@@ -32,6 +33,11 @@ def _fixture(*parts) -> str:
 def _read(path: str) -> bytes:
     with open(path, "rb") as f:
         return f.read()
+
+
+#: a seed folder's file, read once: an input replaces one file of a folder
+#: and the others are the same bytes every time
+_seed_file = functools.lru_cache(maxsize=None)(_read)
 
 
 def _write(path: str, data: bytes) -> None:
@@ -94,13 +100,18 @@ class Target:
     def _join(self, index: int, body: bytes) -> bytes:
         return bytes([index]) + body if self.folder else body
 
-    def write_inputs(self, data: bytes, inputs: str) -> None:
+    def input_files(self, data: bytes) -> Dict[str, bytes]:
+        """The files ``data`` becomes: file name -> bytes."""
         index, body = self._split(data)
-        for i, (name, seeds) in enumerate(self.files):
-            _write(os.path.join(inputs, name),
-                   body if i == index else _read(seeds[0]))
-        for name, path in self.fixed.items():
-            _write(os.path.join(inputs, name), _read(path))
+        files = {name: body if i == index else _seed_file(seeds[0])
+                 for i, (name, seeds) in enumerate(self.files)}
+        files.update((name, _seed_file(path))
+                     for name, path in self.fixed.items())
+        return files
+
+    def write_inputs(self, data: bytes, inputs: str) -> None:
+        for name, content in self.input_files(data).items():
+            _write(os.path.join(inputs, name), content)
 
     def run(self, inputs: str, out: str) -> None:
         self.call(inputs, out)

@@ -62,28 +62,43 @@ class CallableGlobal:
         return self.qualname
 
 
+#: reads of up to this many bytes are checked after reading: they allocate
+#: no more than this, and nearly every read is one opcode's few bytes
+_SMALL_READ = 1 << 16
+
+
 class BoundedFile:
     """A binary file an unpickler reads, refusing a read of more bytes than
     the file has left.
 
     An opcode or frame that claims gigabytes is refused as a file cut
-    short, ``EOFError``, before a buffer of that size is allocated.
+    short, ``EOFError``, before a buffer of that size is allocated. A small
+    read is checked after it, which costs a protocol 2 pickle's
+    one-byte reads half as much.
     """
 
     def __init__(self, file, size: int):
         self._file = file
         self._size = size
 
+    def _cut_short(self, n: int, position: int, left: int) -> EOFError:
+        return EOFError(f"an opcode claiming {n} bytes at byte {position}, "
+                        f"where {left} are left")
+
     def _check(self, n: int) -> None:
-        left = self._size - self._file.tell()
-        if n > left:
-            raise EOFError(f"an opcode claiming {n} bytes at byte "
-                           f"{self._file.tell()}, where {left} are left")
+        position = self._file.tell()
+        if n > self._size - position:
+            raise self._cut_short(n, position, self._size - position)
 
     def read(self, n: int = -1) -> bytes:
-        if n is not None and n >= 0:
+        # n < 0 reads the rest, which the file holds
+        if n > _SMALL_READ:
             self._check(n)
-        return self._file.read(n)
+        data = self._file.read(n)
+        if len(data) < n:
+            raise self._cut_short(n, self._file.tell() - len(data),
+                                  len(data))
+        return data
 
     def readinto(self, buffer) -> int:
         self._check(memoryview(buffer).nbytes)

@@ -3,6 +3,7 @@
 named, and the replay counts a child that dies as a finding."""
 
 import importlib
+import os
 import re
 import subprocess
 import sys
@@ -11,7 +12,7 @@ import pytest
 
 from fuzz.harness import Workspace, check
 from fuzz.replay import REPO, child_env, replay
-from fuzz.targets import TARGETS
+from fuzz.targets import TARGETS, Target
 from helpers import require_installed
 
 planted = importlib.import_module("tests.fuzz.planted")
@@ -46,6 +47,49 @@ def test_each_property_is_checked(data, expected, workspace):
         assert finding is not None and finding.startswith(expected), finding
 
 
+def _append_to_b(inputs, out):
+    with open(os.path.join(inputs, "a.bin"), "rb") as f:
+        if f.read().startswith(b"overwrite"):
+            with open(os.path.join(inputs, "b.bin"), "ab") as b:
+                b.write(b"!")
+    raise planted.PlantedError("refused in one line")
+
+
+def test_a_folder_target_gets_its_seed_files_back_after_each_input(
+        tmp_path):
+    """A folder's files are written again only where they differ from the
+    last input's, and all of them after a finding: each input still sees
+    exactly the seed folder with its one file replaced."""
+    seeds = tmp_path / "seeds"
+    seeds.mkdir()
+    for name in ("a.bin", "b.bin"):
+        (seeds / name).write_bytes(b"seed " + name.encode())
+    target = Target("folder", "a planted flaw", [
+        (name, [str(seeds / name)]) for name in ("a.bin", "b.bin")],
+        _append_to_b, (("tests.fuzz.planted", "PlantedError"),), {}, 2.0)
+    workspace = Workspace(str(tmp_path / "workspace"))
+    os.makedirs(workspace.root)
+    steps = [
+        (b"\x00first", None, b"first", b"seed b.bin"),
+        (b"\x01second", None, b"seed a.bin", b"second"),
+        (b"\x01second", None, b"seed a.bin", b"second"),
+        (b"\x00overwrite", "changed its input files", b"overwrite",
+         b"seed b.bin!"),
+        (b"\x00third", None, b"third", b"seed b.bin"),
+    ]
+    for data, expected, a, b in steps:
+        finding = check(target, data, workspace)
+        if expected is None:
+            assert finding is None, (data, finding)
+        else:
+            assert finding is not None and finding.startswith(expected)
+        found = []
+        for name in ("a.bin", "b.bin"):
+            with open(os.path.join(workspace.inputs, name), "rb") as f:
+                found.append(f.read())
+        assert found == [a, b], data
+
+
 def test_a_dying_child_is_a_finding_and_the_replay_goes_on():
     findings = replay(["tests.fuzz.planted:ABORTS"], timeout=120)
     assert findings == ["tests.fuzz.planted:ABORTS seed 1: the process died "
@@ -59,7 +103,8 @@ def _run_target(name, seeds, tmp_path, *flags):
     for i, data in enumerate(seeds):
         (folder / str(i)).write_bytes(data)
     return subprocess.run(
-        [sys.executable, "-m", "fuzz.run_target", name, str(folder),
+        [sys.executable, "-m", "fuzz.run_target", name,
+         f"--workspace={tmp_path / 'workspace'}", str(folder),
          "-seed=1", f"-artifact_prefix={tmp_path}/", *flags],
         cwd=REPO, env=child_env(), capture_output=True, text=True,
         timeout=600)

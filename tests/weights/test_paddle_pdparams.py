@@ -138,6 +138,21 @@ def test_cut_short_and_not_a_pickle(tmp_path):
         read_pdparams(listed)
 
 
+
+@pytest.mark.parametrize("payload, claim", [
+    # BININT's four bytes, two of them in the file
+    (b"\x80\x02J\x01\x02", "4 bytes at byte 3, where 2 are left"),
+    # a whole opcode, then no STOP: the next opcode's byte is missing
+    (b"\x80\x02K\x01", "1 bytes at byte 4, where 0 are left"),
+])
+def test_a_small_read_past_the_end_is_cut_short(tmp_path, payload, claim):
+    path = tmp_path / "cut.pdparams"
+    path.write_bytes(payload)
+    with pytest.raises(PdparamsError, match=rf"cut.pdparams: not a "
+                       rf"\.pdparams pickle, or cut short \(an opcode "
+                       rf"claiming {claim}\)$"):
+        read_pdparams(path)
+
 def test_array_with_too_few_bytes_is_refused(tmp_path):
     # protocol 3: no frames to resize
     data = pickle.dumps({"w": np.zeros((2, 3), np.float32)}, protocol=3)
