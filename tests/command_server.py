@@ -8,19 +8,20 @@ The server (``python tests/command_server.py SOCKET``) imports
 itself (so TensorFlow has started no thread pool and holds no eager
 context; :func:`_preload` asserts it, and that no thread runs) and for
 each request forks a child that becomes the command: the caller's stdin,
-stdout and stderr (passed over the Unix socket), its folder, environment
-and argv; ``sys.argv``, ``sys.path[0]`` and a new ``__main__`` as a fresh
-interpreter sets them; numpy reseeded (Python's ``random`` reseeds itself
-after a fork); at the end, as a fresh interpreter ends, non-daemon
-threads joined, ``atexit`` handlers run and the streams flushed; the
-exit status of ``sys.exit``, of an uncaught exception (its traceback, 1)
-and of an uncaught ``KeyboardInterrupt`` (death by SIGINT) a fresh
-interpreter's.
+stdout and stderr (passed over the Unix socket), its folder,
+environment, argv and the signals it ignores or blocks; ``sys.argv``,
+``sys.path[0]`` and a new ``__main__`` as a fresh interpreter sets them;
+numpy reseeded (Python's ``random`` reseeds itself after a fork); at the
+end, as a fresh interpreter ends, non-daemon threads joined, ``atexit``
+handlers run and the streams flushed; the exit status of ``sys.exit``,
+of an uncaught exception (its traceback, 1) and of an uncaught
+``KeyboardInterrupt`` (death by SIGINT) a fresh interpreter's.
 
 The callers are shims: a Python without ``site`` (``-IS``, started in
 ~20 ms) that hands the server its descriptors, prints nothing of its own,
-forwards the signals it gets (:data:`FORWARDED_SIGNALS`) to the child and
-ends as the child ended (its exit status, or death by the same signal).
+forwards the signals it gets (:data:`FORWARDED_SIGNALS`) to the child,
+whenever they come (:func:`_signal_pipe`), and ends as the child ended
+(its exit status, or death by the same signal).
 A shim killed (SIGKILL, a test's timeout) closes its connection: the
 server kills the child with SIGKILL and reaps it before it serves another
 request, so a command started after the shim's death never meets it.
@@ -187,55 +188,118 @@ def shim_main(kind: str, python: str, socket_path=None) -> None:
     argv = sys.argv[1:]
     if kind == "python" and not _served_script(argv):
         os.execv(python, [python] + argv)
-    child, pending = None, []
-    # what the caller ignores (``nohup``, a background job's SIGINT), a
-    # fresh interpreter ignores: the child is told
+    # what the caller ignores (``nohup``, a background job's SIGINT) or
+    # blocks, a fresh interpreter ignores or blocks: the child is told
     ignored = [signum for signum in FORWARDED_SIGNALS
                if signal.getsignal(signum) == signal.SIG_IGN]
-
-    def forward(signum, frame):
-        if child is None:
-            pending.append(signum)
-        else:
-            os.kill(child, signum)
-
-    for signum in FORWARDED_SIGNALS:
-        signal.signal(signum, forward)
+    blocked = sorted(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    signals = _signal_pipe()
     connection = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     try:
         connection.connect(socket_path or os.environ[SOCKET_ENV])
     except OSError:  # no server (any more): a fresh interpreter
-        os.execv(python, _fresh_argv(kind, python, argv))
+        _exec_fresh(kind, python, argv, ignored, _caught(signals))
     request = json.dumps(dict(kind=kind, python=python, argv=argv,
                               cwd=os.getcwd(), env=dict(os.environ),
-                              ignored=ignored))
+                              ignored=ignored, blocked=blocked))
     socket.send_fds(connection, [request.encode() + b"\n"], [0, 1, 2])
-    replies = connection.makefile("r", encoding="utf-8")
-    for line in replies:
-        word, _, value = line.rstrip("\n").partition(" ")
-        if word == "fresh":
-            connection.close()
-            for signum in FORWARDED_SIGNALS:
-                signal.signal(signum, signal.SIG_DFL)
-            for signum in pending:
-                os.kill(os.getpid(), signum)
-            os.execv(python, _fresh_argv(kind, python, argv))
-        elif word == "pid":
-            child = int(value)
-            for signum in pending:
-                os.kill(child, signum)
-        elif word == "status":
-            sys.exit(int(value))
-        elif word == "signal":
-            signum = int(value)
-            if kind != "interpreter":  # as a shell reports it
-                sys.exit(128 + signum)
-            # a killed interpreter's status, as its caller sees it
-            signal.signal(signum, signal.SIG_DFL)
-            signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
-            os.kill(os.getpid(), signum)
-            sys.exit(128 + signum)  # a signal that does not kill
-    sys.exit(f"{kind}: the command server closed the connection")
+    # the server's replies and the signals, waited for together
+    selector = selectors.DefaultSelector()
+    selector.register(connection, selectors.EVENT_READ)
+    selector.register(signals, selectors.EVENT_READ)
+    child, pending, replies = None, [], b""
+    while True:
+        ready = [key.fileobj for key, _ in selector.select()]
+        if child is None:
+            pending += _caught(signals)
+        else:
+            _forward(child, _caught(signals))
+        if connection not in ready:
+            continue
+        received = connection.recv(1 << 12)
+        if not received:
+            sys.exit(f"{kind}: the command server closed the connection")
+        replies += received
+        while b"\n" in replies:
+            line, replies = replies.split(b"\n", 1)
+            word, _, value = line.decode().partition(" ")
+            if word == "fresh":
+                connection.close()
+                _exec_fresh(kind, python, argv, ignored,
+                            pending + _caught(signals))
+            elif word == "pid":
+                child = int(value)
+                _forward(child, pending)
+            elif word == "status":
+                sys.exit(int(value))
+            elif word == "signal":
+                _end_by(int(value), kind)
+
+
+def _signal_pipe() -> int:
+    """The read end of a pipe the forwarded signals write their numbers
+    to (``signal.set_wakeup_fd``), from the moment they arrive.
+
+    A Python handler that forwarded a signal itself would run only where
+    the shim's Python next checks for signals. A signal that came just
+    before the shim blocked in reading the server's reply, after that
+    check, waited in the shim until the read returned: when the child
+    ended, which it then never did. Read together with the replies, the
+    pipe wakes the shim whenever the signal comes.
+    """
+    read, write = os.pipe()
+    os.set_blocking(read, False)
+    os.set_blocking(write, False)
+    signal.set_wakeup_fd(write)
+    for signum in FORWARDED_SIGNALS:
+        signal.signal(signum, _written_to_the_pipe)
+    return read
+
+
+def _written_to_the_pipe(signum, frame) -> None:
+    """The forwarded signals' Python handler: each is read from the pipe
+    of :func:`_signal_pipe`, its C handler's."""
+
+
+def _caught(signals: int) -> list:
+    """The signals written to the pipe since it was last read."""
+    try:
+        return list(os.read(signals, 1 << 10))
+    except BlockingIOError:
+        return []
+
+
+def _forward(child: int, signums: list) -> None:
+    for signum in signums:
+        try:
+            os.kill(child, signum)
+        except ProcessLookupError:  # ended: the server's reply says how
+            return
+
+
+def _exec_fresh(kind: str, python: str, argv: list, ignored: list,
+                caught: list) -> None:
+    """A fresh interpreter in the shim's place, with the caller's
+    dispositions, after the signals the shim caught meanwhile."""
+    signal.set_wakeup_fd(-1)
+    for signum in FORWARDED_SIGNALS:
+        signal.signal(signum, signal.SIG_IGN if signum in ignored
+                      else signal.SIG_DFL)
+    for signum in caught:
+        os.kill(os.getpid(), signum)
+    os.execv(python, _fresh_argv(kind, python, argv))
+
+
+def _end_by(signum: int, kind: str) -> None:
+    """Ends the shim as its command ended, killed by ``signum``."""
+    if kind != "interpreter":  # as a shell reports it
+        sys.exit(128 + signum)
+    # a killed interpreter's status, as its caller sees it
+    signal.set_wakeup_fd(-1)
+    signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, [signum])
+    os.kill(os.getpid(), signum)
+    sys.exit(128 + signum)  # a signal that does not kill
 
 
 # ----------------------------------------------------- the tests' servers
@@ -380,6 +444,9 @@ def _exit_status(request: dict) -> int:
 
     interrupted = False
     try:
+        # the caller's mask: a signal forwarded meanwhile is handled now,
+        # as the command's (a KeyboardInterrupt below)
+        signal.pthread_sigmask(signal.SIG_SETMASK, request.get("blocked", ()))
         _run_main(request)
         status = 0
     except SystemExit as e:
@@ -449,7 +516,13 @@ def _fresh_streams(env: dict) -> None:
 
 
 def _child(request: dict, fds: list) -> None:
-    """In the forked child: becomes the caller's command, then exits."""
+    """In the forked child: becomes the caller's command, then exits.
+
+    It starts with the forwarded signals blocked (:func:`_accept`). One
+    the shim forwards before the child has a fresh interpreter's
+    dispositions waits for them, and for the command
+    (:func:`_exit_status`).
+    """
     status = 70
     try:
         for signum in FORWARDED_SIGNALS + (signal.SIGCHLD,):
@@ -603,6 +676,10 @@ def _accept(listener, selector, running, fixed) -> None:
         return
     sys.stdout.flush()
     sys.stderr.flush()
+    # blocked across the fork: the child unblocks them once its
+    # dispositions are a fresh interpreter's, not the server's (its
+    # SIGTERM handler, a background suite's ignored SIGINT)
+    server_mask = signal.pthread_sigmask(signal.SIG_BLOCK, FORWARDED_SIGNALS)
     pid = os.fork()
     if pid == 0:
         listener.close()
@@ -611,6 +688,7 @@ def _accept(listener, selector, running, fixed) -> None:
             os.close(pidfd)
             other.close()
         _child(request, fds)
+    signal.pthread_sigmask(signal.SIG_SETMASK, server_mask)
     for fd in fds:
         os.close(fd)
     # the shim's death (its end of the connection closed) SIGKILLs the

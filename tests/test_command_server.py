@@ -115,6 +115,23 @@ def test_a_signal_to_the_shim_reaches_the_child(signum, tmp_path):
     assert not os.path.exists(f"/proc/{child}")
 
 
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT])
+def test_a_signal_as_the_command_starts_ends_it(signum):
+    # sent at once, the signal finds the shim starting, waiting for the
+    # server, or the child not yet a fresh interpreter (the server's
+    # dispositions): wherever it lands, the command ends by it, as a
+    # fresh interpreter does
+    code = "import time; time.sleep(60)"
+    for _ in range(10):
+        proc = subprocess.Popen(python_argv() + ["-c", code],
+                                stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL,
+                                preexec_fn=lambda: signal.signal(
+                                    signum, signal.SIG_DFL))
+        proc.send_signal(signum)
+        assert proc.wait(timeout=30) == -signum
+
+
 def _state(pid: int) -> str:
     """A process's state letter (``R``, ``S``, ``Z``...), ``"gone"``, or
     ``"killed"`` when a SIGKILL is pending (it runs no more code)."""

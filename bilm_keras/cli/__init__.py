@@ -20,8 +20,10 @@ as ``--model``'s files, a default preset or a published model's weights,
 returns its job instead. The job is an immutable value of everything
 checked, and ``run(job)`` executes it. The jobs are
 :class:`~bilm_keras.cli.embed.EmbedJob`,
-:class:`~bilm_keras.cli._training_flags.TrainJob` and
-:class:`~bilm_keras.cli._model_flags.ModelJob`.
+:class:`~bilm_keras.cli._training_flags.TrainJob`,
+:class:`~bilm_keras.cli._model_flags.ModelJob` and
+:class:`~bilm_keras.cli._common.SaveDirJob`. A job carries what its check
+found, such as a save_dir's checkpoint family, so it is found once.
 
 A subcommand may also have:
 

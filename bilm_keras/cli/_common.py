@@ -15,10 +15,13 @@ import math
 import os
 import sys
 import tempfile
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from bilm_keras._utils.fast_precision import PRECISIONS
 from bilm_keras.options import OPTIONS_FILE
+
+if TYPE_CHECKING:
+    from bilm_keras.training.checkpoint_family import FoundCheckpoint
 
 
 #: the exit status of every bad input: a flag's value, a combination of
@@ -160,23 +163,51 @@ def check_dir(path: str, flag: str) -> None:
         raise CommandError(f"{flag} {path}: is a file, expected a directory")
 
 
-def check_save_dir(path: str, flag: str = "--save_dir", *,
-                   paddle: bool = False) -> None:
+def check_save_dir(path: str, flag: str = "--save_dir") -> None:
     """``path`` is a training directory (``bilm-keras train`` wrote its
-    ``options.json`` there, beside the checkpoints). With ``paddle``, a
-    Paddle checkpoint also passes: a persistables directory, a PaddleNLP
-    ``.pdparams`` or its run's save_dir, which the command reads as one."""
-    if paddle:
-        from bilm_keras.training.checkpoint_family import detect_checkpoint
-
-        found = detect_checkpoint(path)
-        if found is not None and found.family.paddle:
-            return
+    ``options.json`` there, beside the checkpoints)."""
     check_dir(path, flag)
     if not os.path.isfile(os.path.join(path, OPTIONS_FILE)):
         raise CommandError(
             f"{flag} {path}: not a training directory (no options.json; "
             "expected the --save_dir of `bilm-keras train`)")
+
+
+def detect_save_dir(path: str, flag: str = "--save_dir"
+                    ) -> FoundCheckpoint:
+    """The checkpoint a reading command's ``path`` names, and its family,
+    detected once here for the library call to take.
+
+    A Paddle checkpoint passes: a persistables directory, a PaddleNLP
+    ``.pdparams`` or its run's save_dir, which the command reads as one.
+    Any other ``path`` must pass :func:`check_save_dir`.
+
+    Raises:
+        CommandError: neither.
+        PaddleFormatError: a folder of several ``.pdparams``, none of them
+            ``final`` or a step number.
+    """
+    from bilm_keras.training import checkpoint_family
+
+    found = checkpoint_family.detect_checkpoint(path)
+    if found is None or not found.family.paddle:
+        check_save_dir(path, flag)  # then a folder: found is a save_dir
+    return found
+
+
+@dataclasses.dataclass(frozen=True)
+class SaveDirJob:
+    """What a command that reads ``--save_dir`` runs (``test``,
+    ``dump-weights``), checked once by its ``check``.
+
+    Attributes:
+        args: argparse.Namespace. The flags as given, never changed.
+        detected: FoundCheckpoint. ``--save_dir``'s checkpoint and its
+            family, from :func:`detect_save_dir`.
+    """
+
+    args: argparse.Namespace
+    detected: FoundCheckpoint
 
 
 def add_checkpoint_argument(parser, what: str) -> None:

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 from bilm_keras.cli._common import CommandError
+
+if TYPE_CHECKING:
+    from bilm_keras.training.checkpoint_family import FoundCheckpoint
 
 #: the help of a SPEC (after what the flag does)
 SPEC_HELP = ("a published model: a name (`bilm-keras models` lists them), "
@@ -80,12 +83,18 @@ def resolve_model_flag(spec: str, flag: str):
 class ModelJob:
     """A command's checked flags (read, never changed) and the model files
     they come to: ``--model``'s resolved into the cache (its vocabulary
-    where the flags give none), or the flags' own."""
+    where the flags give none), or the flags' own.
+
+    ``detected`` is ``export-hub --save_dir``'s checkpoint and its family,
+    a :class:`~bilm_keras.training.checkpoint_family.FoundCheckpoint`
+    detected once by its check, else None.
+    """
 
     args: argparse.Namespace
     options_file: Optional[str]
     weight_file: Optional[str]
     vocab_file: Optional[str]
+    detected: Optional[FoundCheckpoint] = None
 
 
 def model_job(args, model=None) -> ModelJob:

@@ -5,11 +5,12 @@ import os
 
 from bilm_keras.cli._common import (
     CommandError,
+    SaveDirJob,
     add_checkpoint_argument,
     add_overwrite_argument,
     check_checkpoint,
     check_output_file,
-    check_save_dir,
+    detect_save_dir,
 )
 from bilm_keras.options import OPTIONS_FILE
 
@@ -42,8 +43,8 @@ def add_arguments(parser):
     add_checkpoint_argument(parser, "write")
 
 
-def check(args) -> None:
-    check_save_dir(args.save_dir, paddle=True)
+def check(args) -> SaveDirJob:
+    detected = detect_save_dir(args.save_dir)
     check_checkpoint(args.save_dir, args.checkpoint)
     check_output_file(args.outfile, "--outfile", args.overwrite)
     # written beside the weights; in --save_dir it is the training options
@@ -53,12 +54,14 @@ def check(args) -> None:
         raise CommandError(
             f"--outfile {args.outfile}: {options_file} exists (written "
             "beside the weights; pass --overwrite to replace it)")
+    return SaveDirJob(args, detected)
 
 
-def run(args) -> dict:
+def run(job: SaveDirJob) -> dict:
     from bilm_keras.training import dump_weights
 
+    args = job.args
     result = dump_weights(args.save_dir, args.outfile,
-                          checkpoint=args.checkpoint)
+                          checkpoint=args.checkpoint, detected=job.detected)
     print(f"wrote {result['weight_file']} and {result['options_file']}")
     return result

@@ -1,11 +1,12 @@
 """``bilm-keras test``: heldout perplexity (bilm-tf's ``run_test.py``)."""
 
 from bilm_keras.cli._common import (
+    SaveDirJob,
     add_checkpoint_argument,
     check_checkpoint,
     check_file,
     check_glob,
-    check_save_dir,
+    detect_save_dir,
     positive_int,
 )
 
@@ -44,16 +45,19 @@ def add_arguments(parser):
     add_checkpoint_argument(parser, "evaluate")
 
 
-def check(args) -> None:
-    check_save_dir(args.save_dir, paddle=True)
+def check(args) -> SaveDirJob:
+    detected = detect_save_dir(args.save_dir)
     check_checkpoint(args.save_dir, args.checkpoint)
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.test_prefix, "--test_prefix")
+    return SaveDirJob(args, detected)
 
 
-def run(args) -> dict:
+def run(job: SaveDirJob) -> dict:
     from bilm_keras.training import evaluate
 
+    args = job.args
     return evaluate(save_dir=args.save_dir, vocab_file=args.vocab_file,
                     test_prefix=args.test_prefix, batch_size=args.batch_size,
-                    checkpoint=args.checkpoint, stateful=args.stateful)
+                    checkpoint=args.checkpoint, stateful=args.stateful,
+                    detected=job.detected)

@@ -1,5 +1,6 @@
 """``bilm-keras export-hub``: a TF-Hub-style SavedModel."""
 
+import dataclasses
 import os
 
 from bilm_keras.cli._common import (
@@ -9,7 +10,7 @@ from bilm_keras.cli._common import (
     check_checkpoint,
     check_file,
     check_options,
-    check_save_dir,
+    detect_save_dir,
 )
 from bilm_keras.cli._model_flags import (
     ModelJob,
@@ -94,11 +95,11 @@ def check(args) -> ModelJob:
     job = model_job(args, None if args.model is None
                     else resolve_model_flag(args.model, "--model"))
     if args.save_dir is not None:
-        check_save_dir(args.save_dir, paddle=True)
+        detected = detect_save_dir(args.save_dir)
         check_checkpoint(args.save_dir, args.checkpoint)
-    else:
-        check_options(job.options_file, "--options_file")
-        check_file(job.weight_file, "--weight_file")
+        return dataclasses.replace(job, detected=detected)
+    check_options(job.options_file, "--options_file")
+    check_file(job.weight_file, "--weight_file")
     return job
 
 
@@ -127,7 +128,7 @@ def run(job: ModelJob) -> str:
     if args.save_dir is not None:
         outdir = export_hub_from_save_dir(save_dir=args.save_dir,
                                           checkpoint=args.checkpoint,
-                                          **common)
+                                          detected=job.detected, **common)
     else:
         outdir = export_hub(options_file=job.options_file,
                             weight_file=job.weight_file, **common)

@@ -100,7 +100,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import tensorflow as tf
 
@@ -125,6 +125,9 @@ from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
 from bilm_keras.weights.learned_mix import MIX_FILE, mix_beside
+
+if TYPE_CHECKING:  # the training stack is imported only for a save_dir
+    from bilm_keras.training.checkpoint_family import FoundCheckpoint
 
 
 class ExportError(ValueError):
@@ -599,6 +602,7 @@ def export_hub_from_save_dir(
     l2_coef: Optional[float] = None,
     checkpoint: Optional[str] = None,
     precision: str = "float32",
+    detected: Optional[FoundCheckpoint] = None,
 ) -> str:
     """Exports the latest checkpoint of a training ``save_dir``, ours or
     bilm-tf's, or a Paddle checkpoint.
@@ -615,7 +619,10 @@ def export_hub_from_save_dir(
 
     ``checkpoint``: the checkpoint to export, e.g. ``model-200``. None
     means the newest, which must read whole. A damaged newest one is
-    refused, naming the newest that does. Other arguments as
+    refused, naming the newest that does. ``detected``: ``save_dir``'s
+    family, as
+    :func:`~bilm_keras.training.checkpoint_family.detect_checkpoint` found
+    it when the caller asked already. None asks here. Other arguments as
     :func:`export_hub`.
 
     Raises:
@@ -624,18 +631,21 @@ def export_hub_from_save_dir(
             ``options.json``.
     """
     # imported here: the training stack is not needed to export HDF5 files
-    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
+    from bilm_keras.training import checkpoint_family
     from bilm_keras.training.weight_dump import dump_weights
 
     outdir = os.path.abspath(os.fspath(outdir))
     _check_outdir(outdir, overwrite)
     save_dir = os.fspath(save_dir)
-    if (locate_paddle_checkpoint(save_dir) is None  # Paddle's: no options
+    if detected is None:
+        detected = checkpoint_family.detect_checkpoint(save_dir)
+    paddle = detected is not None and detected.family.paddle
+    if (not paddle  # Paddle's holds no options
             and not os.path.isfile(os.path.join(save_dir, OPTIONS_FILE))):
         raise ExportError(f"{save_dir}: no {OPTIONS_FILE} in the save_dir")
     with tempfile.TemporaryDirectory(prefix="bilm_export_") as tmp:
         files = dump_weights(save_dir, os.path.join(tmp, "lm_weights.hdf5"),
-                             checkpoint=checkpoint)
+                             checkpoint=checkpoint, detected=detected)
         return export_hub(
             options_file=files["options_file"],
             weight_file=files["weight_file"], outdir=outdir,

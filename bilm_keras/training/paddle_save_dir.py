@@ -19,21 +19,31 @@ from __future__ import annotations
 
 import os
 import tempfile
+from typing import Optional
 
-from bilm_keras.training.checkpoint_family import detect_checkpoint
+from bilm_keras.training import checkpoint_family
+from bilm_keras.training.checkpoint_family import FoundCheckpoint
 
 
-def locate_paddle_checkpoint(path: str | os.PathLike) -> str | None:
+def locate_paddle_checkpoint(
+        path: str | os.PathLike, *,
+        detected: Optional[FoundCheckpoint] = None) -> str | None:
     """The Paddle checkpoint ``path`` names (a ``.pdparams`` file or a
     persistables directory), else None (a save_dir of ours or bilm-tf's,
     or nothing). Reads names only
     (:func:`~bilm_keras.training.checkpoint_family.detect_checkpoint`).
 
+    Args:
+        detected: FoundCheckpoint or None. What ``detect_checkpoint``
+            found at ``path``, when the caller asked already. None asks
+            here.
+
     Raises:
         PaddleFormatError: a directory of ``.pdparams`` none of which is
             ``final`` or a step number, and more than one.
     """
-    found = detect_checkpoint(path)
+    found = (checkpoint_family.detect_checkpoint(path) if detected is None
+             else detected)
     if found is None or not found.family.paddle:
         return None
     return found.path

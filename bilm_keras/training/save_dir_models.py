@@ -22,6 +22,7 @@ from typing import Optional
 
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_language_model
+from bilm_keras.training.checkpoint_family import FoundCheckpoint
 from bilm_keras.options import OPTIONS_FILE
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
 from bilm_keras.training.paddle_save_dir import (
@@ -69,7 +70,9 @@ def choose_checkpoint(save_dir: str | os.PathLike, *,
 def load_save_dir_model(save_dir: str | os.PathLike, *,
                         vocab_file=None,
                         checkpoint: Optional[str] = None,
-                        fallback: bool = True) -> tuple:
+                        fallback: bool = True,
+                        detected: Optional[FoundCheckpoint] = None
+                        ) -> tuple:
     """A save_dir's checkpoint as an inference :class:`LanguageModel`,
     without dropout, softmax included.
 
@@ -85,6 +88,9 @@ def load_save_dir_model(save_dir: str | os.PathLike, *,
             words-only one.
         checkpoint, fallback: see :func:`choose_checkpoint`. Not for a
             Paddle checkpoint, which is one.
+        detected: FoundCheckpoint or None. ``save_dir``'s family, as
+            :func:`~bilm_keras.training.checkpoint_family.detect_checkpoint`
+            found it when the caller asked already. None asks here.
 
     Returns:
         ``(options, lm, vocab, found)``. The save_dir's options, the
@@ -99,7 +105,7 @@ def load_save_dir_model(save_dir: str | os.PathLike, *,
         OptionsError: a vocabulary of another size.
     """
     save_dir = os.fspath(save_dir)
-    paddle = locate_paddle_checkpoint(save_dir)
+    paddle = locate_paddle_checkpoint(save_dir, detected=detected)
     if paddle is not None:
         return load_paddle_language_model(paddle, vocab_file=vocab_file)
     found = choose_checkpoint(save_dir, checkpoint=checkpoint,

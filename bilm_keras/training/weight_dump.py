@@ -12,6 +12,7 @@ from bilm_keras.options import (
     BiLMOptions,
 )
 from bilm_keras.training.bilm_tf_save_dir import dump_bilm_tf_checkpoint
+from bilm_keras.training.checkpoint_family import FoundCheckpoint
 from bilm_keras.training.options_file import write_options
 from bilm_keras.training.paddle_save_dir import (
     dump_paddle_checkpoint,
@@ -24,7 +25,8 @@ from bilm_keras.weights.bilm_tf_hdf5 import save_bilm_tf_hdf5
 
 
 def dump_weights(save_dir: str, outfile: str, *,
-                 checkpoint: Optional[str] = None) -> dict:
+                 checkpoint: Optional[str] = None,
+                 detected: Optional[FoundCheckpoint] = None) -> dict:
     """Writes a checkpoint of ``save_dir`` as bilm-tf HDF5.
 
     The file has bilm-tf's layout, written atomically: ``char_embed``
@@ -53,13 +55,16 @@ def dump_weights(save_dir: str, outfile: str, *,
             ``model.ckpt-40``). None takes the newest, which must read
             whole. A damaged newest one is refused, naming the newest that
             does, since the file would pass for the latest model.
+        detected: FoundCheckpoint or None. ``save_dir``'s family, as
+            :func:`~bilm_keras.training.checkpoint_family.detect_checkpoint`
+            found it when the caller asked already. None asks here.
 
     Returns:
         dict: ``weight_file`` and ``options_file`` written, and
         ``checkpoint``, the prefix read.
     """
     outfile = os.fspath(outfile)
-    paddle = locate_paddle_checkpoint(save_dir)
+    paddle = locate_paddle_checkpoint(save_dir, detected=detected)
     if paddle is not None:
         return dump_paddle_checkpoint(paddle, outfile)
     found = choose_checkpoint(save_dir, checkpoint=checkpoint,
