@@ -12,6 +12,11 @@ round:
   the corpus' order; tokens/s counts the real tokens.
 * ``fit_mix_sorted``: the same epoch with the sentences sorted by
   length first, as ``embed`` batches them.
+* ``fit_mix_bucketed``: the same epoch batched as a user would batch by
+  length: ``tf.data``'s ``bucket_by_sequence_length`` over the shuffled
+  corpus, ``--batch_size`` sentences a batch.
+* ``fit_mix_uncached``: ``fit_mix`` with ``token_cache_size=0``, the
+  char-CNN run on every batch's tokens, as a first epoch runs it.
 
 Then, once: ``fit_all`` (the same tagger with ``trainable="all"``, the LM
 fine-tuned), and the cache: the corpus' layers computed once
@@ -73,6 +78,26 @@ def _batches(corpus, tags, batch_size):
     return out
 
 
+def _bucketed_batches(corpus, tags, batch_size, seed=0):
+    """The corpus shuffled, then batched by ``tf.data``'s
+    ``bucket_by_sequence_length``: buckets 8 tokens wide, ``batch_size``
+    sentences a batch, each padded to its longest."""
+    import numpy as np
+    import tensorflow as tf
+
+    order = np.random.default_rng(seed).permutation(len(corpus))
+    dataset = tf.data.Dataset.from_generator(
+        lambda: ((corpus[i], tags[i].astype("int32")) for i in order),
+        output_signature=(tf.TensorSpec((None,), tf.string),
+                          tf.TensorSpec((None,), tf.int32)))
+    longest = max(len(s) for s in corpus)
+    boundaries = list(range(8, longest + 1, 8))
+    dataset = dataset.bucket_by_sequence_length(
+        lambda tokens, _: tf.shape(tokens)[0], boundaries,
+        [batch_size] * (len(boundaries) + 1))
+    return [(x, y.numpy()) for x, y in dataset]
+
+
 def _epoch_seconds(model, batches) -> float:
     """One epoch of ``train_on_batch`` over ``batches``."""
     start = time.perf_counter()
@@ -131,26 +156,32 @@ def measure(args) -> dict:
     sorted_batches = _batches([corpus[i] for i in by_length],
                               [tags[i] for i in by_length], args.batch_size)
 
+    bucketed_batches = _bucketed_batches(corpus, tags, args.batch_size)
+
     bilm = BidirectionalLanguageModel(options_file, weight_file)
     layer = ELMoEmbedding.from_pretrained(workdir, name="elmo")
     tagger = _tagger(layer, args.n_tags)
+    uncached = _tagger(ELMoEmbedding.from_pretrained(
+        workdir, name="elmo", token_cache_size=0), args.n_tags)
     # warm-up: a whole pass each, untimed (the train step's traces for
-    # new batch shapes, the embedder's first graphs)
+    # new batch shapes, the embedder's first graphs, the token cache)
     bilm.embed_sentences(corpus)
-    _epoch_seconds(tagger, batches)
-    _epoch_seconds(tagger, sorted_batches)
+    for batches_of_side in (batches, sorted_batches, bucketed_batches):
+        _epoch_seconds(tagger, batches_of_side)
+    _epoch_seconds(uncached, batches)
+    sides = {"fit_mix": (tagger, batches),
+             "fit_mix_sorted": (tagger, sorted_batches),
+             "fit_mix_bucketed": (tagger, bucketed_batches),
+             "fit_mix_uncached": (uncached, batches)}
 
     def run(name):
         if name == "embed":
             start = time.perf_counter()
             bilm.embed_sentences(corpus)
             return time.perf_counter() - start
-        if name == "fit_mix_sorted":
-            return _epoch_seconds(tagger, sorted_batches)
-        return _epoch_seconds(tagger, batches)
+        return _epoch_seconds(*sides[name])
 
-    runs = common.alternating_rounds(["embed", "fit_mix", "fit_mix_sorted"],
-                                     args.rounds, run)
+    runs = common.alternating_rounds(["embed", *sides], args.rounds, run)
     report = {
         "embed_tokens_per_s": round(n_tokens / statistics.median(
             runs["embed"]), 1),
@@ -159,12 +190,14 @@ def measure(args) -> dict:
         # tokens/s ratio = time ratio inverted, per round
         "fit_mix_over_embed": round(common.median_ratio(
             runs["embed"], runs["fit_mix"]), 3),
-        "fit_mix_sorted_over_embed": round(common.median_ratio(
-            runs["embed"], runs["fit_mix_sorted"]), 3),
-        # positions computed per real token: corpus order, sorted
+        **{f"{name}_over_embed": round(common.median_ratio(
+            runs["embed"], runs[name]), 3)
+           for name in ("fit_mix_sorted", "fit_mix_bucketed",
+                        "fit_mix_uncached")},
+        # positions computed per real token: corpus order, sorted, bucketed
         "padding": [round(sum(int(x.shape[0] * x.shape[1])
                               for x, _ in b) / n_tokens, 3)
-                    for b in (batches, sorted_batches)],
+                    for b in (batches, sorted_batches, bucketed_batches)],
         "rounds": {k: [round(t, 3) for t in v] for k, v in runs.items()},
     }
 
