@@ -12,6 +12,15 @@ round:
   the corpus' order; tokens/s counts the real tokens.
 * ``fit_mix_sorted``: the same epoch with the sentences sorted by
   length first, as ``embed`` batches them.
+* ``fit_mix_bucketed``: batches as a user batches by length, ``tf.data``'s
+  ``bucket_by_sequence_length`` over shuffled sentences, as they come in
+  an epoch over a corpus much larger than a bucket: the first full
+  batches drawn from four times the corpus' sentences (same lengths and
+  words), as many as the corpus has batches. A bucket's last, partial
+  batch is rare in such an epoch, and the bench's corpus is too small to
+  show that. tokens/s counts that side's own tokens.
+* ``fit_mix_uncached``: ``fit_mix`` with ``token_cache_size=0``, the
+  char-CNN run on every batch's tokens, as a first epoch runs it.
 
 Then, once: ``fit_all`` (the same tagger with ``trainable="all"``, the LM
 fine-tuned), and the cache: the corpus' layers computed once
@@ -73,6 +82,36 @@ def _batches(corpus, tags, batch_size):
     return out
 
 
+def _bucketed_batches(corpus, tags, batch_size, n_batches, seed=0):
+    """The first ``n_batches`` full batches of the corpus shuffled, then
+    batched by ``tf.data``'s ``bucket_by_sequence_length``: buckets 8
+    tokens wide, ``batch_size`` sentences a batch, each padded to its
+    longest."""
+    import numpy as np
+    import tensorflow as tf
+
+    order = np.random.default_rng(seed).permutation(len(corpus))
+    dataset = tf.data.Dataset.from_generator(
+        lambda: ((corpus[i], tags[i].astype("int32")) for i in order),
+        output_signature=(tf.TensorSpec((None,), tf.string),
+                          tf.TensorSpec((None,), tf.int32)))
+    longest = max(len(s) for s in corpus)
+    boundaries = list(range(8, longest + 1, 8))
+    dataset = dataset.bucket_by_sequence_length(
+        lambda tokens, _: tf.shape(tokens)[0], boundaries,
+        [batch_size] * (len(boundaries) + 1))
+    batches = list(dataset)
+    # a corpus too small for one full batch (--quick) gives what it has
+    full = [b for b in batches if b[0].shape[0] == batch_size] or batches
+    return [(x, y.numpy()) for x, y in full[:n_batches]]
+
+
+def _positions_per_token(batches, n_tokens) -> float:
+    """Padded positions computed per real token."""
+    return round(sum(int(x.shape[0] * x.shape[1]) for x, _ in batches)
+                 / n_tokens, 3)
+
+
 def _epoch_seconds(model, batches) -> float:
     """One epoch of ``train_on_batch`` over ``batches``."""
     start = time.perf_counter()
@@ -131,26 +170,37 @@ def measure(args) -> dict:
     sorted_batches = _batches([corpus[i] for i in by_length],
                               [tags[i] for i in by_length], args.batch_size)
 
+    pool = common.make_corpus(n_sentences=4 * args.sentences)
+    bucketed_batches = _bucketed_batches(
+        pool, [rng.integers(1, args.n_tags, len(s)) for s in pool],
+        args.batch_size, len(batches))
+    bucketed_tokens = sum(int(np.sum(x.numpy() != b""))
+                          for x, _ in bucketed_batches)
+
     bilm = BidirectionalLanguageModel(options_file, weight_file)
     layer = ELMoEmbedding.from_pretrained(workdir, name="elmo")
     tagger = _tagger(layer, args.n_tags)
+    uncached = _tagger(ELMoEmbedding.from_pretrained(
+        workdir, name="elmo", token_cache_size=0), args.n_tags)
     # warm-up: a whole pass each, untimed (the train step's traces for
-    # new batch shapes, the embedder's first graphs)
+    # new batch shapes, the embedder's first graphs, the token cache)
     bilm.embed_sentences(corpus)
-    _epoch_seconds(tagger, batches)
-    _epoch_seconds(tagger, sorted_batches)
+    for batches_of_side in (batches, sorted_batches, bucketed_batches):
+        _epoch_seconds(tagger, batches_of_side)
+    _epoch_seconds(uncached, batches)
+    sides = {"fit_mix": (tagger, batches),
+             "fit_mix_sorted": (tagger, sorted_batches),
+             "fit_mix_bucketed": (tagger, bucketed_batches),
+             "fit_mix_uncached": (uncached, batches)}
 
     def run(name):
         if name == "embed":
             start = time.perf_counter()
             bilm.embed_sentences(corpus)
             return time.perf_counter() - start
-        if name == "fit_mix_sorted":
-            return _epoch_seconds(tagger, sorted_batches)
-        return _epoch_seconds(tagger, batches)
+        return _epoch_seconds(*sides[name])
 
-    runs = common.alternating_rounds(["embed", "fit_mix", "fit_mix_sorted"],
-                                     args.rounds, run)
+    runs = common.alternating_rounds(["embed", *sides], args.rounds, run)
     report = {
         "embed_tokens_per_s": round(n_tokens / statistics.median(
             runs["embed"]), 1),
@@ -159,12 +209,20 @@ def measure(args) -> dict:
         # tokens/s ratio = time ratio inverted, per round
         "fit_mix_over_embed": round(common.median_ratio(
             runs["embed"], runs["fit_mix"]), 3),
-        "fit_mix_sorted_over_embed": round(common.median_ratio(
-            runs["embed"], runs["fit_mix_sorted"]), 3),
-        # positions computed per real token: corpus order, sorted
-        "padding": [round(sum(int(x.shape[0] * x.shape[1])
-                              for x, _ in b) / n_tokens, 3)
-                    for b in (batches, sorted_batches)],
+        **{f"{name}_over_embed": round(common.median_ratio(
+            runs["embed"], runs[name]), 3)
+           for name in ("fit_mix_sorted", "fit_mix_uncached")},
+        "fit_mix_bucketed_tokens_per_s": round(
+            bucketed_tokens / statistics.median(runs["fit_mix_bucketed"]),
+            1),
+        # its own tokens: tokens/s over embed's, per round
+        "fit_mix_bucketed_over_embed": round(common.median_ratio(
+            runs["embed"], [t * n_tokens / bucketed_tokens
+                            for t in runs["fit_mix_bucketed"]]), 3),
+        # positions computed per real token: corpus order, sorted, bucketed
+        "padding": [_positions_per_token(batches, n_tokens),
+                    _positions_per_token(sorted_batches, n_tokens),
+                    _positions_per_token(bucketed_batches, bucketed_tokens)],
         "rounds": {k: [round(t, 3) for t in v] for k, v in runs.items()},
     }
 

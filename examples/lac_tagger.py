@@ -212,6 +212,39 @@ def pad(sentences, tags, tag_names):
     return tokens, ids
 
 
+def length_batches(sentences, tags, tag_names, batch_size, seed, *,
+                   as_dict=False):
+    """The sentences shuffled, then batched with others of about their
+    length by ``tf.data``'s ``bucket_by_sequence_length``, each batch
+    padded to its longest sentence: the biLM's steps follow the longest
+    sentence of a batch, so a batch of similar lengths trains faster.
+
+    Returns:
+        A ``tf.data.Dataset`` of ``(tokens (B, T) string, tag ids (B, T))``
+        batches, or ``{"tokens", "tags"}`` with ``as_dict``.
+    """
+    import tensorflow as tf
+
+    ids = [[tag_names.index(t) for t in labels] for labels in tags]
+    dataset = tf.data.Dataset.from_generator(
+        lambda: zip(sentences, ids),
+        output_signature=(tf.TensorSpec((None,), tf.string),
+                          tf.TensorSpec((None,), tf.int32)))
+    if as_dict:
+        dataset = dataset.map(lambda tokens, tag_ids: {"tokens": tokens,
+                                                       "tags": tag_ids})
+
+    def length(*element):
+        tokens = element[0]["tokens"] if as_dict else element[0]
+        return tf.shape(tokens)[0]
+
+    longest = max(len(s) for s in sentences)
+    boundaries = list(range(8, longest + 1, 8))  # buckets 8 tokens wide
+    dataset = dataset.shuffle(len(sentences), seed=seed)
+    return dataset.bucket_by_sequence_length(
+        length, boundaries, [batch_size] * (len(boundaries) + 1))
+
+
 def build_tagger(elmo, vocabulary, n_tags, *, word_emb_dim,
                  grnn_hidden_dim, bigru_num, crf=False):
     """Tokens -> [ELMo mix ; word embeddings] -> stacked BiGRUs ->
@@ -274,17 +307,13 @@ def run(*, model, train_file, test_file, epochs, batch_size,
     tagger, scorer, crf_weights = build_tagger(
         elmo, vocabulary, len(tag_names), word_emb_dim=word_emb_dim,
         grnn_hidden_dim=grnn_hidden_dim, bigru_num=bigru_num, crf=crf)
-    tokens, ids = pad(train_sentences, train_tags, tag_names)
+    train = length_batches(train_sentences, train_tags, tag_names,
+                           batch_size, seed, as_dict=crf)
     if crf:  # the loss is the CRF layer's own
         tagger.compile(keras.optimizers.Adam(learning_rate))
-        train = tf.data.Dataset.from_tensor_slices(
-            {"tokens": tf.constant(tokens), "tags": ids})
     else:
         tagger.compile(keras.optimizers.Adam(learning_rate),
                        "sparse_categorical_crossentropy")
-        train = tf.data.Dataset.from_tensor_slices((tf.constant(tokens),
-                                                    ids))
-    train = train.shuffle(len(tokens), seed=seed).batch(batch_size)
     # the dataset shuffles itself (above); Keras' own shuffle is for arrays
     history = tagger.fit(train, epochs=epochs, verbose=2, shuffle=False)
     test_tokens, _ = pad(test_sentences, test_tags, tag_names)

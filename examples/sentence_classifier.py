@@ -128,9 +128,15 @@ def run(*, model, train_file, test_file, trainable, epochs, batch_size,
         keras.losses.SparseCategoricalCrossentropy(from_logits=True),
         metrics=["accuracy"])
     mix_before = mix_weights(elmo)
+    # shuffled, then batched with sentences of about their length: the
+    # biLM's steps follow the longest sentence of a batch
+    longest = max(len(t.split()) for t in train_text)
+    boundaries = list(range(8, longest + 1, 8))
     train = tf.data.Dataset.from_tensor_slices(
         (tf.constant(train_text), train_y)).shuffle(
-            len(train_text), seed=seed).batch(batch_size)
+            len(train_text), seed=seed).bucket_by_sequence_length(
+                lambda text, _: tf.size(tf.strings.split(text)), boundaries,
+                [batch_size] * (len(boundaries) + 1))
     # the dataset shuffles itself (above); Keras' own shuffle is for arrays
     history = classifier.fit(train, epochs=epochs, verbose=2, shuffle=False)
     test = tf.data.Dataset.from_tensor_slices(

@@ -10,12 +10,14 @@ import numpy as np
 import tensorflow as tf
 
 from bilm_keras._utils.graph_function import graph_function
+from bilm_keras._utils.settings import check_int
 from bilm_keras.bidirectional_language_model import BidirectionalLanguageModel
 from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.export.graph_char_ids import batch_char_ids, split_sentences
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.export.graph_word_ids import WordGraphIds
+from bilm_keras.export.token_cache import TOKEN_CACHE_SIZE, TokenCache
 from bilm_keras.export.token_mask import TokenMask
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
@@ -61,7 +63,10 @@ class ELMoEmbedding(keras.layers.Layer):
     :meth:`~bilm_keras.layers.lstm_stack.LSTMStack.infer`. With
     ``trainable="all"`` a training call runs the backbone's
     differentiable while loop. The char-CNN embeds each distinct token of
-    a batch once.
+    a batch once. With the biLM frozen, a training call keeps each
+    token's vector in a :class:`~bilm_keras.export.token_cache.TokenCache`
+    and computes only the tokens it has not met, so later epochs skip the
+    char-CNN for known tokens.
 
     The layer holds the biLM's options, weights and dictionaries, so a
     ``.keras`` file of a model that uses it stands alone. Build it with
@@ -91,6 +96,8 @@ class ELMoEmbedding(keras.layers.Layer):
             layer or ``L + 1``, one per layer. Each layer ``h`` becomes
             ``h @ W.T`` before the mix. They start as the identity and
             are never trained: :meth:`from_pretrained` copies them in.
+        token_cache_size: int >= 0. Distinct tokens whose vectors the
+            training calls keep, 0 for none. A character model only.
 
     Call arguments:
         inputs: `(batch,)` tf.string sentences, split on whitespace as
@@ -124,7 +131,7 @@ class ELMoEmbedding(keras.layers.Layer):
         section 3.3.
     """
 
-    # Eleven parameters, by design: a Keras layer's config is its
+    # Twelve parameters, by design: a Keras layer's config is its
     # constructor's arguments (keras-hub's backbones), and the model's
     # options and dictionaries travel in it so that a .keras file stands
     # alone.
@@ -140,6 +147,7 @@ class ELMoEmbedding(keras.layers.Layer):
         char_dic: Optional[dict] = None,
         word_dic: Optional[dict] = None,
         alignment_matrices: int = 0,
+        token_cache_size: int = TOKEN_CACHE_SIZE,
         **kwargs,
     ):
         check_choices(output, trainable)
@@ -190,6 +198,12 @@ class ELMoEmbedding(keras.layers.Layer):
         # model holding the layer is not compiled with XLA ("auto" on GPU)
         self.supports_jit = False
         self._layers_graph = None  # embed_layers' graph, on first use
+        check_int("token_cache_size", token_cache_size, 0)
+        self.token_cache_size = token_cache_size
+        # outside Keras' tracking: no .keras file or export holds the table
+        self.__dict__["_token_cache"] = (
+            TokenCache(token_cache_size, self.bilm.projection_dim)
+            if token_cache_size and self.ids_width is not None else None)
         self.built = True
 
     def _graph_ids_for(self, options: BiLMOptions):
@@ -222,6 +236,7 @@ class ELMoEmbedding(keras.layers.Layer):
         layer_norm: bool = False,
         dropout: float = 0.0,
         l2_coef: Optional[float] = None,
+        token_cache_size: int = TOKEN_CACHE_SIZE,
         name: str = "elmo",
         **pretrained_kwargs,
     ) -> "ELMoEmbedding":
@@ -235,7 +250,8 @@ class ELMoEmbedding(keras.layers.Layer):
                 ours or bilm-tf's, a folder with ``options.json`` and
                 checkpoints but no weights HDF5. Its newest checkpoint that
                 reads whole is used, as ``dump-weights`` writes it.
-            output, trainable, layer_norm, dropout, l2_coef: the layer's.
+            output, trainable, layer_norm, dropout, l2_coef,
+                token_cache_size: the layer's.
             name: the layer's name.
             **pretrained_kwargs: ``vocab_file``, ``cache_dir``, ``mirror``,
                 ``progress`` and ``alignment`` of ``from_pretrained``. The
@@ -293,6 +309,7 @@ class ELMoEmbedding(keras.layers.Layer):
                     layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
                     vocabulary=vocabulary, char_dic=char_dic,
                     word_dic=word_dic, name=name,
+                    token_cache_size=token_cache_size,
                     alignment_matrices=(0 if alignment is None
                                         else len(alignment.matrices)))
         if alignment is not None:
@@ -380,8 +397,9 @@ class ELMoEmbedding(keras.layers.Layer):
             else ids
 
     # --------------------------------------------------------------- graph
-    def _embed_tokens(self, ids):
-        """Token embeddings `(B, T, P)`, each distinct token once."""
+    def _embed_tokens(self, ids, training=False):
+        """Token embeddings `(B, T, P)`, each distinct token once, from
+        the token cache in a training call with the char-CNN frozen."""
         # B=batch, T=time, W=ids per token, U=distinct tokens, P=proj dim
         shape = tf.shape(ids)
         width = 1 if self.ids_width is None else self.ids_width
@@ -392,15 +410,30 @@ class ELMoEmbedding(keras.layers.Layer):
             x=flat, axis=tf.constant([0], tf.int64))  # (U, W), (1+B*T,)
         if self.ids_width is None:
             unique = unique[:, 0]  # (U,)
-        table = self.bilm.embed_tokens(unique[None])[0]  # (U, P)
+        if self._uses_token_cache(training):
+            table = self._token_cache.vectors(
+                unique, lambda ids: self.bilm.embed_tokens(ids[None])[0],
+                self.bilm.token_embedder.weights)  # (U, P)
+        else:
+            table = self.bilm.embed_tokens(unique[None])[0]  # (U, P)
         return tf.reshape(tf.gather(table, index[1:]),
                           tf.concat([shape[:2], [-1]], 0))  # (B, T, P)
 
+    def _differentiable(self, training) -> bool:
+        """Whether a call runs the biLM for its gradients."""
+        return bool(training and self.trainable_part == "all"
+                    and self.bilm.trainable)
+
+    def _uses_token_cache(self, training) -> bool:
+        """Whether a call reads its token vectors through the token cache:
+        a training call with the biLM frozen. A call outside training, as
+        ``predict`` and ``model.export`` trace it, computes them."""
+        return (self._token_cache is not None and bool(training)
+                and not self._differentiable(training))
+
     def _lstm_outputs(self, token_embeddings, lengths, training):
         """Each direction's layers `(B, T, P)`, natural time order."""
-        differentiable = training and self.trainable_part == "all" \
-            and self.bilm.trainable
-        if differentiable:
+        if self._differentiable(training):
             outputs, _ = self.bilm.encode(token_embeddings, lengths,
                                           training=True)
             return outputs
@@ -417,7 +450,7 @@ class ELMoEmbedding(keras.layers.Layer):
         ids = self.token_ids(inputs)
         full_mask = self.bilm.input_mask(ids)  # (B, T + 2)
         lengths = tf.reduce_sum(tf.cast(full_mask, tf.int32), axis=1)
-        token_embeddings = self._embed_tokens(ids)  # (B, T + 2, P)
+        token_embeddings = self._embed_tokens(ids, training)  # (B, T+2, P)
         outputs = self._lstm_outputs(token_embeddings, lengths, training)
         outputs["token_embeddings"] = token_embeddings
         layers, _, mask = strip_boundaries(lm_layers(outputs), lengths)
@@ -592,6 +625,7 @@ class ELMoEmbedding(keras.layers.Layer):
             char_dic=self.char_dic,
             word_dic=self.word_dic,
             alignment_matrices=self.alignment_matrices,
+            token_cache_size=self.token_cache_size,
         )
         return config
 

@@ -130,10 +130,16 @@ class LSTMStack(keras.layers.Layer):
 
         Returns:
             A list of `(time, batch, projection_dim)` per layer, zero past
-            each row's length.
+            each row's length. Only the steps to the longest row are run.
         """
-        columns, order, inside = to_columns(inputs, lengths)
-        return [from_columns(h, order)
+        # steps past the longest row would each read every kernel for two
+        # zero columns: a batch padded wider than its rows runs to the
+        # longest row only, and its outputs are padded back with zeros
+        width = tf.shape(inputs)[0]
+        steps = tf.clip_by_value(tf.reduce_max(lengths), 0, width)
+        columns, order, inside = to_columns(inputs[:steps], lengths)
+        return [tf.pad(from_columns(h, order), [[0, width - steps], [0, 0],
+                                                [0, 0]])
                 for h in self.infer_columns(columns, inside)]
 
     def infer_columns(self, x, inside):
