@@ -85,3 +85,56 @@ def test_no_saved_file_holds_it(model_dir, tmp_path):
     model.save(tmp_path / "m.keras")
     loaded = keras.models.load_model(tmp_path / "m.keras")
     assert _cached(loaded.get_layer("elmo")) == 0
+
+
+MIRRORED = r"""
+import json, sys
+import numpy as np
+import tensorflow as tf
+
+cpu = tf.config.list_physical_devices("CPU")[0]
+tf.config.set_logical_device_configuration(
+    cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
+import keras
+from bilm_keras import Batcher, ELMoEmbedding
+
+model_dir = sys.argv[1]
+sentences = [s.split() for s in ["The cat sat .", "Hi there", "a b c d"] * 4]
+ids = Batcher(f"{model_dir}/vocab_test.txt", 50).batch_sentences(
+    sentences).astype("int32")
+strategy = tf.distribute.MirroredStrategy(["/cpu:0", "/cpu:1"])
+with strategy.scope():
+    inputs = keras.Input(shape=(None, 50), dtype="int32")
+    layer = ELMoEmbedding.from_pretrained(model_dir)
+    model = keras.Model(inputs, keras.layers.Dense(2)(layer(inputs)))
+    model.compile(keras.optimizers.Adam(0.1), "mse")
+model.fit(ids, np.ones((12, ids.shape[1] - 2, 2), "float32"), epochs=2,
+          batch_size=4, verbose=0)
+difference = np.abs(layer(ids, training=True).numpy()
+                    - layer(ids).numpy()).max()
+print(json.dumps(dict(
+    cached=int(layer._token_cache.table.size()) - 1,
+    difference=float(difference),
+    mix_moved=float(np.abs(layer.scalar_mix.scalar_weights.numpy()).max()))))
+"""
+
+
+@pytest.mark.slow  # a subprocess: logical devices before TensorFlow starts
+def test_a_mirrored_fit_on_ids_shares_one_cache(model_dir):
+    """Two replicas fill one cache. Ids, not strings: Keras 3 cannot take
+    string inputs under MirroredStrategy (tensorflow#80951)."""
+    import json
+    import subprocess
+
+    from helpers import REPO_ROOT, python_argv, user_env
+
+    env = dict(user_env(), TF_CPP_MIN_LOG_LEVEL="2")
+    proc = subprocess.run(
+        python_argv(env) + ["-c", MIRRORED, str(model_dir)], cwd=REPO_ROOT,
+        env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout.strip().splitlines()[-1])
+    # <S>, </S>, 10 distinct words and the padding token
+    assert report["cached"] == 13
+    assert report["difference"] <= 1e-6
+    assert report["mix_moved"] > 0
