@@ -188,9 +188,10 @@ def detect_save_dir(path: str, flag: str = "--save_dir"
             ``final`` or a step number.
     """
     from bilm_keras.training import checkpoint_family
+    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
 
     found = checkpoint_family.detect_checkpoint(path)
-    if found is None or not found.family.paddle:
+    if locate_paddle_checkpoint(path, detected=found) is None:
         check_save_dir(path, flag)  # then a folder: found is a save_dir
     return found
 

@@ -632,6 +632,7 @@ def export_hub_from_save_dir(
     """
     # imported here: the training stack is not needed to export HDF5 files
     from bilm_keras.training import checkpoint_family
+    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
     from bilm_keras.training.weight_dump import dump_weights
 
     outdir = os.path.abspath(os.fspath(outdir))
@@ -639,8 +640,8 @@ def export_hub_from_save_dir(
     save_dir = os.fspath(save_dir)
     if detected is None:
         detected = checkpoint_family.detect_checkpoint(save_dir)
-    paddle = detected is not None and detected.family.paddle
-    if (not paddle  # Paddle's holds no options
+    if (locate_paddle_checkpoint(save_dir, detected=detected) is None
+            # Paddle's holds no options
             and not os.path.isfile(os.path.join(save_dir, OPTIONS_FILE))):
         raise ExportError(f"{save_dir}: no {OPTIONS_FILE} in the save_dir")
     with tempfile.TemporaryDirectory(prefix="bilm_export_") as tmp:
