@@ -29,6 +29,9 @@ import os as _os
 from bilm_keras._utils.console_log import (
     install_console_handler as _install_console_handler,
 )
+from bilm_keras._utils.cpu_settings import (
+    apply_cpu_settings as _apply_cpu_settings,
+)
 from bilm_keras._utils.keras_registration import (
     register_when_keras_loads as _register_when_keras_loads,
 )
@@ -39,6 +42,10 @@ _os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 # the library logs; a script sees its lines as the command does, and can
 # silence or redirect them (bilm_keras._utils.console_log)
 _install_console_handler()
+# this CPU class's TensorFlow settings (oneDNN on AVX2-only CPUs), read
+# when TensorFlow is imported: set now, unless the user set them or
+# TensorFlow came first (bilm_keras._utils.cpu_settings)
+_apply_cpu_settings()
 
 #: public name -> the module that defines it
 _EXPORTS = {

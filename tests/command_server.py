@@ -83,7 +83,7 @@ SERVED_FOLDERS = ("bin", "examples")
 #: the heavy modules the server imports once, with every module of
 #: bilm_keras (what the commands import after their arguments are
 #: checked) but those of :data:`NOT_PRELOADED`
-PRELOADED = ("tensorflow", "keras", "numpy", "h5py", "bilm_keras")
+PRELOADED = ("bilm_keras", "tensorflow", "keras", "numpy", "h5py")
 
 #: what the server does not import: Apache Beam (3 s, and its gRPC
 #: starts a thread: it must not be imported before a fork) and the
@@ -586,8 +586,11 @@ def serve(socket_path: str) -> None:
     """The server's loop: imports :data:`PRELOADED`, says ``ready`` on
     stdout, then serves until SIGTERM or the end of its stdin (its
     children are killed then)."""
-    _preload()
+    # the environment it was started in: bilm_keras, imported first, may
+    # add its CPU settings (bilm_keras._utils.cpu_settings), as it does
+    # in a fresh interpreter started in that environment
     fixed = fixed_at_import(os.environ)
+    _preload()
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     listener.bind(socket_path)
     listener.listen(16)

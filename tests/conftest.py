@@ -33,6 +33,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.dont_write_bytecode = False
 os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
+# the CPU class's TensorFlow settings before any test imports TensorFlow
+# (bilm_keras._utils.cpu_settings): the tests and their children run as
+# a user's program does
+import bilm_keras  # noqa: E402,F401
 import helpers  # noqa: E402
 import pytest  # noqa: E402
 from helpers import (  # noqa: E402

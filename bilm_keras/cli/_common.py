@@ -17,6 +17,7 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Optional
 
+from bilm_keras._utils.cpu_settings import running_settings
 from bilm_keras._utils.fast_precision import PRECISIONS
 from bilm_keras.options import OPTIONS_FILE
 
@@ -343,11 +344,14 @@ def import_tensorflow(verbose: bool = False) -> None:
     ``TF_CPP_MIN_LOG_LEVEL=3``, unless the environment sets it. Even its
     "errors" there are chatter, e.g. no CUDA driver or a kernel falling
     back to Eigen. Real failures reach Python as exceptions.
-    ``verbose`` changes nothing and shows everything.
+    ``verbose`` changes nothing and shows everything, and prints the CPU
+    class's oneDNN setting (:mod:`bilm_keras._utils.cpu_settings`).
     """
     if verbose or "tensorflow" in sys.modules:
         import keras  # noqa: F401
         import tensorflow  # noqa: F401
+        if verbose:
+            print(running_settings(), file=sys.stderr)
         return
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     with stderr_replayed_on_failure():
