@@ -52,11 +52,15 @@ import time
 os.environ.setdefault("KERAS_BACKEND", "tensorflow")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+# first: it sets this CPU class's oneDNN choice before TensorFlow reads
+# it, as in a user's program (bilm_keras._utils.cpu_settings)
+import bilm_keras  # noqa: E402,F401
 import numpy as np  # noqa: E402
 import tensorflow as tf  # noqa: E402
 
 import common  # noqa: E402
 
+from bilm_keras._utils.cpu_settings import tensorflow_onednn  # noqa: E402
 from bilm_keras.data.corpus import count_corpus  # noqa: E402
 from bilm_keras.data.tf_dataset import make_tf_dataset  # noqa: E402
 from bilm_keras.options import BiLMOptions  # noqa: E402
@@ -366,6 +370,7 @@ def main(argv=None):
             precision=args.precision,
             TF_ENABLE_ONEDNN_OPTS=os.environ.get("TF_ENABLE_ONEDNN_OPTS",
                                                  "default"),
+            onednn=tensorflow_onednn(),
             intra_threads=tf.config.threading
             .get_intra_op_parallelism_threads(),
             inter_threads=tf.config.threading

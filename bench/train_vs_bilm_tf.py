@@ -58,6 +58,8 @@ import common
 from bilm_tf_shim import BILM_TF_ENV, check_bilm_tf_dir, import_bilm_tf
 
 TRAIN_THROUGHPUT = os.path.join(common.BENCH_DIR, "train_throughput.py")
+#: TensorFlow's oneDNN switch, read at its import
+ONEDNN_VARIABLE = "TF_ENABLE_ONEDNN_OPTS"
 
 
 def bilm_tf_child(workdir: str, args) -> dict:
@@ -96,9 +98,12 @@ def bilm_tf_child(workdir: str, args) -> dict:
     step_s = np.diff(stamps)[args.skip:]
     n_params = int(sum(np.prod(v.shape.as_list())
                        for v in v1.trainable_variables()))
+    from tensorflow.python.util import _pywrap_util_port
+
     return dict(tokens_per_s=tokens_per_step / float(np.median(step_s)),
                 steps_timed=len(step_s), trainable_parameters=n_params,
-                tensorflow=v1.VERSION)
+                tensorflow=v1.VERSION,
+                onednn=bool(_pywrap_util_port.IsMklEnabled()))
 
 
 def main(argv=None):
@@ -135,8 +140,16 @@ def main(argv=None):
         print(json.dumps(bilm_tf_child(args._bilm_tf, args)))
         return
 
-    # train_throughput imports TensorFlow; bilm-tf's child must not have
+    # train_throughput imports TensorFlow; bilm-tf's child must not have.
+    # It imports bilm_keras too, which may set this CPU class's oneDNN
+    # choice (bilm_keras._utils.cpu_settings) in this process's
+    # environment: bilm-tf's children run as its users run it, with
+    # TensorFlow's own choice unless the caller set one
+    given_onednn = os.environ.get(ONEDNN_VARIABLE)
     from train_throughput import config, options_dict, write_corpus
+
+    if given_onednn is None:
+        os.environ.pop(ONEDNN_VARIABLE, None)
 
     c = config(args.quick)
     quick = ["--quick"] if args.quick else []
@@ -173,6 +186,8 @@ def main(argv=None):
                 threads=[threads["intra_threads"], threads["inter_threads"]],
                 ours=ours["tokens_per_second"],
                 ours_float32=ours_float32["tokens_per_second"],
+                onednn_bilm_tf=theirs["onednn"],
+                onednn_ours=ours["settings"]["onednn"],
                 bilm_tf_parameters=theirs["trainable_parameters"],
                 our_parameters=ours["trainable_parameters"],
                 load_avg_1min=round(os.getloadavg()[0], 2)))
