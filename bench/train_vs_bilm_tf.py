@@ -29,6 +29,12 @@ both alike.
   (``make_train_step`` over ``make_tf_dataset``; no checkpoints or logs),
   ``--passes`` passes of 10 steps after 3 warm-up steps.
 
+oneDNN: each side as its users run it, ours with the CPU class's choice
+(``import bilm_keras`` sets it: ``bilm_keras/_utils/cpu_settings.py``),
+bilm-tf with TensorFlow's own (off on AVX2-only CPUs). With
+``TF_ENABLE_ONEDNN_OPTS`` set, both run with that value. Each round
+records what ran (``onednn_ours``, ``onednn_bilm_tf``).
+
 Tokens/s count ``batch * unroll_steps`` words per step (each predicted in
 both directions), as both projects count them. bilm-tf's source is not in
 this repository: pass a checkout (``git clone
