@@ -3,7 +3,6 @@
 from bilm_keras.cli._common import (
     SaveDirJob,
     add_checkpoint_argument,
-    check_checkpoint,
     check_file,
     check_glob,
     detect_save_dir,
@@ -46,18 +45,16 @@ def add_arguments(parser):
 
 
 def check(args) -> SaveDirJob:
-    detected = detect_save_dir(args.save_dir)
-    check_checkpoint(args.save_dir, args.checkpoint)
+    model = detect_save_dir(args.save_dir, args.checkpoint)
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.test_prefix, "--test_prefix")
-    return SaveDirJob(args, detected)
+    return SaveDirJob(args, model)
 
 
 def run(job: SaveDirJob) -> dict:
     from bilm_keras.training import evaluate
 
     args = job.args
-    return evaluate(save_dir=args.save_dir, vocab_file=args.vocab_file,
+    return evaluate(save_dir=job.model, vocab_file=args.vocab_file,
                     test_prefix=args.test_prefix, batch_size=args.batch_size,
-                    checkpoint=args.checkpoint, stateful=args.stateful,
-                    detected=job.detected)
+                    stateful=args.stateful)

@@ -17,11 +17,9 @@ The package's modules, by job:
 * :mod:`.carried_states`: the LSTM states a step hands the next.
 * :mod:`.lm_warmup`: the adapted run's softmax-only first steps.
 * :mod:`.preemption`: SIGTERM / SIGINT end a run with a checkpoint.
-* :mod:`.checkpoint_family`: which family of trained biLM a path names
-  (PaddleNLP, Paddle Fluid, a TensorFlow save_dir), told once from its
-  file names.
-* :mod:`.save_dir_models`: a save_dir's checkpoint, ours or bilm-tf's,
-  chosen (the newest that reads whole) and loaded for a command.
+* :mod:`.save_dir_models`: a trained run, ours, bilm-tf's or Paddle's,
+  read for a command: the one place that branches on its family, as
+  :mod:`bilm_keras.weights.model_detection` told it.
 * :mod:`.bilm_tf_save_dir`: a save_dir of bilm-tf's own training,
   evaluated, dumped, continued or the start of a new run.
 * :mod:`.evaluation`: heldout perplexity.

@@ -40,19 +40,21 @@ from bilm_keras.training.run_checkpoint import (
     SOFTMAX_W_KEY,
     ForeignRun,
     RunCheckpoint,
-    locate_run_checkpoint,
 )
 from bilm_keras.weights.bilm_tf_checkpoint import (
-    BILM_TF,
     BilmTFCheckpoint,
-    CheckpointFileError,
-    SaveDirCheckpoint,
     assign_bilm_tf_checkpoint,
     checkpoint_name,
     read_bilm_tf_checkpoint,
     save_bilm_tf_dump,
 )
 from bilm_keras.weights.bilm_tf_hdf5 import options_misfits
+from bilm_keras.weights.model_detection import (
+    TF1_CHECKPOINT,
+    CheckpointFileError,
+    SaveDirCheckpoint,
+    locate_checkpoint,
+)
 from bilm_keras.weights.bilm_tf_names import (
     ADAGRAD_SUFFIX,
     LM_SCOPE,
@@ -80,8 +82,8 @@ RESET_STATES_KEY = "reset_states_at_sentence_start"
 
 
 def _locate_bilm_tf(save_dir: str, located: Optional[SaveDirCheckpoint]):
-    found = located if located is not None else locate_run_checkpoint(save_dir)
-    if found.kind != BILM_TF:
+    found = located if located is not None else locate_checkpoint(save_dir)
+    if found.kind != TF1_CHECKPOINT:
         raise CheckpointFileError(
             f"{found.path}: a bilm_keras checkpoint, not bilm-tf's (read it "
             "with load_trained_model)")
@@ -140,7 +142,7 @@ def load_bilm_tf_language_model(
         training: build the model with the options' dropout, for
             continuing the run. False builds it without, for evaluation.
         located: the checkpoint to read. Default: the newest that reads
-            whole, :func:`~bilm_keras.weights.bilm_tf_checkpoint.
+            whole, :func:`~bilm_keras.weights.model_detection.
             locate_checkpoint`.
         options: the options to build. Default: ``save_dir/options.json``
             as it is.
@@ -201,7 +203,8 @@ def dump_bilm_tf_checkpoint(save_dir: str | os.PathLike,
     options_file = os.path.join(save_dir, OPTIONS_FILE)
     options = BiLMOptions.from_json(options_file)
     if located is None:
-        located = locate_run_checkpoint(save_dir, fallback=False)
+        located = locate_checkpoint(save_dir)
+        located.require_latest(save_dir)
     found = _locate_bilm_tf(save_dir, located)
     _check_options_fit(options, options_file, found)
     backbone = BiLMBackbone.from_options(options, name="bilm")
@@ -250,7 +253,9 @@ def restore_bilm_tf_run(found: SaveDirCheckpoint,
     read one tensor at a time.
 
     Args:
-        found: the bilm-tf checkpoint (:func:`locate_run_checkpoint`).
+        found: the bilm-tf checkpoint, as
+            :func:`~bilm_keras.weights.model_detection.locate_checkpoint`
+            finds it.
         checkpoint: the new run's, of the save_dir's options.
 
     Raises:
@@ -375,9 +380,9 @@ def load_bilm_tf_backbone(save_dir: str | os.PathLike, backbone, *,
             The message names ``options_label``.
     """
     save_dir = os.fspath(save_dir)
-    found = located if located is not None else locate_run_checkpoint(
+    found = located if located is not None else locate_checkpoint(
         save_dir)
-    if found.kind != BILM_TF:
+    if found.kind != TF1_CHECKPOINT:
         raise CheckpointFileError(
             f"{found.path}: a bilm_keras checkpoint, not bilm-tf's "
             "(--init_checkpoint takes bilm-tf's save_dir; continue a "
@@ -403,7 +408,7 @@ def read_bilm_tf_softmax(save_dir: str | os.PathLike, *, purpose: str,
     """
     import tensorflow as tf
 
-    found = located if located is not None else locate_run_checkpoint(
+    found = located if located is not None else locate_checkpoint(
         save_dir)
     shared = SOFTMAX_W not in found.shapes and SOFTMAX_B in found.shapes
     _require_softmax(_locate_bilm_tf(os.fspath(save_dir), found), shared,

@@ -26,8 +26,8 @@ variables checked against the options first), continues a run another
 implementation saved (:class:`ForeignRun`: bilm-tf's TF1 checkpoints,
 :mod:`bilm_keras.training.bilm_tf_save_dir`; Paddle's to come) and makes
 the run's :class:`~bilm_keras.training.checkpoints.CheckpointWriter`.
-:func:`locate_run_checkpoint` tells ours from bilm-tf's by these names
-(:mod:`bilm_keras.weights` knows none of them).
+:mod:`~bilm_keras.weights.model_detection` tells ours from bilm-tf's by
+the ``weights`` part.
 """
 
 from __future__ import annotations
@@ -53,46 +53,18 @@ from bilm_keras.training.checkpoints import (
 )
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
 from bilm_keras.training.lm_warmup import LMWarmup
-from bilm_keras.weights.bilm_tf_checkpoint import (
-    CheckpointKind,
-    SaveDirCheckpoint,
-    locate_checkpoint,
-)
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 from bilm_keras.weights.bilm_tf_names import INITIAL_ACCUMULATOR
+from bilm_keras.weights.model_detection import WEIGHTS
 
-#: the parts of a run's checkpoint, by their names in it
-WEIGHTS = "weights"
+#: the parts of a run's checkpoint, by their names in it (``weights``
+#: named where every family is told apart, :mod:`~bilm_keras.weights.
+#: model_detection`)
 OPTIMIZER = "optimizer"
 DATA_STREAM = "data_stream"
 LSTM_STATES = "lstm_states"
 LM_FROZEN_UNTIL = "lm_frozen_until"
 PARTS = (WEIGHTS, OPTIMIZER, DATA_STREAM, LSTM_STATES, LM_FROZEN_UNTIL)
-
-#: :attr:`~bilm_keras.weights.bilm_tf_checkpoint.SaveDirCheckpoint.kind` of
-#: a checkpoint our training wrote
-BILM_KERAS = "bilm_keras"
-
-
-def is_run_checkpoint(names) -> bool:
-    """Whether variable ``names`` are a run checkpoint's (ours)."""
-    return any(name.startswith(WEIGHTS + "/") for name in names)
-
-
-#: our checkpoints, as :func:`~bilm_keras.weights.bilm_tf_checkpoint.
-#: locate_checkpoint` tells them apart
-RUN_CHECKPOINT = CheckpointKind(BILM_KERAS, is_run_checkpoint,
-                                f"'{WEIGHTS}/...'")
-
-
-def locate_run_checkpoint(save_dir: str | os.PathLike,
-                          **kwargs) -> SaveDirCheckpoint:
-    """A save_dir's newest checkpoint that reads whole, ours
-    (:data:`BILM_KERAS`) or bilm-tf's: :func:`~bilm_keras.weights.
-    bilm_tf_checkpoint.locate_checkpoint` (its ``checkpoint`` and
-    ``fallback`` arguments), knowing our checkpoints."""
-    return locate_checkpoint(save_dir, kinds=(RUN_CHECKPOINT,), **kwargs)
-
 
 def model_weights(lm: LanguageModel) -> dict:
     """The ``weights`` part: ``{Keras path, '/' written ':': variable}``."""

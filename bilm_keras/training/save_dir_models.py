@@ -1,126 +1,162 @@
-"""A save_dir's checkpoint, ours or bilm-tf's, chosen and loaded for a
-command: ``test``, ``dump-weights``, ``export-hub --save_dir`` or
-``restart``. The reading commands also take a Paddle checkpoint, see
-:mod:`bilm_keras.training.paddle_save_dir`.
+"""A trained run read for a command, whoever wrote it: ``test``,
+``dump-weights``, ``export-hub --save_dir``.
 
-Who wrote a checkpoint is told from its variable names. Which one is used
-is told from its files by
-:func:`~bilm_keras.training.run_checkpoint.locate_run_checkpoint`: the
-newest that reads whole. Newer ones may not, with a ``.index`` or
-``.data`` file missing or cut short. A command that reads the model, such
-as ``test`` or ``restart``, then says so in one line and uses the newest
-whole one. A command that writes the model out for others, such as
-``dump-weights`` or ``export-hub``, refuses, naming both, unless the user
-names a checkpoint. Its output would otherwise pass for the latest model.
+The run is a :class:`~bilm_keras.weights.model_detection.DetectedModel`:
+ours, bilm-tf's (either generation, DeepPavlov's among them) or Paddle's.
+:func:`run_reader` branches on its family, here alone, and every command
+asks the reader it returns. The checkpoint used is the one detection
+chose: the newest that reads whole, or the one the user named. Newer ones
+may not read whole, with a ``.index`` or ``.data`` file missing or cut
+short. A command that reads the model, such as ``test``, says so in one
+line and uses the newest whole one. A command that writes the model out
+for others, such as ``dump-weights`` or ``export-hub``, refuses, naming
+both, unless the user names a checkpoint. Its output would otherwise pass
+for the latest model.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from typing import Optional
 
-from bilm_keras.options import BiLMOptions
-from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_language_model
-from bilm_keras.training.checkpoint_family import FoundCheckpoint
-from bilm_keras.options import OPTIONS_FILE
+from bilm_keras.options import OPTIONS_FILE, BiLMOptions
+from bilm_keras.training.bilm_tf_save_dir import (
+    dump_bilm_tf_checkpoint,
+    load_bilm_tf_language_model,
+)
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
 from bilm_keras.training.paddle_save_dir import (
+    dump_paddle_checkpoint,
     load_paddle_language_model,
-    locate_paddle_checkpoint,
 )
-from bilm_keras.training.run_checkpoint import (
-    load_trained_model,
-    locate_run_checkpoint,
+from bilm_keras.training.run_checkpoint import load_trained_model
+from bilm_keras.weights.bilm_tf_hdf5 import save_bilm_tf_hdf5
+from bilm_keras.weights.model_detection import (
+    OUR_RUN,
+    TF1_CHECKPOINT,
+    DetectedModel,
+    ModelDetectionError,
+    as_detected,
 )
-from bilm_keras.weights.bilm_tf_checkpoint import BILM_TF, SaveDirCheckpoint
 
 logger = logging.getLogger(__name__)
 
 
-def choose_checkpoint(save_dir: str | os.PathLike, *,
-                      checkpoint: Optional[str] = None,
-                      fallback: bool = True,
-                      located: Optional[SaveDirCheckpoint] = None
-                      ) -> SaveDirCheckpoint:
-    """The checkpoint of ``save_dir`` a command uses.
-
-    Args:
-        checkpoint: the one the user named, e.g. ``model-200``. None takes
-            the newest that reads whole.
-        fallback: bool. True passes over damaged newer checkpoints, saying
-            so in one line on stderr. False refuses them, in one line
-            naming the damaged one and the newest whole one.
-        located: the checkpoint the caller located already. Only its
-            passed-over newer ones are said.
-
-    Raises:
-        CheckpointFileError: see :func:`locate_checkpoint`.
-        SettingError: no checkpoint of that name, for field
-            ``checkpoint``.
-    """
-    found = located if located is not None else locate_run_checkpoint(
-        save_dir, checkpoint=checkpoint, fallback=fallback)
-    note = found.fallback_note()
-    if note is not None:
-        logger.warning(note)
-    return found
-
-
-def load_save_dir_model(save_dir: str | os.PathLike, *,
-                        vocab_file=None,
-                        checkpoint: Optional[str] = None,
-                        fallback: bool = True,
-                        detected: Optional[FoundCheckpoint] = None
-                        ) -> tuple:
-    """A save_dir's checkpoint as an inference :class:`LanguageModel`,
+def load_save_dir_model(save_dir, *, vocab_file=None,
+                        checkpoint: Optional[str] = None) -> tuple:
+    """A trained run's checkpoint as an inference :class:`LanguageModel`,
     without dropout, softmax included.
 
-    Whoever wrote it is read: ours, bilm-tf's, or Paddle's. Paddle's is a
-    persistables directory, a PaddleNLP ``.pdparams`` or its run's
-    save_dir, see :func:`~bilm_keras.training.paddle_save_dir.
-    locate_paddle_checkpoint`.
-
     Args:
+        save_dir: str or DetectedModel. Our training's save_dir, bilm-tf's,
+            or a Paddle checkpoint: a persistables directory, a PaddleNLP
+            ``.pdparams`` or its run's save_dir.
         vocab_file: the model's vocabulary, loaded and checked against the
             options' ``n_tokens_vocab``. None means no vocabulary. For a
             Paddle checkpoint, it is the file Paddle read, PaddleNLP's
             words-only one.
-        checkpoint, fallback: see :func:`choose_checkpoint`. Not for a
-            Paddle checkpoint, which is one.
-        detected: FoundCheckpoint or None. ``save_dir``'s family, as
-            :func:`~bilm_keras.training.checkpoint_family.detect_checkpoint`
-            found it when the caller asked already. None asks here.
+        checkpoint: the checkpoint to read (``model-200``). None takes
+            the newest that reads whole, naming damaged newer ones in a
+            line. Not for a Paddle checkpoint, which is one.
 
     Returns:
-        ``(options, lm, vocab, found)``. The save_dir's options, the
-        model, the vocabulary or None, and the
-        :class:`~bilm_keras.weights.bilm_tf_checkpoint.SaveDirCheckpoint`
-        read. For Paddle's it is a :class:`~bilm_keras.weights.
-        paddle_checkpoint.PaddleCheckpoint`. Both have ``path``.
+        ``(options, lm, vocab, found)``. The run's options, the model, the
+        vocabulary or None, and the checkpoint read: a
+        :class:`~bilm_keras.weights.model_detection.SaveDirCheckpoint`, or
+        for Paddle's a :class:`~bilm_keras.weights.paddle_checkpoint.
+        PaddleCheckpoint`. Both have ``path``.
 
     Raises:
         CheckpointFileError, CheckpointError: a checkpoint that cannot be
             read or does not fit the options.
         OptionsError: a vocabulary of another size.
     """
-    save_dir = os.fspath(save_dir)
-    paddle = locate_paddle_checkpoint(save_dir, detected=detected)
-    if paddle is not None:
-        return load_paddle_language_model(paddle, vocab_file=vocab_file)
-    found = choose_checkpoint(save_dir, checkpoint=checkpoint,
-                              fallback=fallback)
-    if found.kind != BILM_TF:
-        options, lm, vocab = load_trained_model(save_dir,
-                                                vocab_file=vocab_file,
-                                                path=found.path)
+    return run_reader(as_detected(save_dir, checkpoint=checkpoint)
+                      ).language_model(vocab_file)
+
+
+def run_reader(model: DetectedModel):
+    """The reader of a trained run's family: ``language_model(vocab_file)``
+    and ``dump(outfile)``.
+
+    Raises:
+        ModelDetectionError: a model that is no trained run (a converted
+            model's folder, a TF1 Hub module).
+    """
+    if model.is_paddle:
+        return _PaddleRun(model)
+    if model.family == TF1_CHECKPOINT:
+        return _BilmTFRun(model)
+    if model.family == OUR_RUN:
+        return _OurRun(model)
+    raise ModelDetectionError(
+        f"{model.given}: expected a training run (ours, bilm-tf's or a "
+        f"Paddle checkpoint), found a {model.family} model")
+
+
+@dataclasses.dataclass(frozen=True)
+class _Run:
+    model: DetectedModel
+
+    @property
+    def save_dir(self) -> str:
+        return self.model.model_dir
+
+    @property
+    def found(self):
+        """The checkpoint detection chose, its passed-over newer ones said
+        in one line."""
+        found = self.model.run_checkpoint
+        note = found.fallback_note()
+        if note is not None:
+            logger.warning(note)
+        return found
+
+
+class _OurRun(_Run):
+    def language_model(self, vocab_file=None) -> tuple:
+        found = self.found
+        options, lm, vocab = load_trained_model(
+            self.save_dir, vocab_file=vocab_file, path=found.path)
         return options, lm, vocab, found
-    options_file = os.path.join(save_dir, OPTIONS_FILE)
-    options = BiLMOptions.from_json(options_file)
-    vocab = None
-    if vocab_file is not None:  # before the model: a wrong file fails fast
-        vocab = load_vocab(vocab_file, options)
-        check_vocab_fits(options, vocab, vocab_file, options_file)
-    _, lm, _ = load_bilm_tf_language_model(save_dir, located=found,
-                                           options=options)
-    return options, lm, vocab, found
+
+    def dump(self, outfile: str) -> tuple:
+        found = self.model.run_checkpoint
+        found.require_latest(self.save_dir)
+        options, lm, _ = load_trained_model(self.save_dir, path=found.path)
+        os.makedirs(os.path.dirname(os.path.abspath(outfile)),
+                    exist_ok=True)
+        save_bilm_tf_hdf5(lm.backbone, outfile)
+        return options, found.path
+
+
+class _BilmTFRun(_Run):
+    def language_model(self, vocab_file=None) -> tuple:
+        found = self.found
+        options_file = os.path.join(self.save_dir, OPTIONS_FILE)
+        options = BiLMOptions.from_json(options_file)
+        vocab = None
+        if vocab_file is not None:  # before the model: a wrong file fails
+            vocab = load_vocab(vocab_file, options)
+            check_vocab_fits(options, vocab, vocab_file, options_file)
+        _, lm, _ = load_bilm_tf_language_model(self.save_dir, located=found,
+                                               options=options)
+        return options, lm, vocab, found
+
+    def dump(self, outfile: str) -> tuple:
+        found = self.model.run_checkpoint
+        found.require_latest(self.save_dir)
+        written = dump_bilm_tf_checkpoint(self.save_dir, outfile,
+                                          located=found)
+        return written["options"], found.path
+
+
+class _PaddleRun(_Run):
+    def language_model(self, vocab_file=None) -> tuple:
+        return load_paddle_language_model(self.model.checkpoint,
+                                          vocab_file=vocab_file)
+
+    def dump(self, outfile: str) -> tuple:
+        return dump_paddle_checkpoint(self.model.checkpoint, outfile)

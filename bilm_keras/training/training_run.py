@@ -210,21 +210,23 @@ class TrainingRun:
                 or self.init_checkpoint is not None)
 
     @functools.cached_property
-    def located_init_checkpoint(self):
-        """FoundCheckpoint or None. ``init_checkpoint``'s checkpoint and
-        its family, detected once from its file names
-        (:func:`~bilm_keras.training.checkpoint_family.detect_checkpoint`).
-        None: no ``init_checkpoint``, or no such folder or file.
+    def init_model(self):
+        """DetectedModel or None. What ``init_checkpoint`` holds and who
+        wrote it, detected once
+        (:func:`~bilm_keras.weights.model_detection.detect_model`). None:
+        no ``init_checkpoint``.
 
         Raises:
+            ModelDetectionError: no such path, or no model there.
+            CheckpointFileError: a save_dir whose checkpoint does not read.
             PaddleFormatError: a folder of several ``.pdparams``, none of
                 them ``final`` or a step number.
         """
         if self.init_checkpoint is None:
             return None
-        from bilm_keras.training.checkpoint_family import detect_checkpoint
+        from bilm_keras.weights.model_detection import detect_model
 
-        return detect_checkpoint(self.init_checkpoint)
+        return detect_model(self.init_checkpoint)
 
     def _set(self, name, value):
         object.__setattr__(self, name, value)

@@ -44,9 +44,10 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Tuple
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where a gate is moved: a command
+    import numpy as np  # that only detects a model's family needs none
 
 # ------------------------------------------------------ the HDF5 datasets
 #: the char table, without the padding row of the +1-shifted ids
@@ -273,9 +274,12 @@ def to_tf1_gates(x: np.ndarray, order: str, axis: int = -1) -> np.ndarray:
         axis: int. The axis of the blocks.
 
     Example:
+        >>> import numpy as np
         >>> to_tf1_gates(np.arange(4), "ifjo")
         array([0, 2, 1, 3])
     """
+    import numpy as np
+
     if sorted(order) != sorted(GATE_ORDER):
         raise ValueError(f"order: expected the letters of {GATE_ORDER!r}, "
                          f"found {order!r}")
@@ -289,9 +293,12 @@ def without_forget_bias(bias: np.ndarray) -> np.ndarray:
     cell that adds no forget bias computes.
 
     Example:
+        >>> import numpy as np
         >>> without_forget_bias(np.zeros(4, np.float32))
         array([ 0.,  0., -1.,  0.], dtype=float32)
     """
+    import numpy as np
+
     bias = np.array(bias)
     n = bias.shape[-1] // 4
     f = GATE_ORDER.index("f")

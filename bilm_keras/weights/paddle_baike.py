@@ -62,6 +62,10 @@ from bilm_keras.weights.bilm_tf_names import (
     to_tf1_gates,
     without_forget_bias,
 )
+from bilm_keras.weights.model_detection import (
+    BAIKE_FILES,
+    is_baike_checkpoint,
+)
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 from bilm_keras.weights.paddle_persistables import (
     TensorHeader,
@@ -73,7 +77,7 @@ from bilm_keras.weights.paddle_persistables import (
 logger = logging.getLogger(__name__)
 
 SYSTEM = "fluid-baike"
-EMBEDDING = "embedding_para"
+EMBEDDING = BAIKE_FILES[0]
 SOFTMAX_WEIGHT = "softmax_weight"
 SOFTMAX_BIAS = "softmax_bias"
 #: Adagrad's accumulator of a parameter: ``<name>_moment_0``
@@ -101,14 +105,6 @@ LEARNING_RATE = 0.2
 MAX_GRAD_NORM = 10.0
 #: the vocabulary a checkpoint folder may carry beside its variables
 VOCAB_NAMES = ("vocab.txt", "vocabulary_min5k.txt")
-
-
-def is_baike_checkpoint(names) -> bool:
-    """Whether a directory's file names look like the baike model (its
-    embedding and its first lstmp layer): the test the dispatcher and the
-    model-layout finder share."""
-    names = set(names)
-    return {EMBEDDING, "fw_layer1_gate_w", "lstmp_0.w_0"} <= names
 
 
 def _check_shapes(dirname: str, headers: Dict[str, TensorHeader]) -> tuple:
