@@ -104,6 +104,7 @@ from typing import TYPE_CHECKING, Optional
 
 import tensorflow as tf
 
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION
 from bilm_keras._utils.atomic_files import atomic_directory
 from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.data.long_tokens import long_token_limit
@@ -510,7 +511,7 @@ def export_hub(
     trainable_lm: bool = False,
     overwrite: bool = False,
     l2_coef: Optional[float] = None,
-    precision: str = "float32",
+    precision: str = DEFAULT_PRECISION,
 ) -> str:
     """Exports bilm-tf files as a TF-Hub-style SavedModel.
 
@@ -601,7 +602,7 @@ def export_hub_from_save_dir(
     overwrite: bool = False,
     l2_coef: Optional[float] = None,
     checkpoint: Optional[str] = None,
-    precision: str = "float32",
+    precision: str = DEFAULT_PRECISION,
 ) -> str:
     """Exports the latest checkpoint of a training ``save_dir``, ours or
     bilm-tf's, or a Paddle checkpoint.
@@ -640,6 +641,9 @@ def export_hub_from_save_dir(
     try:
         model = as_detected(save_dir, checkpoint=checkpoint)
     except ModelDetectionError as e:
+        if os.path.isdir(save_dir) and not os.path.isfile(
+                os.path.join(save_dir, OPTIONS_FILE)):
+            e = f"{save_dir}: no {OPTIONS_FILE} in the save_dir"
         raise ExportError(str(e)) from None
     if not model.is_paddle and model.options_file is None:
         raise ExportError(f"{model.given}: no {OPTIONS_FILE} in the "

@@ -88,8 +88,8 @@ def test_the_facade_refuses_our_save_dir_in_one_line(short_char_run,
 
     save_dir, _ = short_char_run
     with pytest.raises(PretrainedModelError,
-                       match=r"model-6: not a bilm-tf checkpoint \(expected "
-                             r"bilm-tf's 'lm/...' LSTM variables"):
+                       match=r"checkpoints: expected a published model, "
+                             r"found a bilm_keras training run"):
         BidirectionalLanguageModel.from_pretrained(
             save_dir, cache_dir=tmp_path / "cache")
     assert not list((tmp_path / "cache" / "models").glob("*"))
