@@ -29,6 +29,7 @@ from typing import (
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION
 from bilm_keras._utils.eager import require_eager
 from bilm_keras._utils.graph_function import graph_function
 from bilm_keras._utils.settings import SettingError
@@ -134,7 +135,7 @@ class BidirectionalLanguageModel:
         embedding_weight_file: Optional[str | os.PathLike] = None,
         stateful: bool = False,
         max_batch_size: int = 128,
-        precision: str = "float32",
+        precision: str = DEFAULT_PRECISION,
     ):
         require_eager("BidirectionalLanguageModel")
         self.options = BiLMOptions.from_json(options_file)
@@ -162,7 +163,7 @@ class BidirectionalLanguageModel:
         cache_dir: Optional[str | os.PathLike] = None,
         mirror: Optional[str] = None,
         progress: Optional[bool] = None,
-        precision: str = "float32",
+        precision: str = DEFAULT_PRECISION,
         alignment: Optional[str | os.PathLike | Sequence] = None,
     ) -> "BidirectionalLanguageModel":
         """A published model by name, ready to embed.

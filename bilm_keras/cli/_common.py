@@ -17,7 +17,7 @@ import sys
 import tempfile
 from typing import TYPE_CHECKING, Optional
 
-from bilm_keras._utils.fast_precision import PRECISIONS
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION, PRECISIONS
 from bilm_keras.options import OPTIONS_FILE
 
 if TYPE_CHECKING:
@@ -261,8 +261,8 @@ def check_output_file(path: str, flag: str, overwrite: bool) -> None:
 
 
 def add_precision_argument(parser, *, training: bool, computes: str,
-                           note: str = "", default: str = "float32"
-                           ) -> None:
+                           note: str = "",
+                           default: str = DEFAULT_PRECISION) -> None:
     """The ``--precision`` flag: what ``computes``, the model's or the
     saved graph's products, compute in. ``training`` offers the Keras
     mixed policies, ``mixed_bfloat16`` and ``mixed_float16`` with loss
@@ -272,7 +272,7 @@ def add_precision_argument(parser, *, training: bool, computes: str,
     reduced = "mixed_bfloat16" if training else "bfloat16"
     half = "mixed_float16" if training else "float16"
     choices = [p for p in PRECISIONS
-               if p == "float32" or p.startswith("mixed_") == training]
+               if p == DEFAULT_PRECISION or p.startswith("mixed_") == training]
     parser.add_argument(
         "--precision", default=default, choices=choices,
         help=f"what {computes} compute in: float32 (exact, the default), "
@@ -280,6 +280,14 @@ def add_precision_argument(parser, *, training: bool, computes: str,
              f"{half} (GPUs of 7.0+{', loss scaling' if training else ''})"
              f"{'; ' + note if note else ''} (docs/performance.md, "
              "Precision)")
+
+
+def given_flags(args, *names: str) -> dict:
+    """``{name: value}`` of the flags among ``names`` the user gave: a
+    flag whose default is ``argparse.SUPPRESS`` leaves the library
+    function's own default, written once there."""
+    return {name: getattr(args, name) for name in names
+            if hasattr(args, name)}
 
 
 def add_overwrite_argument(

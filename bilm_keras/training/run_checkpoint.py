@@ -54,7 +54,11 @@ from bilm_keras.training.checkpoints import (
 from bilm_keras.training.inputs import check_vocab_fits, load_vocab
 from bilm_keras.training.lm_warmup import LMWarmup
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
-from bilm_keras.weights.bilm_tf_names import INITIAL_ACCUMULATOR
+from bilm_keras.weights.bilm_tf_names import (  # the softmax's keys in
+    INITIAL_ACCUMULATOR,  # ForeignRun.accumulators
+    SOFTMAX_B_KEY,
+    SOFTMAX_W_KEY,
+)
 from bilm_keras.weights.model_detection import WEIGHTS
 
 #: the parts of a run's checkpoint, by their names in it (``weights``
@@ -171,10 +175,6 @@ def load_trained_model(save_dir: str, *, vocab_file=None,
     return options, lm, vocab
 
 
-#: the softmax's keys in :attr:`ForeignRun.accumulators` (bilm-tf's
-#: checkpoint names less ``lm/``)
-SOFTMAX_W_KEY = "softmax/W"
-SOFTMAX_B_KEY = "softmax/b"
 
 
 @dataclasses.dataclass(frozen=True)

@@ -9,7 +9,7 @@ import functools
 import os
 from typing import Optional, Sequence, Tuple
 
-from bilm_keras._utils.fast_precision import PRECISIONS
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION, PRECISIONS
 from bilm_keras._utils.settings import SettingError, check_choice, check_int
 
 #: the choices of ``softmax_bias`` (``init_weights``: the new softmax's
@@ -158,7 +158,7 @@ class TrainingRun:
     intra_op_threads: Optional[int] = None
     inter_op_threads: Optional[int] = None
     max_steps: Optional[int] = None
-    precision: str = "float32"
+    precision: str = DEFAULT_PRECISION
 
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)

@@ -61,6 +61,8 @@ from bilm_keras.weights.bilm_tf_names import (
     lstm_hdf5_prefix,
     to_tf1_gates,
     without_forget_bias,
+    SOFTMAX_B_KEY,
+    SOFTMAX_W_KEY,
 )
 from bilm_keras.weights.model_detection import (
     BAIKE_FILES,
@@ -301,8 +303,8 @@ def read_baike(dirname: str | os.PathLike,
         m_arrays = {m[:-len(MOMENT_SUFFIX)]: read_data(h)
                     for m, h in moment_headers.items()}
         accumulators = _converted(m_arrays, moment=True)
-        accumulators["softmax/W"] = m_arrays[SOFTMAX_WEIGHT]
-        accumulators["softmax/b"] = m_arrays[SOFTMAX_BIAS].reshape(-1)
+        accumulators[SOFTMAX_W_KEY] = m_arrays[SOFTMAX_WEIGHT]
+        accumulators[SOFTMAX_B_KEY] = m_arrays[SOFTMAX_BIAS].reshape(-1)
     logger.debug("read a Fluid ELMo checkpoint from %s: %d words, %d cells, "
                 "projection %d%s", dirname, n_vocab, dim_d, dim_p,
                 ", Adagrad accumulators" if present else "")

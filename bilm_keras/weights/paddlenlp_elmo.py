@@ -71,6 +71,8 @@ from bilm_keras.weights.bilm_tf_names import (
     lstm_hdf5_prefix,
     to_tf1_gates,
     without_forget_bias,
+    SOFTMAX_B_KEY,
+    SOFTMAX_W_KEY,
 )
 from bilm_keras.weights.model_detection import PDPARAMS_SUFFIX
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
@@ -480,8 +482,8 @@ def read_paddlenlp_accumulators(path: str, state: dict
     accumulators, sizes = _bilm_tf_datasets(opt_path, structured,
                                             moment=True)
     softmax_w, softmax_b = sizes["softmax"]
-    accumulators["softmax/W"] = softmax_w
-    accumulators["softmax/b"] = softmax_b
+    accumulators[SOFTMAX_W_KEY] = softmax_w
+    accumulators[SOFTMAX_B_KEY] = softmax_b
     return accumulators
 
 
@@ -502,7 +504,7 @@ class LazyAccumulators(collections.abc.Mapping):
     def _arrays(self) -> dict:
         if self._loaded is None:
             self._loaded = {
-                k: v if k == "softmax/W" else np.ascontiguousarray(v)
+                k: v if k == SOFTMAX_W_KEY else np.ascontiguousarray(v)
                 for k, v in read_paddlenlp_accumulators(
                     self._path, self._state).items()}
             self._state = None  # no longer needed
