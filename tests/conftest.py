@@ -161,7 +161,7 @@ def fixture_bilm(model_dir):
 def fixture_export(model_dir, tmp_path_factory) -> str:
     """The bilm-tf fixture model exported (with its vocabulary) into an
     existing empty directory, once per session; returns that directory."""
-    from bilm_keras.export.hub_module import export_hub
+    from bilm_keras.export.saved_model_export import export_hub
 
     outdir = tmp_path_factory.mktemp("hub_shared") / "elmo"
     outdir.mkdir()

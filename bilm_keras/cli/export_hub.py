@@ -115,7 +115,7 @@ def _check_outdir(outdir: str, overwrite: bool) -> None:
 
 
 def run(job: ModelJob) -> str:
-    from bilm_keras.export.hub_module import (
+    from bilm_keras.export.saved_model_export import (
         export_hub,
         export_hub_from_save_dir,
     )

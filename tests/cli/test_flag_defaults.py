@@ -24,7 +24,7 @@ def _owners() -> dict:
     from bilm_keras.embedding.dump_plan import DumpSettings
     from bilm_keras.embedding.merge import merge_embedding_files
     from bilm_keras.embedding.outputs import EmbeddingSpec
-    from bilm_keras.export.hub_module import (
+    from bilm_keras.export.saved_model_export import (
         export_hub,
         export_hub_from_save_dir,
     )

@@ -15,7 +15,7 @@ from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
 from bilm_keras.data.vocab_builder import build_vocab
 from bilm_keras.data.vocabulary import Vocabulary
-from bilm_keras.export.hub_module import export_hub_from_save_dir
+from bilm_keras.export.saved_model_export import export_hub_from_save_dir
 from bilm_keras.layers.training_recurrence import run_stacks_unrolled
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions

@@ -641,10 +641,11 @@ def export_hub_from_save_dir(
     try:
         model = as_detected(save_dir, checkpoint=checkpoint)
     except ModelDetectionError as e:
+        message = str(e)
         if os.path.isdir(save_dir) and not os.path.isfile(
                 os.path.join(save_dir, OPTIONS_FILE)):
-            e = f"{save_dir}: no {OPTIONS_FILE} in the save_dir"
-        raise ExportError(str(e)) from None
+            message = f"{save_dir}: no {OPTIONS_FILE} in the save_dir"
+        raise ExportError(message) from None
     if not model.is_paddle and model.options_file is None:
         raise ExportError(f"{model.given}: no {OPTIONS_FILE} in the "
                           "save_dir")
