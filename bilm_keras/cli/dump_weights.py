@@ -56,7 +56,7 @@ def check(args) -> SaveDirJob:
 
 
 def run(job: SaveDirJob) -> dict:
-    from bilm_keras.training import dump_weights
+    from bilm_keras.save_dirs import dump_weights
 
     args = job.args
     result = dump_weights(job.model, args.outfile)

@@ -609,7 +609,7 @@ def export_hub_from_save_dir(
 
     A Paddle checkpoint is a ``.pdparams``, its run's save_dir, or a
     persistables directory. The checkpoint goes through
-    :func:`bilm_keras.training.weight_dump.dump_weights`, into a temporary
+    :func:`bilm_keras.save_dirs.weight_dump.dump_weights`, into a temporary
     directory, and then :func:`export_hub`. So the exported model is
     exactly the one ``bin/dump_weights.py`` and
     :class:`~bilm_keras.BidirectionalLanguageModel` give. The
@@ -630,7 +630,7 @@ def export_hub_from_save_dir(
             ``options.json``.
     """
     # imported here: the training stack is not needed to export HDF5 files
-    from bilm_keras.training.weight_dump import dump_weights
+    from bilm_keras.save_dirs.weight_dump import dump_weights
     from bilm_keras.weights.model_detection import (
         ModelDetectionError,
         as_detected,

@@ -46,7 +46,7 @@ def load_paddle_language_model(path: str, *, vocab_file=None,
     """
     from bilm_keras.models.language_model import LanguageModel
     from bilm_keras.options import BiLMOptions
-    from bilm_keras.training.inputs import load_vocab
+    from bilm_keras.data.vocab_for_options import load_vocab
     from bilm_keras.weights.bilm_tf_checkpoint import (
         assign_bilm_tf_checkpoint,
     )

@@ -22,16 +22,16 @@ import os
 from typing import Optional
 
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
-from bilm_keras.training.bilm_tf_save_dir import (
+from bilm_keras.save_dirs.bilm_tf_run import (
     dump_bilm_tf_checkpoint,
     load_bilm_tf_language_model,
 )
-from bilm_keras.training.inputs import check_vocab_fits, load_vocab
-from bilm_keras.training.paddle_save_dir import (
+from bilm_keras.data.vocab_for_options import check_vocab_fits, load_vocab
+from bilm_keras.save_dirs.paddle_run import (
     dump_paddle_checkpoint,
     load_paddle_language_model,
 )
-from bilm_keras.training.run_checkpoint import load_trained_model
+from bilm_keras.save_dirs.our_run import load_trained_model
 from bilm_keras.weights.bilm_tf_hdf5 import save_bilm_tf_hdf5
 from bilm_keras.weights.model_detection import (
     OUR_RUN,

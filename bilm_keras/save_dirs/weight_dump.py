@@ -11,8 +11,8 @@ from bilm_keras.options import (
     OPTIONS_FILE,
     BiLMOptions,
 )
-from bilm_keras.training.options_file import write_options
-from bilm_keras.training.save_dir_models import run_reader
+from bilm_keras.save_dirs.options_file import write_options
+from bilm_keras.save_dirs.save_dir_models import run_reader
 from bilm_keras.weights.model_detection import as_detected
 
 

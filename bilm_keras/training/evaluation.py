@@ -5,7 +5,7 @@ training data, which training records in ``save_dir/training_data.json``.
 A direction above it predicts worse than word counts do.
 
 The save_dir may be ours or bilm-tf's
-(:mod:`~bilm_keras.training.save_dir_models`). ``stateful=True`` adds
+(:mod:`~bilm_keras.save_dirs.save_dir_models`). ``stateful=True`` adds
 bilm-tf's ``run_test.py`` figure
 (:mod:`~bilm_keras.training.stateful_evaluation`) on the same model.
 """
@@ -26,7 +26,7 @@ from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.vocab_builder import sidecar_path
 from bilm_keras.training.checkpoints import TRAINING_DATA_FILE
 from bilm_keras.training.inputs import make_dataset
-from bilm_keras.training.save_dir_models import load_save_dir_model
+from bilm_keras.save_dirs.save_dir_models import load_save_dir_model
 from bilm_keras.weights.model_detection import as_detected
 from bilm_keras.training.stateful_evaluation import (
     stateful_heldout_perplexity,

@@ -69,20 +69,13 @@ from bilm_keras.training.carried_states import (
     CarriedStates,
     as_step_states,
 )
-from bilm_keras.training.checkpoints import (
-    TRAINING_DATA_FILE,
-    CheckpointError,
-    CheckpointWriter,
-)
-from bilm_keras.training.inputs import (
-    check_vocab_fits,
-    distributed_batches,
-    load_vocab,
-    steps_per_epoch,
-)
+from bilm_keras.training.checkpoints import TRAINING_DATA_FILE, CheckpointWriter
+from bilm_keras.save_dirs.our_run import CheckpointError
+from bilm_keras.data.vocab_for_options import check_vocab_fits, load_vocab
+from bilm_keras.training.inputs import distributed_batches, steps_per_epoch
 from bilm_keras.training.lm_warmup import LMWarmup
 from bilm_keras.training.model_setup import build_model
-from bilm_keras.training.options_file import write_options
+from bilm_keras.save_dirs.options_file import write_options
 from bilm_keras.training.paddle_adaptation import (
     keep_paddle_softmax,
     read_init_checkpoint,

@@ -77,7 +77,7 @@ def run_pipeline(
     from bilm_keras.training.evaluation import evaluate
     from bilm_keras.training.loop import train
     from bilm_keras.training.training_run import TrainingRun
-    from bilm_keras.training.weight_dump import dump_weights
+    from bilm_keras.save_dirs.weight_dump import dump_weights
     from bilm_keras.weights.model_detection import detect_model
 
     options = BiLMOptions.from_json(preset_or_path(options_file))

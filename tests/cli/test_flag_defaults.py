@@ -32,7 +32,7 @@ def _owners() -> dict:
     from bilm_keras.training.evaluation import evaluate
     from bilm_keras.training.pipeline import run_pipeline
     from bilm_keras.training.training_run import TrainingRun
-    from bilm_keras.training.weight_dump import dump_weights
+    from bilm_keras.save_dirs.weight_dump import dump_weights
     from bilm_keras.weights.manylangs_conversion import convert_manylangs
     from bilm_keras.weights.paddle_conversion import convert_paddle
 

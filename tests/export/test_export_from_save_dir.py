@@ -21,8 +21,8 @@ from bilm_keras.export.saved_model_export import (
     export_hub_from_save_dir,
 )
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training.checkpoints import CheckpointError
-from bilm_keras.training.run_checkpoint import model_checkpoint
+from bilm_keras.save_dirs.our_run import CheckpointError
+from bilm_keras.save_dirs.our_run import model_checkpoint
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.presets import preset_file
 from bilm_keras.weights.bilm_tf_checkpoint import CheckpointFileError

@@ -32,12 +32,10 @@ from bilm_keras.training.bilm_tf_save_dir import (
     bilm_tf_run_options,
     restore_bilm_tf_run,
 )
-from bilm_keras.training.run_checkpoint import (
-    RunCheckpoint,
-    model_checkpoint,
-)
+from bilm_keras.training.run_checkpoint import RunCheckpoint
+from bilm_keras.save_dirs.our_run import model_checkpoint
 from bilm_keras.weights.model_detection import locate_checkpoint
-from bilm_keras.training.inputs import load_vocab
+from bilm_keras.data.vocab_for_options import load_vocab
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.weights.bilm_tf_checkpoint import read_bilm_tf_checkpoint
 

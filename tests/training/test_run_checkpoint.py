@@ -15,7 +15,7 @@ from bilm_keras.training.bilm_tf_save_dir import (
     bilm_tf_run_options,
     restore_bilm_tf_run,
 )
-from bilm_keras.training.checkpoints import CheckpointError
+from bilm_keras.save_dirs.our_run import CheckpointError
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.run_checkpoint import (
     PARTS,

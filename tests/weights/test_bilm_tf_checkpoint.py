@@ -15,9 +15,11 @@ from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.bilm_tf_save_dir import (
     bilm_tf_run_options,
+    restore_bilm_tf_run,
+)
+from bilm_keras.save_dirs.bilm_tf_run import (
     dump_bilm_tf_checkpoint,
     load_bilm_tf_language_model,
-    restore_bilm_tf_run,
 )
 from bilm_keras.weights import load_bilm_tf_hdf5
 from bilm_keras.training.model_setup import build_model
