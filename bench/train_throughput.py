@@ -68,10 +68,8 @@ from bilm_keras.training.adaptation import (  # noqa: E402
     init_softmax,
     softmax_variables,
 )
-from bilm_keras.training.inputs import (  # noqa: E402
-    load_vocab,
-    make_dataset,
-)
+from bilm_keras.data.vocab_for_options import load_vocab  # noqa: E402
+from bilm_keras.training.inputs import make_dataset  # noqa: E402
 from bilm_keras.layers.precision import set_precision  # noqa: E402
 from bilm_keras.training.model_setup import build_model  # noqa: E402
 from bilm_keras.training.threads import (  # noqa: E402

@@ -29,6 +29,7 @@ from typing import (
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION
 from bilm_keras._utils.eager import require_eager
 from bilm_keras._utils.graph_function import graph_function
 from bilm_keras._utils.settings import SettingError
@@ -50,6 +51,14 @@ from bilm_keras.pretrained import (
     ResolvedModel,
     registered_model,
     resolve_model,
+)
+from bilm_keras.save_dirs.save_dir_models import load_save_dir_model
+from bilm_keras.save_dirs.weight_dump import prediction_options
+from bilm_keras.weights.checkpoint_files import list_checkpoints
+from bilm_keras.weights.model_detection import (
+    OUR_RUN,
+    DetectedModel,
+    detect_model,
 )
 
 
@@ -134,7 +143,7 @@ class BidirectionalLanguageModel:
         embedding_weight_file: Optional[str | os.PathLike] = None,
         stateful: bool = False,
         max_batch_size: int = 128,
-        precision: str = "float32",
+        precision: str = DEFAULT_PRECISION,
     ):
         require_eager("BidirectionalLanguageModel")
         self.options = BiLMOptions.from_json(options_file)
@@ -162,7 +171,7 @@ class BidirectionalLanguageModel:
         cache_dir: Optional[str | os.PathLike] = None,
         mirror: Optional[str] = None,
         progress: Optional[bool] = None,
-        precision: str = "float32",
+        precision: str = DEFAULT_PRECISION,
         alignment: Optional[str | os.PathLike | Sequence] = None,
     ) -> "BidirectionalLanguageModel":
         """A published model by name, ready to embed.
@@ -174,7 +183,9 @@ class BidirectionalLanguageModel:
 
         Args:
             spec: str or path. A registry name, an http(s) URL of an
-                archive, a local archive or a model directory.
+                archive, a local archive or a model directory. A save_dir
+                our training wrote is read as ``dump-weights`` then the
+                constructor read it (character input, float32).
                 ``bilm-keras models`` lists the names, such as
                 ``"elmo-original"`` and ``"manylangs-zh"``.
             use_character_inputs, stateful, max_batch_size, precision: as
@@ -220,6 +231,14 @@ class BidirectionalLanguageModel:
             ...     "manylangs-zh")
             >>> vectors = bilm.embed_sentences([["今天", "天氣", "很好"]])
         """
+        run = _our_run(spec)
+        if run is not None:
+            return cls._from_our_run(
+                run, use_character_inputs=use_character_inputs,
+                stateful=stateful, max_batch_size=max_batch_size,
+                precision=precision, vocab_file=vocab_file,
+                embedding_weight_file=embedding_weight_file,
+                alignment=alignment)
         row = registered_model(os.fspath(spec))
         if row is not None and row.vocab_note and vocab_file is None:
             # a word-input model published without its vocabulary
@@ -279,6 +298,38 @@ class BidirectionalLanguageModel:
         bilm.alignment = aligned
         bilm.vocab_file = (None if vocab_file is None
                            else os.fspath(vocab_file))
+        return bilm
+
+    @classmethod
+    def _from_our_run(cls, run: DetectedModel, *, use_character_inputs,
+                      stateful, max_batch_size, precision, vocab_file,
+                      embedding_weight_file, alignment
+                      ) -> "BidirectionalLanguageModel":
+        """A save_dir our training wrote, its checkpoint's backbone as
+        ``dump-weights`` then the constructor load it: character input,
+        float32. The rest is the dump's (``bilm-keras dump-weights``)."""
+        asked = [name for name, given in (
+            ("use_character_inputs=False", not use_character_inputs),
+            (f"precision={precision!r}", precision != DEFAULT_PRECISION),
+            ("vocab_file", vocab_file is not None),
+            ("embedding_weight_file", embedding_weight_file is not None),
+            ("alignment", alignment is not None)) if given]
+        if asked:
+            raise ValueError(
+                f"{run.given}: a training run is read for character input "
+                f"at float32, found {', '.join(asked)} (its dump-weights "
+                "files take them)")
+        options, lm, _, _ = load_save_dir_model(run)
+        if options.char_cnn is None:
+            raise ValueError(
+                f"{run.given}: a word-input training run (its dump-weights "
+                "files take a vocabulary)")
+        bilm = cls.from_backbone(lm.backbone, stateful=stateful,
+                                 max_batch_size=max_batch_size,
+                                 options=prediction_options(options))
+        bilm.pretrained = None
+        bilm.learned_mix = None
+        bilm.alignment = None
         return bilm
 
     @classmethod
@@ -537,6 +588,20 @@ class BidirectionalLanguageModel:
                                 **self._mix_fields(output, spec, mix_weights,
                                                    mix_logits, gamma)),
             chunk_size=chunk_size, on_batch=on_batch)
+
+
+def _our_run(spec) -> Optional[DetectedModel]:
+    """The save_dir of ours ``spec`` names, detected once, else None (a
+    model of another family: :func:`~bilm_keras.pretrained.resolve_model`
+    finds it)."""
+    path = os.fspath(spec)
+    if not (os.path.isdir(path) and list_checkpoints(path)):
+        return None
+    try:
+        run = detect_model(path)
+    except ValueError:  # resolve_model says what is wrong, as for any
+        return None
+    return run if run.family == OUR_RUN else None
 
 
 def embedding_spec(spec: Optional[EmbeddingSpec] = None,

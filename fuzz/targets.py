@@ -204,7 +204,7 @@ def _convert_paddle(inputs, out):
 
 
 def _tf1_checkpoint(inputs, out):
-    from bilm_keras.training.bilm_tf_save_dir import dump_bilm_tf_checkpoint
+    from bilm_keras.save_dirs.bilm_tf_run import dump_bilm_tf_checkpoint
 
     dump_bilm_tf_checkpoint(inputs, os.path.join(out, "lm_weights.hdf5"))
 

@@ -165,7 +165,7 @@ def fixture_bilm(model_dir):
 def fixture_export(model_dir, tmp_path_factory) -> str:
     """The bilm-tf fixture model exported (with its vocabulary) into an
     existing empty directory, once per session; returns that directory."""
-    from bilm_keras.export.hub_module import export_hub
+    from bilm_keras.export.saved_model_export import export_hub
 
     outdir = tmp_path_factory.mktemp("hub_shared") / "elmo"
     outdir.mkdir()
@@ -183,7 +183,7 @@ def short_char_run(train_dir, tmp_path_factory):
     skip connections, trained one epoch (6 steps of 2 x 10 tokens, dropout
     0.1, seed 3) on the fixture corpus. Training is mostly tracing its
     step (~3 CPU s), so the quick tests that only read a short run's
-    save_dir share this one (test_short_run_save_dir,
+    save_dir share this one (test_save_dir_models,
     test_evaluate_vs_numpy); none of them writes into it."""
     from bilm_keras.training import TrainingRun, train
 

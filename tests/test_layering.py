@@ -35,6 +35,9 @@ ALLOWED = {
 ALLOWED["bilm_keras.embedding"] = (set(ALLOWED["bilm_keras.models"])
                                    | {"bilm_keras.models",
                                       "bilm_keras.pretrained"})
+#: save_dirs: a trained run read back, below the facade that reads it
+ALLOWED["bilm_keras.save_dirs"] = (set(ALLOWED["bilm_keras.models"])
+                                   | {"bilm_keras.models"})
 #: the facade, then the applications of everything below them
 _ABOVE = ["bilm_keras.bidirectional_language_model", "bilm_keras.training",
           "bilm_keras.export", "bilm_keras.cli", "bilm_keras"]

@@ -27,8 +27,10 @@ MIN_GPU_CAPABILITY = {"bfloat16": (8, 0), "float16": (7, 0)}
 #: says what each computes) -> the Keras dtype policy layers are built
 #: with; the default first. Here, without TensorFlow, so that the commands'
 #: flags can list them before TensorFlow is imported.
+#: the precision every path takes unless told: exact
+DEFAULT_PRECISION = "float32"
 KERAS_POLICIES = {
-    "float32": "float32",
+    DEFAULT_PRECISION: "float32",
     "bfloat16": "mixed_bfloat16",
     "float16": "mixed_float16",
     "mixed_bfloat16": "mixed_bfloat16",

@@ -18,11 +18,11 @@ import tempfile
 from typing import TYPE_CHECKING, Optional
 
 from bilm_keras._utils.cpu_settings import running_settings
-from bilm_keras._utils.fast_precision import PRECISIONS
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION, PRECISIONS
 from bilm_keras.options import OPTIONS_FILE
 
 if TYPE_CHECKING:
-    from bilm_keras.training.checkpoint_family import FoundCheckpoint
+    from bilm_keras.weights.model_detection import DetectedModel
 
 
 #: the exit status of every bad input: a flag's value, a combination of
@@ -174,27 +174,41 @@ def check_save_dir(path: str, flag: str = "--save_dir") -> None:
             "expected the --save_dir of `bilm-keras train`)")
 
 
-def detect_save_dir(path: str, flag: str = "--save_dir"
-                    ) -> FoundCheckpoint:
-    """The checkpoint a reading command's ``path`` names, and its family,
-    detected once here for the library call to take.
+def detect_save_dir(path: str, checkpoint: Optional[str] = None,
+                    flag: str = "--save_dir") -> DetectedModel:
+    """The trained run a reading command's ``path`` names, and who wrote
+    it, detected once here for the library call to take
+    (:func:`~bilm_keras.weights.model_detection.detect_model`; its
+    ``checkpoint``, ``--checkpoint``).
 
     A Paddle checkpoint passes: a persistables directory, a PaddleNLP
     ``.pdparams`` or its run's save_dir, which the command reads as one.
     Any other ``path`` must pass :func:`check_save_dir`.
 
     Raises:
-        CommandError: neither.
+        CommandError: neither, or a model that is no training run.
+        CheckpointFileError: a save_dir whose checkpoint does not read.
         PaddleFormatError: a folder of several ``.pdparams``, none of them
             ``final`` or a step number.
+        SettingError: no checkpoint of that name, for ``--checkpoint``.
     """
-    from bilm_keras.training import checkpoint_family
-    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
+    from bilm_keras.weights.model_detection import (
+        ModelDetectionError,
+        detect_model,
+    )
 
-    found = checkpoint_family.detect_checkpoint(path)
-    if locate_paddle_checkpoint(path, detected=found) is None:
-        check_save_dir(path, flag)  # then a folder: found is a save_dir
-    return found
+    try:
+        model = detect_model(path, checkpoint=checkpoint)
+    except ModelDetectionError:
+        check_save_dir(path, flag)  # the flag's own words, where they fit
+        raise
+    if not model.is_paddle:
+        check_save_dir(path, flag)
+    if not model.is_run:
+        raise CommandError(
+            f"{flag} {path}: expected a training run (ours, bilm-tf's or a "
+            f"Paddle checkpoint), found a {model.family} model")
+    return model
 
 
 @dataclasses.dataclass(frozen=True)
@@ -204,12 +218,12 @@ class SaveDirJob:
 
     Attributes:
         args: argparse.Namespace. The flags as given, never changed.
-        detected: FoundCheckpoint. ``--save_dir``'s checkpoint and its
-            family, from :func:`detect_save_dir`.
+        model: DetectedModel. ``--save_dir``'s run and its checkpoint,
+            from :func:`detect_save_dir`.
     """
 
     args: argparse.Namespace
-    detected: FoundCheckpoint
+    model: DetectedModel
 
 
 def add_checkpoint_argument(parser, what: str) -> None:
@@ -248,8 +262,8 @@ def check_output_file(path: str, flag: str, overwrite: bool) -> None:
 
 
 def add_precision_argument(parser, *, training: bool, computes: str,
-                           note: str = "", default: str = "float32"
-                           ) -> None:
+                           note: str = "",
+                           default: str = DEFAULT_PRECISION) -> None:
     """The ``--precision`` flag: what ``computes``, the model's or the
     saved graph's products, compute in. ``training`` offers the Keras
     mixed policies, ``mixed_bfloat16`` and ``mixed_float16`` with loss
@@ -259,7 +273,7 @@ def add_precision_argument(parser, *, training: bool, computes: str,
     reduced = "mixed_bfloat16" if training else "bfloat16"
     half = "mixed_float16" if training else "float16"
     choices = [p for p in PRECISIONS
-               if p == "float32" or p.startswith("mixed_") == training]
+               if p == DEFAULT_PRECISION or p.startswith("mixed_") == training]
     parser.add_argument(
         "--precision", default=default, choices=choices,
         help=f"what {computes} compute in: float32 (exact, the default), "
@@ -267,6 +281,14 @@ def add_precision_argument(parser, *, training: bool, computes: str,
              f"{half} (GPUs of 7.0+{', loss scaling' if training else ''})"
              f"{'; ' + note if note else ''} (docs/performance.md, "
              "Precision)")
+
+
+def given_flags(args, *names: str) -> dict:
+    """``{name: value}`` of the flags among ``names`` the user gave: a
+    flag whose default is ``argparse.SUPPRESS`` leaves the library
+    function's own default, written once there."""
+    return {name: getattr(args, name) for name in names
+            if hasattr(args, name)}
 
 
 def add_overwrite_argument(

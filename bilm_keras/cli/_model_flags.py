@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Optional
 from bilm_keras.cli._common import CommandError
 
 if TYPE_CHECKING:
-    from bilm_keras.training.checkpoint_family import FoundCheckpoint
+    from bilm_keras.weights.model_detection import DetectedModel
 
 #: the help of a SPEC (after what the flag does)
 SPEC_HELP = ("a published model: a name (`bilm-keras models` lists them), "
@@ -85,16 +85,16 @@ class ModelJob:
     they come to: ``--model``'s resolved into the cache (its vocabulary
     where the flags give none), or the flags' own.
 
-    ``detected`` is ``export-hub --save_dir``'s checkpoint and its family,
-    a :class:`~bilm_keras.training.checkpoint_family.FoundCheckpoint`
-    detected once by its check, else None.
+    ``save_dir_model`` is ``export-hub --save_dir``'s run and its
+    checkpoint, a :class:`~bilm_keras.weights.model_detection.
+    DetectedModel` detected once by its check, else None.
     """
 
     args: argparse.Namespace
     options_file: Optional[str]
     weight_file: Optional[str]
     vocab_file: Optional[str]
-    detected: Optional[FoundCheckpoint] = None
+    save_dir_model: Optional[DetectedModel] = None
 
 
 def model_job(args, model=None) -> ModelJob:

@@ -1,6 +1,13 @@
 """``bilm-keras build-vocab``: a bilm-tf vocabulary from a corpus."""
 
-from bilm_keras.cli._common import check_glob, int_in_range, positive_int
+import argparse
+
+from bilm_keras.cli._common import (
+    check_glob,
+    given_flags,
+    int_in_range,
+    positive_int,
+)
 
 NAME = "build-vocab"
 ALIAS = "build_vocab.py"
@@ -27,8 +34,11 @@ def add_arguments(parser):
                         help="glob of the training files (quote it)")
     parser.add_argument("--vocab_file", required=True,
                         help="output vocabulary file")
-    parser.add_argument("--min_count", type=positive_int, default=1,
-                        help="keep tokens seen at least this often")
+    # its default is build_vocab()'s, given to it only when the flag is
+    parser.add_argument("--min_count", type=positive_int,
+                        default=argparse.SUPPRESS,
+                        help="keep tokens seen at least this often "
+                             "(default: every token)")
     parser.add_argument("--max_size", type=_max_size, default=None,
                         help="at most this many lines, special tokens "
                              "included (default: no limit)")
@@ -42,7 +52,8 @@ def run(args) -> dict:
     from bilm_keras.data.vocab_builder import build_vocab
 
     stats = build_vocab(args.train_prefix, args.vocab_file,
-                        min_count=args.min_count, max_size=args.max_size)
+                        max_size=args.max_size,
+                        **given_flags(args, "min_count"))
     print(f"Wrote {stats['n_tokens_vocab']} tokens to {args.vocab_file} "
           f"({stats['n_types']} types, n_train_tokens="
           f"{stats['n_train_tokens']}, {stats['n_sentences']} sentences, "

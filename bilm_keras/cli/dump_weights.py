@@ -8,7 +8,6 @@ from bilm_keras.cli._common import (
     SaveDirJob,
     add_checkpoint_argument,
     add_overwrite_argument,
-    check_checkpoint,
     check_output_file,
     detect_save_dir,
 )
@@ -44,8 +43,7 @@ def add_arguments(parser):
 
 
 def check(args) -> SaveDirJob:
-    detected = detect_save_dir(args.save_dir)
-    check_checkpoint(args.save_dir, args.checkpoint)
+    model = detect_save_dir(args.save_dir, args.checkpoint)
     check_output_file(args.outfile, "--outfile", args.overwrite)
     # written beside the weights; in --save_dir it is the training options
     options_file = os.path.join(
@@ -54,14 +52,13 @@ def check(args) -> SaveDirJob:
         raise CommandError(
             f"--outfile {args.outfile}: {options_file} exists (written "
             "beside the weights; pass --overwrite to replace it)")
-    return SaveDirJob(args, detected)
+    return SaveDirJob(args, model)
 
 
 def run(job: SaveDirJob) -> dict:
-    from bilm_keras.training import dump_weights
+    from bilm_keras.save_dirs import dump_weights
 
     args = job.args
-    result = dump_weights(args.save_dir, args.outfile,
-                          checkpoint=args.checkpoint, detected=job.detected)
+    result = dump_weights(job.model, args.outfile)
     print(f"wrote {result['weight_file']} and {result['options_file']}")
     return result

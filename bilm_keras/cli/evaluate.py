@@ -1,12 +1,14 @@
 """``bilm-keras test``: heldout perplexity (bilm-tf's ``run_test.py``)."""
 
+import argparse
+
 from bilm_keras.cli._common import (
     SaveDirJob,
     add_checkpoint_argument,
-    check_checkpoint,
     check_file,
     check_glob,
     detect_save_dir,
+    given_flags,
     positive_int,
 )
 
@@ -37,8 +39,10 @@ def add_arguments(parser):
                         help="Vocabulary file")
     parser.add_argument("--test_prefix", required=True,
                         help="Prefix (glob) for test files")
-    parser.add_argument("--batch_size", type=positive_int, default=256,
-                        help="Batch size")
+    # its default is evaluate()'s, given to it only when the flag is
+    parser.add_argument("--batch_size", type=positive_int,
+                        default=argparse.SUPPRESS,
+                        help="Batch size (default: run_test.py's)")
     parser.add_argument("--stateful", action="store_true",
                         help="also print bilm-tf's run_test.py perplexity "
                              "(states carried across sentences)")
@@ -46,18 +50,16 @@ def add_arguments(parser):
 
 
 def check(args) -> SaveDirJob:
-    detected = detect_save_dir(args.save_dir)
-    check_checkpoint(args.save_dir, args.checkpoint)
+    model = detect_save_dir(args.save_dir, args.checkpoint)
     check_file(args.vocab_file, "--vocab_file")
     check_glob(args.test_prefix, "--test_prefix")
-    return SaveDirJob(args, detected)
+    return SaveDirJob(args, model)
 
 
 def run(job: SaveDirJob) -> dict:
     from bilm_keras.training import evaluate
 
     args = job.args
-    return evaluate(save_dir=args.save_dir, vocab_file=args.vocab_file,
-                    test_prefix=args.test_prefix, batch_size=args.batch_size,
-                    checkpoint=args.checkpoint, stateful=args.stateful,
-                    detected=job.detected)
+    return evaluate(save_dir=job.model, vocab_file=args.vocab_file,
+                    test_prefix=args.test_prefix, stateful=args.stateful,
+                    **given_flags(args, "batch_size"))

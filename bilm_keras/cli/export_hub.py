@@ -7,7 +7,6 @@ from bilm_keras.cli._common import (
     CommandError,
     add_checkpoint_argument,
     add_precision_argument,
-    check_checkpoint,
     check_file,
     check_options,
     detect_save_dir,
@@ -95,9 +94,9 @@ def check(args) -> ModelJob:
     job = model_job(args, None if args.model is None
                     else resolve_model_flag(args.model, "--model"))
     if args.save_dir is not None:
-        detected = detect_save_dir(args.save_dir)
-        check_checkpoint(args.save_dir, args.checkpoint)
-        return dataclasses.replace(job, detected=detected)
+        return dataclasses.replace(
+            job, save_dir_model=detect_save_dir(args.save_dir,
+                                                args.checkpoint))
     check_options(job.options_file, "--options_file")
     check_file(job.weight_file, "--weight_file")
     return job
@@ -116,7 +115,7 @@ def _check_outdir(outdir: str, overwrite: bool) -> None:
 
 
 def run(job: ModelJob) -> str:
-    from bilm_keras.export.hub_module import (
+    from bilm_keras.export.saved_model_export import (
         export_hub,
         export_hub_from_save_dir,
     )
@@ -126,9 +125,8 @@ def run(job: ModelJob) -> str:
                   trainable_lm=args.trainable_lm, overwrite=args.overwrite,
                   precision=args.precision)
     if args.save_dir is not None:
-        outdir = export_hub_from_save_dir(save_dir=args.save_dir,
-                                          checkpoint=args.checkpoint,
-                                          detected=job.detected, **common)
+        outdir = export_hub_from_save_dir(save_dir=job.save_dir_model,
+                                          **common)
     else:
         outdir = export_hub(options_file=job.options_file,
                             weight_file=job.weight_file, **common)

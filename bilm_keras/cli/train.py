@@ -99,7 +99,7 @@ def check(args) -> TrainJob:
     elif args.options is not None:
         options, source = _options_file(args.options)
     elif args.init_checkpoint is not None:
-        options, source = _checkpoint_options(run.located_init_checkpoint)
+        options, source = _checkpoint_options(run.init_model)
     else:
         from bilm_keras.presets import preset_file
 
@@ -118,8 +118,14 @@ def _check_init_checkpoint(run, *, own_options: bool) -> None:
     """``--init_checkpoint``: a Paddle checkpoint, a file or a folder, or
     a TensorFlow save_dir, which holds the options unless ``--options``
     gives them."""
-    found = run.located_init_checkpoint  # PaddleFormatError: ambiguous
-    if found is not None and found.family.paddle:
+    from bilm_keras.weights.model_detection import ModelDetectionError
+
+    try:
+        init = run.init_model  # detected once, for the whole command
+    except ModelDetectionError:
+        check_dir(run.init_checkpoint, "--init_checkpoint")  # its words
+        raise
+    if init.is_paddle:
         return
     if own_options:
         check_save_dir(run.init_checkpoint, "--init_checkpoint")
@@ -133,15 +139,16 @@ def _options_file(path: str) -> tuple:
     return check_options_flag(path), path
 
 
-def _checkpoint_options(found) -> tuple:
-    """``(options, where they come from)`` of ``--init_checkpoint``: its
-    save_dir's ``options.json``, or a Paddle checkpoint's, converted."""
-    if found.options_file is not None:
-        return _options_file(found.options_file)
-    from bilm_keras.options import BiLMOptions
+def _checkpoint_options(init) -> tuple:
+    """``(options, where they come from)`` of ``--init_checkpoint``: a
+    Paddle checkpoint's, converted, or its save_dir's options JSON."""
+    if init.is_paddle:
+        from bilm_keras.options import BiLMOptions
+        from bilm_keras.weights.paddle_conversion import paddle_options
 
-    return BiLMOptions.from_dict(found.converted_options(),
-                                 source=found.path), found.path
+        return BiLMOptions.from_dict(paddle_options(init.checkpoint),
+                                     source=init.checkpoint), init.checkpoint
+    return _options_file(init.options_file)
 
 
 def run(job: TrainJob) -> dict:

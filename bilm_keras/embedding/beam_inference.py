@@ -45,6 +45,7 @@ from typing import Any, Optional
 import apache_beam as beam
 from apache_beam.ml.inference.base import ModelHandler, RunInference
 
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION
 from bilm_keras._utils.settings import SettingError, check_int
 from bilm_keras.embedding import beam_files
 from bilm_keras.embedding.outputs import EmbeddingSpec
@@ -198,7 +199,7 @@ class BiLMModelHandler(ModelHandler):
         batch_sentences: int = DEFAULT_BATCH_SENTENCES,
         large_model: bool = False,
         cache_dir: str | os.PathLike | None = None,
-        precision: str = "float32",
+        precision: str = DEFAULT_PRECISION,
     ):
         if (model is None) == (options_file is None):
             raise SettingError(

@@ -22,7 +22,7 @@ from typing import Callable, Optional, Sequence, Tuple
 
 import numpy as np
 
-from bilm_keras._utils.fast_precision import PRECISIONS
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION, PRECISIONS
 from bilm_keras._utils.settings import SettingError, check_int, is_int
 from bilm_keras._utils.version import __version__
 from bilm_keras.data.sentence_file import check_sentence_file
@@ -108,7 +108,7 @@ class DumpSettings:
     resume: bool = False
     devices: Optional[Tuple[str, ...]] = None
     progress: bool = True
-    precision: str = "float32"
+    precision: str = DEFAULT_PRECISION
     alignment: Tuple[str, ...] = ()
     on_event: Optional[Callable[[RunEvent], None]] = dataclasses.field(
         default=None, compare=False)

@@ -1,4 +1,6 @@
-"""Export a biLM as a TF-Hub-style SavedModel (see :mod:`.hub_module`)."""
+"""Export a biLM as a TF-Hub-style SavedModel
+(:mod:`.saved_model_export`), and the Keras layers over it and over a
+biLM."""
 
 from bilm_keras.export.elmo_hub_layer import ELMoHubLayer
 from bilm_keras.export.graph_char_ids import (
@@ -8,7 +10,7 @@ from bilm_keras.export.graph_char_ids import (
     token_char_ids,
 )
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
-from bilm_keras.export.hub_module import (
+from bilm_keras.export.saved_model_export import (
     ELMoHubModule,
     ExportError,
     export_hub,

@@ -23,8 +23,8 @@ from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
-from bilm_keras.training.save_dir_models import load_save_dir_model
-from bilm_keras.training.weight_dump import prediction_options
+from bilm_keras.save_dirs.save_dir_models import load_save_dir_model
+from bilm_keras.save_dirs.weight_dump import prediction_options
 from bilm_keras.weights.checkpoint_files import list_checkpoints
 from bilm_keras.weights.alignment import alignment_files, read_alignment
 from bilm_keras.weights.learned_mix import MIX_FILE, LearnedMix

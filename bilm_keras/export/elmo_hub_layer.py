@@ -54,7 +54,7 @@ class ELMoHubLayer(keras.layers.Layer):
     Returns:
         ``output_key``'s tensor, e.g. `(batch, 2 * projection_dim)` for
         ``"default"``, or the dict of all outputs, see
-        :mod:`bilm_keras.export.hub_module`. A per-token output such as
+        :mod:`bilm_keras.export.saved_model_export`. A per-token output such as
         ``"elmo"``, ``"word_emb"`` or ``"lstm_outputs1"`` carries a Keras
         mask `(batch, time)`, so RNNs and attention after it skip the
         padding.

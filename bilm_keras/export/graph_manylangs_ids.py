@@ -52,7 +52,7 @@ class ManyLangsGraphIds(tf.Module):
 
     The dictionaries become two ``tf.lookup.StaticHashTable``s whose keys
     and values are constants of the graph. So a SavedModel that holds this
-    module needs no file at load time. ``hub_module`` still ships the
+    module needs no file at load time. ``saved_model_export`` still ships the
     ``.dic`` files as assets beside them, for the record.
 
     Args:

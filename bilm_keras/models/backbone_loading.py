@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION
 from bilm_keras.layers.precision import dtype_policy, set_precision
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
@@ -29,7 +30,7 @@ def load_backbone(
     use_character_inputs: bool = True,
     embedding_weight_file: Optional[str | os.PathLike] = None,
     name: str = "bilm",
-    precision: str = "float32",
+    precision: str = DEFAULT_PRECISION,
 ) -> BiLMBackbone:
     """Builds the backbone ``options`` describe and loads its weights.
 

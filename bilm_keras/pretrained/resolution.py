@@ -23,7 +23,8 @@ SPEC is tried in this order:
 4. a PaddleNLP ``.pdparams`` file.
 5. a local archive.
 
-The format comes from the files (:mod:`.model_layout`):
+The format comes from the files
+(:mod:`bilm_keras.weights.model_detection`):
 
 * a bilm-tf model, options JSON and weights HDF5, is used as it is.
 * an ELMoForManyLangs model, ``config.json`` and ``.pkl`` files, is
@@ -72,23 +73,27 @@ from bilm_keras.pretrained.model_cache import (
     staging_dir,
     write_manifest,
 )
-from bilm_keras.pretrained.model_layout import (
-    BILM_TF,
-    ELMOFORMANYLANGS,
-    PADDLE_FLUID,
-    PADDLENLP,
-    PDPARAMS_SUFFIX,
-    TF1_CHECKPOINT,
-    TFHUB_TF1,
-    ModelLayout,
-    find_model_layout,
-)
 from bilm_keras.pretrained.registry import (
     RegisteredModel,
     mirror_from_environment,
     mirrored_url,
     registered_model,
     registered_models,
+)
+from bilm_keras.weights.model_detection import (
+    BILM_TF,
+    ELMOFORMANYLANGS,
+    OUR_RUN,
+    PADDLE_FLUID,
+    PADDLENLP,
+    PDPARAMS_SUFFIX,
+    TF1_CHECKPOINT,
+    TFHUB_TF1,
+    CheckpointFileError,
+    DetectedModel,
+    ModelDetectionError,
+    detect_model,
+    find_model,
 )
 from bilm_keras.weights.model_folder import WEIGHT_FILE
 
@@ -293,7 +298,24 @@ def _settle_options(options_file: str, name: str) -> None:
                     "to 262, bilm-tf's value for prediction", name)
 
 
-def _note_extras(layout: ModelLayout, model_dir: str, name: str) -> None:
+def _find_model(root: str, label: str) -> DetectedModel:
+    """The one model in ``root`` or a folder below it, as
+    :func:`~bilm_keras.weights.model_detection.find_model` finds it;
+    a training run of ours is refused (``dump-weights`` writes its
+    model)."""
+    try:
+        found = find_model(root, label=label)
+    except (ModelDetectionError, CheckpointFileError) as e:
+        raise PretrainedModelError(str(e)) from None
+    if found.family == OUR_RUN:
+        raise PretrainedModelError(
+            f"{label}: expected a published model, found a bilm_keras "
+            "training run (BidirectionalLanguageModel.from_pretrained "
+            "reads it; `bilm-keras dump-weights` writes its model)")
+    return found
+
+
+def _note_extras(layout: DetectedModel, model_dir: str, name: str) -> None:
     """One line for each file of a published archive beside the model."""
     if os.path.isfile(os.path.join(model_dir, NLPL_META)):
         logger.info("%s: %s is the publisher's metadata, kept beside the "
@@ -308,7 +330,7 @@ def _note_extras(layout: ModelLayout, model_dir: str, name: str) -> None:
                     "needs none)", name)
 
 
-def _bilm_tf_folder(layout: ModelLayout, staging: str, label: str,
+def _bilm_tf_folder(layout: DetectedModel, staging: str, label: str,
                     root: str, name: str) -> tuple[str, str | None]:
     """Checks an extracted bilm-tf model, then moves it into ``staging``.
 
@@ -338,7 +360,7 @@ def _bilm_tf_folder(layout: ModelLayout, staging: str, label: str,
     return model_dir, vocab
 
 
-def _dump_checkpoint(layout: ModelLayout, staging: str, label: str,
+def _dump_checkpoint(layout: DetectedModel, staging: str, label: str,
                      root: str | None, name: str, *,
                      move: bool) -> tuple[str, str | None]:
     """A bilm-tf TF1 training checkpoint without weights HDF5, as in
@@ -396,7 +418,7 @@ def _convert(model_dir: str, staging: str, label: str,
     return out
 
 
-def _convert_paddle(layout: ModelLayout, staging: str, label: str,
+def _convert_paddle(layout: DetectedModel, staging: str, label: str,
                     root: str | None) -> tuple[str, str | None]:
     """Converts the Paddle checkpoint of ``layout`` into ``staging/model``
     (``vocab.txt`` too where a vocabulary lies beside it). Returns the
@@ -420,7 +442,7 @@ def _convert_paddle(layout: ModelLayout, staging: str, label: str,
     return out, VOCAB_FILE if model.vocab is not None else None
 
 
-def _convert_tfhub(layout: ModelLayout, staging: str, label: str,
+def _convert_tfhub(layout: DetectedModel, staging: str, label: str,
                    root: str | None) -> str:
     """Converts the TF1 Hub module of ``layout`` into ``staging/model``
     (its learned mix as ``mix.json``)."""
@@ -452,26 +474,26 @@ def _from_archive(archive: str, staging: str, *, name: str, spec: str,
     extract_archive(archive, extracted, label=label)
     if remove_archive:
         os.remove(archive)  # before the conversion: less disk at the peak
-    layout = find_model_layout(extracted, label=label)
-    if layout.format == ELMOFORMANYLANGS:
+    layout = _find_model(extracted, label)
+    if layout.family == ELMOFORMANYLANGS:
         _say(progress, f"{name}: converting the ELMoForManyLangs model")
         model_dir = _convert(layout.model_dir, staging, label, extracted)
         vocab = None
-    elif layout.format in (PADDLE_FLUID, PADDLENLP):
+    elif layout.family in (PADDLE_FLUID, PADDLENLP):
         _say(progress, f"{name}: converting the Paddle model")
         model_dir, vocab = _convert_paddle(layout, staging, label, extracted)
-    elif layout.format == TF1_CHECKPOINT:
+    elif layout.family == TF1_CHECKPOINT:
         _say(progress, f"{name}: dumping the TF1 checkpoint's weights")
         model_dir, vocab = _dump_checkpoint(layout, staging, label,
                                             extracted, name, move=True)
-    elif layout.format == TFHUB_TF1:
+    elif layout.family == TFHUB_TF1:
         _say(progress, f"{name}: converting the TF1 Hub module")
         model_dir, vocab = _convert_tfhub(layout, staging, label,
                                           extracted), None
     else:
         model_dir, vocab = _bilm_tf_folder(layout, staging, label,
                                            extracted, name)
-    return model_dir, _manifest(name, layout.format, spec, sources, vocab)
+    return model_dir, _manifest(name, layout.family, spec, sources, vocab)
 
 
 # --- the four kinds of SPEC ---------------------------------------------------
@@ -588,8 +610,8 @@ def _local_archive(path: str, spec: str, cache_dir: str,
 
 def _local_directory(path: str, spec: str, cache_dir: str,
                      progress: bool) -> ResolvedModel:
-    layout = find_model_layout(path, label=path)
-    if layout.format == BILM_TF:  # used in place: nothing to cache
+    layout = _find_model(path, path)
+    if layout.family == BILM_TF:  # used in place: nothing to cache
         _check_options(layout.options_file, path, None)
         _check_weights(layout.weight_file, path, None)
         return ResolvedModel(
@@ -609,20 +631,20 @@ def _local_directory(path: str, spec: str, cache_dir: str,
         for s in [os.stat(os.path.join(model_dir, n))]]
 
     def build(staging: str) -> tuple[str, dict]:
-        if layout.format == ELMOFORMANYLANGS:
+        if layout.family == ELMOFORMANYLANGS:
             _say(progress, f"{name}: converting the ELMoForManyLangs model")
             out, vocab = _convert(model_dir, staging, path, None), None
-        elif layout.format == TF1_CHECKPOINT:
+        elif layout.family == TF1_CHECKPOINT:
             _say(progress, f"{name}: dumping the TF1 checkpoint's weights")
             out, vocab = _dump_checkpoint(layout, staging, path, None, name,
                                           move=False)
-        elif layout.format == TFHUB_TF1:
+        elif layout.family == TFHUB_TF1:
             _say(progress, f"{name}: converting the TF1 Hub module")
             out, vocab = _convert_tfhub(layout, staging, path, None), None
         else:
             _say(progress, f"{name}: converting the Paddle model")
             out, vocab = _convert_paddle(layout, staging, path, None)
-        return out, _manifest(name, layout.format, spec, [model_dir], vocab)
+        return out, _manifest(name, layout.family, spec, [model_dir], vocab)
 
     key = hashed_key("dir", "\n".join(identity), name)
     return _cached(cache_dir, key, spec, build, progress)
@@ -634,12 +656,8 @@ def _local_pdparams(path: str, spec: str, cache_dir: str,
     vocabulary), converted once and cached."""
     real = os.path.realpath(path)
     info = os.stat(real)
-    folder = os.path.dirname(real)
-    vocabs = sorted(n for n in os.listdir(folder)
-                    if "vocab" in n.lower() and n.lower().endswith(".txt"))
-    vocab = os.path.join(folder, vocabs[0]) if len(vocabs) == 1 else None
-    layout = ModelLayout(PADDLENLP, folder, vocab_file=vocab,
-                         checkpoint=real)
+    layout = detect_model(real)
+    vocab = layout.vocab_file
     name = os.path.basename(real)[: -len(PDPARAMS_SUFFIX)] or "model"
     identity = f"{real}\0{info.st_size}\0{info.st_mtime_ns}"
     if vocab is not None:

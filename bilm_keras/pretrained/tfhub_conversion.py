@@ -19,7 +19,12 @@ import tempfile
 from typing import Dict, Optional
 
 from bilm_keras.pretrained.archives import extract_archive
-from bilm_keras.pretrained.model_layout import TFHUB_TF1, find_model_layout
+from bilm_keras.pretrained.errors import PretrainedModelError
+from bilm_keras.weights.model_detection import (
+    TFHUB_TF1,
+    ModelDetectionError,
+    find_model,
+)
 
 
 def convert_tfhub(
@@ -69,11 +74,14 @@ def convert_tfhub(
             "no such file or directory")
     with tempfile.TemporaryDirectory(prefix="bilm_tfhub.") as tmp:
         extract_archive(label, tmp, label=label)
-        layout = find_model_layout(tmp, label=label)
-        if layout.format != TFHUB_TF1:
+        try:
+            layout = find_model(tmp, label=label)
+        except ModelDetectionError as e:
+            raise PretrainedModelError(str(e)) from None
+        if layout.family != TFHUB_TF1:
             raise TFHubModuleError(
                 f"{label}: expected a TF1 Hub module, found a "
-                f"{layout.format} model (pass it to from_pretrained or "
+                f"{layout.family} model (pass it to from_pretrained or "
                 "`bilm-keras embed` as it is)")
         try:
             found = read_tfhub_module(layout.model_dir,

@@ -1,4 +1,4 @@
-"""Training: the loop, its checkpoints, evaluation and the HDF5 dump.
+"""Training: the loop, its checkpoints and evaluation.
 
 The package's modules, by job:
 
@@ -17,20 +17,16 @@ The package's modules, by job:
 * :mod:`.carried_states`: the LSTM states a step hands the next.
 * :mod:`.lm_warmup`: the adapted run's softmax-only first steps.
 * :mod:`.preemption`: SIGTERM / SIGINT end a run with a checkpoint.
-* :mod:`.checkpoint_family`: which family of trained biLM a path names
-  (PaddleNLP, Paddle Fluid, a TensorFlow save_dir), told once from its
-  file names.
-* :mod:`.save_dir_models`: a save_dir's checkpoint, ours or bilm-tf's,
-  chosen (the newest that reads whole) and loaded for a command.
 * :mod:`.bilm_tf_save_dir`: a save_dir of bilm-tf's own training,
-  evaluated, dumped, continued or the start of a new run.
+  continued or the start of a new run.
 * :mod:`.evaluation`: heldout perplexity.
 * :mod:`.stateful_evaluation`: bilm-tf's ``run_test.py`` perplexity.
-* :mod:`.weight_dump`: a checkpoint as bilm-tf's HDF5 weights.
 * :mod:`.adaptation`: continuing a published biLM on new text.
 * :mod:`.strategy`: the ``tf.distribute`` strategy.
 * :mod:`.threads`: TensorFlow's CPU thread pools for training.
 * :mod:`.pipeline`: vocabulary to embeddings in one call.
+
+A trained run is read back, and dumped, by :mod:`bilm_keras.save_dirs`.
 
 The names below are imported on first use (PEP 562): importing the
 package (``bilm-keras train --help``) does not import TensorFlow. The
@@ -41,14 +37,11 @@ from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
 
 #: public name -> the module that defines it
 _EXPORTS = {
-    "CheckpointError": "bilm_keras.training.checkpoints",
+    "CheckpointError": "bilm_keras.save_dirs.our_run",
     "TrainingPreempted": "bilm_keras.training.preemption",
     "TrainingRun": "bilm_keras.training.training_run",
-    "dump_weights": "bilm_keras.training.weight_dump",
     "evaluate": "bilm_keras.training.evaluation",
     "evaluate_stateful": "bilm_keras.training.stateful_evaluation",
-    "load_save_dir_model": "bilm_keras.training.save_dir_models",
-    "load_trained_model": "bilm_keras.training.run_checkpoint",
     "make_strategy": "bilm_keras.training.strategy",
     "restart": "bilm_keras.training.loop",
     "train": "bilm_keras.training.loop",

@@ -1,10 +1,6 @@
-"""A save_dir that bilm-tf's ``train()`` wrote: evaluated, dumped,
-continued, or the start of a new run.
-
-:mod:`bilm_keras.weights.bilm_tf_checkpoint` reads the checkpoint against
-a model. This module builds that model from the save_dir's
-``options.json``, where bilm-tf's own options load as they are. A caller
-gives only the folder. The module also does what continuing bilm-tf's run
+"""A save_dir that bilm-tf's ``train()`` wrote, continued or the start of
+a new run (it is read and dumped by
+:mod:`bilm_keras.save_dirs.bilm_tf_run`). What continuing bilm-tf's run
 takes:
 
 * :func:`restore_bilm_tf_run`: every weight, the softmax, Adagrad's
@@ -30,29 +26,28 @@ from typing import Optional
 
 import numpy as np
 
-from bilm_keras._utils.problem_list import problem_list
-from bilm_keras.layers.initialization import placeholder_weights
-from bilm_keras.models.bilm_backbone import BiLMBackbone
-from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.training.run_checkpoint import (
     SOFTMAX_B_KEY,
     SOFTMAX_W_KEY,
     ForeignRun,
     RunCheckpoint,
-    locate_run_checkpoint,
 )
 from bilm_keras.weights.bilm_tf_checkpoint import (
-    BILM_TF,
     BilmTFCheckpoint,
+    assign_bilm_tf_checkpoint,
+    read_bilm_tf_checkpoint,
+)
+from bilm_keras.save_dirs.bilm_tf_run import (
+    locate_bilm_tf,
+    require_softmax,
+)
+from bilm_keras.weights.model_detection import (
+    TF1_CHECKPOINT,
     CheckpointFileError,
     SaveDirCheckpoint,
-    assign_bilm_tf_checkpoint,
-    checkpoint_name,
-    read_bilm_tf_checkpoint,
-    save_bilm_tf_dump,
+    locate_checkpoint,
 )
-from bilm_keras.weights.bilm_tf_hdf5 import options_misfits
 from bilm_keras.weights.bilm_tf_names import (
     ADAGRAD_SUFFIX,
     LM_SCOPE,
@@ -77,142 +72,6 @@ BILM_TF_STATE_FILE = "checkpoint.bilm-tf"
 #: the options key that says how a run treats the LSTM states at a
 #: sentence start (:class:`~bilm_keras.options.BiLMOptions`)
 RESET_STATES_KEY = "reset_states_at_sentence_start"
-
-
-def _locate_bilm_tf(save_dir: str, located: Optional[SaveDirCheckpoint]):
-    found = located if located is not None else locate_run_checkpoint(save_dir)
-    if found.kind != BILM_TF:
-        raise CheckpointFileError(
-            f"{found.path}: a bilm_keras checkpoint, not bilm-tf's (read it "
-            "with load_trained_model)")
-    return found
-
-
-def _check_options_fit(options: BiLMOptions, options_file: str,
-                       found: SaveDirCheckpoint, *,
-                       softmax: bool = False) -> None:
-    """Refuses options that ask for more than the checkpoint holds, before
-    a variable is made (``"dim": 10000000`` would build gigabytes first)."""
-    problems = []
-    for misfit in options_misfits(options, lambda path: found.shapes.get(
-            checkpoint_name(path, found.generation))):
-        name = checkpoint_name(misfit.path, found.generation)
-        has = "no such variable" if misfit.found is None else misfit.found
-        problems.append(f"{name}: options give shape {misfit.expected}, "
-                        f"checkpoint has {has} ({misfit.field})")
-    rows = found.shapes.get(SOFTMAX_W, (None,))[0]
-    if (softmax and not options.share_embedding_softmax and rows is not None
-            and (options.n_tokens_vocab or 0) > rows):
-        problems.append(f"{SOFTMAX_W}: options give {options.n_tokens_vocab} "
-                        f"rows (n_tokens_vocab), checkpoint has "
-                        f"{found.shapes[SOFTMAX_W]}")
-    if problems:
-        raise CheckpointFileError(
-            f"{options_file} does not fit bilm-tf checkpoint {found.path}: "
-            + problem_list(problems))
-
-
-def _require_softmax(found: SaveDirCheckpoint, shared: bool,
-                     purpose: str) -> None:
-    """One line when the checkpoint has no softmax to read (``shared``:
-    its ``W`` is the token table, only ``b`` is its own)."""
-    names = [SOFTMAX_B] if shared else [SOFTMAX_W, SOFTMAX_B]
-    missing = [n for n in names if n not in found.shapes]
-    if missing:
-        raise CheckpointFileError(
-            f"{found.path}: holds no softmax ({', '.join(missing)} missing): "
-            f"{purpose}")
-
-
-def load_bilm_tf_language_model(
-        save_dir: str | os.PathLike, *, training: bool = False,
-        located: Optional[SaveDirCheckpoint] = None,
-        options: Optional[BiLMOptions] = None,
-        purpose: str = ("perplexity needs the softmax (dump-weights and "
-                        "export-hub read the LM without it)"),
-        **model_kwargs) -> tuple:
-    """bilm-tf's latest checkpoint in ``save_dir`` as a
-    :class:`LanguageModel`, softmax included.
-
-    Args:
-        save_dir: bilm-tf's save_dir (``options.json``, ``checkpoint``,
-            ``model.ckpt-N.*``), from this machine or another.
-        training: build the model with the options' dropout, for
-            continuing the run. False builds it without, for evaluation.
-        located: the checkpoint to read. Default: the newest that reads
-            whole, :func:`~bilm_keras.weights.bilm_tf_checkpoint.
-            locate_checkpoint`.
-        options: the options to build. Default: ``save_dir/options.json``
-            as it is.
-        purpose: what the softmax is needed for, said when it is missing.
-        model_kwargs: passed to :meth:`LanguageModel.from_options`.
-
-    Returns:
-        ``(options, lm, checkpoint)``: the :class:`BiLMOptions`, the model
-        with every variable assigned, and the
-        :class:`~bilm_keras.weights.bilm_tf_checkpoint.BilmTFCheckpoint`
-        (its Adagrad accumulators and ``global_step`` for a restart).
-
-    Raises:
-        CheckpointFileError: no softmax in the checkpoint, or as
-            :func:`~bilm_keras.weights.bilm_tf_checkpoint.read_bilm_tf_checkpoint`.
-        OptionsError: ``options.json`` is missing or invalid.
-    """
-    save_dir = os.fspath(save_dir)
-    options_file = os.path.join(save_dir, OPTIONS_FILE)
-    if options is None:
-        options = BiLMOptions.from_json(options_file)
-    found = _locate_bilm_tf(save_dir, located)
-    _require_softmax(found, options.share_embedding_softmax, purpose)
-    _check_options_fit(options, options_file, found, softmax=True)
-    lm = LanguageModel.from_options(options, training=training,
-                                    **model_kwargs)
-    with placeholder_weights():  # every variable is assigned below
-        lm.build_all()
-    checkpoint = read_bilm_tf_checkpoint(save_dir, lm.backbone,
-                                         softmax=lm.softmax,
-                                         options_file=options_file,
-                                         located=found)
-    assign_bilm_tf_checkpoint(checkpoint)
-    return options, lm, checkpoint
-
-
-def dump_bilm_tf_checkpoint(save_dir: str | os.PathLike,
-                            outfile: str | os.PathLike, *,
-                            located: Optional[SaveDirCheckpoint] = None
-                            ) -> dict:
-    """Writes atomically the HDF5 file bilm-tf's
-    ``dump_weights(save_dir, outfile)`` wrote.
-
-    The file has the same datasets and the same float32 values bit for bit,
-    for checkpoints of either name generation.
-
-    Args:
-        located: the checkpoint to dump. Default: the newest, which must
-            read whole. A damaged newest one is refused, naming the newest
-            that does.
-
-    Returns:
-        dict: ``weight_file``, ``checkpoint`` (the prefix read),
-        ``generation`` and ``options`` (the save_dir's
-        :class:`BiLMOptions`).
-    """
-    save_dir = os.fspath(save_dir)
-    options_file = os.path.join(save_dir, OPTIONS_FILE)
-    options = BiLMOptions.from_json(options_file)
-    if located is None:
-        located = locate_run_checkpoint(save_dir, fallback=False)
-    found = _locate_bilm_tf(save_dir, located)
-    _check_options_fit(options, options_file, found)
-    backbone = BiLMBackbone.from_options(options, name="bilm")
-    with placeholder_weights():  # only the table's shapes are needed
-        backbone.build_all()
-    checkpoint = read_bilm_tf_checkpoint(save_dir, backbone,
-                                         options_file=options_file,
-                                         located=found)
-    save_bilm_tf_dump(checkpoint, outfile)
-    return dict(weight_file=os.fspath(outfile), checkpoint=checkpoint.path,
-                generation=checkpoint.generation, options=options)
 
 
 # ------------------------------------------------ restart: continue the run
@@ -250,7 +109,9 @@ def restore_bilm_tf_run(found: SaveDirCheckpoint,
     read one tensor at a time.
 
     Args:
-        found: the bilm-tf checkpoint (:func:`locate_run_checkpoint`).
+        found: the bilm-tf checkpoint, as
+            :func:`~bilm_keras.weights.model_detection.locate_checkpoint`
+            finds it.
         checkpoint: the new run's, of the save_dir's options.
 
     Raises:
@@ -263,7 +124,7 @@ def restore_bilm_tf_run(found: SaveDirCheckpoint,
     options_file = os.path.join(save_dir, OPTIONS_FILE)
     lm = checkpoint.lm
     new_run = "start a new run from its weights with train --init_checkpoint"
-    _require_softmax(found, lm.softmax.share_weights,
+    require_softmax(found, lm.softmax.share_weights,
                      f"restart continues it; {new_run}")
     bilm_tf = read_bilm_tf_checkpoint(save_dir, lm.backbone,
                                       softmax=lm.softmax,
@@ -375,9 +236,9 @@ def load_bilm_tf_backbone(save_dir: str | os.PathLike, backbone, *,
             The message names ``options_label``.
     """
     save_dir = os.fspath(save_dir)
-    found = located if located is not None else locate_run_checkpoint(
+    found = located if located is not None else locate_checkpoint(
         save_dir)
-    if found.kind != BILM_TF:
+    if found.kind != TF1_CHECKPOINT:
         raise CheckpointFileError(
             f"{found.path}: a bilm_keras checkpoint, not bilm-tf's "
             "(--init_checkpoint takes bilm-tf's save_dir; continue a "
@@ -403,10 +264,10 @@ def read_bilm_tf_softmax(save_dir: str | os.PathLike, *, purpose: str,
     """
     import tensorflow as tf
 
-    found = located if located is not None else locate_run_checkpoint(
+    found = located if located is not None else locate_checkpoint(
         save_dir)
     shared = SOFTMAX_W not in found.shapes and SOFTMAX_B in found.shapes
-    _require_softmax(_locate_bilm_tf(os.fspath(save_dir), found), shared,
+    require_softmax(locate_bilm_tf(os.fspath(save_dir), found), shared,
                      purpose)
     reader = tf.train.load_checkpoint(found.path)
     W = None if shared else np.asarray(reader.get_tensor(SOFTMAX_W),

@@ -38,9 +38,6 @@ CHECKPOINT_NAME = "model"
 TRAINING_DATA_FILE = "training_data.json"
 
 
-class CheckpointError(ValueError):
-    """A save_dir whose checkpoint cannot be used as asked."""
-
 
 class CheckpointWriter:
     """Writes a run's checkpoints, ``directory/model-STEP``, whole or not

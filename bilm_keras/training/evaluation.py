@@ -5,7 +5,7 @@ training data, which training records in ``save_dir/training_data.json``.
 A direction above it predicts worse than word counts do.
 
 The save_dir may be ours or bilm-tf's
-(:mod:`~bilm_keras.training.save_dir_models`). ``stateful=True`` adds
+(:mod:`~bilm_keras.save_dirs.save_dir_models`). ``stateful=True`` adds
 bilm-tf's ``run_test.py`` figure
 (:mod:`~bilm_keras.training.stateful_evaluation`) on the same model.
 """
@@ -24,10 +24,10 @@ from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.data.bilm_tf_heldout import bilm_tf_shard_order
 from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.vocab_builder import sidecar_path
-from bilm_keras.training.checkpoint_family import FoundCheckpoint
 from bilm_keras.training.checkpoints import TRAINING_DATA_FILE
 from bilm_keras.training.inputs import make_dataset
-from bilm_keras.training.save_dir_models import load_save_dir_model
+from bilm_keras.save_dirs.save_dir_models import load_save_dir_model
+from bilm_keras.weights.model_detection import as_detected
 from bilm_keras.training.stateful_evaluation import (
     stateful_heldout_perplexity,
 )
@@ -68,7 +68,6 @@ def evaluate(
     unigram_perplexity: Optional[float] = None,
     checkpoint: Optional[str] = None,
     stateful: bool = False,
-    detected: Optional[FoundCheckpoint] = None,
 ) -> dict:
     """Heldout perplexity with the full softmax, every token once.
 
@@ -84,8 +83,8 @@ def evaluate(
     word counts do, and is broken whatever its training perplexity said.
 
     Args:
-        save_dir: our training's save_dir, bilm-tf's, or a Paddle
-            checkpoint.
+        save_dir: str or DetectedModel. Our training's save_dir,
+            bilm-tf's, or a Paddle checkpoint.
         unigram_perplexity: the bar for that warning. None takes the
             training data's, as :func:`training_unigram_perplexity` finds
             it, with no warning when nothing records it.
@@ -96,9 +95,6 @@ def evaluate(
             model, printed after ours. Its LSTM states are carried across
             the whole heldout stream, with unroll 1 and ``batch_size``
             rows. The last incomplete batch is dropped.
-        detected: FoundCheckpoint or None. ``save_dir``'s family, as
-            :func:`~bilm_keras.training.checkpoint_family.detect_checkpoint`
-            found it when the caller asked already. None asks here.
 
     Returns:
         dict with these keys:
@@ -114,15 +110,15 @@ def evaluate(
         * with ``stateful``, ``stateful``: a
           :class:`~bilm_keras.training.stateful_evaluation.StatefulPerplexity`.
     """
+    model = as_detected(save_dir, checkpoint=checkpoint)
     source = "given"
     if unigram_perplexity is None:
         unigram_perplexity, source = training_unigram_perplexity(
-            save_dir, vocab_file)
+            model.model_dir, vocab_file)
     if stateful:
         bilm_tf_shard_order(test_prefix)  # a missing file before the model
-    options, lm, vocab, found = load_save_dir_model(
-        save_dir, vocab_file=vocab_file, checkpoint=checkpoint,
-        detected=detected)
+    options, lm, vocab, found = load_save_dir_model(model,
+                                                    vocab_file=vocab_file)
     data = make_dataset(test_prefix, vocab, options, test=True)
     num_steps = options.unroll_steps
     # each sentence from zero states, whatever the options say: Paddle's

@@ -69,20 +69,13 @@ from bilm_keras.training.carried_states import (
     CarriedStates,
     as_step_states,
 )
-from bilm_keras.training.checkpoints import (
-    TRAINING_DATA_FILE,
-    CheckpointError,
-    CheckpointWriter,
-)
-from bilm_keras.training.inputs import (
-    check_vocab_fits,
-    distributed_batches,
-    load_vocab,
-    steps_per_epoch,
-)
+from bilm_keras.training.checkpoints import TRAINING_DATA_FILE, CheckpointWriter
+from bilm_keras.save_dirs.our_run import CheckpointError
+from bilm_keras.data.vocab_for_options import check_vocab_fits, load_vocab
+from bilm_keras.training.inputs import distributed_batches, steps_per_epoch
 from bilm_keras.training.lm_warmup import LMWarmup
 from bilm_keras.training.model_setup import build_model
-from bilm_keras.training.options_file import write_options
+from bilm_keras.save_dirs.options_file import write_options
 from bilm_keras.training.paddle_adaptation import (
     keep_paddle_softmax,
     read_init_checkpoint,
@@ -95,23 +88,22 @@ from bilm_keras.training.preemption import (
 )
 from bilm_keras.training.reporting import TrainingProgress
 from bilm_keras.training.run_checkpoint import (
-    BILM_KERAS,
     DATA_STREAM,
     LSTM_STATES,
     RunCheckpoint,
-    locate_run_checkpoint,
 )
-from bilm_keras.training.save_dir_models import choose_checkpoint
 from bilm_keras.training.strategy import is_chief, make_strategy
 from bilm_keras.training.threads import configure_training_threads
 from bilm_keras.training.train_step import make_train_step
 from bilm_keras.training.training_run import TrainingRun
-from bilm_keras.weights.bilm_tf_checkpoint import (
-    BILM_TF,
+from bilm_keras.weights.checkpoint_files import list_checkpoints
+from bilm_keras.weights.model_detection import (
+    OUR_RUN,
+    TF1_CHECKPOINT,
     CheckpointFileError,
     SaveDirCheckpoint,
+    locate_checkpoint,
 )
-from bilm_keras.weights.checkpoint_files import list_checkpoints
 
 logger = logging.getLogger(__name__)
 
@@ -205,7 +197,7 @@ def restart(run: TrainingRun) -> dict:
         )
     options = BiLMOptions.from_json(options_file)
     found = _resumed_checkpoint(run.save_dir)
-    if found is not None and found.kind == BILM_TF:
+    if found is not None and found.kind == TF1_CHECKPOINT:
         # bilm-tf's run goes on as it trained (:func:`bilm_tf_run_options`)
         # and with its epoch: its n_train_tokens, not a count of the corpus
         options = bilm_tf_run_options(run.save_dir)
@@ -234,7 +226,7 @@ def _resumed_checkpoint(save_dir: str) -> Optional[SaveDirCheckpoint]:
     its writer told. None means none reads, and :func:`_open_checkpoint`
     says what is wrong after the checks that come first."""
     try:
-        return locate_run_checkpoint(save_dir)
+        return locate_checkpoint(save_dir)
     except CheckpointFileError:
         return None
 
@@ -318,11 +310,17 @@ def _check_adaptation(run: TrainingRun, *,
     if run.init_weights is not None:
         check_weight_file(run.init_weights)
         return None
-    located, found = run.located_init_checkpoint, None
+    init, found = run.init_model, None
     # a Paddle checkpoint is read whole, and checked, when the model is built
-    if located is None or not located.family.paddle:
-        found = locate_run_checkpoint(run.init_checkpoint)
-        if found.kind != BILM_TF:
+    if not init.is_paddle:
+        found = init.run_checkpoint
+        if found is None:
+            raise CheckpointError(
+                f"--init_checkpoint {run.init_checkpoint}: expected a "
+                f"bilm-tf save_dir or a Paddle checkpoint, found a "
+                f"{init.family} model with no TF1 checkpoint that reads "
+                "whole (start from its weights with --init_weights)")
+        if found.kind != TF1_CHECKPOINT:
             raise CheckpointError(
                 f"--init_checkpoint {run.init_checkpoint}: {found.name} is "
                 "a bilm_keras checkpoint (continue its run with restart "
@@ -420,9 +418,9 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
     :func:`_check_adaptation` located it. When resuming, every variable is
     restored after, so they start as placeholders, not random values."""
     # a Paddle checkpoint (persistables directory, .pdparams): read once
-    found = run.located_init_checkpoint
-    paddle = (read_init_checkpoint(found.path, run.init_vocab_file)
-              if found is not None and found.family.paddle else None)
+    init = run.init_model
+    paddle = (read_init_checkpoint(init.checkpoint, run.init_vocab_file)
+              if init is not None and init.is_paddle else None)
     with (placeholder_weights() if resume else contextlib.nullcontext()):
         lm, optimizer = build_model(
             options, seed=run.seed, unroll_windows=run.fast_path,
@@ -469,8 +467,11 @@ def _open_checkpoint(lm, optimizer, options: BiLMOptions,
             )
         return saved
     # the newest checkpoint that reads whole (a damaged newer one is named)
-    found = choose_checkpoint(save_dir, located=resumed)
-    if found.kind == BILM_KERAS:
+    found = resumed if resumed is not None else locate_checkpoint(save_dir)
+    note = found.fallback_note()
+    if note is not None:
+        logger.warning(note)
+    if found.kind == OUR_RUN:
         restored = saved.restore(save_dir, found.path)
         logger.info(f"restored {restored} at step "
                     f"{int(optimizer.iterations.numpy())}")

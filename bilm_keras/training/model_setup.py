@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import keras
 
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.precision import set_precision
 from bilm_keras.models.language_model import LanguageModel
@@ -34,7 +35,7 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
                 init_weights=None, init_checkpoint=None, init_located=None,
-                init_paddle=None, precision="float32", **model_kwargs):
+                init_paddle=None, precision=DEFAULT_PRECISION, **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad. Call in scope.
 
     Args:

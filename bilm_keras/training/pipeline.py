@@ -77,7 +77,8 @@ def run_pipeline(
     from bilm_keras.training.evaluation import evaluate
     from bilm_keras.training.loop import train
     from bilm_keras.training.training_run import TrainingRun
-    from bilm_keras.training.weight_dump import dump_weights
+    from bilm_keras.save_dirs.weight_dump import dump_weights
+    from bilm_keras.weights.model_detection import detect_model
 
     options = BiLMOptions.from_json(preset_or_path(options_file))
     out_dir = os.fspath(out_dir)
@@ -103,12 +104,13 @@ def run_pipeline(
         train_prefix=corpus, vocab_file=vocab_file, save_dir=save_dir,
         n_epochs=n_epochs, n_train_tokens=vocab_stats["n_train_tokens"],
         seed=seed))
-    # 4. heldout perplexity (full softmax)
-    perplexity = evaluate(save_dir=save_dir, vocab_file=vocab_file,
+    # 4. heldout perplexity (full softmax), of the run detected once
+    run = detect_model(save_dir)
+    perplexity = evaluate(save_dir=run, vocab_file=vocab_file,
                           test_prefix=heldout, batch_size=32)
     # 5. dump to bilm-tf HDF5 + options.json
-    dumped = dump_weights(save_dir, os.path.join(out_dir, "model",
-                                                 "lm_weights.hdf5"))
+    dumped = dump_weights(run, os.path.join(out_dir, "model",
+                                            "lm_weights.hdf5"))
     # 6. embed two heldout sentences with the inference model
     bilm = BidirectionalLanguageModel(dumped["options_file"],
                                       dumped["weight_file"])

@@ -26,14 +26,13 @@ variables checked against the options first), continues a run another
 implementation saved (:class:`ForeignRun`: bilm-tf's TF1 checkpoints,
 :mod:`bilm_keras.training.bilm_tf_save_dir`; Paddle's to come) and makes
 the run's :class:`~bilm_keras.training.checkpoints.CheckpointWriter`.
-:func:`locate_run_checkpoint` tells ours from bilm-tf's by these names
-(:mod:`bilm_keras.weights` knows none of them).
+:mod:`~bilm_keras.weights.model_detection` tells ours from bilm-tf's by
+the ``weights`` part.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
 from typing import Any, Mapping, Optional
 
 import numpy as np
@@ -41,169 +40,35 @@ import tensorflow as tf
 
 from bilm_keras._utils.problem_list import fit_problems, problem_list
 from bilm_keras._utils.settings import is_int
-from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.language_model import LanguageModel
-from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.training.carried_states import CarriedStates
 from bilm_keras.training.checkpoints import (
-    CheckpointError,
     CheckpointWriter,
     DataStream,
     checkpoint_bytes,
 )
-from bilm_keras.training.inputs import check_vocab_fits, load_vocab
+from bilm_keras.save_dirs.our_run import CheckpointError
 from bilm_keras.training.lm_warmup import LMWarmup
-from bilm_keras.weights.bilm_tf_checkpoint import (
-    CheckpointKind,
-    SaveDirCheckpoint,
-    locate_checkpoint,
-)
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
-from bilm_keras.weights.bilm_tf_names import INITIAL_ACCUMULATOR
+from bilm_keras.weights.bilm_tf_names import (  # the softmax's keys in
+    INITIAL_ACCUMULATOR,  # ForeignRun.accumulators
+    SOFTMAX_B_KEY,
+    SOFTMAX_W_KEY,
+)
+from bilm_keras.save_dirs.our_run import (
+    model_weights,
+    restore_checkpoint,
+)
+from bilm_keras.weights.model_detection import WEIGHTS
 
-#: the parts of a run's checkpoint, by their names in it
-WEIGHTS = "weights"
+#: the parts of a run's checkpoint, by their names in it (``weights``
+#: named where every family is told apart, :mod:`~bilm_keras.weights.
+#: model_detection`)
 OPTIMIZER = "optimizer"
 DATA_STREAM = "data_stream"
 LSTM_STATES = "lstm_states"
 LM_FROZEN_UNTIL = "lm_frozen_until"
 PARTS = (WEIGHTS, OPTIMIZER, DATA_STREAM, LSTM_STATES, LM_FROZEN_UNTIL)
-
-#: :attr:`~bilm_keras.weights.bilm_tf_checkpoint.SaveDirCheckpoint.kind` of
-#: a checkpoint our training wrote
-BILM_KERAS = "bilm_keras"
-
-
-def is_run_checkpoint(names) -> bool:
-    """Whether variable ``names`` are a run checkpoint's (ours)."""
-    return any(name.startswith(WEIGHTS + "/") for name in names)
-
-
-#: our checkpoints, as :func:`~bilm_keras.weights.bilm_tf_checkpoint.
-#: locate_checkpoint` tells them apart
-RUN_CHECKPOINT = CheckpointKind(BILM_KERAS, is_run_checkpoint,
-                                f"'{WEIGHTS}/...'")
-
-
-def locate_run_checkpoint(save_dir: str | os.PathLike,
-                          **kwargs) -> SaveDirCheckpoint:
-    """A save_dir's newest checkpoint that reads whole, ours
-    (:data:`BILM_KERAS`) or bilm-tf's: :func:`~bilm_keras.weights.
-    bilm_tf_checkpoint.locate_checkpoint` (its ``checkpoint`` and
-    ``fallback`` arguments), knowing our checkpoints."""
-    return locate_checkpoint(save_dir, kinds=(RUN_CHECKPOINT,), **kwargs)
-
-
-def model_weights(lm: LanguageModel) -> dict:
-    """The ``weights`` part: ``{Keras path, '/' written ':': variable}``."""
-    return {v.path.replace("/", ":"): v for v in lm.variables}
-
-
-def model_checkpoint(lm: LanguageModel, **objects) -> tf.train.Checkpoint:
-    """A checkpoint of ``lm``'s weights alone (and ``objects``, e.g.
-    ``optimizer=``): what an inference model restores from a run's
-    checkpoint (:func:`load_trained_model`)."""
-    return tf.train.Checkpoint(**{WEIGHTS: model_weights(lm)}, **objects)
-
-
-def check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
-    """Raises ``CheckpointError`` naming the variables of ``lm`` and of the
-    checkpoint at ``path`` whose shapes differ or that only one has."""
-    stored = {
-        name.split("/")[1]: tuple(shape)
-        for name, shape in tf.train.list_variables(path)
-        if name.startswith(WEIGHTS + "/")
-    }
-    wanted = {key: tuple(v.shape) for key, v in model_weights(lm).items()}
-    old_layout = [k for k in stored
-                  if k.endswith(("kernel", "projection_kernel"))
-                  and k + "_t" in wanted and k not in wanted]
-    if old_layout:
-        raise CheckpointError(
-            f"{path}: written before 2026-11-24, when the LSTM cells held "
-            f"bilm-tf's kernel layout ({old_layout[0].replace(':', '/')}; "
-            "now kernel_t, its transpose): dump it to HDF5 with the "
-            "version that wrote it (dump_weights.py) and continue with "
-            "train --init_weights")
-    problems = fit_problems(
-        {k.replace(":", "/"): shape for k, shape in wanted.items()},
-        {k.replace(":", "/"): shape for k, shape in stored.items()})
-    if problems:
-        raise CheckpointError(
-            f"{options_file} does not fit checkpoint {path}: "
-            + problem_list(problems)
-        )
-
-
-def restore_checkpoint(checkpoint: tf.train.Checkpoint, lm: LanguageModel,
-                       save_dir: str, *, partial: bool = False,
-                       path: Optional[str] = None) -> str:
-    """Restores the latest checkpoint of ``save_dir``, or the one at
-    ``path``, into ``checkpoint`` and returns its path. ``checkpoint`` is
-    ours, from :func:`model_checkpoint` or a :class:`RunCheckpoint`.
-
-    Raises:
-        CheckpointError: there is none, or its variables do not fit the
-            model that ``save_dir/options.json`` describes. The message
-            names both files, the variables and their shapes.
-    """
-    if path is None:
-        path = tf.train.latest_checkpoint(save_dir)
-    if path is None:
-        raise CheckpointError(f"{save_dir}: no checkpoint found")
-    options_file = os.path.join(save_dir, OPTIONS_FILE)
-    check_fits(lm, path, options_file)
-    try:
-        status = checkpoint.restore(path)
-        if partial:
-            status.expect_partial()
-        status.assert_existing_objects_matched()
-    except (ValueError, AssertionError, tf.errors.OpError) as e:
-        raise CheckpointError(
-            f"{options_file} does not fit checkpoint {path}: {e}"
-        ) from None
-    return path
-
-
-def load_trained_model(save_dir: str, *, vocab_file=None,
-                       path: Optional[str] = None) -> tuple:
-    """The latest checkpoint of ``save_dir`` (or the one at ``path``) as
-    an inference model.
-
-    Returns:
-        ``(options, lm, vocab)``: the :class:`BiLMOptions` of
-        ``save_dir/options.json``, the restored :class:`LanguageModel`
-        (no dropout, no optimizer) and the vocabulary of ``vocab_file``
-        (None without one).
-
-    Raises:
-        CheckpointError: no checkpoint, or one that does not fit the
-            options.
-        OptionsError: ``vocab_file``'s size is not the options'
-            ``n_tokens_vocab``.
-    """
-    save_dir = os.fspath(save_dir)
-    options_file = os.path.join(save_dir, OPTIONS_FILE)
-    options = BiLMOptions.from_json(options_file)
-    vocab = None
-    if vocab_file is not None:
-        vocab = load_vocab(vocab_file, options)
-        check_vocab_fits(options, vocab, vocab_file, options_file)
-    lm = LanguageModel.from_options(options, training=False)
-    # the checkpoint holds every variable (restore_checkpoint checks):
-    # no random initial values to compute and keep
-    with placeholder_weights():
-        lm.build_all()
-    restore_checkpoint(model_checkpoint(lm), lm, save_dir, partial=True,
-                       path=path)
-    return options, lm, vocab
-
-
-#: the softmax's keys in :attr:`ForeignRun.accumulators` (bilm-tf's
-#: checkpoint names less ``lm/``)
-SOFTMAX_W_KEY = "softmax/W"
-SOFTMAX_B_KEY = "softmax/b"
-
 
 @dataclasses.dataclass(frozen=True)
 class ForeignRun:

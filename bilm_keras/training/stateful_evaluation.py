@@ -40,7 +40,7 @@ from bilm_keras.data.bilm_tf_heldout import (
     bilm_tf_shard_order,
     iter_bilm_tf_heldout_batches,
 )
-from bilm_keras.training.save_dir_models import load_save_dir_model
+from bilm_keras.save_dirs.save_dir_models import load_save_dir_model
 
 logger = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ def evaluate_stateful(
         log_every: as in :func:`stateful_perplexity`.
         checkpoint: the checkpoint to read (``model-200``). The default is
             the newest that reads whole
-            (:func:`~bilm_keras.training.save_dir_models.choose_checkpoint`).
+            (:func:`~bilm_keras.save_dirs.save_dir_models.choose_checkpoint`).
 
     Raises:
         CheckpointFileError, CheckpointError: a save_dir that cannot be

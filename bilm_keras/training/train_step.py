@@ -26,6 +26,7 @@ from typing import Optional, Sequence
 
 import tensorflow as tf
 
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION
 from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.layers.dropout import fold_seed
 from bilm_keras.layers.precision import compute_dtype_of
@@ -133,7 +134,7 @@ def make_train_step(lm: LanguageModel, optimizer, strategy,
                     options: BiLMOptions, *, sparse_gradients: bool = True,
                     dropout_seed: Optional[int] = None,
                     variables: Optional[Sequence] = None,
-                    precision: str = "float32"):
+                    precision: str = DEFAULT_PRECISION):
     """``train_step(batch, states) -> (loss, grad_norm, states,
     direction_losses)``.
 

@@ -9,7 +9,7 @@ import functools
 import os
 from typing import Optional, Sequence, Tuple
 
-from bilm_keras._utils.fast_precision import PRECISIONS
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION, PRECISIONS
 from bilm_keras._utils.settings import SettingError, check_choice, check_int
 
 #: the choices of ``softmax_bias`` (``init_weights``: the new softmax's
@@ -158,7 +158,7 @@ class TrainingRun:
     intra_op_threads: Optional[int] = None
     inter_op_threads: Optional[int] = None
     max_steps: Optional[int] = None
-    precision: str = "float32"
+    precision: str = DEFAULT_PRECISION
 
     def __post_init__(self):
         check_choice("precision", self.precision, PRECISIONS)
@@ -210,21 +210,23 @@ class TrainingRun:
                 or self.init_checkpoint is not None)
 
     @functools.cached_property
-    def located_init_checkpoint(self):
-        """FoundCheckpoint or None. ``init_checkpoint``'s checkpoint and
-        its family, detected once from its file names
-        (:func:`~bilm_keras.training.checkpoint_family.detect_checkpoint`).
-        None: no ``init_checkpoint``, or no such folder or file.
+    def init_model(self):
+        """DetectedModel or None. What ``init_checkpoint`` holds and who
+        wrote it, detected once
+        (:func:`~bilm_keras.weights.model_detection.detect_model`). None:
+        no ``init_checkpoint``.
 
         Raises:
+            ModelDetectionError: no such path, or no model there.
+            CheckpointFileError: a save_dir whose checkpoint does not read.
             PaddleFormatError: a folder of several ``.pdparams``, none of
                 them ``final`` or a step number.
         """
         if self.init_checkpoint is None:
             return None
-        from bilm_keras.training.checkpoint_family import detect_checkpoint
+        from bilm_keras.weights.model_detection import detect_model
 
-        return detect_checkpoint(self.init_checkpoint)
+        return detect_model(self.init_checkpoint)
 
     def _set(self, name, value):
         object.__setattr__(self, name, value)

@@ -1,5 +1,7 @@
-"""Weight files: bilm-tf's HDF5 layout, and ELMoForManyLangs' state dicts
-converted to it.
+"""Weight files, read: bilm-tf's HDF5 layout and TF1 checkpoints, and every
+foreign family's files (ELMoForManyLangs, Paddle, a TF1 Hub module)
+converted to it. What wrote a path's files is told once, for every family,
+by :mod:`.model_detection` (:func:`~.model_detection.detect_model`).
 
 The names below are imported on first use (PEP 562), so that converting an
 ELMoForManyLangs model (``weights.manylangs_pkl``) does not import

@@ -34,27 +34,20 @@ name is its dataset name with that renaming undone, by
 bilm-tf name is defined. So the checkpoint's values are the dump's, and
 go through the table's ``to_keras`` like an HDF5 file's.
 
-:func:`locate_checkpoint` finds a save_dir's newest checkpoint that reads
-whole, ours or bilm-tf's. A ``checkpoint`` state file may name a path that
-does not exist, in a save_dir copied from the machine that trained it,
-since bilm-tf wrote absolute paths. That path is read as the file of that
-name inside the save_dir. A checkpoint whose ``.index`` or ``.data`` file
-is missing or cut short is passed over, see
-:mod:`~bilm_keras.weights.checkpoint_files`.
+Which checkpoint of a save_dir is read, and who wrote it, is told by
+:func:`~bilm_keras.weights.model_detection.locate_checkpoint`, with the
+families of every other format (:mod:`~bilm_keras.weights.model_detection`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import logging
 import os
 from typing import (
     Callable,
-    Dict,
     Iterator,
     List,
     Optional,
-    Sequence,
     Tuple,
 )
 
@@ -67,215 +60,20 @@ from bilm_keras.options import OPTIONS_FILE
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 from bilm_keras.weights.bilm_tf_names import (
     ADAGRAD_SUFFIX,
-    GLOBAL_STEP,
     LM_SCOPE,
     SOFTMAX_B,
     SOFTMAX_SCOPE,
     SOFTMAX_W,
-    TF_1_2,
-    TF_1_5,
     checkpoint_name,
     dataset_name,
-    lstm_generation,
 )
-from bilm_keras.weights.checkpoint_files import (
-    checkpoint_damage,
-    checkpoint_dir,
-    list_checkpoints,
-    resolve_checkpoint,
+from bilm_keras.weights.checkpoint_files import checkpoint_dir
+from bilm_keras.weights.model_detection import (
+    TF1_CHECKPOINT,
+    CheckpointFileError,
+    SaveDirCheckpoint,
+    locate_checkpoint,
 )
-
-logger = logging.getLogger(__name__)
-
-#: :attr:`SaveDirCheckpoint.kind` of a checkpoint bilm-tf's ``train()`` wrote
-BILM_TF = "bilm_tf"
-#: the generations of a bilm-tf training checkpoint's LSTM names
-CHECKPOINT_GENERATIONS = (TF_1_5, TF_1_2)
-
-
-class CheckpointFileError(ValueError):
-    """A save_dir's checkpoint that is missing, unreadable or does not fit
-    its options (the message names the file, the variable and both
-    shapes)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class CheckpointKind:
-    """A kind of checkpoint other than bilm-tf's that a caller of
-    :func:`locate_checkpoint` tells apart by its variable names. Our
-    training's is :data:`bilm_keras.training.run_checkpoint.RUN_CHECKPOINT`,
-    and this module knows nothing of its names.
-
-    Attributes:
-        name: the :attr:`SaveDirCheckpoint.kind` given to it.
-        recognises: ``names -> bool``, from the checkpoint's variable
-            names.
-        expected: what its names look like, said when a checkpoint is of
-            no kind known.
-    """
-
-    name: str
-    recognises: Callable[[Sequence[str]], bool]
-    expected: str
-
-
-@dataclasses.dataclass(frozen=True)
-class SaveDirCheckpoint:
-    """The checkpoint a save_dir holds, and who wrote it.
-
-    Attributes:
-        path: the checkpoint's prefix (``save_dir/model.ckpt-N``).
-        kind: :data:`BILM_TF`, or the :attr:`CheckpointKind.name` of a
-            kind the caller named.
-        generation: :data:`TF_1_5` or :data:`TF_1_2` for bilm-tf. None
-            for ours.
-        shapes: ``{variable name: shape}`` of every tensor in it.
-        damaged: ``(prefix, what is wrong)`` of each newer checkpoint that
-            does not read whole and was passed over, newest first.
-    """
-
-    path: str
-    kind: str
-    generation: Optional[str]
-    shapes: Dict[str, Tuple[int, ...]]
-    damaged: Tuple[Tuple[str, str], ...] = ()
-
-    @property
-    def name(self) -> str:
-        """The checkpoint's file name prefix (``model.ckpt-40``)."""
-        return os.path.basename(self.path)
-
-    def fallback_note(self) -> Optional[str]:
-        """One line saying which newer checkpoints were passed over and
-        which is used instead. None when none was."""
-        if not self.damaged:
-            return None
-        passed = problem_list([problem for _, problem in self.damaged],
-                              most=3)
-        return (f"WARNING: the latest checkpoint does not read whole "
-                f"({passed}); using {self.name}, the newest that does")
-
-    @property
-    def global_step(self) -> Optional[int]:
-        """bilm-tf's ``global_step`` (stored as a float32), or None."""
-        if GLOBAL_STEP not in self.shapes:
-            return None
-        return int(round(float(
-            tf.train.load_checkpoint(self.path).get_tensor(GLOBAL_STEP))))
-
-
-def locate_checkpoint(save_dir: str | os.PathLike, *,
-                      checkpoint: Optional[str] = None,
-                      fallback: bool = True,
-                      kinds: Sequence[CheckpointKind] = ()
-                      ) -> SaveDirCheckpoint:
-    """Finds a save_dir's newest checkpoint that reads whole, and tells who
-    wrote it.
-
-    The save_dir's checkpoints, ours and bilm-tf's, are taken newest
-    first by :func:`~bilm_keras.weights.checkpoint_files.list_checkpoints`.
-    Those its ``checkpoint`` state file names are included, by the file
-    name in the save_dir when the path it gives is gone. Each is checked
-    with :func:`~bilm_keras.weights.checkpoint_files.checkpoint_damage`
-    for a missing or cut-short ``.index`` or ``.data`` file before its
-    variables are listed. The damaged newer ones are returned as
-    :attr:`SaveDirCheckpoint.damaged`.
-
-    ``kind`` comes from the variable names. bilm-tf's are ``lm/...``, and
-    their LSTM names give the generation. ``kinds`` are the other kinds
-    the caller knows, e.g. our training's checkpoints, see
-    :func:`bilm_keras.training.run_checkpoint.locate_run_checkpoint`.
-
-    Args:
-        checkpoint: use this checkpoint, not the newest. E.g.
-            ``model-200``, ``model.ckpt-40`` or a path. It must read whole.
-        fallback: bool. False refuses when the newest checkpoint is
-            damaged, naming it and the newest that reads whole. A command
-            that writes a model the user will take for the latest does
-            this, so that they must name the older one.
-
-    Raises:
-        CheckpointFileError: no checkpoint, or none that reads whole. The
-            named one damaged, or a damaged newest one without
-            ``fallback``. Or variables of none of the kinds, a few of them
-            named.
-        SettingError: no checkpoint of that name, for field
-            ``checkpoint``.
-    """
-    save_dir = os.fspath(save_dir)
-    if not os.path.isdir(save_dir):
-        raise CheckpointFileError(
-            f"{save_dir}: no such directory (expected a save_dir with a "
-            "checkpoint)")
-    folder = checkpoint_dir(save_dir)
-    if folder != os.path.normpath(save_dir):
-        logger.info("%s: reading the checkpoint in %s, beside options.json "
-                    "as DeepPavlov's ELMo saves it", save_dir, folder)
-    if checkpoint is not None:
-        prefix = resolve_checkpoint(save_dir, checkpoint)
-        problem = checkpoint_damage(prefix)
-        if problem is not None:
-            raise CheckpointFileError(
-                f"{prefix}: the checkpoint does not read whole ({problem})")
-        return _identify(prefix, damaged=(), kinds=kinds)
-    candidates = list_checkpoints(save_dir)
-    if not candidates:
-        raise CheckpointFileError(
-            f"{save_dir}: no checkpoint found (expected a 'checkpoint' file, "
-            "or model-N.index and its .data as our training writes them, "
-            "or bilm-tf's model.ckpt-N.index)")
-    damaged = []
-    for prefix in candidates:
-        problem = checkpoint_damage(prefix)
-        if problem is None:
-            break
-        damaged.append((prefix, problem))
-    else:
-        raise CheckpointFileError(
-            f"{save_dir}: no checkpoint reads whole ("
-            + problem_list([problem for _, problem in damaged], most=3)
-            + ")")
-    if damaged and not fallback:
-        latest, problem = damaged[0]
-        raise CheckpointFileError(
-            f"{save_dir}: the latest checkpoint {os.path.basename(latest)} "
-            f"does not read whole ({problem}); the newest that does is "
-            f"{os.path.basename(prefix)}: name it to use it (--checkpoint "
-            f"{os.path.basename(prefix)})")
-    return _identify(prefix, damaged=tuple(damaged), kinds=kinds)
-
-
-def _identify(prefix: str, *, damaged, kinds) -> SaveDirCheckpoint:
-    """The kind and generation of a whole checkpoint, from its names."""
-    try:
-        shapes = {name: tuple(shape)
-                  for name, shape in tf.train.list_variables(prefix)}
-    except (tf.errors.OpError, ValueError) as e:
-        raise CheckpointFileError(
-            f"{prefix}: not a readable TensorFlow checkpoint "
-            f"({str(e).splitlines()[0]})") from None
-    names = sorted(shapes)
-    for kind in kinds:
-        if kind.recognises(names):
-            return SaveDirCheckpoint(prefix, kind.name, None, shapes,
-                                     damaged)
-    generation = lstm_generation(names, generations=CHECKPOINT_GENERATIONS)
-    if generation is not None:
-        return SaveDirCheckpoint(prefix, BILM_TF, generation, shapes,
-                                 damaged)
-    # the names a user would recognise first (not TF's bookkeeping)
-    shown = [n for n in names if n not in (GLOBAL_STEP,
-                                           "_CHECKPOINTABLE_OBJECT_GRAPH")
-             and not n.startswith("save_counter/")][:5]
-    what = " nor ".join([f"a {kind.name}" for kind in kinds] + ["a bilm-tf"])
-    expected = " or ".join([kind.expected for kind in kinds]
-                           + ["bilm-tf's 'lm/...' LSTM variables"])
-    raise CheckpointFileError(
-        f"{prefix}: {'neither ' if kinds else 'not '}{what} checkpoint "
-        f"(expected {expected}; found {len(names)} variable(s): "
-        f"{', '.join(shown) or 'none'}"
-        f"{', ...' if len(names) > len(shown) else ''})")
-
 
 @dataclasses.dataclass(frozen=True)
 class CheckpointVariable:
@@ -408,9 +206,9 @@ def read_bilm_tf_checkpoint(
     options_file = os.fspath(options_file
                              or os.path.join(save_dir, OPTIONS_FILE))
     found = located if located is not None else locate_checkpoint(save_dir)
-    if found.kind != BILM_TF:
+    if found.kind != TF1_CHECKPOINT:
         raise CheckpointFileError(
-            f"{found.path}: a {found.kind} checkpoint, not bilm-tf's")
+            f"{found.path}: a bilm_keras checkpoint, not bilm-tf's")
     wanted: List[Tuple[CheckpointVariable, tuple]] = []
     for row in weight_table(backbone):
         entry = CheckpointVariable(

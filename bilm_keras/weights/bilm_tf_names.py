@@ -44,9 +44,10 @@ Example:
 from __future__ import annotations
 
 import re
-from typing import Iterable, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Iterable, Optional, Sequence, Tuple
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where a gate is moved: a command
+    import numpy as np  # that only detects a model's family needs none
 
 # ------------------------------------------------------ the HDF5 datasets
 #: the char table, without the padding row of the +1-shifted ids
@@ -60,6 +61,13 @@ PROJECTION_KERNEL = "CNN_proj/W_proj"
 PROJECTION_BIAS = "CNN_proj/b_proj"
 #: a highway layer's two halves, ``W_carry`` and ``W_transform``
 HIGHWAY_PARTS = ("carry", "transform")
+#: the char-CNN's scope: its convolutions, and in a TF1 graph its ops
+#: (``CNN/MaxPool``, ``CNN/Relu``)
+CNN_SCOPE = "CNN/"
+#: the softmax's weights and bias, under a graph's scope (``lm/`` in a
+#: training checkpoint); Paddle's readers name their softmax so too
+SOFTMAX_W_KEY = "softmax/W"
+SOFTMAX_B_KEY = "softmax/b"
 #: the leaves of an LSTM group: ``[x, h] @ W_0 + B``, then ``@ W_P_0``
 LSTM_KERNEL = "W_0"
 LSTM_BIAS = "B"
@@ -73,12 +81,12 @@ def conv_kernel(i: int) -> str:
         >>> conv_kernel(2)
         'CNN/W_cnn_2'
     """
-    return f"CNN/W_cnn_{i}"
+    return f"{CNN_SCOPE}W_cnn_{i}"
 
 
 def conv_bias(i: int) -> str:
     """The ``i``-th convolution's bias, ``(filters,)``."""
-    return f"CNN/b_cnn_{i}"
+    return f"{CNN_SCOPE}b_cnn_{i}"
 
 
 def highway_kernel(k: int, part: str) -> str:
@@ -97,6 +105,18 @@ def highway_bias(k: int, part: str) -> str:
     return f"CNN_high_{k}/b_{part}"
 
 
+def lstm_cell_scope(direction: int, layer: int) -> str:
+    """The scope of one LSTM layer in bilm-tf's inference graph and the
+    HDF5 file, 0 the forward direction: its ops and its variables are
+    under it.
+
+    Example:
+        >>> lstm_cell_scope(0, 1)
+        'RNN_0/RNN/MultiRNNCell/Cell1/'
+    """
+    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/"
+
+
 def lstm_hdf5_prefix(direction: int, layer: int) -> str:
     """The HDF5 group of one LSTM layer, 0 the forward direction.
 
@@ -104,7 +124,7 @@ def lstm_hdf5_prefix(direction: int, layer: int) -> str:
         >>> lstm_hdf5_prefix(0, 1)
         'RNN_0/RNN/MultiRNNCell/Cell1/LSTMCell'
     """
-    return f"RNN_{direction}/RNN/MultiRNNCell/Cell{layer}/LSTMCell"
+    return lstm_cell_scope(direction, layer) + "LSTMCell"
 
 
 # -------------------------------------------------- the TF1 graphs' names
@@ -119,8 +139,8 @@ GENERATIONS = (TF_1_5, TF_1_2, TF_1_5_MODEL)
 #: the scope of bilm-tf's training graph
 LM_SCOPE = "lm/"
 SOFTMAX_SCOPE = LM_SCOPE + "softmax/"
-SOFTMAX_W = SOFTMAX_SCOPE + "W"
-SOFTMAX_B = SOFTMAX_SCOPE + "b"
+SOFTMAX_W = LM_SCOPE + SOFTMAX_W_KEY
+SOFTMAX_B = LM_SCOPE + SOFTMAX_B_KEY
 #: Adagrad's slot: ``<variable name>/Adagrad``
 ADAGRAD_SUFFIX = "/Adagrad"
 #: what bilm-tf's ``AdagradOptimizer(initial_accumulator_value=1.0)``
@@ -273,9 +293,12 @@ def to_tf1_gates(x: np.ndarray, order: str, axis: int = -1) -> np.ndarray:
         axis: int. The axis of the blocks.
 
     Example:
+        >>> import numpy as np
         >>> to_tf1_gates(np.arange(4), "ifjo")
         array([0, 2, 1, 3])
     """
+    import numpy as np
+
     if sorted(order) != sorted(GATE_ORDER):
         raise ValueError(f"order: expected the letters of {GATE_ORDER!r}, "
                          f"found {order!r}")
@@ -289,9 +312,12 @@ def without_forget_bias(bias: np.ndarray) -> np.ndarray:
     cell that adds no forget bias computes.
 
     Example:
+        >>> import numpy as np
         >>> without_forget_bias(np.zeros(4, np.float32))
         array([ 0.,  0., -1.,  0.], dtype=float32)
     """
+    import numpy as np
+
     bias = np.array(bias)
     n = bias.shape[-1] // 4
     f = GATE_ORDER.index("f")

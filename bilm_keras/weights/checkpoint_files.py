@@ -23,8 +23,9 @@ bilm-tf's ``model.ckpt-N`` and our ``model-N``. It includes those its
 :func:`resolve_checkpoint` finds the one a user names. DeepPavlov's ELMo
 keeps its checkpoint ``saves/model`` in a folder :data:`DEEPPAVLOV_SAVES`
 beside ``options.json``: :func:`checkpoint_dir` finds it there. Neither imports
-TensorFlow, since the command line checks a ``--checkpoint`` before it
-loads. Reading an index does, for its protocol buffers.
+TensorFlow, and neither does reading an index: its two protocol buffers,
+``BundleHeaderProto`` and ``BundleEntryProto``, are read field by field
+here, so the command line tells a checkpoint's writer before it loads.
 """
 
 from __future__ import annotations
@@ -59,11 +60,12 @@ class CheckpointIndexError(ValueError):
 @dataclasses.dataclass(frozen=True)
 class TensorExtent:
     """Where a tensor's bytes are: ``size`` bytes at ``offset`` of data
-    shard ``shard``."""
+    shard ``shard``, and its ``shape`` (``()`` for a scalar)."""
 
     shard: int
     offset: int
     size: int
+    shape: Tuple[int, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,6 +83,11 @@ class CheckpointIndex:
 
     def shard_path(self, prefix: str, shard: int) -> str:
         return f"{prefix}.data-{shard:05d}-of-{self.num_shards:05d}"
+
+    def shapes(self) -> Dict[str, Tuple[int, ...]]:
+        """``{tensor key: shape}``, what ``tf.train.list_variables``
+        lists."""
+        return {key: extent.shape for key, extent in self.extents.items()}
 
     def shard_sizes(self) -> List[int]:
         """The bytes each data shard must hold."""
@@ -103,6 +110,62 @@ def _varint(data: bytes, pos: int) -> Tuple[int, int]:
         if not byte & 0x80:
             return result, pos
         shift += 7
+
+
+#: protocol buffer wire types: a varint, 8 bytes, a length, 4 bytes
+_VARINT, _FIXED64, _LENGTH, _FIXED32 = 0, 1, 2, 5
+
+
+def _proto_fields(message: bytes) -> List[Tuple[int, object]]:
+    """``(field number, value)`` of each field of a protocol buffer: an
+    int for a varint, bytes for the rest. Enough for the two messages of
+    a bundle's index; groups, which they never hold, are refused."""
+    fields, pos = [], 0
+    while pos < len(message):
+        tag, pos = _varint(message, pos)
+        number, wire = tag >> 3, tag & 7
+        if wire == _VARINT:
+            value, pos = _varint(message, pos)
+        elif wire in (_FIXED64, _FIXED32):
+            width = 8 if wire == _FIXED64 else 4
+            value, pos = message[pos:pos + width], pos + width
+        elif wire == _LENGTH:
+            length, pos = _varint(message, pos)
+            value, pos = message[pos:pos + length], pos + length
+        else:
+            raise CheckpointIndexError(f"wire type {wire} of field {number}")
+        if pos > len(message):
+            raise CheckpointIndexError(f"field {number} runs past its entry")
+        fields.append((number, value))
+    return fields
+
+
+def _signed(value: int) -> int:
+    """A varint read as the two's complement int64 it encodes."""
+    return value - (1 << 64) if value >= 1 << 63 else value
+
+
+#: ``BundleEntryProto``'s fields: ``shape`` (a ``TensorShapeProto``),
+#: ``shard_id``, ``offset``, ``size``; ``TensorShapeProto.dim`` and
+#: ``Dim.size``; ``BundleHeaderProto.num_shards``
+_ENTRY_SHAPE, _ENTRY_SHARD, _ENTRY_OFFSET, _ENTRY_SIZE = 2, 3, 4, 5
+_SHAPE_DIM, _DIM_SIZE = 2, 1
+_HEADER_NUM_SHARDS = 1
+
+
+def _entry(value: bytes) -> TensorExtent:
+    """A ``BundleEntryProto`` as a :class:`TensorExtent`."""
+    found = {_ENTRY_SHARD: 0, _ENTRY_OFFSET: 0, _ENTRY_SIZE: 0}
+    shape = ()
+    for number, field in _proto_fields(value):
+        if number == _ENTRY_SHAPE:
+            shape = tuple(
+                _signed(dict(_proto_fields(dim)).get(_DIM_SIZE, 0))
+                for n, dim in _proto_fields(field) if n == _SHAPE_DIM)
+        elif number in found:
+            found[number] = _signed(field)
+    return TensorExtent(found[_ENTRY_SHARD], found[_ENTRY_OFFSET],
+                        found[_ENTRY_SIZE], shape)
 
 
 def _block(data: bytes, handle: bytes, pos: int = 0) -> bytes:
@@ -149,8 +212,6 @@ def read_checkpoint_index(prefix: str | os.PathLike) -> CheckpointIndex:
         CheckpointIndexError: it is not a whole table. It is cut short,
             with no footer, or an entry does not parse.
     """
-    from tensorflow.core.protobuf import tensor_bundle_pb2
-
     with open(f"{os.fspath(prefix)}.index", "rb") as f:
         data = f.read()
     if len(data) < _FOOTER_BYTES or struct.unpack_from(
@@ -166,17 +227,14 @@ def read_checkpoint_index(prefix: str | os.PathLike) -> CheckpointIndex:
         for key, value in _block_entries(_block(data, handle)):
             try:
                 if key == b"":
-                    header = tensor_bundle_pb2.BundleHeaderProto()
-                    header.ParseFromString(value)
-                    num_shards = header.num_shards
+                    num_shards = dict(_proto_fields(value)).get(
+                        _HEADER_NUM_SHARDS, 0)
                     continue
-                entry = tensor_bundle_pb2.BundleEntryProto()
-                entry.ParseFromString(value)
-            except Exception as e:  # protobuf's DecodeError and kin
+                extent = _entry(value)
+            except CheckpointIndexError as e:
                 raise CheckpointIndexError(
                     f"entry {key!r} does not parse ({e})") from None
-            extents[key.decode("utf-8", "replace")] = TensorExtent(
-                entry.shard_id, entry.offset, entry.size)
+            extents[key.decode("utf-8", "replace")] = extent
     if num_shards is None:
         raise CheckpointIndexError("no header entry")
     return CheckpointIndex(num_shards, extents)

@@ -61,6 +61,12 @@ from bilm_keras.weights.bilm_tf_names import (
     lstm_hdf5_prefix,
     to_tf1_gates,
     without_forget_bias,
+    SOFTMAX_B_KEY,
+    SOFTMAX_W_KEY,
+)
+from bilm_keras.weights.model_detection import (
+    BAIKE_FILES,
+    is_baike_checkpoint,
 )
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 from bilm_keras.weights.paddle_persistables import (
@@ -73,7 +79,7 @@ from bilm_keras.weights.paddle_persistables import (
 logger = logging.getLogger(__name__)
 
 SYSTEM = "fluid-baike"
-EMBEDDING = "embedding_para"
+EMBEDDING = BAIKE_FILES[0]
 SOFTMAX_WEIGHT = "softmax_weight"
 SOFTMAX_BIAS = "softmax_bias"
 #: Adagrad's accumulator of a parameter: ``<name>_moment_0``
@@ -101,14 +107,6 @@ LEARNING_RATE = 0.2
 MAX_GRAD_NORM = 10.0
 #: the vocabulary a checkpoint folder may carry beside its variables
 VOCAB_NAMES = ("vocab.txt", "vocabulary_min5k.txt")
-
-
-def is_baike_checkpoint(names) -> bool:
-    """Whether a directory's file names look like the baike model (its
-    embedding and its first lstmp layer): the test the dispatcher and the
-    model-layout finder share."""
-    names = set(names)
-    return {EMBEDDING, "fw_layer1_gate_w", "lstmp_0.w_0"} <= names
 
 
 def _check_shapes(dirname: str, headers: Dict[str, TensorHeader]) -> tuple:
@@ -305,8 +303,8 @@ def read_baike(dirname: str | os.PathLike,
         m_arrays = {m[:-len(MOMENT_SUFFIX)]: read_data(h)
                     for m, h in moment_headers.items()}
         accumulators = _converted(m_arrays, moment=True)
-        accumulators["softmax/W"] = m_arrays[SOFTMAX_WEIGHT]
-        accumulators["softmax/b"] = m_arrays[SOFTMAX_BIAS].reshape(-1)
+        accumulators[SOFTMAX_W_KEY] = m_arrays[SOFTMAX_WEIGHT]
+        accumulators[SOFTMAX_B_KEY] = m_arrays[SOFTMAX_BIAS].reshape(-1)
     logger.debug("read a Fluid ELMo checkpoint from %s: %d words, %d cells, "
                 "projection %d%s", dirname, n_vocab, dim_d, dim_p,
                 ", Adagrad accumulators" if present else "")

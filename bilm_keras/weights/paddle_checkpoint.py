@@ -37,12 +37,14 @@ from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 from bilm_keras.weights.bilm_tf_names import (
     INITIAL_ACCUMULATOR,
     SOFTMAX_B,
+    SOFTMAX_B_KEY,
     SOFTMAX_W,
+    SOFTMAX_W_KEY,
 )
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 
 #: PaddleModel.accumulators' keys of the softmax
-_SOFTMAX_KEYS = {SOFTMAX_W: "softmax/W", SOFTMAX_B: "softmax/b"}
+_SOFTMAX_KEYS = {SOFTMAX_W: SOFTMAX_W_KEY, SOFTMAX_B: SOFTMAX_B_KEY}
 
 
 @dataclasses.dataclass(frozen=True)

@@ -71,7 +71,10 @@ from bilm_keras.weights.bilm_tf_names import (
     lstm_hdf5_prefix,
     to_tf1_gates,
     without_forget_bias,
+    SOFTMAX_B_KEY,
+    SOFTMAX_W_KEY,
 )
+from bilm_keras.weights.model_detection import PDPARAMS_SUFFIX
 from bilm_keras.weights.paddle_model import PaddleFormatError, PaddleModel
 from bilm_keras.weights.paddle_pdparams import (
     STRUCTURED_NAMES_KEY,
@@ -88,7 +91,6 @@ SOFTMAX = "_linear_layer."
 #: PaddleNLP's vocabulary entries before the file's words, in id order,
 #: as our vocab.txt spells them (PaddleNLP spells the first "UNK")
 SPECIAL_TOKENS = ("<UNK>", "<S>", "</S>", "<PAD>")
-PDPARAMS_SUFFIX = ".pdparams"
 #: ``run_pretrain.py`` saves its optimizer's state beside the weights
 PDOPT_SUFFIX = ".pdopt"
 #: Adagrad's accumulator of a parameter: ``<internal name>_moment_0``
@@ -420,50 +422,6 @@ def read_paddlenlp_vocab(path: str | os.PathLike, n_vocab: int,
     return list(SPECIAL_TOKENS) + words
 
 
-#: the name run_pretrain.py gives its last checkpoint
-FINAL_STEM = "final"
-
-
-def locate_pdparams(path: str | os.PathLike) -> str | None:
-    """The ``.pdparams`` a PaddleNLP checkpoint path names, else None.
-
-    Accepted as PaddleNLP's own scripts name them:
-
-    * the file.
-    * the file without its suffix (``--init_from_ckpt checkpoints/10000``).
-    * the run's ``--save_dir``. There ``final.pdparams`` is taken, else
-      the highest step (``20000.pdparams`` over ``10000.pdparams``).
-
-    Raises:
-        PaddleFormatError: a directory of ``.pdparams`` files none of
-            which is ``final`` or a step number, and more than one.
-    """
-    path = os.fspath(path)
-    if os.path.isfile(path):
-        return path if path.endswith(PDPARAMS_SUFFIX) else None
-    if os.path.isfile(path + PDPARAMS_SUFFIX):
-        return path + PDPARAMS_SUFFIX
-    if not os.path.isdir(path):
-        return None
-    stems = [n[:-len(PDPARAMS_SUFFIX)] for n in os.listdir(path)
-             if n.endswith(PDPARAMS_SUFFIX)
-             and os.path.isfile(os.path.join(path, n))]
-    if not stems:
-        return None
-    if FINAL_STEM in stems:
-        chosen = FINAL_STEM
-    elif any(stem.isdigit() for stem in stems):
-        chosen = max((s for s in stems if s.isdigit()), key=int)
-    elif len(stems) == 1:
-        chosen = stems[0]
-    else:
-        found = name_list(sorted(s + PDPARAMS_SUFFIX for s in stems))
-        raise PaddleFormatError(
-            f"{path}: expected final.pdparams or STEP.pdparams (a "
-            f"run_pretrain.py save_dir), found {found}; name the file")
-    return os.path.join(path, chosen + PDPARAMS_SUFFIX)
-
-
 def pdopt_path(path: str) -> str:
     """The ``.pdopt`` that ``run_pretrain.py`` saves beside a
     ``.pdparams`` (its optimizer's state)."""
@@ -524,8 +482,8 @@ def read_paddlenlp_accumulators(path: str, state: dict
     accumulators, sizes = _bilm_tf_datasets(opt_path, structured,
                                             moment=True)
     softmax_w, softmax_b = sizes["softmax"]
-    accumulators["softmax/W"] = softmax_w
-    accumulators["softmax/b"] = softmax_b
+    accumulators[SOFTMAX_W_KEY] = softmax_w
+    accumulators[SOFTMAX_B_KEY] = softmax_b
     return accumulators
 
 
@@ -546,7 +504,7 @@ class LazyAccumulators(collections.abc.Mapping):
     def _arrays(self) -> dict:
         if self._loaded is None:
             self._loaded = {
-                k: v if k == "softmax/W" else np.ascontiguousarray(v)
+                k: v if k == SOFTMAX_W_KEY else np.ascontiguousarray(v)
                 for k, v in read_paddlenlp_accumulators(
                     self._path, self._state).items()}
             self._state = None  # no longer needed

@@ -63,6 +63,7 @@ from bilm_keras._utils.problem_list import fit_problems, problem_list
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.weights.bilm_tf_names import (
     CHAR_EMBED,
+    CNN_SCOPE,
     HIGHWAY_PARTS,
     LSTM_BIAS,
     LSTM_KERNEL,
@@ -79,6 +80,7 @@ from bilm_keras.weights.bilm_tf_names import (
     elmo_mix_names,
     highway_bias,
     highway_kernel,
+    lstm_cell_scope,
     lstm_generation,
     lstm_hdf5_prefix,
     tf1_name,
@@ -241,7 +243,7 @@ def graph_options(saved_model: str, filters: List[List[int]],
         return {}
     nodes = {node.name: node for node in meta.graph_def.node}
     found: Dict[str, object] = {}
-    cell0 = MODEL_SCOPE + "RNN_0/RNN/MultiRNNCell/Cell0/"
+    cell0 = MODEL_SCOPE + lstm_cell_scope(0, 0)
     if any(name.startswith(cell0) for name in nodes):
         # TF1's LSTMCell clips the cell state (an add) and the projection
         # (a MatMul) with clip_by_value: Minimum(x, clip), then Maximum
@@ -255,7 +257,7 @@ def graph_options(saved_model: str, filters: List[List[int]],
                     continue
                 which = "proj_clip" if source.op == "MatMul" else "cell_clip"
                 found[which] = _const_value(bound)
-    cell1 = MODEL_SCOPE + "RNN_0/RNN/MultiRNNCell/Cell1/"
+    cell1 = MODEL_SCOPE + lstm_cell_scope(0, 1)
     if n_layers == 1:
         found["use_skip_connections"] = False
     elif any(name.startswith(cell1) for name in nodes):
@@ -269,20 +271,21 @@ def graph_options(saved_model: str, filters: List[List[int]],
             and not in_cell(name)
             and any(in_cell(_node_name(i)) for i in node.input)
             for name, node in nodes.items())
-    pool = nodes.get(MODEL_SCOPE + "CNN/MaxPool")
+    pool = nodes.get(MODEL_SCOPE + CNN_SCOPE + "MaxPool")
     if pool is not None and len(pool.attr["ksize"].list.i) == 4:
         window = pool.attr["ksize"].list.i[2]
         found["max_characters_per_token"] = int(window + filters[0][0] - 1)
     for op, activation in (("Relu", "relu"), ("Tanh", "tanh")):
-        if MODEL_SCOPE + f"CNN/{op}" in nodes:
+        if MODEL_SCOPE + CNN_SCOPE + op in nodes:
             found["activation"] = activation
     return found
 
 
 # --- the variables ----------------------------------------------------------
-def _count(shapes: dict, pattern: str) -> int:
+def _count(shapes: dict, name) -> int:
+    """How many of ``name(0)``, ``name(1)``, ... are in ``shapes``."""
     n = 0
-    while pattern.format(n) in shapes:
+    while name(n) in shapes:
         n += 1
     return n
 
@@ -302,7 +305,7 @@ def _shape_options(path: str, shapes: dict, generation: str) -> dict:
             f"char_dim)`, found {table or 'no such variable'} (a "
             "word-input module is not supported)")
     filters = []
-    for i in range(_count(shapes, var(conv_kernel(0)).replace("_0", "_{}"))):
+    for i in range(_count(shapes, lambda i: var(conv_kernel(i)))):
         kernel = shape(conv_kernel(i))
         if len(kernel) != 4:
             raise TFHubModuleError(
@@ -313,11 +316,12 @@ def _shape_options(path: str, shapes: dict, generation: str) -> dict:
         raise TFHubModuleError(
             f"{path}: expected {var(conv_kernel(0))}, the first "
             "convolution, found no such variable")
-    n_highway = _count(shapes, MODEL_SCOPE + "CNN_high_{}/W_carry")
+    n_highway = _count(
+        shapes, lambda k: MODEL_SCOPE + highway_kernel(k, HIGHWAY_PARTS[0]))
     layers = []
     for d in range(2):
-        n = _count(shapes, var(f"{lstm_hdf5_prefix(d, 0)}/{LSTM_BIAS}")
-                   .replace("Cell0", "Cell{}"))
+        n = _count(shapes, lambda k, d=d: var(
+            f"{lstm_hdf5_prefix(d, k)}/{LSTM_BIAS}"))
         layers.append(n)
     if layers[0] == 0:
         raise TFHubModuleError(

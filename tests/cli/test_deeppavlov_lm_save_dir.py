@@ -24,16 +24,18 @@ HELDOUT = str(RUN / "heldout.txt")
 
 
 def test_the_checkpoint_is_found_in_saves_with_tf15_names(caplog):
-    from bilm_keras.weights.bilm_tf_checkpoint import (
-        BILM_TF,
-        locate_checkpoint,
+    from bilm_keras.weights.model_detection import (
+        TF1_CHECKPOINT,
+        detect_model,
     )
     from bilm_keras.weights.bilm_tf_names import TF_1_5
 
     with caplog.at_level(logging.INFO):
-        found = locate_checkpoint(LM)
+        detected = detect_model(LM)
+    assert detected.family == TF1_CHECKPOINT and detected.deeppavlov
+    found = detected.run_checkpoint
     assert found.path == str(LM / "saves" / "model")
-    assert (found.kind, found.generation) == (BILM_TF, TF_1_5)
+    assert (found.kind, found.generation) == (TF1_CHECKPOINT, TF_1_5)
     assert found.global_step == 40
     # DeepPavlov's graph: every weight with its Adagrad slot
     assert "lm/softmax/W/Adagrad" in found.shapes

@@ -24,7 +24,7 @@ def _owners() -> dict:
     from bilm_keras.embedding.dump_plan import DumpSettings
     from bilm_keras.embedding.merge import merge_embedding_files
     from bilm_keras.embedding.outputs import EmbeddingSpec
-    from bilm_keras.export.hub_module import (
+    from bilm_keras.export.saved_model_export import (
         export_hub,
         export_hub_from_save_dir,
     )
@@ -32,7 +32,7 @@ def _owners() -> dict:
     from bilm_keras.training.evaluation import evaluate
     from bilm_keras.training.pipeline import run_pipeline
     from bilm_keras.training.training_run import TrainingRun
-    from bilm_keras.training.weight_dump import dump_weights
+    from bilm_keras.save_dirs.weight_dump import dump_weights
     from bilm_keras.weights.manylangs_conversion import convert_manylangs
     from bilm_keras.weights.paddle_conversion import convert_paddle
 
@@ -74,7 +74,10 @@ def _flag_defaults(command: str):
     parser = cli.build_command_parser(command)
     for action in parser._actions:
         if (not action.option_strings or action.required
-                or type(action) is not argparse._StoreAction):
+                or type(action) is not argparse._StoreAction
+                # no default of its own: the library's, given only when
+                # the flag is (``given_flags``)
+                or action.default is argparse.SUPPRESS):
             continue
         flag = max(action.option_strings, key=len)
         yield flag, fields.get(flag, action.dest), action.default
@@ -115,3 +118,18 @@ def test_the_comparison_reaches_the_settings():
         "embed")[0]
     assert {"--max_sentences", "--min_count", "--seed"} <= _compare(
         "pipeline")[0]
+
+
+@pytest.mark.parametrize("command,flag,field", [
+    ("test", "--batch_size", "batch_size"),
+    ("build-vocab", "--min_count", "min_count"),
+])
+def test_a_flag_without_a_default_leaves_the_librarys(command, flag, field):
+    # written once, in the function's signature: absent unless given
+    argv = {"test": ["--save_dir", "s", "--vocab_file", "v",
+                     "--test_prefix", "t"],
+            "build-vocab": ["--train_prefix", "t", "--vocab_file", "v"]}
+    args = cli.parse_args(argv[command], command=command)
+    assert not hasattr(args, field)
+    args = cli.parse_args(argv[command] + [flag, "7"], command=command)
+    assert getattr(args, field) == 7

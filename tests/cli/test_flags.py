@@ -11,8 +11,10 @@ in a fresh interpreter and finds no TensorFlow imported.
 """
 
 import json
+import pathlib
 import re
 import shlex
+import shutil
 import sys
 
 import h5py
@@ -100,14 +102,20 @@ def test_the_table_covers_every_numeric_flag():
     assert {(c, f) for c, f, *_ in BAD_VALUES} == set(_numeric_flags())
 
 
+FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
+
+
 @pytest.fixture(scope="module")
 def inputs(model_dir, train_dir, tmp_path_factory):
     """Good inputs for every command, in a folder of their own."""
     root = tmp_path_factory.mktemp("flag_inputs")
     (root / "sentences.txt").write_text("a b\n", encoding="utf-8")
-    (root / "ckpt").mkdir()  # a training directory, as the checks see one
-    (root / "ckpt" / "options.json").write_bytes(
+    (root / "ckpt").mkdir()  # a training directory, as the checks see one:
+    (root / "ckpt" / "options.json").write_bytes(  # options, a checkpoint
         (model_dir / "options.json").read_bytes())
+    for path in (FIXTURES / "bilm_tf_run" / "save_dir").glob(
+            "model.ckpt-40.*"):
+        shutil.copy(path, root / "ckpt")
     # one shard of a one-shard run, as `embed --shard 0/1` writes it
     with h5py.File(root / "part-0.hdf5", "w") as f:
         f.create_dataset("0", data=np.zeros((3, 2, 32), np.float32))

@@ -1,16 +1,17 @@
-"""``test``, ``dump-weights`` and ``export-hub --save_dir`` ask once which
-family of checkpoint ``--save_dir`` names: their checks carry the answer
+"""``test``, ``dump-weights`` and ``export-hub --save_dir`` ask once what
+wrote ``--save_dir``: their checks carry the answer
 on the job to the library call, and leave ``args`` as given. (``train``'s
 ``--init_checkpoint``: tests/cli/test_train_job.py.)"""
 
-import dataclasses
 import pathlib
 import sys
 
 import pytest
 
+from helpers import counted_calls
+
 from bilm_keras import cli
-from bilm_keras.training import checkpoint_family
+from bilm_keras.weights import model_detection
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 BILM_TF_SAVE_DIR = FIXTURES / "bilm_tf_run" / "save_dir"
@@ -27,19 +28,9 @@ SAVE_DIRS = {
 
 
 def _detections(monkeypatch) -> list:
-    """The paths whose family is detected, one per detection, however the
-    caller imported ``detect_checkpoint``: each detection asks the first
-    family of ``CHECKPOINT_FAMILIES`` first."""
-    calls = []
-    first, *rest = checkpoint_family.CHECKPOINT_FAMILIES
-
-    def locate(path):
-        calls.append(path)
-        return first.locate(path)
-
-    monkeypatch.setattr(checkpoint_family, "CHECKPOINT_FAMILIES",
-                        (dataclasses.replace(first, locate=locate), *rest))
-    return calls
+    """The paths detected, one per detection, however the caller imported
+    ``detect_model``: each detection looks at its path once."""
+    return counted_calls(monkeypatch, model_detection, "_detect")
 
 
 def _argv(command: str, family: str, out: pathlib.Path) -> list:
@@ -66,8 +57,9 @@ def test_the_check_carries_the_family(command, family, tmp_path,
                 if m.split(".")[0] in ("tensorflow", "keras")}
     save_dir = str(SAVE_DIRS[family][0])
     assert calls == [save_dir]
-    assert job.detected.given == save_dir
-    assert job.detected.family.paddle == (family == "PaddleNLP")
+    model = (job.save_dir_model if command == "export-hub" else job.model)
+    assert model.given == save_dir
+    assert model.is_paddle == (family == "PaddleNLP")
     assert job.args is args and vars(args) == flags
     assert not (tmp_path / "hub").exists()
 

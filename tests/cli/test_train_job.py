@@ -8,8 +8,8 @@ import sys
 from helpers import counted_calls
 
 from bilm_keras import cli
-from bilm_keras.training import checkpoint_family
-from bilm_keras.training.checkpoint_family import PADDLENLP
+from bilm_keras.weights import model_detection
+from bilm_keras.weights.model_detection import PADDLENLP
 from bilm_keras.weights.paddle_conversion import paddle_options
 
 PADDLENLP_RUN = (pathlib.Path(__file__).resolve().parents[1] / "fixtures"
@@ -17,8 +17,7 @@ PADDLENLP_RUN = (pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 
 
 def test_train_checks_a_paddle_checkpoint_once(monkeypatch, tmp_path):
-    calls = counted_calls(monkeypatch, checkpoint_family,
-                          "detect_checkpoint")
+    calls = counted_calls(monkeypatch, model_detection, "detect_model")
     corpus = tmp_path / "train.txt"
     corpus.write_text("我们 今天 在 北京 。\n", encoding="utf-8")
     vocab = tmp_path / "vocab.txt"
@@ -37,6 +36,6 @@ def test_train_checks_a_paddle_checkpoint_once(monkeypatch, tmp_path):
     assert job.options.lstm.dim == paddle_options(
         PADDLENLP_RUN / "final.pdparams")["lstm"]["dim"]
     assert job.options.n_train_tokens is None
-    assert job.run.located_init_checkpoint.family is PADDLENLP
+    assert job.run.init_model.family == PADDLENLP
     assert vars(args) == flags
     assert not (tmp_path / "run").exists()

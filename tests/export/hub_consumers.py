@@ -5,7 +5,7 @@
 findings. ``MODE`` may name several modes, comma-separated, run in that
 order in the one process (the findings then one JSON object per mode):
 ``hub_load,keras3`` saves a process start, ``hub.load`` running first,
-before Keras is imported. The tests in ``test_hub_export.py`` compare
+before Keras is imported. The tests in ``test_saved_model_export.py`` compare
 the arrays with references computed in their own process. Modes:
 
 * ``hub_load``: ``hub.load`` only (no Keras): the three signatures,

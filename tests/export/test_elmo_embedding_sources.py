@@ -14,7 +14,7 @@ import tensorflow as tf
 
 from bilm_keras import ELMoEmbedding
 from bilm_keras.pretrained.tfhub_conversion import convert_tfhub
-from bilm_keras.training.weight_dump import dump_weights
+from bilm_keras.save_dirs.weight_dump import dump_weights
 from helpers import load_reference_embeddings
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
@@ -79,20 +79,32 @@ def test_a_word_input_save_dir_needs_and_reads_its_vocabulary(train_dir,
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
 
 
-def test_the_facade_refuses_our_save_dir_in_one_line(short_char_run,
-                                                    tmp_path):
-    # the facade sits below training (docs/architecture.md): it reads
-    # bilm-tf's save_dirs, ours through dump-weights or the layer
+def test_the_facade_reads_our_save_dir_as_its_dump(short_char_run,
+                                                   tmp_path):
+    # the save_dir is read below the facade (bilm_keras/save_dirs/):
+    # from_pretrained(SAVE_DIR) equals dump-weights, then from_pretrained
     from bilm_keras import BidirectionalLanguageModel
-    from bilm_keras.pretrained import PretrainedModelError
 
     save_dir, _ = short_char_run
-    with pytest.raises(PretrainedModelError,
-                       match=r"model-6: not a bilm-tf checkpoint \(expected "
-                             r"bilm-tf's 'lm/...' LSTM variables"):
-        BidirectionalLanguageModel.from_pretrained(
-            save_dir, cache_dir=tmp_path / "cache")
-    assert not list((tmp_path / "cache" / "models").glob("*"))
+    bilm = BidirectionalLanguageModel.from_pretrained(
+        save_dir, cache_dir=tmp_path / "cache")
+    dumped = dump_weights(str(save_dir), str(tmp_path / "dump"
+                                              / "lm_weights.hdf5"))
+    from_dump = BidirectionalLanguageModel.from_pretrained(
+        pathlib.Path(dumped["weight_file"]).parent,
+        cache_dir=tmp_path / "cache")
+    sentences = [s.split() for s in SENTENCES]
+    got = bilm.embed_sentences(sentences)
+    expected = from_dump.embed_sentences(sentences)
+    for g, e in zip(got, expected):
+        assert g.shape == e.shape and np.abs(e).max() > 0.1
+        np.testing.assert_allclose(g, e, rtol=0, atol=ATOL)
+    assert not (tmp_path / "cache").exists()  # nothing cached for a run
+    with pytest.raises(ValueError, match=r"checkpoints: a training run is "
+                       r"read for character input at float32, found "
+                       r"precision='bfloat16'"):
+        BidirectionalLanguageModel.from_pretrained(save_dir,
+                                                   precision="bfloat16")
 
 
 @pytest.mark.slow  # two models of bilm-tf's fixture size

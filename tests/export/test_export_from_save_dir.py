@@ -3,7 +3,7 @@ the export as a Keras 3 layer.
 
 The quick tier's SavedModel: a tiny random model (the ``tiny`` preset),
 exported once for the module. (The fixture model's exports and their
-consumers in fresh processes are in ``test_hub_export.py``, slow.)
+consumers in fresh processes are in ``test_saved_model_export.py``, slow.)
 """
 
 import json
@@ -16,13 +16,13 @@ import tensorflow as tf
 
 from bilm_keras import Batcher, BidirectionalLanguageModel
 from bilm_keras.export.elmo_hub_layer import ELMoHubLayer
-from bilm_keras.export.hub_module import (
+from bilm_keras.export.saved_model_export import (
     ELMoHubModule,
     export_hub_from_save_dir,
 )
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training.checkpoints import CheckpointError
-from bilm_keras.training.run_checkpoint import model_checkpoint
+from bilm_keras.save_dirs.our_run import CheckpointError
+from bilm_keras.save_dirs.our_run import model_checkpoint
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.presets import preset_file
 from bilm_keras.weights.bilm_tf_checkpoint import CheckpointFileError
@@ -87,9 +87,9 @@ def test_export_equals_the_checkpointed_backbone(exported):
 
 @pytest.mark.slow  # over a second: the full suite's, not the quick tier's
 def test_elmo_hub_layer_wraps_the_export(exported):
-    # in-process and small; test_hub_export.py's Keras 3 consumer fits the
-    # layer and rebuilds it from its config, on the fixture model in a
-    # fresh process (slow tier)
+    # in-process and small; test_saved_model_export.py's Keras 3 consumer
+    # fits the layer and rebuilds it from its config, on the fixture model
+    # in a fresh process (slow tier)
     _, lm, out, _ = exported
     layer = ELMoHubLayer(out, output_key=None, name="elmo")
     assert sorted(w.name for w in layer.trainable_weights) == [

@@ -17,7 +17,7 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras import cli
-from bilm_keras.export.hub_module import (
+from bilm_keras.export.saved_model_export import (
     ELMoHubModule,
     build_backbone,
     graph_ids_for_options,

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras.data.batcher import TokenBatcher
-from bilm_keras.export.hub_module import ExportError, export_hub
+from bilm_keras.export.saved_model_export import ExportError, export_hub
 
 ATOL = 1e-5
 

@@ -271,7 +271,8 @@ def _mixed_run(train_dir, precision):
     import tensorflow as tf
 
     from bilm_keras.data.tf_dataset import make_tf_dataset
-    from bilm_keras.training.inputs import load_vocab, make_dataset
+    from bilm_keras.data.vocab_for_options import load_vocab
+    from bilm_keras.training.inputs import make_dataset
     from bilm_keras.training.model_setup import build_model
     from bilm_keras.training.train_step import make_train_step
     from helpers import fixture_options

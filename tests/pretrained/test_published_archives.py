@@ -260,7 +260,7 @@ def test_a_published_alignment_of_the_wrong_size_caches_nothing(
 
 
 def test_a_deeppavlov_lm_ready_archive(served, caplog):
-    from bilm_keras.weights.bilm_tf_checkpoint import locate_checkpoint
+    from bilm_keras.weights.model_detection import locate_checkpoint
 
     with caplog.at_level(logging.INFO):
         model = resolve_model("deeppavlov-ru-news-lm")
@@ -297,7 +297,7 @@ def test_the_nlpl_model_embeds_as_bilm_tfs(served, fixture_bilm):
 
 
 def test_a_checkpoint_beside_the_weights(served, caplog):
-    from bilm_keras.weights.bilm_tf_checkpoint import locate_checkpoint
+    from bilm_keras.weights.model_detection import locate_checkpoint
 
     with caplog.at_level(logging.INFO):
         model = resolve_model("german-tsystems")

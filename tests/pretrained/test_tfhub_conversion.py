@@ -13,7 +13,7 @@ import pytest
 
 from bilm_keras import BidirectionalLanguageModel
 from bilm_keras.pretrained import PretrainedModelError
-from bilm_keras.pretrained.model_layout import TFHUB_TF1, find_model_layout
+from bilm_keras.weights.model_detection import TFHUB_TF1, find_model
 from bilm_keras.pretrained.tfhub_conversion import convert_tfhub
 from bilm_keras.weights.tfhub_module import TFHubModuleError
 from helpers import load_reference_embeddings
@@ -57,7 +57,7 @@ def _weights(path) -> dict:
 
 
 def test_a_module_folder_is_found_as_one(tmp_path):
-    assert find_model_layout(str(MODULES / "google")).format == TFHUB_TF1
+    assert find_model(str(MODULES / "google")).family == TFHUB_TF1
 
 
 def test_a_tarball_converts_as_its_folder(tmp_path):

@@ -21,7 +21,7 @@ def mirrored(train_dir, out_file):
         cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
     from bilm_keras.data.lm_dataset import BidirectionalLMDataset
     from bilm_keras.training import TrainingRun, train
-    from bilm_keras.training.inputs import load_vocab
+    from bilm_keras.data.vocab_for_options import load_vocab
     from bilm_keras.training.model_setup import build_model
     from bilm_keras.training.train_step import make_train_step
     from helpers import fixture_options

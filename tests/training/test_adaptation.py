@@ -15,26 +15,23 @@ from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.stdlib_corpus import write_stdlib_corpus
 from bilm_keras.data.vocab_builder import build_vocab
 from bilm_keras.data.vocabulary import Vocabulary
-from bilm_keras.export.hub_module import export_hub_from_save_dir
+from bilm_keras.export.saved_model_export import export_hub_from_save_dir
 from bilm_keras.layers.training_recurrence import run_stacks_unrolled
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training import (
     CheckpointError,
-    dump_weights,
     evaluate,
-    load_trained_model,
     TrainingRun,
     restart,
     train,
 )
+from bilm_keras.save_dirs import dump_weights, load_trained_model
 from bilm_keras.training import adaptation
 from bilm_keras.training.adaptation import target_log_frequencies
-from bilm_keras.training.run_checkpoint import (
-    model_checkpoint,
-    restore_checkpoint,
-)
-from bilm_keras.training.inputs import load_vocab, make_dataset
+from bilm_keras.save_dirs.our_run import model_checkpoint, restore_checkpoint
+from bilm_keras.data.vocab_for_options import load_vocab
+from bilm_keras.training.inputs import make_dataset
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.weights.bilm_tf_hdf5 import (
     WeightFileError,

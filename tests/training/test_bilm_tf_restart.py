@@ -21,7 +21,8 @@ import pytest
 from helpers import bilm_tf_state, counted_calls
 
 from bilm_keras import cli
-from bilm_keras.training import checkpoint_family, run_checkpoint
+from bilm_keras.training import loop
+from bilm_keras.weights import model_detection
 from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import BiLMOptions
@@ -31,12 +32,10 @@ from bilm_keras.training.bilm_tf_save_dir import (
     bilm_tf_run_options,
     restore_bilm_tf_run,
 )
-from bilm_keras.training.run_checkpoint import (
-    RunCheckpoint,
-    locate_run_checkpoint,
-    model_checkpoint,
-)
-from bilm_keras.training.inputs import load_vocab
+from bilm_keras.training.run_checkpoint import RunCheckpoint
+from bilm_keras.save_dirs.our_run import model_checkpoint
+from bilm_keras.weights.model_detection import locate_checkpoint
+from bilm_keras.data.vocab_for_options import load_vocab
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.weights.bilm_tf_checkpoint import read_bilm_tf_checkpoint
 
@@ -105,7 +104,7 @@ def test_the_state_right_after_loading_is_the_checkpoints(sub, tmp_path):
     expected, step = _bilm_tf_state(save_dir, options)
     with placeholder_weights():
         lm, optimizer = build_model(options)
-    found = locate_run_checkpoint(save_dir)
+    found = locate_checkpoint(save_dir)
     saved = RunCheckpoint(lm, optimizer, batch_size=options.batch_size)
     assert restore_bilm_tf_run(found, saved, save_dir=save_dir) == step == 40
     assert int(optimizer.iterations.numpy()) == 40
@@ -181,7 +180,7 @@ def test_restart_continues_bilm_tfs_run(sub, tmp_path, capsys):
     again, step = _our_state(save_dir, "model-42")
     assert step == 42
     assert _check_one_adagrad_step(after, again) > 0.02
-    assert locate_run_checkpoint(save_dir).path == str(save_dir / "model-42")
+    assert locate_checkpoint(save_dir).path == str(save_dir / "model-42")
 
 
 # ------------------------------------------ train --init_checkpoint
@@ -245,18 +244,18 @@ def _train_from_checkpoint(save_dir, *more):
 
 @pytest.mark.slow  # a restart and a new run, one step each (~10 s)
 def test_a_run_locates_its_checkpoint_once(tmp_path, capsys, monkeypatch):
-    # the family from the file names, the writer from the variable names:
-    # each asked once, however many steps of the run need the answer
-    families = counted_calls(monkeypatch, checkpoint_family,
-                             "detect_checkpoint")
-    located = counted_calls(monkeypatch, run_checkpoint, "locate_checkpoint")
+    # the family and the writer, from the files and the checkpoint's
+    # names: each asked once, however many steps of the run need them
+    detected = counted_calls(monkeypatch, model_detection, "detect_model")
+    located = counted_calls(monkeypatch, model_detection,
+                            "locate_checkpoint")
+    resumed = counted_calls(monkeypatch, loop, "locate_checkpoint")
     save_dir = _copy(tmp_path)
     _restart(save_dir, capsys)
-    assert (families, located) == ([], [str(save_dir)])
-    located.clear()
+    assert (detected, located, resumed) == ([], [], [str(save_dir)])
     _train_from_checkpoint(tmp_path / "adapted", "--init_vocab_file",
                            str(RUN / "vocab.txt"))
-    assert families == [str(RUN / "save_dir")]
+    assert detected == [str(RUN / "save_dir")]
     assert located == [str(RUN / "save_dir")]
 
 

@@ -21,7 +21,8 @@ import pytest
 import tensorflow as tf
 
 import numpy_reference as ref
-from bilm_keras.training import TrainingRun, dump_weights, evaluate, train
+from bilm_keras.training import TrainingRun, evaluate, train
+from bilm_keras.save_dirs import dump_weights
 from helpers import assert_plain_test_figures, fixture_options
 
 HELDOUT = [

@@ -15,15 +15,12 @@ from bilm_keras import BidirectionalLanguageModel, cli
 from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.layers.training_recurrence import run_stacks_unrolled
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training import (
-    TrainingRun,
-    evaluate,
-    load_trained_model,
-    train,
-)
-from bilm_keras.training.inputs import load_vocab, make_dataset
+from bilm_keras.training import TrainingRun, evaluate, train
+from bilm_keras.save_dirs import load_trained_model
+from bilm_keras.data.vocab_for_options import load_vocab
+from bilm_keras.training.inputs import make_dataset
 from bilm_keras.training.model_setup import build_model
-from bilm_keras.training.options_file import write_options
+from bilm_keras.save_dirs.options_file import write_options
 
 P = 16  # the fixture's projection_dim
 #: fixture sentences of 9 tokens, none with whitespace inside a token

@@ -10,7 +10,7 @@ import pytest
 
 from bilm_keras import cli
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training.inputs import load_vocab
+from bilm_keras.data.vocab_for_options import load_vocab
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.paddle_adaptation import (
     keep_paddle_softmax,

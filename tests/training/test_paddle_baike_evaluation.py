@@ -14,8 +14,11 @@ import numpy as np
 import pytest
 
 from bilm_keras import cli
-from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
 from bilm_keras.training.stateful_evaluation import evaluate_stateful
+from bilm_keras.weights.model_detection import (
+    ModelDetectionError,
+    detect_model,
+)
 from bilm_keras.weights.paddle_conversion import convert_paddle
 from helpers import assert_plain_test_figures
 
@@ -26,9 +29,11 @@ def _expected(fixtures):
 
 def test_the_fluid_directory_is_a_paddle_checkpoint(paddle_baike_fixtures):
     ckpt = paddle_baike_fixtures / "checkpoint"
-    assert locate_paddle_checkpoint(ckpt) == str(ckpt)
-    assert locate_paddle_checkpoint(paddle_baike_fixtures /
-                                    "other_model") is None
+    assert detect_model(ckpt).checkpoint == str(ckpt)
+    assert detect_model(ckpt).is_paddle
+    with pytest.raises(ModelDetectionError, match="other_model: expected a "
+                       "model"):
+        detect_model(paddle_baike_fixtures / "other_model")
 
 
 def test_upstream_stateful_perplexity_reproduced(paddle_baike_fixtures):

@@ -15,7 +15,7 @@ from bilm_keras.training.bilm_tf_save_dir import (
     bilm_tf_run_options,
     restore_bilm_tf_run,
 )
-from bilm_keras.training.checkpoints import CheckpointError
+from bilm_keras.save_dirs.our_run import CheckpointError
 from bilm_keras.training.model_setup import build_model
 from bilm_keras.training.run_checkpoint import (
     PARTS,
@@ -23,9 +23,9 @@ from bilm_keras.training.run_checkpoint import (
     SOFTMAX_W_KEY,
     ForeignRun,
     RunCheckpoint,
-    locate_run_checkpoint,
 )
-from bilm_keras.weights.bilm_tf_checkpoint import TF_1_5, checkpoint_name
+from bilm_keras.weights.bilm_tf_names import TF_1_5, checkpoint_name
+from bilm_keras.weights.model_detection import locate_checkpoint
 
 RUN = pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "bilm_tf_run"
 
@@ -66,7 +66,7 @@ def test_numpy_values_continue_the_run_as_the_tf1_reader_does():
     save_dir = RUN / "save_dir"
     options = bilm_tf_run_options(save_dir)
     from_tf1 = _run_checkpoint(options)
-    step = restore_bilm_tf_run(locate_run_checkpoint(save_dir), from_tf1,
+    step = restore_bilm_tf_run(locate_checkpoint(save_dir), from_tf1,
                                save_dir=save_dir)
     from_numpy = _run_checkpoint(options)
     assert from_numpy.continue_foreign(_numpy_run(save_dir)) == step == 40

@@ -13,13 +13,10 @@ import tensorflow as tf
 
 import numpy_reference as ref
 from bilm_keras.data.bilm_tf_heldout import iter_bilm_tf_heldout_batches
-from bilm_keras.training import (
-    dump_weights,
-    load_trained_model,
-    stateful_evaluation,
-)
-from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_language_model
-from bilm_keras.training.inputs import load_vocab
+from bilm_keras.training import stateful_evaluation
+from bilm_keras.save_dirs import dump_weights, load_trained_model
+from bilm_keras.save_dirs.bilm_tf_run import load_bilm_tf_language_model
+from bilm_keras.data.vocab_for_options import load_vocab
 from bilm_keras.training.stateful_evaluation import (
     evaluate_stateful,
     stateful_perplexity,

@@ -14,13 +14,8 @@ from bilm_keras.data.tf_dataset import make_tf_dataset
 from bilm_keras.data.vocabulary import VocabularyError
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training import inputs
-from bilm_keras.training import (
-    TrainingRun,
-    dump_weights,
-    evaluate,
-    restart,
-    train,
-)
+from bilm_keras.training import TrainingRun, evaluate, restart, train
+from bilm_keras.save_dirs import dump_weights
 from helpers import fixture_options
 
 # for tests of the loop's bookkeeping (data stream, progress lines), not

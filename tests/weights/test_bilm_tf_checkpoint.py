@@ -15,25 +15,22 @@ from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.bilm_tf_save_dir import (
     bilm_tf_run_options,
+    restore_bilm_tf_run,
+)
+from bilm_keras.save_dirs.bilm_tf_run import (
     dump_bilm_tf_checkpoint,
     load_bilm_tf_language_model,
-    restore_bilm_tf_run,
 )
 from bilm_keras.weights import load_bilm_tf_hdf5
 from bilm_keras.training.model_setup import build_model
-from bilm_keras.training.run_checkpoint import (
-    BILM_KERAS,
-    RunCheckpoint,
-    locate_run_checkpoint,
-)
-from bilm_keras.weights.bilm_tf_checkpoint import (
-    BILM_TF,
-    TF_1_2,
-    TF_1_5,
+from bilm_keras.training.run_checkpoint import RunCheckpoint
+from bilm_keras.weights.bilm_tf_checkpoint import read_bilm_tf_checkpoint
+from bilm_keras.weights.bilm_tf_names import TF_1_2, TF_1_5, checkpoint_name
+from bilm_keras.weights.model_detection import (
+    OUR_RUN,
+    TF1_CHECKPOINT,
     CheckpointFileError,
-    checkpoint_name,
     locate_checkpoint,
-    read_bilm_tf_checkpoint,
 )
 from helpers import bilm_tf_state, hdf5_datasets
 
@@ -92,7 +89,7 @@ def test_locate_falls_back_to_the_save_dir(sub):
     assert '"/home/elmo/runs/bilm_tf_run/model.ckpt-40"' in state
     found = locate_checkpoint(RUN / sub)
     assert found.path == str(RUN / sub / "model.ckpt-40")
-    assert (found.kind, found.generation) == (BILM_TF, GENERATIONS[sub])
+    assert (found.kind, found.generation) == (TF1_CHECKPOINT, GENERATIONS[sub])
     assert found.global_step == 40
 
 
@@ -276,22 +273,14 @@ def test_ours_is_told_apart(tmp_path):
     save_dir = tmp_path / "ours"
     tf.train.Checkpoint(weights={"language_model:bilm:x": tf.Variable(
         [1.0])}).write(str(save_dir / "ckpt-1"))
-    assert locate_run_checkpoint(save_dir).kind == BILM_KERAS
+    assert locate_checkpoint(save_dir).kind == OUR_RUN
     options = BiLMOptions.from_json(RUN / "save_dir" / "options.json")
     backbone = BiLMBackbone.from_options(options, name="bilm")
     with placeholder_weights():
         backbone.build_all()
-    # located by the training package, which knows our names
     with pytest.raises(CheckpointFileError,
                        match=r"ckpt-1: a bilm_keras checkpoint, not "
                              r"bilm-tf's"):
-        read_bilm_tf_checkpoint(save_dir, backbone,
-                                located=locate_run_checkpoint(save_dir))
-    # the weights package alone knows bilm-tf's names only
-    with pytest.raises(CheckpointFileError,
-                       match=r"ckpt-1: not a bilm-tf checkpoint \(expected "
-                             r"bilm-tf's 'lm/\.\.\.' LSTM variables; found "
-                             r"2 variable\(s\): weights/"):
         read_bilm_tf_checkpoint(save_dir, backbone)
 
 
@@ -317,7 +306,7 @@ def test_a_checkpoint_without_optimizer_slots(tmp_path):
                        match=r"holds no Adagrad accumulators \(expected "
                              r"'lm/char_embed/Adagrad'\): restart "):
         restore_bilm_tf_run(
-            locate_run_checkpoint(save_dir),
+            locate_checkpoint(save_dir),
             RunCheckpoint(lm, optimizer, batch_size=options.batch_size),
             save_dir=save_dir)
 
@@ -345,17 +334,17 @@ def test_a_damaged_latest_checkpoint_is_passed_over(tmp_path):
                f"({size // 2} of {size} bytes)")
     found = locate_checkpoint(save_dir)
     assert (found.path, found.kind) == (str(save_dir / "model.ckpt-30"),
-                                        BILM_TF)
+                                        TF1_CHECKPOINT)
     assert found.damaged == ((str(save_dir / "model.ckpt-40"), problem),)
     with pytest.raises(CheckpointFileError) as info:
-        locate_checkpoint(save_dir, fallback=False)
+        found.require_latest(str(save_dir))
     assert str(info.value) == (
         f"{save_dir}: the latest checkpoint model.ckpt-40 does not read "
         f"whole ({problem}); the newest that does is model.ckpt-30: name it "
         "to use it (--checkpoint model.ckpt-30)")
     # named: used as it is, or refused when it is the damaged one
-    assert locate_checkpoint(save_dir, checkpoint="model.ckpt-30",
-                             fallback=False).damaged == ()
+    assert locate_checkpoint(save_dir,
+                             checkpoint="model.ckpt-30").damaged == ()
     with pytest.raises(CheckpointFileError) as info:
         locate_checkpoint(save_dir, checkpoint="model.ckpt-40")
     assert str(info.value) == (

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from bilm_keras import Batcher
-from bilm_keras.export.hub_module import (
+from bilm_keras.export.saved_model_export import (
     ExportError,
     export_hub,
     export_hub_from_save_dir,

@@ -5,9 +5,8 @@ That is a Fluid persistables directory, the baike model, or a PaddleNLP
 ``.pdparams``. It may also be a PaddleNLP run's save_dir, or the
 ``--init_from_ckpt`` prefix PaddleNLP's scripts take.
 
-:func:`locate_paddle_checkpoint` tells one from a save_dir of ours or
-bilm-tf's by file names, see
-:mod:`~bilm_keras.training.checkpoint_family`.
+:func:`~bilm_keras.weights.model_detection.detect_model` tells one from a
+save_dir of ours or bilm-tf's by its file names.
 :func:`load_paddle_language_model` builds our
 :class:`~bilm_keras.models.language_model.LanguageModel` from its
 options. It fills it, Paddle's softmax included, with
@@ -19,34 +18,6 @@ from __future__ import annotations
 
 import os
 import tempfile
-from typing import Optional
-
-from bilm_keras.training import checkpoint_family
-from bilm_keras.training.checkpoint_family import FoundCheckpoint
-
-
-def locate_paddle_checkpoint(
-        path: str | os.PathLike, *,
-        detected: Optional[FoundCheckpoint] = None) -> str | None:
-    """The Paddle checkpoint ``path`` names (a ``.pdparams`` file or a
-    persistables directory), else None (a save_dir of ours or bilm-tf's,
-    or nothing). Reads names only
-    (:func:`~bilm_keras.training.checkpoint_family.detect_checkpoint`).
-
-    Args:
-        detected: FoundCheckpoint or None. What ``detect_checkpoint``
-            found at ``path``, when the caller asked already. None asks
-            here.
-
-    Raises:
-        PaddleFormatError: a directory of ``.pdparams`` none of which is
-            ``final`` or a step number, and more than one.
-    """
-    found = (checkpoint_family.detect_checkpoint(path) if detected is None
-             else detected)
-    if found is None or not found.family.paddle:
-        return None
-    return found.path
 
 
 def load_paddle_language_model(path: str, *, vocab_file=None,
@@ -54,7 +25,9 @@ def load_paddle_language_model(path: str, *, vocab_file=None,
     """A Paddle checkpoint as our :class:`LanguageModel`, softmax included.
 
     Args:
-        path: what :func:`locate_paddle_checkpoint` returned.
+        path: a Paddle model's checkpoint, as
+            :attr:`~bilm_keras.weights.model_detection.DetectedModel.
+            checkpoint` names it.
         vocab_file: the model's vocabulary as Paddle read it, checked
             against the softmax. E.g. PaddleNLP's words-only file or the
             baike model's ``vocabulary_min5k.txt``. None takes the one the
@@ -73,7 +46,7 @@ def load_paddle_language_model(path: str, *, vocab_file=None,
     """
     from bilm_keras.models.language_model import LanguageModel
     from bilm_keras.options import BiLMOptions
-    from bilm_keras.training.inputs import load_vocab
+    from bilm_keras.data.vocab_for_options import load_vocab
     from bilm_keras.weights.bilm_tf_checkpoint import (
         assign_bilm_tf_checkpoint,
     )
@@ -97,29 +70,22 @@ def load_paddle_language_model(path: str, *, vocab_file=None,
     return options, lm, vocab, checkpoint
 
 
-def dump_paddle_checkpoint(path: str, outfile: str) -> dict:
-    """``dump-weights`` of a Paddle checkpoint: its ``lm_weights.hdf5``
-    (atomically) and ``options.json`` beside it, as ``convert-paddle``
-    writes them.
+def dump_paddle_checkpoint(path: str, outfile: str):
+    """``dump-weights`` of a Paddle checkpoint: its ``lm_weights.hdf5``,
+    atomically, as ``convert-paddle`` writes it.
 
     Returns:
-        dict: ``weight_file``, ``options_file`` and ``checkpoint`` (the
-        path read).
+        ``(options, path)``: the checkpoint's :class:`BiLMOptions`, for the
+        ``options.json`` beside the file, and the path read.
     """
     from bilm_keras._utils.atomic_files import atomic_hdf5
     from bilm_keras.options import BiLMOptions
-    from bilm_keras.training.options_file import write_options
     from bilm_keras.weights.paddle_conversion import read_paddle
 
     model = read_paddle(path)  # checked whole before anything is written
     options = BiLMOptions.from_dict(model.options, source=model.source)
-    out_dir = os.path.dirname(os.path.abspath(outfile))
-    os.makedirs(out_dir, exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(outfile)), exist_ok=True)
     with atomic_hdf5(outfile) as fout:
         for name, value in model.lm_weights.items():
             fout.create_dataset(name, data=value)
-    options_file = os.path.join(out_dir, "options.json")
-    write_options(options, options_file)
-    return dict(weight_file=outfile, options_file=options_file,
-                checkpoint=path)
-
+    return options, path

@@ -20,9 +20,9 @@ import pytest
 
 from bilm_keras import cli
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
 from bilm_keras.training.stateful_evaluation import evaluate_stateful
 from bilm_keras.weights.paddle_conversion import convert_paddle
+from bilm_keras.weights.model_detection import detect_model
 from bilm_keras.weights.paddle_model import PaddleFormatError
 from helpers import assert_plain_test_figures
 
@@ -39,12 +39,11 @@ def _expected(batch_size=1):
 
 def test_a_paddlenlp_save_dir_is_found_as_its_scripts_name_it():
     final = str(RUN / "final.pdparams")
-    assert locate_paddle_checkpoint(RUN) == final
-    assert locate_paddle_checkpoint(RUN / "final") == final
-    assert locate_paddle_checkpoint(final) == final
-    assert locate_paddle_checkpoint(RUN / "1") == str(RUN / "1.pdparams")
-    assert locate_paddle_checkpoint(FIXTURES.parent / "bilm_tf_run" /
-                                    "save_dir") is None
+    for path in (RUN, RUN / "final", final):
+        assert detect_model(path).checkpoint == final
+    assert detect_model(RUN / "1").checkpoint == str(RUN / "1.pdparams")
+    assert not detect_model(FIXTURES.parent / "bilm_tf_run" /
+                            "save_dir").is_paddle
 
 
 @pytest.mark.slow  # the quick tier has the softmax's log-probabilities
@@ -113,7 +112,7 @@ def test_a_bad_paddle_save_dir_is_one_line(tmp_path, capsys):
         (run / name).write_bytes(b"")
     with pytest.raises(PaddleFormatError,
                        match=r"expected final\.pdparams or STEP\.pdparams"):
-        locate_paddle_checkpoint(run)
+        detect_model(run)
     assert cli.main(["test", "--save_dir", str(run), "--vocab_file",
                      str(VOCAB), "--test_prefix",
                      str(FIXTURES / "heldout.txt")]) == 1

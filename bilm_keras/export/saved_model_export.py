@@ -104,6 +104,7 @@ from typing import TYPE_CHECKING, Optional
 
 import tensorflow as tf
 
+from bilm_keras._utils.fast_precision import DEFAULT_PRECISION
 from bilm_keras._utils.atomic_files import atomic_directory
 from bilm_keras._utils.graph_function import graph_function
 from bilm_keras.data.long_tokens import long_token_limit
@@ -127,7 +128,7 @@ from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
 from bilm_keras.weights.learned_mix import MIX_FILE, mix_beside
 
 if TYPE_CHECKING:  # the training stack is imported only for a save_dir
-    from bilm_keras.training.checkpoint_family import FoundCheckpoint
+    from bilm_keras.weights.model_detection import DetectedModel
 
 
 class ExportError(ValueError):
@@ -510,7 +511,7 @@ def export_hub(
     trainable_lm: bool = False,
     overwrite: bool = False,
     l2_coef: Optional[float] = None,
-    precision: str = "float32",
+    precision: str = DEFAULT_PRECISION,
 ) -> str:
     """Exports bilm-tf files as a TF-Hub-style SavedModel.
 
@@ -594,22 +595,21 @@ def _start_from_learned_mix(module: ELMoHubModule, options_file: str) -> None:
 
 def export_hub_from_save_dir(
     *,
-    save_dir: str | os.PathLike,
+    save_dir: str | os.PathLike | DetectedModel,
     outdir: str | os.PathLike,
     vocab_file: Optional[str | os.PathLike] = None,
     trainable_lm: bool = False,
     overwrite: bool = False,
     l2_coef: Optional[float] = None,
     checkpoint: Optional[str] = None,
-    precision: str = "float32",
-    detected: Optional[FoundCheckpoint] = None,
+    precision: str = DEFAULT_PRECISION,
 ) -> str:
     """Exports the latest checkpoint of a training ``save_dir``, ours or
     bilm-tf's, or a Paddle checkpoint.
 
     A Paddle checkpoint is a ``.pdparams``, its run's save_dir, or a
     persistables directory. The checkpoint goes through
-    :func:`bilm_keras.training.weight_dump.dump_weights`, into a temporary
+    :func:`bilm_keras.save_dirs.weight_dump.dump_weights`, into a temporary
     directory, and then :func:`export_hub`. So the exported model is
     exactly the one ``bin/dump_weights.py`` and
     :class:`~bilm_keras.BidirectionalLanguageModel` give. The
@@ -619,10 +619,9 @@ def export_hub_from_save_dir(
 
     ``checkpoint``: the checkpoint to export, e.g. ``model-200``. None
     means the newest, which must read whole. A damaged newest one is
-    refused, naming the newest that does. ``detected``: ``save_dir``'s
-    family, as
-    :func:`~bilm_keras.training.checkpoint_family.detect_checkpoint` found
-    it when the caller asked already. None asks here. Other arguments as
+    refused, naming the newest that does. ``save_dir`` may be a
+    :class:`~bilm_keras.weights.model_detection.DetectedModel`, detected
+    already (its checkpoint chosen then). Other arguments as
     :func:`export_hub`.
 
     Raises:
@@ -631,22 +630,27 @@ def export_hub_from_save_dir(
             ``options.json``.
     """
     # imported here: the training stack is not needed to export HDF5 files
-    from bilm_keras.training import checkpoint_family
-    from bilm_keras.training.paddle_save_dir import locate_paddle_checkpoint
-    from bilm_keras.training.weight_dump import dump_weights
+    from bilm_keras.save_dirs.weight_dump import dump_weights
+    from bilm_keras.weights.model_detection import (
+        ModelDetectionError,
+        as_detected,
+    )
 
     outdir = os.path.abspath(os.fspath(outdir))
     _check_outdir(outdir, overwrite)
-    save_dir = os.fspath(save_dir)
-    if detected is None:
-        detected = checkpoint_family.detect_checkpoint(save_dir)
-    if (locate_paddle_checkpoint(save_dir, detected=detected) is None
-            # Paddle's holds no options
-            and not os.path.isfile(os.path.join(save_dir, OPTIONS_FILE))):
-        raise ExportError(f"{save_dir}: no {OPTIONS_FILE} in the save_dir")
+    try:
+        model = as_detected(save_dir, checkpoint=checkpoint)
+    except ModelDetectionError as e:
+        message = str(e)
+        if os.path.isdir(save_dir) and not os.path.isfile(
+                os.path.join(save_dir, OPTIONS_FILE)):
+            message = f"{save_dir}: no {OPTIONS_FILE} in the save_dir"
+        raise ExportError(message) from None
+    if not model.is_paddle and model.options_file is None:
+        raise ExportError(f"{model.given}: no {OPTIONS_FILE} in the "
+                          "save_dir")
     with tempfile.TemporaryDirectory(prefix="bilm_export_") as tmp:
-        files = dump_weights(save_dir, os.path.join(tmp, "lm_weights.hdf5"),
-                             checkpoint=checkpoint, detected=detected)
+        files = dump_weights(model, os.path.join(tmp, "lm_weights.hdf5"))
         return export_hub(
             options_file=files["options_file"],
             weight_file=files["weight_file"], outdir=outdir,

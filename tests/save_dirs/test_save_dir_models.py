@@ -19,13 +19,12 @@ from bilm_keras import Batcher, BidirectionalLanguageModel
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training import (
     CheckpointError,
-    dump_weights,
     evaluate,
-    load_trained_model,
     TrainingRun,
     restart,
     train,
 )
+from bilm_keras.save_dirs import dump_weights, load_trained_model
 
 SENTENCES = [["the", "language", "models", "are", "neural", "."],
              ["words", "of", "the", "vocabulary"]]
