@@ -1,4 +1,4 @@
-"""The registry of published models: every model issue 28 lists, with its
+"""The registry of published models: every published model, with its
 URLs exactly as the publishers give them, and the mirror rewrite."""
 
 import re
@@ -15,7 +15,7 @@ from bilm_keras.pretrained.registry import mirrored_url
 
 ALLEN = "https://allennlp.s3.amazonaws.com/models/elmo/"
 
-#: AllenNLP's models and their two files, as issue 28 lists them
+#: AllenNLP's models and their two files, as allennlp.org lists them
 ALLENNLP = {
     "elmo-small": (
         ("2x1024_128_2048cnn_1xhighway/"
