@@ -36,7 +36,7 @@ import time
 
 from common import cpu_model, make_corpus, write_bench_model
 
-#: two local worker processes, as the issue's comparison asks
+#: two local worker processes: the smallest pool that splits the work
 TWO_WORKERS = ["--runner", "DirectRunner", "--direct_num_workers", "2",
                "--direct_running_mode", "multi_processing"]
 

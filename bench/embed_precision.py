@@ -17,6 +17,12 @@ Usage::
         # user's program at bfloat16 (import, load, 3 passes), own process
     python bench/embed_precision.py --quick               # smoke check
 
+With ``--fixtures``, instead: the distance alone on the repository's
+trained fixture models (bilm-tf's and ELMoForManyLangs', converted), on
+bilm-tf's fixture training text, per layer and for the average::
+
+    python bench/embed_precision.py --fixtures
+
 With ``--state_variants``, also what keeping the LSTM's state in float32
 buys: the forward LSTMs re-run in numpy (float32 arithmetic, bfloat16
 emulated by rounding) on the float32 token layer of a few sentences and
@@ -82,6 +88,35 @@ def distances(f32, other) -> dict:
     out["average"] = cosine_stats([a.mean(0) for a in f32],
                                   [b.mean(0) for b in other])
     return out
+
+
+def fixture_distances(precision: str) -> dict:
+    """:func:`distances` of ``precision`` to float32 on the fixture
+    models (trained weights, where random ones may be kinder)."""
+    from bilm_keras import BidirectionalLanguageModel
+    from bilm_keras.weights.manylangs_conversion import convert_manylangs
+
+    fixtures = os.path.join(common.REPO_ROOT, "tests", "fixtures")
+    with open(os.path.join(fixtures, "bilm-tf", "train", "data.txt"),
+              encoding="utf-8") as f:
+        corpus = [line.split() for line in f if line.strip()]
+    report = {"machine": common.machine(), "precision": precision,
+              "sentences": len(corpus)}
+    with tempfile.TemporaryDirectory() as tmp:
+        convert_manylangs(os.path.join(fixtures, "elmoformanylangs",
+                                       "tiny.model"),
+                          os.path.join(tmp, "manylangs"))
+        models = {
+            "bilm_tf": os.path.join(fixtures, "bilm-tf", "model"),
+            "manylangs": os.path.join(tmp, "manylangs")}
+        for name, folder in models.items():
+            files = (os.path.join(folder, "options.json"),
+                     os.path.join(folder, "lm_weights.hdf5"))
+            f32 = BidirectionalLanguageModel(*files).embed_sentences(corpus)
+            other = BidirectionalLanguageModel(
+                *files, precision=precision).embed_sentences(corpus)
+            report[name] = distances(f32, other)
+    return report
 
 
 def _bf16(x):
@@ -278,8 +313,14 @@ def main(argv=None):
     parser.add_argument("--state_variants", action="store_true",
                         help="also the LSTM state kept in float32 against "
                              "in bfloat16 (numpy, forward LSTMs)")
+    parser.add_argument("--fixtures", action="store_true",
+                        help="only the distance, on the trained fixture "
+                             "models")
     common.add_model_workdir_arguments(parser)
     args = parser.parse_args(argv)
+    if args.fixtures:
+        print(json.dumps(fixture_distances(args.precision)))
+        return
     if args.rounds is None:
         args.rounds = 1 if args.quick else (3 if args.as_user else 5)
     if args.n_sentences is None:

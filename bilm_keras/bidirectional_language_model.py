@@ -79,10 +79,11 @@ class BidirectionalLanguageModel:
         max_batch_size: int. Rows of the stateful state buffers.
         precision: str. What the products compute in, see
             :mod:`~bilm_keras.layers.precision`. ``"float32"`` is the
-            default, exact as bilm-tf. ``"bfloat16"`` runs at 2.4-2.6x
-            float32's speed on an AMX Xeon, with per-token cosine to
-            float32's vectors >= 0.9999 on the models measured, see
-            ``docs/performance.md``, "Precision". ``"float16"`` is for GPUs.
+            default, exact as bilm-tf. ``"bfloat16"`` ran at 2.4-3.0x
+            float32's speed on a 2-vCPU AMX Xeon. Its per-token cosine to
+            float32's vectors had a median >= 0.9999 and a worst token
+            of 0.9994 on the models measured, see ``docs/performance.md``,
+            "Precision". ``"float16"`` is for GPUs.
             The weights stay float32 and every output is float32. A
             precision this machine does not run fast is logged once as a
             warning naming what is missing.

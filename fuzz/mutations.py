@@ -455,3 +455,101 @@ def _varint(value: int) -> bytes:
         else:
             out.append(b)
             return bytes(out)
+
+
+# ------------------------------------------------ TF1 Hub module graphs
+#: the graph nodes whose values a TF1 Hub module reader takes options from
+GRAPH_NODE_HINTS = ("clip_by_value", "CNN/MaxPool", "CNN/Relu", "CNN/Tanh",
+                    "MultiRNNCell/Cell1/", "MultiRNNCell/Cell0/")
+#: float values that break a clip or a window
+EDGE_FLOATS = [0.0, -0.0, -1.0, 1e-45, 3.4e38, float("nan"), float("inf"),
+               -float("inf")]
+
+
+def _saved_model(data: bytes):
+    from google.protobuf.message import DecodeError
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    proto = saved_model_pb2.SavedModel()
+    try:
+        proto.ParseFromString(data)
+    except (DecodeError, RuntimeWarning, ValueError):
+        return None
+    return proto if proto.meta_graphs else None
+
+
+def saved_model_prune(data: bytes) -> bytes:
+    """``data``'s first graph reduced to the nodes an options reader looks
+    at (clips, the pool, the activation, the second cell's adds) and their
+    direct inputs: kilobytes instead of a megabyte, so libFuzzer's own
+    mutations reach them."""
+    proto = _saved_model(data)
+    if proto is None:
+        return data
+    meta = proto.meta_graphs[0]
+    nodes = list(meta.graph_def.node)
+    cell0 = "bilm/RNN_0/RNN/MultiRNNCell/Cell0/"
+    cell1 = "bilm/RNN_0/RNN/MultiRNNCell/Cell1/"
+    keep = {n.name for n in nodes if n.name in (
+        "bilm/CNN/MaxPool", "bilm/CNN/Relu", "bilm/CNN/Tanh") or (
+        n.name.startswith(cell0) and n.op == "Minimum") or (
+        n.name.startswith(cell1) and n.op in ("Add", "AddV2"))}
+    inputs = {i.lstrip("^").split(":")[0] for n in nodes if n.name in keep
+              for i in n.input}
+    kept = [n for n in nodes if n.name in keep or n.name in inputs]
+    for n in kept:  # what the reader reads: names, ops, inputs, values
+        if n.name in inputs and n.name not in keep:
+            del n.input[:]
+        for key in [k for k in n.attr if k not in ("value", "ksize")]:
+            del n.attr[key]
+    del meta.graph_def.node[:]
+    meta.graph_def.node.extend(kept)
+    meta.ClearField("collection_def")
+    meta.ClearField("signature_def")
+    meta.ClearField("meta_info_def")
+    del proto.meta_graphs[1:]
+    return proto.SerializeToString()
+
+
+def saved_model_mutate(data: bytes, rng: random.Random) -> bytes:
+    """One of the nodes a reader takes options from changed: a Const's
+    value set to an edge float or to bytes of the wrong length, an op's
+    inputs dropped, renamed or pointed elsewhere, a pool window set to
+    edge integers, or the node removed."""
+    proto = _saved_model(data)
+    if proto is None:
+        return data
+    nodes = proto.meta_graphs[0].graph_def.node
+    picks = [i for i, n in enumerate(nodes)
+             if any(h in n.name for h in GRAPH_NODE_HINTS)
+             or n.op == "Const"]
+    if not picks:
+        return data
+    node = nodes[rng.choice(picks)]
+    choice = rng.randrange(7)
+    if choice == 0 and node.op == "Const":
+        tensor = node.attr["value"].tensor
+        tensor.ClearField("float_val")
+        tensor.tensor_content = bytes(rng.randrange(256)
+                                      for _ in range(rng.choice([0, 1, 3])))
+    elif choice == 1 and node.op == "Const":
+        tensor = node.attr["value"].tensor
+        tensor.ClearField("tensor_content")
+        del tensor.float_val[:]
+        tensor.float_val.append(rng.choice(EDGE_FLOATS))
+    elif choice == 2:
+        del node.input[rng.randrange(len(node.input) + 1):]
+    elif choice == 3 and node.input:
+        node.input[rng.randrange(len(node.input))] = rng.choice(
+            ["", "^", ":", "missing", nodes[rng.randrange(len(nodes))].name])
+    elif choice == 4:
+        ksize = node.attr["ksize"].list.i
+        del ksize[:]
+        ksize.extend(rng.choice(EDGE_INTS[:12]) for _ in range(
+            rng.choice([0, 3, 4, 4, 5])))
+    elif choice == 5:
+        node.op = rng.choice(["Const", "Minimum", "Add", "AddV2", "MatMul",
+                              "Relu", "Tanh", "MaxPool", ""])
+    else:
+        del nodes[rng.randrange(len(nodes))]
+    return proto.SerializeToString()

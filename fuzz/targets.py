@@ -203,6 +203,13 @@ def _convert_paddle(inputs, out):
                    vocab_file=os.path.join(inputs, "vocab.txt"))
 
 
+def _tfhub_module(inputs, out):
+    from bilm_keras.weights.tfhub_module import (
+        read_tfhub_module, write_converted)
+
+    write_converted(read_tfhub_module(inputs), os.path.join(out, "converted"))
+
+
 def _tf1_checkpoint(inputs, out):
     from bilm_keras.save_dirs.bilm_tf_run import dump_bilm_tf_checkpoint
 
@@ -278,6 +285,27 @@ def _manylangs_files():
         "token_embedder.pkl", "encoder.pkl")]
 
 
+#: the TF1 Hub module fixtures a libFuzzer input can hold whole (its
+#: -max_len is 1 MiB)
+_HUB_MODULES = ("google", "google_tf12", "google_skip", "deeppavlov")
+_HUB_FILES = ("saved_model.pb", "tfhub_module.pb", "variables/variables.index",
+              "variables/variables.data-00000-of-00002",
+              "variables/variables.data-00001-of-00002")
+
+
+def _tfhub_files():
+    root = _fixture("tfhub_modules")
+    return [(n, [p for p in (os.path.join(root, m, n) for m in _HUB_MODULES)
+                 if os.path.getsize(p) < (1 << 20)]) for n in _HUB_FILES]
+
+
+def _tfhub_seeds() -> List[bytes]:
+    """Each module's graph cut to the nodes the options come from."""
+    root = _fixture("tfhub_modules")
+    return [bytes([0]) + mutations.saved_model_prune(
+        _read(os.path.join(root, m, "saved_model.pb"))) for m in _HUB_MODULES]
+
+
 _ERR = {
     "options": ("bilm_keras.options", "OptionsError"),
     "vocab": ("bilm_keras.data.vocabulary", "VocabularyError"),
@@ -293,6 +321,7 @@ _ERR = {
     "ml_dict": ("bilm_keras.data.manylangs_dictionaries",
                 "ManyLangsDictionaryError"),
     "ml_weight": ("bilm_keras.weights.manylangs_pkl", "ManyLangsWeightError"),
+    "tfhub": ("bilm_keras.weights.tfhub_module", "TFHubModuleError"),
 }
 
 
@@ -377,6 +406,11 @@ def _targets() -> Dict[str, Target]:
                _save_dir_files(), _tf1_checkpoint,
                (_ERR["checkpoint"], _ERR["options"]),
                {"options.json": mutations.json_mutate}, 60.0, 1 << 30, True),
+        Target("tfhub_module",
+               "read_tfhub_module, write_converted (TF1 Hub module folder)",
+               _tfhub_files(), _tfhub_module, (_ERR["tfhub"],),
+               {"saved_model.pb": mutations.saved_model_mutate}, 30.0,
+               1 << 30, extra_seeds=_tfhub_seeds),
     ]
     return {t.name: t for t in targets}
 

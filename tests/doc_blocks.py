@@ -3,7 +3,8 @@
 Reading (imported by the test): :func:`code_blocks` finds every fenced
 block of a Markdown file with its language, its flags (the info string's
 other words: ``notest``, and after it the reason the block is not run)
-and its line; :func:`named_repo_paths` every path of this repository the
+and its line; :func:`table_commands` every whole command in a table
+cell; :func:`named_repo_paths` every path of this repository the
 text names (in prose, code spans, links and blocks alike);
 :func:`named_flags` every flag it gives one of the project's commands.
 
@@ -262,6 +263,25 @@ def unknown_flags(named, flags_by_command: dict, *,
             continue
         unknown.append(f)
     return unknown
+
+
+def table_commands(text: str, is_command) -> list:
+    """``[(line number, command)]``: every code span in a table cell that
+    invokes the project (``bilm-keras SUB ...``) and that
+    ``is_command(argv)`` takes for a whole command (its parser accepts
+    it: every required flag, every value), in order. A span that only
+    names a command or a flag (```bilm-keras embed --precision```) is a
+    reference, not a command, and is left out."""
+    found = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.lstrip().startswith("|"):
+            continue
+        for match in _CODE_SPAN.finditer(line):
+            span = " ".join(match.group(1).split())
+            if span.startswith("bilm-keras ") and is_command(
+                    span.split()[1:]):
+                found.append((number, span))
+    return found
 
 
 # ------------------------------------------------------------- the runner

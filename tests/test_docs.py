@@ -31,6 +31,14 @@ saves the 2-4 s of TensorFlow's import about 80 times; the real console
 script is proven in ``tests/cli/test_cli.py`` and
 ``tests/test_wheel_install.py``.
 
+Every whole ``bilm-keras ...`` command in a table cell runs too, as a
+block of its own after the document's blocks, with the flags the cell
+gives (``doc_blocks.table_commands``: a cell that only names a command
+or a flag is a reference and does not run). The scratch folder also holds
+PaddleNLP's fixture checkpoint as ``final.pdparams`` with its vocabulary
+``paddle_vocab.txt``, and the mirror serves TF1 Hub module fixtures at
+the ``tfhub-tf1`` rows' paths.
+
 A block whose info string says ``notest`` is not run, and says why after
 it (``bash notest: it needs a Slurm cluster``). A document that names a
 path of the repository that does not exist fails too, and (a quick test)
@@ -57,6 +65,7 @@ import pytest
 from doc_blocks import (
     NamedFlag,
     code_blocks,
+    table_commands,
     linked_files,
     named_flags,
     named_repo_paths,
@@ -107,8 +116,17 @@ def mirror(bilm_fixtures, manylangs_fixtures, paddle_baike_fixtures):
                     pathlib.Path(__file__).resolve().parent / "fixtures"
                     / "xling" / "best_mapping.pth").read_bytes()
             continue
-        if entry.format in ("bilm-tf-archive", "tf1-checkpoint",
-                            "tfhub-tf1"):
+        if entry.format == "tfhub-tf1":  # a module, its mix included
+            module = pathlib.Path(__file__).resolve().parent / "fixtures" \
+                / "tfhub_modules" / ("deeppavlov" if "deeppavlov"
+                                     in entry.name else "google")
+            routes[urllib.parse.urlsplit(entry.archive_url).path] = (
+                server_module.tar_bytes({
+                    str(f.relative_to(module)): f.read_bytes()
+                    for f in sorted(module.rglob("*")) if f.is_file()},
+                    "w:gz"))
+            continue
+        if entry.format in ("bilm-tf-archive", "tf1-checkpoint"):
             # the bilm-tf fixture model in an archive; a model published
             # in parts is that archive cut in as many pieces
             data = server_module.tar_bytes(
@@ -172,6 +190,9 @@ def _scratch_folder(folder: pathlib.Path, bilm_fixtures,
                     folder / "baike_checkpoint")
     shutil.copyfile(paddle_baike_fixtures / "vocab.txt",
                     folder / "vocabulary_min5k.txt")
+    paddlenlp = REPO_ROOT / "tests" / "fixtures" / "paddlenlp_elmo"
+    shutil.copyfile(paddlenlp / "elmo.pdparams", folder / "final.pdparams")
+    shutil.copyfile(paddlenlp / "vocab.txt", folder / "paddle_vocab.txt")
     model = bilm_fixtures / "model"
     shutil.copyfile(model / "options.json", folder / "options.json")
     shutil.copyfile(model / "lm_weights.hdf5", folder / "lm_weights.hdf5")
@@ -213,6 +234,37 @@ def _command_flags() -> dict:
     for module in cli.COMMANDS:
         flags[module.ALIAS] = flags[module.NAME]
     return flags
+
+
+def _is_command(argv) -> bool:
+    """Whether ``bilm-keras``'s parser takes ``argv`` whole (no run)."""
+    import contextlib
+    import io
+
+    from bilm_keras import cli
+
+    try:
+        with contextlib.redirect_stderr(io.StringIO()):
+            cli.build_parser().parse_args(argv)
+    except SystemExit:
+        return False
+    return True
+
+
+def test_table_commands_are_found():
+    text = "\n".join([
+        "| AllenNLP | bilm_keras |",
+        "|---|---|",
+        "| `allennlp elmo in.txt out.hdf5` | `bilm-keras embed --model "
+        "elmo-original --dataset_file in.txt --outfile out.hdf5 --all` |",
+        "| `--precision` | `bilm-keras embed --precision`; `bilm-keras "
+        "models` |",
+        "Prose naming `bilm-keras models --cached` runs nothing.",
+    ])
+    assert table_commands(text, _is_command) == [
+        (3, "bilm-keras embed --model elmo-original --dataset_file in.txt "
+            "--outfile out.hdf5 --all"),
+        (4, "bilm-keras models")]
 
 
 def _bench_flags() -> set:
@@ -298,7 +350,9 @@ def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
         "(```bash notest: REASON): " + ", ".join(silent))
 
     runnable = [dict(language=b.language, code=b.code, line=b.line)
-                for b in blocks if b.runs]
+                for b in blocks if b.runs] + [
+        dict(language="bash", code=command + "\n", line=line)
+        for line, command in table_commands(text, _is_command)]
     if not runnable:
         return
 

@@ -1,11 +1,14 @@
 """The user documents say nothing of how the project is built, and every
 measured figure in them says where and when it was measured.
 
-* No process words in README.md, docs/, bench/README.md, bench/RESULTS.md
-  or CONTRIBUTING.md: the project's own issue numbers, "session", "bar"
-  as in a quality bar, "this branch", other developers or engineers. An
-  upstream project's issue (``bilm-tf issues #43``), a pytest fixture of
-  session scope, a TF1 session and a progress bar are not process words.
+* No process words in any tracked Markdown file, nor in the comments and
+  docstrings of the code (``bilm_keras``, ``bin``, ``bench``,
+  ``examples``, ``fuzz``, ``tests``): the project's own issue numbers and
+  issues ("the issue's figures"), "session", "bar" as in a quality bar,
+  "this branch", other developers or engineers, agents and helpers'
+  work, "we weighed", "the main job". An upstream project's issue
+  (``bilm-tf issues #43``), a pytest fixture of session scope, a TF1
+  session and a progress bar are not process words.
   README.md and docs/ name no aim of the project's either ("aimed at"),
   nor "this pool" of machines or "this project's" runs.
 * Every figure in README.md and docs/ (a speed ratio such as ``2.25×``,
@@ -16,28 +19,44 @@ measured figure in them says where and when it was measured.
   introduces the table (one that ends in a colon).
 """
 
+import ast
+import io
 import re
+import subprocess
+import tokenize
 
 import pytest
 
 from helpers import REPO_ROOT
 
-PROCESS_DOCUMENTS = ("README.md", "CONTRIBUTING.md", "bench/README.md",
-                     "bench/RESULTS.md", "docs/*.md")
+#: the folders whose Python comments and docstrings are read
+CODE_FOLDERS = ("bilm_keras", "bin", "bench", "examples", "fuzz", "tests")
 FIGURE_DOCUMENTS = ("README.md", "docs/*.md")
 # docs/security.md's sizes and times are the readers' limits and what
 # hostile files claim, not measurements of a machine; its campaign's
 # counts name their machine and date all the same.
 NOT_FIGURE_DOCUMENTS = ("docs/security.md",)
 
+#: process words in code comments and docstrings as well as documents
+CODE_PROCESS_WORDS = (
+    r"""
+    (?<!bilm-tf\ )(?<!allennlp\ )(?<!upstream\ )(?<!Paddle\ )
+    (?<!TensorFlow\ )(?<!Keras\ )
+    \bissues?\ +\#?\d+                             # our own issue numbers
+    | \b(?:the|this|our)\ issues?(?:'s?)?(?!\w)
+    | \bagents?'?(?!\w) | \bhelpers?'s?\ (?:work|jobs?)\b
+    | \bwe\ weighed\b | \bmain\ job\b
+    | \bthis\ branch\b | \bother\ developers?\b | \bdevelopers'
+    | \bengineers?\b | \bworktrees?\b
+    """)
+CODE_WORDS = re.compile("(?ix)" + CODE_PROCESS_WORDS)
+# Documents also say nothing of sessions or bars; code has TF1 sessions,
+# pytest's session fixtures and progress bars in many forms.
 PROCESS_WORDS = re.compile(
-    r"""(?ix)
-    (?<!bilm-tf\ )(?<!allennlp\ )\bissues?\ +\#?\d+  # our own issue numbers
+    "(?ix)" + CODE_PROCESS_WORDS + r"""
     | (?<!TF1\ )(?<!TensorFlow\ )(?<!\.)\bsessions?\b
       (?!\ +(?:fixtures?|scope|call)\b)            # pytest's or TF1's
     | (?<!progress\ )\bbars?\b                     # a quality bar
-    | \bthis\ branch\b | \bother\ developers?\b | \bdevelopers'
-    | \bengineers?\b | \bworktrees?\b
     """)
 # In README.md and docs/ also the project's own aims and machines: a
 # user reads what the code does, not what it was meant to reach.
@@ -57,6 +76,39 @@ FIGURE = re.compile(
     """)
 MACHINE = re.compile(r"EPYC|Xeon|vCPU|\bGPUs?\b")
 DATE = re.compile(r"\b20\d\d-\d\d-\d\d\b")
+
+
+def _tracked(*patterns):
+    """The tracked files matching git pathspecs ``patterns``."""
+    out = subprocess.run(["git", "ls-files", "--", *patterns],
+                         cwd=REPO_ROOT, capture_output=True, text=True,
+                         check=True).stdout
+    return [REPO_ROOT / name for name in out.splitlines()
+            if (REPO_ROOT / name).exists()]
+
+
+def comments_and_docstrings(source):
+    """source: str. Python code. Yields ``(line_number, text)`` of every
+    comment and every module, class and function docstring."""
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield token.start[0], token.string
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                             ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if (isinstance(first, ast.Expr)
+                    and isinstance(first.value, ast.Constant)
+                    and isinstance(first.value.value, str)):
+                for offset, line in enumerate(
+                        first.value.value.splitlines()):
+                    yield first.lineno + offset, line
+
+
+def _process_words(lines, patterns):
+    """``(line_number, match)`` of the process words in ``lines``."""
+    return [(number, match.group(0)) for number, line in lines
+            for pattern in patterns for match in pattern.finditer(line)]
 
 
 def _documents(patterns):
@@ -136,21 +188,41 @@ def figures_without_place_or_date(text):
 
 
 @pytest.mark.parametrize(
-    "path", _documents(PROCESS_DOCUMENTS),
+    "path", _tracked("*.md"),
     ids=lambda path: path.relative_to(REPO_ROOT).as_posix())
 def test_no_process_words(path):
     patterns = [PROCESS_WORDS]
     if path in _documents(FIGURE_DOCUMENTS):
         patterns.append(GUIDE_WORDS)
-    found = [f"{path.relative_to(REPO_ROOT)}:{number}: {match.group(0)!r}"
-             for number, line in enumerate(
-                 path.read_text("utf-8").splitlines(), 1)
-             for pattern in patterns
-             for match in pattern.finditer(line)]
+    found = [f"{path.relative_to(REPO_ROOT)}:{number}: {word!r}"
+             for number, word in _process_words(enumerate(
+                 path.read_text("utf-8").splitlines(), 1), patterns)]
     assert not found, (
         "words about how the project is built, in a document for its "
         "users (say what is true of the code, not who did what when): "
         + "; ".join(found))
+
+
+def test_no_process_words_in_code_comments():
+    found = []
+    for path in _tracked(*(f"{folder}/*.py" for folder in CODE_FOLDERS)):
+        if path.name == "test_user_documents.py":  # it lists the words
+            continue
+        lines = comments_and_docstrings(path.read_text("utf-8"))
+        found += [f"{path.relative_to(REPO_ROOT)}:{number}: {word!r}"
+                  for number, word in _process_words(lines, [CODE_WORDS])]
+    assert not found, (
+        "words about how the project is built, in a code comment or "
+        "docstring (say why the code is so, not who asked for it): "
+        + "; ".join(found))
+
+
+def test_comments_and_docstrings_are_read():
+    source = ('"""Module (issue 38)."""\n'
+              "x = 'issue 38 in a string is data'  # as the issue's item\n"
+              "def f():\n    '''The agents' jobs.'''\n")
+    found = _process_words(comments_and_docstrings(source), [CODE_WORDS])
+    assert found == [(2, "the issue's"), (1, "issue 38"), (4, "agents'")]
 
 
 @pytest.mark.parametrize(
@@ -167,6 +239,14 @@ def test_no_process_words(path):
         ("its TF1 session reads them; one session call per sentence", []),
         ("no placeholders or `tf.Session`", []),
         ("a progress bar on stderr", []),
+        ("other agents' jobs kept the load at 4.7", ["agents'"]),
+        ("load 1.5-2.4 from a helper's work", ["helper's work"]),
+        ("The issue's figures; as the issue asks", ["The issue's",
+                                                    "the issue"]),
+        ("and we weighed it first; runs the main job", ["we weighed",
+                                                        "main job"]),
+        ("upstream issues #19, #55; Paddle issues 64989", []),
+        ("a helper function in tests/helpers.py", []),
     ])
 def test_process_words_found(text, words):
     assert [m.group(0) for m in PROCESS_WORDS.finditer(text)] == words

@@ -1,4 +1,4 @@
-"""The package works as installed (issue 28, item 6): a wheel built from
+"""The package works as installed: a wheel built from
 this checkout, installed into a fresh venv, runs ``bilm-keras --help``,
 ``models``, ``pipeline`` (its presets, the top-level ``options/``, are
 package data) and ``embed --model elmo-small`` (from a local mirror) in an
@@ -147,7 +147,7 @@ def test_the_installed_command_runs_from_an_empty_folder(venv, elsewhere,
     assert "manylangs-zh" in listed and "paddle-baike-zh" in listed
     assert f"{n_models} models; 0 cached" in listed
 
-    # the main job, in its smallest size, with the tiny preset
+    # the end-to-end demo, in its smallest size, with the tiny preset
     done = _run([command, "pipeline", "--out_dir", "run",
                  "--max_sentences", "200", "--n_epochs", "1"], **elsewhere)
     assert "pipeline done" in done.stdout

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
 
 #: the exit status of every bad input: a flag's value, a combination of
 #: flags, a missing or bad input file (one line, ``PROG: error: ...``).
-#: bilm-tf's scripts and our issues' contract: a bad input exits 1.
+#: as bilm-tf's scripts do, a bad input exits 1.
 EXIT_BAD_INPUT = 1
 #: what is not the input's fault (an unexpected error, printed with its
 #: traceback: a bug to report); sysexits.h's EX_SOFTWARE

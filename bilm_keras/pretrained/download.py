@@ -2,8 +2,8 @@
 
 It uses the standard library only, with no TensorFlow and no requests.
 
-Why not ``keras.utils.get_file``, which the project already installs? We
-read its source (keras 3, ``keras/src/utils/file_utils.py``):
+Why not ``keras.utils.get_file``, which comes with Keras? Its source
+(keras 3, ``keras/src/utils/file_utils.py``) shows:
 
 * importing ``keras.utils`` imports TensorFlow, about 5 s here. The
   ``bilm-keras`` command resolves models before it imports TensorFlow.
@@ -16,20 +16,23 @@ read its source (keras 3, ``keras/src/utils/file_utils.py``):
 * a failed download raises a bare ``Exception``, which the command would
   show as a traceback rather than one line.
 * its archive extraction skips unsafe members with a warning and goes on,
-  where we refuse the archive (:mod:`.archives`).
+  where :mod:`.archives` refuses the archive.
 * its progress bar writes to stdout whether or not that is a terminal.
 
-What it does well, we keep. One is ``urllib``'s byte count against
+Two things it does well are kept. One is ``urllib``'s byte count against
 ``Content-Length``: ``urlretrieve`` raises ``ContentTooShortError``, and
 here :func:`download_file` counts the bytes itself. The other is the URL
-rewritten by the caller, our mirror. So this module is ~100 lines of
+rewritten by the caller (``--mirror``). So this module is ~150 lines of
 ``urllib``. A temporary ``.part`` file is renamed in only when the byte
-count matches ``Content-Length``. Every failure is a one-line error, and
-the progress bar shows on a terminal only.
+count matches ``Content-Length`` and, given the cache, its sha256 matches
+the URL's first download (:func:`~.model_cache.check_download`). A
+redirect from https to plain http is refused. Every failure is a one-line
+error, and the progress bar shows on a terminal only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import http.client
 import os
 import sys
@@ -41,6 +44,7 @@ from typing import TextIO
 from bilm_keras._utils.durations import format_duration
 from bilm_keras._utils.version import __version__
 from bilm_keras.pretrained.errors import PretrainedModelError
+from bilm_keras.pretrained.model_cache import check_download
 
 #: seconds a connection attempt or a read may stall before giving up
 TIMEOUT = 60.0
@@ -89,9 +93,26 @@ class ByteProgress:
         self.file.flush()
 
 
+class _NoDowngrade(urllib.request.HTTPRedirectHandler):
+    """Follows redirects, but not from https to plain http: what TLS
+    protected would then come unprotected."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if (req.full_url.lower().startswith("https://")
+                and newurl.lower().startswith("http://")):
+            raise PretrainedModelError(
+                f"{req.full_url}: download refused: the server redirects "
+                f"to plain http ({newurl})")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_NoDowngrade)
+
+
 def download_file(url: str, path: str, *, label: str | None = None,
                   progress: bool | None = None,
-                  timeout: float = TIMEOUT) -> int:
+                  timeout: float = TIMEOUT,
+                  cache_dir: str | None = None) -> int:
     """Downloads ``url`` to ``path``.
 
     The body goes to ``path + ".part"``, which is renamed to ``path`` only
@@ -107,14 +128,18 @@ def download_file(url: str, path: str, *, label: str | None = None,
         progress: draw a progress bar on stderr. None draws it only if
             stderr is a terminal.
         timeout: seconds a connection or a read may stall.
+        cache_dir: the model cache, whose record of ``url``'s first
+            download the bytes must match (the first download is
+            recorded). None checks nothing.
 
     Returns:
         The bytes written.
 
     Raises:
         PretrainedModelError: an HTTP error status, a connection that fails
-            or stalls, or a body cut short of its ``Content-Length``, in
-            one line naming the URL.
+            or stalls, a body cut short of its ``Content-Length``, a
+            redirect from https to http, or bytes other than the URL's
+            first download, in one line naming the URL.
     """
     label = label or url
     if progress is None:
@@ -124,8 +149,9 @@ def download_file(url: str, path: str, *, label: str | None = None,
     request = urllib.request.Request(
         url, headers={"User-Agent": f"bilm_keras/{__version__}"})
     done = 0
+    digest = hashlib.sha256()
     try:
-        with urllib.request.urlopen(request, timeout=timeout) as response:
+        with _OPENER.open(request, timeout=timeout) as response:
             length = response.headers.get("Content-Length")
             expected = int(length) if length and length.isdigit() else None
             bar = ByteProgress(label, expected) if progress else None
@@ -135,6 +161,7 @@ def download_file(url: str, path: str, *, label: str | None = None,
                     if not chunk:
                         break
                     out.write(chunk)
+                    digest.update(chunk)
                     done += len(chunk)
                     if bar is not None:
                         bar.update(done)
@@ -147,6 +174,8 @@ def download_file(url: str, path: str, *, label: str | None = None,
                 f"{url}: download cut short: expected {expected:,} bytes "
                 f"(Content-Length), received {done:,}; nothing was cached, "
                 "try again")
+        if cache_dir is not None:
+            check_download(cache_dir, url, digest.hexdigest(), done)
         os.replace(part, path)
         return done
     except urllib.error.HTTPError as e:

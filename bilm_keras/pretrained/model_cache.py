@@ -16,6 +16,9 @@ The root is ``$BILM_KERAS_CACHE``, else ``$XDG_CACHE_HOME/bilm_keras``, else
                              removed when the attempt ends)
       locks/<key>.lock       empty files locked with ``fcntl.flock`` while a
                              process builds ``models/<key>``
+      downloads/url-<hash>-<file name>.json  each downloaded URL's sha256
+                             and size at its first download, checked on
+                             every later download (:func:`check_download`)
 
 Keys:
 
@@ -40,6 +43,7 @@ throws its own away and uses the first (:func:`install_entry`).
 from __future__ import annotations
 
 import contextlib
+import datetime
 import errno
 import hashlib
 import json
@@ -207,3 +211,72 @@ def install_entry(model_dir: str, entry: str) -> None:
                 f"{entry}: expected a complete cached model or no folder, "
                 f"found an incomplete one; remove it and try again"
             ) from None
+
+
+#: the folder of download records: one JSON file per URL, written at the
+#: URL's first download
+DOWNLOADS = "downloads"
+
+
+def download_record_path(cache_dir: str, url: str) -> str:
+    """``<cache_dir>/downloads/url-<hash>-<file name>.json``: the record
+    of ``url``'s first download."""
+    name = os.path.basename(url.split("?", 1)[0].rstrip("/")) or "file"
+    return os.path.join(cache_dir, DOWNLOADS,
+                        hashed_key("url", url, name) + ".json")
+
+
+def check_download(cache_dir: str, url: str, sha256: str,
+                   size: int) -> None:
+    """Records ``url``'s sha256 and size at its first download, and checks
+    every later download against that record.
+
+    The publishers give no checksums, so the first download is trusted as
+    it came: a file that differs later (replaced by its publisher, or
+    changed on the way) is refused, with the record to remove if the
+    change is expected. Two processes downloading at once: the first
+    record written stays, and the other is checked against it.
+
+    Raises:
+        PretrainedModelError: ``url`` gave other bytes than at its first
+            download (one line: the URL, both sha256s, the record).
+    """
+    path = download_record_path(cache_dir, url)
+    record = {"url": url, "sha256": sha256, "bytes": size,
+              "first_downloaded": datetime.datetime.now(
+                  datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    folder = _writable(cache_dir, DOWNLOADS)
+    fd, tmp = tempfile.mkstemp(prefix=".record.", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=2)
+            f.write("\n")
+        try:
+            os.link(tmp, path)  # fails if a record is there: keep it
+            return
+        except FileExistsError:
+            pass
+        except OSError:  # no hard links here: a rename, if none is there
+            if not os.path.exists(path):
+                os.replace(tmp, path)
+                return
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+    try:
+        with open(path, encoding="utf-8") as f:
+            recorded = json.load(f)
+        expected = recorded["sha256"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise PretrainedModelError(
+            f"{path}: expected a download record (a JSON object with "
+            f"sha256), found {e!r:.80}; remove it to record {url} anew"
+        ) from None
+    if expected != sha256:
+        raise PretrainedModelError(
+            f"{url}: expected the bytes of its first download (sha256 "
+            f"{expected}, {recorded.get('bytes')} bytes, "
+            f"{recorded.get('first_downloaded')}), found sha256 {sha256} "
+            f"({size} bytes); nothing was cached. The publisher may have "
+            f"replaced the file, or it was changed on the way: if the "
+            f"change is expected, remove {path} and fetch again")

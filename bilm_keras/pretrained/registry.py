@@ -5,7 +5,7 @@ row per model. :func:`registered_models` reads and checks it once::
 
     from bilm_keras.pretrained.registry import registered_model
     registered_model("manylangs-zh").archive_url
-    # 'http://vectors.nlpl.eu/repository/11/179.zip'
+    # 'https://vectors.nlpl.eu/repository/11/179.zip'
 
 Six kinds of rows, by where the publisher keeps the files:
 
@@ -218,7 +218,7 @@ def mirrored_url(url: str, mirror: str | None) -> str:
     The mirror's path, if any, is put in front of ``url``'s path. With
     ``mirror`` None it is ``url`` itself.
 
-    >>> mirrored_url("http://vectors.nlpl.eu/repository/11/179.zip",
+    >>> mirrored_url("https://vectors.nlpl.eu/repository/11/179.zip",
     ...              "https://mirror.example.org/elmo")
     'https://mirror.example.org/elmo/repository/11/179.zip'
 

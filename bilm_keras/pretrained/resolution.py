@@ -506,7 +506,8 @@ def _registered(model: RegisteredModel, spec: str, cache_dir: str,
             # valid one)
             urls = [mirrored_url(url, mirror) for url in model.urls]
             if model.archive_parts:
-                archive = _joined_parts(urls, staging, model.name, progress)
+                archive = _joined_parts(urls, staging, model.name, progress,
+                                        cache_dir)
                 return _from_archive(
                     archive, staging, name=model.name, spec=spec,
                     label=urls[0], sources=urls, progress=progress,
@@ -514,7 +515,7 @@ def _registered(model: RegisteredModel, spec: str, cache_dir: str,
             if model.archive_url:
                 archive = os.path.join(staging, "archive")
                 download_file(urls[0], archive, label=model.name,
-                              progress=progress)
+                              progress=progress, cache_dir=cache_dir)
                 return _from_archive(
                     archive, staging, name=model.name, spec=spec,
                     label=urls[0], sources=urls, progress=progress,
@@ -524,13 +525,14 @@ def _registered(model: RegisteredModel, spec: str, cache_dir: str,
             options = os.path.join(model_dir, OPTIONS_FILE)
             weights = os.path.join(model_dir, WEIGHT_FILE)
             download_file(urls[0], options, label=f"{model.name} options",
-                          progress=progress)
+                          progress=progress, cache_dir=cache_dir)
             download_file(urls[1], weights, label=f"{model.name} weights",
-                          progress=progress)
+                          progress=progress, cache_dir=cache_dir)
             _check_options(options, urls[0], options)
             _check_weights(weights, urls[1], weights)
             if model.alignment_url:
-                _fetch_alignment(urls[2], model_dir, model.name, progress)
+                _fetch_alignment(urls[2], model_dir, model.name, progress,
+                                 cache_dir)
             return model_dir, _manifest(model.name, model.format, spec,
                                         urls, None)
         except PretrainedModelError as e:
@@ -540,14 +542,15 @@ def _registered(model: RegisteredModel, spec: str, cache_dir: str,
 
 
 def _fetch_alignment(url: str, model_dir: str, name: str,
-                     progress: bool) -> None:
+                     progress: bool, cache_dir: str) -> None:
     """Downloads a model's published alignment matrix beside its weights
     and checks that it reads as a matrix of the model's output size."""
     from bilm_keras.weights.alignment import (
         ALIGNMENT_FILE, AlignmentError, read_alignment_matrix)
 
     path = os.path.join(model_dir, ALIGNMENT_FILE)
-    download_file(url, path, label=f"{name} alignment", progress=progress)
+    download_file(url, path, label=f"{name} alignment", progress=progress,
+                  cache_dir=cache_dir)
     options = BiLMOptions.from_json(os.path.join(model_dir, OPTIONS_FILE))
     try:
         read_alignment_matrix(path, 2 * options.lstm.projection_dim)
@@ -556,7 +559,8 @@ def _fetch_alignment(url: str, model_dir: str, name: str,
             str(e).replace(path, f"{url} ({ALIGNMENT_FILE})")) from None
 
 
-def _joined_parts(urls, staging: str, name: str, progress: bool) -> str:
+def _joined_parts(urls, staging: str, name: str, progress: bool,
+                  cache_dir: str) -> str:
     """Downloads an archive published in pieces and joins them, in
     order, into ``staging/archive``, saying so in one line."""
     import shutil
@@ -566,7 +570,8 @@ def _joined_parts(urls, staging: str, name: str, progress: bool) -> str:
         for k, url in enumerate(urls):
             part = os.path.join(staging, f"part-{k:02d}")
             download_file(url, part, label=f"{name} part {k + 1} of "
-                          f"{len(urls)}", progress=progress)
+                          f"{len(urls)}", progress=progress,
+                          cache_dir=cache_dir)
             with open(part, "rb") as f:
                 shutil.copyfileobj(f, out, 1 << 20)
             os.remove(part)
@@ -582,7 +587,8 @@ def _url(url: str, spec: str, cache_dir: str,
 
     def build(staging: str) -> tuple[str, dict]:
         archive = os.path.join(staging, "archive")
-        download_file(url, archive, label=file_name, progress=progress)
+        download_file(url, archive, label=file_name, progress=progress,
+                      cache_dir=cache_dir)
         return _from_archive(archive, staging, name=name, spec=spec,
                              label=url, sources=[url], progress=progress,
                              remove_archive=True)

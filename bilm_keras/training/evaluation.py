@@ -56,8 +56,8 @@ def training_unigram_perplexity(save_dir: str, vocab_file=None):
 
 # Long (about 110 lines, half of them its docstring): run_test.py's
 # flags, then the model loaded, the pass over the heldout text, the
-# figures logged and the unigram bar checked; splitting it is left for a
-# later pass (issue 38's item 3 named _run_training, not this one).
+# figures logged and the unigram bar checked. Each step is a few lines
+# that read top to bottom, so it stays one function.
 def evaluate(
     *,
     save_dir: str,

@@ -1,6 +1,6 @@
 """The whole path on one machine: vocabulary -> train -> heldout
 perplexity -> HDF5 -> embeddings of two heldout sentences. The README's
-main job."""
+end-to-end demo."""
 
 from __future__ import annotations
 

@@ -147,7 +147,8 @@ class TFHubModule:
         """``(dataset name, float32 value)`` in bilm-tf's HDF5 layout."""
         reader = _reader(self.checkpoint_prefix)
         for dataset, name in self.datasets:
-            value = np.asarray(reader.get_tensor(name), np.float32)
+            value = np.asarray(
+                _tensor(reader, self.checkpoint_prefix, name), np.float32)
             if dataset == CHAR_EMBED and (
                     self.options["char_cnn"]["n_characters"] == 262):
                 value = value[1:]  # the graph's padding row: not in the file
@@ -155,9 +156,32 @@ class TFHubModule:
 
 
 def _reader(prefix: str):
+    """TensorFlow's reader of checkpoint ``prefix``; an index it cannot
+    parse is a :class:`TFHubModuleError`."""
     import tensorflow as tf
 
-    return tf.train.load_checkpoint(prefix)
+    try:
+        return tf.train.load_checkpoint(prefix)
+    except (tf.errors.OpError, ValueError) as e:
+        raise TFHubModuleError(
+            f"{prefix}.index: not a readable TensorFlow checkpoint "
+            f"({_first_line(e)})") from None
+
+
+def _first_line(error: Exception) -> str:
+    return (str(error).splitlines() or [type(error).__name__])[0]
+
+
+def _tensor(reader, prefix: str, name: str) -> np.ndarray:
+    """Variable ``name``; one its data file cannot give (a CRC that does
+    not match, bytes cut short) is a :class:`TFHubModuleError`."""
+    import tensorflow as tf
+
+    try:
+        return reader.get_tensor(name)
+    except (tf.errors.OpError, RuntimeError, ValueError) as e:
+        raise TFHubModuleError(
+            f"{prefix}: cannot read {name} ({_first_line(e)})") from None
 
 
 # --- the folder -------------------------------------------------------------
@@ -216,13 +240,17 @@ def _node_name(inp: str) -> str:
     return inp.lstrip("^").split(":")[0]
 
 
-def _const_value(node) -> Optional[float]:
+def _const_value(saved_model: str, node) -> float:
+    """A clip's bound: the float32 scalar of Const ``node``."""
     tensor = node.attr["value"].tensor
     if tensor.float_val:
         return float(tensor.float_val[0])
-    if tensor.tensor_content:
-        return float(np.frombuffer(tensor.tensor_content, np.float32)[0])
-    return None
+    content = tensor.tensor_content
+    if len(content) == 4:
+        return float(np.frombuffer(content, np.float32)[0])
+    raise TFHubModuleError(
+        f"{saved_model}: {node.name}: expected a float32 constant (a "
+        f"clip's bound), found {len(content)} bytes and no float value")
 
 
 def graph_options(saved_model: str, filters: List[List[int]],
@@ -251,12 +279,14 @@ def graph_options(saved_model: str, filters: List[List[int]],
         for name, node in nodes.items():
             if (node.op == "Minimum" and name.startswith(cell0)
                     and "clip_by_value" in name):
+                if len(node.input) != 2:
+                    continue
                 source = nodes.get(_node_name(node.input[0]))
                 bound = nodes.get(_node_name(node.input[1]))
                 if source is None or bound is None or bound.op != "Const":
                     continue
                 which = "proj_clip" if source.op == "MatMul" else "cell_clip"
-                found[which] = _const_value(bound)
+                found[which] = _const_value(saved_model, bound)
     cell1 = MODEL_SCOPE + lstm_cell_scope(0, 1)
     if n_layers == 1:
         found["use_skip_connections"] = False
@@ -392,8 +422,10 @@ def _read_mix(path: str, reader, shapes: dict, n_layers: int):
                 raise TFHubModuleError(
                     f"{path}: the learned mix does not fit: "
                     + problem_list(problems))
-            w = np.asarray(reader.get_tensor(logits), np.float64)
-            gamma = float(np.asarray(reader.get_tensor(scale)).reshape(-1)[0])
+            prefix = os.path.join(path, VARIABLES_PREFIX)
+            w = np.asarray(_tensor(reader, prefix, logits), np.float64)
+            gamma = float(np.asarray(
+                _tensor(reader, prefix, scale)).reshape(-1)[0])
             return family, LearnedMix(tuple(float(x) for x in w), gamma), (
                 logits, scale)
     return None, None, ()

@@ -15,3 +15,12 @@ def test_quick_bench_reports_one_json_line(quick_bench_workdir):
     for part in ("layer_0", "layer_1", "layer_2", "average"):
         assert 0.99 < report["distance_to_float32"][part]["cosine_min"] <= 1
     assert report["state_variants"]["tokens"]["long"] > 100
+
+
+def test_fixtures_report_the_distance_per_model():
+    report = run_bench_script("embed_precision.py", "--fixtures")
+    for model in ("bilm_tf", "manylangs"):
+        for part in ("layer_0", "layer_1", "layer_2", "average"):
+            stats = report[model][part]
+            assert 0.99 < stats["cosine_min"] <= stats["cosine_median"] <= 1
+            assert stats["tokens"] == 134

@@ -28,7 +28,7 @@ def test_quick_bench_reports_one_json_line(quick_bench_workdir):
 
 
 def test_quick_as_user_reports_the_peak(quick_bench_workdir):
-    # the memory figure of the issue: public API only, passes in a loop
+    # the memory figure: public API only, passes in a loop
     report = run_bench_script(
         "embed_throughput.py", "--quick", "--as_user", "--n_sentences", "20",
         "--workdir", quick_bench_workdir, one_line=False)

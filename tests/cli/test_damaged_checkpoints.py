@@ -1,4 +1,4 @@
-"""A run whose latest checkpoint is damaged on disk (issue 29): our own
+"""A run whose latest checkpoint is damaged on disk: our own
 run's ``model-10``, ``model-20`` and ``model-23``, the last one's
 ``.data`` cut short or its ``.index`` gone. ``test`` and ``restart`` say
 so in one line and use ``model-20``; ``dump-weights`` and ``export-hub``

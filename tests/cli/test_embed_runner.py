@@ -20,7 +20,7 @@ from bilm_keras import cli
 
 LINES = ["The cat sat .", "深度 学习", "", "a b c", "The cat sat .",
          "the cat", "dog"]
-#: two worker processes, as the issue asks
+#: two worker processes: the smallest pool that splits the work
 TWO_WORKERS = ["--runner", "DirectRunner", "--direct_num_workers", "2",
                "--direct_running_mode", "multi_processing"]
 

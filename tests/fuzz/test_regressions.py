@@ -116,6 +116,15 @@ CASES = [
      r"model\.ckpt-40: lm/CNN_high_2/W_carry: options give shape \(48, 48\), "
      r"checkpoint has no such variable \(char_cnn\.n_highway 10000 \(with "
      r"48 filters\)\)$"),
+    ("tfhub_module", "index_block_checksum_wrong.bin",
+     "bilm_keras.weights.tfhub_module.TFHubModuleError",
+     r"variables\.index: not a readable TensorFlow checkpoint \(Unable to "
+     r"read file .*: block checksum mismatch\)$"),
+    ("tfhub_module", "clip_bound_of_one_byte.bin",
+     "bilm_keras.weights.tfhub_module.TFHubModuleError",
+     r"saved_model\.pb: bilm/RNN_0/RNN/MultiRNNCell/Cell0/rnn/while/"
+     r"lstm_cell/clip_by_value/Minimum/y: expected a float32 constant \(a "
+     r"clip's bound\), found 1 bytes and no float value$"),
 ]
 
 

@@ -11,7 +11,7 @@ and >= 0.99988 on ELMoForManyLangs' fixture (a trained model; median
 0.999984); the per-token relative error (the largest ``|x - x_32|`` over
 the token's largest ``|x_32|``) is <= 0.018. The bounds leave six to ten
 times the measured distance (``1 - cos``): median >= 0.9999, worst >=
-0.999, relative error <= 0.05 (the issue asked for 0.999 / 0.99).
+0.999, relative error <= 0.05.
 """
 
 import json

@@ -1,7 +1,7 @@
-"""A converted ELMoForManyLangs model in the one backbone (issue 16, items 2
-and 3): the fixture's tiny.model, converted as it is, gives the embeddings
-upstream's own ``Embedder.sents2elmo`` computed (reference.hdf5: one batch
-from zero states) through every Python path and ``bilm-keras embed``,
+"""A converted ELMoForManyLangs model in the one backbone: the fixture's
+tiny.model, converted as it is, gives the embeddings upstream's own
+``Embedder.sents2elmo`` computed (reference.hdf5: one batch from zero
+states) through every Python path and ``bilm-keras embed``,
 whatever the batch size and order."""
 
 import json

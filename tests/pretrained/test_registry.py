@@ -1,4 +1,4 @@
-"""The registry of published models: every model issue 28 lists, with its
+"""The registry of published models: every published model, with its
 URLs exactly as the publishers give them, and the mirror rewrite."""
 
 import re
@@ -15,7 +15,7 @@ from bilm_keras.pretrained.registry import mirrored_url
 
 ALLEN = "https://allennlp.s3.amazonaws.com/models/elmo/"
 
-#: AllenNLP's models and their two files, as issue 28 lists them
+#: AllenNLP's models and their two files, as allennlp.org lists them
 ALLENNLP = {
     "elmo-small": (
         ("2x1024_128_2048cnn_1xhighway/"
@@ -45,7 +45,7 @@ ALLENNLP = {
                 "contributed/pt/elmo_pt_weights.hdf5"),
 }
 
-NLPL = re.compile(r"^http://vectors\.nlpl\.eu/repository/11/(\d+)\.zip$")
+NLPL = re.compile(r"^https://vectors\.nlpl\.eu/repository/11/(\d+)\.zip$")
 
 
 def test_allennlp_models_have_the_issues_urls():
@@ -125,7 +125,7 @@ def test_mirror_replaces_scheme_and_host_and_keeps_the_path():
 def test_a_bad_mirror_names_the_variable(mirror):
     with pytest.raises(PretrainedModelError,
                        match="BILM_KERAS_MODEL_MIRROR=.*expected an http"):
-        mirrored_url("http://vectors.nlpl.eu/repository/11/179.zip", mirror)
+        mirrored_url("https://vectors.nlpl.eu/repository/11/179.zip", mirror)
 
 
 def test_the_bilm_tf_families_have_their_publishers_urls():
@@ -137,7 +137,7 @@ def test_the_bilm_tf_families_have_their_publishers_urls():
             "https://www.kaggle.com/models/google/elmo/TensorFlow1/elmo/"
             f"{version}?tf-hub-format=compressed")
     assert models["deeppavlov-ru-wiki"].archive_url == (
-        "http://files.deeppavlov.ai/deeppavlov_data/"
+        "https://files.deeppavlov.ai/deeppavlov_data/"
         "elmo_ru-wiki_600k_steps.tar.gz")
     assert models["deeppavlov-ru-twitter"].archive_url.endswith(
         "/elmo_ru-twitter_2013-01_2018-04_600k_steps.tar.gz")
@@ -145,13 +145,13 @@ def test_the_bilm_tf_families_have_their_publishers_urls():
         model = models[f"deeppavlov-{name}-lm"]
         assert model.format == "tf1-checkpoint"
         assert model.archive_url == (
-            "http://files.deeppavlov.ai/deeppavlov_data/"
+            "https://files.deeppavlov.ai/deeppavlov_data/"
             f"elmo-lm-ready4fine-tuning-{name}.tar.gz")
     for number in (210, 211, 217, 218):
         model = models[f"nlpl-{number}"]
         assert model.format == "bilm-tf-archive"
         assert model.archive_url == (
-            f"http://vectors.nlpl.eu/repository/20/{number}.zip")
+            f"https://vectors.nlpl.eu/repository/20/{number}.zip")
         assert "Kutuzov et al. 2021" in model.citation
     german = models["german-tsystems"]
     assert german.archive_url is None
@@ -173,7 +173,7 @@ def test_the_bilm_tf_families_have_their_publishers_urls():
         assert "Schuster et al. 2019" in model.citation
     assert models["nlpl-217"].aliases == ("norelmo-30",)
     assert models["nlpl-195"].archive_url == (
-        "http://vectors.nlpl.eu/repository/11/195.zip")
+        "https://vectors.nlpl.eu/repository/11/195.zip")
     assert registered_model(
         "araneum-lemmas-elmo-2048-2020") is models["nlpl-212"]
     assert registered_model("norelmo-100") is models["nlpl-218"]
@@ -185,17 +185,17 @@ def test_the_bilm_tf_families_have_their_publishers_urls():
         195, 196, 199, 201, 202, 203, 209, 210, 211, 212, 217, 218)]
     for name, model in nlpl.items():
         assert model.format == "bilm-tf-archive"
-        assert model.archive_url.startswith("http://vectors.nlpl.eu/"), name
+        assert model.archive_url.startswith("https://vectors.nlpl.eu/"), name
         assert model.archive_url.endswith(f"/{name[5:]}.zip"), name
     assert models["nlpl-199"].archive_url == (
-        "http://vectors.nlpl.eu/repository/20/199.zip")
+        "https://vectors.nlpl.eu/repository/20/199.zip")
     assert registered_model(
         "taiga-lemmas-elmo-2048-2019") is models["nlpl-199"]
     for number, code in ((201, "de"), (202, "sv"), (203, "la"), (209, "en")):
         model = models[f"nlpl-{number}"]
         assert model.language_code == code
         assert model.archive_url == (
-            f"http://vectors.nlpl.eu/repository/20/{number}.zip")
+            f"https://vectors.nlpl.eu/repository/20/{number}.zip")
         assert "Kutuzov and Giulianelli 2020" in model.citation
         assert registered_model(f"semeval2020-elmo-{code}") is model
     # every row that does not know a fact says so

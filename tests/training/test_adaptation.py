@@ -1,5 +1,5 @@
 """Domain adaptation: continue training bilm-tf's fixture biLM on new text
-(``train(init_weights=..., freeze_lm_steps=...)``, issue 10)."""
+(``train(init_weights=..., freeze_lm_steps=...)``)."""
 
 import dataclasses
 import json

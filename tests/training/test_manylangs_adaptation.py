@@ -1,4 +1,4 @@
-"""Adapting a converted ELMoForManyLangs model (issue 16, item 4): the
+"""Adapting a converted ELMoForManyLangs model: the
 fixture's ``tiny.model`` converted as it is, then ``train(init_weights=...)``
 on text, ``evaluate``, ``dump_weights``, ``BidirectionalLanguageModel`` and
 the SavedModel export of the result."""

@@ -108,7 +108,7 @@ ISSUE9_OPTIONS = {
 @pytest.mark.slow
 def test_issue9_configuration_backward_learns(tmp_path):
     """The reported configuration (without skip connections, where it
-    broke most often), on the main job's corpus: 224 steps. Trained with
+    broke most often), on the end-to-end demo's corpus: 224 steps. Trained with
     bilm-tf's carried states (``reset_states_at_sentence_start: false``)
     this seed's backward LM ended at heldout perplexity 351, above the
     unigram bar of 301 (forward 208); unseeded runs reached 10^3-10^6."""
