@@ -53,6 +53,7 @@ _EXPORTS = {
     "merge_embedding_files": "bilm_keras.embedding.merge",
     "weight_layers": "bilm_keras.layers.weight_layers",
     "ELMoEmbedding": "bilm_keras.export.elmo_embedding",
+    "ELMoPreprocessor": "bilm_keras.export.elmo_preprocessor",
     "BidirectionalLanguageModel":
         "bilm_keras.bidirectional_language_model",
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",
@@ -73,6 +74,8 @@ _register_when_keras_loads({
     "bilm_keras>ELMoEmbedding": ("bilm_keras.export.elmo_embedding",
                                  "ELMoEmbedding"),
     "bilm_keras>TokenMask": ("bilm_keras.export.token_mask", "TokenMask"),
+    "bilm_keras>ELMoPreprocessor": ("bilm_keras.export.elmo_preprocessor",
+                                    "ELMoPreprocessor"),
 })
 
 

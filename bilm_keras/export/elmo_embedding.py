@@ -14,9 +14,7 @@ from bilm_keras._utils.settings import check_int
 from bilm_keras.bidirectional_language_model import BidirectionalLanguageModel
 from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.data.vocabulary import Vocabulary
-from bilm_keras.export.graph_char_ids import batch_char_ids, split_sentences
-from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
-from bilm_keras.export.graph_word_ids import WordGraphIds
+from bilm_keras.export.text_ids import graph_converter, strings_to_ids
 from bilm_keras.export.token_cache import TOKEN_CACHE_SIZE, TokenCache
 from bilm_keras.export.token_mask import TokenMask
 from bilm_keras.layers.scalar_mix import ScalarMix
@@ -208,22 +206,18 @@ class ELMoEmbedding(keras.layers.Layer):
 
     def _graph_ids_for(self, options: BiLMOptions):
         """The in-graph tokenizer of a ManyLangs or word-input model."""
-        if not options.use_character_inputs:
-            if self.vocabulary is None:
-                raise ValueError(
-                    f"{self.name}: vocabulary: a word-input model (no "
-                    "'char_cnn' in its options) needs its vocabulary, "
-                    "found None")
-            return WordGraphIds(self.vocabulary)
-        if options.manylangs is not None:
-            if self.char_dic is None:
-                raise ValueError(
-                    f"{self.name}: char_dic: a converted ELMoForManyLangs "
-                    "model needs its char.dic, found None")
-            return ManyLangsGraphIds(
-                self.char_dic, self.word_dic,
-                options.char_cnn.max_characters_per_token)
-        return None
+        if (options.use_character_inputs and options.manylangs is not None
+                and self.char_dic is None):
+            raise ValueError(
+                f"{self.name}: char_dic: a converted ELMoForManyLangs "
+                "model needs its char.dic, found None")
+        return graph_converter(
+            use_character_inputs=options.use_character_inputs,
+            max_characters_per_token=(
+                options.char_cnn.max_characters_per_token
+                if options.char_cnn is not None else None),
+            vocabulary=self.vocabulary, char_dic=self.char_dic,
+            word_dic=self.word_dic, owner=self.name)
 
     # ------------------------------------------------------------ factory
     @classmethod
@@ -384,17 +378,8 @@ class ELMoEmbedding(keras.layers.Layer):
         self._check_input(inputs.shape, inputs.dtype.name)
         if inputs.dtype != tf.string:
             return tf.cast(inputs, tf.int32)
-        if inputs.shape.rank == 1:
-            tokens, max_tokens = split_sentences(inputs), None
-        else:
-            tokens = tf.RaggedTensor.from_tensor(inputs, padding="")
-            max_tokens = tf.shape(inputs, out_type=tf.int64)[1]
-        if self._graph_ids is None:
-            return batch_char_ids(tokens, self.bilm.max_characters_per_token,
-                                  max_tokens=max_tokens)
-        ids = self._graph_ids.batch_ids(tokens, max_tokens=max_tokens)
-        return ids[..., 0] if isinstance(self._graph_ids, WordGraphIds) \
-            else ids
+        return strings_to_ids(inputs, self._graph_ids,
+                              self.bilm.max_characters_per_token)
 
     # --------------------------------------------------------------- graph
     def _embed_tokens(self, ids, training=False):
