@@ -30,6 +30,9 @@ from bilm_keras._utils.console_log import (
     install_console_handler as _install_console_handler,
 )
 from bilm_keras._utils.keras_registration import (
+    import_when_imported as _import_when_imported,
+)
+from bilm_keras._utils.keras_registration import (
     register_when_keras_loads as _register_when_keras_loads,
 )
 from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
@@ -78,5 +81,8 @@ _register_when_keras_loads({
                                     "ELMoPreprocessor"),
 })
 
+# keras_hub.models.Backbone.from_preset finds our presets' backbone by
+# name once keras-hub is imported, before or after this package
+_import_when_imported("keras_hub", "bilm_keras.export.keras_hub_backbone")
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

@@ -11,9 +11,15 @@ import tensorflow as tf
 
 from bilm_keras._utils.graph_function import graph_function
 from bilm_keras._utils.settings import check_int
-from bilm_keras.bidirectional_language_model import BidirectionalLanguageModel
 from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.data.vocabulary import Vocabulary
+from bilm_keras.export.keras_presets import (
+    FORMAT_KEY,
+    FORMAT_VERSION,
+    check_format_version,
+    save_to_preset,
+)
+from bilm_keras.export.pretrained_layer import pretrained_layer
 from bilm_keras.export.text_ids import graph_converter, strings_to_ids
 from bilm_keras.export.token_cache import TOKEN_CACHE_SIZE, TokenCache
 from bilm_keras.export.token_mask import TokenMask
@@ -238,9 +244,12 @@ class ELMoEmbedding(keras.layers.Layer):
 
         Args:
             spec: anything :meth:`BidirectionalLanguageModel.from_pretrained`
-                takes: a registry name, a URL, an archive or a model
-                folder. The folder may be bilm-tf's or a converted
-                ManyLangs, Paddle or TF1 Hub model. Or a training save_dir,
+                takes: a registry name, a URL, an
+                ``hf://OWNER/REPO[@REVISION]`` handle, an archive or a
+                model folder. Or a Keras preset, a folder or ``hf://``
+                handle (:meth:`save_to_preset`). The folder may be
+                bilm-tf's or a converted ManyLangs, Paddle or TF1 Hub
+                model. Or a training save_dir,
                 ours or bilm-tf's, a folder with ``options.json`` and
                 checkpoints but no weights HDF5. Its newest checkpoint that
                 reads whole is used, as ``dump-weights`` writes it.
@@ -274,22 +283,19 @@ class ELMoEmbedding(keras.layers.Layer):
             raise TypeError(
                 f"from_pretrained: unexpected {unknown}, expected the "
                 f"layer's options or {PRETRAINED_KWARGS}")
+        if not _is_save_dir(spec):
+            return pretrained_layer(cls, spec, dict(
+                output=output, trainable=trainable, layer_norm=layer_norm,
+                dropout=dropout, l2_coef=l2_coef, name=name,
+                token_cache_size=token_cache_size), **pretrained_kwargs)
         alignment = pretrained_kwargs.get("alignment")
-        if _is_save_dir(spec):
-            options, backbone, vocab_file, mix = _save_dir_model(
-                spec, pretrained_kwargs.get("vocab_file"))
-            if alignment is not None:
-                alignment = read_alignment(
-                    alignment_files(alignment, None, os.fspath(spec)),
-                    n_layers=options.lstm.n_layers + 1,
-                    dim=2 * options.lstm.projection_dim)
-        else:
-            bilm = BidirectionalLanguageModel.from_pretrained(
-                spec, **pretrained_kwargs)
-            options, backbone, vocab_file, mix = (
-                bilm.options, bilm.backbone, bilm.vocab_file,
-                bilm.learned_mix)
-            alignment = bilm.alignment
+        options, backbone, vocab_file, mix = _save_dir_model(
+            spec, pretrained_kwargs.get("vocab_file"))
+        if alignment is not None:
+            alignment = read_alignment(
+                alignment_files(alignment, None, os.fspath(spec)),
+                n_layers=options.lstm.n_layers + 1,
+                dim=2 * options.lstm.projection_dim)
         vocabulary = char_dic = word_dic = None
         if not options.use_character_inputs:
             vocab = Vocabulary(vocab_file, validate_file=True)
@@ -320,6 +326,31 @@ class ELMoEmbedding(keras.layers.Layer):
         if mix is not None:
             layer._start_from_mix(mix, spec)
         return layer
+
+    @classmethod
+    def from_preset(cls, spec, output: str = "mix", trainable="mix",
+                    **kwargs) -> "ELMoEmbedding":
+        """keras-hub's name for :meth:`from_pretrained`: the same SPECs,
+        a preset folder or ``hf://`` handle among them, and arguments."""
+        return cls.from_pretrained(spec, output, trainable, **kwargs)
+
+    def save_to_preset(self, preset_dir, *, overwrite: bool = False):
+        """Writes the layer as a keras-hub preset: ``config.json``,
+        ``model.weights.h5``, ``preprocessor.json``, ``metadata.json``
+        and ``assets/tokenizer/``, whole or not at all.
+
+        :meth:`from_preset` reads it back, and so does
+        ``keras_hub.models.Backbone.from_preset`` with keras-hub
+        installed.
+
+        Raises:
+            ValueError: a non-empty ``preset_dir`` without ``overwrite``.
+        """
+        save_to_preset(self, preset_dir, overwrite=overwrite)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**check_format_version(config, config.get("name", "")))
 
     def _start_from_mix(self, mix: LearnedMix, spec) -> None:
         """Sets the mix's weights and gamma to a model's learned mix."""
@@ -588,12 +619,12 @@ class ELMoEmbedding(keras.layers.Layer):
         found = [tuple(int(d) for d in row if d >= 0) for row in stored]
         if len(found) != len(weights):
             raise ValueError(
-                f"{self.name}: the .keras file's options describe a biLM of "
+                f"{self.name}: the saved options describe a biLM of "
                 f"{len(weights)} weights, its weights hold {len(found)}")
         for weight, shape in zip(weights, found):
             if tuple(weight.shape) != shape:
                 raise ValueError(
-                    f"{self.name}: the .keras file's options disagree with "
+                    f"{self.name}: the saved options disagree with "
                     f"its weights: {weight.path}: expected "
                     f"{tuple(weight.shape)} from the options, found {shape}")
 
@@ -612,6 +643,7 @@ class ELMoEmbedding(keras.layers.Layer):
             alignment_matrices=self.alignment_matrices,
             token_cache_size=self.token_cache_size,
         )
+        config[FORMAT_KEY] = FORMAT_VERSION
         return config
 
 
