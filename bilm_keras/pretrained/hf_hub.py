@@ -119,12 +119,13 @@ def _first_line(error: Exception) -> str:
     return text[0] if text else type(error).__name__
 
 
-def _remove_partial_files(hub, repo: str, cache_dir) -> None:
+def _remove_partial_files(repo: str, cache_dir) -> None:
     """huggingface_hub's ``.incomplete`` blobs of ``repo``: a download
     cut short leaves one to resume from."""
+    from huggingface_hub import constants
     from huggingface_hub.file_download import repo_folder_name
 
-    cache = cache_dir or hub.constants.HF_HUB_CACHE
+    cache = cache_dir or constants.HF_HUB_CACHE
     folder = os.path.join(os.fspath(cache), repo_folder_name(
         repo_id=repo, repo_type="model"), "blobs")
     for path in glob.glob(os.path.join(folder, "*.incomplete")):
@@ -178,9 +179,9 @@ def hub_model_folder(spec: str, *, cache_dir=None,
     """
     repo, revision = parse_hub_spec(spec)
     hub = _hub()
-    from huggingface_hub import errors
+    from huggingface_hub import constants, errors
 
-    if hub.constants.HF_HUB_OFFLINE:
+    if constants.HF_HUB_OFFLINE:
         try:
             return hub.snapshot_download(repo, revision=revision,
                                          cache_dir=cache_dir,
@@ -199,13 +200,15 @@ def hub_model_folder(spec: str, *, cache_dir=None,
     for name in wanted:
         cached = hub.try_to_load_from_cache(repo, name, revision=info.sha,
                                             cache_dir=cache_dir)
+        # by the name asked for, so that the cache records where a branch
+        # or tag pointed, which offline mode reads
         if progress and not isinstance(cached, str):
             logger.info("%s: fetching %s", spec, name)
         try:
-            path = hub.hf_hub_download(repo, name, revision=info.sha,
+            path = hub.hf_hub_download(repo, name, revision=revision,
                                        cache_dir=cache_dir)
         except Exception as e:  # noqa: BLE001 -- every failure is one line
-            _remove_partial_files(hub, repo, cache_dir)
+            _remove_partial_files(repo, cache_dir)
             _remove_fetched(fetched)
             raise PretrainedModelError(
                 f"{spec}: {name}: the download failed: {_first_line(e)}"
