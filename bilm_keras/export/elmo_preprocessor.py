@@ -3,6 +3,7 @@ backend."""
 
 from __future__ import annotations
 
+import json
 import os
 from typing import Optional
 
@@ -12,10 +13,11 @@ import tensorflow as tf
 
 from bilm_keras.export.text_ids import graph_converter, strings_to_ids
 from bilm_keras.options import BiLMOptions
+from bilm_keras.pretrained.keras_preset_files import (
+    ASSETS_DIR,
+    PREPROCESSOR_FILE,
+)
 
-#: where a preset keeps the preprocessor's assets, as keras-hub's
-#: ``KerasPresetSaver.save_tokenizer`` names its folder
-ASSETS_DIR = os.path.join("assets", "tokenizer")
 #: the asset files: a word-input model's vocabulary, a converted
 #: ELMoForManyLangs model's dictionaries (upstream's ``token<TAB>id``)
 VOCAB_ASSET, CHAR_DIC_ASSET, WORD_DIC_ASSET = (
@@ -124,15 +126,44 @@ class ELMoPreprocessor(keras.layers.Layer):
 
     @classmethod
     def from_preset(cls, spec, **kwargs) -> "ELMoPreprocessor":
-        """The preprocessor of a preset folder, ``hf://`` handle or any
-        model :meth:`ELMoEmbedding.from_preset` takes.
+        """The preprocessor of a preset folder, an ``hf://`` handle or any
+        model ``ELMoEmbedding.from_preset`` takes.
 
-        A preset's ``preprocessor.json`` and its assets are read as they
-        are. Any other model is read as ``from_pretrained`` reads it.
+        A preset's ``preprocessor.json`` and assets are read as they are.
+        Any other model's options and vocabulary or dictionaries are read
+        from its resolved folder, without its weights.
         """
-        from bilm_keras.export.keras_presets import load_preprocessor
+        from bilm_keras.pretrained import resolve_model
+        from bilm_keras.pretrained.hf_hub import preset_folder
 
-        return load_preprocessor(cls, spec, **kwargs)
+        label = os.fspath(spec)
+        folder = preset_folder(label)
+        if folder is None:
+            model = resolve_model(spec)
+            options = BiLMOptions.from_json(model.options_file)
+            return cls.from_options(
+                options, **model_assets(options, model.vocab_file,
+                                        model.name), **kwargs)
+        path = os.path.join(folder, PREPROCESSOR_FILE)
+        label = f"{label}: {PREPROCESSOR_FILE}"
+        try:
+            with open(path, encoding="utf-8") as f:
+                config = json.load(f)
+        except (OSError, ValueError) as e:
+            raise ValueError(f"{label}: expected a serialized "
+                             f"ELMoPreprocessor, cannot read it ({e})"
+                             ) from None
+        registered = config.get("registered_name") \
+            if isinstance(config, dict) else None
+        if registered != "bilm_keras>ELMoPreprocessor" \
+                or not isinstance(config.get("config"), dict):
+            raise ValueError(
+                f"{label}: registered_name: expected "
+                f"'bilm_keras>ELMoPreprocessor', found {registered!r}")
+        arguments = dict(config["config"])
+        arguments.update(read_assets(os.path.join(folder, ASSETS_DIR)))
+        arguments.update(kwargs)
+        return cls.from_config(arguments)
 
     # ------------------------------------------------------------ assets
     def save_assets(self, folder: str | os.PathLike) -> None:
@@ -243,3 +274,31 @@ def read_assets(folder: str | os.PathLike) -> dict:
     if os.path.isfile(path):
         found["word_dic"] = read_word_dic(path)
     return found
+
+
+def model_assets(options: BiLMOptions, vocab_file,
+                 model_name: str = "the model") -> dict:
+    """A resolved model's vocabulary (word input) or dictionaries
+    (ELMoForManyLangs), as the preprocessor's and the layer's arguments.
+
+    Raises:
+        ValueError: a word-input model without ``vocab_file``.
+    """
+    from bilm_keras.data.manylangs_dictionaries import read_dictionaries
+    from bilm_keras.data.vocabulary import Vocabulary
+
+    if not options.use_character_inputs:
+        if vocab_file is None:
+            raise ValueError(
+                f"vocab_file: {model_name} takes words and ships no "
+                "vocabulary (pass vocab_file=)")
+        vocab = Vocabulary(os.fspath(vocab_file), validate_file=True)
+        return {"vocabulary": [vocab.id_to_word(i)
+                               for i in range(vocab.size)]}
+    if options.manylangs is not None:
+        char_dic, word_dic = read_dictionaries(
+            options.manylangs.char_dic,
+            options.manylangs.word_dic
+            if options.manylangs.has_word_part else None)
+        return {"char_dic": char_dic, "word_dic": word_dic}
+    return {}

@@ -30,9 +30,8 @@ import keras
 
 from bilm_keras._utils.atomic_files import atomic_directory
 from bilm_keras._utils.version import __version__
-from bilm_keras.export.elmo_preprocessor import ELMoPreprocessor, read_assets
+from bilm_keras.export.elmo_preprocessor import ELMoPreprocessor
 from bilm_keras.layers.initialization import placeholder_weights
-from bilm_keras.pretrained.hf_hub import hub_model_folder, is_hub_spec
 from bilm_keras.pretrained.keras_preset_files import (
     ASSETS_DIR,
     BACKBONE_CLASS,
@@ -40,7 +39,6 @@ from bilm_keras.pretrained.keras_preset_files import (
     METADATA_FILE,
     PREPROCESSOR_FILE,
     WEIGHTS_FILE,
-    preset_class,
 )
 
 #: the config format this release writes and reads up to
@@ -154,19 +152,6 @@ def _read_json(path: str, label: str) -> dict:
     return value
 
 
-def preset_folder(spec) -> str | None:
-    """The local preset folder ``spec`` names (an ``hf://`` handle is
-    downloaded first), or None when it names no Keras preset."""
-    spec = os.fspath(spec)
-    if is_hub_spec(spec):
-        folder = hub_model_folder(spec)
-    elif os.path.isdir(spec):
-        folder = spec
-    else:
-        return None
-    return folder if preset_class(folder) is not None else None
-
-
 def load_preset(cls, folder: str, label: str, **overrides):
     """The layer of a preset folder, its weights loaded.
 
@@ -201,29 +186,15 @@ def load_preset(cls, folder: str, label: str, **overrides):
     try:
         _weights_model(layer).load_weights(weights)
     except ValueError as e:
-        text = str(e).strip().splitlines()
+        # Keras leads with "A total of N objects could not be loaded",
+        # then the first object's own error: that one names the weight
+        lines = [line for line in str(e).splitlines() if line.strip()]
+        if len(lines) > 1 and lines[0].startswith("A total of"):
+            lines = lines[1:]
+            if lines[0].startswith("Example error message") \
+                    and len(lines) > 1:
+                lines = lines[1:]
         raise ValueError(
             f"{label}: {WEIGHTS_FILE}: the weights do not fit "
-            f"{CONFIG_FILE}: {text[0] if text else e}") from None
+            f"{CONFIG_FILE}: {lines[0].strip() if lines else e}") from None
     return layer
-
-
-def load_preprocessor(cls, spec, **kwargs):
-    """The :class:`ELMoPreprocessor` of a preset, or of any model
-    ``ELMoEmbedding.from_preset`` takes."""
-    folder = preset_folder(spec)
-    if folder is None:
-        from bilm_keras.export.elmo_embedding import ELMoEmbedding
-
-        return cls.for_layer(ELMoEmbedding.from_preset(spec), **kwargs)
-    path = os.path.join(folder, PREPROCESSOR_FILE)
-    config = _read_json(path, f"{os.fspath(spec)}: {PREPROCESSOR_FILE}")
-    if config.get("registered_name") != "bilm_keras>ELMoPreprocessor":
-        raise ValueError(
-            f"{os.fspath(spec)}: {PREPROCESSOR_FILE}: registered_name: "
-            "expected 'bilm_keras>ELMoPreprocessor', found "
-            f"{config.get('registered_name')!r}")
-    arguments = dict(config["config"])
-    arguments.update(read_assets(os.path.join(folder, ASSETS_DIR)))
-    arguments.update(kwargs)
-    return cls.from_config(arguments)

@@ -16,12 +16,12 @@ import os
 
 import numpy as np
 
-from bilm_keras.data.manylangs_dictionaries import read_dictionaries
-from bilm_keras.data.vocabulary import Vocabulary
-from bilm_keras.export.keras_presets import load_preset, preset_folder
+from bilm_keras.export.elmo_preprocessor import model_assets
+from bilm_keras.export.keras_presets import load_preset
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import BiLMOptions
 from bilm_keras.pretrained import registered_model, resolve_model
+from bilm_keras.pretrained.hf_hub import preset_folder
 from bilm_keras.weights.alignment import alignment_files, read_alignment
 from bilm_keras.weights.bilm_tf_hdf5 import (
     check_options_fit,
@@ -58,21 +58,9 @@ def pretrained_layer(cls, spec, layer_kwargs: dict, *, vocab_file=None,
     model = resolve_model(spec, cache_dir=cache_dir, mirror=mirror,
                           progress=progress)
     options = BiLMOptions.from_json(model.options_file)
-    vocabulary = char_dic = word_dic = None
-    if not options.use_character_inputs:
-        vocab_file = vocab_file if vocab_file is not None \
-            else model.vocab_file
-        if vocab_file is None:
-            raise ValueError(
-                f"vocab_file: {model.name} takes words and ships no "
-                "vocabulary (pass vocab_file=)")
-        vocab = Vocabulary(os.fspath(vocab_file), validate_file=True)
-        vocabulary = [vocab.id_to_word(i) for i in range(vocab.size)]
-    elif options.manylangs is not None:
-        char_dic, word_dic = read_dictionaries(
-            options.manylangs.char_dic,
-            options.manylangs.word_dic
-            if options.manylangs.has_word_part else None)
+    assets = model_assets(
+        options, vocab_file if vocab_file is not None else model.vocab_file,
+        model.name)
     aligned = None if alignment is None else read_alignment(
         alignment_files(alignment, model.directory, model.name),
         n_layers=options.lstm.n_layers + 1,
@@ -82,8 +70,7 @@ def pretrained_layer(cls, spec, layer_kwargs: dict, *, vocab_file=None,
     check_options_fit(options, model.weight_file,
                       use_character_inputs=options.use_character_inputs)
     with placeholder_weights():  # every biLM weight is read next
-        layer = cls(options.to_dict(), vocabulary=vocabulary,
-                    char_dic=char_dic, word_dic=word_dic,
+        layer = cls(options.to_dict(), **assets,
                     alignment_matrices=(0 if aligned is None
                                         else len(aligned.matrices)),
                     **layer_kwargs)

@@ -37,6 +37,7 @@ from bilm_keras.pretrained.keras_preset_files import (
     METADATA_FILE,
     PREPROCESSOR_FILE,
     WEIGHTS_FILE,
+    preset_class,
 )
 from bilm_keras.pretrained.model_layout import WEIGHT_SUFFIXES
 
@@ -220,3 +221,16 @@ def hub_model_folder(spec: str, *, cache_dir=None,
     for _ in range(depth):
         path = os.path.dirname(path)
     return path
+
+
+def preset_folder(spec) -> str | None:
+    """The local Keras preset folder ``spec`` names, an ``hf://`` handle
+    downloaded first, or None when it names no Keras preset."""
+    spec = os.fspath(spec)
+    if is_hub_spec(spec):
+        folder = hub_model_folder(spec)
+    elif os.path.isdir(spec):
+        folder = spec
+    else:
+        return None
+    return folder if preset_class(folder) is not None else None
