@@ -2,9 +2,12 @@
 or hf://), keras_hub.models.Backbone.from_preset, and the bad presets
 and newer format versions."""
 
+import contextlib
 import json
 import os
 import shutil
+import subprocess
+import sys
 import zipfile
 
 import keras
@@ -15,6 +18,7 @@ import tensorflow as tf
 from bilm_keras import ELMoEmbedding, ELMoPreprocessor
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.options import BiLMOptions
+from helpers import REPO_ROOT
 
 SENTENCES = tf.constant(["The cat sat on the mat .", "Dogs bark", "<S> x"])
 PRESET_FILES = ["assets", "config.json", "metadata.json", "model.weights.h5",
@@ -67,6 +71,40 @@ def test_keras_hub_loads_it(preset, layer, expected):
         os.listdir(again))
 
 
+#: a fresh process, bilm_keras imported before keras_hub, as a user's
+_KERAS_HUB_AFTER = """
+import sys
+import bilm_keras
+import keras_hub
+backbone = keras_hub.models.Backbone.from_preset(sys.argv[1])
+print(type(backbone).__name__, backbone.output_shape)
+"""
+
+
+def test_keras_hub_loads_it_after_import_bilm_keras(preset):
+    pytest.importorskip("keras_hub")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+    proc = subprocess.run(
+        [sys.executable, "-c", _KERAS_HUB_AFTER, str(preset)], env=env,
+        cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split()[0] == "ELMoBackbone"
+
+
+def test_resolve_model_names_a_preset_on_the_hub(preset, tmp_path,
+                                                monkeypatch):
+    pytest.importorskip("huggingface_hub")
+    from bilm_keras.pretrained import PretrainedModelError, resolve_model
+
+    with _hub_serving(preset, tmp_path, monkeypatch):
+        with pytest.raises(PretrainedModelError, match=(
+                r"^hf://owner/elmo-preset: a Keras preset \(bilm_keras>"
+                r"ELMoBackbone\), not a model in bilm-tf's layout: load it "
+                r"with ELMoEmbedding.from_preset$")):
+            resolve_model("hf://owner/elmo-preset")
+
+
 def test_manylangs_preset_keeps_its_dictionaries(manylangs_converted,
                                                  tmp_path):
     layer = ELMoEmbedding.from_pretrained(
@@ -87,8 +125,10 @@ def test_manylangs_preset_keeps_its_dictionaries(manylangs_converted,
                                   np.asarray(layer(sentences)))
 
 
-def test_preset_over_hf(preset, expected, tmp_path, monkeypatch):
-    pytest.importorskip("huggingface_hub")
+@contextlib.contextmanager
+def _hub_serving(preset, cache, monkeypatch):
+    """The preset as the repository owner/elmo-preset of a local
+    stand-in for the Hub (tests/pretrained/hub_server.py)."""
     from huggingface_hub import constants
     from hub_server import HubServer
 
@@ -96,20 +136,27 @@ def test_preset_over_hf(preset, expected, tmp_path, monkeypatch):
     for root, _, names in os.walk(preset):
         for name in names:
             path = os.path.join(root, name)
-            files[os.path.relpath(path, preset)] = open(path, "rb").read()
+            with open(path, "rb") as f:
+                files[os.path.relpath(path, preset)] = f.read()
     server = HubServer({"owner/elmo-preset": {"main": files}})
     try:
         monkeypatch.setattr(constants, "ENDPOINT", server.url)
         monkeypatch.setattr(constants, "HUGGINGFACE_CO_URL_TEMPLATE",
                             server.url + "/{repo_id}/resolve/{revision}/"
                                          "{filename}")
-        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path))
+        monkeypatch.setattr(constants, "HF_HUB_CACHE", str(cache))
+        yield server
+    finally:
+        server.close()
+
+
+def test_preset_over_hf(preset, expected, tmp_path, monkeypatch):
+    pytest.importorskip("huggingface_hub")
+    with _hub_serving(preset, tmp_path, monkeypatch):
         layer = ELMoEmbedding.from_preset("hf://owner/elmo-preset",
                                           output="layers")
         np.testing.assert_array_equal(np.asarray(layer(SENTENCES)),
                                       expected)
-    finally:
-        server.close()
 
 
 # ------------------------------------------------------------ bad input
