@@ -222,6 +222,10 @@ class ELMoPreprocessor(keras.layers.Layer):
             return (input_shape[0], time)
         return (input_shape[0], time, self.ids_width)
 
+    def compute_output_spec(self, inputs):
+        return keras.KerasTensor(self.compute_output_shape(inputs.shape),
+                                 dtype="int32")
+
     def get_config(self):
         config = super().get_config()
         config.update(

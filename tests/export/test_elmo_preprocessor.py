@@ -170,7 +170,33 @@ def _manylangs_ids(char_dic, word_dic, tokens):
     return ManyLangsBatcher(char_dic, word_dic, 20).batch_sentences(tokens)
 
 
-def test_keras_tensor_shape():
+def test_in_a_functional_model():
     preprocessor = ELMoPreprocessor(max_characters_per_token=50)
-    assert preprocessor.compute_output_shape((None, 7)) == (None, 9, 50)
-    assert keras.backend.backend() == "tensorflow"
+    text = keras.Input(shape=(), dtype="string")
+    ids = preprocessor(text)
+    assert (tuple(ids.shape), ids.dtype) == ((None, None, 50), "int32")
+    tokens = keras.Input(shape=(7,), dtype="string")
+    assert tuple(preprocessor(tokens).shape) == (None, 9, 50)
+    model = keras.Model(text, ids)
+    np.testing.assert_array_equal(
+        model(tf.constant(["a b"])),
+        Batcher(None, 50).batch_sentences([["a", "b"]]))
+
+
+def test_assets_round_trip(model_dir, tmp_path):
+    vocab_file = str(model_dir.parent / "data" / "vocab_test.txt")
+    batcher = TokenBatcher(vocab_file)
+    words = [batcher._lm_vocab.id_to_word(i)
+             for i in range(batcher._lm_vocab.size)]
+    preprocessor = ELMoPreprocessor(use_character_inputs=False,
+                                    vocabulary=words)
+    preprocessor.save_assets(tmp_path / "assets" / "tokenizer")
+    assert os.listdir(tmp_path / "assets" / "tokenizer") == ["vocab.txt"]
+    config = preprocessor.get_config()
+    config["vocabulary"] = None
+    again = ELMoPreprocessor.from_config(config)
+    again.load_preset_assets(tmp_path)
+    assert again.vocabulary == words
+    np.testing.assert_array_equal(again(["The cat ."]),
+                                  batcher.batch_sentences([["The", "cat",
+                                                            "."]]))
