@@ -18,7 +18,7 @@ import tensorflow as tf
 from bilm_keras import ELMoEmbedding, ELMoPreprocessor
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.options import BiLMOptions
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, require_extra, require_installed
 
 SENTENCES = tf.constant(["The cat sat on the mat .", "Dogs bark", "<S> x"])
 PRESET_FILES = ["assets", "config.json", "metadata.json", "model.weights.h5",
@@ -59,7 +59,7 @@ def test_from_preset_gives_the_same_layer(preset, expected):
 
 
 def test_keras_hub_loads_it(preset, layer, expected):
-    keras_hub = pytest.importorskip("keras_hub")
+    keras_hub = require_extra("keras_hub", "keras_hub")
     backbone = keras_hub.models.Backbone.from_preset(str(preset))
     assert type(backbone).__name__ == "ELMoBackbone"
     ids = ELMoPreprocessor.from_preset(preset)(SENTENCES)
@@ -82,7 +82,7 @@ print(type(backbone).__name__, backbone.output_shape)
 
 
 def test_keras_hub_loads_it_after_import_bilm_keras(preset):
-    pytest.importorskip("keras_hub")
+    require_installed("keras_hub", "keras_hub")
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(
         [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
     proc = subprocess.run(
@@ -94,7 +94,7 @@ def test_keras_hub_loads_it_after_import_bilm_keras(preset):
 
 def test_resolve_model_names_a_preset_on_the_hub(preset, tmp_path,
                                                 monkeypatch):
-    pytest.importorskip("huggingface_hub")
+    require_extra("huggingface_hub", "hf")
     from bilm_keras.pretrained import PretrainedModelError, resolve_model
 
     with _hub_serving(preset, tmp_path, monkeypatch):
@@ -151,7 +151,7 @@ def _hub_serving(preset, cache, monkeypatch):
 
 
 def test_preset_over_hf(preset, expected, tmp_path, monkeypatch):
-    pytest.importorskip("huggingface_hub")
+    require_extra("huggingface_hub", "hf")
     with _hub_serving(preset, tmp_path, monkeypatch):
         layer = ELMoEmbedding.from_preset("hf://owner/elmo-preset",
                                           output="layers")

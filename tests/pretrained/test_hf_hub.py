@@ -8,9 +8,10 @@ import pytest
 
 from bilm_keras.pretrained import PretrainedModelError, resolve_model
 from bilm_keras.pretrained.hf_hub import files_to_fetch
+from helpers import require_extra
 from hub_server import HubServer
 
-pytest.importorskip("huggingface_hub")
+require_extra("huggingface_hub", "hf")
 
 
 @pytest.fixture
