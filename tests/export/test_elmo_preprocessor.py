@@ -15,7 +15,7 @@ from bilm_keras import Batcher, ELMoPreprocessor, TokenBatcher
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.options import BiLMOptions
-from helpers import REPO_ROOT
+from helpers import REPO_ROOT, require_installed
 
 #: whitespace of every kind, boundary tokens, an empty sentence, a token
 #: longer than max_characters_per_token
@@ -129,9 +129,11 @@ print(json.dumps(out))
 """
 
 
+@pytest.mark.slow  # a fresh interpreter per backend: 30-70 s on the EPYC
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_other_backends_give_the_batchers_ids(backend, model_dir,
                                               manylangs_fixtures):
+    require_installed(backend, "test")
     model = manylangs_fixtures / "tiny.model"
     char_dic, word_dic = read_dictionaries(model / "char.dic",
                                            model / "word.dic")

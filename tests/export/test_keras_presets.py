@@ -7,7 +7,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 import zipfile
 
 import keras
@@ -18,7 +17,12 @@ import tensorflow as tf
 from bilm_keras import ELMoEmbedding, ELMoPreprocessor
 from bilm_keras.data.batcher_for_options import batcher_for_options
 from bilm_keras.options import BiLMOptions
-from helpers import REPO_ROOT, require_extra, require_installed
+from helpers import (
+    REPO_ROOT,
+    python_argv,
+    require_extra,
+    require_installed,
+)
 
 SENTENCES = tf.constant(["The cat sat on the mat .", "Dogs bark", "<S> x"])
 PRESET_FILES = ["assets", "config.json", "metadata.json", "model.weights.h5",
@@ -58,6 +62,7 @@ def test_from_preset_gives_the_same_layer(preset, expected):
     np.testing.assert_array_equal(np.asarray(again(SENTENCES)), expected)
 
 
+@pytest.mark.slow  # importing keras-hub: about 10 s on the EPYC
 def test_keras_hub_loads_it(preset, layer, expected):
     keras_hub = require_extra("keras_hub", "keras_hub")
     backbone = keras_hub.models.Backbone.from_preset(str(preset))
@@ -81,12 +86,12 @@ print(type(backbone).__name__, backbone.output_shape)
 """
 
 
+@pytest.mark.slow  # importing keras-hub in a child: about 30 s
 def test_keras_hub_loads_it_after_import_bilm_keras(preset):
     require_installed("keras_hub", "keras_hub")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(
-        [str(REPO_ROOT), os.environ.get("PYTHONPATH", "")]))
+    # a child of the command server: bilm_keras imported, keras_hub not
     proc = subprocess.run(
-        [sys.executable, "-c", _KERAS_HUB_AFTER, str(preset)], env=env,
+        python_argv() + ["-c", _KERAS_HUB_AFTER, str(preset)],
         cwd=REPO_ROOT, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split()[0] == "ELMoBackbone"
