@@ -240,3 +240,12 @@ def test_save_refuses_a_non_empty_folder(layer, tmp_path):
         layer.save_to_preset(folder)
     assert os.listdir(folder) == ["mine.txt"]
     assert sorted(os.listdir(tmp_path)) == ["taken"]
+
+
+def test_a_failed_save_writes_nothing(layer, tmp_path, monkeypatch):
+    def fail(self, folder):
+        raise OSError("disk gone")
+    monkeypatch.setattr(ELMoPreprocessor, "save_assets", fail)
+    with pytest.raises(OSError, match="disk gone"):
+        layer.save_to_preset(tmp_path / "half")
+    assert os.listdir(tmp_path) == []
