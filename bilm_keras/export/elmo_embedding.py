@@ -74,9 +74,10 @@ class ELMoEmbedding(keras.layers.Layer):
 
     The layer holds the biLM's options, weights and dictionaries, so a
     ``.keras`` file of a model that uses it stands alone. Build it with
-    :meth:`from_pretrained`. The constructor builds a biLM of random
-    weights from ``options``, as ``keras.models.load_model`` does before
-    it reads the file's weights.
+    :meth:`from_pretrained` (or :meth:`from_preset`, the same), and save
+    it as a keras-hub preset with :meth:`save_to_preset`. The constructor
+    builds a biLM of random weights from ``options``, as
+    ``keras.models.load_model`` does before it reads the file's weights.
 
     Args:
         options: dict. The biLM's ``options.json``, as

@@ -77,6 +77,18 @@ def test_manylangs_ids_equal_manylangs_batcher(manylangs_converted,
     np.testing.assert_array_equal(preprocessor(sentences), expected)
 
 
+def test_from_preset_of_a_model_folder(model_dir, monkeypatch):
+    from bilm_keras.weights import bilm_tf_hdf5
+
+    def no_weights(*args, **kwargs):
+        raise AssertionError("the preprocessor read the weights")
+    monkeypatch.setattr(bilm_tf_hdf5, "load_bilm_tf_hdf5", no_weights)
+    preprocessor = ELMoPreprocessor.from_preset(model_dir)
+    np.testing.assert_array_equal(
+        preprocessor(["The cat ."]),
+        Batcher(None, 50).batch_sentences([["The", "cat", "."]]))
+
+
 def test_in_tf_data_and_config_round_trip(model_dir):
     preprocessor = ELMoPreprocessor(max_characters_per_token=50)
     again = ELMoPreprocessor.from_config(
