@@ -33,6 +33,9 @@ from bilm_keras._utils.cpu_settings import (
     apply_cpu_settings as _apply_cpu_settings,
 )
 from bilm_keras._utils.keras_registration import (
+    import_when_imported as _import_when_imported,
+)
+from bilm_keras._utils.keras_registration import (
     register_when_keras_loads as _register_when_keras_loads,
 )
 from bilm_keras._utils.lazy import lazy_exports as _lazy_exports
@@ -60,6 +63,7 @@ _EXPORTS = {
     "merge_embedding_files": "bilm_keras.embedding.merge",
     "weight_layers": "bilm_keras.layers.weight_layers",
     "ELMoEmbedding": "bilm_keras.export.elmo_embedding",
+    "ELMoPreprocessor": "bilm_keras.export.elmo_preprocessor",
     "BidirectionalLanguageModel":
         "bilm_keras.bidirectional_language_model",
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",
@@ -80,7 +84,12 @@ _register_when_keras_loads({
     "bilm_keras>ELMoEmbedding": ("bilm_keras.export.elmo_embedding",
                                  "ELMoEmbedding"),
     "bilm_keras>TokenMask": ("bilm_keras.export.token_mask", "TokenMask"),
+    "bilm_keras>ELMoPreprocessor": ("bilm_keras.export.elmo_preprocessor",
+                                    "ELMoPreprocessor"),
 })
 
+# keras_hub.models.Backbone.from_preset finds our presets' backbone by
+# name once keras-hub is imported, before or after this package
+_import_when_imported("keras_hub", "bilm_keras.export.keras_hub_backbone")
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

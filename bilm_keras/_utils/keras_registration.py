@@ -59,17 +59,18 @@ class _AfterKerasLoader(importlib.abc.Loader):
 
 
 class _KerasImportHook(importlib.abc.MetaPathFinder):
-    """Finds ``keras`` as the other finders do, and registers once it
-    ran."""
+    """Finds ``keras`` (or ``module``) as the other finders do, and
+    registers once it ran."""
 
-    def __init__(self, register):
+    def __init__(self, register, module: str = "keras"):
         self._register = register
+        self._module = module
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname != "keras":
+        if fullname != self._module:
             return None
         sys.meta_path.remove(self)  # once, and not for the lookup below
-        spec = importlib.util.find_spec("keras")
+        spec = importlib.util.find_spec(self._module)
         if spec is not None and spec.loader is not None:
             spec.loader = _AfterKerasLoader(spec.loader, self._register)
         return spec
@@ -88,3 +89,16 @@ def register_when_keras_loads(layers: Mapping[str, tuple[str, str]]
         _register(layers)
     else:
         sys.meta_path.insert(0, _KerasImportHook(lambda: _register(layers)))
+
+
+def import_when_imported(module: str, ours: str) -> None:
+    """Imports the module ``ours`` once ``module`` is imported, now if it
+    already is: e.g. a class that subclasses one of ``module``'s, which
+    must be registered before ``module`` looks for it by name."""
+    def load():
+        importlib.import_module(ours)
+
+    if module in sys.modules:
+        load()
+    else:
+        sys.meta_path.insert(0, _KerasImportHook(load, module))

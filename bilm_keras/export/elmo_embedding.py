@@ -11,12 +11,16 @@ import tensorflow as tf
 
 from bilm_keras._utils.graph_function import graph_function
 from bilm_keras._utils.settings import check_int
-from bilm_keras.bidirectional_language_model import BidirectionalLanguageModel
 from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.data.vocabulary import Vocabulary
-from bilm_keras.export.graph_char_ids import batch_char_ids, split_sentences
-from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
-from bilm_keras.export.graph_word_ids import WordGraphIds
+from bilm_keras.export.keras_presets import (
+    FORMAT_KEY,
+    FORMAT_VERSION,
+    check_format_version,
+    save_to_preset,
+)
+from bilm_keras.export.pretrained_layer import pretrained_layer
+from bilm_keras.export.text_ids import graph_converter, strings_to_ids
 from bilm_keras.export.token_cache import TOKEN_CACHE_SIZE, TokenCache
 from bilm_keras.export.token_mask import TokenMask
 from bilm_keras.layers.scalar_mix import ScalarMix
@@ -70,9 +74,10 @@ class ELMoEmbedding(keras.layers.Layer):
 
     The layer holds the biLM's options, weights and dictionaries, so a
     ``.keras`` file of a model that uses it stands alone. Build it with
-    :meth:`from_pretrained`. The constructor builds a biLM of random
-    weights from ``options``, as ``keras.models.load_model`` does before
-    it reads the file's weights.
+    :meth:`from_pretrained` (or :meth:`from_preset`, the same), and save
+    it as a keras-hub preset with :meth:`save_to_preset`. The constructor
+    builds a biLM of random weights from ``options``, as
+    ``keras.models.load_model`` does before it reads the file's weights.
 
     Args:
         options: dict. The biLM's ``options.json``, as
@@ -208,22 +213,18 @@ class ELMoEmbedding(keras.layers.Layer):
 
     def _graph_ids_for(self, options: BiLMOptions):
         """The in-graph tokenizer of a ManyLangs or word-input model."""
-        if not options.use_character_inputs:
-            if self.vocabulary is None:
-                raise ValueError(
-                    f"{self.name}: vocabulary: a word-input model (no "
-                    "'char_cnn' in its options) needs its vocabulary, "
-                    "found None")
-            return WordGraphIds(self.vocabulary)
-        if options.manylangs is not None:
-            if self.char_dic is None:
-                raise ValueError(
-                    f"{self.name}: char_dic: a converted ELMoForManyLangs "
-                    "model needs its char.dic, found None")
-            return ManyLangsGraphIds(
-                self.char_dic, self.word_dic,
-                options.char_cnn.max_characters_per_token)
-        return None
+        if (options.use_character_inputs and options.manylangs is not None
+                and self.char_dic is None):
+            raise ValueError(
+                f"{self.name}: char_dic: a converted ELMoForManyLangs "
+                "model needs its char.dic, found None")
+        return graph_converter(
+            use_character_inputs=options.use_character_inputs,
+            max_characters_per_token=(
+                options.char_cnn.max_characters_per_token
+                if options.char_cnn is not None else None),
+            vocabulary=self.vocabulary, char_dic=self.char_dic,
+            word_dic=self.word_dic, owner=self.name)
 
     # ------------------------------------------------------------ factory
     @classmethod
@@ -244,9 +245,12 @@ class ELMoEmbedding(keras.layers.Layer):
 
         Args:
             spec: anything :meth:`BidirectionalLanguageModel.from_pretrained`
-                takes: a registry name, a URL, an archive or a model
-                folder. The folder may be bilm-tf's or a converted
-                ManyLangs, Paddle or TF1 Hub model. Or a training save_dir,
+                takes: a registry name, a URL, an
+                ``hf://OWNER/REPO[@REVISION]`` handle, an archive or a
+                model folder. Or a Keras preset, a folder or ``hf://``
+                handle (:meth:`save_to_preset`). The folder may be
+                bilm-tf's or a converted ManyLangs, Paddle or TF1 Hub
+                model. Or a training save_dir,
                 ours or bilm-tf's, a folder with ``options.json`` and
                 checkpoints but no weights HDF5. Its newest checkpoint that
                 reads whole is used, as ``dump-weights`` writes it.
@@ -280,22 +284,19 @@ class ELMoEmbedding(keras.layers.Layer):
             raise TypeError(
                 f"from_pretrained: unexpected {unknown}, expected the "
                 f"layer's options or {PRETRAINED_KWARGS}")
+        if not _is_save_dir(spec):
+            return pretrained_layer(cls, spec, dict(
+                output=output, trainable=trainable, layer_norm=layer_norm,
+                dropout=dropout, l2_coef=l2_coef, name=name,
+                token_cache_size=token_cache_size), **pretrained_kwargs)
         alignment = pretrained_kwargs.get("alignment")
-        if _is_save_dir(spec):
-            options, backbone, vocab_file, mix = _save_dir_model(
-                spec, pretrained_kwargs.get("vocab_file"))
-            if alignment is not None:
-                alignment = read_alignment(
-                    alignment_files(alignment, None, os.fspath(spec)),
-                    n_layers=options.lstm.n_layers + 1,
-                    dim=2 * options.lstm.projection_dim)
-        else:
-            bilm = BidirectionalLanguageModel.from_pretrained(
-                spec, **pretrained_kwargs)
-            options, backbone, vocab_file, mix = (
-                bilm.options, bilm.backbone, bilm.vocab_file,
-                bilm.learned_mix)
-            alignment = bilm.alignment
+        options, backbone, vocab_file, mix = _save_dir_model(
+            spec, pretrained_kwargs.get("vocab_file"))
+        if alignment is not None:
+            alignment = read_alignment(
+                alignment_files(alignment, None, os.fspath(spec)),
+                n_layers=options.lstm.n_layers + 1,
+                dim=2 * options.lstm.projection_dim)
         vocabulary = char_dic = word_dic = None
         if not options.use_character_inputs:
             vocab = Vocabulary(vocab_file, validate_file=True)
@@ -326,6 +327,31 @@ class ELMoEmbedding(keras.layers.Layer):
         if mix is not None:
             layer._start_from_mix(mix, spec)
         return layer
+
+    @classmethod
+    def from_preset(cls, spec, output: str = "mix", trainable="mix",
+                    **kwargs) -> "ELMoEmbedding":
+        """keras-hub's name for :meth:`from_pretrained`: the same SPECs,
+        a preset folder or ``hf://`` handle among them, and arguments."""
+        return cls.from_pretrained(spec, output, trainable, **kwargs)
+
+    def save_to_preset(self, preset_dir, *, overwrite: bool = False):
+        """Writes the layer as a keras-hub preset: ``config.json``,
+        ``model.weights.h5``, ``preprocessor.json``, ``metadata.json``
+        and ``assets/tokenizer/``, whole or not at all.
+
+        :meth:`from_preset` reads it back, and so does
+        ``keras_hub.models.Backbone.from_preset`` with keras-hub
+        installed.
+
+        Raises:
+            ValueError: a non-empty ``preset_dir`` without ``overwrite``.
+        """
+        save_to_preset(self, preset_dir, overwrite=overwrite)
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(**check_format_version(config, config.get("name", "")))
 
     def _start_from_mix(self, mix: LearnedMix, spec) -> None:
         """Sets the mix's weights and gamma to a model's learned mix."""
@@ -384,17 +410,8 @@ class ELMoEmbedding(keras.layers.Layer):
         self._check_input(inputs.shape, inputs.dtype.name)
         if inputs.dtype != tf.string:
             return tf.cast(inputs, tf.int32)
-        if inputs.shape.rank == 1:
-            tokens, max_tokens = split_sentences(inputs), None
-        else:
-            tokens = tf.RaggedTensor.from_tensor(inputs, padding="")
-            max_tokens = tf.shape(inputs, out_type=tf.int64)[1]
-        if self._graph_ids is None:
-            return batch_char_ids(tokens, self.bilm.max_characters_per_token,
-                                  max_tokens=max_tokens)
-        ids = self._graph_ids.batch_ids(tokens, max_tokens=max_tokens)
-        return ids[..., 0] if isinstance(self._graph_ids, WordGraphIds) \
-            else ids
+        return strings_to_ids(inputs, self._graph_ids,
+                              self.bilm.max_characters_per_token)
 
     # --------------------------------------------------------------- graph
     def _embed_tokens(self, ids, training=False):
@@ -603,12 +620,12 @@ class ELMoEmbedding(keras.layers.Layer):
         found = [tuple(int(d) for d in row if d >= 0) for row in stored]
         if len(found) != len(weights):
             raise ValueError(
-                f"{self.name}: the .keras file's options describe a biLM of "
+                f"{self.name}: the saved options describe a biLM of "
                 f"{len(weights)} weights, its weights hold {len(found)}")
         for weight, shape in zip(weights, found):
             if tuple(weight.shape) != shape:
                 raise ValueError(
-                    f"{self.name}: the .keras file's options disagree with "
+                    f"{self.name}: the saved options disagree with "
                     f"its weights: {weight.path}: expected "
                     f"{tuple(weight.shape)} from the options, found {shape}")
 
@@ -627,6 +644,7 @@ class ELMoEmbedding(keras.layers.Layer):
             alignment_matrices=self.alignment_matrices,
             token_cache_size=self.token_cache_size,
         )
+        config[FORMAT_KEY] = FORMAT_VERSION
         return config
 
 

@@ -12,6 +12,9 @@
 
 SPEC is tried in this order:
 
+0. an ``hf://OWNER/REPO[@REVISION]`` handle of a repository on the
+   Hugging Face Hub holding bilm-tf's files (:mod:`.hf_hub`), read in
+   huggingface_hub's cache.
 1. an ``http://`` or ``https://`` URL of an archive: ``.zip``,
    ``.tar.gz``, ``.tar.bz2`` or any tar, as the contents decide.
 2. a registry name
@@ -62,6 +65,12 @@ from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.pretrained.archives import ARCHIVE_SUFFIXES, extract_archive
 from bilm_keras.pretrained.download import download_file
 from bilm_keras.pretrained.errors import PretrainedModelError
+from bilm_keras.pretrained.hf_hub import (
+    hub_model_folder,
+    is_hub_spec,
+    parse_hub_spec,
+)
+from bilm_keras.pretrained.keras_preset_files import preset_class
 from bilm_keras.pretrained.model_cache import (
     default_cache_dir,
     entry_dir,
@@ -103,8 +112,8 @@ logger = logging.getLogger(__name__)
 LIST_COMMAND = "bilm-keras models"
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
 #: the kinds of SPEC, in the order they are tried (:func:`check_model_spec`)
-URL, NAME, DIRECTORY, PDPARAMS, ARCHIVE = (
-    "url", "name", "directory", "pdparams", "archive")
+URL, NAME, DIRECTORY, PDPARAMS, ARCHIVE, HUB = (
+    "url", "name", "directory", "pdparams", "archive", "hf")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -679,6 +688,21 @@ def _local_pdparams(path: str, spec: str, cache_dir: str,
     return _cached(cache_dir, key, spec, build, progress)
 
 
+def _hub_repository(spec: str, cache_dir: str,
+                    progress: bool) -> ResolvedModel:
+    """An ``hf://`` handle's bilm-tf files, read in huggingface_hub's
+    cache (:mod:`.hf_hub`); converted formats go to ours."""
+    folder = hub_model_folder(spec, progress=progress)
+    registered = preset_class(folder)
+    if registered is not None:
+        raise PretrainedModelError(
+            f"{spec}: a Keras preset ({registered}), not a model in "
+            "bilm-tf's layout: load it with ELMoEmbedding.from_preset")
+    model = _local_directory(folder, spec, cache_dir, progress)
+    repo, _ = parse_hub_spec(spec)
+    return dataclasses.replace(model, name=repo.split("/", 1)[1])
+
+
 def resolve_model(spec: str | os.PathLike, *,
                   cache_dir: str | os.PathLike | None = None,
                   mirror: str | None = None,
@@ -688,8 +712,8 @@ def resolve_model(spec: str | os.PathLike, *,
 
     Args:
         spec: a registry name (``"elmo-original"``, ``"manylangs-zh"``), an
-            http(s) URL of an archive, a local archive or a local model
-            directory.
+            http(s) URL of an archive, an ``hf://OWNER/REPO[@REVISION]``
+            handle, a local archive or a local model directory.
         cache_dir: the model cache. The default is ``$BILM_KERAS_CACHE``,
             else ``$XDG_CACHE_HOME/bilm_keras``, else
             ``~/.cache/bilm_keras``.
@@ -721,6 +745,8 @@ def resolve_model(spec: str | os.PathLike, *,
              else default_cache_dir())
     if kind == URL:
         return _url(spec, spec, cache, progress)
+    if kind == HUB:
+        return _hub_repository(spec, cache, progress)
     if kind == NAME:
         return _registered(registered_model(spec), spec, cache,
                            mirror or None, progress)
@@ -751,6 +777,9 @@ def check_model_spec(spec: str | os.PathLike) -> str:
     if not isinstance(spec, str) or not spec.strip():
         raise PretrainedModelError(
             f"{spec!r}: expected a model name, URL, archive or directory")
+    if is_hub_spec(spec):
+        parse_hub_spec(spec)
+        return HUB
     if _URL.match(spec):
         scheme = spec.split(":", 1)[0].lower()
         if scheme not in ("http", "https"):
