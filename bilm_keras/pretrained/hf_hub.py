@@ -9,7 +9,8 @@ anything is downloaded:
 * bilm-tf's files: an options JSON and a weights HDF5 under any name,
   e.g. ``options.json`` and ``weights.hdf5``, at the root or one folder
   down, with a ``vocab*.txt`` where one is published. Which JSON and HDF5
-  they are is decided on the files, by :mod:`.model_layout`.
+  they are is decided on the files, by the detection unit
+  (:mod:`bilm_keras.weights.model_detection`).
 
 Only those files are downloaded, into huggingface_hub's own cache
 (``$HF_HUB_CACHE``, ``$HF_HOME``), through its ``hf_hub_download``. So
@@ -39,7 +40,7 @@ from bilm_keras.pretrained.keras_preset_files import (
     WEIGHTS_FILE,
     preset_class,
 )
-from bilm_keras.pretrained.model_layout import WEIGHT_SUFFIXES
+from bilm_keras.weights.model_detection import WEIGHT_SUFFIXES
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +81,7 @@ def _hub():
 
 
 def _depth_ok(name: str) -> bool:
-    """At the root or one folder down, as :mod:`.model_layout` looks."""
+    """At the root or one folder down, where model_detection looks."""
     return name.count("/") <= 1
 
 
