@@ -157,8 +157,10 @@ def run(job: ServeJob) -> None:
             print(f"serving {', '.join(models)} on {url} (SIGTERM or Ctrl-C "
                   f"stops it)", flush=True)
 
-    serve(app, host=args.host, port=args.port,
-          drain_timeout_s=args.drain_timeout, on_listening=listening)
+    received, answered = serve(app, host=args.host, port=args.port,
+                               drain_timeout_s=args.drain_timeout,
+                               on_listening=listening)
     if not args.quiet:
-        print("stopped",
-              file=sys.stderr, flush=True)
+        print(f"stopped: {received} requests received, {answered} "
+              f"answered", file=sys.stderr, flush=True)
+    return received, answered

@@ -100,6 +100,10 @@ class ServingState:
                                  metrics=self.metrics)
             for name, model in self.models.items()}
         self.in_flight = 0
+        #: requests the embedding routes received and answered (any
+        #: status): equal once the server has drained
+        self.received = 0
+        self.answered = 0
         self.draining = False
         self.ready = False
 
@@ -204,6 +208,7 @@ def _embedding_route(parse, answer):
     async def route(request: Request) -> Response:
         state: ServingState = request.app.state.serving
         path = request.url.path
+        state.received += 1
         if not state.authorized(request):
             response = _unauthorized()
         elif state.draining or not state.ready:
@@ -226,7 +231,10 @@ def _embedding_route(parse, answer):
             finally:
                 state.in_flight -= 1
                 state.metrics.in_flight.set(state.in_flight)
+        if state.draining:  # no request more on this connection
+            response.headers["Connection"] = "close"
         state.metrics.requests.labels(path, str(response.status_code)).inc()
+        state.answered += 1
         return response
 
     async def _embed(request, state, path) -> Response:

@@ -112,7 +112,8 @@ def bind_socket(host: str, port: int) -> socket.socket:
 
 def serve(app: Starlette, *, host: str = "127.0.0.1", port: int = 8080,
           drain_timeout_s: float = 30.0,
-          on_listening: Optional[Callable[[str], None]] = None) -> None:
+          on_listening: Optional[Callable[[str], None]] = None
+          ) -> tuple[int, int]:
     """Serves ``app`` (:func:`~bilm_keras.serving.app.create_app`'s) until
     SIGTERM or SIGINT, then drains it and returns.
 
@@ -124,6 +125,10 @@ def serve(app: Starlette, *, host: str = "127.0.0.1", port: int = 8080,
             in flight.
         on_listening: called with the server's URL once it listens, e.g.
             ``http://127.0.0.1:8080``.
+
+    Returns:
+        ``(received, answered)``: the requests the embedding routes
+        received and answered, equal after a drain that finished.
     """
     sock = bind_socket(host, port)
     config = uvicorn.Config(app, lifespan="on", log_config=None,
@@ -135,3 +140,5 @@ def serve(app: Starlette, *, host: str = "127.0.0.1", port: int = 8080,
         server.run(sockets=[sock])
     finally:
         sock.close()
+    state = app.state.serving
+    return state.received, state.answered
