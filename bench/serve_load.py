@@ -305,6 +305,13 @@ def phase_sigterm(server, args) -> dict:
             "every_accepted_answered": received == answered}
 
 
+def progress(phase: str, result: dict) -> None:
+    """A phase's result on stderr as it ends (a long run's partial
+    figures)."""
+    print(f"{common.utc_now()} {phase}: {json.dumps(result)}",
+          file=sys.stderr, flush=True)
+
+
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true",
@@ -352,9 +359,11 @@ def main(argv=None) -> None:
             runs = []
             if "bulk" in phases:
                 runs.append(bulk())
+                progress("bulk", runs[-1])
             for phase in ("lone", "load"):
                 if phase in phases:
                     report[phase] = globals()[f"phase_{phase}"](server, args)
+                    progress(phase, report[phase])
             if "bulk" in phases and "load" in phases:
                 runs.append(bulk())
             if runs:
@@ -366,6 +375,7 @@ def main(argv=None) -> None:
             for phase in ("overload", "rss", "sigterm"):
                 if phase in phases:
                     report[phase] = globals()[f"phase_{phase}"](server, args)
+                    progress(phase, report[phase])
             if "sigterm" not in phases:
                 report["exit_status"] = server.stop()
         finally:
