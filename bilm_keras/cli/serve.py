@@ -17,6 +17,8 @@ from bilm_keras.cli._model_flags import SPEC_HELP
 
 NAME = "serve"
 ALIAS = "serve.py"
+#: the library setting of a flag whose name is not the flag's
+FLAGS = {"drain_timeout_s": "--drain_timeout"}
 HELP = "serve ELMo's vectors over HTTP (an OpenAI-compatible route and " \
        "ELMo per token)"
 DESCRIPTION = """\
