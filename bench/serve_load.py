@@ -93,7 +93,7 @@ def measure_bulk(workdir: str, args) -> dict:
     model = BidirectionalLanguageModel(
         os.path.join(workdir, "options.json"),
         os.path.join(workdir, "weights.hdf5"))
-    sentences = corpus(256 if not args.quick else 32, seed=7)
+    sentences = corpus(args.bulk_sentences, seed=7)
     tokens = sum(len(s) for s in sentences)
     model.embed_sentences(sentences, output="sentence_mean")  # warm-up
     passes = common.time_passes(
@@ -323,6 +323,7 @@ def main(argv=None) -> None:
                         help="requests of the load phase at most")
     parser.add_argument("--lone_requests", type=int, default=20)
     parser.add_argument("--bulk_passes", type=int, default=3)
+    parser.add_argument("--bulk_sentences", type=int, default=256)
     parser.add_argument("--max_concurrent_requests", type=int, default=64)
     parser.add_argument("--max_wait_ms", type=int, default=5)
     parser.add_argument("--max_batch_tokens", type=int, default=8192)
@@ -349,6 +350,7 @@ def main(argv=None) -> None:
         def bulk():
             child = [os.path.abspath(__file__), "--_measure", workdir,
                      "--bulk_passes", str(args.bulk_passes),
+                     "--bulk_sentences", str(args.bulk_sentences),
                      "--lone_requests", str(args.lone_requests)]
             return common.run_json_child(
                 child + (["--quick"] if args.quick else []),

@@ -109,7 +109,13 @@ def test_load_then_sigterm(server, fixture_bilm):
                                                   "down")
     assert answered.status_code == 200
     assert len(answered.json()["data"]) == 100
-    assert proc.wait(timeout=60) == 0
+    try:
+        status = proc.wait(timeout=120)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        pytest.fail("no exit after the drain:\n"
+                    + proc.communicate()[1][-3000:])
     err = proc.stderr.read()
+    assert status == 0, err[-2000:]
     assert err.rstrip().endswith(f"stopped: {done + 3} requests received, "
                                  f"{done + 3} answered"), err[-2000:]
