@@ -110,6 +110,7 @@ from bilm_keras.cli import (
     models,
     pipeline,
     restart,
+    serve,
     train,
 )
 from bilm_keras.cli._common import (
@@ -126,7 +127,8 @@ PROG = "bilm-keras"
 #: the subcommands, in the order ``--help`` lists them
 COMMANDS = (embed, models, merge_embeddings, dump_tokens, build_vocab,
             train, restart, evaluate, dump_weights, export_hub,
-            convert_manylangs, convert_paddle, convert_tfhub, pipeline)
+            convert_manylangs, convert_paddle, convert_tfhub, pipeline,
+            serve)
 COMMANDS_BY_NAME = {module.NAME: module for module in COMMANDS}
 
 DESCRIPTION = """\

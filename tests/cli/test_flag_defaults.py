@@ -29,6 +29,8 @@ def _owners() -> dict:
         export_hub_from_save_dir,
     )
     from bilm_keras.pretrained.tfhub_conversion import convert_tfhub
+    from bilm_keras.serving.limits import ServeLimits
+    from bilm_keras.serving.server import serve
     from bilm_keras.training.evaluation import evaluate
     from bilm_keras.training.pipeline import run_pipeline
     from bilm_keras.training.training_run import TrainingRun
@@ -51,6 +53,7 @@ def _owners() -> dict:
         "convert-paddle": [convert_paddle],
         "convert-tfhub": [convert_tfhub],
         "pipeline": [run_pipeline],
+        "serve": [ServeLimits, serve],
     }
 
 
@@ -118,6 +121,8 @@ def test_the_comparison_reaches_the_settings():
         "embed")[0]
     assert {"--max_sentences", "--min_count", "--seed"} <= _compare(
         "pipeline")[0]
+    assert {"--max_wait_ms", "--host", "--port", "--drain_timeout"} <= (
+        _compare("serve")[0])
 
 
 @pytest.mark.parametrize("command,flag,field", [

@@ -73,6 +73,16 @@ BAD_VALUES = [
     ("pipeline", "--max_sentences", "0", "an integer >= 1"),
     ("pipeline", "--min_count", "0", "an integer >= 1"),
     ("pipeline", "--seed", "-1", "an integer in 0..4294967295"),
+    ("serve", "--port", "65536", "an integer in 0..65535"),
+    ("serve", "--max_batch_tokens", "0", "an integer >= 1"),
+    ("serve", "--max_wait_ms", "-1", "an integer >= 0"),
+    ("serve", "--max_concurrent_requests", "0", "an integer >= 1"),
+    ("serve", "--max_sentences", "0", "an integer >= 1"),
+    ("serve", "--max_tokens_per_sentence", "two", "an integer >= 1"),
+    ("serve", "--max_request_bytes", "-1", "an integer >= 1"),
+    ("serve", "--drain_timeout", "nan", "a finite number"),
+    ("serve", "--model", "elmo-origina",
+     "unknown model name (did you mean elmo-original"),
     # a model SPEC (checked without the network) and an options preset
     ("embed", "--model", "elmo-smal",
      "unknown model name (did you mean elmo-small"),
@@ -162,6 +172,7 @@ def _good_args(command, model_dir, train_dir, inputs, out):
                            "--vocab_file", t / "vocab.txt",
                            "--outdir", out / "converted"],
         "models": [],
+        "serve": ["--model", m],
     }[command]
     return [str(a) for a in args]
 
