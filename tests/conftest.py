@@ -7,8 +7,12 @@ are missing, tests that need them skip on a developer's machine and *fail* when
 ``CI=true``, so CI can never go green without checking against the reference
 numbers.
 
-Two tiers: ``pytest -m "not slow"`` is the quick loop; the full suite (what
-CI runs) adds the tests marked ``slow`` and everything under ``tests/bench/``.
+Three tiers: ``pytest -m "not slow"`` is the quick loop; ``pytest`` (the
+README's test command) adds the tests marked ``slow``; ``pytest -m nightly``
+runs the tests marked ``nightly``, long end-to-end runs whose paths the
+other two tiers cover, and ``tests/bench/``'s runs of the benchmark
+scripts. ``pytest`` leaves the nightly ones out unless its command line
+names their file or test; CI runs them as a second command (``.ci/run``).
 
 Plain helpers are in ``helpers.py`` (``from helpers import
 run_layer_test``); fixtures here. A test that needs an optional extra
@@ -232,14 +236,50 @@ def pytest_configure(config):
         "markers",
         "slow: a long check; CI still runs it, at a small size",
     )
+    config.addinivalue_line(
+        "markers",
+        "nightly: a long end-to-end run whose paths the other tests cover; "
+        "slow too, left out of `pytest` unless named, run by `pytest -m "
+        "nightly` (CI's second command)",
+    )
+
+
+def _named_on_command_line(config, item) -> bool:
+    """Whether the command line names ``item``'s file or the test itself
+    (``pytest tests/x.py`` or ``pytest tests/x.py::test_y``), not only a
+    folder it is in."""
+    for arg in config.args:
+        path, _, rest = str(arg).partition("::")
+        target = pathlib.Path(config.invocation_params.dir, path).resolve()
+        name = item.nodeid.split("::", 1)[1]
+        if target == item.path and (
+                not rest or name == rest
+                or name.startswith((rest + "[", rest + "::"))):
+            return True
+    return False
 
 
 @pytest.hookimpl(tryfirst=True)  # before -m deselects by mark
 def pytest_collection_modifyitems(config, items):
-    # tests/bench/ runs the bench/ scripts end to end (each a process that
-    # imports TensorFlow and times passes): slow as a folder, so the files
-    # stay as the benchmarks' owners write them
+    # tests/bench/ runs the bench/ scripts (each a process that imports
+    # TensorFlow and times passes): slow as a folder, so the files stay as
+    # the benchmarks' owners write them; a nightly test is slow too
     bench = REPO_ROOT / "tests" / "bench"
     for item in items:
-        if bench in item.path.parents:
+        if (bench in item.path.parents
+                or item.get_closest_marker("nightly") is not None):
             item.add_marker(pytest.mark.slow)
+    # the nightly tier: left out unless -m names it or the command line
+    # names the test or its file
+    if "nightly" in (config.option.markexpr or ""):
+        return
+    kept, left_out = [], []
+    for item in items:
+        if (item.get_closest_marker("nightly") is None
+                or _named_on_command_line(config, item)):
+            kept.append(item)
+        else:
+            left_out.append(item)
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = kept

@@ -1,4 +1,10 @@
-"""Set-up the bench scripts' smoke tests share."""
+"""Set-up the bench scripts' smoke tests share.
+
+A test that runs a script end to end (``--quick``) is marked ``nightly``:
+it proves the script still runs, and the package's paths it calls are
+tested in the default run; ``pytest -m nightly`` runs it (CI's second
+command). The scripts' own functions and their one-line refusals stay in
+the default run."""
 
 import pytest
 

@@ -1,6 +1,9 @@
+import pytest
+
 from helpers import run_bench_script
 
 
+@pytest.mark.nightly
 def test_checkpoint_save_quick_runs(tmp_path):
     """The tiny model's saves, through the training loop's writer: the
     size it reports is the checkpoint's on disk, and nothing is left."""

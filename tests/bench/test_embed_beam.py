@@ -1,6 +1,9 @@
+import pytest
+
 from helpers import require_installed, run_bench_script
 
 
+@pytest.mark.nightly
 def test_embed_beam_quick_runs():
     """One round of plain ``embed`` against ``embed --runner
     DirectRunner`` with two workers, on the tiny model: both commands

@@ -1,6 +1,9 @@
+import pytest
+
 from helpers import run_bench_script
 
 
+@pytest.mark.nightly
 def test_embed_compute_batches_quick_runs():
     """Two compute-batch settings on the tiny model, one round: each
     embeds the whole corpus, and the first is its own reference."""

@@ -2,9 +2,12 @@
 asserted): both precisions embed the corpus through the real loader, and
 one JSON line reports the rates, the CPU flags and the distances."""
 
+import pytest
+
 from helpers import run_bench_script
 
 
+@pytest.mark.nightly
 def test_quick_bench_reports_one_json_line(quick_bench_workdir):
     report = run_bench_script(
         "embed_precision.py", "--quick", "--state_variants",

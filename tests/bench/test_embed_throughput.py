@@ -2,9 +2,12 @@
 it writes random weights through the real saver, loads them through the
 real loader, and reports one JSON line with every figure."""
 
+import pytest
+
 from helpers import run_bench_script
 
 
+@pytest.mark.nightly
 def test_quick_bench_reports_one_json_line(quick_bench_workdir):
     report = run_bench_script(
         "embed_throughput.py", "--quick", "--baseline", "--levers",
@@ -27,6 +30,7 @@ def test_quick_bench_reports_one_json_line(quick_bench_workdir):
     assert (quick_bench_workdir / "weights.hdf5").exists()
 
 
+@pytest.mark.nightly
 def test_quick_as_user_reports_the_peak(quick_bench_workdir):
     # the memory figure: public API only, passes in a loop
     report = run_bench_script(

@@ -2,9 +2,12 @@
 tiny model trained and embedded with, in fresh processes, the package as
 it is and with AutoGraph forced back on, to the same loss and vectors."""
 
+import pytest
+
 from helpers import run_bench_script
 
 
+@pytest.mark.nightly
 def test_quick_bench_reports_one_json_line(tmp_path):
     # one round: each way's two fresh processes once
     report = run_bench_script(

@@ -2,9 +2,12 @@
 tiny model through the bulk path and a tagger's fit, the cache and its
 storage options, the fine-tuned LM."""
 
+import pytest
+
 from helpers import run_bench_script
 
 
+@pytest.mark.nightly
 def test_quick_bench_reports_one_json_line(quick_bench_workdir):
     report = run_bench_script("keras_fit.py", "--quick", "--sentences", "8",
                               "--workdir", quick_bench_workdir)

@@ -3,11 +3,14 @@ asserted): it writes a model in ELMoForManyLangs' released format (legacy
 .pkl), converts it in a process without TensorFlow, embeds with the result
 and with a bilm-tf model, and reports one JSON line."""
 
+import pytest
+
 from helpers import require_installed, run_bench_script
 
 require_installed("torch", "torch")
 
 
+@pytest.mark.nightly
 def test_quick_bench_reports_one_json_line(tmp_path):
     report = run_bench_script(
         "manylangs_convert.py", "--quick", "--rounds", "1",

@@ -3,11 +3,14 @@ asserted): torch writes a model in ELMoForManyLangs' released format, it is
 converted with our reader (torch blocked) and with torch.load, alternating,
 and both give the same weights."""
 
+import pytest
+
 from helpers import require_installed, run_bench_script
 
 require_installed("torch", "torch")
 
 
+@pytest.mark.nightly
 def test_quick_bench_reports_one_json_line(tmp_path):
     # one round (each reader's process once): the script end to end and
     # its JSON; more rounds only repeat the same processes

@@ -7,9 +7,12 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from helpers import REPO_ROOT, user_env
 
 
+@pytest.mark.nightly
 def test_quick_bench_reports_one_json_line(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "paddlenlp_convert.py"),

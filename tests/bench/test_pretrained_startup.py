@@ -3,9 +3,12 @@ asserted): a tiny model goes through a local mirror into a fresh cache,
 then is started by name and by path, alternating, in fresh processes with
 no mirror to reach, and both ways give the same vectors."""
 
+import pytest
+
 from helpers import run_bench_script
 
 
+@pytest.mark.nightly
 def test_quick_bench_reports_one_json_line(tmp_path):
     # one round: each way's fresh process once (3 processes with the
     # writer's, not 5); a second round only repeats them in the other

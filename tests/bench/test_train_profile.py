@@ -6,12 +6,15 @@ import os
 import pathlib
 import subprocess
 
+import pytest
+
 from helpers import python_argv
 
 BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
     "train_profile.py"
 
 
+@pytest.mark.nightly
 def test_train_profile_quick_runs():
     out = subprocess.run(
         python_argv() + [str(BENCH), "--quick", "--steps", "2"],
@@ -32,6 +35,7 @@ def test_train_profile_quick_runs():
         <= 1.05 * result["step_s_profiled"]
 
 
+@pytest.mark.nightly
 def test_step_products_quick_runs():
     # the four per-step products, both layouts, summed over a window
     out = subprocess.run(

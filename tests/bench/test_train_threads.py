@@ -4,6 +4,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 from bilm_keras.training.threads import (
     THREAD_VARIABLES,
     available_cores,
@@ -14,6 +16,7 @@ BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / \
     "train_threads.py"
 
 
+@pytest.mark.nightly
 def test_train_threads_quick_runs():
     """Each setting in its own process: the pools it asked for are the
     ones the child reports, ratios against the first setting."""

@@ -1,6 +1,9 @@
+import pytest
+
 from helpers import run_bench_script
 
 
+@pytest.mark.nightly
 def test_train_throughput_quick_runs():
     result = run_bench_script(
         "train_throughput.py", "--quick", "--passes", "1", "--steps", "2",
@@ -18,6 +21,7 @@ def test_train_throughput_quick_runs():
     assert 0 < result["peak_fraction"] < 1
 
 
+@pytest.mark.nightly
 def test_train_throughput_adapt_quick_runs():
     """``--adapt``: random weights written in bilm-tf's layout by a child
     process, loaded as ``--init_weights``, warm-up and full steps timed."""

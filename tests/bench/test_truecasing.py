@@ -75,6 +75,7 @@ def test_a_corpus_folder_without_rest_files_is_named(tmp_path):
         truecasing.read_rest_folder(str(tmp_path))
 
 
+@pytest.mark.nightly
 def test_quick_run_reports_every_tagger(tmp_path):
     proc = subprocess.run(
         [sys.executable, str(REPO_ROOT / "bench" / "truecasing.py"),

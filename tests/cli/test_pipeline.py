@@ -12,7 +12,8 @@ import pytest
 from helpers import REPO_ROOT, python_argv, user_env
 
 
-@pytest.mark.slow
+@pytest.mark.nightly  # each step is a command tested on its own, and
+# tests/test_wheel_install.py runs `pipeline` from the installed wheel
 def test_run_pipeline_end_to_end(tmp_path):
     out = tmp_path / "run"
     heldout = tmp_path / "heldout.txt"

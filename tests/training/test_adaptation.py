@@ -263,7 +263,8 @@ def domain_text(tmp_path_factory):
     return dict(corpus, vocab_file=str(out / "vocab.txt"))
 
 
-@pytest.mark.slow
+@pytest.mark.nightly  # 2 x 600 steps: the warm-up and its restarts are
+# tested above, this is how much adaptation gains
 def test_adaptation_lowers_heldout_perplexity(model_dir, domain_text,
                                               tmp_path):
     """The same 600 steps from the fixture model: 100 of softmax warm-up
