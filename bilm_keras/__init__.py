@@ -52,7 +52,7 @@ _EXPORTS = {
     "dump_token_embeddings": "bilm_keras.embedding.dump",
     "merge_embedding_files": "bilm_keras.embedding.merge",
     "weight_layers": "bilm_keras.layers.weight_layers",
-    "ELMoEmbedding": "bilm_keras.export.elmo_embedding",
+    "ELMoEmbedding": "bilm_keras.keras_layer.elmo_embedding",
     "BidirectionalLanguageModel":
         "bilm_keras.bidirectional_language_model",
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",
@@ -70,7 +70,7 @@ __all__ = sorted(_EXPORTS)
 # a .keras file holding these layers loads after ``import bilm_keras``
 # alone, and Keras is not imported for it
 _register_when_keras_loads({
-    "bilm_keras>ELMoEmbedding": ("bilm_keras.export.elmo_embedding",
+    "bilm_keras>ELMoEmbedding": ("bilm_keras.keras_layer.elmo_embedding",
                                  "ELMoEmbedding"),
     "bilm_keras>TokenMask": ("bilm_keras.export.token_mask", "TokenMask"),
 })

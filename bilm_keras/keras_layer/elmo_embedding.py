@@ -17,7 +17,7 @@ from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.export.graph_char_ids import batch_char_ids, split_sentences
 from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.export.graph_word_ids import WordGraphIds
-from bilm_keras.export.token_cache import TOKEN_CACHE_SIZE, TokenCache
+from bilm_keras.keras_layer.token_cache import TOKEN_CACHE_SIZE, TokenCache
 from bilm_keras.export.token_mask import TokenMask
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
@@ -64,7 +64,7 @@ class ELMoEmbedding(keras.layers.Layer):
     ``trainable="all"`` a training call runs the backbone's
     differentiable while loop. The char-CNN embeds each distinct token of
     a batch once. With the biLM frozen, a training call keeps each
-    token's vector in a :class:`~bilm_keras.export.token_cache.TokenCache`
+    token's vector in a :class:`~bilm_keras.keras_layer.token_cache.TokenCache`
     and computes only the tokens it has not met, so later epochs skip the
     char-CNN for known tokens.
 
@@ -108,7 +108,7 @@ class ELMoEmbedding(keras.layers.Layer):
             cached once, which only the mix reads. They are
             `(batch, L + 1, time, dim)` as ``"layers"`` gives them, zero
             past each sentence's end, see
-            :func:`~bilm_keras.export.cached_layers.cached_layers_dataset`.
+            :func:`~bilm_keras.keras_layer.cached_layers.cached_layers_dataset`.
         training: bool. Dropout, and the LM's gradients with
             ``trainable="all"``.
 
