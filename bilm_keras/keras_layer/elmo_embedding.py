@@ -5,10 +5,18 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence
 
+import logging
+
 import keras
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.backends import (
+    PREPROCESSOR,
+    backend,
+    on_tensorflow,
+    reject_strings,
+)
 from bilm_keras._utils.graph_function import graph_function
 from bilm_keras._utils.settings import check_int
 from bilm_keras.bidirectional_language_model import BidirectionalLanguageModel
@@ -28,6 +36,8 @@ from bilm_keras.training.weight_dump import prediction_options
 from bilm_keras.weights.checkpoint_files import list_checkpoints
 from bilm_keras.weights.alignment import alignment_files, read_alignment
 from bilm_keras.weights.learned_mix import MIX_FILE, LearnedMix
+
+logger = logging.getLogger(__name__)
 
 #: the choices of ``output``
 OUTPUTS = ("mix", "layers", "sentence")
@@ -181,8 +191,9 @@ class ELMoEmbedding(keras.layers.Layer):
             self.alignment = self.add_weight(
                 name="alignment", trainable=False,
                 shape=(alignment_matrices, self.dim, self.dim),
-                initializer=lambda shape, dtype=None: tf.eye(
-                    shape[1], batch_shape=[shape[0]], dtype=dtype))
+                initializer=lambda shape, dtype=None: keras.ops.tile(
+                    keras.ops.eye(shape[1], dtype=dtype)[None],
+                    (shape[0], 1, 1)))
         self.scalar_mix = ScalarMix(self.n_layers, l2_coef=l2_coef,
                                     name="scalar_mix")
         self.scalar_mix.build()
@@ -194,16 +205,27 @@ class ELMoEmbedding(keras.layers.Layer):
             # that on to sublayers made after it: a model would train them
             self.scalar_mix.trainable = False
         self.supports_masking = output == "mix"
-        # string ops, hash tables and loops of data-dependent length: a
-        # model holding the layer is not compiled with XLA ("auto" on GPU)
-        self.supports_jit = False
+        # under TensorFlow: string ops, hash tables and loops of
+        # data-dependent length, so a model holding the layer is not
+        # compiled with XLA ("auto" on GPU); JAX and PyTorch take ids
+        # only, and JAX compiles the model's step (jax.jit)
+        self.supports_jit = not on_tensorflow()
         self._layers_graph = None  # embed_layers' graph, on first use
         check_int("token_cache_size", token_cache_size, 0)
         self.token_cache_size = token_cache_size
+        cached = token_cache_size and self.ids_width is not None
+        if cached and not on_tensorflow():
+            # a TensorFlow hash table: JAX's compiled step has no state of
+            # a data-dependent size
+            logger.info(
+                "%s: the token cache runs under TensorFlow only; under "
+                "KERAS_BACKEND=%s every training call runs the char-CNN",
+                self.name, backend())
+            cached = False
         # outside Keras' tracking: no .keras file or export holds the table
         self.__dict__["_token_cache"] = (
             TokenCache(token_cache_size, self.bilm.projection_dim)
-            if token_cache_size and self.ids_width is not None else None)
+            if cached else None)
         self.built = True
 
     def _graph_ids_for(self, options: BiLMOptions):
@@ -377,9 +399,17 @@ class ELMoEmbedding(keras.layers.Layer):
                 f"{self.name}: inputs: expected {width} ids per token (the "
                 f"model's ids_width), found {shape[-1]}")
 
-    def token_ids(self, inputs) -> tf.Tensor:
+    def token_ids(self, inputs):
         """The batcher's ids of any input, boundaries included: `(batch,
-        time + 2, ids_width)`, or `(batch, time + 2)` for a word model."""
+        time + 2, ids_width)`, or `(batch, time + 2)` for a word model.
+
+        Strings are read under TensorFlow only. Under JAX and PyTorch they
+        raise a TypeError naming the preprocessor."""
+        if not on_tensorflow():
+            reject_strings(self.name, inputs)
+            self._check_input(inputs.shape, keras.backend.standardize_dtype(
+                inputs.dtype))
+            return keras.ops.cast(inputs, "int32")
         inputs = tf.convert_to_tensor(inputs)
         self._check_input(inputs.shape, inputs.dtype.name)
         if inputs.dtype != tf.string:
@@ -401,6 +431,9 @@ class ELMoEmbedding(keras.layers.Layer):
         """Token embeddings `(B, T, P)`, each distinct token once, from
         the token cache in a training call with the char-CNN frozen."""
         # B=batch, T=time, W=ids per token, U=distinct tokens, P=proj dim
+        if not on_tensorflow():
+            # every token: JAX compiles static shapes, so no tf.unique
+            return self.bilm.embed_tokens(ids)  # (B, T, P)
         shape = tf.shape(ids)
         width = 1 if self.ids_width is None else self.ids_width
         flat = tf.reshape(ids, (-1, width))  # (B*T, W)
@@ -437,7 +470,8 @@ class ELMoEmbedding(keras.layers.Layer):
             outputs, _ = self.bilm.encode(token_embeddings, lengths,
                                           training=True)
             return outputs
-        return self.bilm.infer(tf.stop_gradient(token_embeddings), lengths)
+        return self.bilm.infer(keras.ops.stop_gradient(token_embeddings),
+                               lengths)
 
     def lm_layers(self, inputs, training=False):
         """The biLM's layers of any input, aligned if the layer holds an
@@ -449,17 +483,18 @@ class ELMoEmbedding(keras.layers.Layer):
         """
         ids = self.token_ids(inputs)
         full_mask = self.bilm.input_mask(ids)  # (B, T + 2)
-        lengths = tf.reduce_sum(tf.cast(full_mask, tf.int32), axis=1)
+        lengths = keras.ops.sum(keras.ops.cast(full_mask, "int32"), axis=1)
         token_embeddings = self._embed_tokens(ids, training)  # (B, T+2, P)
         outputs = self._lstm_outputs(token_embeddings, lengths, training)
         outputs["token_embeddings"] = token_embeddings
         layers, _, mask = strip_boundaries(lm_layers(outputs), lengths)
         if self.alignment is not None:  # h @ W.T, zeros stay zeros
             if self.alignment_matrices == 1:
-                layers = tf.einsum("bltd,ed->blte", layers,
-                                   self.alignment[0])
+                layers = keras.ops.einsum("bltd,ed->blte", layers,
+                                          self.alignment[0])
             else:
-                layers = tf.einsum("bltd,led->blte", layers, self.alignment)
+                layers = keras.ops.einsum("bltd,led->blte", layers,
+                                          self.alignment)
         return layers, mask
 
     def embed_layers(self, sentences: Sequence[Sequence[str]],
@@ -483,6 +518,12 @@ class ELMoEmbedding(keras.layers.Layer):
             if any(not isinstance(t, str) or not t for t in sentence):
                 raise ValueError(f"sentences[{i}]: expected non-empty "
                                  f"string tokens, found {sentence!r}")
+        if not on_tensorflow():
+            raise TypeError(
+                f"{self.name}: embed_layers reads strings, under TensorFlow "
+                f"only (found KERAS_BACKEND={backend()}); turn them into "
+                f"ids with {PREPROCESSOR} and call the layer with "
+                "output='layers'")
         if self._layers_graph is None:
             self._layers_graph = graph_function(
                 lambda tokens: self.lm_layers(tokens)[0],
@@ -505,28 +546,32 @@ class ELMoEmbedding(keras.layers.Layer):
         """The learned mix of :meth:`lm_layers`' output, as ``call``
         computes it: `(batch, L + 1, time, dim)` -> `(batch, time, dim)`,
         e.g. on layers cached once."""
-        layers = tf.convert_to_tensor(layers, tf.float32)
-        mask = tf.cast(mask, tf.bool)
-        mask_f = tf.cast(mask, tf.float32)[:, None, :, None]  # (B,1,T,1)
+        ops = keras.ops
+        layers = ops.cast(layers, "float32")
+        mask = ops.cast(mask, "bool")
+        mask_f = ops.cast(mask, "float32")[:, None, :, None]  # (B,1,T,1)
         if self.layer_norm:
             # per sentence: one mean and variance over its tokens and dims
-            n = tf.reduce_sum(mask_f, axis=2, keepdims=True) * self.dim
-            n = tf.maximum(n, 1.0)  # (B, 1, 1, 1)
-            mean = tf.reduce_sum(layers * mask_f, axis=(2, 3),
-                                 keepdims=True) / n  # (B, L, 1, 1)
-            var = tf.reduce_sum(((layers - mean) * mask_f) ** 2,
-                                axis=(2, 3), keepdims=True) / n
-            layers = (layers - mean) * tf.math.rsqrt(
+            n = ops.sum(mask_f, axis=2, keepdims=True) * self.dim
+            n = ops.maximum(n, 1.0)  # (B, 1, 1, 1)
+            mean = ops.sum(layers * mask_f, axis=(2, 3),
+                           keepdims=True) / n  # (B, L, 1, 1)
+            var = ops.sum(((layers - mean) * mask_f) ** 2,
+                          axis=(2, 3), keepdims=True) / n
+            layers = (layers - mean) * ops.rsqrt(
                 var + LAYER_NORM_EPSILON) * mask_f
         mixed = self.scalar_mix(layers, mask)  # (B, T, D)
         mixed = mixed * mask_f[:, 0]
         return self.output_dropout(mixed, training=training)
 
     def call(self, inputs, training=False):
-        if inputs.dtype.is_floating:  # cached layers
-            self._check_input(inputs.shape, inputs.dtype.name)
-            layers = tf.cast(inputs, tf.float32)
-            mask = tf.reduce_any(tf.not_equal(layers[:, 0], 0.0), axis=-1)
+        ops = keras.ops
+        if keras.backend.standardize_dtype(inputs.dtype).startswith(
+                "float"):  # cached layers
+            self._check_input(inputs.shape, keras.backend.standardize_dtype(
+                inputs.dtype))
+            layers = ops.cast(inputs, "float32")
+            mask = ops.any(ops.not_equal(layers[:, 0], 0.0), axis=-1)
         else:
             layers, mask = self.lm_layers(inputs, training=training)
         if self.output_mode == "layers":
@@ -534,13 +579,13 @@ class ELMoEmbedding(keras.layers.Layer):
         mixed = self.mix(layers, mask, training=training)
         if self.output_mode == "mix":
             return mixed
-        n = tf.reduce_sum(tf.cast(mask, tf.float32), axis=1, keepdims=True)
-        return tf.reduce_sum(mixed, axis=1) / tf.maximum(n, 1.0)  # (B, D)
+        n = ops.sum(ops.cast(mask, "float32"), axis=1, keepdims=True)
+        return ops.sum(mixed, axis=1) / ops.maximum(n, 1.0)  # (B, D)
 
     def compute_mask(self, inputs, mask=None):
         if self.output_mode != "mix":
             return None
-        if inputs.dtype == "string" or inputs.dtype == tf.string:
+        if keras.backend.standardize_dtype(inputs.dtype) == "string":
             # a layer, not a tf op, so that a functional model records it
             return TokenMask()(inputs)
         if "float" in str(inputs.dtype):
