@@ -27,6 +27,7 @@ from bilm_keras.export.graph_manylangs_ids import ManyLangsGraphIds
 from bilm_keras.export.graph_word_ids import WordGraphIds
 from bilm_keras.keras_layer.token_cache import TOKEN_CACHE_SIZE, TokenCache
 from bilm_keras.export.token_mask import TokenMask
+from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
@@ -228,6 +229,14 @@ class ELMoEmbedding(keras.layers.Layer):
             if cached else None)
         self.built = True
 
+    @classmethod
+    def from_config(cls, config):
+        # a config is rebuilt to load weights into (keras.models.load_model):
+        # zeros, not random draws, which JAX would compile one program for
+        # each weight's shape to make
+        with placeholder_weights():
+            return cls(**config)
+
     def _graph_ids_for(self, options: BiLMOptions):
         """The in-graph tokenizer of a ManyLangs or word-input model."""
         if not options.use_character_inputs:
@@ -327,13 +336,14 @@ class ELMoEmbedding(keras.layers.Layer):
                 options.manylangs.char_dic,
                 options.manylangs.word_dic
                 if options.manylangs.has_word_part else None)
-        layer = cls(options.to_dict(), output=output, trainable=trainable,
-                    layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
-                    vocabulary=vocabulary, char_dic=char_dic,
-                    word_dic=word_dic, name=name,
-                    token_cache_size=token_cache_size,
-                    alignment_matrices=(0 if alignment is None
-                                        else len(alignment.matrices)))
+        with placeholder_weights():  # every biLM weight is copied below
+            layer = cls(
+                options.to_dict(), output=output, trainable=trainable,
+                layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
+                vocabulary=vocabulary, char_dic=char_dic, word_dic=word_dic,
+                name=name, token_cache_size=token_cache_size,
+                alignment_matrices=(0 if alignment is None
+                                    else len(alignment.matrices)))
         if alignment is not None:
             layer.alignment.assign(np.stack(alignment.matrices))
         sources = backbone.weights
@@ -563,6 +573,12 @@ class ELMoEmbedding(keras.layers.Layer):
         mixed = self.scalar_mix(layers, mask)  # (B, T, D)
         mixed = mixed * mask_f[:, 0]
         return self.output_dropout(mixed, training=training)
+
+    def __call__(self, inputs, *args, **kwargs):
+        # before Keras converts the input: JAX and PyTorch have no string
+        # tensors, and their conversion error would not say what to do
+        reject_strings(self.name, inputs)
+        return super().__call__(inputs, *args, **kwargs)
 
     def call(self, inputs, training=False):
         ops = keras.ops

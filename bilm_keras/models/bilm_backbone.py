@@ -322,8 +322,13 @@ class BiLMBackbone(keras.layers.Layer):
             outputs[direction] = layers
         return outputs, final_states
 
-    def call(self, inputs, initial_states=None, training=False):
+    def __call__(self, inputs, *args, **kwargs):
+        # before Keras converts the input: JAX and PyTorch have no string
+        # tensors, and their conversion error would not say what to do
         reject_strings(self.name, inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
+    def call(self, inputs, initial_states=None, training=False):
         mask = self.input_mask(inputs)  # (B, T)
         lengths = keras.ops.sum(keras.ops.cast(mask, "int32"), axis=1)  # (B,)
         token_embeddings = self.embed_tokens(inputs)  # (B, T, P)

@@ -1,7 +1,8 @@
 """The checks one Keras backend runs in a child process, as a batch:
 ``python backend_checks.py FOLDER`` with ``KERAS_BACKEND`` set, FOLDER
-written under TensorFlow by ``test_backends.py``. Prints one JSON line of
-``{check: null or what went wrong}``.
+written under TensorFlow by ``test_backends.py``. Prints a line
+``CHECK {"name": ..., "problem": null or what went wrong}`` as each check
+ends, so a parent that times out still sees which ran.
 
 Only ``import bilm_keras`` comes first: the ``.keras`` files load by the
 registration it makes, in a fresh process.
@@ -35,9 +36,10 @@ def check_keras_files(folder, reference):
         ids = np.load(os.path.join(folder, f"{name}_ids.npy"))
         want = np.load(os.path.join(folder, f"{name}_out.npy"))
         got = keras.ops.convert_to_numpy(model(ids))
-        if got.shape != want.shape or _max_diff(got, want) > ATOL:
-            problems[name] = (f"shape {got.shape} vs {want.shape}, max diff "
-                              f"{_max_diff(got, want) if got.shape == want.shape else 'n/a'}")
+        if got.shape != want.shape:
+            problems[name] = f"shape {got.shape}, expected {want.shape}"
+        elif _max_diff(got, want) > ATOL:
+            problems[name] = f"max diff {_max_diff(got, want)}"
     return problems or None
 
 
@@ -136,16 +138,18 @@ CHECKS = [check_keras_files, check_reference_embeddings, check_gradients,
 def main(folder):
     with open(os.path.join(folder, "reference.json")) as f:
         reference = json.load(f)
-    results = {"backend": None}
     import keras
 
-    results["backend"] = keras.backend.backend()
+    print("CHECK " + json.dumps({"name": "backend",
+                                 "problem": keras.backend.backend()}),
+          flush=True)
     for check in CHECKS:
         try:
-            results[check.__name__] = check(folder, reference)
+            problem = check(folder, reference)
         except Exception:  # reported to the parent, which fails
-            results[check.__name__] = traceback.format_exc(limit=6)
-    print("RESULTS " + json.dumps(results))
+            problem = traceback.format_exc(limit=6)
+        print("CHECK " + json.dumps({"name": check.__name__,
+                                     "problem": problem}), flush=True)
 
 
 if __name__ == "__main__":

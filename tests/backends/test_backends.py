@@ -14,6 +14,7 @@ cross-lingual alignment.
 
 import json
 import os
+import pathlib
 import subprocess
 import sys
 
@@ -71,8 +72,16 @@ def _families(model_dir, manylangs_dir):
 def tensorflow_files(bilm_fixtures, manylangs_converted, tmp_path_factory):
     """The folder of TensorFlow's files for the child processes."""
     folder = tmp_path_factory.mktemp("backends")
-    model_dir = str(bilm_fixtures / "model")
-    manylangs_dir = os.path.dirname(manylangs_converted["options_file"])
+    write_tensorflow_files(
+        folder, str(bilm_fixtures / "model"),
+        os.path.dirname(manylangs_converted["options_file"]))
+    return folder
+
+
+def write_tensorflow_files(folder, model_dir, manylangs_dir):
+    """Each family's ``.keras`` file, ids and outputs, the fixture's
+    reference and one training step's weight changes, into ``folder``."""
+    folder = pathlib.Path(folder)
     families = _families(model_dir, manylangs_dir)
     text = tf.constant(SENTENCES)
     for name, layer in families.items():
@@ -110,7 +119,6 @@ def tensorflow_files(bilm_fixtures, manylangs_converted, tmp_path_factory):
                    "fixture_model": model_dir,
                    "reference_top": [expected[k][0].tolist()
                                      for k in range(3)]}, f)
-    return folder
 
 
 @pytest.mark.slow
@@ -120,15 +128,30 @@ def test_backend_equals_tensorflow(backend, tensorflow_files):
     env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=os.pathsep.join(
         [str(REPO_ROOT)] + os.environ.get("PYTHONPATH", "").split(
             os.pathsep)))
-    done = subprocess.run(
-        [sys.executable, os.path.join(HERE, "backend_checks.py"),
-         str(tensorflow_files)], env=env, capture_output=True, text=True,
-        timeout=1200)
-    lines = [line for line in done.stdout.splitlines()
-             if line.startswith("RESULTS ")]
-    assert lines, done.stderr[-3000:]
-    results = json.loads(lines[-1][len("RESULTS "):])
-    assert results.pop("backend") == backend
-    failed = {check: problem for check, problem in results.items()
-              if problem is not None}
+    names = [check.__name__ for check in _checks()]
+    try:
+        done = subprocess.run(
+            [sys.executable, os.path.join(HERE, "backend_checks.py"),
+             str(tensorflow_files)], env=env, capture_output=True,
+            text=True, timeout=1800)
+        stdout, stderr = done.stdout, done.stderr
+    except subprocess.TimeoutExpired as error:
+        stdout = (error.stdout or b"").decode()
+        stderr = (error.stderr or b"").decode() + "\n(timed out)"
+    results = dict(
+        (r["name"], r["problem"]) for r in (
+            json.loads(line[len("CHECK "):])
+            for line in stdout.splitlines() if line.startswith("CHECK ")))
+    assert results.pop("backend", None) == backend, stderr[-3000:]
+    failed = {name: results.get(name, "did not run: " + stderr[-2000:])
+              for name in names if results.get(name, "") is not None}
     assert not failed, json.dumps(failed, indent=1)
+
+
+def _checks():
+    sys.path.insert(0, HERE)
+    try:
+        import backend_checks
+    finally:
+        sys.path.remove(HERE)
+    return backend_checks.CHECKS
