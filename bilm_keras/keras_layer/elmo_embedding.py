@@ -451,6 +451,8 @@ class ELMoEmbedding(keras.layers.Layer):
         flat = tf.concat([tf.zeros((1, width), flat.dtype), flat], 0)
         unique, index = tf.raw_ops.UniqueV2(
             x=flat, axis=tf.constant([0], tf.int64))  # (U, W), (1+B*T,)
+        # UniqueV2 loses the rank, which the keras.ops layers read
+        unique = tf.ensure_shape(unique, [None, width])
         if self.ids_width is None:
             unique = unique[:, 0]  # (U,)
         if self._uses_token_cache(training):
