@@ -451,13 +451,16 @@ class ELMoEmbedding(keras.layers.Layer):
         flat = tf.concat([tf.zeros((1, width), flat.dtype), flat], 0)
         unique, index = tf.raw_ops.UniqueV2(
             x=flat, axis=tf.constant([0], tf.int64))  # (U, W), (1+B*T,)
-        # UniqueV2 loses the rank, which the keras.ops layers read
-        unique = tf.ensure_shape(unique, [None, width])
+        # UniqueV2 and the cache's lookups lose the rank, which the
+        # keras.ops layers read
+        rank = [None] if self.ids_width is None else [None, width]
         if self.ids_width is None:
             unique = unique[:, 0]  # (U,)
+        unique = tf.ensure_shape(unique, rank)
         if self._uses_token_cache(training):
             table = self._token_cache.vectors(
-                unique, lambda ids: self.bilm.embed_tokens(ids[None])[0],
+                unique, lambda ids: self.bilm.embed_tokens(
+                    tf.ensure_shape(ids, rank)[None])[0],
                 self.bilm.token_embedder.weights)  # (U, P)
         else:
             table = self.bilm.embed_tokens(unique[None])[0]  # (U, P)
