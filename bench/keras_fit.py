@@ -152,7 +152,7 @@ def measure(args) -> dict:
     import numpy as np
 
     from bilm_keras import BidirectionalLanguageModel, ELMoEmbedding
-    from bilm_keras.export.cached_layers import cached_layers_dataset
+    from bilm_keras.keras_layer.cached_layers import cached_layers_dataset
 
     workdir = args.workdir or tempfile.mkdtemp(prefix="keras_fit.")
     common.write_bench_model(workdir, args.quick)

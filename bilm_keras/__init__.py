@@ -62,8 +62,8 @@ _EXPORTS = {
     "dump_token_embeddings": "bilm_keras.embedding.dump",
     "merge_embedding_files": "bilm_keras.embedding.merge",
     "weight_layers": "bilm_keras.layers.weight_layers",
-    "ELMoEmbedding": "bilm_keras.export.elmo_embedding",
-    "ELMoPreprocessor": "bilm_keras.export.elmo_preprocessor",
+    "ELMoEmbedding": "bilm_keras.keras_layer.elmo_embedding",
+    "ELMoPreprocessor": "bilm_keras.keras_layer.elmo_preprocessor",
     "BidirectionalLanguageModel":
         "bilm_keras.bidirectional_language_model",
     "BiLMBackbone": "bilm_keras.models.bilm_backbone",
@@ -81,15 +81,15 @@ __all__ = sorted(_EXPORTS)
 # a .keras file holding these layers loads after ``import bilm_keras``
 # alone, and Keras is not imported for it
 _register_when_keras_loads({
-    "bilm_keras>ELMoEmbedding": ("bilm_keras.export.elmo_embedding",
+    "bilm_keras>ELMoEmbedding": ("bilm_keras.keras_layer.elmo_embedding",
                                  "ELMoEmbedding"),
     "bilm_keras>TokenMask": ("bilm_keras.export.token_mask", "TokenMask"),
-    "bilm_keras>ELMoPreprocessor": ("bilm_keras.export.elmo_preprocessor",
+    "bilm_keras>ELMoPreprocessor": ("bilm_keras.keras_layer.elmo_preprocessor",
                                     "ELMoPreprocessor"),
 })
 
 # keras_hub.models.Backbone.from_preset finds our presets' backbone by
 # name once keras-hub is imported, before or after this package
-_import_when_imported("keras_hub", "bilm_keras.export.keras_hub_backbone")
+_import_when_imported("keras_hub", "bilm_keras.keras_layer.keras_hub_backbone")
 
 __getattr__, __dir__ = _lazy_exports(__name__, _EXPORTS, globals())

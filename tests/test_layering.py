@@ -40,7 +40,8 @@ ALLOWED["bilm_keras.save_dirs"] = (set(ALLOWED["bilm_keras.models"])
                                    | {"bilm_keras.models"})
 #: the facade, then the applications of everything below them
 _ABOVE = ["bilm_keras.bidirectional_language_model", "bilm_keras.training",
-          "bilm_keras.export", "bilm_keras.serving", "bilm_keras.cli",
+          "bilm_keras.export", "bilm_keras.keras_layer", "bilm_keras.serving",
+          "bilm_keras.cli",
           "bilm_keras"]
 for _k, _unit in enumerate(_ABOVE):
     ALLOWED[_unit] = set(ALLOWED) - set(_ABOVE[_k:]) | set(_ABOVE[:_k])

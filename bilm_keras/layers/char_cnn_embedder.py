@@ -2,7 +2,6 @@
 (with ELMoForManyLangs' optional word embedding before the projection)."""
 
 import keras
-import tensorflow as tf
 
 from bilm_keras.layers import precision
 from bilm_keras.layers.highway import Highway
@@ -61,8 +60,8 @@ class CharCNNEmbedder(keras.layers.Layer):
 
     Example:
         >>> emb = CharCNNEmbedder([(1, 4), (2, 8)], 4, 1, 8)
-        >>> emb(tf.ones((2, 3, 50), tf.int32)).shape
-        TensorShape([2, 3, 8])
+        >>> tuple(emb(keras.ops.ones((2, 3, 50), "int32")).shape)
+        (2, 3, 8)
     """
 
     # Many arguments, not an options value, by design: a Keras layer's
@@ -96,7 +95,8 @@ class CharCNNEmbedder(keras.layers.Layer):
         if word_embedding_dim and n_words < 1:
             raise ValueError(f"n_words: expected a positive integer with a "
                              f"word part, found {n_words!r}")
-        self._activation_fn = {"relu": tf.nn.relu, "tanh": tf.tanh}[activation]
+        self._activation_fn = {"relu": keras.ops.relu,
+                               "tanh": keras.ops.tanh}[activation]
         self.n_filters = sum(num for _, num in self.filters)
         # Sublayers and variables are single attributes, not lists:
         # tf.train.Checkpoint and SavedModel do not see into Keras 3 lists.
@@ -184,18 +184,20 @@ class CharCNNEmbedder(keras.layers.Layer):
     def call(self, inputs):
         # B=batch, T=time, C=max chars, E=char embedding, F=total filters,
         # W=ids per token (C, or C + 1 with the word id), D=word embedding
-        ids = tf.cast(inputs, tf.int32)
-        batch_time = tf.shape(ids)[:2]
-        ids = tf.reshape(ids, (-1, self.ids_width))  # (B*T, W)
+        ops = keras.ops
+        ids = ops.cast(inputs, "int32")
+        batch, time = ops.shape(ids)[:2]
+        ids = ops.reshape(ids, (-1, self.ids_width))  # (B*T, W)
         if self.has_word_part:
             word_ids = ids[:, self.max_characters_per_token]  # (B*T,)
             ids = ids[:, : self.max_characters_per_token]  # (B*T, C)
         dtype = self.compute_dtype
-        chars = tf.gather(tf.cast(self.char_embedding, dtype),
-                          ids)  # (B*T, C, E)
+        chars = ops.take(ops.cast(self.char_embedding, dtype), ids,
+                         axis=0)  # (B*T, C, E)
         pooled = []
         for kernel, bias in zip(self.conv_kernels, self.conv_biases):
-            conv = tf.nn.conv1d(chars, tf.cast(kernel, dtype), 1, "VALID")
+            conv = ops.conv(chars, ops.cast(kernel, dtype), 1,
+                            "valid")
             # (B*T, C - width + 1, num) -> max over positions -> (B*T, num);
             # the bias after the max: max(x + b) is max(x) + b exactly in
             # floats (rounding x + b keeps the order), and the add and its
@@ -203,18 +205,18 @@ class CharCNNEmbedder(keras.layers.Layer):
             # the max before the cast to float32 (the same value: a cast
             # keeps the order), so only B*T rows are cast
             pooled.append(self._activation_fn(
-                tf.cast(tf.reduce_max(conv, axis=1), tf.float32) + bias))
-        x = tf.concat(pooled, axis=-1)  # (B*T, F)
+                ops.cast(ops.max(conv, axis=1), "float32") + bias))
+        x = ops.concatenate(pooled, axis=-1)  # (B*T, F)
         for highway in self.highways:
             x = highway(x)
         if self.has_word_part:
-            words = tf.gather(self.word_embedding, word_ids)  # (B*T, D)
-            x = tf.concat([words, x], axis=-1)  # (B*T, D + F): word first
+            words = ops.take(self.word_embedding, word_ids,
+                             axis=0)  # (B*T, D)
+            x = ops.concatenate([words, x], axis=-1)  # (B*T, D + F)
         if self.use_projection:
             x = (precision.matmul(x, self.projection_kernel, dtype)
                  + self.projection_bias)
-        out_shape = tf.concat([batch_time, [self.projection_dim]], axis=0)
-        return tf.reshape(x, out_shape)  # (B, T, P)
+        return ops.reshape(x, (batch, time, self.projection_dim))  # (B, T, P)
 
     def compute_output_shape(self, input_shape):
         return tuple(input_shape[:2]) + (self.projection_dim,)

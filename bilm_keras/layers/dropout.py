@@ -13,6 +13,8 @@ TensorFlow's stateful generator, as ``tf.nn.dropout``'s do.
 
 import tensorflow as tf
 
+from bilm_keras._utils.backends import backend, on_tensorflow
+
 
 def fold_seed(seed, *keys):
     """A new `(2,)` stateless seed from ``seed`` and integer ``keys``,
@@ -43,6 +45,11 @@ def dropout(x, rate, seed=None, time_major=False):
     """
     if not rate:
         return x
+    if not on_tensorflow():
+        raise NotImplementedError(
+            f"dropout: the biLM's LSTM input dropout in training runs under "
+            f"TensorFlow only, found KERAS_BACKEND={backend()} (train the "
+            f"language model under TensorFlow, or use dropout=0.0)")
     if seed is None:
         return tf.nn.dropout(x, rate=rate)
     if time_major:

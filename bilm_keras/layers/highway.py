@@ -1,7 +1,6 @@
 """Highway layer (Srivastava et al. 2015) as bilm-tf computes it."""
 
 import keras
-import tensorflow as tf
 
 from bilm_keras.layers import precision
 from bilm_keras.layers.initialization import initial
@@ -33,8 +32,8 @@ class Highway(keras.layers.Layer):
 
     Example:
         >>> layer = Highway()
-        >>> layer(tf.zeros((2, 3, 8))).shape
-        TensorShape([2, 3, 8])
+        >>> tuple(layer(keras.ops.zeros((2, 3, 8))).shape)
+        (2, 3, 8)
 
     Reference:
         Srivastava, Greff, Schmidhuber, "Highway Networks", 2015.
@@ -72,11 +71,11 @@ class Highway(keras.layers.Layer):
 
     def call(self, inputs):
         dtype = self.compute_dtype
-        carry = tf.sigmoid(
+        carry = keras.ops.sigmoid(
             precision.tensordot(inputs, self.carry_kernel, dtype)
             + self.carry_bias
         )
-        transform = tf.nn.relu(
+        transform = keras.ops.relu(
             precision.tensordot(inputs, self.transform_kernel, dtype)
             + self.transform_bias
         )

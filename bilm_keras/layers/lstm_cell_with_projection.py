@@ -10,6 +10,10 @@ training window (:func:`bilm_keras.layers.training_recurrence.lstm_window`).
 in its backward pass. With ``fused=True``, as in the training window, the
 gate math and its gradient run as XLA kernels. That is one fused loop per
 step instead of a dozen elementwise ops.
+
+The step and its gates are ``keras.ops``: the same code runs under
+TensorFlow, JAX and PyTorch. The hand-written backward and the XLA
+kernels serve TensorFlow's training window only.
 """
 
 import functools
@@ -50,7 +54,7 @@ class StepTrace(NamedTuple):
 def _inside(x, bound):
     """1.0 where ``clip_by_value(x, -bound, bound)`` passes the gradient
     (TF's ``minimum``/``maximum`` gradients: ``-bound <= x <= bound``)."""
-    return tf.cast(tf.abs(x) <= bound, x.dtype)
+    return keras.ops.cast(keras.ops.abs(x) <= bound, x.dtype)
 
 
 def lstm_gates(z, c_prev, *, forget_bias=1.0, cell_clip=None,
@@ -72,16 +76,17 @@ def lstm_gates(z, c_prev, *, forget_bias=1.0, cell_clip=None,
         bias). Last comes the cell clip's gradient mask, None without a
         clip or ``clip_mask``.
     """
-    i, j, f, o = tf.split(z, 4, axis=-1)  # 4 x (..., U)
-    i, j = tf.sigmoid(i), tf.tanh(j)
-    f, o = tf.sigmoid(f + forget_bias), tf.sigmoid(o)
+    ops = keras.ops
+    i, j, f, o = ops.split(z, 4, axis=-1)  # 4 x (..., U)
+    i, j = ops.sigmoid(i), ops.tanh(j)
+    f, o = ops.sigmoid(f + forget_bias), ops.sigmoid(o)
     c = f * c_prev + i * j  # (..., U)
     c_inside = None
     if cell_clip:
         if clip_mask:
             c_inside = _inside(c, cell_clip)
-        c = tf.clip_by_value(c, -cell_clip, cell_clip)
-    tanh_c = tf.tanh(c)
+        c = ops.clip(c, -cell_clip, cell_clip)
+    tanh_c = ops.tanh(c)
     return c, o * tanh_c, i, j, f, o, tanh_c, c_inside
 
 
@@ -104,7 +109,7 @@ def lstm_gates_backward(d_m, d_c, c_prev, i, j, f, o, tanh_c, c_inside):
     d_c = d_c + d_m * o * (1.0 - tanh_c * tanh_c)
     if c_inside is not None:
         d_c = d_c * c_inside
-    d_z = tf.concat([
+    d_z = keras.ops.concatenate([
         d_c * j * i * (1.0 - i),  # d i
         d_c * i * (1.0 - j * j),  # d j
         d_c * c_prev * f * (1.0 - f),  # d f
@@ -183,7 +188,7 @@ def lstm_step(z_input, c_prev, h_prev, recurrent_kernel,
     if proj_clip:
         if trace:
             h_inside = _inside(h, proj_clip)
-        h = tf.clip_by_value(h, -proj_clip, proj_clip)
+        h = keras.ops.clip(h, -proj_clip, proj_clip)
     if not trace:
         return c, h
     return c, h, StepTrace(h_prev, c_prev, i, j, f, o, tanh_c, m, c_inside,
@@ -248,7 +253,8 @@ def _transposed(initializer):
     initializer = keras.initializers.get(initializer)
 
     def transposed(shape, dtype=None):
-        return tf.transpose(initializer(tuple(reversed(shape)), dtype))
+        return keras.ops.transpose(
+            initializer(tuple(reversed(shape)), dtype))
 
     return transposed
 
@@ -347,13 +353,13 @@ class LSTMCellWithProjection(keras.layers.Layer):
     def kernel(self):
         """`(input_dim + output_dim, 4 * units)`: TF1's ``W_0`` (gates i, j,
         f, o), the transpose of :attr:`kernel_t`."""
-        return tf.transpose(self.kernel_t)
+        return keras.ops.transpose(self.kernel_t)
 
     @property
     def projection_kernel(self):
         """`(units, output_dim)`: TF1's ``W_P_0``, the transpose of
         :attr:`projection_kernel_t`."""
-        return tf.transpose(self.projection_kernel_t)
+        return keras.ops.transpose(self.projection_kernel_t)
 
     def input_contribution(self, inputs, input_kernel=None):
         """``inputs @ kernel[:input_dim] + bias`` for `(..., input_dim)`.
@@ -368,11 +374,11 @@ class LSTMCellWithProjection(keras.layers.Layer):
 
     def input_kernel(self):
         """`(input_dim, 4 * units)`: the rows of ``kernel`` for ``x``."""
-        return tf.transpose(self.kernel_t[:, : self.input_dim])
+        return keras.ops.transpose(self.kernel_t[:, : self.input_dim])
 
     def recurrent_kernel(self):
         """`(output_dim, 4 * units)`: the rows of ``kernel`` for ``h``."""
-        return tf.transpose(self.kernel_t[:, self.input_dim:])
+        return keras.ops.transpose(self.kernel_t[:, self.input_dim:])
 
     def step(self, z_input, c_prev, h_prev, recurrent_kernel=None,
              projection_kernel=None):

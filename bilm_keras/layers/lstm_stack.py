@@ -7,6 +7,7 @@ loop, the inference columns, the unrolled training window) are in
 import keras
 import tensorflow as tf
 
+from bilm_keras._utils.backends import on_tensorflow
 from bilm_keras.layers import precision
 from bilm_keras.layers.lstm_cell_with_projection import LSTMCellWithProjection
 from bilm_keras.layers.recurrence import (
@@ -15,6 +16,7 @@ from bilm_keras.layers.recurrence import (
     layer_input,
     run_inference_columns,
     run_recurrence,
+    run_recurrence_scan,
     time_major_mask,
     to_columns,
 )
@@ -96,8 +98,8 @@ class LSTMStack(keras.layers.Layer):
 
     def zero_states(self, batch_size):
         return [
-            (tf.zeros((batch_size, cell.units)),
-             tf.zeros((batch_size, cell.output_dim)))
+            (keras.ops.zeros((batch_size, cell.units)),
+             keras.ops.zeros((batch_size, cell.output_dim)))
             for cell in self.cells
         ]
 
@@ -107,13 +109,14 @@ class LSTMStack(keras.layers.Layer):
         # The stack runs time-major: the input contributions (the largest
         # tensors, (T, B, 4U)) are computed in the recurrence's layout, so
         # they are never transposed; only the narrow inputs and outputs are.
-        x = tf.transpose(inputs, (1, 0, 2))  # (T, B, D)
+        x = keras.ops.transpose(inputs, (1, 0, 2))  # (T, B, D)
         if resets is not None:
-            resets = tf.transpose(resets)  # (T, B)
+            resets = keras.ops.transpose(resets)  # (T, B)
         outputs, final_states = self._run_time_major(
             x, lengths, initial_states, training, dropout_seed, resets
         )
-        outputs = [tf.transpose(h, (1, 0, 2)) for h in outputs]  # (B, T, P)
+        outputs = [keras.ops.transpose(h, (1, 0, 2))
+                   for h in outputs]  # (B, T, P)
         return outputs, final_states
 
     def infer(self, inputs, lengths):
@@ -130,8 +133,11 @@ class LSTMStack(keras.layers.Layer):
 
         Returns:
             A list of `(time, batch, projection_dim)` per layer, zero past
-            each row's length. Only the steps to the longest row are run.
+            each row's length. Only the steps to the longest row are run
+            (under TensorFlow; JAX and PyTorch run :meth:`call`'s scan).
         """
+        if not on_tensorflow():
+            return self._run_time_major(inputs, lengths, None, False)[0]
         # steps past the longest row would each read every kernel for two
         # zero columns: a batch padded wider than its rows runs to the
         # longest row only, and its outputs are padded back with zeros
@@ -169,15 +175,18 @@ class LSTMStack(keras.layers.Layer):
         """The layers over `(T, B, D)` inputs (``resets`` `(T, B)`):
         outputs `(T, B, P)`, states."""
         if initial_states is None:
-            initial_states = self.zero_states(tf.shape(x)[1])
-        mask = time_major_mask(lengths, tf.shape(x)[0], x.dtype)
+            initial_states = self.zero_states(keras.ops.shape(x)[1])
+        mask = time_major_mask(lengths, keras.ops.shape(x)[0], x.dtype)
+        recurrence = run_recurrence if on_tensorflow() else (
+            lambda cell, z, lengths, c0, h0, time_major, resets:
+            run_recurrence_scan(cell, z, lengths, c0, h0, resets))
         outputs, final_states = [], []
         for i, (cell, (c0, h0)) in enumerate(zip(self.cells, initial_states)):
             x_in = layer_input(x, i, self.dropout, dropout_seed, training,
                                time_major=True)
             # one large matmul for all time steps, outside the recurrence
             z = cell.input_contribution(x_in)  # (T, B, 4U)
-            h, state = run_recurrence(
+            h, state = recurrence(
                 cell, z, lengths, c0, h0, time_major=True, resets=resets,
             )  # (T, B, P)
             h = add_skip(h, x_in, i, self.use_skip_connections, mask)

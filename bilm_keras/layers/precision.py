@@ -72,13 +72,26 @@ def compute_dtype_of(precision: str) -> str:
 
 
 def matmul(a, b, compute_dtype="float32", **kwargs):
-    """``tf.matmul(a, b, **kwargs)`` with both operands in
-    ``compute_dtype`` and the product in float32.
+    """``a @ b`` with both operands in ``compute_dtype`` and the product
+    in float32, under any Keras backend (``keras.ops.matmul``).
 
-    float32 is ``tf.matmul`` itself, bit for bit. Otherwise the operands
-    are rounded to ``compute_dtype``, multiplied there (oneDNN and cuBLAS
-    add up the products in float32 inside) and the result is cast back.
+    float32 is the backend's own matmul, bit for bit. Otherwise the
+    operands are rounded to ``compute_dtype``, multiplied there (oneDNN
+    and cuBLAS add up the products in float32 inside) and the result is
+    cast back. ``**kwargs`` (``transpose_b``) are ``tf.matmul``'s, for
+    the TensorFlow-only training window and its hand-written backward.
     """
+    if kwargs:
+        return _tf_matmul(a, b, compute_dtype, **kwargs)
+    if compute_dtype == "float32":
+        return keras.ops.matmul(a, b)
+    product = keras.ops.matmul(keras.ops.cast(a, compute_dtype),
+                               keras.ops.cast(b, compute_dtype))
+    return keras.ops.cast(product, "float32")
+
+
+def _tf_matmul(a, b, compute_dtype, **kwargs):
+    """:func:`matmul` as ``tf.matmul(a, b, **kwargs)``."""
     if tf.as_dtype(compute_dtype) == tf.float32:
         return tf.matmul(a, b, **kwargs)
     product = tf.matmul(tf.cast(a, compute_dtype), tf.cast(b, compute_dtype),
@@ -87,17 +100,20 @@ def matmul(a, b, compute_dtype="float32", **kwargs):
 
 
 def tensordot(a, b, compute_dtype="float32"):
-    """``tf.tensordot(a, b, 1)`` (`(..., k) x (k, n)`) as :func:`matmul`:
-    operands in ``compute_dtype``, the result in float32."""
-    if tf.as_dtype(compute_dtype) == tf.float32:
-        return tf.tensordot(a, b, 1)
-    return tf.cast(tf.tensordot(tf.cast(a, compute_dtype),
-                                tf.cast(b, compute_dtype), 1), tf.float32)
+    """``a @ b`` over the last axis of ``a`` (`(..., k) x (k, n)`) as
+    :func:`matmul`: operands in ``compute_dtype``, the result in
+    float32."""
+    if compute_dtype == "float32":
+        return keras.ops.tensordot(a, b, 1)
+    return keras.ops.cast(keras.ops.tensordot(
+        keras.ops.cast(a, compute_dtype), keras.ops.cast(b, compute_dtype),
+        1), "float32")
 
 
 def einsum(equation, a, b, compute_dtype="float32"):
     """``tf.einsum(equation, a, b)`` as :func:`matmul`: operands in
-    ``compute_dtype``, the result in float32."""
+    ``compute_dtype``, the result in float32 (the TensorFlow-only
+    training window's)."""
     if tf.as_dtype(compute_dtype) == tf.float32:
         return tf.einsum(equation, a, b)
     return tf.cast(tf.einsum(equation, tf.cast(a, compute_dtype),

@@ -43,9 +43,18 @@ its length (:func:`reverse_within_lengths`).
 ``tests/training/test_fast_path.py`` and
 ``tests/layers/test_lstm_stack_speed_paths.py`` check that the paths
 agree.
+
+Those three are TensorFlow's. Under JAX and PyTorch the stack runs
+:func:`run_recurrence_scan`, the same step (``lstm_step``, in
+``keras.ops``) in ``keras.ops.scan``: ``jax.lax.scan`` under JAX, a
+Python loop under PyTorch. TensorFlow keeps its own loops because they
+are faster there: the while loop's TensorArray gives a gradient of one
+`(batch, 4 * units)` slice a step, and the inference columns run
+1.2-1.3x the row layout's products (``bench/RESULTS.md``).
 """
 
 
+import keras
 import tensorflow as tf
 
 from bilm_keras.layers.dropout import dropout, fold_seed
@@ -64,9 +73,20 @@ def reverse_within_lengths(x, lengths, time_major=False):
     Returns:
         ``x`` reversed within the lengths, same shape and layout.
     """
+    ops = keras.ops
+    time_axis = 0 if time_major else 1
+    steps = ops.arange(ops.shape(x)[time_axis], dtype="int32")  # (T,)
+    lengths = ops.cast(lengths, "int32")
     if time_major:
-        return tf.reverse_sequence(x, lengths, seq_axis=0, batch_axis=1)
-    return tf.reverse_sequence(x, lengths, seq_axis=1, batch_axis=0)
+        steps, lengths = steps[:, None], lengths[None, :]  # (T, 1), (1, B)
+    else:
+        steps, lengths = steps[None, :], lengths[:, None]  # (1, T), (B, 1)
+    # position t reads lengths - 1 - t inside the length, t past it
+    source = ops.where(steps < lengths, lengths - 1 - steps, steps)
+    source = ops.reshape(source, ops.shape(source) + (1,) * (
+        len(x.shape) - 2))  # (B, T, 1...) or (T, B, 1...)
+    return ops.take_along_axis(x, ops.broadcast_to(source, ops.shape(x)),
+                               axis=time_axis)
 
 
 def layer_input(x, layer, rate, seed=None, training=False,
@@ -115,8 +135,10 @@ def add_skip(h, x_in, layer, use_skip_connections, mask=None):
 
 def time_major_mask(lengths, n_steps, dtype):
     """`(time, batch, 1)`: 1.0 before each row's length, 0.0 past it."""
-    mask = tf.sequence_mask(lengths, n_steps, dtype)  # (B, T)
-    return tf.transpose(mask)[:, :, None]  # (T, B, 1)
+    ops = keras.ops
+    steps = ops.arange(n_steps, dtype="int32")[:, None]  # (T, 1)
+    inside = steps < ops.cast(lengths, "int32")[None, :]  # (T, B)
+    return ops.cast(inside, dtype)[:, :, None]  # (T, B, 1)
 
 
 # The while loop's body: its loop variables and the loop's constants
@@ -203,6 +225,49 @@ def run_recurrence(cell, z_inputs, lengths, c0, h0, time_major=False,
         out = tf.transpose(out, (1, 0, 2))  # (B, T, P)
     out = tf.ensure_shape(out, [None, None, cell.output_dim])
     return out, (c, h)
+
+
+def run_recurrence_scan(cell, z_inputs, lengths, c0, h0, resets=None):
+    """:func:`run_recurrence` (time-major) in ``keras.ops.scan``, for
+    every Keras backend: ``jax.lax.scan`` under JAX, a loop under PyTorch.
+
+    The same step (:meth:`LSTMCellWithProjection.step`) and the same
+    length semantics: past a row's length the state is carried and the
+    output is zero. Gradients are the backend's own.
+
+    Args:
+        cell: a built :class:`LSTMCellWithProjection`.
+        z_inputs: `(time, batch, 4 * units)` input contributions.
+        lengths: `(batch,)` int.
+        c0, h0: `(batch, units)`, `(batch, output_dim)` initial state.
+        resets: None or `(time, batch)` float, 1.0 where a row's state is
+            zeroed before the step.
+
+    Returns:
+        ``outputs (time, batch, output_dim)``, ``(c, h)``.
+    """
+    # T=time, B=batch, U=units, P=output dim, G=4U
+    ops = keras.ops
+    n_steps = ops.shape(z_inputs)[0]
+    active = time_major_mask(lengths, n_steps, z_inputs.dtype)  # (T, B, 1)
+    keep = (ops.ones_like(active) if resets is None
+            else 1.0 - ops.cast(resets, z_inputs.dtype)[:, :, None])
+    # (P, G), (U, P): sliced and transposed once, not every step
+    w_h = ops.cast(cell.recurrent_kernel(), cell.compute_dtype)
+    w_p = (ops.cast(cell.projection_kernel, cell.compute_dtype)
+           if cell.projection_dim else None)
+
+    def step(state, inputs):
+        c, h = state
+        z_t, active_t, keep_t = inputs  # (B, G), (B, 1), (B, 1)
+        c, h = c * keep_t, h * keep_t
+        c_new, h_new = cell.step(z_t, c, h, w_h, w_p)
+        c = active_t * c_new + (1.0 - active_t) * c
+        h = active_t * h_new + (1.0 - active_t) * h
+        return (c, h), h_new * active_t
+
+    (c, h), outputs = ops.scan(step, (c0, h0), (z_inputs, active, keep))
+    return outputs, (c, h)
 
 
 def columns_inside(lengths, n_steps):

@@ -1,7 +1,6 @@
 """ScalarMix: ELMo's learned, softmax-normalised mix of the biLM layers."""
 
 import keras
-import tensorflow as tf
 
 from bilm_keras.layers import precision
 
@@ -33,8 +32,9 @@ class ScalarMix(keras.layers.Layer):
 
     Example:
         >>> mix = ScalarMix(3)
-        >>> mix(tf.ones((2, 3, 5, 4)), tf.ones((2, 5), bool)).shape
-        TensorShape([2, 5, 4])
+        >>> tuple(mix(keras.ops.ones((2, 3, 5, 4)),
+        ...            keras.ops.ones((2, 5), "bool")).shape)
+        (2, 5, 4)
 
     Reference:
         Peters et al., "Deep contextualized word representations", 2018,
@@ -71,7 +71,7 @@ class ScalarMix(keras.layers.Layer):
 
     def normalized_weights(self):
         """`(n_layers,)` softmax(w + 1/L)."""
-        return tf.nn.softmax(self.scalar_weights + 1.0 / self.n_layers)
+        return keras.ops.softmax(self.scalar_weights + 1.0 / self.n_layers)
 
     def mix_arguments(self) -> dict:
         """This trained mix as ``embed_sentences``' arguments, to cache
@@ -109,25 +109,29 @@ class ScalarMix(keras.layers.Layer):
     def regularization(self):
         """The scalar ``l2_coef * sum(w**2)`` (0.0 without l2 or weights)."""
         if self.use_top_only or not self.l2_coef:
-            return tf.constant(0.0)
-        return self.l2_coef * tf.reduce_sum(tf.square(self.scalar_weights))
+            return keras.ops.convert_to_tensor(0.0)
+        return self.l2_coef * keras.ops.sum(
+            keras.ops.square(self.scalar_weights))
 
     def call(self, lm_embeddings, mask):
         # B=batch, L=layers, T=time, D=dim
         if self.use_top_only:
             return lm_embeddings[:, -1] * self.gamma
-        mask_f = tf.cast(mask, lm_embeddings.dtype)[:, :, None]  # (B, T, 1)
-        dim = tf.cast(tf.shape(lm_embeddings)[-1], lm_embeddings.dtype)
-        n = tf.reduce_sum(mask_f) * dim
+        ops = keras.ops
+        mask_f = ops.cast(mask, lm_embeddings.dtype)[:, :, None]  # (B, T, 1)
+        dim = ops.cast(ops.shape(lm_embeddings)[-1], lm_embeddings.dtype)
+        n = ops.sum(mask_f) * dim
         weights = self.normalized_weights()
         mixed = 0.0
         for layer in range(self.n_layers):
             x = lm_embeddings[:, layer]  # (B, T, D)
             if self.do_layer_norm:
                 x_masked = x * mask_f
-                mean = tf.reduce_sum(x_masked) / n
-                var = tf.reduce_sum(((x_masked - mean) * mask_f) ** 2) / n
-                x = tf.nn.batch_normalization(x, mean, var, None, None, 1e-12)
+                mean = ops.sum(x_masked) / n
+                var = ops.sum(((x_masked - mean) * mask_f) ** 2) / n
+                # tf.nn.batch_normalization's arithmetic, to its rounding
+                inv = ops.rsqrt(var + 1e-12)
+                x = x * inv + (-mean * inv)
             mixed += weights[layer] * x
         return mixed * self.gamma
 

@@ -3,6 +3,8 @@
 import keras
 import tensorflow as tf
 
+from bilm_keras._utils.backends import on_tensorflow
+
 from bilm_keras.layers import precision
 from bilm_keras.layers.initialization import initial
 
@@ -44,6 +46,9 @@ class TokenEmbedder(keras.layers.Layer):
         )
 
     def call(self, inputs):
+        if not on_tensorflow():
+            return keras.ops.take(self.embeddings,
+                                  keras.ops.cast(inputs, "int32"), axis=0)
         # the tf.Variable itself: gather its rows (ResourceGather), not a
         # read of the whole table (a copy of it after a sparse update)
         return tf.gather(self.embeddings.value, tf.cast(inputs, tf.int32))

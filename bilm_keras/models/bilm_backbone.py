@@ -11,8 +11,8 @@ import inspect
 from typing import Optional
 
 import keras
-import tensorflow as tf
 
+from bilm_keras._utils.backends import reject_strings
 from bilm_keras.layers import precision
 from bilm_keras.layers.char_cnn_embedder import CharCNNEmbedder
 from bilm_keras.layers.lstm_stack import LSTMStack
@@ -260,7 +260,7 @@ class BiLMBackbone(keras.layers.Layer):
         if self.use_character_inputs:
             if self.token_embedder.has_word_part:
                 inputs = inputs[:, :, : self.max_characters_per_token]
-            return tf.reduce_any(inputs > 0, axis=2)
+            return keras.ops.any(inputs > 0, axis=2)
         return inputs > 0
 
     def embed_tokens(self, inputs):
@@ -302,8 +302,8 @@ class BiLMBackbone(keras.layers.Layer):
         """
         def run(direction, x):
             layers = self.stacks[direction].infer(
-                tf.transpose(x, (1, 0, 2)), lengths)  # (T, B, P) each
-            return [tf.transpose(h, (1, 0, 2)) for h in layers], None
+                keras.ops.transpose(x, (1, 0, 2)), lengths)  # (T, B, P) each
+            return [keras.ops.transpose(h, (1, 0, 2)) for h in layers], None
 
         return self._both_directions(token_embeddings, lengths, run)[0]
 
@@ -322,9 +322,15 @@ class BiLMBackbone(keras.layers.Layer):
             outputs[direction] = layers
         return outputs, final_states
 
+    def __call__(self, inputs, *args, **kwargs):
+        # before Keras converts the input: JAX and PyTorch have no string
+        # tensors, and their conversion error would not say what to do
+        reject_strings(self.name, inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(self, inputs, initial_states=None, training=False):
         mask = self.input_mask(inputs)  # (B, T)
-        lengths = tf.reduce_sum(tf.cast(mask, tf.int32), axis=1)  # (B,)
+        lengths = keras.ops.sum(keras.ops.cast(mask, "int32"), axis=1)  # (B,)
         token_embeddings = self.embed_tokens(inputs)  # (B, T, P)
         outputs, final_states = self.encode(
             token_embeddings, lengths, initial_states, training=training

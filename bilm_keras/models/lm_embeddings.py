@@ -1,11 +1,11 @@
 """A backbone's outputs as bilm-tf's ``lm_embeddings``: the layers stacked,
 the sentence boundaries dropped (the facade's call and the SavedModel
-export both return them)."""
+export both return them). ``keras.ops``: any Keras backend."""
 
-import tensorflow as tf
+import keras
 
 
-def lm_layers(outputs: dict) -> tf.Tensor:
+def lm_layers(outputs: dict):
     """Stacks the backbone's layers: `(batch, n_layers + 1, time, dim)`.
 
     Layer 0 is the token embedding, duplicated for both directions. Layer
@@ -13,15 +13,17 @@ def lm_layers(outputs: dict) -> tf.Tensor:
     ``dim`` is ``2 * projection_dim`` (``projection_dim`` for a
     unidirectional model).
     """
+    ops = keras.ops
     directions = [d for d in ("forward", "backward") if d in outputs]
     tok = outputs["token_embeddings"]
-    layers = [tf.concat([tok] * len(directions), axis=-1)]
+    layers = [ops.concatenate([tok] * len(directions), axis=-1)]
     for i in range(len(outputs["forward"])):
-        layers.append(tf.concat([outputs[d][i] for d in directions], axis=-1))
-    return tf.stack(layers, axis=1)
+        layers.append(ops.concatenate([outputs[d][i] for d in directions],
+                                      axis=-1))
+    return ops.stack(layers, axis=1)
 
 
-def strip_boundaries(layers: tf.Tensor, lengths: tf.Tensor):
+def strip_boundaries(layers, lengths):
     """Drops ``<S>``/``</S>``: `(B, L, T + 2, D)` -> `(B, L, T, D)`.
 
     ``lengths`` counts the boundaries. Positions past a row's last real
@@ -30,8 +32,10 @@ def strip_boundaries(layers: tf.Tensor, lengths: tf.Tensor):
     Returns:
         ``(embeddings, lengths_without_boundaries, mask (B, T) bool)``.
     """
-    lengths = tf.maximum(lengths - 2, 0)
+    ops = keras.ops
+    lengths = ops.maximum(ops.cast(lengths, "int32") - 2, 0)
     inner = layers[:, :, 1:-1]  # (B, L, T, D)
-    mask = tf.sequence_mask(lengths, tf.shape(inner)[2])  # (B, T)
-    inner = inner * tf.cast(mask, inner.dtype)[:, None, :, None]
+    steps = ops.arange(ops.shape(inner)[2], dtype="int32")
+    mask = steps[None, :] < lengths[:, None]  # (B, T)
+    inner = inner * ops.cast(mask, inner.dtype)[:, None, :, None]
     return inner, lengths, mask

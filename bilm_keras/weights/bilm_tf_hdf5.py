@@ -34,6 +34,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.backends import on_tensorflow
 from bilm_keras._utils.atomic_files import atomic_hdf5
 from bilm_keras._utils.problem_list import name_list, problem_list
 from bilm_keras.layers.initialization import placeholder_weights
@@ -358,8 +359,10 @@ def _assign_from_dataset(ds: h5py.Dataset, row: WeightRow) -> None:
     Blocks of at most :data:`LOAD_BLOCK_BYTES` are written into the
     variable in place instead.
     """
+    # JAX and PyTorch: the whole dataset at once (block assignment is a
+    # TensorFlow resource op)
     if (row.keras_row_offset is None or ds.ndim == 0
-            or tf.distribute.has_strategy()):
+            or not on_tensorflow() or tf.distribute.has_strategy()):
         value = np.empty(ds.shape, np.float32)
         ds.read_direct(value)
         row.variable.assign(row.to_keras(value))

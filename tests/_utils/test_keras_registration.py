@@ -18,7 +18,7 @@ before = "keras" in sys.modules
 import keras
 registry = keras.saving.get_custom_objects()
 entry = registry["bilm_keras>ELMoEmbedding"]
-loaded = "bilm_keras.export.elmo_embedding" in sys.modules
+loaded = "bilm_keras.keras_layer.elmo_embedding" in sys.modules
 print(json.dumps({{"keras_before": before, "module_loaded": loaded,
                    "has_from_config": hasattr(entry, "from_config"),
                    "mask": "bilm_keras>TokenMask" in registry}}))

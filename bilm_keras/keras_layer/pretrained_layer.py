@@ -16,8 +16,8 @@ import os
 
 import numpy as np
 
-from bilm_keras.export.elmo_preprocessor import model_assets
-from bilm_keras.export.keras_presets import load_preset
+from bilm_keras.keras_layer.elmo_preprocessor import model_assets
+from bilm_keras.keras_layer.keras_presets import load_preset
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import BiLMOptions
 from bilm_keras.pretrained import registered_model, resolve_model

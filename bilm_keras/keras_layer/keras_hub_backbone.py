@@ -13,7 +13,7 @@ import keras
 import keras_hub
 
 from bilm_keras.export.elmo_embedding import ELMoEmbedding
-from bilm_keras.export.keras_presets import check_format_version, ids_input
+from bilm_keras.keras_layer.keras_presets import check_format_version, ids_input
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")

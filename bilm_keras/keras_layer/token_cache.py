@@ -2,7 +2,7 @@
 
 With the biLM frozen, a token's vector from the char-CNN and highway
 layers is a function of its character ids alone. A tagger's epochs meet
-the same tokens again and again, so :class:`~bilm_keras.export.
+the same tokens again and again, so :class:`~bilm_keras.keras_layer.
 elmo_embedding.ELMoEmbedding` keeps each distinct token's vector here in
 its training calls and computes only the tokens it has not met. The
 vectors are those the char-CNN gives, so the layer's outputs do not

@@ -5,24 +5,33 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence
 
+import logging
+
 import keras
 import numpy as np
 import tensorflow as tf
 
+from bilm_keras._utils.backends import (
+    PREPROCESSOR,
+    backend,
+    on_tensorflow,
+    reject_strings,
+)
 from bilm_keras._utils.graph_function import graph_function
 from bilm_keras._utils.settings import check_int
 from bilm_keras.data.manylangs_dictionaries import read_dictionaries
 from bilm_keras.data.vocabulary import Vocabulary
-from bilm_keras.export.keras_presets import (
+from bilm_keras.export.text_ids import graph_converter, strings_to_ids
+from bilm_keras.keras_layer.keras_presets import (
     FORMAT_KEY,
     FORMAT_VERSION,
     check_format_version,
     save_to_preset,
 )
-from bilm_keras.export.pretrained_layer import pretrained_layer
-from bilm_keras.export.text_ids import graph_converter, strings_to_ids
-from bilm_keras.export.token_cache import TOKEN_CACHE_SIZE, TokenCache
+from bilm_keras.keras_layer.pretrained_layer import pretrained_layer
+from bilm_keras.keras_layer.token_cache import TOKEN_CACHE_SIZE, TokenCache
 from bilm_keras.export.token_mask import TokenMask
+from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
@@ -32,6 +41,8 @@ from bilm_keras.save_dirs.weight_dump import prediction_options
 from bilm_keras.weights.checkpoint_files import list_checkpoints
 from bilm_keras.weights.alignment import alignment_files, read_alignment
 from bilm_keras.weights.learned_mix import MIX_FILE, LearnedMix
+
+logger = logging.getLogger(__name__)
 
 #: the choices of ``output``
 OUTPUTS = ("mix", "layers", "sentence")
@@ -68,7 +79,7 @@ class ELMoEmbedding(keras.layers.Layer):
     ``trainable="all"`` a training call runs the backbone's
     differentiable while loop. The char-CNN embeds each distinct token of
     a batch once. With the biLM frozen, a training call keeps each
-    token's vector in a :class:`~bilm_keras.export.token_cache.TokenCache`
+    token's vector in a :class:`~bilm_keras.keras_layer.token_cache.TokenCache`
     and computes only the tokens it has not met, so later epochs skip the
     char-CNN for known tokens.
 
@@ -113,7 +124,7 @@ class ELMoEmbedding(keras.layers.Layer):
             cached once, which only the mix reads. They are
             `(batch, L + 1, time, dim)` as ``"layers"`` gives them, zero
             past each sentence's end, see
-            :func:`~bilm_keras.export.cached_layers.cached_layers_dataset`.
+            :func:`~bilm_keras.keras_layer.cached_layers.cached_layers_dataset`.
         training: bool. Dropout, and the LM's gradients with
             ``trainable="all"``.
 
@@ -186,8 +197,9 @@ class ELMoEmbedding(keras.layers.Layer):
             self.alignment = self.add_weight(
                 name="alignment", trainable=False,
                 shape=(alignment_matrices, self.dim, self.dim),
-                initializer=lambda shape, dtype=None: tf.eye(
-                    shape[1], batch_shape=[shape[0]], dtype=dtype))
+                initializer=lambda shape, dtype=None: keras.ops.tile(
+                    keras.ops.eye(shape[1], dtype=dtype)[None],
+                    (shape[0], 1, 1)))
         self.scalar_mix = ScalarMix(self.n_layers, l2_coef=l2_coef,
                                     name="scalar_mix")
         self.scalar_mix.build()
@@ -199,17 +211,36 @@ class ELMoEmbedding(keras.layers.Layer):
             # that on to sublayers made after it: a model would train them
             self.scalar_mix.trainable = False
         self.supports_masking = output == "mix"
-        # string ops, hash tables and loops of data-dependent length: a
-        # model holding the layer is not compiled with XLA ("auto" on GPU)
-        self.supports_jit = False
+        # under TensorFlow: string ops, hash tables and loops of
+        # data-dependent length, so a model holding the layer is not
+        # compiled with XLA ("auto" on GPU); JAX and PyTorch take ids
+        # only, and JAX compiles the model's step (jax.jit)
+        self.supports_jit = not on_tensorflow()
         self._layers_graph = None  # embed_layers' graph, on first use
         check_int("token_cache_size", token_cache_size, 0)
         self.token_cache_size = token_cache_size
+        cached = token_cache_size and self.ids_width is not None
+        if cached and not on_tensorflow():
+            # a TensorFlow hash table: JAX's compiled step has no state of
+            # a data-dependent size
+            logger.info(
+                "%s: the token cache runs under TensorFlow only; under "
+                "KERAS_BACKEND=%s every training call runs the char-CNN",
+                self.name, backend())
+            cached = False
         # outside Keras' tracking: no .keras file or export holds the table
         self.__dict__["_token_cache"] = (
             TokenCache(token_cache_size, self.bilm.projection_dim)
-            if token_cache_size and self.ids_width is not None else None)
+            if cached else None)
         self.built = True
+
+    @classmethod
+    def from_config(cls, config):
+        # a config is rebuilt to load weights into (keras.models.load_model):
+        # zeros, not random draws, which JAX would compile one program for
+        # each weight's shape to make
+        with placeholder_weights():
+            return cls(**config)
 
     def _graph_ids_for(self, options: BiLMOptions):
         """The in-graph tokenizer of a ManyLangs or word-input model."""
@@ -306,13 +337,14 @@ class ELMoEmbedding(keras.layers.Layer):
                 options.manylangs.char_dic,
                 options.manylangs.word_dic
                 if options.manylangs.has_word_part else None)
-        layer = cls(options.to_dict(), output=output, trainable=trainable,
-                    layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
-                    vocabulary=vocabulary, char_dic=char_dic,
-                    word_dic=word_dic, name=name,
-                    token_cache_size=token_cache_size,
-                    alignment_matrices=(0 if alignment is None
-                                        else len(alignment.matrices)))
+        with placeholder_weights():  # every biLM weight is copied below
+            layer = cls(
+                options.to_dict(), output=output, trainable=trainable,
+                layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
+                vocabulary=vocabulary, char_dic=char_dic, word_dic=word_dic,
+                name=name, token_cache_size=token_cache_size,
+                alignment_matrices=(0 if alignment is None
+                                    else len(alignment.matrices)))
         if alignment is not None:
             layer.alignment.assign(np.stack(alignment.matrices))
         sources = backbone.weights
@@ -403,9 +435,17 @@ class ELMoEmbedding(keras.layers.Layer):
                 f"{self.name}: inputs: expected {width} ids per token (the "
                 f"model's ids_width), found {shape[-1]}")
 
-    def token_ids(self, inputs) -> tf.Tensor:
+    def token_ids(self, inputs):
         """The batcher's ids of any input, boundaries included: `(batch,
-        time + 2, ids_width)`, or `(batch, time + 2)` for a word model."""
+        time + 2, ids_width)`, or `(batch, time + 2)` for a word model.
+
+        Strings are read under TensorFlow only. Under JAX and PyTorch they
+        raise a TypeError naming the preprocessor."""
+        if not on_tensorflow():
+            reject_strings(self.name, inputs)
+            self._check_input(inputs.shape, keras.backend.standardize_dtype(
+                inputs.dtype))
+            return keras.ops.cast(inputs, "int32")
         inputs = tf.convert_to_tensor(inputs)
         self._check_input(inputs.shape, inputs.dtype.name)
         if inputs.dtype != tf.string:
@@ -418,6 +458,9 @@ class ELMoEmbedding(keras.layers.Layer):
         """Token embeddings `(B, T, P)`, each distinct token once, from
         the token cache in a training call with the char-CNN frozen."""
         # B=batch, T=time, W=ids per token, U=distinct tokens, P=proj dim
+        if not on_tensorflow():
+            # every token: JAX compiles static shapes, so no tf.unique
+            return self.bilm.embed_tokens(ids)  # (B, T, P)
         shape = tf.shape(ids)
         width = 1 if self.ids_width is None else self.ids_width
         flat = tf.reshape(ids, (-1, width))  # (B*T, W)
@@ -425,11 +468,16 @@ class ELMoEmbedding(keras.layers.Layer):
         flat = tf.concat([tf.zeros((1, width), flat.dtype), flat], 0)
         unique, index = tf.raw_ops.UniqueV2(
             x=flat, axis=tf.constant([0], tf.int64))  # (U, W), (1+B*T,)
+        # UniqueV2 and the cache's lookups lose the rank, which the
+        # keras.ops layers read
+        rank = [None] if self.ids_width is None else [None, width]
         if self.ids_width is None:
             unique = unique[:, 0]  # (U,)
+        unique = tf.ensure_shape(unique, rank)
         if self._uses_token_cache(training):
             table = self._token_cache.vectors(
-                unique, lambda ids: self.bilm.embed_tokens(ids[None])[0],
+                unique, lambda ids: self.bilm.embed_tokens(
+                    tf.ensure_shape(ids, rank)[None])[0],
                 self.bilm.token_embedder.weights)  # (U, P)
         else:
             table = self.bilm.embed_tokens(unique[None])[0]  # (U, P)
@@ -454,7 +502,8 @@ class ELMoEmbedding(keras.layers.Layer):
             outputs, _ = self.bilm.encode(token_embeddings, lengths,
                                           training=True)
             return outputs
-        return self.bilm.infer(tf.stop_gradient(token_embeddings), lengths)
+        return self.bilm.infer(keras.ops.stop_gradient(token_embeddings),
+                               lengths)
 
     def lm_layers(self, inputs, training=False):
         """The biLM's layers of any input, aligned if the layer holds an
@@ -466,17 +515,18 @@ class ELMoEmbedding(keras.layers.Layer):
         """
         ids = self.token_ids(inputs)
         full_mask = self.bilm.input_mask(ids)  # (B, T + 2)
-        lengths = tf.reduce_sum(tf.cast(full_mask, tf.int32), axis=1)
+        lengths = keras.ops.sum(keras.ops.cast(full_mask, "int32"), axis=1)
         token_embeddings = self._embed_tokens(ids, training)  # (B, T+2, P)
         outputs = self._lstm_outputs(token_embeddings, lengths, training)
         outputs["token_embeddings"] = token_embeddings
         layers, _, mask = strip_boundaries(lm_layers(outputs), lengths)
         if self.alignment is not None:  # h @ W.T, zeros stay zeros
             if self.alignment_matrices == 1:
-                layers = tf.einsum("bltd,ed->blte", layers,
-                                   self.alignment[0])
+                layers = keras.ops.einsum("bltd,ed->blte", layers,
+                                          self.alignment[0])
             else:
-                layers = tf.einsum("bltd,led->blte", layers, self.alignment)
+                layers = keras.ops.einsum("bltd,led->blte", layers,
+                                          self.alignment)
         return layers, mask
 
     def embed_layers(self, sentences: Sequence[Sequence[str]],
@@ -500,6 +550,12 @@ class ELMoEmbedding(keras.layers.Layer):
             if any(not isinstance(t, str) or not t for t in sentence):
                 raise ValueError(f"sentences[{i}]: expected non-empty "
                                  f"string tokens, found {sentence!r}")
+        if not on_tensorflow():
+            raise TypeError(
+                f"{self.name}: embed_layers reads strings, under TensorFlow "
+                f"only (found KERAS_BACKEND={backend()}); turn them into "
+                f"ids with {PREPROCESSOR} and call the layer with "
+                "output='layers'")
         if self._layers_graph is None:
             self._layers_graph = graph_function(
                 lambda tokens: self.lm_layers(tokens)[0],
@@ -522,28 +578,38 @@ class ELMoEmbedding(keras.layers.Layer):
         """The learned mix of :meth:`lm_layers`' output, as ``call``
         computes it: `(batch, L + 1, time, dim)` -> `(batch, time, dim)`,
         e.g. on layers cached once."""
-        layers = tf.convert_to_tensor(layers, tf.float32)
-        mask = tf.cast(mask, tf.bool)
-        mask_f = tf.cast(mask, tf.float32)[:, None, :, None]  # (B,1,T,1)
+        ops = keras.ops
+        layers = ops.cast(layers, "float32")
+        mask = ops.cast(mask, "bool")
+        mask_f = ops.cast(mask, "float32")[:, None, :, None]  # (B,1,T,1)
         if self.layer_norm:
             # per sentence: one mean and variance over its tokens and dims
-            n = tf.reduce_sum(mask_f, axis=2, keepdims=True) * self.dim
-            n = tf.maximum(n, 1.0)  # (B, 1, 1, 1)
-            mean = tf.reduce_sum(layers * mask_f, axis=(2, 3),
-                                 keepdims=True) / n  # (B, L, 1, 1)
-            var = tf.reduce_sum(((layers - mean) * mask_f) ** 2,
-                                axis=(2, 3), keepdims=True) / n
-            layers = (layers - mean) * tf.math.rsqrt(
+            n = ops.sum(mask_f, axis=2, keepdims=True) * self.dim
+            n = ops.maximum(n, 1.0)  # (B, 1, 1, 1)
+            mean = ops.sum(layers * mask_f, axis=(2, 3),
+                           keepdims=True) / n  # (B, L, 1, 1)
+            var = ops.sum(((layers - mean) * mask_f) ** 2,
+                          axis=(2, 3), keepdims=True) / n
+            layers = (layers - mean) * ops.rsqrt(
                 var + LAYER_NORM_EPSILON) * mask_f
         mixed = self.scalar_mix(layers, mask)  # (B, T, D)
         mixed = mixed * mask_f[:, 0]
         return self.output_dropout(mixed, training=training)
 
+    def __call__(self, inputs, *args, **kwargs):
+        # before Keras converts the input: JAX and PyTorch have no string
+        # tensors, and their conversion error would not say what to do
+        reject_strings(self.name, inputs)
+        return super().__call__(inputs, *args, **kwargs)
+
     def call(self, inputs, training=False):
-        if inputs.dtype.is_floating:  # cached layers
-            self._check_input(inputs.shape, inputs.dtype.name)
-            layers = tf.cast(inputs, tf.float32)
-            mask = tf.reduce_any(tf.not_equal(layers[:, 0], 0.0), axis=-1)
+        ops = keras.ops
+        if keras.backend.standardize_dtype(inputs.dtype).startswith(
+                "float"):  # cached layers
+            self._check_input(inputs.shape, keras.backend.standardize_dtype(
+                inputs.dtype))
+            layers = ops.cast(inputs, "float32")
+            mask = ops.any(ops.not_equal(layers[:, 0], 0.0), axis=-1)
         else:
             layers, mask = self.lm_layers(inputs, training=training)
         if self.output_mode == "layers":
@@ -551,13 +617,13 @@ class ELMoEmbedding(keras.layers.Layer):
         mixed = self.mix(layers, mask, training=training)
         if self.output_mode == "mix":
             return mixed
-        n = tf.reduce_sum(tf.cast(mask, tf.float32), axis=1, keepdims=True)
-        return tf.reduce_sum(mixed, axis=1) / tf.maximum(n, 1.0)  # (B, D)
+        n = ops.sum(ops.cast(mask, "float32"), axis=1, keepdims=True)
+        return ops.sum(mixed, axis=1) / ops.maximum(n, 1.0)  # (B, D)
 
     def compute_mask(self, inputs, mask=None):
         if self.output_mode != "mix":
             return None
-        if inputs.dtype == "string" or inputs.dtype == tf.string:
+        if keras.backend.standardize_dtype(inputs.dtype) == "string":
             # a layer, not a tf op, so that a functional model records it
             return TokenMask()(inputs)
         if "float" in str(inputs.dtype):

@@ -8,7 +8,7 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras import ELMoEmbedding, EmbeddingSpec, dump_bilm_embeddings
-from bilm_keras.export.cached_layers import (
+from bilm_keras.keras_layer.cached_layers import (
     CachedLayersError,
     cached_layers_dataset,
 )

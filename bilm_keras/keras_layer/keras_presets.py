@@ -30,7 +30,7 @@ import keras
 
 from bilm_keras._utils.atomic_files import atomic_directory
 from bilm_keras._utils.version import __version__
-from bilm_keras.export.elmo_preprocessor import ELMoPreprocessor
+from bilm_keras.keras_layer.elmo_preprocessor import ELMoPreprocessor
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.pretrained.keras_preset_files import (
     ASSETS_DIR,
@@ -119,7 +119,7 @@ def save_to_preset(layer, preset_dir: str | os.PathLike, *,
                                  word_dic=None)
     with atomic_directory(preset_dir, overwrite=overwrite) as tmp:
         _write_json(os.path.join(tmp, CONFIG_FILE), {
-            "module": "bilm_keras.export.keras_hub_backbone",
+            "module": "bilm_keras.keras_layer.keras_hub_backbone",
             "class_name": "ELMoBackbone",
             "config": config,
             "registered_name": BACKBONE_CLASS,

@@ -1,0 +1,157 @@
+"""The biLM under JAX and PyTorch equals TensorFlow: the layer, the
+backbone of every family, one training step's gradients, ``fit`` and
+``.keras`` files that cross backends.
+
+TensorFlow (this process) writes each family's ``.keras`` file, its ids
+and its outputs. Then one child process per backend
+(``backend_checks.py``, ``KERAS_BACKEND`` set) runs every check in one
+batch and reports. The families are those every converted model ends
+in, one HDF5 layout: bilm-tf's fixture (no skip connections), a model
+with skip connections, a word-input model (as Paddle's), a converted
+ELMoForManyLangs model (chars and a word part) and one with a
+cross-lingual alignment.
+"""
+
+import json
+import os
+import pathlib
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from bilm_keras import ELMoEmbedding
+from helpers import REPO_ROOT, load_reference_embeddings, require_installed
+
+BACKENDS = ("jax", "torch")
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+SENTENCES = ["The cat sat on the mat .", "Hi", "北京 is big !",
+             "a b c d e f"]
+
+
+def _small_options(**lstm):
+    return {
+        "lstm": {"dim": 16, "projection_dim": 8, "n_layers": 2,
+                 "cell_clip": 3, "proj_clip": 3, **lstm},
+        "char_cnn": {"embedding": {"dim": 4}, "filters": [[1, 4], [2, 8]],
+                     "n_highway": 1, "n_characters": 262,
+                     "max_characters_per_token": 50,
+                     "activation": "relu"},
+    }
+
+
+def _families(model_dir, manylangs_dir):
+    """``{name: layer}``, each with weights TensorFlow computes with."""
+    keras.utils.set_random_seed(1)
+    skip = ELMoEmbedding(_small_options(use_skip_connections=True),
+                         output="layers", name="skip")
+    words = "<S> </S> <UNK> The cat sat on the mat . Hi".split()
+    word_options = {"lstm": _small_options()["lstm"],
+                    "n_tokens_vocab": len(words)}
+    word_input = ELMoEmbedding(word_options, output="layers",
+                               vocabulary=words, name="word_input")
+    aligned = ELMoEmbedding(_small_options(), output="mix",
+                            alignment_matrices=3, name="aligned")
+    aligned.alignment.assign(np.random.default_rng(0).normal(
+        size=(3, 16, 16)).astype(np.float32))
+    return {
+        "bilm_tf": ELMoEmbedding.from_pretrained(model_dir, output="layers"),
+        "skip": skip,
+        "word_input": word_input,
+        "manylangs": ELMoEmbedding.from_pretrained(manylangs_dir,
+                                                   output="layers"),
+        "aligned": aligned,
+    }
+
+
+@pytest.fixture(scope="module")
+def tensorflow_files(bilm_fixtures, manylangs_converted, tmp_path_factory):
+    """The folder of TensorFlow's files for the child processes."""
+    folder = tmp_path_factory.mktemp("backends")
+    write_tensorflow_files(
+        folder, str(bilm_fixtures / "model"),
+        os.path.dirname(manylangs_converted["options_file"]))
+    return folder
+
+
+def write_tensorflow_files(folder, model_dir, manylangs_dir):
+    """Each family's ``.keras`` file, ids and outputs, the fixture's
+    reference and one training step's weight changes, into ``folder``."""
+    folder = pathlib.Path(folder)
+    families = _families(model_dir, manylangs_dir)
+    text = tf.constant(SENTENCES)
+    for name, layer in families.items():
+        ids = layer.token_ids(text).numpy()
+        inputs = keras.Input(ids.shape[1:], dtype="int32")
+        model = keras.Model(inputs, layer(inputs))
+        model.save(folder / f"{name}.keras")
+        np.save(folder / f"{name}_ids.npy", ids)
+        np.save(folder / f"{name}_out.npy", model.predict(ids, verbose=0))
+
+    sentences, expected = load_reference_embeddings(model_dir)
+    firsts = [" ".join(sentences[k][0]) for k in range(3)]
+    reference_ids = families["bilm_tf"].token_ids(tf.constant(firsts))
+    np.save(folder / "reference_ids.npy", reference_ids.numpy())
+
+    # one SGD step with learning rate 1: each weight moves by -gradient
+    layer = ELMoEmbedding.from_pretrained(model_dir, trainable="all")
+    inputs = keras.Input((None, 50), dtype="int32")
+    model = keras.Model(inputs, layer(inputs))
+    model.save(folder / "grad.keras")
+    ids = reference_ids.numpy()
+    target = np.random.default_rng(2).normal(
+        size=(ids.shape[0], ids.shape[1] - 2, 32)).astype(np.float32)
+    model.compile(optimizer=keras.optimizers.SGD(1.0), loss="mse")
+    before = [w.numpy() for w in model.trainable_weights]
+    model.train_on_batch(ids, target)
+    np.save(folder / "grad_ids.npy", ids)
+    np.save(folder / "grad_target.npy", target)
+    np.savez(folder / "grad_deltas.npz", **{
+        f"d{i}": w.numpy() - b
+        for i, (w, b) in enumerate(zip(model.trainable_weights, before))})
+
+    with open(folder / "reference.json", "w") as f:
+        json.dump({"families": sorted(families),
+                   "fixture_model": model_dir,
+                   "reference_top": [expected[k][0].tolist()
+                                     for k in range(3)]}, f)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backend_equals_tensorflow(backend, tensorflow_files):
+    require_installed({"jax": "jax", "torch": "torch"}[backend], "test")
+    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=os.pathsep.join(
+        [str(REPO_ROOT)] + os.environ.get("PYTHONPATH", "").split(
+            os.pathsep)))
+    names = [check.__name__ for check in _checks()]
+    try:
+        done = subprocess.run(
+            [sys.executable, os.path.join(HERE, "backend_checks.py"),
+             str(tensorflow_files)], env=env, capture_output=True,
+            text=True, timeout=1800)
+        stdout, stderr = done.stdout, done.stderr
+    except subprocess.TimeoutExpired as error:
+        stdout = (error.stdout or b"").decode()
+        stderr = (error.stderr or b"").decode() + "\n(timed out)"
+    results = dict(
+        (r["name"], r["problem"]) for r in (
+            json.loads(line[len("CHECK "):])
+            for line in stdout.splitlines() if line.startswith("CHECK ")))
+    assert results.pop("backend", None) == backend, stderr[-3000:]
+    failed = {name: results.get(name, "did not run: " + stderr[-2000:])
+              for name in names if results.get(name, "") is not None}
+    assert not failed, json.dumps(failed, indent=1)
+
+
+def _checks():
+    sys.path.insert(0, HERE)
+    try:
+        import backend_checks
+    finally:
+        sys.path.remove(HERE)
+    return backend_checks.CHECKS
