@@ -238,7 +238,8 @@ class ELMoEmbedding(keras.layers.Layer):
     def from_config(cls, config):
         # a config is rebuilt to load weights into (keras.models.load_model):
         # zeros, not random draws, which JAX would compile one program for
-        # each weight's shape to make
+        # each weight's shape to make; a newer format version is refused
+        config = check_format_version(config, config.get("name", ""))
         with placeholder_weights():
             return cls(**config)
 
@@ -380,10 +381,6 @@ class ELMoEmbedding(keras.layers.Layer):
             ValueError: a non-empty ``preset_dir`` without ``overwrite``.
         """
         save_to_preset(self, preset_dir, overwrite=overwrite)
-
-    @classmethod
-    def from_config(cls, config):
-        return cls(**check_format_version(config, config.get("name", "")))
 
     def _start_from_mix(self, mix: LearnedMix, spec) -> None:
         """Sets the mix's weights and gamma to a model's learned mix."""
