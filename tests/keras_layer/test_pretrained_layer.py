@@ -5,7 +5,7 @@ embeddings elsewhere (test_elmo_embedding.py)."""
 import numpy as np
 
 from bilm_keras import ELMoEmbedding
-from bilm_keras.export import pretrained_layer
+from bilm_keras.keras_layer import pretrained_layer
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
 from helpers import counted_calls, hdf5_datasets
