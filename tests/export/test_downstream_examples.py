@@ -5,6 +5,8 @@ script's ``main(argv)`` with bilm-tf's test biLM, and each documented
 command on the tasks of ``tests/fixtures/stdlib_context/`` with the
 README demo's biLM, where ELMo must beat the words-only baseline."""
 
+import math
+
 import pytest
 
 from helpers import REPO_ROOT, load_script
@@ -165,7 +167,11 @@ def test_sentence_classifier(classifier, bilm_fixtures, monkeypatch,
         assert result["mix_after"] == result["mix_before"]
     else:
         assert result["mix_after"] != result["mix_before"]
-    assert result["loss"][-1] < result["loss"][0]
+    # what a biLM lets the head learn is the test below's, on the demo
+    # biLM: bilm-tf's tiny test model cannot tell the word orders apart
+    # (the loss stays at ln 2), so only that training ran is checked here
+    assert len(result["loss"]) == 8
+    assert all(math.isfinite(x) for x in result["loss"])
     assert 0 <= result["test_accuracy"] <= 1
 
 
