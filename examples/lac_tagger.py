@@ -20,17 +20,26 @@ continues it, ``O`` is outside), a blank line between sentences. The
 result is span F1 on ``--test``, as ``conlleval`` counts it: a span is
 right when its type, start and end all are.
 
-Usage::
+Beside ELMo's figure the script prints a words-only baseline (skip it
+with ``--no_baseline``): the same tagger with the biLM's token layer, the
+char-CNN's context-free vectors, in the mix's place. The fixture task
+names the word behind each blank ``___`` (``file``, ``list``, ``object``
+or ``string``), which only its neighbours tell; docs/keras.md gives the
+figures, with the README demo's biLM::
 
-    python examples/lac_tagger.py \\
-        --train tests/fixtures/python_docs/roles_train.conll \\
-        --test tests/fixtures/python_docs/roles_test.conll   # fixture biLM
+    bilm-keras pipeline --out_dir runs/demo     # a tiny biLM, minutes
+    python examples/lac_tagger.py --model runs/demo/model \\
+        --train tests/fixtures/stdlib_context/blanks_train.conll \\
+        --test tests/fixtures/stdlib_context/blanks_test.conll \\
+        --word_emb_dim 16 --grnn_hidden_dim 32 --bigru_num 1 \\
+        --learning_rate 0.005
     python examples/lac_tagger.py --model DIR --train T.conll \\
         --test H.conll --epochs 10 --crf
 
 ``--model`` takes anything ``ELMoEmbedding.from_pretrained`` does. The last
 line printed is ``RESULT {json}``: the losses, the held-out span
-precision, recall and F1, and the mix's weights.
+precision, recall and F1, the mix's weights, and the baseline's figures
+under ``words_only``.
 """
 
 import argparse
@@ -245,10 +254,22 @@ def length_batches(sentences, tags, tag_names, batch_size, seed, *,
         length, boundaries, [batch_size] * (len(boundaries) + 1))
 
 
+def token_layer(layers):
+    """The biLM's token layer, its char-CNN vectors, out of ``output=
+    "layers"``'s `(batch, L + 1, time, dim)`: `(batch, time, dim)`, masked
+    past each sentence's end (where it is zero)."""
+    import keras
+
+    tokens = keras.layers.Lambda(lambda x: x[:, 0],
+                                 name="token_layer")(layers)
+    return keras.layers.Masking(0.0, name="token_mask")(tokens)
+
+
 def build_tagger(elmo, vocabulary, n_tags, *, word_emb_dim,
                  grnn_hidden_dim, bigru_num, crf=False):
     """Tokens -> [ELMo mix ; word embeddings] -> stacked BiGRUs ->
-    per-token tag scores.
+    per-token tag scores. With an ``elmo`` of ``output="layers"`` the
+    biLM's token layer takes the mix's place: the words-only baseline.
 
     Returns:
         ``(trainer, scorer, crf layer or None)``. Without ``crf`` both
@@ -259,7 +280,10 @@ def build_tagger(elmo, vocabulary, n_tags, *, word_emb_dim,
     import keras
 
     tokens = keras.Input(shape=(None,), dtype="string", name="tokens")
-    elmo_vectors = elmo(tokens)  # (B, T, 2P), masked past each end
+    if elmo.output_mode == "layers":  # the words-only baseline
+        elmo_vectors = token_layer(elmo(tokens))  # (B, T, 2P), masked
+    else:
+        elmo_vectors = elmo(tokens)  # (B, T, 2P), masked past each end
     ids = keras.layers.StringLookup(vocabulary=vocabulary,
                                     name="word_ids")(tokens)  # (B, T)
     words = keras.layers.Embedding(len(vocabulary) + 1, word_emb_dim,
@@ -284,7 +308,11 @@ def build_tagger(elmo, vocabulary, n_tags, *, word_emb_dim,
 
 def run(*, model, train_file, test_file, epochs, batch_size,
         learning_rate, word_emb_dim, grnn_hidden_dim, bigru_num,
-        elmo_l2_coef, crf=False, max_sentences=None, seed=0):
+        elmo_l2_coef, crf=False, max_sentences=None, words_only=False,
+        seed=0):
+    """Trains the tagger and scores it on ``test_file``. With
+    ``words_only`` the biLM's token layer, the context-free vectors of
+    its char-CNN, takes the mix's place: the baseline."""
     import keras
     import tensorflow as tf
 
@@ -301,9 +329,13 @@ def run(*, model, train_file, test_file, epochs, batch_size,
         raise ValueError(f"{test_file}: tags {sorted(unknown)} are not in "
                          f"{train_file}'s {tag_names}")
     vocabulary = sorted({w for s in train_sentences for w in s})
-    elmo = ELMoEmbedding.from_pretrained(model, output="mix",
-                                         trainable="mix",
-                                         l2_coef=elmo_l2_coef)
+    if words_only:
+        elmo = ELMoEmbedding.from_pretrained(model, output="layers",
+                                             trainable=False)
+    else:
+        elmo = ELMoEmbedding.from_pretrained(model, output="mix",
+                                             trainable="mix",
+                                             l2_coef=elmo_l2_coef)
     tagger, scorer, crf_weights = build_tagger(
         elmo, vocabulary, len(tag_names), word_emb_dim=word_emb_dim,
         grnn_hidden_dim=grnn_hidden_dim, bigru_num=bigru_num, crf=crf)
@@ -362,22 +394,32 @@ def main(argv=None):
                         "upstream (default: a softmax per token)")
     parser.add_argument("--max_sentences", type=int, default=None,
                         help="train on the first N sentences only")
+    parser.add_argument("--no_baseline", action="store_true",
+                        help="skip the words-only baseline: the same "
+                        "tagger with the biLM's token layer in the mix's "
+                        "place")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     if args.bigru_num < 1:
         parser.error(f"--bigru_num: expected an integer >= 1, found "
                      f"{args.bigru_num}")
-    result = run(model=args.model or fixture_model(),
-                 train_file=args.train, test_file=args.test,
-                 epochs=args.epochs, batch_size=args.batch_size,
-                 learning_rate=args.learning_rate,
-                 word_emb_dim=args.word_emb_dim,
-                 grnn_hidden_dim=args.grnn_hidden_dim,
-                 bigru_num=args.bigru_num, elmo_l2_coef=args.elmo_l2_coef,
-                 crf=args.crf,
-                 max_sentences=args.max_sentences, seed=args.seed)
+    settings = dict(model=args.model or fixture_model(),
+                    train_file=args.train, test_file=args.test,
+                    epochs=args.epochs, batch_size=args.batch_size,
+                    learning_rate=args.learning_rate,
+                    word_emb_dim=args.word_emb_dim,
+                    grnn_hidden_dim=args.grnn_hidden_dim,
+                    bigru_num=args.bigru_num,
+                    elmo_l2_coef=args.elmo_l2_coef, crf=args.crf,
+                    max_sentences=args.max_sentences, seed=args.seed)
+    result = run(**settings)
+    if not args.no_baseline:
+        result["words_only"] = run(**settings, words_only=True)
     print(f"span F1 {result['test']['f1']:.3f} on {result['n_test']} "
-          "held-out sentences")
+          "held-out sentences with ELMo")
+    if not args.no_baseline:
+        print(f"span F1 {result['words_only']['test']['f1']:.3f} with the "
+              "words only (the biLM's context-free token layer)")
     print("RESULT " + json.dumps(result))
     return result
 

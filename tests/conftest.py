@@ -203,6 +203,19 @@ def short_char_run(train_dir, tmp_path_factory):
     return save_dir, result
 
 
+@pytest.fixture(scope="session")
+def docstring_bilm(tmp_path_factory) -> pathlib.Path:
+    """The model folder (``options.json``, ``lm_weights.hdf5``) of the
+    README's demo, ``bilm-keras pipeline``'s tiny biLM trained on Python's
+    docstrings, here for one epoch: the examples' tests learn their tasks
+    on it (tests/fixtures/stdlib_context/)."""
+    from bilm_keras.training.pipeline import run_pipeline
+
+    result = run_pipeline(out_dir=tmp_path_factory.mktemp("docstring_bilm"),
+                          n_epochs=1)
+    return pathlib.Path(result["options_file"]).parent
+
+
 @pytest.fixture
 def small_disk(tmp_path, record_property):
     """``small_disk(size)``: a :class:`full_disk.SmallDisk` of ``size``

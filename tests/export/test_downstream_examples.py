@@ -1,14 +1,25 @@
 """The seeds' recipes as examples: ``examples/sentence_classifier.py``
 (PaddleNLP's ``run_finetune.py``) and ``examples/lac_tagger.py`` (Paddle's
-ELMo LAC demo). Their readers and span F1 on hand-made cases, and each
-script's ``main(argv)`` on the Python-docs fixtures with bilm-tf's test
-biLM."""
+ELMo LAC demo). Their readers and span F1 on hand-made cases, each
+script's ``main(argv)`` with bilm-tf's test biLM, and each documented
+command on the tasks of ``tests/fixtures/stdlib_context/`` with the
+README demo's biLM, where ELMo must beat the words-only baseline."""
+
+import math
 
 import pytest
 
 from helpers import REPO_ROOT, load_script
 
-DOCS = REPO_ROOT / "tests" / "fixtures" / "python_docs"
+DOCS = REPO_ROOT / "tests" / "fixtures" / "stdlib_context"
+#: the held-out figures the documented commands must reach with the
+#: one-epoch demo biLM, below the least of the seeds measured (the
+#: measurements are in the tests at the end): ELMo's accuracy at least
+#: 0.55 (measured 0.585 at the least) and 0.05 above the words-only
+#: baseline's (measured 0.105 at the least)
+CLASSIFIER_ABOVE_CHANCE = 0.05
+CLASSIFIER_MARGIN = 0.05
+TAGGER_ABOVE_CHANCE = 0.45
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +79,11 @@ def test_conll_reader_names_a_bad_line(tagger, tmp_path):
 
 
 def test_the_fixtures_read_whole(classifier, tagger):
-    text, labels = classifier.read_tsv(str(DOCS / "topics_train.tsv"))
-    assert len(text) == 120 and sorted(set(labels)) == ["files", "time"]
-    sentences, tags = tagger.read_conll(str(DOCS / "roles_test.conll"))
-    assert len(sentences) == 60
+    text, labels = classifier.read_tsv(str(DOCS / "order_train.tsv"))
+    assert len(text) == 400 and labels.count("natural") == 200
+    assert sorted(set(labels)) == ["natural", "shuffled"]
+    sentences, tags = tagger.read_conll(str(DOCS / "blanks_test.conll"))
+    assert len(sentences) == 200
     assert all(len(s) == len(t) for s, t in zip(sentences, tags))
 
 
@@ -123,10 +135,18 @@ def _hdf5_weights(path):
         shapes["char_embed"][1]
 
 
+def _first_lines(path, n, folder):
+    """A copy of the first ``n`` lines of ``path`` in ``folder``."""
+    lines = path.read_text("utf-8").splitlines(keepends=True)[:n]
+    copy = folder / path.name
+    copy.write_text("".join(lines), encoding="utf-8")
+    return str(copy)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("trainable", ["mix", "none", "all"])
 def test_sentence_classifier(classifier, bilm_fixtures, monkeypatch,
-                             capsys, trainable):
+                             capsys, tmp_path, trainable):
     n_lm, char_dim = _hdf5_weights(bilm_fixtures / "model" /
                                    "lm_weights.hdf5")
     # the mix: 3 weights (2 LSTM layers + the token layer) and gamma; the
@@ -134,34 +154,40 @@ def test_sentence_classifier(classifier, bilm_fixtures, monkeypatch,
     n_weights = {"mix": 4, "none": 0, "all": 4 + n_lm + char_dim}[
         trainable]
     result = _run(classifier, [
-        "--train", str(DOCS / "topics_train.tsv"),
-        "--test", str(DOCS / "topics_test.tsv"), "--epochs", "8",
-        "--trainable", trainable], bilm_fixtures, monkeypatch, capsys)
+        "--train", _first_lines(DOCS / "order_train.tsv", 120, tmp_path),
+        "--test", _first_lines(DOCS / "order_test.tsv", 40, tmp_path),
+        "--epochs", "8", "--trainable", trainable, "--no_baseline"],
+        bilm_fixtures, monkeypatch, capsys)
     assert result["n_train"] == 120 and result["n_test"] == 40
-    assert result["labels"] == ["files", "time"]
+    assert result["labels"] == ["natural", "shuffled"]
+    assert "words_only" not in result
     assert result["trainable_weights"] == n_weights
     assert result["mix_before"] == {"weights": [0.3333] * 3, "gamma": 1.0}
     if trainable == "none":
         assert result["mix_after"] == result["mix_before"]
     else:
         assert result["mix_after"] != result["mix_before"]
-    assert result["loss"][-1] < result["loss"][0]
+    # what a biLM lets the head learn is the test below's, on the demo
+    # biLM: bilm-tf's tiny test model cannot tell the word orders apart
+    # (the loss stays at ln 2), so only that training ran is checked here
+    assert len(result["loss"]) == 8
+    assert all(math.isfinite(x) for x in result["loss"])
     assert 0 <= result["test_accuracy"] <= 1
 
 
 @pytest.mark.slow
 def test_lac_tagger(tagger, bilm_fixtures, monkeypatch, capsys):
     result = _run(tagger, [
-        "--train", str(DOCS / "roles_train.conll"),
-        "--test", str(DOCS / "roles_test.conll"), "--epochs", "12",
+        "--train", str(DOCS / "blanks_train.conll"),
+        "--test", str(DOCS / "blanks_test.conll"), "--epochs", "12",
         "--learning_rate", "0.01", "--word_emb_dim", "16",
-        "--grnn_hidden_dim", "16", "--max_sentences", "120"],
-        bilm_fixtures, monkeypatch, capsys)
-    assert result["n_train"] == 120 and result["n_test"] == 60
+        "--grnn_hidden_dim", "16", "--max_sentences", "120",
+        "--no_baseline"], bilm_fixtures, monkeypatch, capsys)
+    assert result["n_train"] == 120 and result["n_test"] == 200
     loss = result["loss"]
     assert loss[-1] < 0.5 * loss[0], loss
     # every held-out span starts with B- in this file: count them apart
-    text = (DOCS / "roles_test.conll").read_text("utf-8")
+    text = (DOCS / "blanks_test.conll").read_text("utf-8")
     assert result["test"]["gold_spans"] == text.count("\tB-")
     test = result["test"]
     assert 0 <= test["f1"] <= 1
@@ -201,20 +227,23 @@ def test_the_examples_on_converted_models(classifier, tagger,
     monkeypatch.setenv("BILM_KERAS_CACHE", str(tmp_path))
     folder = pathlib.Path(manylangs_converted["options_file"]).parent
     result = classifier.main([
-        "--model", str(folder), "--train", str(DOCS / "topics_train.tsv"),
-        "--test", str(DOCS / "topics_test.tsv"), "--epochs", "2"])
+        "--model", str(folder),
+        "--train", _first_lines(DOCS / "order_train.tsv", 120, tmp_path),
+        "--test", _first_lines(DOCS / "order_test.tsv", 40, tmp_path),
+        "--epochs", "2", "--no_baseline"])
     assert capsys.readouterr().out.splitlines()[-1].startswith("RESULT ")
     assert result["n_test"] == 40 and len(result["loss"]) == 2
     pdparams = REPO_ROOT / "tests" / "fixtures" / "paddlenlp_elmo" / \
         "elmo.pdparams"
     result = tagger.main([
         "--model", str(pdparams), "--train",
-        str(DOCS / "roles_train.conll"), "--test",
-        str(DOCS / "roles_test.conll"), "--epochs", "2",
+        str(DOCS / "blanks_train.conll"), "--test",  # 20 sentences:
+        _first_lines(DOCS / "blanks_test.conll", 278, tmp_path),
+        "--epochs", "2", "--no_baseline",
         "--max_sentences", "40", "--word_emb_dim", "8",
         "--grnn_hidden_dim", "8"])
     assert capsys.readouterr().out.splitlines()[-1].startswith("RESULT ")
-    assert result["n_test"] == 60 and len(result["mix_weights"]) == 3
+    assert result["n_test"] == 20 and len(result["mix_weights"]) == 3
 
 
 # --------------------------------------------------------------------- CRF
@@ -268,10 +297,11 @@ def test_viterbi_against_every_path(tagger):
 @pytest.mark.slow
 def test_lac_tagger_with_a_crf(tagger, bilm_fixtures, monkeypatch, capsys):
     result = _run(tagger, [
-        "--train", str(DOCS / "roles_train.conll"),
-        "--test", str(DOCS / "roles_test.conll"), "--epochs", "8",
+        "--train", str(DOCS / "blanks_train.conll"),
+        "--test", str(DOCS / "blanks_test.conll"), "--epochs", "8",
         "--learning_rate", "0.01", "--word_emb_dim", "16",
-        "--grnn_hidden_dim", "16", "--max_sentences", "80", "--crf"],
+        "--grnn_hidden_dim", "16", "--max_sentences", "80", "--crf",
+        "--no_baseline"],
         bilm_fixtures, monkeypatch, capsys)
     assert result["crf"] is True
     # the mean negative log-likelihood of a batch; batches of similar
@@ -279,3 +309,50 @@ def test_lac_tagger_with_a_crf(tagger, bilm_fixtures, monkeypatch, capsys):
     loss = result["loss"]
     assert loss[-1] < 0.5 * loss[0], loss
     assert 0 <= result["test"]["f1"] <= 1
+
+
+# ------------------------------------------ what ELMo adds, as documented
+@pytest.mark.slow
+def test_sentence_classifier_reads_word_order(classifier, docstring_bilm,
+                                              capsys):
+    """The documented command on natural vs shuffled sentences: both
+    labels have the same words, so the words-only baseline stays near
+    chance (0.5) and ELMo, whose vectors depend on the order, does not.
+    Measured on the AVX2 EPYC, 2026-11-29, with this one-epoch biLM
+    (heldout perplexity 169), seeds 0, 1, 2: ELMo 0.585, 0.710, 0.635,
+    words only 0.480, 0.500, 0.505; the least gap 0.105. With the demo's
+    own three epochs: ELMo 0.725, 0.700, 0.725, words only 0.505, 0.460,
+    0.430."""
+    result = classifier.main([
+        "--model", str(docstring_bilm),
+        "--train", str(DOCS / "order_train.tsv"),
+        "--test", str(DOCS / "order_test.tsv")])
+    assert capsys.readouterr().out.splitlines()[-1].startswith("RESULT ")
+    assert result["n_test"] == 200
+    elmo, words = (result["test_accuracy"],
+                   result["words_only"]["test_accuracy"])
+    assert elmo >= 0.5 + CLASSIFIER_ABOVE_CHANCE, (elmo, words)
+    assert elmo >= words + CLASSIFIER_MARGIN, (elmo, words)
+
+
+@pytest.mark.slow
+def test_lac_tagger_names_the_blanks(tagger, docstring_bilm, capsys):
+    """The documented command on the blanks: every blank is the same
+    token, so a tagger that reads it alone would score the commonest
+    word's share (69 of 229 held-out blanks are ``file``: 0.30). Both
+    taggers read the neighbours, ELMo's through the biLM and the
+    baseline's through its own BiGRU, and the tiny biLM does not beat
+    the BiGRU here: with the demo's three-epoch biLM, seed 0, ELMo 0.581
+    and words only 0.585 (AVX2 EPYC, 2026-11-29). So this test asserts
+    that both learn, not a margin."""
+    result = tagger.main([
+        "--model", str(docstring_bilm),
+        "--train", str(DOCS / "blanks_train.conll"),
+        "--test", str(DOCS / "blanks_test.conll"), "--word_emb_dim", "16",
+        "--grnn_hidden_dim", "32", "--bigru_num", "1",
+        "--learning_rate", "0.005"])
+    assert capsys.readouterr().out.splitlines()[-1].startswith("RESULT ")
+    assert result["test"]["gold_spans"] == 229
+    elmo, words = result["test"]["f1"], result["words_only"]["test"]["f1"]
+    assert elmo >= TAGGER_ABOVE_CHANCE, (elmo, words)
+    assert words >= TAGGER_ABOVE_CHANCE, (elmo, words)
