@@ -122,6 +122,7 @@ def write_tensorflow_files(folder, model_dir, manylangs_dir):
 
 
 @pytest.mark.slow
+@pytest.mark.nightly
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_backend_equals_tensorflow(backend, tensorflow_files):
     require_installed({"jax": "jax", "torch": "torch"}[backend], "test")

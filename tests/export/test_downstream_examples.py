@@ -313,6 +313,7 @@ def test_lac_tagger_with_a_crf(tagger, bilm_fixtures, monkeypatch, capsys):
 
 # ------------------------------------------ what ELMo adds, as documented
 @pytest.mark.slow
+@pytest.mark.nightly
 def test_sentence_classifier_reads_word_order(classifier, docstring_bilm,
                                               capsys):
     """The documented command on natural vs shuffled sentences: both
@@ -336,6 +337,7 @@ def test_sentence_classifier_reads_word_order(classifier, docstring_bilm,
 
 
 @pytest.mark.slow
+@pytest.mark.nightly
 def test_lac_tagger_names_the_blanks(tagger, docstring_bilm, capsys):
     """The documented command on the blanks: every blank is the same
     token, so a tagger that reads it alone would score the commonest

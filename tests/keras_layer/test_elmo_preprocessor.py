@@ -142,6 +142,7 @@ print(json.dumps(out))
 
 
 @pytest.mark.slow  # a fresh interpreter per backend: 30-70 s on the EPYC
+@pytest.mark.nightly
 @pytest.mark.parametrize("backend", ["jax", "torch"])
 def test_other_backends_give_the_batchers_ids(backend, model_dir,
                                               manylangs_fixtures):
