@@ -1,6 +1,6 @@
 """Export a biLM as a TF-Hub-style SavedModel
-(:mod:`.saved_model_export`), and the Keras layers over it and over a
-biLM."""
+(:mod:`.saved_model_export`), the Keras layer over that SavedModel
+(``ELMoHubLayer``) and the in-graph tokenizers both use."""
 
 from bilm_keras.export.elmo_hub_layer import ELMoHubLayer
 from bilm_keras.export.graph_char_ids import (

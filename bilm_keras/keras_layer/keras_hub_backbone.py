@@ -12,7 +12,7 @@ from __future__ import annotations
 import keras
 import keras_hub
 
-from bilm_keras.export.elmo_embedding import ELMoEmbedding
+from bilm_keras.keras_layer.elmo_embedding import ELMoEmbedding
 from bilm_keras.keras_layer.keras_presets import check_format_version, ids_input
 
 
