@@ -167,6 +167,10 @@ class ELMoEmbedding(keras.layers.Layer):
         **kwargs,
     ):
         check_choices(output, trainable)
+        # get_config() carries the format version: ELMoEmbedding(**config)
+        # takes it as from_config does, and refuses a newer one
+        kwargs = check_format_version(
+            kwargs, kwargs.get("name", "ELMoEmbedding"))
         super().__init__(trainable=trainable is not False, **kwargs)
         parsed = BiLMOptions.from_dict(options, source=f"{self.name}.options")
         self.options = parsed.to_dict()
