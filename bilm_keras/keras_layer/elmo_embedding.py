@@ -19,8 +19,6 @@ from bilm_keras._utils.backends import (
 )
 from bilm_keras._utils.graph_function import graph_function
 from bilm_keras._utils.settings import check_int
-from bilm_keras.data.manylangs_dictionaries import read_dictionaries
-from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.export.text_ids import graph_converter, strings_to_ids
 from bilm_keras.keras_layer.keras_presets import (
     FORMAT_KEY,
@@ -35,11 +33,7 @@ from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.scalar_mix import ScalarMix
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.lm_embeddings import lm_layers, strip_boundaries
-from bilm_keras.options import OPTIONS_FILE, BiLMOptions
-from bilm_keras.save_dirs.save_dir_models import load_save_dir_model
-from bilm_keras.save_dirs.weight_dump import prediction_options
-from bilm_keras.weights.checkpoint_files import list_checkpoints
-from bilm_keras.weights.alignment import alignment_files, read_alignment
+from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.learned_mix import MIX_FILE, LearnedMix
 
 logger = logging.getLogger(__name__)
@@ -55,8 +49,6 @@ PRETRAINED_KWARGS = ("vocab_file", "cache_dir", "mirror", "progress",
 LAYER_NORM_EPSILON = 1e-12
 #: the layer's own entry in a ``.keras`` file: each biLM weight's shape
 _SHAPES_KEY = "bilm_weight_shapes"
-#: weight files that make a folder a model folder, not a training save_dir
-_WEIGHT_SUFFIXES = (".hdf5", ".h5")
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
@@ -277,7 +269,7 @@ class ELMoEmbedding(keras.layers.Layer):
         name: str = "elmo",
         **pretrained_kwargs,
     ) -> "ELMoEmbedding":
-        """The layer of a pretrained biLM, its weights copied in.
+        """The layer of a pretrained biLM, its weights read in.
 
         Args:
             spec: anything :meth:`BidirectionalLanguageModel.from_pretrained`
@@ -286,10 +278,10 @@ class ELMoEmbedding(keras.layers.Layer):
                 model folder. Or a Keras preset, a folder or ``hf://``
                 handle (:meth:`save_to_preset`). The folder may be
                 bilm-tf's or a converted ManyLangs, Paddle or TF1 Hub
-                model. Or a training save_dir,
-                ours or bilm-tf's, a folder with ``options.json`` and
-                checkpoints but no weights HDF5. Its newest checkpoint that
-                reads whole is used, as ``dump-weights`` writes it.
+                model. Or a training save_dir, ours or bilm-tf's, a folder
+                with ``options.json`` and checkpoints but no weights HDF5.
+                Its newest checkpoint that reads whole is read straight
+                into the layer, the model ``dump-weights`` writes.
             output, trainable, layer_norm, dropout, l2_coef,
                 token_cache_size: the layer's.
             name: the layer's name.
@@ -320,50 +312,10 @@ class ELMoEmbedding(keras.layers.Layer):
             raise TypeError(
                 f"from_pretrained: unexpected {unknown}, expected the "
                 f"layer's options or {PRETRAINED_KWARGS}")
-        if not _is_save_dir(spec):
-            return pretrained_layer(cls, spec, dict(
-                output=output, trainable=trainable, layer_norm=layer_norm,
-                dropout=dropout, l2_coef=l2_coef, name=name,
-                token_cache_size=token_cache_size), **pretrained_kwargs)
-        alignment = pretrained_kwargs.get("alignment")
-        options, backbone, vocab_file, mix = _save_dir_model(
-            spec, pretrained_kwargs.get("vocab_file"))
-        if alignment is not None:
-            alignment = read_alignment(
-                alignment_files(alignment, None, os.fspath(spec)),
-                n_layers=options.lstm.n_layers + 1,
-                dim=2 * options.lstm.projection_dim)
-        vocabulary = char_dic = word_dic = None
-        if not options.use_character_inputs:
-            vocab = Vocabulary(vocab_file, validate_file=True)
-            vocabulary = [vocab.id_to_word(i) for i in range(vocab.size)]
-        elif options.manylangs is not None:
-            char_dic, word_dic = read_dictionaries(
-                options.manylangs.char_dic,
-                options.manylangs.word_dic
-                if options.manylangs.has_word_part else None)
-        with placeholder_weights():  # every biLM weight is copied below
-            layer = cls(
-                options.to_dict(), output=output, trainable=trainable,
-                layer_norm=layer_norm, dropout=dropout, l2_coef=l2_coef,
-                vocabulary=vocabulary, char_dic=char_dic, word_dic=word_dic,
-                name=name, token_cache_size=token_cache_size,
-                alignment_matrices=(0 if alignment is None
-                                    else len(alignment.matrices)))
-        if alignment is not None:
-            layer.alignment.assign(np.stack(alignment.matrices))
-        sources = backbone.weights
-        shapes = [tuple(w.shape) for w in layer.bilm.weights]
-        if shapes != [tuple(w.shape) for w in sources]:
-            raise ValueError(
-                f"{spec}: the options and vocabulary describe weights of "
-                f"shapes {shapes}, the model holds "
-                f"{[tuple(w.shape) for w in sources]}")
-        for target, source in zip(layer.bilm.weights, sources):
-            target.assign(source)
-        if mix is not None:
-            layer._start_from_mix(mix, spec)
-        return layer
+        return pretrained_layer(cls, spec, dict(
+            output=output, trainable=trainable, layer_norm=layer_norm,
+            dropout=dropout, l2_coef=l2_coef, name=name,
+            token_cache_size=token_cache_size), **pretrained_kwargs)
 
     @classmethod
     def from_preset(cls, spec, output: str = "mix", trainable="mix",
@@ -725,33 +677,3 @@ def check_choices(output, trainable) -> None:
             f"trainable: expected one of {TRAINABLE} ('mix': the L + 1 "
             "weights and gamma, TF-Hub's trainable=True; 'all': the biLM "
             f"too), found {trainable!r}")
-
-
-def _is_save_dir(spec) -> bool:
-    """Whether ``spec`` is a training save_dir: a folder with
-    ``options.json`` and checkpoints and no weights HDF5, which would make
-    it a model folder."""
-    if not isinstance(spec, (str, os.PathLike)):
-        return False
-    folder = os.fspath(spec)
-    if not (os.path.isdir(folder)
-            and os.path.isfile(os.path.join(folder, OPTIONS_FILE))):
-        return False
-    if any(name.lower().endswith(_WEIGHT_SUFFIXES)
-           for name in os.listdir(folder)):
-        return False
-    return bool(list_checkpoints(folder))
-
-
-def _save_dir_model(save_dir, vocab_file) -> tuple:
-    """``(options, backbone, vocab_file, None)`` of a training save_dir's
-    newest whole checkpoint, ours or bilm-tf's, with the options a
-    prediction reads (``dump-weights``' ``options.json``)."""
-    options_file = os.path.join(os.fspath(save_dir), OPTIONS_FILE)
-    if (not BiLMOptions.from_json(options_file).use_character_inputs
-            and vocab_file is None):  # before the checkpoint is read
-        raise ValueError(
-            f"vocab_file: {os.fspath(save_dir)} holds a word-input model, "
-            "which needs its vocabulary (pass vocab_file=)")
-    options, lm, _, _ = load_save_dir_model(save_dir, vocab_file=vocab_file)
-    return prediction_options(options), lm.backbone, vocab_file, None

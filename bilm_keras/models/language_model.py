@@ -16,6 +16,10 @@ from bilm_keras.options import BiLMOptions
 
 #: batch-dict key suffix of each direction's stream (see ``LMDataset``)
 DIRECTION_SUFFIX = {"forward": "", "backward": "_reverse"}
+#: the names :meth:`LanguageModel.from_options` gives the model and its
+#: backbone: a training run's checkpoint keys its variables by them
+NAME = "language_model"
+BACKBONE_NAME = "bilm"
 
 
 @keras.saving.register_keras_serializable(package="bilm_keras")
@@ -163,7 +167,7 @@ class LanguageModel(keras.Model):
             n_tokens_vocab=(None if options.use_character_inputs
                             else n_tokens_vocab),
             dropout=dropout,
-            name="bilm",
+            name=BACKBONE_NAME,
         )
         return cls(
             backbone,
@@ -171,7 +175,7 @@ class LanguageModel(keras.Model):
             n_negative_samples=options.n_negative_samples_batch,
             dropout=dropout,
             share_embedding_softmax=options.share_embedding_softmax,
-            **{"name": "language_model",
+            **{"name": NAME,
                "reset_states_at_sentence_start": (
                    options.reset_states_at_sentence_start),
                **kwargs},

@@ -18,9 +18,11 @@ import tensorflow as tf
 from bilm_keras._utils.problem_list import fit_problems, problem_list
 from bilm_keras.data.vocab_for_options import check_vocab_fits, load_vocab
 from bilm_keras.layers.initialization import placeholder_weights
+from bilm_keras.models.language_model import BACKBONE_NAME as LM_BACKBONE
+from bilm_keras.models.language_model import NAME as LANGUAGE_MODEL
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
-from bilm_keras.weights.model_detection import WEIGHTS
+from bilm_keras.weights.model_detection import WEIGHTS, SaveDirCheckpoint
 
 
 class CheckpointError(ValueError):
@@ -47,7 +49,14 @@ def check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
         for name, shape in tf.train.list_variables(path)
         if name.startswith(WEIGHTS + "/")
     }
-    wanted = {key: tuple(v.shape) for key, v in model_weights(lm).items()}
+    _check_fits(model_weights(lm), stored, path, options_file)
+
+
+def _check_fits(wanted: dict, stored: dict, path: str,
+                options_file: str) -> None:
+    """``wanted``'s variables against ``stored``'s shapes, both by their
+    ``weights`` keys."""
+    wanted = {key: tuple(v.shape) for key, v in wanted.items()}
     old_layout = [k for k in stored
                   if k.endswith(("kernel", "projection_kernel"))
                   and k + "_t" in wanted and k not in wanted]
@@ -66,6 +75,48 @@ def check_fits(lm: LanguageModel, path: str, options_file: str) -> None:
             f"{options_file} does not fit checkpoint {path}: "
             + problem_list(problems)
         )
+
+
+def backbone_weights(backbone) -> dict:
+    """A backbone's share of the ``weights`` part, keyed as a run's
+    :class:`LanguageModel` saves it: ``{key: variable}``, whatever the
+    backbone's place in the model that holds it (an ``ELMoEmbedding``)."""
+    prefix = f"{LANGUAGE_MODEL}:{LM_BACKBONE}:"
+    weights = {}
+    for variable in backbone.weights:
+        parts = variable.path.split("/")
+        below = parts[parts.index(backbone.name) + 1:]
+        weights[prefix + ":".join(below)] = variable
+    return weights
+
+
+def load_run_backbone(backbone, found: SaveDirCheckpoint,
+                      options_file: str) -> None:
+    """Assigns a built backbone its variables from a run's checkpoint,
+    one tensor at a time, with no model around it and no softmax read.
+
+    Args:
+        backbone: a :class:`~bilm_keras.models.BiLMBackbone` built from
+            the run's options (placeholder weights will do).
+        found: the checkpoint, as detection found it: its shapes are
+            checked from the index it read.
+        options_file: named in errors.
+
+    Raises:
+        CheckpointError: variables whose shapes differ or that only one
+            side has, all named, before anything is assigned.
+    """
+    wanted = backbone_weights(backbone)
+    prefix = f"{WEIGHTS}/{LANGUAGE_MODEL}:{LM_BACKBONE}:"
+    stored = {name.split("/")[1]: tuple(shape)
+              for name, shape in found.shapes.items()
+              if name.startswith(prefix)}
+    _check_fits(wanted, stored, found.path, options_file)
+    reader = tf.train.load_checkpoint(found.path)
+    for key, variable in wanted.items():
+        # tf.train.Checkpoint's key of a variable in a dict
+        variable.assign(reader.get_tensor(
+            f"{WEIGHTS}/{key}/.ATTRIBUTES/VARIABLE_VALUE"))
 
 
 def restore_checkpoint(checkpoint: tf.train.Checkpoint, lm: LanguageModel,
