@@ -297,6 +297,20 @@ def test_an_exported_savedmodel_serves_strings(trained_tagger):
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
 
 
+@pytest.mark.slow  # traces and writes a SavedModel
+def test_a_model_on_ids_exports_and_reloads(mix_layer, tmp_path):
+    # the backbone's input, as under every backend: Keras' own export
+    ids = mix_layer.token_ids(tf.constant(["The cat sat .", "Hi"])).numpy()
+    inputs = keras.Input((None, ids.shape[-1]), dtype="int32")
+    model = keras.Model(inputs, mix_layer(inputs))
+    want = model.predict(ids, verbose=0)
+    model.export(str(tmp_path / "served"), verbose=False)
+    served = tf.saved_model.load(str(tmp_path / "served"))
+    got = served.serve(tf.constant(ids)).numpy()
+    assert got.shape == want.shape == (2, 4, P2)
+    np.testing.assert_allclose(got, want, rtol=0, atol=ATOL)
+
+
 def test_l2_on_the_mix_reaches_model_losses(model_dir):
     text = keras.Input(shape=(), dtype="string")
     layer = ELMoEmbedding.from_pretrained(model_dir, l2_coef=0.5)
