@@ -42,6 +42,7 @@ from bilm_keras.weights.bilm_tf_checkpoint import (
     assign_bilm_tf_checkpoint,
     read_bilm_tf_checkpoint,
 )
+from bilm_keras.weights.checkpoint_files import list_checkpoints
 from bilm_keras.weights.learned_mix import mix_beside
 from bilm_keras.weights.model_detection import (
     OUR_RUN,
@@ -84,7 +85,7 @@ def pretrained_layer(cls, spec, layer_kwargs: dict, *, vocab_file=None,
         raise ValueError(f"vocab_file: {label}: {row.vocab_note}")
     model = resolve_model(spec, cache_dir=cache_dir, mirror=mirror,
                           progress=progress)
-    options = BiLMOptions.from_json(model.options_file)
+    options = model.options
     assets = model_assets(
         options, vocab_file if vocab_file is not None else model.vocab_file,
         model.name)
@@ -106,7 +107,8 @@ def training_run(path: str) -> Optional[DetectedModel]:
     once. None for anything else, which
     :func:`~bilm_keras.pretrained.resolve_model` reads (and says what is
     wrong with)."""
-    if not os.path.isdir(path):
+    # a folder without checkpoints is no run: not read here
+    if not (os.path.isdir(path) and list_checkpoints(path)):
         return None
     try:
         found = detect_model(path)

@@ -139,6 +139,8 @@ class ResolvedModel:
             (for ``TokenBatcher`` / ``dump-tokens``), else None.
         spec: the SPEC as given.
         cached: whether ``directory`` is in the model cache.
+        options: the :class:`BiLMOptions` of ``options_file``, parsed
+            once, here.
     """
 
     name: str
@@ -149,6 +151,7 @@ class ResolvedModel:
     vocab_file: str | None
     spec: str
     cached: bool
+    options: BiLMOptions = dataclasses.field(compare=False, repr=False)
 
 
 # --- the SPEC -------------------------------------------------------------
@@ -198,7 +201,8 @@ def _from_entry(entry: str, spec: str) -> ResolvedModel:
         format=str(manifest.get("format", BILM_TF)),
         directory=entry,
         vocab_file=os.path.join(entry, vocab) if vocab else None,
-        spec=spec, cached=True, **paths)
+        spec=spec, cached=True,
+        options=_check_options(paths["options_file"], entry, None), **paths)
 
 
 def _manifest(name: str, fmt: str, spec: str, sources, vocab_file) -> dict:
@@ -268,9 +272,9 @@ def _relabel(message: str, folder: str | None, label: str) -> str:
 
 
 def _check_options(options_file: str, label: str,
-                   folder: str | None) -> None:
+                   folder: str | None) -> BiLMOptions:
     try:
-        BiLMOptions.from_json(options_file)
+        return BiLMOptions.from_json(options_file)
     except ValueError as e:
         raise PretrainedModelError(
             _relabel(str(e), folder, label)) from None
@@ -627,7 +631,7 @@ def _local_directory(path: str, spec: str, cache_dir: str,
                      progress: bool) -> ResolvedModel:
     layout = _find_model(path, path)
     if layout.family == BILM_TF:  # used in place: nothing to cache
-        _check_options(layout.options_file, path, None)
+        options = _check_options(layout.options_file, path, None)
         _check_weights(layout.weight_file, path, None)
         return ResolvedModel(
             name=os.path.basename(os.path.abspath(layout.model_dir)),
@@ -636,7 +640,7 @@ def _local_directory(path: str, spec: str, cache_dir: str,
             weight_file=os.path.abspath(layout.weight_file),
             vocab_file=(os.path.abspath(layout.vocab_file)
                         if layout.vocab_file else None),
-            spec=spec, cached=False)
+            spec=spec, cached=False, options=options)
     model_dir = os.path.realpath(layout.model_dir)
     name = os.path.basename(model_dir)
     files = sorted(os.listdir(model_dir))

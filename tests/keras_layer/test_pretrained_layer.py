@@ -31,8 +31,10 @@ def test_one_bilm_built_and_loaded_in_place(model_dir, monkeypatch):
         return load_bilm_tf_hdf5(backbone, weight_file, *args, **kwargs)
 
     monkeypatch.setattr(pretrained_layer, "load_bilm_tf_hdf5", load)
+    parsed = counted_calls(monkeypatch, BiLMOptions, "from_json")
     layer = ELMoEmbedding.from_pretrained(model_dir)
     assert len(built) == 1  # the layer's own: no facade, no copy
+    assert parsed == [str(model_dir / "options.json")]  # by resolve_model
     assert loads == [(layer.bilm, str(model_dir / "lm_weights.hdf5"))]
     # the file's token char embedding, padding row first, in the layer
     table = hdf5_datasets(model_dir / "lm_weights.hdf5")["char_embed"]
