@@ -4,6 +4,13 @@ written under TensorFlow by ``test_backends.py``. Prints a line
 ``CHECK {"name": ..., "problem": null or what went wrong}`` as each check
 ends, so a parent that times out still sees which ran.
 
+The children of all three backends run at once. The JAX and PyTorch ones
+save their own ``.keras`` files into ``FOLDER/BACKEND/`` early, then say
+so in ``FOLDER/BACKEND.saved``. Each child loads the other backends'
+files last, once their ``.saved`` is there. The TensorFlow child does
+only that. The parent writes a ``.saved`` for a child that exits without
+one, so no child waits for a file that will never come.
+
 Only ``import bilm_keras`` comes first: the ``.keras`` files load by the
 registration it makes, in a fresh process.
 """
@@ -11,6 +18,7 @@ registration it makes, in a fresh process.
 import json
 import os
 import sys
+import time
 import traceback
 
 import numpy as np
@@ -18,6 +26,10 @@ import numpy as np
 import bilm_keras
 
 ATOL = 1e-5
+#: the backends that save ``.keras`` files for the others to load
+SAVERS = ("jax", "torch")
+#: how long a child waits for another's files
+WAIT_SECONDS = 1800
 
 
 def _max_diff(a, b):
@@ -27,19 +39,14 @@ def _max_diff(a, b):
 def check_keras_files(folder, reference):
     """Each family's ``.keras`` file, saved under TensorFlow, predicts
     TensorFlow's outputs on the same ids."""
-    import keras
-
     problems = {}
     for name in reference["families"]:
-        model = keras.models.load_model(
-            os.path.join(folder, f"{name}.keras"))
-        ids = np.load(os.path.join(folder, f"{name}_ids.npy"))
-        want = np.load(os.path.join(folder, f"{name}_out.npy"))
-        got = keras.ops.convert_to_numpy(model(ids))
-        if got.shape != want.shape:
-            problems[name] = f"shape {got.shape}, expected {want.shape}"
-        elif _max_diff(got, want) > ATOL:
-            problems[name] = f"max diff {_max_diff(got, want)}"
+        problem = _compare_model(
+            os.path.join(folder, f"{name}.keras"),
+            np.load(os.path.join(folder, f"{name}_ids.npy")),
+            np.load(os.path.join(folder, f"{name}_out.npy")))
+        if problem is not None:
+            problems[name] = problem
     return problems or None
 
 
@@ -131,8 +138,116 @@ def check_strings_are_refused(folder, reference):
     return None
 
 
-CHECKS = [check_keras_files, check_reference_embeddings, check_gradients,
-          check_fit, check_strings_are_refused]
+def _compare_model(path, ids, want):
+    """What ``path``'s model predicts on ``ids`` against ``want``: None
+    or the problem."""
+    import keras
+
+    got = keras.ops.convert_to_numpy(keras.models.load_model(path)(ids))
+    if got.shape != want.shape:
+        return f"shape {got.shape}, expected {want.shape}"
+    if _max_diff(got, want) > ATOL:
+        return f"max diff {_max_diff(got, want)}"
+    return None
+
+
+def _saved_names(reference):
+    """The files a saving child writes: each family's model as loaded
+    from TensorFlow's file and saved again, and the fixture model built
+    under the saving backend (``built``)."""
+    return list(reference["families"]) + ["built"]
+
+
+def marker(folder, backend):
+    return os.path.join(folder, f"{backend}.saved")
+
+
+def write_marker(folder, backend, problem):
+    """``FOLDER/BACKEND.saved``, whole or not at all: None when the files
+    are all there, else what went wrong."""
+    path = marker(folder, backend)
+    with open(path + ".tmp", "w") as f:
+        json.dump({"problem": problem}, f)
+    os.replace(path + ".tmp", path)
+
+
+def save_for_other_backends(folder, reference):
+    """Saves under this backend what the others load: each family's
+    model, loaded from TensorFlow's file, saved again, and the fixture
+    model built here, with the outputs each gives on its ids here."""
+    import keras
+
+    backend = keras.backend.backend()
+    out = os.path.join(folder, backend)
+    os.makedirs(out, exist_ok=True)
+    problem = "did not finish"
+    try:
+        for name in reference["families"]:
+            model = keras.models.load_model(
+                os.path.join(folder, f"{name}.keras"))
+            ids = np.load(os.path.join(folder, f"{name}_ids.npy"))
+            _save(model, ids, out, name)
+        layer = bilm_keras.ELMoEmbedding.from_pretrained(
+            reference["fixture_model"], output="layers")
+        ids = np.load(os.path.join(folder, "reference_ids.npy"))
+        inputs = keras.Input((None, ids.shape[-1]), dtype="int32")
+        _save(keras.Model(inputs, layer(inputs)), ids, out, "built")
+        problem = None
+    except Exception:  # the others are told, and this check fails
+        problem = traceback.format_exc(limit=6)
+    finally:
+        write_marker(folder, backend, problem)
+    return problem
+
+
+def _save(model, ids, out, name):
+    import keras
+
+    model.save(os.path.join(out, f"{name}.keras"))
+    np.save(os.path.join(out, f"{name}_ids.npy"), ids)
+    np.save(os.path.join(out, f"{name}_out.npy"),
+            keras.ops.convert_to_numpy(model(ids)))
+
+
+def check_files_of_other_backends(folder, reference):
+    """The ``.keras`` files the other backends saved load here and
+    predict what they predicted there."""
+    import keras
+
+    problems = {}
+    for saver in SAVERS:
+        if saver == keras.backend.backend():
+            continue
+        deadline = time.monotonic() + WAIT_SECONDS
+        while (not os.path.exists(marker(folder, saver))
+               and time.monotonic() < deadline):
+            time.sleep(1)
+        if not os.path.exists(marker(folder, saver)):
+            problems[saver] = "its files did not come"
+            continue
+        with open(marker(folder, saver)) as f:
+            saved = json.load(f)["problem"]
+        if saved is not None:
+            problems[saver] = f"saved none: {saved}"
+            continue
+        out = os.path.join(folder, saver)
+        for name in _saved_names(reference):
+            problem = _compare_model(
+                os.path.join(out, f"{name}.keras"),
+                np.load(os.path.join(out, f"{name}_ids.npy")),
+                np.load(os.path.join(out, f"{name}_out.npy")))
+            if problem is not None:
+                problems[f"{saver}/{name}"] = problem
+    return problems or None
+
+
+def checks_for(backend):
+    """The checks of ``backend``'s child, in the order they run."""
+    if backend not in SAVERS:
+        return [check_files_of_other_backends]
+    return [check_keras_files, save_for_other_backends,
+            check_reference_embeddings, check_gradients, check_fit,
+            check_strings_are_refused, check_files_of_other_backends]
 
 
 def main(folder):
@@ -143,7 +258,7 @@ def main(folder):
     print("CHECK " + json.dumps({"name": "backend",
                                  "problem": keras.backend.backend()}),
           flush=True)
-    for check in CHECKS:
+    for check in checks_for(keras.backend.backend()):
         try:
             problem = check(folder, reference)
         except Exception:  # reported to the parent, which fails

@@ -4,12 +4,16 @@ backbone of every family, one training step's gradients, ``fit`` and
 
 TensorFlow (this process) writes each family's ``.keras`` file, its ids
 and its outputs. Then one child process per backend
-(``backend_checks.py``, ``KERAS_BACKEND`` set) runs every check in one
-batch and reports. The families are those every converted model ends
-in, one HDF5 layout: bilm-tf's fixture (no skip connections), a model
-with skip connections, a word-input model (as Paddle's), a converted
-ELMoForManyLangs model (chars and a word part) and one with a
-cross-lingual alignment.
+(``backend_checks.py``, ``KERAS_BACKEND`` set), all three at once, runs
+its checks in one batch and reports. The JAX and PyTorch children save
+their own ``.keras`` files, which the other two children load: every
+file crosses to both other backends, each time in a fresh process. The
+families are those every converted model ends in, one HDF5 layout:
+bilm-tf's fixture (no skip connections), a model with skip connections,
+a word-input model, a converted ELMoForManyLangs model (chars and a
+word part), one with a cross-lingual alignment, Paddle's word-input
+fixture model (tests/fixtures/paddle_baike) and a TF1 Hub module's
+(tests/fixtures/tfhub_modules/google), its learned mix included.
 """
 
 import json
@@ -17,6 +21,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import time
 
 import keras
 import numpy as np
@@ -28,6 +33,7 @@ from helpers import REPO_ROOT, load_reference_embeddings, require_installed
 
 BACKENDS = ("jax", "torch")
 HERE = os.path.dirname(os.path.abspath(__file__))
+MODULES = REPO_ROOT / "tests" / "fixtures" / "tfhub_modules"
 
 SENTENCES = ["The cat sat on the mat .", "Hi", "北京 is big !",
              "a b c d e f"]
@@ -44,8 +50,10 @@ def _small_options(**lstm):
     }
 
 
-def _families(model_dir, manylangs_dir):
-    """``{name: layer}``, each with weights TensorFlow computes with."""
+def _families(model_dir, converted):
+    """``{name: layer}``, each with weights TensorFlow computes with.
+    ``converted``: the folders of the converted fixture models, by
+    family, and ``cache``, where the TF1 Hub module is converted."""
     keras.utils.set_random_seed(1)
     skip = ELMoEmbedding(_small_options(use_skip_connections=True),
                          output="layers", name="skip")
@@ -62,27 +70,34 @@ def _families(model_dir, manylangs_dir):
         "bilm_tf": ELMoEmbedding.from_pretrained(model_dir, output="layers"),
         "skip": skip,
         "word_input": word_input,
-        "manylangs": ELMoEmbedding.from_pretrained(manylangs_dir,
+        "manylangs": ELMoEmbedding.from_pretrained(converted["manylangs"],
                                                    output="layers"),
         "aligned": aligned,
+        "paddle_baike": ELMoEmbedding.from_pretrained(
+            converted["paddle_baike"], output="layers"),
+        # the module's learned mix, as its own "elmo" output
+        "tfhub": ELMoEmbedding.from_pretrained(
+            MODULES / "google", cache_dir=converted["cache"]),
     }
 
 
 @pytest.fixture(scope="module")
-def tensorflow_files(bilm_fixtures, manylangs_converted, tmp_path_factory):
+def tensorflow_files(bilm_fixtures, manylangs_converted,
+                     paddle_baike_converted, tmp_path_factory):
     """The folder of TensorFlow's files for the child processes."""
     folder = tmp_path_factory.mktemp("backends")
-    write_tensorflow_files(
-        folder, str(bilm_fixtures / "model"),
-        os.path.dirname(manylangs_converted["options_file"]))
+    write_tensorflow_files(folder, str(bilm_fixtures / "model"), {
+        "manylangs": os.path.dirname(manylangs_converted["options_file"]),
+        "paddle_baike": paddle_baike_converted["outdir"],
+        "cache": tmp_path_factory.mktemp("backends_cache")})
     return folder
 
 
-def write_tensorflow_files(folder, model_dir, manylangs_dir):
+def write_tensorflow_files(folder, model_dir, converted):
     """Each family's ``.keras`` file, ids and outputs, the fixture's
     reference and one training step's weight changes, into ``folder``."""
     folder = pathlib.Path(folder)
-    families = _families(model_dir, manylangs_dir)
+    families = _families(model_dir, converted)
     text = tf.constant(SENTENCES)
     for name, layer in families.items():
         ids = layer.token_ids(text).numpy()
@@ -121,38 +136,97 @@ def write_tensorflow_files(folder, model_dir, manylangs_dir):
                                      for k in range(3)]}, f)
 
 
-@pytest.mark.slow
-@pytest.mark.nightly
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_backend_equals_tensorflow(backend, tensorflow_files):
-    require_installed({"jax": "jax", "torch": "torch"}[backend], "test")
-    env = dict(os.environ, KERAS_BACKEND=backend, PYTHONPATH=os.pathsep.join(
-        [str(REPO_ROOT)] + os.environ.get("PYTHONPATH", "").split(
-            os.pathsep)))
-    names = [check.__name__ for check in _checks()]
-    try:
-        done = subprocess.run(
+#: how long the three children may take together
+TIMEOUT_SECONDS = 2400
+
+
+@pytest.fixture(scope="module")
+def child_reports(tensorflow_files):
+    """``{backend: (results, stderr)}`` of the three children, run at
+    once (each saves its files, then loads the others'). ``results``:
+    ``{check name: None or its problem}``, and ``backend``: the backend
+    the child ran."""
+    for backend in BACKENDS:
+        require_installed(backend, "backends")
+    checks = _checks_module()
+    folder = pathlib.Path(tensorflow_files)
+    children, logs = {}, {}
+    for backend in ("tensorflow", *BACKENDS):
+        env = dict(os.environ, KERAS_BACKEND=backend,
+                   PYTHONPATH=os.pathsep.join(
+                       [str(REPO_ROOT)]
+                       + os.environ.get("PYTHONPATH", "").split(os.pathsep)))
+        logs[backend] = (open(folder / f"{backend}.stdout", "w+"),
+                         open(folder / f"{backend}.stderr", "w+"))
+        children[backend] = subprocess.Popen(
             [sys.executable, os.path.join(HERE, "backend_checks.py"),
-             str(tensorflow_files)], env=env, capture_output=True,
-            text=True, timeout=1800)
-        stdout, stderr = done.stdout, done.stderr
-    except subprocess.TimeoutExpired as error:
-        stdout = (error.stdout or b"").decode()
-        stderr = (error.stderr or b"").decode() + "\n(timed out)"
-    results = dict(
-        (r["name"], r["problem"]) for r in (
-            json.loads(line[len("CHECK "):])
-            for line in stdout.splitlines() if line.startswith("CHECK ")))
+             str(folder)], env=env, stdout=logs[backend][0],
+            stderr=logs[backend][1], text=True)
+    deadline = time.monotonic() + TIMEOUT_SECONDS
+    while any(child.poll() is None for child in children.values()):
+        for backend, child in children.items():
+            _tell_the_others(checks, folder, backend, child)
+        if time.monotonic() > deadline:
+            for child in children.values():
+                if child.poll() is None:
+                    child.kill()
+                    child.wait()
+            break
+        time.sleep(1)
+    reports = {}
+    for backend, (stdout, stderr) in logs.items():
+        stdout.seek(0)
+        stderr.seek(0)
+        reports[backend] = (dict(
+            (r["name"], r["problem"]) for r in (
+                json.loads(line[len("CHECK "):])
+                for line in stdout.read().splitlines()
+                if line.startswith("CHECK "))),
+            stderr.read() + ("" if children[backend].returncode == 0
+                             else f"\n(exit {children[backend].returncode})"))
+        stdout.close()
+        stderr.close()
+    return reports
+
+
+def _tell_the_others(checks, folder, backend, child):
+    """A saving child that exited without saying it saved: the others
+    are told, so none waits for its files."""
+    if (child.poll() is not None and backend in checks.SAVERS
+            and not os.path.exists(checks.marker(folder, backend))):
+        checks.write_marker(folder, backend,
+                            f"exited ({child.returncode}) before saving")
+
+
+def _assert_checks_passed(backend, reports):
+    results, stderr = reports[backend]
+    results = dict(results)
     assert results.pop("backend", None) == backend, stderr[-3000:]
+    names = [check.__name__ for check in _checks_module().checks_for(backend)]
     failed = {name: results.get(name, "did not run: " + stderr[-2000:])
               for name in names if results.get(name, "") is not None}
     assert not failed, json.dumps(failed, indent=1)
 
 
-def _checks():
+@pytest.mark.slow
+@pytest.mark.nightly
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_backend_equals_tensorflow(backend, child_reports):
+    # and loads the other one's .keras files
+    _assert_checks_passed(backend, child_reports)
+
+
+@pytest.mark.slow
+@pytest.mark.nightly
+def test_files_saved_under_jax_and_torch_load_under_tensorflow(
+        child_reports):
+    _assert_checks_passed("tensorflow", child_reports)
+
+
+def _checks_module():
     sys.path.insert(0, HERE)
     try:
         import backend_checks
     finally:
         sys.path.remove(HERE)
-    return backend_checks.CHECKS
+    return backend_checks
