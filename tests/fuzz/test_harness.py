@@ -29,6 +29,7 @@ def test_a_pickle_that_runs_code_trips_the_canary(data, workspace):
     assert finding is not None and finding.startswith("code ran: ")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("data, expected", [
     (b"fine", None),
     (b"undocumented", "KeyError escaped: 'not a documented error'"),

@@ -71,6 +71,7 @@ def bilm_embeddings(fixture_bilm):
     return fixture_bilm(ids)["lm_embeddings"].numpy()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_characters", [261, 262])
 def test_loaded_training_model_equals_bilm(model_dir, train_dir, tmp_path,
                                            bilm_embeddings, n_characters):
