@@ -144,6 +144,7 @@ def _first_lines(path, n, folder):
     return str(copy)
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_sentence_classifier(classifier, bilm_fixtures, monkeypatch,
                              capsys, tmp_path):
@@ -170,6 +171,7 @@ def test_sentence_classifier(classifier, bilm_fixtures, monkeypatch,
     assert 0 <= result["test_accuracy"] <= 1
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_lac_tagger(tagger, bilm_fixtures, monkeypatch, capsys):
     result = _run(tagger, [
@@ -303,6 +305,7 @@ def test_viterbi_against_every_path(tagger):
             int(scores.argmax())]
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_lac_tagger_with_a_crf(tagger, bilm_fixtures, monkeypatch, capsys):
     result = _run(tagger, [

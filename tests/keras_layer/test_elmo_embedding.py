@@ -278,6 +278,7 @@ def trained_tagger(model_dir, tmp_path_factory):
     return folder, model, expected
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_a_keras_file_loads_alone_in_a_fresh_process(trained_tagger):
     folder, model, expected = trained_tagger
@@ -292,6 +293,7 @@ def test_a_keras_file_loads_alone_in_a_fresh_process(trained_tagger):
                                    batch[i, :n], rtol=0, atol=ATOL)
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_an_exported_savedmodel_serves_strings(trained_tagger):
     folder, _, expected = trained_tagger

@@ -169,6 +169,7 @@ def _accumulators(save_dir):
     }
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_warmup_freezes_the_lm_across_restarts(model_dir, train_dir,
                                                tmp_path, bilm_embeddings):
