@@ -349,6 +349,7 @@ def _numpy_elmo(model_dir, sentences):
     return elmo, layers, lengths
 
 
+@pytest.mark.slow
 def test_usage_character_as_bilm_tf_wrote_it(bilm_tf_cwd, model_dir):
     ns = bilm_tf_usage_character()
     context, question = ns["elmo_context_input_"], ns["elmo_question_input_"]

@@ -78,6 +78,13 @@ DOCUMENTS = sorted(
     [REPO_ROOT / "README.md", REPO_ROOT / "CONTRIBUTING.md"]
     + list((REPO_ROOT / "docs").glob("*.md")))
 
+#: the documents whose blocks train and convert for a minute or more on
+#: the slowest machines: run in the nightly tier (``pytest -m nightly``,
+#: CI's second command); the default run still checks the flags they
+#: name (``test_every_flag_named_exists``)
+NIGHTLY_DOCUMENTS = ("docs/paddle.md", "docs/training.md",
+                     "docs/bilm-tf-runs.md")
+
 #: what the documents' scratch folders link from the repository
 LINKED = ("bin", "examples", "bench", "tests", "usage_character.py",
           "usage_token.py", "usage_cached.py")
@@ -325,7 +332,10 @@ def test_reading_finds_flags_of_commands():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("document", DOCUMENTS, ids=_relative)
+@pytest.mark.parametrize("document", [
+    pytest.param(d, marks=pytest.mark.nightly)
+    if _relative(d) in NIGHTLY_DOCUMENTS else d for d in DOCUMENTS],
+    ids=_relative)
 def test_document(document, tmp_path, bilm_fixtures, manylangs_fixtures,
                   paddle_baike_fixtures, mirror, command_server):
     name = _relative(document)

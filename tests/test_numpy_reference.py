@@ -81,6 +81,7 @@ def test_first_batch_matches_bilm_tf(weights, options, sentences, expected,
     assert _max_diff_top(result, expected, sentences, 0) < 1e-6
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("dtype", [np.float64, np.float32])
 def test_all_batches_match_statefully(weights, options, sentences,
                                       expected, dtype):

@@ -203,6 +203,7 @@ def test_no_process_words(path):
         + "; ".join(found))
 
 
+@pytest.mark.slow
 def test_no_process_words_in_code_comments():
     found = []
     for path in _tracked(*(f"{folder}/*.py" for folder in CODE_FOLDERS)):

@@ -25,6 +25,7 @@ print(json.dumps({{"keras_before": before, "module_loaded": loaded,
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("first, second, keras_before", [
     ("import bilm_keras", "", False),
     # a second fresh interpreter: the full suite's

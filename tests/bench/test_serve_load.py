@@ -1,11 +1,13 @@
 """``bench/serve_load.py --quick`` runs end to end (no speed asserted): the
-server as a child on 127.0.0.1, every phase in seconds, one JSON line."""
+server as a child on 127.0.0.1, every phase in seconds, one JSON line.
+In the nightly tier with the other benchmark scripts' runs; the bounded
+load test of the default run is ``tests/serving/test_server.py``'s."""
 
 import pytest
 from helpers import run_bench_script
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_quick_bench_reports_every_phase(quick_bench_workdir):
     report = run_bench_script(
         "serve_load.py", "--quick", "--clients", "4", "--duration", "2",

@@ -252,6 +252,7 @@ def ok_embeddings(fixture_bilm, inputs):
     return model.embed_sentences([line.split() for line in lines])
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("flag,output", [
     ([], "all"),
     pytest.param(["--top"], "top", marks=pytest.mark.slow),

@@ -44,7 +44,10 @@ def test_a_missing_options_file_is_one_line(tmp_path, capsys):
 
 
 @pytest.mark.slow  # a model, and an exported SavedModel
-@pytest.mark.parametrize("name", ["google", "deeppavlov"])
+@pytest.mark.parametrize("name", [
+    "google",
+    # the same path on the other module's names: the nightly tier
+    pytest.param("deeppavlov", marks=pytest.mark.nightly)])
 def test_converted_module_embeds_bilm_tfs_reference(name, tmp_path):
     out = tmp_path / "elmo"
     assert cli.main(["convert-tfhub", "--module", str(MODULES / name),

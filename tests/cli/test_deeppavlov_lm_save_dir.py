@@ -79,6 +79,7 @@ def _train(save_dir, init_checkpoint, vocab):
                     "1", "--seed", "0", "--log_every", "1"])
 
 
+@pytest.mark.nightly
 @pytest.mark.slow  # two runs of one training step (~10 s)
 def test_train_from_it_is_training_from_bilm_tfs_run(tmp_path, capsys):
     import tensorflow as tf

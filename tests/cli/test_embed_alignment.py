@@ -33,6 +33,7 @@ def _embed(model_dir, text, outfile, *extra):
         "--dataset_file", text, "--outfile", outfile, *extra]]
 
 
+@pytest.mark.slow
 def test_alignment_maps_each_layer(model_dir, fixture_bilm, text, tmp_path):
     out = tmp_path / "aligned.hdf5"
     files = [XLING / f"layer_{k}.pth" for k in range(3)]

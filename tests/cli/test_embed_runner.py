@@ -64,6 +64,7 @@ def assert_same_embeddings(got, want, attributes=True):
                 np.testing.assert_array_equal(g.attrs[name], value, name)
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 @pytest.mark.parametrize("model_input", ["characters", "tokens_mix"])
 def test_two_workers_write_embeds_file(model_dir, root, tmp_path, capsys,

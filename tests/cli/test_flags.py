@@ -212,6 +212,7 @@ def _main(argv, command, alias):
     return code, ALIASES[command] if alias else f"bilm-keras {command}"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("alias", [False, True], ids=["command", "alias"])
 @pytest.mark.parametrize("command,flag,value,allowed", BAD_VALUES)
 def test_bad_numeric_flag_is_one_line_and_writes_nothing(

@@ -221,6 +221,7 @@ def _tree(root):
     return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("case", ["unknown name", "404", "cut short",
                                   "hostile archive", "files flags too"])
 @pytest.mark.parametrize("command", sorted(FILES_FLAG))

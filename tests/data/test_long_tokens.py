@@ -109,6 +109,7 @@ def test_message_names_the_place_and_shortens_the_token():
                            + "z" * 24 + "...')")
 
 
+@pytest.mark.slow
 def test_facade_warns_once_per_call(fixture_bilm, caplog):
     with caplog.at_level(logging.WARNING,
                          logger="bilm_keras.bidirectional_language_model"):

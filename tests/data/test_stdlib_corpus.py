@@ -82,6 +82,7 @@ def test_deterministic_and_seeded(corpus, tmp_path):
             != open(other["heldout_file"], "rb").read())
 
 
+@pytest.mark.slow
 def test_max_sentences_and_stale_shards(tmp_path):
     first = write_stdlib_corpus(tmp_path, n_train_shards=4,
                                 max_sentences=200, seed=0)

@@ -201,6 +201,7 @@ def test_only_empty_sentences(fixture_model):
     assert [g.shape for g in got] == [(3, 0, 32), (3, 0, 32)]
 
 
+@pytest.mark.slow
 def test_long_sentences_cross_input_blocks(random_model):
     # 19, 35 and 42 positions with the boundaries: the LSTMs' input
     # contributions come in 2 and 3 blocks of 16 steps (LSTMStack.infer)
@@ -334,6 +335,7 @@ def padded_reference(fixture_model, model_dir):
     return sentences, expected
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs", [
     {},  # the defaults: one direction after the other
     pytest.param({"concurrent_directions": True}, marks=pytest.mark.slow),
@@ -377,6 +379,7 @@ def test_facade_delegates_to_its_embedder(fixture_model, all_layers):
         np.testing.assert_array_equal(g, w)
 
 
+@pytest.mark.slow
 def test_embedder_pieces(fixture_model):
     # the pieces the bench times: the token table and one batch's LSTMs
     embedder = BulkEmbedder(fixture_model.backbone, token_chunk_size=2)
@@ -445,6 +448,7 @@ def budget(embedder, **settings):
             setattr(embedder, name, value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("kwargs", [
     # the defaults: the whole input in one compute batch
     {},

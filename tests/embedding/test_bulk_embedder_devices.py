@@ -53,6 +53,7 @@ LINES = ["The cat sat on the mat .", "", "深度 学习", "a", "b c d e f g",
          "x y", "z", "one two three", "end .", "a b", "c"]
 
 
+@pytest.mark.nightly
 @pytest.mark.slow  # a subprocess building three strategies: ~12 s
 def test_logical_cpu_devices_give_identical_output(model_dir, tmp_path):
     data = tmp_path / "sentences.txt"

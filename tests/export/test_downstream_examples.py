@@ -7,6 +7,7 @@ README demo's biLM, where ELMo must beat the words-only baseline."""
 
 import math
 
+import numpy as np
 import pytest
 
 from helpers import REPO_ROOT, load_script
@@ -143,30 +144,25 @@ def _first_lines(path, n, folder):
     return str(copy)
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
-@pytest.mark.parametrize("trainable", ["mix", "none", "all"])
 def test_sentence_classifier(classifier, bilm_fixtures, monkeypatch,
-                             capsys, tmp_path, trainable):
-    n_lm, char_dim = _hdf5_weights(bilm_fixtures / "model" /
-                                   "lm_weights.hdf5")
-    # the mix: 3 weights (2 LSTM layers + the token layer) and gamma; the
-    # biLM: the file's weights and the char table's padding row
-    n_weights = {"mix": 4, "none": 0, "all": 4 + n_lm + char_dim}[
-        trainable]
+                             capsys, tmp_path):
+    """The script end to end with its default ``--trainable mix``; what
+    each ``--trainable`` trains is the next test's, without a fit."""
     result = _run(classifier, [
         "--train", _first_lines(DOCS / "order_train.tsv", 120, tmp_path),
         "--test", _first_lines(DOCS / "order_test.tsv", 40, tmp_path),
-        "--epochs", "8", "--trainable", trainable, "--no_baseline"],
+        "--epochs", "8", "--no_baseline"],
         bilm_fixtures, monkeypatch, capsys)
     assert result["n_train"] == 120 and result["n_test"] == 40
     assert result["labels"] == ["natural", "shuffled"]
     assert "words_only" not in result
-    assert result["trainable_weights"] == n_weights
+    assert result["trainable"] == "mix"
+    # the mix: 3 weights (2 LSTM layers + the token layer) and gamma
+    assert result["trainable_weights"] == 4
     assert result["mix_before"] == {"weights": [0.3333] * 3, "gamma": 1.0}
-    if trainable == "none":
-        assert result["mix_after"] == result["mix_before"]
-    else:
-        assert result["mix_after"] != result["mix_before"]
+    assert result["mix_after"] != result["mix_before"]
     # what a biLM lets the head learn is the test below's, on the demo
     # biLM: bilm-tf's tiny test model cannot tell the word orders apart
     # (the loss stays at ln 2), so only that training ran is checked here
@@ -175,6 +171,7 @@ def test_sentence_classifier(classifier, bilm_fixtures, monkeypatch,
     assert 0 <= result["test_accuracy"] <= 1
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_lac_tagger(tagger, bilm_fixtures, monkeypatch, capsys):
     result = _run(tagger, [
@@ -195,33 +192,47 @@ def test_lac_tagger(tagger, bilm_fixtures, monkeypatch, capsys):
     assert sum(result["mix_weights"]) == pytest.approx(1, abs=1e-3)
 
 
-@pytest.mark.parametrize("trainable, expected", [
-    (False, []), ("mix", ["scalar_mix/gamma", "scalar_mix/scalar_weights"])])
-def test_what_a_model_on_the_layer_trains(bilm_fixtures, trainable,
-                                          expected):
+@pytest.mark.parametrize("option", ["none", "mix", "all"])
+def test_what_a_model_on_the_layer_trains(classifier, bilm_fixtures,
+                                          option):
     """``--trainable none`` trains the head alone: the layer's sublayers
     are frozen with it (a Keras layer made untrainable in its constructor
-    does not pass that on to sublayers made after it)."""
+    does not pass that on to sublayers made after it). ``mix`` adds the
+    mix's 3 weights (2 LSTM layers + the token layer) and gamma; ``all``
+    the biLM too: the HDF5 file's weights and the char table's padding
+    row, counted from the file."""
     import keras
 
     from bilm_keras import ELMoEmbedding
 
-    elmo = ELMoEmbedding.from_pretrained(str(bilm_fixtures / "model"),
-                                         output="sentence",
-                                         trainable=trainable)
+    n_lm, char_dim = _hdf5_weights(bilm_fixtures / "model" /
+                                   "lm_weights.hdf5")
+    elmo = ELMoEmbedding.from_pretrained(
+        str(bilm_fixtures / "model"), output="sentence",
+        trainable=classifier.TRAINABLE[option])
     text = keras.Input(shape=(), dtype="string")
     model = keras.Model(text, keras.layers.Dense(2, name="head")(elmo(text)))
-    assert sorted(v.path for v in model.trainable_variables) == sorted(
-        expected + ["head/bias", "head/kernel"])
+    head = {"head/bias", "head/kernel"}
+    paths = {v.path for v in model.trainable_variables}
+    assert head <= paths
+    if option == "none":
+        assert paths == head
+    if option == "mix":
+        assert paths == head | {"scalar_mix/gamma",
+                                "scalar_mix/scalar_weights"}
+    n_weights = sum(int(np.prod(w.shape)) for w in elmo.trainable_weights)
+    assert n_weights == {"none": 0, "mix": 4,
+                         "all": 4 + n_lm + char_dim}[option]
 
 
-@pytest.mark.slow
+@pytest.mark.nightly
 def test_the_examples_on_converted_models(classifier, tagger,
                                           manylangs_converted, monkeypatch,
                                           capsys, tmp_path):
     """``--model`` takes what ``from_pretrained`` does: a converted
     ELMoForManyLangs folder, a PaddleNLP ``.pdparams`` (converted into the
-    cache)."""
+    cache). Nightly: both scripts pass ``--model`` to ``from_pretrained``
+    alone, whose reading of those models the default run checks."""
     import pathlib
 
     monkeypatch.setenv("BILM_KERAS_CACHE", str(tmp_path))
@@ -294,6 +305,7 @@ def test_viterbi_against_every_path(tagger):
             int(scores.argmax())]
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_lac_tagger_with_a_crf(tagger, bilm_fixtures, monkeypatch, capsys):
     result = _run(tagger, [

@@ -7,8 +7,9 @@ import pytest
 
 from helpers import load_script
 
-# each trains a Keras model on the fixture model
-pytestmark = pytest.mark.slow
+# each trains a Keras model on the fixture model: the nightly tier, with
+# the other examples' end-to-end runs
+pytestmark = pytest.mark.nightly
 
 
 def _run(script, args, bilm_fixtures, monkeypatch, capsys):

@@ -56,6 +56,7 @@ def test_each_signature_masks_the_padding(savedmodel, model_dir):
     np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_sentence_outputs_carry_no_mask(savedmodel):
     layer = ELMoHubLayer(savedmodel, output_key="default")
     assert layer.compute_mask(tf.constant(["a b"])) is None

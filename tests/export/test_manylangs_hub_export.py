@@ -118,6 +118,7 @@ def consumer_config(savedmodel, sentences, ids):
                 ids=padded_ids), kept
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_savedmodel_in_a_fresh_process_equals_upstream(converted,
                                                        fixture_data,

@@ -140,6 +140,7 @@ def test_every_regression_input_has_a_case():
     assert kept == named
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("target, name, error, match", CASES,
                          ids=[f"{t}/{f}" for t, f, _, _ in CASES])
 def test_the_finding_is_refused_in_one_line(target, name, error, match,

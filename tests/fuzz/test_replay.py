@@ -19,6 +19,7 @@ def test_every_target_has_inputs_to_replay():
         assert len(inputs(name)) >= 2, name
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("names", [READERS, MODELS],
                          ids=["readers", "model builders"])
 def test_replay_holds_every_property(names):

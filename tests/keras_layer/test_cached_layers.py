@@ -56,6 +56,7 @@ def test_targets_are_padded_per_token():
     assert not layers[0, :, 2].numpy().any()
 
 
+@pytest.mark.slow
 def test_a_dump_without_every_layer(model_dir, tmp_path):
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("a b\n", "utf-8")

@@ -72,6 +72,7 @@ def test_untrained_mix_is_the_mean_and_has_a_mask(mix_layer, layers_layer):
         [[True, True, True, True], [True, False, False, False]])
 
 
+@pytest.mark.slow
 def test_layer_norm_and_dropout_against_numpy(model_dir, layers_layer):
     text = tf.constant(["The cat sat .", "Hi", "a b c d e f"])
     layers = layers_layer(text).numpy()  # (B, 3, T, D)
@@ -107,6 +108,7 @@ def test_trainable_choices(model_dir, trainable, n_trainable):
         assert sizes == []
 
 
+@pytest.mark.slow
 def test_vectors_do_not_depend_on_the_batch(mix_layer, model_dir):
     alone = mix_layer(tf.constant(["The cat sat ."])).numpy()[0]
     batch = ["Hi", "The cat sat .", "a much longer sentence than the others"
@@ -276,6 +278,7 @@ def trained_tagger(model_dir, tmp_path_factory):
     return folder, model, expected
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_a_keras_file_loads_alone_in_a_fresh_process(trained_tagger):
     folder, model, expected = trained_tagger
@@ -290,6 +293,7 @@ def test_a_keras_file_loads_alone_in_a_fresh_process(trained_tagger):
                                    batch[i, :n], rtol=0, atol=ATOL)
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_an_exported_savedmodel_serves_strings(trained_tagger):
     folder, _, expected = trained_tagger
@@ -395,8 +399,8 @@ def test_fit_runs_the_inference_lstms_when_the_lm_is_frozen(
             calls[_name] += 1
             return _original(self, *args, **kw)
         monkeypatch.setattr(LSTMStack, name, counted)
-    for trainable, path in (("mix", "infer"), (False, "infer"),
-                            ("all", "call")):
+    # trainable=False takes "mix"'s branch (the LM frozen either way)
+    for trainable, path in (("mix", "infer"), ("all", "call")):
         calls.update(infer=0, call=0)
         text = keras.Input(shape=(), dtype="string")
         layer = ELMoEmbedding.from_pretrained(model_dir, trainable=trainable)

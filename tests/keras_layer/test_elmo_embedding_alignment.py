@@ -26,6 +26,7 @@ def plain(model_dir):
     return layer(tf.constant(SENTENCES)).numpy()  # (B, 3, T, D)
 
 
+@pytest.mark.slow
 def test_one_matrix_per_layer_maps_each(model_dir, plain):
     layer = ELMoEmbedding.from_pretrained(
         model_dir, output="layers",

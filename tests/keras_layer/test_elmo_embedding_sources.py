@@ -47,6 +47,7 @@ def _same_as_its_dump(save_dir, tmp_path):
     np.testing.assert_array_equal(mix.gamma.numpy(), [1.0])
 
 
+@pytest.mark.slow
 def test_our_save_dir_gives_what_its_dump_gives(short_char_run, tmp_path):
     save_dir, _ = short_char_run
     _same_as_its_dump(save_dir, tmp_path)
@@ -79,6 +80,7 @@ def test_a_word_input_save_dir_needs_and_reads_its_vocabulary(train_dir,
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
 
 
+@pytest.mark.slow
 def test_the_facade_reads_our_save_dir_as_its_dump(short_char_run,
                                                    tmp_path):
     # the save_dir is read below the facade (bilm_keras/save_dirs/):
@@ -112,6 +114,7 @@ def test_a_bilm_tf_save_dir_gives_what_its_dump_gives(tmp_path):
     _same_as_its_dump(FIXTURES / "bilm_tf_run" / "save_dir", tmp_path)
 
 
+@pytest.mark.slow
 def test_a_save_dir_with_a_weights_file_is_a_model_folder(tmp_path):
     # dump-weights into the save_dir itself: the HDF5 is the model, the
     # checkpoints beside it are not read (a cut checkpoint shows it)
@@ -153,6 +156,7 @@ def _check_elmo(layer, name, first_batch, module_outputs):
                 err_msg=f"{name}/{signature}/elmo, sentence {k}")
 
 
+@pytest.mark.slow
 def test_a_tf1_hub_module_starts_from_its_learned_mix(
         tmp_path, first_batch, module_outputs):
     layer = ELMoEmbedding.from_pretrained(MODULES / "google",

@@ -89,6 +89,7 @@ def test_from_preset_of_a_model_folder(model_dir, monkeypatch):
         Batcher(None, 50).batch_sentences([["The", "cat", "."]]))
 
 
+@pytest.mark.slow
 def test_in_tf_data_and_config_round_trip(model_dir):
     preprocessor = ELMoPreprocessor(max_characters_per_token=50)
     again = ELMoPreprocessor.from_config(

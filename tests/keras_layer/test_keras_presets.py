@@ -57,6 +57,7 @@ def test_layout_is_keras_hubs(preset):
     assert preprocessor["registered_name"] == "bilm_keras>ELMoPreprocessor"
 
 
+@pytest.mark.slow
 def test_from_preset_gives_the_same_layer(preset, expected):
     again = ELMoEmbedding.from_preset(preset, output="layers")
     np.testing.assert_array_equal(np.asarray(again(SENTENCES)), expected)
@@ -110,6 +111,7 @@ def test_resolve_model_names_a_preset_on_the_hub(preset, tmp_path,
             resolve_model("hf://owner/elmo-preset")
 
 
+@pytest.mark.slow
 def test_manylangs_preset_keeps_its_dictionaries(manylangs_converted,
                                                  tmp_path):
     layer = ELMoEmbedding.from_pretrained(
@@ -155,6 +157,7 @@ def _hub_serving(preset, cache, monkeypatch):
         server.close()
 
 
+@pytest.mark.slow
 def test_preset_over_hf(preset, expected, tmp_path, monkeypatch):
     require_extra("huggingface_hub", "hf")
     with _hub_serving(preset, tmp_path, monkeypatch):

@@ -22,6 +22,7 @@ def _cached(layer) -> int:
     return max(int(layer._token_cache.table.size()) - 1, 0)
 
 
+@pytest.mark.slow
 def test_training_calls_give_the_char_cnn_vectors(layer):
     expected = layer(tf.constant(BATCH)).numpy()  # outside training
     assert _cached(layer) == 0
@@ -40,6 +41,7 @@ def test_training_calls_give_the_char_cnn_vectors(layer):
     assert _cached(layer) == 11
 
 
+@pytest.mark.slow
 def test_a_full_cache_computes_the_rest(model_dir):
     layer = ELMoEmbedding.from_pretrained(model_dir, output="layers",
                                           token_cache_size=3)
@@ -50,6 +52,7 @@ def test_a_full_cache_computes_the_rest(model_dir):
         assert _cached(layer) == 3
 
 
+@pytest.mark.slow
 def test_new_weights_empty_it(layer):
     layer(tf.constant(BATCH), training=True)
     highway = layer.bilm.token_embedder.weights[-2]

@@ -15,6 +15,7 @@ from helpers import run_layer_test
 RNG = np.random.default_rng(0)
 
 
+@pytest.mark.slow
 def test_highway(tmp_path):
     x = RNG.normal(size=(4, 3, 8)).astype("float32")
     run_layer_test(Highway, {"carry_bias_initializer": -1.0}, x, (4, 3, 8),
@@ -56,6 +57,7 @@ def test_token_embedder(tmp_path):
                    (4, 5, 3), tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "kwargs",
     [{}, {"do_layer_norm": True},

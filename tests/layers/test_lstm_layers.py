@@ -179,6 +179,7 @@ def test_recurrent_configs_round_trip():
     _round_trip(LSTMStack(8, 4, 3, 1.0, 2.0, True, dropout=0.1))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("use_chars", [True, False])
 def test_backbone_config_round_trip_same_outputs(use_chars):
     kwargs = dict(lstm_dim=12, projection_dim=6, n_layers=2, cell_clip=3.0,

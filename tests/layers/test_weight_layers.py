@@ -23,6 +23,7 @@ def fresh_names():
     reset_weight_layers()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "mode",
     [{}, {"use_top_only": True}, {"do_layer_norm": True}],

@@ -38,6 +38,7 @@ def _options(**changes):
     return options
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "changes",
     [

@@ -77,6 +77,7 @@ def test_offline_reads_the_cache(hub, tmp_path, monkeypatch):
         resolve_model("hf://owner/elmo@v1")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("spec, message", [
     ("hf://owner/missing", r"^hf://owner/missing: no repository "
                            r"owner/missing on the Hub"),
@@ -96,6 +97,7 @@ def test_bad_handles_are_one_line(hub, tmp_path, spec, message):
     assert _cached_files(tmp_path) == []
 
 
+@pytest.mark.slow
 def test_cut_short_download_leaves_nothing(hub, tmp_path):
     hub.cut_short.add(("owner/elmo", "weights.hdf5"))
     with pytest.raises(PretrainedModelError,

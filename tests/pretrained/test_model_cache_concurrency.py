@@ -64,6 +64,7 @@ def _files(folder):
             if name != "bilm_keras_model.json"}
 
 
+@pytest.mark.slow
 def test_two_processes_one_download_one_copy(model_server, cache_dir,
                                               bilm_fixtures):
     # the body takes 1.5 s: the second process arrives while the first

@@ -108,6 +108,7 @@ def test_embed_by_name_through_the_mirror(mirrored, cache_dir,
                 atol=ATOL)
 
 
+@pytest.mark.slow
 def test_a_fluid_directory_as_a_spec(cache_dir, paddle_baike_fixtures,
                                      tmp_path):
     """A persistables directory with its vocabulary beside the variables

@@ -177,6 +177,7 @@ def test_a_readable_alias(served, cache_dir):
         resolve_model("norelmo-31")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,alias", [
     ("nlpl-199", "taiga-lemmas-elmo-2048-2019"),
     ("nlpl-201", "semeval2020-elmo-de"),
@@ -234,6 +235,7 @@ def test_the_cross_lingual_files(served, bilm_fixtures):
                               / "alignment.pth", 32), want)
 
 
+@pytest.mark.slow
 def test_the_cross_lingual_alignment_through_the_facade(served):
     from bilm_keras import BidirectionalLanguageModel
 
@@ -337,6 +339,7 @@ def test_an_lm_ready_archive_without_its_data(tmp_path, cache_dir):
     assert cache_contents(cache_dir)["tmp"] == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name,path,mix", [
     ("tfhub-elmo-3", ELMO_3, "Google"),
     ("deeppavlov-ru-news", RU_NEWS, "DeepPavlov"),

@@ -121,6 +121,7 @@ def _check(bilm, name, first_batch, module_outputs, bilm_tf=True):
                                        atol=ATOL)
 
 
+@pytest.mark.slow
 def test_from_pretrained_of_a_module_gives_its_elmo(tmp_path, first_batch,
                                                     module_outputs):
     bilm = BidirectionalLanguageModel.from_pretrained(

@@ -67,6 +67,7 @@ def test_dump_round_trip_gives_the_trained_embeddings(save_dir, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_options_that_do_not_fit_the_checkpoint(train_dir, save_dir,
                                                 tmp_path):
     bad = tmp_path / "bad"

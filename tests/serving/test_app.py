@@ -22,6 +22,7 @@ SENTENCES = [["The", "cat", "sat", "on", "the", "mat", "."],
                      "tiny", "model", "that", "served", "vectors", "."]]
 
 
+@pytest.mark.slow
 def test_elmo_under_concurrent_requests_equals_embed_sentences(
         served_fixture, fixture_bilm):
     # six requests at once, merged into batches with one another (each

@@ -71,6 +71,7 @@ def bilm_embeddings(fixture_bilm):
     return fixture_bilm(ids)["lm_embeddings"].numpy()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("n_characters", [261, 262])
 def test_loaded_training_model_equals_bilm(model_dir, train_dir, tmp_path,
                                            bilm_embeddings, n_characters):
@@ -168,6 +169,7 @@ def _accumulators(save_dir):
     }
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_warmup_freezes_the_lm_across_restarts(model_dir, train_dir,
                                                tmp_path, bilm_embeddings):

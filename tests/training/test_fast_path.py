@@ -101,6 +101,7 @@ WINDOWS = [(5, True), (None, False), (2, True)]
 STACKS = [(8, 0.1, False), (16, None, False), (8, 0.1, True)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "projection_dim,clip,with_resets,chunk_steps,fused",
     # every pair; the quick tier runs the diagonal, which has each
@@ -168,6 +169,7 @@ def test_unrolled_stack_matches_while_loop_stack(projection_dim, clip,
         np.testing.assert_allclose(g, e, rtol=1e-5, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_unrolled_needs_a_static_window():
     fn = tf.function(lambda z: lstm_window(
         z, tf.zeros((1, 1, 16)), tf.zeros((1, 1, 8)), tf.zeros((1, 8, 64)),

@@ -61,6 +61,7 @@ def _padded_ids(ids, rows):
                      for i in rows]).astype(np.int32)
 
 
+@pytest.mark.slow
 def test_loaded_training_model_equals_upstream(converted, corpus,
                                                fixture_data, tmp_path):
     """Right after loading (before any step), the training path (char-CNN

@@ -36,6 +36,7 @@ def test_the_fluid_directory_is_a_paddle_checkpoint(paddle_baike_fixtures):
         detect_model(paddle_baike_fixtures / "other_model")
 
 
+@pytest.mark.slow
 def test_upstream_stateful_perplexity_reproduced(paddle_baike_fixtures):
     fx = paddle_baike_fixtures
     expected = _expected(fx)

@@ -249,6 +249,7 @@ def _stop_at_step(args, step, signals, timeout=240):
     return proc.returncode, "".join(out), err
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_sigterm_to_train_then_restart_equals_an_uninterrupted_run(
         train_dir, tmp_path):
@@ -361,6 +362,7 @@ def _workers(args, save_dir, *, stop_worker=None, stop_at=None,
             for p, o, e in zip(procs, outputs, errs)]
 
 
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_sigterm_to_one_worker_stops_the_cluster_at_one_step(train_dir,
                                                              tmp_path):

@@ -203,6 +203,7 @@ def test_the_figure_needs_the_carried_states(bilm_tf_model):
     assert reset.perplexity > RECORDED["4"]["perplexity"] * 1.05
 
 
+@pytest.mark.slow
 def test_our_save_dir_in_numpy(short_char_run, train_dir, tmp_path):
     save_dir = short_char_run[0]
     lines = ["the number of unique words increases .", "",

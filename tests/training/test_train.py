@@ -226,6 +226,7 @@ def test_restart_with_another_batch_size_starts_a_new_stream(
     assert new_seed != seed
 
 
+@pytest.mark.slow
 def test_progress_and_tensorboard_show_each_direction(train_dir, tmp_path,
                                                       capsys):
     options = fixture_options(n_epochs=1, lstm=ONE_LAYER)  # 6 steps

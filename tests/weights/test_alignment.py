@@ -150,6 +150,7 @@ def plain_layers():
     return bilm.embed_sentences(SENTENCES)  # (3, n, D) each
 
 
+@pytest.mark.slow
 def test_one_file_maps_every_layer_of_the_facade(plain_layers):
     bilm = BidirectionalLanguageModel.from_pretrained(
         MODEL, alignment=XLING / "best_mapping.pth")
@@ -161,6 +162,7 @@ def test_one_file_maps_every_layer_of_the_facade(plain_layers):
                                    rtol=0, atol=1e-6)
 
 
+@pytest.mark.slow
 def test_one_file_per_layer_maps_each_before_the_mix(plain_layers):
     files = [XLING / f"layer_{k}.pth" for k in range(3)]
     bilm = BidirectionalLanguageModel.from_pretrained(MODEL,

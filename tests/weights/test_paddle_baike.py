@@ -120,6 +120,7 @@ def test_log_probabilities_reproduce_paddle(bilm, paddle_baike_converted,
                                        rtol=1e-4)
 
 
+@pytest.mark.slow
 def test_embed_sentences_and_from_pretrained(paddle_baike_converted,
                                              reference):
     """The converted folder as a SPEC: ``from_pretrained(OUT)`` reads its

@@ -119,6 +119,7 @@ def _layers(embedding):
             for k in range(embedding.shape[0]) for d in (0, 1)}
 
 
+@pytest.mark.slow
 def test_embeddings_match_paddlenlp_encode(converted):
     _, lm, batcher = converted
     expected = np.load(FIXTURES / "embeddings.npz")
@@ -135,6 +136,7 @@ def test_embeddings_match_paddlenlp_encode(converted):
                     err_msg=f"sentence {i}, (layer, direction) {key}")
 
 
+@pytest.mark.slow
 def test_model_without_projection(tmp_path):
     # filters adding up to projection_dim: PaddleNLP's char-CNN has no
     # projection, nor has bilm-tf's then

@@ -454,6 +454,7 @@ def test_global_outside_a_tensor(tmp_path):
         load_torch_file(path)
 
 
+@pytest.mark.slow
 def test_nesting_deeper_than_the_recursion_limit(tmp_path):
     depth = 100_000  # lists in lists: EMPTY_LIST x depth, APPEND x depth-1
     raw = b"\x80\x02" + b"]" * depth + b"a" * (depth - 1) + b"."
