@@ -12,8 +12,9 @@ README's test command) adds the tests marked ``slow``; ``pytest -m nightly``
 runs the tests marked ``nightly``, long end-to-end runs whose paths the
 other two tiers cover (fresh-process reloads, several workers or
 devices, the examples, the longest documents), and ``tests/bench/``'s
-runs of the benchmark scripts. ``pytest`` leaves the nightly ones out unless its command line
-names their file or test; CI runs them as a second command (``.ci/run``).
+runs of the benchmark scripts. ``pytest`` leaves the nightly ones out
+unless its command line names their file or test; CI runs them as a
+second command (``.ci/run``).
 
 Plain helpers are in ``helpers.py`` (``from helpers import
 run_layer_test``); fixtures here. A test that needs an optional extra
