@@ -109,9 +109,9 @@ examples:
       --dataset_file sentences.txt --outfile part-3.hdf5 --shard 3/8
 (then, with every shard written: `bilm-keras merge-embeddings --outfile
 elmo.hdf5 part-*.hdf5`)
-  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \
-      --dataset_file 'corpus/*.txt' --outfile elmo.hdf5 \
-      --runner DirectRunner --direct_num_workers 2 \
+  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
+      --dataset_file 'corpus/*.txt' --outfile elmo.hdf5 \\
+      --runner DirectRunner --direct_num_workers 2 \\
       --direct_running_mode multi_processing
 
 read it back (Python):
