@@ -457,7 +457,13 @@ def _model_files(args) -> tuple:
     if args.model is None:
         return args.options_file, args.weight_file, args.vocab_file
     from bilm_keras.options import BiLMOptions
+    from bilm_keras.pretrained import registered_model
 
+    row = registered_model(args.model)
+    if row is not None and row.vocab_note and args.vocab_file is None:
+        # a word-input model published without its vocabulary: say so
+        # before a download, as from_pretrained does
+        raise CommandError(f"--vocab_file: {args.model}: {row.vocab_note}")
     model = resolve_model_flag(args.model, "--model")
     vocab_file = args.vocab_file
     token_input = (args.embedding_weight_file is not None
