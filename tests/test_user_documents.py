@@ -106,9 +106,20 @@ def comments_and_docstrings(source):
 
 
 def _process_words(lines, patterns):
-    """``(line_number, match)`` of the process words in ``lines``."""
-    return [(number, match.group(0)) for number, line in lines
-            for pattern in patterns for match in pattern.finditer(line)]
+    """``(line_number, match)`` of the process words in ``lines``, a
+    match that a line break cuts (``the`` ending one line, ``issue's``
+    starting the next) included, under the line it starts on."""
+    lines = list(lines)
+    found = []
+    for i, (number, line) in enumerate(lines):
+        following = ""
+        if i + 1 < len(lines) and lines[i + 1][0] == number + 1:
+            following = lines[i + 1][1].lstrip()
+        joined = line + " " + following
+        found += [(number, match.group(0)) for pattern in patterns
+                  for match in pattern.finditer(joined)
+                  if match.start() < len(line)]
+    return found
 
 
 def _documents(patterns):
@@ -216,6 +227,13 @@ def test_no_process_words_in_code_comments():
         "words about how the project is built, in a code comment or "
         "docstring (say why the code is so, not who asked for it): "
         + "; ".join(found))
+
+
+def test_words_cut_by_a_line_break_are_found():
+    lines = enumerate(["so this run does not settle the",
+                       "issue's target, as the", "issue asks"], 1)
+    found = _process_words(lines, [PROCESS_WORDS])
+    assert found == [(1, "the issue's"), (2, "the issue")]
 
 
 def test_comments_and_docstrings_are_read():

@@ -109,9 +109,9 @@ examples:
       --dataset_file sentences.txt --outfile part-3.hdf5 --shard 3/8
 (then, with every shard written: `bilm-keras merge-embeddings --outfile
 elmo.hdf5 part-*.hdf5`)
-  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \
-      --dataset_file 'corpus/*.txt' --outfile elmo.hdf5 \
-      --runner DirectRunner --direct_num_workers 2 \
+  bilm-keras embed --options_file options.json --weight_file lm_weights.hdf5 \\
+      --dataset_file 'corpus/*.txt' --outfile elmo.hdf5 \\
+      --runner DirectRunner --direct_num_workers 2 \\
       --direct_running_mode multi_processing
 
 read it back (Python):
@@ -457,7 +457,13 @@ def _model_files(args) -> tuple:
     if args.model is None:
         return args.options_file, args.weight_file, args.vocab_file
     from bilm_keras.options import BiLMOptions
+    from bilm_keras.pretrained import registered_model
 
+    row = registered_model(args.model)
+    if row is not None and row.vocab_note and args.vocab_file is None:
+        # a word-input model published without its vocabulary: say so
+        # before a download, as from_pretrained does
+        raise CommandError(f"--vocab_file: {args.model}: {row.vocab_note}")
     model = resolve_model_flag(args.model, "--model")
     vocab_file = args.vocab_file
     token_input = (args.embedding_weight_file is not None

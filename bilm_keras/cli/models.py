@@ -12,8 +12,9 @@ NEEDS_TENSORFLOW = False
 DESCRIPTION = """\
 List the published ELMo models that --model, --init_model and
 BidirectionalLanguageModel.from_pretrained(NAME) take by name: AllenNLP's
-English models (bilm-tf format) and ELMoForManyLangs' 44 languages
-(converted once, without PyTorch, when first used). For each: its
+English models, ELMoForManyLangs' 44 languages, NLPL's, DeepPavlov's,
+TF-Hub's, PaddlePaddle's and more (a foreign format converted once, when
+first used, with none of its framework needed). For each: its
 language (ISO 639-1 code, else 639-3), its parameters in millions where
 the publisher states them, the size of its download in MB where it is
 known, its format, and whether it is in the cache with its size on disk

@@ -382,6 +382,17 @@ def test_every_printed_example_parses(command, capsys):
                         f"{capsys.readouterr().err}")
 
 
+@pytest.mark.parametrize("command", [None] + sorted(ALIASES))
+def test_every_printed_example_fits_a_terminal(command, capsys):
+    # a continuation that lost its backslash in the source joins the
+    # example into one line far wider than a terminal
+    _printed_help(command)
+    text = capsys.readouterr().out
+    wide = [line for line in text.splitlines()
+            if line.lstrip().startswith("bilm-keras ") and len(line) > 80]
+    assert wide == []
+
+
 # ------------------------------------------ the options' training sizes
 @pytest.mark.parametrize("command", ["train", "restart"])
 @pytest.mark.parametrize("field,value", [("n_epochs", 0),

@@ -260,6 +260,21 @@ def test_a_bad_model_is_one_line_and_leaves_nothing(
     assert {p.split("/")[0] for p in _tree(tmp_path)} <= {"out", "cache"}
 
 
+def test_a_model_without_its_vocabulary_is_refused_before_a_download(
+        mirrored, cache_dir, sentences, tmp_path, capsys):
+    # paddle-baike-zh takes words and its archive holds no vocabulary
+    outfile = tmp_path / "baike.hdf5"
+    assert _main(["embed", "--model", "paddle-baike-zh", "--dataset_file",
+                  sentences, "--outfile", outfile]) == cli.EXIT_BAD_INPUT
+    [line] = capsys.readouterr().err.splitlines()
+    assert line.startswith(
+        "bilm-keras embed: error: --vocab_file: paddle-baike-zh: "), line
+    assert "vocabulary_min5k.txt" in line, line
+    assert sum(mirrored.requests.values()) == 0
+    assert cache_contents(cache_dir) == {"models": [], "tmp": []}
+    assert not outfile.exists()
+
+
 def test_the_next_good_download_works(mirrored, cache_dir, sentences,
                                       tmp_path, capsys, monkeypatch):
     # a cut-short body leaves nothing behind, so the next try starts clean

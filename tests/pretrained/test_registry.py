@@ -48,7 +48,7 @@ ALLENNLP = {
 NLPL = re.compile(r"^https://vectors\.nlpl\.eu/repository/11/(\d+)\.zip$")
 
 
-def test_allennlp_models_have_the_issues_urls():
+def test_allennlp_models_have_the_published_urls():
     for name, (options, weights) in ALLENNLP.items():
         model = registered_model(name)
         assert model is not None, name

@@ -20,17 +20,17 @@ from bilm_keras.training import TrainingRun, evaluate, train
 
 # (chars: None = token input, dropout, skip, epochs, batch, fast_path)
 # One epoch is enough to see both directions learn: after 121 steps the
-# heldout perplexities of issue9-shape, no-skip, no-dropout, plain-path and
-# tokens were 125-179 (forward) and 120-141 (backward) against the unigram
-# bar of 217 (measured 2026-11-26), and a direction trained on what it does
-# not see at test time ends orders of magnitude above the bar, so only
-# issue9-shape trains several epochs (the stream reshuffled at the first
-# epoch's end). Two are enough: 109.0 forward and 108.3 backward against
-# the bar of 216.9 (94.6 and 94.9 after three; measured 2026-11-26 on a
-# 2-core Xeon), and the third epoch cost about a fifth of the case's CPU
-# time.
+# heldout perplexities of chars50-two-epochs, no-skip, no-dropout,
+# plain-path and tokens were 125-179 (forward) and 120-141 (backward)
+# against the unigram perplexity of 217 (measured 2026-11-26), and a
+# direction trained on what it does not see at test time ends orders of
+# magnitude above it, so only chars50-two-epochs trains several epochs
+# (the stream reshuffled at the first epoch's end). Two are enough: 109.0
+# forward and 108.3 backward against the unigram's 216.9 (94.6 and 94.9
+# after three; measured 2026-11-26 on a 2-core Xeon), and the third epoch
+# cost about a fifth of the case's CPU time.
 CASES = {
-    "issue9-shape": (50, 0.1, True, 2, 16, True),
+    "chars50-two-epochs": (50, 0.1, True, 2, 16, True),
     "no-skip": (50, 0.1, False, 1, 16, True),
     "no-dropout": (20, 0.0, True, 1, 16, True),
     "one-epoch-batch8": (20, 0.1, True, 1, 8, True),
@@ -73,7 +73,7 @@ def _options(chars, dropout, skip, epochs, batch):
 #: option above (chars or tokens, dropout on and off, skip on and off, one
 #: and two epochs, both batch sizes, both paths); the other combinations
 #: are nightly (CONTRIBUTING.md's tiers)
-DEFAULT_RUN = ("issue9-shape", "tokens-plain-batch8")
+DEFAULT_RUN = ("chars50-two-epochs", "tokens-plain-batch8")
 
 
 @pytest.mark.slow
@@ -101,7 +101,7 @@ def test_both_directions_learn(corpus, tmp_path, case):
     assert heldout["warnings"] == []
 
 
-ISSUE9_OPTIONS = {
+WIDE_NO_SKIP_OPTIONS = {
     "bidirectional": True, "dropout": 0.1, "n_epochs": 2, "batch_size": 32,
     "unroll_steps": 20, "n_negative_samples_batch": 256,
     "all_clip_norm_val": 10.0,
@@ -116,10 +116,10 @@ ISSUE9_OPTIONS = {
 
 @pytest.mark.nightly  # 224 steps of a 256-cell model; the grid's
 # default cases train a backward LM without skip connections too
-def test_issue9_configuration_backward_learns(tmp_path):
-    """The reported configuration (without skip connections, where it
-    broke most often), on the end-to-end demo's corpus: 224 steps. Trained with
-    bilm-tf's carried states (``reset_states_at_sentence_start: false``)
+def test_wide_no_skip_backward_learns(tmp_path):
+    """A 256-cell biLM without skip connections (where a backward LM
+    broke most often) on the end-to-end demo's corpus: 224 steps. Trained
+    with bilm-tf's carried states (``reset_states_at_sentence_start: false``)
     this seed's backward LM ended at heldout perplexity 351, above the
     unigram bar of 301 (forward 208); unseeded runs reached 10^3-10^6."""
     written = write_stdlib_corpus(tmp_path / "corpus", max_sentences=6000,
@@ -127,7 +127,7 @@ def test_issue9_configuration_backward_learns(tmp_path):
     stats = build_vocab(written["train_prefix"], tmp_path / "vocab.txt",
                         min_count=2)
     save_dir = str(tmp_path / "checkpoints")
-    train(BiLMOptions.from_dict(ISSUE9_OPTIONS), TrainingRun(
+    train(BiLMOptions.from_dict(WIDE_NO_SKIP_OPTIONS), TrainingRun(
         train_prefix=written["train_prefix"],
         vocab_file=str(tmp_path / "vocab.txt"), save_dir=save_dir, seed=2,
         log_every=10_000))
