@@ -78,12 +78,15 @@ DOCUMENTS = sorted(
     [REPO_ROOT / "README.md", REPO_ROOT / "CONTRIBUTING.md"]
     + list((REPO_ROOT / "docs").glob("*.md")))
 
-#: the documents whose blocks train and convert for a minute or more on
-#: the slowest machines: run in the nightly tier (``pytest -m nightly``,
+#: the documents whose blocks train, convert or export for longest (13 s
+#: to a few minutes each on the AVX2 EPYC): run in the nightly tier (``pytest -m nightly``,
 #: CI's second command); the default run still checks the flags they
 #: name (``test_every_flag_named_exists``)
 NIGHTLY_DOCUMENTS = ("docs/paddle.md", "docs/training.md",
-                     "docs/bilm-tf-runs.md")
+                     "docs/bilm-tf-runs.md", "docs/manylangs.md",
+                     "docs/pretrained-models.md", "docs/savedmodel.md",
+                     "docs/beam.md", "docs/long-runs.md",
+                     "docs/embedding.md", "docs/migrating.md")
 
 #: what the documents' scratch folders link from the repository
 LINKED = ("bin", "examples", "bench", "tests", "usage_character.py",

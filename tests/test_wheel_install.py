@@ -127,6 +127,7 @@ def test_the_wheel_holds_the_package_data(wheel):
     assert not [n for n in names if n.startswith(("options/", "tests/"))]
 
 
+@pytest.mark.nightly  # an installed wheel in a fresh process
 def test_the_installed_command_runs_from_an_empty_folder(venv, elsewhere,
                                                          model_dir):
     command = venv / "bin" / "bilm-keras"

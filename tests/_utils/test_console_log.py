@@ -55,6 +55,7 @@ def test_lines_go_to_stdout_warnings_and_progress_to_stderr(capsys, level):
     assert capsys.readouterr() == ("", "")
 
 
+@pytest.mark.nightly  # a user's program end to end in a fresh process
 @pytest.mark.slow  # a training run and three dumps
 def test_an_api_user_silences_training_and_embedding(train_dir, model_dir,
                                                      tmp_path, capsys,

@@ -20,6 +20,7 @@ def test_quick_bench_reports_one_json_line(quick_bench_workdir):
     assert report["state_variants"]["tokens"]["long"] > 100
 
 
+@pytest.mark.nightly  # a benchmark script end to end
 def test_fixtures_report_the_distance_per_model():
     report = run_bench_script("embed_precision.py", "--fixtures")
     for model in ("bilm_tf", "manylangs"):

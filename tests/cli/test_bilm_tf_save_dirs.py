@@ -113,6 +113,9 @@ def test_dump_weights_is_bilm_tfs_dump(sub, tmp_path, capsys):
         "lm_weights.hdf5", "options.json"]
 
 
+# export-hub end to end on a save_dir, which tests/cli/test_save_dir_job.py
+# also exports
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_export_hub_from_bilm_tfs_save_dir(tmp_path, capsys):
     from bilm_keras import Batcher, BidirectionalLanguageModel

@@ -13,9 +13,11 @@ import pytest
 from bilm_keras import cli
 from helpers import assert_near_float32, load_reference_embeddings, user_env
 
-# an export and hub.load in a fresh process (about 15 s): the full suite's;
-# the quick tier checks the precision's bounds in tests/layers/test_precision.py
-pytestmark = pytest.mark.slow
+# an export and hub.load in a fresh process (about 30 s on the AVX2 EPYC):
+# nightly; the other tiers check the precision's bounds in
+# tests/layers/test_precision.py and the float32 export in
+# tests/export/test_saved_model_export.py
+pytestmark = pytest.mark.nightly
 
 #: a fresh process: hub.load both exports, run "default" and "tokens",
 #: save every output with its dtype

@@ -324,6 +324,7 @@ def test_keras3_fit_trains_the_scalar_mix(exports, reference,
 
 
 # ------------------------------------------------------------- tf_keras 2
+@pytest.mark.nightly  # tf_keras's hub.KerasLayer in a fresh process
 @pytest.mark.slow
 def test_tf_keras_hub_keras_layer(exports, sentences, reference, tmp_path):
     report, arrays = _run_consumer(

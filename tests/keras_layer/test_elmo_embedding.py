@@ -301,6 +301,7 @@ def test_an_exported_savedmodel_serves_strings(trained_tagger):
     np.testing.assert_allclose(got, expected, rtol=0, atol=ATOL)
 
 
+@pytest.mark.nightly  # a .keras file and model.export reloaded
 @pytest.mark.slow  # traces and writes a SavedModel
 def test_a_model_on_ids_exports_and_reloads(mix_layer, tmp_path):
     # the backbone's input, as under every backend: Keras' own export
@@ -411,6 +412,7 @@ def test_fit_runs_the_inference_lstms_when_the_lm_is_frozen(
                                                                calls)
 
 
+@pytest.mark.nightly  # a .keras file and model.export reloaded, per family
 @pytest.mark.slow
 @pytest.mark.parametrize("family", ["manylangs", "paddle_baike"])
 def test_other_families_save_and_export_with_their_tables(

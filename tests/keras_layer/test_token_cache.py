@@ -73,6 +73,7 @@ def test_only_a_frozen_bilm_uses_it(model_dir):
         ELMoEmbedding.from_pretrained(model_dir, token_cache_size=-1)
 
 
+@pytest.mark.nightly  # a .keras file and a SavedModel reloaded
 @pytest.mark.slow  # trains, saves and exports a Keras model
 def test_no_saved_file_holds_it(model_dir, tmp_path):
     text = keras.Input(shape=(), dtype="string")
@@ -122,6 +123,7 @@ print(json.dumps(dict(
 """
 
 
+@pytest.mark.nightly  # several logical devices
 @pytest.mark.slow  # a subprocess: logical devices before TensorFlow starts
 def test_a_mirrored_fit_on_ids_shares_one_cache(model_dir):
     """Two replicas fill one cache. Ids, not strings: Keras 3 cannot take

@@ -142,7 +142,10 @@ def _restart(save_dir, capsys, *more):
 
 
 @pytest.mark.slow  # two restarts (~13 s); the quick tier checks the state
-@pytest.mark.parametrize("sub", ["save_dir", "save_dir_tf12"])
+# the older names are read by this module's GENERATIONS tests and by
+# tests/cli/test_bilm_tf_save_dirs.py; their restart is nightly
+@pytest.mark.parametrize("sub", [
+    "save_dir", pytest.param("save_dir_tf12", marks=pytest.mark.nightly)])
 def test_restart_continues_bilm_tfs_run(sub, tmp_path, capsys):
     save_dir = _copy(tmp_path, sub)
     before, _ = _bilm_tf_state(save_dir, bilm_tf_run_options(save_dir))

@@ -42,6 +42,7 @@ def test_mirrored_step_matches_single_device(train_dir, tmp_path):
     assert result["max_abs_diff"] < 1e-5
 
 
+@pytest.mark.nightly  # two worker processes
 @pytest.mark.slow
 def test_two_workers_end_with_identical_weights(train_dir, tmp_path):
     commands = [python_argv(_env()) + [
@@ -63,6 +64,7 @@ def test_two_workers_end_with_identical_weights(train_dir, tmp_path):
         "model-6")
 
 
+@pytest.mark.nightly  # a cluster's preemption
 @pytest.mark.slow
 def test_sigkill_then_restart_continues(train_dir, tmp_path):
     save_dir = tmp_path / "ckpt"

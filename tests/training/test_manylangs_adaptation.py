@@ -123,6 +123,8 @@ def test_written_options_name_copies_of_the_dictionaries(converted,
         "char.dic", "options.json", "word.dic"]
 
 
+# adapt, dump and export end to end, each step tested on its own
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_adapt_dump_and_export(converted, corpus, fixture_data, tmp_path):
     """A few steps (softmax warm-up, then everything), then the usual

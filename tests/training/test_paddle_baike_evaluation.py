@@ -78,6 +78,9 @@ def test_cli_test_and_dump_weights(paddle_baike_fixtures, tmp_path,
             np.testing.assert_array_equal(a[name][...], b[name][...])
 
 
+# export-hub end to end; tests/export/test_word_input_hub_export.py
+# checks the export itself
+@pytest.mark.nightly
 @pytest.mark.slow  # an export and its SavedModel
 def test_export_hub_from_the_fluid_directory(paddle_baike_fixtures,
                                              tmp_path):

@@ -299,6 +299,8 @@ def test_sigterm_to_train_then_restart_equals_an_uninterrupted_run(
     assert heldout[0] == heldout[1]
 
 
+# the SIGTERM test's save, reached by a second signal
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_ctrl_c_to_restart_exits_130_with_a_checkpoint(train_dir, tmp_path):
     options_file = tmp_path / "options.json"

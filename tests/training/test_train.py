@@ -89,8 +89,11 @@ def char_model(train_dir, tmp_path_factory):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["token_forward", "token_skip",
-                                  "token_shared"])
+# skip connections train in tests/training/test_training_grid.py's default
+# cases: token_skip is nightly
+@pytest.mark.parametrize("kind", [
+    "token_forward", pytest.param("token_skip", marks=pytest.mark.nightly),
+    "token_shared"])
 def test_token_models_reach_heldout_perplexity(train_dir, tmp_path, kind):
     options = {
         "token_forward": fixture_options(bidirectional=False),
@@ -319,6 +322,8 @@ def test_every_integer_setting_has_its_range():
     assert integers == set(INT_RANGES)
 
 
+# a whole run; tests/layers/test_precision.py checks its steps
+@pytest.mark.nightly
 @pytest.mark.slow
 def test_mixed_bfloat16_run_follows_float32(train_dir, tmp_path):
     """``bilm-keras train --precision mixed_bfloat16`` against the same
