@@ -98,3 +98,97 @@ def test_executor_ops_counts_xla_kernels_and_skips_bookkeeping():
         ("language_model/lstm/MatMul", 1010, 30),
         ("PartitionedCall_3", 1050, 40),
     ]
+
+
+def test_refuses_a_folder_without_bilm_tfs_code(tmp_path):
+    # one line, before anything is imported or trained
+    proc = subprocess.run(
+        python_argv() + [str(BENCH), "--quick", "--bilm_tf_dir",
+                         str(tmp_path)],
+        capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (
+        "train_profile.py: error: --bilm_tf_dir: expected a checkout of "
+        f"allenai/bilm-tf (with bilm/training.py), found {str(tmp_path)!r}")
+    assert proc.stdout == ""
+
+
+#: a hand-built sketch of bilm-tf's training graph, in the order its
+#: train() builds it: (name, type, input op names) -> expected group
+BILM_TF_OPS = [
+    ("lm/char_embed", "VariableV2", [], "char-CNN + projection forward"),
+    ("lm/embedding_lookup", "GatherV2", ["lm/char_embed"],
+     "char-CNN + projection forward"),
+    ("lm/CNN/Conv2D", "Conv2D", ["lm/embedding_lookup"],
+     "char-CNN + projection forward"),
+    ("lm/CNN_proj/W_proj", "VariableV2", [],
+     "char-CNN + projection forward"),
+    # the highway layers run at the model's top scope
+    ("lm/CNN_high_0/W_carry", "VariableV2", [], "highway forward"),
+    ("lm/MatMul", "MatMul", ["lm/CNN/Conv2D", "lm/CNN_high_0/W_carry"],
+     "highway forward"),
+    ("lm/Sigmoid", "Sigmoid", ["lm/MatMul"], "highway forward"),
+    # the projection: the first op to read its weights
+    ("lm/MatMul_4", "MatMul", ["lm/Sigmoid", "lm/CNN_proj/W_proj"],
+     "char-CNN + projection forward"),
+    ("lm/add_8", "AddV2", ["lm/MatMul_4"], "char-CNN + projection forward"),
+    ("lm/MultiRNNCellZeroState/zeros", "Fill", [], "LSTM forward"),
+    ("lm/RNN_0/rnn/lstm_cell/MatMul", "MatMul", ["lm/add_8"],
+     "LSTM forward"),
+    ("lm/stack", "Pack", ["lm/RNN_0/rnn/lstm_cell/MatMul"], "LSTM forward"),
+    ("lm/softmax/W", "VariableV2", [], "sampled softmax"),
+    ("lm/sampled_softmax_loss/MatMul", "MatMul",
+     ["lm/stack", "lm/softmax/W"], "sampled softmax"),
+    ("lm/Mean", "Mean", ["lm/sampled_softmax_loss/MatMul"],
+     "sampled softmax"),
+    ("gradients/Fill", "Fill", [], "other"),
+    ("gradients/lm/Mean_grad/Tile", "Tile", ["gradients/Fill"],
+     "sampled softmax"),
+    ("gradients/lm/stack_grad/unstack", "Unpack",
+     ["gradients/lm/Mean_grad/Tile"], "LSTM backward"),
+    ("gradients/lm/RNN_0/rnn/lstm_cell/MatMul_grad/MatMul_1", "MatMul",
+     ["gradients/lm/stack_grad/unstack"], "LSTM backward"),
+    # a sum of gradients: the group of its first input that has one
+    ("gradients/AddN", "AddN",
+     ["gradients/Fill",
+      "gradients/lm/RNN_0/rnn/lstm_cell/MatMul_grad/MatMul_1"],
+     "LSTM backward"),
+    ("gradients/lm/MatMul_4_grad/MatMul", "MatMul", ["gradients/AddN"],
+     "char-CNN + projection backward"),
+    ("gradients/lm/Sigmoid_grad/SigmoidGrad", "SigmoidGrad",
+     ["gradients/lm/MatMul_4_grad/MatMul"], "highway backward"),
+    ("gradients/lm/CNN/Conv2D_grad/Conv2DBackpropFilter",
+     "Conv2DBackpropFilter", [], "char-CNN + projection backward"),
+    ("Unique", "Unique", [], "optimizer + clipping"),
+    ("global_norm_3/L2Loss", "L2Loss", [], "summaries"),
+    ("norm_pre_clip/lm/CNN/W_cnn_0_0", "ScalarSummary",
+     ["global_norm_3/L2Loss"], "summaries"),
+    ("clip_by_global_norm/global_norm/L2Loss", "L2Loss", [],
+     "optimizer + clipping"),
+    ("Adagrad/update_lm/CNN/W_cnn_0/ApplyAdagrad", "ApplyAdagrad", [],
+     "optimizer + clipping"),
+]
+
+
+def test_bilm_tf_groups_by_scope_order_and_forward_op():
+    from train_profile import bilm_tf_groups
+
+    groups = bilm_tf_groups((n, t, i) for n, t, i, _ in BILM_TF_OPS)
+    assert groups == {n: g for n, _, _, g in BILM_TF_OPS}
+
+
+def test_runtime_names_are_grouped_through_the_optimizers_renaming():
+    # names the graph optimizer gives the nodes it fuses or rewrites
+    from train_profile import bilm_tf_groups, runtime_group
+
+    group = runtime_group(bilm_tf_groups(
+        (n, t, i) for n, t, i, _ in BILM_TF_OPS))
+    assert group("lm/Sigmoid") == "highway forward"
+    assert group("ArithmeticOptimizer/AddOpsRewrite_gradients/AddN") \
+        == "LSTM backward"
+    assert group("lm/sampled_softmax_loss/ConstantFolding/new") \
+        == "sampled softmax"
+    assert group("gradients/lm/Sigmoid_grad/added_node") \
+        == "highway backward"
+    assert group("lm/RNN_0/rnn/lstm_cell/split_fused") == "LSTM forward"
+    assert group("_SOURCE") == "other"
