@@ -375,7 +375,10 @@ def profile_bilm_tf(workdir: str, args) -> dict:
     """In a fresh process with :data:`BILM_TF_ENV`: bilm-tf's ``train()``
     unchanged, profiled as the module docstring says."""
     import numpy as np
-    import tensorflow as tf2  # before the shim: the v2 profiler's API
+    # before the shim points "tensorflow" at tf.compat.v1: the v2
+    # profiler's API, and the protocol buffer read_xspace imports
+    import tensorflow as tf2
+    from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: F401
 
     v1, training, data_module = import_bilm_tf(args.bilm_tf_dir)
     with open(os.path.join(workdir, "options.json")) as f:
