@@ -172,14 +172,15 @@ def _stat(stat_names, event, key):
     return None
 
 
-def executor_ops(space):
+def executor_ops(space, op_types=False):
     """``(scope, start_ps, duration_ps)`` of every op run on the executor
     threads (``tf_Compute``) of a profile's ``XSpace``: the synchronous
     ops, recorded as ``scope:OpType`` events, and the asynchronous ones
     (the XLA kernels), recorded as :data:`ASYNC_KERNEL_EVENT` with the
     scope in their ``name`` stat. The executor's own bookkeeping events
     (``ExecutorState::Process``, which nest the ops, allocations, ...)
-    are left out."""
+    are left out. ``op_types``: ``(scope, op type, start_ps,
+    duration_ps)``, an XLA kernel's type ``XLA kernel``."""
     for plane in space.planes:
         stat_names = plane.stat_metadata
         for line in plane.lines:
@@ -191,12 +192,14 @@ def executor_ops(space):
                     scope = _stat(stat_names, event, "name")
                     if scope is None:
                         continue
+                    op_type = "XLA kernel"
                 elif ":" in name.replace("::", ""):
-                    scope = name.split(":")[0]
+                    scope, op_type = name.split(":")[:2]
                 else:  # bookkeeping
                     continue
                 start = line.timestamp_ns * 1000 + event.offset_ps
-                yield scope, start, event.duration_ps
+                yield (scope, op_type, start, event.duration_ps) if op_types \
+                    else (scope, start, event.duration_ps)
 
 
 def threads_busy(spans) -> dict:
@@ -231,15 +234,31 @@ def read_xspace(logdir: str):
 
 
 def op_seconds(space, group) -> tuple:
-    """``(seconds by group, spans)`` of a profile's executor ops:
-    ``group(scope)`` names each op's group; spans are ``(start, end)``
-    in picoseconds, for :func:`threads_busy`."""
-    seconds = collections.Counter()
+    """``(seconds by group, seconds by (group, op type), spans)`` of a
+    profile's executor ops: ``group(scope)`` names each op's group; spans
+    are ``(start, end)`` in picoseconds, for :func:`threads_busy`."""
+    seconds, by_type = collections.Counter(), collections.Counter()
     spans = []
-    for scope, start, duration in executor_ops(space):
-        seconds[group(scope)] += duration / 1e12
+    for scope, op_type, start, duration in executor_ops(space, True):
+        name = group(scope)
+        seconds[name] += duration / 1e12
+        by_type[name, op_type] += duration / 1e12
         spans.append((start, start + duration))
-    return seconds, spans
+    return seconds, by_type, spans
+
+
+def group_entries(seconds, by_type, steps: int) -> dict:
+    """Per group: its seconds per step, its share of the op time and its
+    three costliest op types' seconds per step (``ops``)."""
+    total = sum(seconds.values())
+    groups = {}
+    for group, s in seconds.most_common():
+        types = sorted(((t, v) for (g, t), v in by_type.items()
+                        if g == group), key=lambda tv: -tv[1])[:3]
+        groups[group] = dict(
+            seconds_per_step=round(s / steps, 4), share=round(s / total, 3),
+            ops={t: round(v / steps, 4) for t, v in types})
+    return groups
 
 
 def busy_figures(spans, steps: int) -> dict:
@@ -273,11 +292,16 @@ BACKWARD_OF = {
 }
 
 
+#: the scope of a gradient op: bilm-tf takes its gradients in the
+#: model's scope (``lm/gradients/``)
+GRADIENTS = re.compile(r"(lm/)?gradients(_\d+)?/")
+
+
 def _forward_op(name: str):
     """The op a gradient op differentiates, from its name
-    (``gradients/lm/x/MatMul_grad/MatMul_1`` -> ``lm/x/MatMul``), or
+    (``lm/gradients/lm/x/MatMul_grad/MatMul_1`` -> ``lm/x/MatMul``), or
     None (a gradient op of no single op: a sum of gradients, a seed)."""
-    parts = name.split("/")[1:]
+    parts = GRADIENTS.sub("", name, count=1).split("/")
     for i, part in enumerate(parts):
         if part.endswith("_grad"):
             return "/".join(parts[:i] + [part.removesuffix("_grad")])
@@ -309,7 +333,7 @@ def bilm_tf_groups(ops) -> dict:
     state = "char-CNN + projection forward"
     backward = set(BACKWARD_OF.values())
     for name, op_type, inputs in ops:
-        if name.startswith("gradients/"):
+        if GRADIENTS.match(name):
             group = BACKWARD_OF.get(groups.get(_forward_op(name) or ""))
             if group is None:
                 group = next((groups[i] for i in inputs
@@ -359,7 +383,7 @@ def runtime_group(groups: dict):
         name = "/".join(parts)
         if name in groups:
             return groups[name]
-        forward = _forward_op(name) if name.startswith("gradients/") else None
+        forward = _forward_op(name) if GRADIENTS.match(name) else None
         if forward is not None and forward in groups:
             return BACKWARD_OF.get(groups[forward], "other")
         for n in range(len(parts) - 1, 0, -1):
@@ -417,15 +441,13 @@ def profile_bilm_tf(workdir: str, args) -> dict:
     groups = bilm_tf_groups(
         (op.name, op.type, [t.op.name for t in op.inputs])
         for op in v1.get_default_graph().get_operations())
-    seconds, spans = op_seconds(read_xspace(logdir), runtime_group(groups))
-    total = sum(seconds.values())
+    seconds, by_type, spans = op_seconds(read_xspace(logdir),
+                                         runtime_group(groups))
     from tensorflow.python.util import _pywrap_util_port
 
     return dict(
         side="bilm-tf",
-        groups={g: dict(seconds_per_step=round(s / args.steps, 4),
-                        share=round(s / total, 3))
-                for g, s in seconds.most_common()},
+        groups=group_entries(seconds, by_type, args.steps),
         steps=args.steps, skipped=args.skip,
         step_s=round(float(np.median(np.diff(stamps[args.skip:first + 1]))),
                      4),
@@ -475,8 +497,7 @@ def profile_ours(args) -> dict:
         space = read_xspace(logdir)
     n = 512 if args.quick else 2048
     peak = common.matmul_gflops(n, n, n)
-    seconds, spans = op_seconds(space, group_of)
-    total = sum(seconds.values())
+    seconds, by_type, spans = op_seconds(space, group_of)
     # FLOPs per step: batch x unroll words, both directions, 3x forward
     words = c["batch"] * c["unroll"] * 2
     per_token = tt.flops_per_token(c)
@@ -490,18 +511,17 @@ def profile_ours(args) -> dict:
         "sampled softmax": per_token["softmax"] * words,
     }
     step_s = profiled_s / args.steps
-    groups = {}
-    for group, s in seconds.most_common():
+    total = sum(seconds.values())
+    groups = group_entries(seconds, by_type, args.steps)
+    for group, s in seconds.items():
         base = group.removesuffix(" forward").removesuffix(" backward")
-        entry = dict(seconds_per_step=round(s / args.steps, 4),
-                     share=round(s / total, 3))
+        entry = groups[group]
         if base in flops:
             # forward 1x, backward 2x the forward FLOPs
             f = flops[base] * (2 if group.endswith("backward") else 1)
             wall = step_s * s / total
             entry["gflop_per_step"] = round(f / 1e9, 3)
             entry["fraction_of_peak"] = round(f / wall / 1e9 / peak, 3)
-        groups[group] = entry
     all_flops = 3 * sum(flops.values())
     return dict(
         side="ours",

@@ -141,23 +141,23 @@ BILM_TF_OPS = [
      ["lm/stack", "lm/softmax/W"], "sampled softmax"),
     ("lm/Mean", "Mean", ["lm/sampled_softmax_loss/MatMul"],
      "sampled softmax"),
-    ("gradients/Fill", "Fill", [], "other"),
-    ("gradients/lm/Mean_grad/Tile", "Tile", ["gradients/Fill"],
+    ("lm/gradients/Fill", "Fill", [], "other"),
+    ("lm/gradients/lm/Mean_grad/Tile", "Tile", ["lm/gradients/Fill"],
      "sampled softmax"),
-    ("gradients/lm/stack_grad/unstack", "Unpack",
-     ["gradients/lm/Mean_grad/Tile"], "LSTM backward"),
-    ("gradients/lm/RNN_0/rnn/lstm_cell/MatMul_grad/MatMul_1", "MatMul",
-     ["gradients/lm/stack_grad/unstack"], "LSTM backward"),
+    ("lm/gradients/lm/stack_grad/unstack", "Unpack",
+     ["lm/gradients/lm/Mean_grad/Tile"], "LSTM backward"),
+    ("lm/gradients/lm/RNN_0/rnn/lstm_cell/MatMul_grad/MatMul_1", "MatMul",
+     ["lm/gradients/lm/stack_grad/unstack"], "LSTM backward"),
     # a sum of gradients: the group of its first input that has one
-    ("gradients/AddN", "AddN",
-     ["gradients/Fill",
-      "gradients/lm/RNN_0/rnn/lstm_cell/MatMul_grad/MatMul_1"],
+    ("lm/gradients/AddN", "AddN",
+     ["lm/gradients/Fill",
+      "lm/gradients/lm/RNN_0/rnn/lstm_cell/MatMul_grad/MatMul_1"],
      "LSTM backward"),
-    ("gradients/lm/MatMul_4_grad/MatMul", "MatMul", ["gradients/AddN"],
+    ("lm/gradients/lm/MatMul_4_grad/MatMul", "MatMul", ["lm/gradients/AddN"],
      "char-CNN + projection backward"),
-    ("gradients/lm/Sigmoid_grad/SigmoidGrad", "SigmoidGrad",
-     ["gradients/lm/MatMul_4_grad/MatMul"], "highway backward"),
-    ("gradients/lm/CNN/Conv2D_grad/Conv2DBackpropFilter",
+    ("lm/gradients/lm/Sigmoid_grad/SigmoidGrad", "SigmoidGrad",
+     ["lm/gradients/lm/MatMul_4_grad/MatMul"], "highway backward"),
+    ("lm/gradients/lm/CNN/Conv2D_grad/Conv2DBackpropFilter",
      "Conv2DBackpropFilter", [], "char-CNN + projection backward"),
     ("Unique", "Unique", [], "optimizer + clipping"),
     ("global_norm_3/L2Loss", "L2Loss", [], "summaries"),
@@ -184,11 +184,11 @@ def test_runtime_names_are_grouped_through_the_optimizers_renaming():
     group = runtime_group(bilm_tf_groups(
         (n, t, i) for n, t, i, _ in BILM_TF_OPS))
     assert group("lm/Sigmoid") == "highway forward"
-    assert group("ArithmeticOptimizer/AddOpsRewrite_gradients/AddN") \
+    assert group("ArithmeticOptimizer/AddOpsRewrite_lm/gradients/AddN") \
         == "LSTM backward"
     assert group("lm/sampled_softmax_loss/ConstantFolding/new") \
         == "sampled softmax"
-    assert group("gradients/lm/Sigmoid_grad/added_node") \
+    assert group("lm/gradients/lm/Sigmoid_grad/added_node") \
         == "highway backward"
     assert group("lm/RNN_0/rnn/lstm_cell/split_fused") == "LSTM forward"
     assert group("_SOURCE") == "other"
