@@ -59,12 +59,16 @@ import glob
 import json
 import os
 import re
-import sys
 import tempfile
 import time
 
 import common
-from bilm_tf_shim import BILM_TF_ENV, check_bilm_tf_dir, import_bilm_tf
+from bilm_tf_shim import (
+    BILM_TF_ENV,
+    check_bilm_tf_dir,
+    import_bilm_tf,
+    train_bilm_tf,
+)
 
 # The standard library only at import time: bilm-tf's child process runs
 # this file and must import TensorFlow after its own environment is set,
@@ -405,39 +409,19 @@ def profile_bilm_tf(workdir: str, args) -> dict:
     from tensorflow.tsl.profiler.protobuf import xplane_pb2  # noqa: F401
 
     v1, training, data_module = import_bilm_tf(args.bilm_tf_dir)
-    with open(os.path.join(workdir, "options.json")) as f:
-        options = json.load(f)
-    tokens_per_step = options["batch_size"] * options["unroll_steps"]
     first, last = args.skip + args.steps, args.skip + 2 * args.steps
-    options["n_epochs"] = 1
-    options["n_train_tokens"] = (last + 1) * tokens_per_step
-    vocab = training.load_vocab(os.path.join(workdir, "vocab.txt"), 50)
-    data = data_module.BidirectionalLMDataset(
-        os.path.join(workdir, "train.txt"), vocab, test=False,
-        shuffle_on_load=True)
     logdir = os.path.join(workdir, "bilm_tf_profile")
     stamps = []
-    iter_batches = data.iter_batches
 
-    def profiled_batches(*a, **k):
+    def on_batch(i):
         # a request for batch i comes after batch i - 1's session run
-        for i, batch in enumerate(iter_batches(*a, **k)):
-            if i == first:
-                tf2.profiler.experimental.start(logdir)
-            stamps.append(time.perf_counter())
-            if i == last:
-                tf2.profiler.experimental.stop()
-            yield batch
+        if i == first:
+            tf2.profiler.experimental.start(logdir)
+        stamps.append(time.perf_counter())
+        if i == last:
+            tf2.profiler.experimental.stop()
 
-    data.iter_batches = profiled_batches
-    save_dir = os.path.join(workdir, "bilm_tf_run")
-    os.makedirs(save_dir, exist_ok=True)
-    with open(os.devnull, "w") as devnull:  # its progress prints
-        stdout, sys.stdout = sys.stdout, devnull
-        try:
-            training.train(options, data, 1, save_dir, save_dir)
-        finally:
-            sys.stdout = stdout
+    train_bilm_tf(training, data_module, workdir, last + 1, on_batch)
     groups = bilm_tf_groups(
         (op.name, op.type, [t.op.name for t in op.inputs])
         for op in v1.get_default_graph().get_operations())
