@@ -100,19 +100,6 @@ def test_executor_ops_counts_xla_kernels_and_skips_bookkeeping():
     ]
 
 
-def test_refuses_a_folder_without_bilm_tfs_code(tmp_path):
-    # one line, before anything is imported or trained
-    proc = subprocess.run(
-        python_argv() + [str(BENCH), "--quick", "--bilm_tf_dir",
-                         str(tmp_path)],
-        capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 2
-    assert proc.stderr.splitlines()[-1] == (
-        "train_profile.py: error: --bilm_tf_dir: expected a checkout of "
-        f"allenai/bilm-tf (with bilm/training.py), found {str(tmp_path)!r}")
-    assert proc.stdout == ""
-
-
 #: a hand-built sketch of bilm-tf's training graph, in the order its
 #: train() builds it: (name, type, input op names) -> expected group
 BILM_TF_OPS = [
