@@ -54,3 +54,44 @@ def import_bilm_tf(bilm_tf_dir):
     import bilm.training
 
     return v1, bilm.training, bilm.data
+
+
+def train_bilm_tf(training, data_module, workdir: str, n_batches: int,
+                  on_batch) -> dict:
+    """bilm-tf's ``train()``, unchanged, on ``workdir``'s
+    ``options.json``, ``vocab.txt`` and ``train.txt``, for ``n_batches``
+    batches; returns the options it trained with.
+
+    ``training`` and ``data_module`` are :func:`import_bilm_tf`'s.
+    ``on_batch(i)`` is called as its loop asks for batch ``i`` (after
+    batch ``i - 1``'s session run). Its progress prints are silenced; its
+    checkpoint goes to ``workdir/bilm_tf_run``.
+    """
+    import json
+
+    with open(os.path.join(workdir, "options.json")) as f:
+        options = json.load(f)
+    options["n_epochs"] = 1
+    options["n_train_tokens"] = (n_batches * options["batch_size"]
+                                 * options["unroll_steps"])
+    vocab = training.load_vocab(os.path.join(workdir, "vocab.txt"), 50)
+    data = data_module.BidirectionalLMDataset(
+        os.path.join(workdir, "train.txt"), vocab, test=False,
+        shuffle_on_load=True)
+    iter_batches = data.iter_batches
+
+    def watched_batches(*args, **kwargs):
+        for i, batch in enumerate(iter_batches(*args, **kwargs)):
+            on_batch(i)
+            yield batch
+
+    data.iter_batches = watched_batches
+    save_dir = os.path.join(workdir, "bilm_tf_run")
+    os.makedirs(save_dir, exist_ok=True)
+    with open(os.devnull, "w") as devnull:  # its progress prints
+        stdout, sys.stdout = sys.stdout, devnull
+        try:
+            training.train(options, data, 1, save_dir, save_dir)
+        finally:
+            sys.stdout = stdout
+    return options

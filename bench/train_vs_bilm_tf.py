@@ -56,12 +56,16 @@ import argparse
 import json
 import os
 import statistics
-import sys
 import tempfile
 import time
 
 import common
-from bilm_tf_shim import BILM_TF_ENV, check_bilm_tf_dir, import_bilm_tf
+from bilm_tf_shim import (
+    BILM_TF_ENV,
+    check_bilm_tf_dir,
+    import_bilm_tf,
+    train_bilm_tf,
+)
 
 TRAIN_THROUGHPUT = os.path.join(common.BENCH_DIR, "train_throughput.py")
 #: TensorFlow's oneDNN switch, read at its import
@@ -73,34 +77,10 @@ def bilm_tf_child(workdir: str, args) -> dict:
     import numpy as np
 
     v1, training, data_module = import_bilm_tf(args.bilm_tf_dir)
-    BidirectionalLMDataset = data_module.BidirectionalLMDataset
-    load_vocab, train = training.load_vocab, training.train
-
-    with open(os.path.join(workdir, "options.json")) as f:
-        options = json.load(f)
-    tokens_per_step = options["batch_size"] * options["unroll_steps"]
-    options["n_epochs"] = 1
-    options["n_train_tokens"] = args.steps * tokens_per_step
-    vocab = load_vocab(os.path.join(workdir, "vocab.txt"), 50)
-    data = BidirectionalLMDataset(os.path.join(workdir, "train.txt"), vocab,
-                                  test=False, shuffle_on_load=True)
     stamps = []
-    iter_batches = data.iter_batches
-
-    def timed_batches(*a, **k):
-        for batch in iter_batches(*a, **k):
-            stamps.append(time.perf_counter())
-            yield batch
-
-    data.iter_batches = timed_batches
-    save_dir = os.path.join(workdir, "bilm_tf_run")
-    os.makedirs(save_dir, exist_ok=True)
-    with open(os.devnull, "w") as devnull:  # its progress prints
-        stdout, sys.stdout = sys.stdout, devnull
-        try:
-            train(options, data, 1, save_dir, save_dir)
-        finally:
-            sys.stdout = stdout
+    options = train_bilm_tf(training, data_module, workdir, args.steps,
+                            lambda i: stamps.append(time.perf_counter()))
+    tokens_per_step = options["batch_size"] * options["unroll_steps"]
     step_s = np.diff(stamps)[args.skip:]
     n_params = int(sum(np.prod(v.shape.as_list())
                        for v in v1.trainable_variables()))

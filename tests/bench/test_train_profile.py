@@ -98,3 +98,84 @@ def test_executor_ops_counts_xla_kernels_and_skips_bookkeeping():
         ("language_model/lstm/MatMul", 1010, 30),
         ("PartitionedCall_3", 1050, 40),
     ]
+
+
+#: a hand-built sketch of bilm-tf's training graph, in the order its
+#: train() builds it: (name, type, input op names) -> expected group
+BILM_TF_OPS = [
+    ("lm/char_embed", "VariableV2", [], "char-CNN + projection forward"),
+    ("lm/embedding_lookup", "GatherV2", ["lm/char_embed"],
+     "char-CNN + projection forward"),
+    ("lm/CNN/Conv2D", "Conv2D", ["lm/embedding_lookup"],
+     "char-CNN + projection forward"),
+    ("lm/CNN_proj/W_proj", "VariableV2", [],
+     "char-CNN + projection forward"),
+    # the highway layers run at the model's top scope
+    ("lm/CNN_high_0/W_carry", "VariableV2", [], "highway forward"),
+    ("lm/MatMul", "MatMul", ["lm/CNN/Conv2D", "lm/CNN_high_0/W_carry"],
+     "highway forward"),
+    ("lm/Sigmoid", "Sigmoid", ["lm/MatMul"], "highway forward"),
+    # the projection: the first op to read its weights
+    ("lm/MatMul_4", "MatMul", ["lm/Sigmoid", "lm/CNN_proj/W_proj"],
+     "char-CNN + projection forward"),
+    ("lm/add_8", "AddV2", ["lm/MatMul_4"], "char-CNN + projection forward"),
+    ("lm/MultiRNNCellZeroState/zeros", "Fill", [], "LSTM forward"),
+    ("lm/RNN_0/rnn/lstm_cell/MatMul", "MatMul", ["lm/add_8"],
+     "LSTM forward"),
+    ("lm/stack", "Pack", ["lm/RNN_0/rnn/lstm_cell/MatMul"], "LSTM forward"),
+    ("lm/softmax/W", "VariableV2", [], "sampled softmax"),
+    ("lm/sampled_softmax_loss/MatMul", "MatMul",
+     ["lm/stack", "lm/softmax/W"], "sampled softmax"),
+    ("lm/Mean", "Mean", ["lm/sampled_softmax_loss/MatMul"],
+     "sampled softmax"),
+    ("lm/gradients/Fill", "Fill", [], "other"),
+    ("lm/gradients/lm/Mean_grad/Tile", "Tile", ["lm/gradients/Fill"],
+     "sampled softmax"),
+    ("lm/gradients/lm/stack_grad/unstack", "Unpack",
+     ["lm/gradients/lm/Mean_grad/Tile"], "LSTM backward"),
+    ("lm/gradients/lm/RNN_0/rnn/lstm_cell/MatMul_grad/MatMul_1", "MatMul",
+     ["lm/gradients/lm/stack_grad/unstack"], "LSTM backward"),
+    # a sum of gradients: the group of its first input that has one
+    ("lm/gradients/AddN", "AddN",
+     ["lm/gradients/Fill",
+      "lm/gradients/lm/RNN_0/rnn/lstm_cell/MatMul_grad/MatMul_1"],
+     "LSTM backward"),
+    ("lm/gradients/lm/MatMul_4_grad/MatMul", "MatMul", ["lm/gradients/AddN"],
+     "char-CNN + projection backward"),
+    ("lm/gradients/lm/Sigmoid_grad/SigmoidGrad", "SigmoidGrad",
+     ["lm/gradients/lm/MatMul_4_grad/MatMul"], "highway backward"),
+    ("lm/gradients/lm/CNN/Conv2D_grad/Conv2DBackpropFilter",
+     "Conv2DBackpropFilter", [], "char-CNN + projection backward"),
+    ("Unique", "Unique", [], "optimizer + clipping"),
+    ("global_norm_3/L2Loss", "L2Loss", [], "summaries"),
+    ("norm_pre_clip/lm/CNN/W_cnn_0_0", "ScalarSummary",
+     ["global_norm_3/L2Loss"], "summaries"),
+    ("clip_by_global_norm/global_norm/L2Loss", "L2Loss", [],
+     "optimizer + clipping"),
+    ("Adagrad/update_lm/CNN/W_cnn_0/ApplyAdagrad", "ApplyAdagrad", [],
+     "optimizer + clipping"),
+]
+
+
+def test_bilm_tf_groups_by_scope_order_and_forward_op():
+    from train_profile import bilm_tf_groups
+
+    groups = bilm_tf_groups((n, t, i) for n, t, i, _ in BILM_TF_OPS)
+    assert groups == {n: g for n, _, _, g in BILM_TF_OPS}
+
+
+def test_runtime_names_are_grouped_through_the_optimizers_renaming():
+    # names the graph optimizer gives the nodes it fuses or rewrites
+    from train_profile import bilm_tf_groups, runtime_group
+
+    group = runtime_group(bilm_tf_groups(
+        (n, t, i) for n, t, i, _ in BILM_TF_OPS))
+    assert group("lm/Sigmoid") == "highway forward"
+    assert group("ArithmeticOptimizer/AddOpsRewrite_lm/gradients/AddN") \
+        == "LSTM backward"
+    assert group("lm/sampled_softmax_loss/ConstantFolding/new") \
+        == "sampled softmax"
+    assert group("lm/gradients/lm/Sigmoid_grad/added_node") \
+        == "highway backward"
+    assert group("lm/RNN_0/rnn/lstm_cell/split_fused") == "LSTM forward"
+    assert group("_SOURCE") == "other"
