@@ -49,7 +49,7 @@ from bilm_keras.weights.alignment import (
 from bilm_keras.weights.learned_mix import LearnedMix, mix_beside
 from bilm_keras.pretrained import (
     ResolvedModel,
-    registered_model,
+    check_before_download,
     resolve_model,
 )
 from bilm_keras.save_dirs.save_dir_models import load_save_dir_model
@@ -240,18 +240,11 @@ class BidirectionalLanguageModel:
                 precision=precision, vocab_file=vocab_file,
                 embedding_weight_file=embedding_weight_file,
                 alignment=alignment)
-        row = registered_model(os.fspath(spec))
-        if row is not None and row.vocab_note and vocab_file is None:
-            # a word-input model published without its vocabulary
-            raise ValueError(f"vocab_file: {spec}: {row.vocab_note}")
-        needs_vocab = not (use_character_inputs or vocab_file is not None
-                           or embedding_weight_file is not None)
-        if needs_vocab and row is not None:
-            # the registry's models ship no vocabulary: say so before a
-            # download
-            raise ValueError(
-                f"vocab_file: token input needs a vocabulary, and {spec} "
-                "ships none (pass vocab_file=)")
+        check_before_download(
+            spec, vocab_given=vocab_file is not None,
+            vocab_flag="vocab_file=",
+            token_input=not (use_character_inputs
+                             or embedding_weight_file is not None))
         model = resolve_model(spec, cache_dir=cache_dir, mirror=mirror,
                               progress=progress)
         if vocab_file is None:

@@ -26,7 +26,7 @@ from bilm_keras.keras_layer.elmo_preprocessor import model_assets
 from bilm_keras.keras_layer.keras_presets import load_preset
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
-from bilm_keras.pretrained import registered_model, resolve_model
+from bilm_keras.pretrained import check_before_download, resolve_model
 from bilm_keras.pretrained.hf_hub import preset_folder
 from bilm_keras.save_dirs.bilm_tf_run import (
     check_options_fit as check_checkpoint_fit,
@@ -80,9 +80,8 @@ def pretrained_layer(cls, spec, layer_kwargs: dict, *, vocab_file=None,
     if run is not None:
         return _run_layer(cls, run, layer_kwargs, vocab_file=vocab_file,
                           alignment=alignment)
-    row = registered_model(label)
-    if row is not None and row.vocab_note and vocab_file is None:
-        raise ValueError(f"vocab_file: {label}: {row.vocab_note}")
+    check_before_download(label, vocab_given=vocab_file is not None,
+                          vocab_flag="vocab_file=")
     model = resolve_model(spec, cache_dir=cache_dir, mirror=mirror,
                           progress=progress)
     options = model.options

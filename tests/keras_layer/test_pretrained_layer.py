@@ -5,9 +5,18 @@ bilm-tf's own dump of its run."""
 
 import pathlib
 
+# ruff: noqa: F811  (the fixtures imported from model_server are test
+# arguments)
+
 import numpy as np
 import pytest
 import tensorflow as tf
+from model_server import (  # noqa: F401 (fixtures)
+    cache_dir,
+    mirrored,
+    model_server,
+    served_files,
+)
 
 from bilm_keras import BidirectionalLanguageModel, ELMoEmbedding
 from bilm_keras.keras_layer import pretrained_layer
@@ -92,3 +101,16 @@ def test_our_run_of_the_fixture_weights_gives_bilm_tf_reference(model_dir,
         want = expected[k][0]
         np.testing.assert_allclose(got[k, 2, :len(want)], want, rtol=0,
                                    atol=1e-6)
+
+
+def test_a_word_input_model_without_its_vocabulary_is_refused_first(
+        mirrored, cache_dir):
+    # the registry's row says it: nothing is fetched, nothing is cached
+    with pytest.raises(ValueError,
+                       match=r"^paddle-baike-zh: no vocabulary: the model "
+                             r"ships none, and its word input needs one: "
+                             r"pass it with vocab_file= "
+                             r"\(vocabulary_min5k\.txt .*\)$"):
+        ELMoEmbedding.from_pretrained("paddle-baike-zh")
+    assert sum(mirrored.requests.values()) == 0
+    assert not cache_dir.exists()

@@ -117,9 +117,10 @@ def test_token_input_uses_the_models_vocabulary(model_server, cache_dir,
 
 def test_token_input_without_a_vocabulary_fails_before_a_download(
         mirrored, cache_dir):
-    with pytest.raises(ValueError, match="vocab_file: token input needs a "
-                                         "vocabulary, and elmo-small ships "
-                                         "none"):
+    with pytest.raises(ValueError, match="^elmo-small: no vocabulary: the "
+                                         "model ships none, and token input "
+                                         "needs one: pass it with "
+                                         "vocab_file=$"):
         BidirectionalLanguageModel.from_pretrained(
             "elmo-small", use_character_inputs=False)
     assert sum(mirrored.requests.values()) == 0

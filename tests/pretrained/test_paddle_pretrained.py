@@ -53,7 +53,7 @@ def test_the_registry_row():
     assert row.archive_url == ("https://dureader.gz.bcebos.com/elmo/"
                                "baike_elmo_checkpoint.tar.gz")
     assert "vocabulary_min5k.txt" in row.vocab_note
-    assert "--vocab_file" in row.vocab_note
+    assert row.takes_words and row.ships_vocabulary is False
 
 
 @pytest.mark.slow  # over a second: the full suite's, not the quick tier's
@@ -77,12 +77,13 @@ def test_by_name_through_the_mirror(mirrored, cache_dir,
 def test_without_a_vocabulary_one_line_before_a_download(mirrored,
                                                          cache_dir):
     with pytest.raises(ValueError,
-                       match=r"^vocab_file: paddle-baike-zh: the model takes "
-                             r"words: pass its vocabulary, "
-                             r"vocabulary_min5k\.txt .* as --vocab_file / "
-                             r"vocab_file=$"):
+                       match=r"^paddle-baike-zh: no vocabulary: the model "
+                             r"ships none, and its word input needs one: "
+                             r"pass it with vocab_file= "
+                             r"\(vocabulary_min5k\.txt .*\)$"):
         BidirectionalLanguageModel.from_pretrained("paddle-baike-zh")
     assert sum(mirrored.requests.values()) == 0
+    assert not cache_dir.exists()
 
 
 @pytest.mark.slow  # over a second: the full suite's, not the quick tier's
