@@ -124,10 +124,6 @@ def _run_layer(cls, run: DetectedModel, layer_kwargs: dict, *, vocab_file,
                                                     OPTIONS_FILE)
     trained = BiLMOptions.from_json(options_file)
     options = prediction_options(trained)
-    if not options.use_character_inputs and vocab_file is None:
-        raise ValueError(
-            f"vocab_file: {run.given} holds a word-input model, which needs "
-            "its vocabulary (pass vocab_file=)")
     # the vocabulary before the checkpoint: a wrong one fails first
     assets = model_assets(options, vocab_file, run.given)
     aligned = _alignment(alignment, options, None, run.given)
