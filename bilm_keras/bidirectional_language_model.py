@@ -249,7 +249,18 @@ class BidirectionalLanguageModel:
                               progress=progress)
         if vocab_file is None:
             vocab_file = model.vocab_file
-        options = BiLMOptions.from_json(model.options_file)
+        options = model.options  # parsed once, by resolve_model
+
+        def loaded(use_characters: bool, table):
+            # the constructor's work on the options already parsed
+            backbone = load_backbone(
+                options, model.weight_file,
+                use_character_inputs=use_characters,
+                embedding_weight_file=table, precision=precision)
+            return cls.from_backbone(backbone, stateful=stateful,
+                                     max_batch_size=max_batch_size,
+                                     options=options)
+
         aligned = None if alignment is None else read_alignment(
             alignment_files(alignment, model.directory, model.name),
             n_layers=options.lstm.n_layers + 1,
@@ -265,11 +276,7 @@ class BidirectionalLanguageModel:
             if embedding_weight_file is None:
                 embedding_weight_file = model.weight_file
         if use_character_inputs or embedding_weight_file is not None:
-            bilm = cls(model.options_file, model.weight_file,
-                       use_character_inputs=use_character_inputs,
-                       embedding_weight_file=embedding_weight_file,
-                       stateful=stateful, max_batch_size=max_batch_size,
-                       precision=precision)
+            bilm = loaded(use_character_inputs, embedding_weight_file)
         else:
             if vocab_file is None:
                 raise ValueError(
@@ -282,11 +289,7 @@ class BidirectionalLanguageModel:
                 dump_token_embeddings(os.fspath(vocab_file),
                                       model.options_file, model.weight_file,
                                       table)
-                bilm = cls(model.options_file, model.weight_file,
-                           use_character_inputs=False,
-                           embedding_weight_file=table, stateful=stateful,
-                           max_batch_size=max_batch_size,
-                           precision=precision)
+                bilm = loaded(False, table)
         bilm.pretrained = model
         bilm.learned_mix = mix_beside(model.directory)
         bilm.alignment = aligned

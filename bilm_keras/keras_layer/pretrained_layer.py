@@ -37,6 +37,7 @@ from bilm_keras.weights.alignment import alignment_files, read_alignment
 from bilm_keras.weights.bilm_tf_hdf5 import (
     check_options_fit,
     load_bilm_tf_hdf5,
+    open_weight_file,
 )
 from bilm_keras.weights.bilm_tf_checkpoint import (
     assign_bilm_tf_checkpoint,
@@ -90,12 +91,15 @@ def pretrained_layer(cls, spec, layer_kwargs: dict, *, vocab_file=None,
         model.name)
     aligned = _alignment(alignment, options, model.directory, model.name)
     mix = mix_beside(model.directory)
-    # the options' sizes against the file's shapes, before any variable
-    check_options_fit(options, model.weight_file,
-                      use_character_inputs=options.use_character_inputs)
-    layer = _placeholder_layer(cls, options, assets, aligned, layer_kwargs)
-    # a word-input model's token table is its weight file's ``embedding``
-    load_bilm_tf_hdf5(layer.bilm, model.weight_file)
+    with open_weight_file(model.weight_file) as weights:  # read once
+        # the options' sizes against the file's shapes, before any variable
+        check_options_fit(options, weights,
+                          use_character_inputs=options.use_character_inputs)
+        layer = _placeholder_layer(cls, options, assets, aligned,
+                                   layer_kwargs)
+        # a word-input model's token table is its weight file's
+        # ``embedding``
+        load_bilm_tf_hdf5(layer.bilm, weights)
     if mix is not None:
         layer._start_from_mix(mix, label)
     return layer

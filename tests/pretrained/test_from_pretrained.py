@@ -20,10 +20,12 @@ from model_server import (  # noqa: F401 (fixtures)
     served_files,
 )
 
-from helpers import load_reference_embeddings
+from helpers import counted_calls, load_reference_embeddings
 
 from bilm_keras import BidirectionalLanguageModel, list_models, resolve_model
+from bilm_keras.options import BiLMOptions
 from bilm_keras.pretrained import PretrainedModelError
+from bilm_keras.weights import bilm_tf_hdf5
 
 #: ELMoForManyLangs' fixture: upstream's numbers, to this tolerance
 MANYLANGS_ATOL = 1e-5
@@ -125,6 +127,16 @@ def test_token_input_without_a_vocabulary_fails_before_a_download(
             "elmo-small", use_character_inputs=False)
     assert sum(mirrored.requests.values()) == 0
     assert not cache_dir.exists()
+
+
+def test_a_model_folder_is_read_once(model_dir, monkeypatch):
+    # the options as resolve_model parsed them, the weights from one handle
+    parsed = counted_calls(monkeypatch, BiLMOptions, "from_json")
+    opened = counted_calls(monkeypatch, bilm_tf_hdf5, "_open_hdf5")
+    bilm = BidirectionalLanguageModel.from_pretrained(model_dir)
+    assert parsed == [str(model_dir / "options.json")]
+    assert opened == [str(model_dir / "lm_weights.hdf5")]
+    assert bilm.options == bilm.pretrained.options
 
 
 def test_an_unknown_name_says_how_to_list_them(mirrored, cache_dir):
