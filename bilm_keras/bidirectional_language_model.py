@@ -590,14 +590,12 @@ class BidirectionalLanguageModel:
 def _our_run(spec) -> Optional[DetectedModel]:
     """The save_dir of ours ``spec`` names, detected once, else None (a
     model of another family: :func:`~bilm_keras.pretrained.resolve_model`
-    finds it)."""
+    finds it). A folder of checkpoints detection cannot read raises its
+    error, which names the file and what is wrong."""
     path = os.fspath(spec)
     if not (os.path.isdir(path) and list_checkpoints(path)):
         return None
-    try:
-        run = detect_model(path)
-    except ValueError:  # resolve_model says what is wrong, as for any
-        return None
+    run = detect_model(path)
     return run if run.family == OUR_RUN else None
 
 

@@ -108,15 +108,16 @@ def pretrained_layer(cls, spec, layer_kwargs: dict, *, vocab_file=None,
 def training_run(path: str) -> Optional[DetectedModel]:
     """The training save_dir ``path`` names, ours or bilm-tf's, detected
     once. None for anything else, which
-    :func:`~bilm_keras.pretrained.resolve_model` reads (and says what is
-    wrong with)."""
+    :func:`~bilm_keras.pretrained.resolve_model` reads.
+
+    Raises:
+        ValueError: detection's own error for a folder of checkpoints it
+            cannot read, naming the file and what is wrong with it.
+    """
     # a folder without checkpoints is no run: not read here
     if not (os.path.isdir(path) and list_checkpoints(path)):
         return None
-    try:
-        found = detect_model(path)
-    except ValueError:
-        return None
+    found = detect_model(path)
     return found if found.family in (OUR_RUN, TF1_CHECKPOINT) else None
 
 

@@ -4,6 +4,7 @@ the reference embeddings (here and in test_elmo_embedding.py) and with
 bilm-tf's own dump of its run."""
 
 import pathlib
+import re
 
 # ruff: noqa: F811  (the fixtures imported from model_server are test
 # arguments)
@@ -118,4 +119,21 @@ def test_a_word_input_model_without_its_vocabulary_is_refused_first(
                              r"\(vocabulary_min5k\.txt .*\)$"):
         ELMoEmbedding.from_pretrained("paddle-baike-zh")
     assert sum(mirrored.requests.values()) == 0
+    assert not cache_dir.exists()
+
+
+def test_a_damaged_run_gives_the_detections_own_error(tmp_path, cache_dir):
+    # not a later, vaguer one from reading it as a published model
+    save_dir = tmp_path / "run"
+    save_dir.mkdir()
+    for name in ("model-1.index", "model-1.data-00000-of-00001"):
+        (save_dir / name).write_bytes(b"damaged")
+    with pytest.raises(ValueError,
+                       match=rf"^{re.escape(str(save_dir))}: no "
+                             r"checkpoint reads whole "
+                             r"\(model-1\.index: unreadable \(no table "
+                             r"footer in its 7 bytes"):
+        ELMoEmbedding.from_pretrained(save_dir)
+    assert sorted(p.name for p in save_dir.iterdir()) == [
+        "model-1.data-00000-of-00001", "model-1.index"]
     assert not cache_dir.exists()

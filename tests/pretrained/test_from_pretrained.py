@@ -7,6 +7,8 @@ by-path converted one does. Token input takes the model's vocabulary."""
 # ruff: noqa: F811  (the fixtures imported from model_server are test
 # arguments)
 
+import re
+
 import numpy as np
 import pytest
 from model_server import (  # noqa: F401 (fixtures)
@@ -137,6 +139,21 @@ def test_a_model_folder_is_read_once(model_dir, monkeypatch):
     assert parsed == [str(model_dir / "options.json")]
     assert opened == [str(model_dir / "lm_weights.hdf5")]
     assert bilm.options == bilm.pretrained.options
+
+
+def test_a_damaged_run_gives_the_detections_own_error(tmp_path, cache_dir):
+    # not "expected a model ... found none" from reading it as published
+    save_dir = tmp_path / "run"
+    save_dir.mkdir()
+    for name in ("model-1.index", "model-1.data-00000-of-00001"):
+        (save_dir / name).write_bytes(b"damaged")
+    with pytest.raises(ValueError,
+                       match=rf"^{re.escape(str(save_dir))}: no "
+                             r"checkpoint reads whole \(model-1\.index: "
+                             r"unreadable"):
+        BidirectionalLanguageModel.from_pretrained(save_dir)
+    assert len(list(save_dir.iterdir())) == 2
+    assert not cache_dir.exists()
 
 
 def test_an_unknown_name_says_how_to_list_them(mirrored, cache_dir):
