@@ -4,20 +4,10 @@ the reference embeddings (here and in test_elmo_embedding.py) and with
 bilm-tf's own dump of its run."""
 
 import pathlib
-import re
-
-# ruff: noqa: F811  (the fixtures imported from model_server are test
-# arguments)
 
 import numpy as np
 import pytest
 import tensorflow as tf
-from model_server import (  # noqa: F401 (fixtures)
-    cache_dir,
-    mirrored,
-    model_server,
-    served_files,
-)
 
 from bilm_keras import BidirectionalLanguageModel, ELMoEmbedding
 from bilm_keras.keras_layer import pretrained_layer
@@ -107,33 +97,3 @@ def test_our_run_of_the_fixture_weights_gives_bilm_tf_reference(model_dir,
         want = expected[k][0]
         np.testing.assert_allclose(got[k, 2, :len(want)], want, rtol=0,
                                    atol=1e-6)
-
-
-def test_a_word_input_model_without_its_vocabulary_is_refused_first(
-        mirrored, cache_dir):
-    # the registry's row says it: nothing is fetched, nothing is cached
-    with pytest.raises(ValueError,
-                       match=r"^paddle-baike-zh: no vocabulary: the model "
-                             r"ships none, and its word input needs one: "
-                             r"pass it with vocab_file= "
-                             r"\(vocabulary_min5k\.txt .*\)$"):
-        ELMoEmbedding.from_pretrained("paddle-baike-zh")
-    assert sum(mirrored.requests.values()) == 0
-    assert not cache_dir.exists()
-
-
-def test_a_damaged_run_gives_the_detections_own_error(tmp_path, cache_dir):
-    # not a later, vaguer one from reading it as a published model
-    save_dir = tmp_path / "run"
-    save_dir.mkdir()
-    for name in ("model-1.index", "model-1.data-00000-of-00001"):
-        (save_dir / name).write_bytes(b"damaged")
-    with pytest.raises(ValueError,
-                       match=rf"^{re.escape(str(save_dir))}: no "
-                             r"checkpoint reads whole "
-                             r"\(model-1\.index: unreadable \(no table "
-                             r"footer in its 7 bytes"):
-        ELMoEmbedding.from_pretrained(save_dir)
-    assert sorted(p.name for p in save_dir.iterdir()) == [
-        "model-1.data-00000-of-00001", "model-1.index"]
-    assert not cache_dir.exists()

@@ -24,7 +24,12 @@ from model_server import (  # noqa: F401 (fixtures)
 
 from helpers import counted_calls, load_reference_embeddings
 
-from bilm_keras import BidirectionalLanguageModel, list_models, resolve_model
+from bilm_keras import (
+    BidirectionalLanguageModel,
+    ELMoEmbedding,
+    list_models,
+    resolve_model,
+)
 from bilm_keras.options import BiLMOptions
 from bilm_keras.pretrained import PretrainedModelError
 from bilm_keras.weights import bilm_tf_hdf5
@@ -141,7 +146,10 @@ def test_a_model_folder_is_read_once(model_dir, monkeypatch):
     assert bilm.options == bilm.pretrained.options
 
 
-def test_a_damaged_run_gives_the_detections_own_error(tmp_path, cache_dir):
+@pytest.mark.parametrize("load", [BidirectionalLanguageModel.from_pretrained,
+                                  ELMoEmbedding.from_pretrained])
+def test_a_damaged_run_gives_the_detections_own_error(tmp_path, cache_dir,
+                                                      load):
     # not "expected a model ... found none" from reading it as published
     save_dir = tmp_path / "run"
     save_dir.mkdir()
@@ -151,7 +159,7 @@ def test_a_damaged_run_gives_the_detections_own_error(tmp_path, cache_dir):
                        match=rf"^{re.escape(str(save_dir))}: no "
                              r"checkpoint reads whole \(model-1\.index: "
                              r"unreadable"):
-        BidirectionalLanguageModel.from_pretrained(save_dir)
+        load(save_dir)
     assert len(list(save_dir.iterdir())) == 2
     assert not cache_dir.exists()
 

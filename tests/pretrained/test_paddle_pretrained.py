@@ -19,7 +19,13 @@ from model_server import (  # noqa: F401 (fixtures)
     served_files,
 )
 
-from bilm_keras import BidirectionalLanguageModel, cli, resolve_model
+from bilm_keras import (
+    BidirectionalLanguageModel,
+    ELMoEmbedding,
+    ELMoPreprocessor,
+    cli,
+    resolve_model,
+)
 from bilm_keras.pretrained import PretrainedModelError, registered_model
 from bilm_keras.pretrained.resolution import PDPARAMS, check_model_spec
 
@@ -74,14 +80,22 @@ def test_by_name_through_the_mirror(mirrored, cache_dir,
     assert cache_contents(cache_dir)["models"] == ["paddle-baike-zh"]
 
 
+@pytest.mark.parametrize("load,flag", [
+    (BidirectionalLanguageModel.from_pretrained, "pass it with vocab_file="),
+    (ELMoEmbedding.from_pretrained, "pass it with vocab_file="),
+    # it takes no vocabulary: a folder holding one
+    (ELMoPreprocessor.from_preset,
+     r"give a model folder holding it as vocab\*\.txt"),
+])
 def test_without_a_vocabulary_one_line_before_a_download(mirrored,
-                                                         cache_dir):
+                                                         cache_dir, load,
+                                                         flag):
+    # the registry's row says it: nothing is fetched, nothing is cached
     with pytest.raises(ValueError,
                        match=r"^paddle-baike-zh: no vocabulary: the model "
                              r"ships none, and its word input needs one: "
-                             r"pass it with vocab_file= "
-                             r"\(vocabulary_min5k\.txt .*\)$"):
-        BidirectionalLanguageModel.from_pretrained("paddle-baike-zh")
+                             rf"{flag} \(vocabulary_min5k\.txt .*\)$"):
+        load("paddle-baike-zh")
     assert sum(mirrored.requests.values()) == 0
     assert not cache_dir.exists()
 
