@@ -49,7 +49,7 @@ from bilm_keras.weights.alignment import (
 from bilm_keras.weights.learned_mix import LearnedMix, mix_beside
 from bilm_keras.pretrained import (
     ResolvedModel,
-    registered_model,
+    check_before_download,
     resolve_model,
 )
 from bilm_keras.save_dirs.save_dir_models import load_save_dir_model
@@ -240,23 +240,27 @@ class BidirectionalLanguageModel:
                 precision=precision, vocab_file=vocab_file,
                 embedding_weight_file=embedding_weight_file,
                 alignment=alignment)
-        row = registered_model(os.fspath(spec))
-        if row is not None and row.vocab_note and vocab_file is None:
-            # a word-input model published without its vocabulary
-            raise ValueError(f"vocab_file: {spec}: {row.vocab_note}")
-        needs_vocab = not (use_character_inputs or vocab_file is not None
-                           or embedding_weight_file is not None)
-        if needs_vocab and row is not None:
-            # the registry's models ship no vocabulary: say so before a
-            # download
-            raise ValueError(
-                f"vocab_file: token input needs a vocabulary, and {spec} "
-                "ships none (pass vocab_file=)")
+        check_before_download(
+            spec, vocab_given=vocab_file is not None,
+            vocab_flag="vocab_file=",
+            token_input=not (use_character_inputs
+                             or embedding_weight_file is not None))
         model = resolve_model(spec, cache_dir=cache_dir, mirror=mirror,
                               progress=progress)
         if vocab_file is None:
             vocab_file = model.vocab_file
-        options = BiLMOptions.from_json(model.options_file)
+        options = model.options  # parsed once, by resolve_model
+
+        def loaded(use_characters: bool, table):
+            # the constructor's work on the options already parsed
+            backbone = load_backbone(
+                options, model.weight_file,
+                use_character_inputs=use_characters,
+                embedding_weight_file=table, precision=precision)
+            return cls.from_backbone(backbone, stateful=stateful,
+                                     max_batch_size=max_batch_size,
+                                     options=options)
+
         aligned = None if alignment is None else read_alignment(
             alignment_files(alignment, model.directory, model.name),
             n_layers=options.lstm.n_layers + 1,
@@ -272,11 +276,7 @@ class BidirectionalLanguageModel:
             if embedding_weight_file is None:
                 embedding_weight_file = model.weight_file
         if use_character_inputs or embedding_weight_file is not None:
-            bilm = cls(model.options_file, model.weight_file,
-                       use_character_inputs=use_character_inputs,
-                       embedding_weight_file=embedding_weight_file,
-                       stateful=stateful, max_batch_size=max_batch_size,
-                       precision=precision)
+            bilm = loaded(use_character_inputs, embedding_weight_file)
         else:
             if vocab_file is None:
                 raise ValueError(
@@ -289,11 +289,7 @@ class BidirectionalLanguageModel:
                 dump_token_embeddings(os.fspath(vocab_file),
                                       model.options_file, model.weight_file,
                                       table)
-                bilm = cls(model.options_file, model.weight_file,
-                           use_character_inputs=False,
-                           embedding_weight_file=table, stateful=stateful,
-                           max_batch_size=max_batch_size,
-                           precision=precision)
+                bilm = loaded(False, table)
         bilm.pretrained = model
         bilm.learned_mix = mix_beside(model.directory)
         bilm.alignment = aligned
@@ -594,14 +590,12 @@ class BidirectionalLanguageModel:
 def _our_run(spec) -> Optional[DetectedModel]:
     """The save_dir of ours ``spec`` names, detected once, else None (a
     model of another family: :func:`~bilm_keras.pretrained.resolve_model`
-    finds it)."""
+    finds it). A folder of checkpoints detection cannot read raises its
+    error, which names the file and what is wrong."""
     path = os.fspath(spec)
     if not (os.path.isdir(path) and list_checkpoints(path)):
         return None
-    try:
-        run = detect_model(path)
-    except ValueError:  # resolve_model says what is wrong, as for any
-        return None
+    run = detect_model(path)
     return run if run.family == OUR_RUN else None
 
 

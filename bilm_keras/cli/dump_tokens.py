@@ -71,12 +71,14 @@ def check(args) -> ModelJob:
 def _model(args):
     """``--model``'s files, fetched.
 
-    A model of the registry without ``--vocab_file`` is refused before a
-    download, since the registry's models ship no vocabulary."""
-    from bilm_keras.pretrained import registered_model
+    A registered model that cannot give token embeddings, one of word
+    input or one that ships no vocabulary when ``--vocab_file`` is not
+    given, is refused before a download."""
+    from bilm_keras.pretrained import check_before_download
 
-    if args.vocab_file is None and registered_model(args.model):
-        raise _no_vocabulary(args.model)
+    check_before_download(args.model, vocab_given=args.vocab_file is not None,
+                          vocab_flag="--vocab_file", token_input=True,
+                          char_cnn=True)
     return resolve_model_flag(args.model, "--model")
 
 

@@ -456,19 +456,16 @@ def _model_files(args) -> tuple:
     vocabulary is ``--model``'s unless ``--vocab_file`` is given."""
     if args.model is None:
         return args.options_file, args.weight_file, args.vocab_file
-    from bilm_keras.options import BiLMOptions
-    from bilm_keras.pretrained import registered_model
+    from bilm_keras.pretrained import check_before_download
 
-    row = registered_model(args.model)
-    if row is not None and row.vocab_note and args.vocab_file is None:
-        # a word-input model published without its vocabulary: say so
-        # before a download, as from_pretrained does
-        raise CommandError(f"--vocab_file: {args.model}: {row.vocab_note}")
+    check_before_download(
+        args.model, vocab_given=args.vocab_file is not None,
+        vocab_flag="--vocab_file",
+        token_input=args.embedding_weight_file is not None)
     model = resolve_model_flag(args.model, "--model")
     vocab_file = args.vocab_file
     token_input = (args.embedding_weight_file is not None
-                   or not BiLMOptions.from_json(
-                       model.options_file).use_character_inputs)
+                   or not model.options.use_character_inputs)
     if vocab_file is None and token_input:
         vocab_file = model.vocab_file
     return model.options_file, model.weight_file, vocab_file

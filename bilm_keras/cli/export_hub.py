@@ -91,8 +91,7 @@ def check(args) -> ModelJob:
     if args.vocab_file is not None:
         check_file(args.vocab_file, "--vocab_file")
     _check_outdir(args.outdir, args.overwrite)
-    job = model_job(args, None if args.model is None
-                    else resolve_model_flag(args.model, "--model"))
+    job = model_job(args, None if args.model is None else _model(args))
     if args.save_dir is not None:
         return dataclasses.replace(
             job, save_dir_model=detect_save_dir(args.save_dir,
@@ -100,6 +99,16 @@ def check(args) -> ModelJob:
     check_options(job.options_file, "--options_file")
     check_file(job.weight_file, "--weight_file")
     return job
+
+
+def _model(args):
+    """``--model``'s files, fetched, once the registry's row says the
+    model can be exported with the flags given."""
+    from bilm_keras.pretrained import check_before_download
+
+    check_before_download(args.model, vocab_given=args.vocab_file is not None,
+                          vocab_flag="--vocab_file")
+    return resolve_model_flag(args.model, "--model")
 
 
 def _check_outdir(outdir: str, overwrite: bool) -> None:

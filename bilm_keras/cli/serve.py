@@ -123,6 +123,7 @@ def check(args) -> ServeJob:
         raise CommandError(f"--drain_timeout: expected a number >= 0, found "
                            f"{args.drain_timeout}")
     ServeLimits(**{name: getattr(args, name) for name in _LIMITS})
+    _check_models(args.model)
     api_key = None
     if args.api_key_file is not None:
         check_file(args.api_key_file, "--api_key_file")
@@ -140,6 +141,17 @@ def check(args) -> ServeJob:
         raise CommandError(f"serve needs the serve extra (pip install "
                            f"'bilm_keras[serve]'): {e}") from None
     return ServeJob(args, api_key)
+
+
+def _check_models(flags) -> None:
+    """Refuses, before any download, a registered model that cannot be
+    served: serve takes no vocabulary, which a word-input model needs."""
+    from bilm_keras.pretrained import check_before_download
+    from bilm_keras.serving.model_names import parse_model_flag
+
+    for flag in flags:
+        check_before_download(parse_model_flag(flag)[1], vocab_given=False,
+                              vocab_flag=None)
 
 
 def run(job: ServeJob) -> None:

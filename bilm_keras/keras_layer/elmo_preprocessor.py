@@ -133,14 +133,15 @@ class ELMoPreprocessor(keras.layers.Layer):
         Any other model's options and vocabulary or dictionaries are read
         from its resolved folder, without its weights.
         """
-        from bilm_keras.pretrained import resolve_model
+        from bilm_keras.pretrained import check_before_download, resolve_model
         from bilm_keras.pretrained.hf_hub import preset_folder
 
         label = os.fspath(spec)
         folder = preset_folder(label)
         if folder is None:
+            check_before_download(label, vocab_given=False, vocab_flag=None)
             model = resolve_model(spec)
-            options = BiLMOptions.from_json(model.options_file)
+            options = model.options
             return cls.from_options(
                 options, **model_assets(options, model.vocab_file,
                                         model.name), **kwargs)

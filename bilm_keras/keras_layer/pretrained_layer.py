@@ -26,7 +26,7 @@ from bilm_keras.keras_layer.elmo_preprocessor import model_assets
 from bilm_keras.keras_layer.keras_presets import load_preset
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
-from bilm_keras.pretrained import registered_model, resolve_model
+from bilm_keras.pretrained import check_before_download, resolve_model
 from bilm_keras.pretrained.hf_hub import preset_folder
 from bilm_keras.save_dirs.bilm_tf_run import (
     check_options_fit as check_checkpoint_fit,
@@ -37,6 +37,7 @@ from bilm_keras.weights.alignment import alignment_files, read_alignment
 from bilm_keras.weights.bilm_tf_hdf5 import (
     check_options_fit,
     load_bilm_tf_hdf5,
+    open_weight_file,
 )
 from bilm_keras.weights.bilm_tf_checkpoint import (
     assign_bilm_tf_checkpoint,
@@ -80,9 +81,8 @@ def pretrained_layer(cls, spec, layer_kwargs: dict, *, vocab_file=None,
     if run is not None:
         return _run_layer(cls, run, layer_kwargs, vocab_file=vocab_file,
                           alignment=alignment)
-    row = registered_model(label)
-    if row is not None and row.vocab_note and vocab_file is None:
-        raise ValueError(f"vocab_file: {label}: {row.vocab_note}")
+    check_before_download(label, vocab_given=vocab_file is not None,
+                          vocab_flag="vocab_file=")
     model = resolve_model(spec, cache_dir=cache_dir, mirror=mirror,
                           progress=progress)
     options = model.options
@@ -91,12 +91,15 @@ def pretrained_layer(cls, spec, layer_kwargs: dict, *, vocab_file=None,
         model.name)
     aligned = _alignment(alignment, options, model.directory, model.name)
     mix = mix_beside(model.directory)
-    # the options' sizes against the file's shapes, before any variable
-    check_options_fit(options, model.weight_file,
-                      use_character_inputs=options.use_character_inputs)
-    layer = _placeholder_layer(cls, options, assets, aligned, layer_kwargs)
-    # a word-input model's token table is its weight file's ``embedding``
-    load_bilm_tf_hdf5(layer.bilm, model.weight_file)
+    with open_weight_file(model.weight_file) as weights:  # read once
+        # the options' sizes against the file's shapes, before any variable
+        check_options_fit(options, weights,
+                          use_character_inputs=options.use_character_inputs)
+        layer = _placeholder_layer(cls, options, assets, aligned,
+                                   layer_kwargs)
+        # a word-input model's token table is its weight file's
+        # ``embedding``
+        load_bilm_tf_hdf5(layer.bilm, weights)
     if mix is not None:
         layer._start_from_mix(mix, label)
     return layer
@@ -105,15 +108,16 @@ def pretrained_layer(cls, spec, layer_kwargs: dict, *, vocab_file=None,
 def training_run(path: str) -> Optional[DetectedModel]:
     """The training save_dir ``path`` names, ours or bilm-tf's, detected
     once. None for anything else, which
-    :func:`~bilm_keras.pretrained.resolve_model` reads (and says what is
-    wrong with)."""
+    :func:`~bilm_keras.pretrained.resolve_model` reads.
+
+    Raises:
+        ValueError: detection's own error for a folder of checkpoints it
+            cannot read, naming the file and what is wrong with it.
+    """
     # a folder without checkpoints is no run: not read here
     if not (os.path.isdir(path) and list_checkpoints(path)):
         return None
-    try:
-        found = detect_model(path)
-    except ValueError:
-        return None
+    found = detect_model(path)
     return found if found.family in (OUR_RUN, TF1_CHECKPOINT) else None
 
 
@@ -125,10 +129,6 @@ def _run_layer(cls, run: DetectedModel, layer_kwargs: dict, *, vocab_file,
                                                     OPTIONS_FILE)
     trained = BiLMOptions.from_json(options_file)
     options = prediction_options(trained)
-    if not options.use_character_inputs and vocab_file is None:
-        raise ValueError(
-            f"vocab_file: {run.given} holds a word-input model, which needs "
-            "its vocabulary (pass vocab_file=)")
     # the vocabulary before the checkpoint: a wrong one fails first
     assets = model_assets(options, vocab_file, run.given)
     aligned = _alignment(alignment, options, None, run.given)

@@ -19,6 +19,7 @@ from bilm_keras.options import BiLMOptions
 from bilm_keras.weights.bilm_tf_hdf5 import (
     check_options_fit,
     load_bilm_tf_hdf5,
+    open_weight_file,
     token_table_rows,
 )
 
@@ -68,15 +69,16 @@ def load_backbone(
                 "(write one with dump_token_embeddings)"
             )
         n_tokens_vocab = token_table_rows(embedding_weight_file)
-    # the options' sizes against the file's shapes, before any variable
-    check_options_fit(options, weight_file,
-                      use_character_inputs=use_character_inputs)
-    backbone = BiLMBackbone.from_options(
-        options,
-        use_character_inputs=use_character_inputs,
-        n_tokens_vocab=n_tokens_vocab,
-        name=name,
-    )
-    load_bilm_tf_hdf5(backbone, weight_file, embedding_weight_file)
+    with open_weight_file(weight_file) as weights:  # read once
+        # the options' sizes against the file's shapes, before any variable
+        check_options_fit(options, weights,
+                          use_character_inputs=use_character_inputs)
+        backbone = BiLMBackbone.from_options(
+            options,
+            use_character_inputs=use_character_inputs,
+            n_tokens_vocab=n_tokens_vocab,
+            name=name,
+        )
+        load_bilm_tf_hdf5(backbone, weights, embedding_weight_file)
     set_precision(backbone, precision)
     return backbone

@@ -17,6 +17,8 @@ The public names:
   as :class:`ListedModel` rows.
 * :func:`registered_models` / :func:`registered_model` (:mod:`.registry`):
   the registry's :class:`RegisteredModel` rows.
+* :func:`check_before_download` (:mod:`.registry`): a registered model
+  refused, from its row, for a call it cannot serve.
 * :func:`default_cache_dir` (:mod:`.model_cache`).
 * the environment variables :data:`CACHE_ENV` (``BILM_KERAS_CACHE``) and
   :data:`MIRROR_ENV` (``BILM_KERAS_MODEL_MIRROR``).
@@ -29,6 +31,7 @@ from bilm_keras.pretrained.model_cache import CACHE_ENV, default_cache_dir
 from bilm_keras.pretrained.registry import (
     MIRROR_ENV,
     RegisteredModel,
+    check_before_download,
     registered_model,
     registered_models,
 )
@@ -45,6 +48,7 @@ __all__ = [
     "PretrainedModelError",
     "RegisteredModel",
     "ResolvedModel",
+    "check_before_download",
     "check_model_spec",
     "default_cache_dir",
     "list_models",

@@ -16,8 +16,7 @@ Six kinds of rows, by where the publisher keeps the files:
   ``config.json``, the dictionaries and the ``.pkl`` state dicts.
 * ``paddle-fluid``, PaddlePaddle's Chinese encyclopedia model: one archive
   holding a Fluid ``save_persistables`` checkpoint, word input. Its
-  vocabulary is published apart, and ``vocab_note`` says where and which
-  flag takes it.
+  vocabulary is published apart, and ``vocab_note`` says where.
 * ``bilm-tf-archive``, NLPL's ELMo zips and EMBEDDIA's tarballs: one
   archive holding an options JSON and a weights HDF5, whatever their names.
 * ``tfhub-tf1``, Google's ``google/elmo`` on Kaggle and DeepPavlov's
@@ -26,6 +25,10 @@ Six kinds of rows, by where the publisher keeps the files:
 * ``tf1-checkpoint``, DeepPavlov's LM-ready archives: one archive holding
   an options JSON and a bilm-tf TF1 training checkpoint, whose weights
   are dumped on first use.
+
+``ships_vocabulary`` says whether an archive holds the model's vocabulary
+where that is known before it is downloaded, so that a call that needs
+one is refused first (:func:`check_before_download`).
 
 Each row names its language, by name and ISO 639-1 code, else ISO 639-3.
 It names where the model comes from, the license and the paper to cite.
@@ -56,6 +59,9 @@ FORMATS = ("bilm-tf", "elmoformanylangs", "paddle-fluid", "bilm-tf-archive",
 
 REGISTRY_FILE = "registry.json"
 
+#: the formats whose files never hold a vocabulary
+NO_VOCABULARY_FORMATS = ("bilm-tf", "elmoformanylangs", "tfhub-tf1")
+
 #: what a model name looks like (it is also a cache folder's name)
 _NAME = re.compile(r"^[a-z][a-z0-9.-]*$")
 
@@ -85,8 +91,13 @@ class RegisteredModel:
         download_megabytes: what is downloaded, its files or archive, in
             MB of 10**6 bytes, where known, else None.
         vocab_note: for a word-input model whose vocabulary is not in its
-            archive, where to get it and which flag takes it, i.e. the
-            ``vocab_file`` it must be used with. Else None.
+            archive, where to get it: the ``vocab_file`` it must be used
+            with. Else None.
+        ships_vocabulary: whether the model's files hold its vocabulary,
+            the default ``vocab_file`` of token input. False for the
+            formats that hold none (``bilm-tf``, ``elmoformanylangs``,
+            ``tfhub-tf1``) and with a ``vocab_note``. None where it is
+            known only once the archive is read.
         note: what is not known about the model, or how its files
             differ from the others'. Else None.
         aliases: other names that ask for it, such as readable names for
@@ -115,6 +126,13 @@ class RegisteredModel:
     note: str | None = None
     aliases: tuple[str, ...] = ()
     alignment_url: str | None = None
+    ships_vocabulary: bool | None = None
+
+    @property
+    def takes_words(self) -> bool:
+        """Whether the model reads words, not characters: a Paddle Fluid
+        model (the baike model). Its vocabulary is its input."""
+        return self.format == "paddle-fluid"
 
     @property
     def urls(self) -> tuple[str, ...]:
@@ -168,6 +186,16 @@ def _check_row(row: dict, index: int, source: str) -> RegisteredModel:
             raise PretrainedModelError(
                 f"{where} ({model.name}): expected http(s) URLs, found "
                 f"{url!r}")
+    ships_none = (model.format in NO_VOCABULARY_FORMATS
+                  or model.vocab_note is not None)
+    if ships_none:
+        if model.ships_vocabulary:
+            raise PretrainedModelError(
+                f"{where} ({model.name}): field 'ships_vocabulary': "
+                f"expected false or absent (a {model.format} model"
+                f"{' with a vocab_note' if model.vocab_note else ''}), "
+                "found true")
+        model = dataclasses.replace(model, ships_vocabulary=False)
     return model
 
 
@@ -205,6 +233,48 @@ def registered_model(name: str) -> RegisteredModel | None:
     """The model registered as ``name`` or with ``name`` as an alias, or
     None."""
     return registered_models().get(name) or _by_alias().get(name)
+
+
+def check_before_download(spec: str | os.PathLike, *,
+                          vocab_given: bool, vocab_flag: str | None,
+                          token_input: bool = False,
+                          char_cnn: bool = False) -> None:
+    """Refuses a registered model that cannot work for a call, from its
+    registry row alone, before anything is downloaded.
+
+    Args:
+        spec: the SPEC as given. Only a registry name is checked: any
+            other SPEC's files say what they hold once resolved.
+        vocab_given: whether the call gives a vocabulary.
+        vocab_flag: what gives the call a vocabulary, e.g.
+            ``"--vocab_file"`` or ``"vocab_file="``. None where the call
+            takes none (``serve``).
+        token_input: whether the call reads token ids, which need a
+            vocabulary whatever the model reads.
+        char_cnn: whether the call needs the model's char-CNN
+            (``dump-tokens``).
+
+    Raises:
+        PretrainedModelError: one line naming the model, the part it
+            lacks and the flag that supplies it.
+    """
+    row = registered_model(os.fspath(spec))
+    if row is None:
+        return
+    if char_cnn and row.takes_words:
+        raise PretrainedModelError(
+            f"{spec}: the model takes words: it has no char-CNN to embed "
+            "tokens with (use a model of character input)")
+    needs = ("its word input" if row.takes_words
+             else "token input" if token_input else None)
+    if needs is None or vocab_given or row.ships_vocabulary is not False:
+        return
+    where = f" ({row.vocab_note})" if row.vocab_note else ""
+    supply = (f"pass it with {vocab_flag}" if vocab_flag is not None
+              else "give a model folder holding it as vocab*.txt")
+    raise PretrainedModelError(
+        f"{spec}: no vocabulary: the model ships none, and {needs} needs "
+        f"one: {supply}{where}")
 
 
 def mirror_from_environment() -> str | None:

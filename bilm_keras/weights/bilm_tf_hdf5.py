@@ -25,6 +25,7 @@ renames it, so an interrupted save never leaves a half-written file.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
 from typing import Callable, List, Optional
@@ -260,18 +261,19 @@ def options_misfits(options: BiLMOptions,
     return misfits
 
 
-def check_options_fit(options: BiLMOptions, weight_file: str | os.PathLike,
+def check_options_fit(options: BiLMOptions,
+                      weight_file: str | os.PathLike | h5py.File,
                       *, use_character_inputs: bool = True) -> None:
     """Refuses options that ask for more than ``weight_file`` holds, before
-    anything is built, see :func:`options_misfits`.
+    anything is built, see :func:`options_misfits`. An open file, from
+    :func:`open_weight_file`, is read as it is and left open.
 
     Raises:
         WeightFileError: the file is missing or not HDF5, or the options
             ask for a dataset it lacks or a size beyond its shape. The
             message names the dataset, both shapes and the option.
     """
-    name = os.fspath(weight_file)
-    with _open_hdf5(name) as fin:
+    with _reading(weight_file) as (name, fin):
         def shape_of(path):
             found = _dataset(fin, path)
             return None if found is None else found.shape
@@ -281,6 +283,28 @@ def check_options_fit(options: BiLMOptions, weight_file: str | os.PathLike,
     if misfits:
         raise WeightFileError(f"{name}: " + problem_list(
             [m.hdf5_problem() for m in misfits]))
+
+
+def open_weight_file(weight_file: str | os.PathLike) -> h5py.File:
+    """``weight_file`` open for reading, so that checking it against the
+    options and loading it read one handle (the caller closes it).
+
+    Raises:
+        WeightFileError: the file is missing or not HDF5.
+    """
+    return _open_hdf5(os.fspath(weight_file))
+
+
+@contextlib.contextmanager
+def _reading(weight_file: str | os.PathLike | h5py.File):
+    """``(name, handle)``: an open file as it is, left open for its owner,
+    or a path opened here and closed on leaving."""
+    if isinstance(weight_file, h5py.File):
+        yield weight_file.filename, weight_file
+        return
+    name = os.fspath(weight_file)
+    with _open_hdf5(name) as fin:
+        yield name, fin
 
 
 def _open_hdf5(name: str) -> h5py.File:
@@ -422,7 +446,7 @@ def _datasets(fin: h5py.File) -> List[str]:
 
 def load_bilm_tf_hdf5(
     backbone: Backbone,
-    weight_file: str | os.PathLike,
+    weight_file: str | os.PathLike | h5py.File,
     embedding_weight_file: Optional[str | os.PathLike] = None,
     *,
     strict: bool = False,
@@ -434,7 +458,8 @@ def load_bilm_tf_hdf5(
             built or not. An unbuilt one is built with zeros as
             placeholders, without random initialisers, for less time and
             memory. After a failed load it holds zeros.
-        weight_file: ``lm_weights.hdf5`` in bilm-tf's layout.
+        weight_file: ``lm_weights.hdf5`` in bilm-tf's layout, or the file
+            open (:func:`open_weight_file`), read and left open.
         embedding_weight_file: for token input, the file with the
             ``embedding`` dataset, from :func:`dump_token_embeddings`.
             Default: ``weight_file``.
@@ -455,13 +480,13 @@ def load_bilm_tf_hdf5(
         with placeholder_weights():
             backbone.build_all()
     rows = weight_table(backbone)
-    files = {"weights": os.fspath(weight_file)}
+    given = {"weights": weight_file}
     if embedding_weight_file is not None:
-        files["embedding"] = os.fspath(embedding_weight_file)
-    handles = {}
-    try:
-        for key, name in files.items():
-            handles[key] = _open_hdf5(name)
+        given["embedding"] = embedding_weight_file
+    files, handles = {}, {}
+    with contextlib.ExitStack() as opened:
+        for key, path in given.items():
+            files[key], handles[key] = opened.enter_context(_reading(path))
         keys = [
             "embedding"
             if row.hdf5_path == TOKEN_EMBEDDING and "embedding" in handles
@@ -492,9 +517,6 @@ def load_bilm_tf_hdf5(
                 raise WeightFileError(
                     f"{files[key]}: dataset '{row.hdf5_path}' cannot be read "
                     f"({text[0] if text else type(e).__name__})") from None
-    finally:
-        for h in handles.values():
-            h.close()
 
 
 def save_bilm_tf_hdf5(

@@ -260,19 +260,67 @@ def test_a_bad_model_is_one_line_and_leaves_nothing(
     assert {p.split("/")[0] for p in _tree(tmp_path)} <= {"out", "cache"}
 
 
-def test_a_model_without_its_vocabulary_is_refused_before_a_download(
-        mirrored, cache_dir, sentences, tmp_path, capsys):
-    # paddle-baike-zh takes words and its archive holds no vocabulary
-    outfile = tmp_path / "baike.hdf5"
-    assert _main(["embed", "--model", "paddle-baike-zh", "--dataset_file",
-                  sentences, "--outfile", outfile]) == cli.EXIT_BAD_INPUT
+#: a registered model each command cannot use with these flags, and what
+#: the one line says: the model, the part it lacks, the flag that gives it
+UNFIT = {
+    "embed, word input": (
+        ["embed", "--model", "paddle-baike-zh", "--dataset_file", "{in}",
+         "--outfile", "{out}/elmo.hdf5"],
+        "paddle-baike-zh: no vocabulary: the model ships none, and its "
+        "word input needs one: pass it with --vocab_file "
+        "(vocabulary_min5k.txt "),
+    "embed, token input": (
+        ["embed", "--model", "elmo-small", "--embedding_weight_file", "{in}",
+         "--dataset_file", "{in}", "--outfile", "{out}/elmo.hdf5"],
+        "elmo-small: no vocabulary: the model ships none, and token input "
+        "needs one: pass it with --vocab_file"),
+    "dump-tokens, no vocabulary": (
+        ["dump-tokens", "--model", "elmo-small", "--outfile",
+         "{out}/tokens.hdf5"],
+        "elmo-small: no vocabulary: the model ships none, and token input "
+        "needs one: pass it with --vocab_file"),
+    "dump-tokens, word input": (
+        ["dump-tokens", "--model", "paddle-baike-zh", "--vocab_file", "{in}",
+         "--outfile", "{out}/tokens.hdf5"],
+        "paddle-baike-zh: the model takes words: it has no char-CNN to "
+        "embed tokens with"),
+    "export-hub": (
+        ["export-hub", "--model", "paddle-baike-zh", "--outdir",
+         "{out}/hub"],
+        "paddle-baike-zh: no vocabulary: the model ships none, and its "
+        "word input needs one: pass it with --vocab_file "
+        "(vocabulary_min5k.txt "),
+    "serve": (
+        ["serve", "--model", "en=elmo-small", "--model",
+         "zh=paddle-baike-zh"],
+        "paddle-baike-zh: no vocabulary: the model ships none, and its "
+        "word input needs one: give a model folder holding it as "
+        "vocab*.txt (vocabulary_min5k.txt "),
+}
+
+
+@pytest.mark.parametrize("case", sorted(UNFIT))
+def test_a_model_unfit_for_the_command_is_refused_before_a_download(
+        mirrored, cache_dir, sentences, tmp_path, capsys, monkeypatch,
+        case):
+    # the registry's row says it: nothing is fetched, nothing is cached
+    template, says = UNFIT[case]
+    out = tmp_path / "out"
+    out.mkdir()
+    argv = [str(a).replace("{in}", str(sentences)).replace("{out}", str(out))
+            for a in template]
+
+    def ran(*args, **kwargs):
+        raise AssertionError("the command got past its checks")
+
+    monkeypatch.setattr(cli, "import_tensorflow", ran)
+    assert _main(argv) == cli.EXIT_BAD_INPUT
     [line] = capsys.readouterr().err.splitlines()
-    assert line.startswith(
-        "bilm-keras embed: error: --vocab_file: paddle-baike-zh: "), line
-    assert "vocabulary_min5k.txt" in line, line
+    command = argv[0]
+    assert line.startswith(f"bilm-keras {command}: error: {says}"), line
     assert sum(mirrored.requests.values()) == 0
-    assert cache_contents(cache_dir) == {"models": [], "tmp": []}
-    assert not outfile.exists()
+    assert not cache_dir.exists()
+    assert _tree(out) == []
 
 
 def test_the_next_good_download_works(mirrored, cache_dir, sentences,
@@ -288,19 +336,6 @@ def test_the_next_good_download_works(mirrored, cache_dir, sentences,
     assert cache_contents(cache_dir) == {"models": ["elmo-small"],
                                          "tmp": []}
     assert mirrored.requests[ELMO_SMALL_WEIGHTS] == 2
-
-
-def test_a_registered_model_ships_no_vocabulary(mirrored, cache_dir,
-                                                tmp_path, capsys):
-    # said before any download
-    code = _main(["dump-tokens", "--model", "elmo-small", "--outfile",
-                  tmp_path / "tokens.hdf5"])
-    assert code == 1
-    assert capsys.readouterr().err.splitlines() == [
-        "bilm-keras dump-tokens: error: --vocab_file: required: the model "
-        "elmo-small ships no vocabulary"]
-    assert sum(mirrored.requests.values()) == 0
-    assert not cache_dir.exists()
 
 
 def test_a_model_directory_without_vocabulary_needs_vocab_file(

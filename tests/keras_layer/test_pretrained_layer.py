@@ -15,6 +15,7 @@ from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions
 from bilm_keras.save_dirs.our_run import model_checkpoint
+from bilm_keras.weights import bilm_tf_hdf5
 from bilm_keras.weights.bilm_tf_hdf5 import (
     load_bilm_tf_hdf5,
     save_bilm_tf_hdf5,
@@ -27,15 +28,19 @@ def test_one_bilm_built_and_loaded_in_place(model_dir, monkeypatch):
     loads = []
 
     def load(backbone, weight_file, *args, **kwargs):
-        loads.append((backbone, str(weight_file)))
+        loads.append((backbone, weight_file.filename))
         return load_bilm_tf_hdf5(backbone, weight_file, *args, **kwargs)
 
     monkeypatch.setattr(pretrained_layer, "load_bilm_tf_hdf5", load)
     parsed = counted_calls(monkeypatch, BiLMOptions, "from_json")
+    opened = counted_calls(monkeypatch, bilm_tf_hdf5, "_open_hdf5")
     layer = ELMoEmbedding.from_pretrained(model_dir)
     assert len(built) == 1  # the layer's own: no facade, no copy
     assert parsed == [str(model_dir / "options.json")]  # by resolve_model
-    assert loads == [(layer.bilm, str(model_dir / "lm_weights.hdf5"))]
+    weights = str(model_dir / "lm_weights.hdf5")
+    # one handle, for the options' fit and the load
+    assert opened == [weights]
+    assert loads == [(layer.bilm, weights)]
     # the file's token char embedding, padding row first, in the layer
     table = hdf5_datasets(model_dir / "lm_weights.hdf5")["char_embed"]
     embedding = next(w for w in layer.bilm.weights

@@ -7,6 +7,8 @@ by-path converted one does. Token input takes the model's vocabulary."""
 # ruff: noqa: F811  (the fixtures imported from model_server are test
 # arguments)
 
+import re
+
 import numpy as np
 import pytest
 from model_server import (  # noqa: F401 (fixtures)
@@ -20,10 +22,17 @@ from model_server import (  # noqa: F401 (fixtures)
     served_files,
 )
 
-from helpers import load_reference_embeddings
+from helpers import counted_calls, load_reference_embeddings
 
-from bilm_keras import BidirectionalLanguageModel, list_models, resolve_model
+from bilm_keras import (
+    BidirectionalLanguageModel,
+    ELMoEmbedding,
+    list_models,
+    resolve_model,
+)
+from bilm_keras.options import BiLMOptions
 from bilm_keras.pretrained import PretrainedModelError
+from bilm_keras.weights import bilm_tf_hdf5
 
 #: ELMoForManyLangs' fixture: upstream's numbers, to this tolerance
 MANYLANGS_ATOL = 1e-5
@@ -117,12 +126,41 @@ def test_token_input_uses_the_models_vocabulary(model_server, cache_dir,
 
 def test_token_input_without_a_vocabulary_fails_before_a_download(
         mirrored, cache_dir):
-    with pytest.raises(ValueError, match="vocab_file: token input needs a "
-                                         "vocabulary, and elmo-small ships "
-                                         "none"):
+    with pytest.raises(ValueError, match="^elmo-small: no vocabulary: the "
+                                         "model ships none, and token input "
+                                         "needs one: pass it with "
+                                         "vocab_file=$"):
         BidirectionalLanguageModel.from_pretrained(
             "elmo-small", use_character_inputs=False)
     assert sum(mirrored.requests.values()) == 0
+    assert not cache_dir.exists()
+
+
+def test_a_model_folder_is_read_once(model_dir, monkeypatch):
+    # the options as resolve_model parsed them, the weights from one handle
+    parsed = counted_calls(monkeypatch, BiLMOptions, "from_json")
+    opened = counted_calls(monkeypatch, bilm_tf_hdf5, "_open_hdf5")
+    bilm = BidirectionalLanguageModel.from_pretrained(model_dir)
+    assert parsed == [str(model_dir / "options.json")]
+    assert opened == [str(model_dir / "lm_weights.hdf5")]
+    assert bilm.options == bilm.pretrained.options
+
+
+@pytest.mark.parametrize("load", [BidirectionalLanguageModel.from_pretrained,
+                                  ELMoEmbedding.from_pretrained])
+def test_a_damaged_run_gives_the_detections_own_error(tmp_path, cache_dir,
+                                                      load):
+    # not "expected a model ... found none" from reading it as published
+    save_dir = tmp_path / "run"
+    save_dir.mkdir()
+    for name in ("model-1.index", "model-1.data-00000-of-00001"):
+        (save_dir / name).write_bytes(b"damaged")
+    with pytest.raises(ValueError,
+                       match=rf"^{re.escape(str(save_dir))}: no "
+                             r"checkpoint reads whole \(model-1\.index: "
+                             r"unreadable"):
+        load(save_dir)
+    assert len(list(save_dir.iterdir())) == 2
     assert not cache_dir.exists()
 
 

@@ -19,7 +19,13 @@ from model_server import (  # noqa: F401 (fixtures)
     served_files,
 )
 
-from bilm_keras import BidirectionalLanguageModel, cli, resolve_model
+from bilm_keras import (
+    BidirectionalLanguageModel,
+    ELMoEmbedding,
+    ELMoPreprocessor,
+    cli,
+    resolve_model,
+)
 from bilm_keras.pretrained import PretrainedModelError, registered_model
 from bilm_keras.pretrained.resolution import PDPARAMS, check_model_spec
 
@@ -53,7 +59,7 @@ def test_the_registry_row():
     assert row.archive_url == ("https://dureader.gz.bcebos.com/elmo/"
                                "baike_elmo_checkpoint.tar.gz")
     assert "vocabulary_min5k.txt" in row.vocab_note
-    assert "--vocab_file" in row.vocab_note
+    assert row.takes_words and row.ships_vocabulary is False
 
 
 @pytest.mark.slow  # over a second: the full suite's, not the quick tier's
@@ -74,15 +80,24 @@ def test_by_name_through_the_mirror(mirrored, cache_dir,
     assert cache_contents(cache_dir)["models"] == ["paddle-baike-zh"]
 
 
+@pytest.mark.parametrize("load,flag", [
+    (BidirectionalLanguageModel.from_pretrained, "pass it with vocab_file="),
+    (ELMoEmbedding.from_pretrained, "pass it with vocab_file="),
+    # it takes no vocabulary: a folder holding one
+    (ELMoPreprocessor.from_preset,
+     r"give a model folder holding it as vocab\*\.txt"),
+])
 def test_without_a_vocabulary_one_line_before_a_download(mirrored,
-                                                         cache_dir):
+                                                         cache_dir, load,
+                                                         flag):
+    # the registry's row says it: nothing is fetched, nothing is cached
     with pytest.raises(ValueError,
-                       match=r"^vocab_file: paddle-baike-zh: the model takes "
-                             r"words: pass its vocabulary, "
-                             r"vocabulary_min5k\.txt .* as --vocab_file / "
-                             r"vocab_file=$"):
-        BidirectionalLanguageModel.from_pretrained("paddle-baike-zh")
+                       match=r"^paddle-baike-zh: no vocabulary: the model "
+                             r"ships none, and its word input needs one: "
+                             rf"{flag} \(vocabulary_min5k\.txt .*\)$"):
+        load("paddle-baike-zh")
     assert sum(mirrored.requests.values()) == 0
+    assert not cache_dir.exists()
 
 
 @pytest.mark.slow  # over a second: the full suite's, not the quick tier's

@@ -8,10 +8,11 @@ import pytest
 
 from bilm_keras.pretrained import (
     PretrainedModelError,
+    check_before_download,
     registered_model,
     registered_models,
 )
-from bilm_keras.pretrained.registry import mirrored_url
+from bilm_keras.pretrained.registry import _check_row, mirrored_url
 
 ALLEN = "https://allennlp.s3.amazonaws.com/models/elmo/"
 
@@ -202,3 +203,56 @@ def test_the_bilm_tf_families_have_their_publishers_urls():
     for name in ("nlpl-199", "nlpl-209", "nlpl-210", "embeddia-sl",
                  "xling-de", "deeppavlov-ru-wiki-lm"):
         assert "not known" in models[name].note, name
+
+
+def test_which_rows_ship_a_vocabulary():
+    ships = {name: model.ships_vocabulary
+             for name, model in registered_models().items()}
+    # as their publishers list the archives' files
+    assert {name for name, value in ships.items() if value} == {
+        "german-tsystems", "deeppavlov-ru-news-lm",
+        "deeppavlov-ru-twitter-lm", "deeppavlov-ru-wiki-lm"}
+    assert ships["elmo-small"] is ships["manylangs-zh"] is False
+    assert ships["tfhub-elmo-3"] is ships["paddle-baike-zh"] is False
+    assert ships["embeddia-sl"] is False
+    assert ships["nlpl-210"] is None  # known once the zip is read
+
+
+@pytest.mark.parametrize("spec,call,says", [
+    ("elmo-small", dict(token_input=True),
+     "elmo-small: no vocabulary: the model ships none, and token input "
+     "needs one: pass it with --vocab_file"),
+    ("paddle-baike-zh", {},
+     "paddle-baike-zh: no vocabulary: the model ships none, and its word "
+     "input needs one: pass it with --vocab_file (vocabulary_min5k.txt "),
+    ("paddle-baike-zh", dict(vocab_given=True, char_cnn=True),
+     "paddle-baike-zh: the model takes words: it has no char-CNN"),
+])
+def test_a_call_the_row_says_cannot_work_is_refused(spec, call, says):
+    kwargs = dict(vocab_given=False, vocab_flag="--vocab_file") | call
+    with pytest.raises(PretrainedModelError, match="^" + re.escape(says)):
+        check_before_download(spec, **kwargs)
+
+
+@pytest.mark.parametrize("spec,call", [
+    ("german-tsystems", dict(token_input=True)),  # its vocab-train.txt
+    ("nlpl-210", dict(token_input=True)),  # not known: its zip says
+    ("elmo-small", dict(token_input=True, vocab_given=True)),
+    ("elmo-small", dict(char_cnn=True, token_input=True, vocab_given=True)),
+    ("manylangs-zh", {}),
+    ("paddle-baike-zh", dict(vocab_given=True)),
+    ("no/such/folder", dict(token_input=True, char_cnn=True)),
+])
+def test_a_call_that_may_work_passes(spec, call):
+    kwargs = dict(vocab_given=False, vocab_flag="--vocab_file") | call
+    check_before_download(spec, **kwargs)
+
+
+def test_a_row_cannot_ship_what_its_format_holds_not():
+    row = {**dict(vars(registered_model("elmo-small"))), "aliases": [],
+           "ships_vocabulary": True}
+    with pytest.raises(PretrainedModelError,
+                       match=r"models\[3\] \(elmo-small\): field "
+                             r"'ships_vocabulary': expected false or absent "
+                             r"\(a bilm-tf model\), found true"):
+        _check_row(row, 3, "registry.json")
