@@ -10,7 +10,7 @@ Both take their settings as one
 2. The model and its Adagrad, from :mod:`.model_setup`. It is new,
    adapted from a published biLM with ``init_weights`` or
    ``init_checkpoint``, or to be restored from ours or bilm-tf's
-   :mod:`.bilm_tf_save_dir`.
+   :mod:`.bilm_tf_restart`.
 3. The checkpoint, from :mod:`.checkpoints`. It is restored when
    resuming, and a new run is refused in a ``save_dir`` that has one. The
    resolved ``options.json`` and ``training_data.json`` go beside it.
@@ -60,7 +60,7 @@ from bilm_keras.training.adaptation import (
     init_softmax_from_checkpoint,
     softmax_variables,
 )
-from bilm_keras.training.bilm_tf_save_dir import (
+from bilm_keras.training.bilm_tf_restart import (
     bilm_tf_run_options,
     restore_bilm_tf_run,
     set_aside_bilm_tf_state_file,
@@ -168,13 +168,13 @@ def restart(run: TrainingRun) -> dict:
     ``save_dir`` may be bilm-tf's, told from its checkpoint's variable
     names. The run then continues from its weights, softmax, Adagrad
     accumulators and step, see :func:`~bilm_keras.training.
-    bilm_tf_save_dir.restore_bilm_tf_run`. It runs on a new data stream,
+    bilm_tf_restart.restore_bilm_tf_run`. It runs on a new data stream,
     since bilm-tf saved no position. Its options are as bilm-tf wrote
     them, ``n_train_tokens`` included, which ``n_train_tokens`` overrides,
     also with ``n_epochs``. Its LSTM states are carried across sentences
     as bilm-tf trained, unless its ``options.json`` says
     ``reset_states_at_sentence_start``, see
-    :func:`~bilm_keras.training.bilm_tf_save_dir.bilm_tf_run_options`.
+    :func:`~bilm_keras.training.bilm_tf_restart.bilm_tf_run_options`.
     Our checkpoints go beside bilm-tf's, and its ``checkpoint`` state file
     is kept as ``checkpoint.bilm-tf``. A damaged newest checkpoint, ours
     or bilm-tf's, is named in one line and the newest that reads whole is

@@ -260,7 +260,7 @@ def softmax_entry(name: str, variable) -> Tuple[CheckpointVariable, tuple]:
 def assign_bilm_tf_checkpoint(checkpoint: BilmTFCheckpoint) -> None:
     """Assigns every variable its value from the checkpoint, one at a
     time (a run's accumulators and step: :func:`bilm_keras.training.
-    bilm_tf_save_dir.restore_bilm_tf_run`)."""
+    bilm_tf_restart.restore_bilm_tf_run`)."""
     for entry, value in checkpoint.iter_weights():
         entry.variable.assign(value)
 

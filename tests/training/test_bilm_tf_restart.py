@@ -27,7 +27,7 @@ from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.adaptation import shared_words
-from bilm_keras.training.bilm_tf_save_dir import (
+from bilm_keras.training.bilm_tf_restart import (
     BILM_TF_STATE_FILE,
     bilm_tf_run_options,
     restore_bilm_tf_run,
