@@ -8,7 +8,6 @@ computed by the module under tensorflow-hub 0.15)."""
 import pathlib
 import tarfile
 
-import h5py
 import numpy as np
 import pytest
 
@@ -18,7 +17,7 @@ from bilm_keras.pretrained.archives import extracted_model
 from bilm_keras.weights.model_detection import TFHUB_TF1, find_model
 from bilm_keras.weights.tfhub_conversion import convert_tfhub
 from bilm_keras.weights.tfhub_module import TFHubModuleError
-from helpers import load_reference_embeddings
+from helpers import hdf5_datasets, load_reference_embeddings
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 MODULES = FIXTURES / "tfhub_modules"
@@ -55,14 +54,6 @@ def _convert_tarball(tarball, outdir) -> dict:
         return convert_tfhub(module, outdir)
 
 
-def _weights(path) -> dict:
-    out = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda name, obj: out.__setitem__(name, obj[...])
-                     if isinstance(obj, h5py.Dataset) else None)
-    return out
-
-
 def test_a_module_folder_is_found_as_one(tmp_path):
     assert find_model(str(MODULES / "google")).family == TFHUB_TF1
 
@@ -71,7 +62,8 @@ def test_a_tarball_converts_as_its_folder(tmp_path):
     tarball = _tarball(MODULES / "deeppavlov", tmp_path / "dp.tar.gz")
     from_tar = _convert_tarball(tarball, tmp_path / "a")
     from_dir = convert_tfhub(MODULES / "deeppavlov", tmp_path / "b")
-    a, b = _weights(from_tar["weight_file"]), _weights(from_dir["weight_file"])
+    a = hdf5_datasets(from_tar["weight_file"])
+    b = hdf5_datasets(from_dir["weight_file"])
     assert sorted(a) == sorted(b)
     for key in a:
         np.testing.assert_array_equal(a[key], b[key])
