@@ -195,6 +195,7 @@ def restart(run: TrainingRun) -> dict:
             "--save_dir?"
         )
     options = BiLMOptions.from_json(options_file)
+    _refuse_adaptation(run)
     # the checkpoint the run continues, found once: the newest that reads
     # whole (a damaged newer one is named when it is opened)
     found = locate_checkpoint(run.save_dir)
@@ -242,7 +243,7 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
             to ``n_epochs`` epochs from step 0.
     """
     resume = resumed is not None
-    bilm_tf_init = _check_adaptation(run, resuming=resume)
+    bilm_tf_init = _check_adaptation(run)
     _configure_threads(run)  # before any op: TensorFlow fixes them then
     strategy = make_strategy(n_gpus=run.n_gpus, devices=run.devices)
 
@@ -281,21 +282,25 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
 
 
 # ------------------------------------------------- 1. options and corpus
-def _check_adaptation(run: TrainingRun, *,
-                      resuming: bool) -> Optional[SaveDirCheckpoint]:
+def _refuse_adaptation(run: TrainingRun) -> None:
+    """A restart continues its checkpoint's weights: ``init_weights`` and
+    ``init_checkpoint`` are refused before the checkpoint is looked for."""
+    if run.adapts:
+        flag = ("--init_weights" if run.init_weights is not None
+                else "--init_checkpoint")
+        raise CheckpointError(
+            f"{flag} starts a new run; a checkpoint continues with "
+            f"its own weights (restart.py, without {flag})"
+        )
+
+
+def _check_adaptation(run: TrainingRun) -> Optional[SaveDirCheckpoint]:
     """``init_weights`` or ``init_checkpoint``, checked before any corpus
     pass (their settings were checked by :class:`TrainingRun`). Returns
     the bilm-tf checkpoint ``init_checkpoint`` names, as detection found
     it once (None: none, or a Paddle checkpoint)."""
     if not run.adapts:
         return None
-    flag = ("--init_weights" if run.init_weights is not None
-            else "--init_checkpoint")
-    if resuming:
-        raise CheckpointError(
-            f"{flag} starts a new run; a checkpoint continues with "
-            f"its own weights (restart.py, without {flag})"
-        )
     if run.init_weights is not None:
         check_weight_file(run.init_weights)
         return None
