@@ -212,8 +212,12 @@ def _tfhub_module(inputs, out):
 
 def _tf1_checkpoint(inputs, out):
     from bilm_keras.save_dirs.bilm_tf_run import dump_bilm_tf_checkpoint
+    from bilm_keras.weights.model_detection import locate_checkpoint
 
-    dump_bilm_tf_checkpoint(inputs, os.path.join(out, "lm_weights.hdf5"))
+    found = locate_checkpoint(inputs)
+    found.require_latest(inputs)
+    dump_bilm_tf_checkpoint(inputs, found,
+                            os.path.join(out, "lm_weights.hdf5"))
 
 
 # ------------------------------------------------------------- the targets

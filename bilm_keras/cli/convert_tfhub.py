@@ -2,6 +2,9 @@
 ``google/elmo``, DeepPavlov's) as a bilm_keras model (options.json,
 bilm-tf HDF5 weights and the module's learned mix)."""
 
+import contextlib
+import os
+
 from bilm_keras.cli._common import add_outdir_arguments, check_file
 
 NAME = "convert-tfhub"
@@ -48,11 +51,22 @@ def check(args) -> None:
 
 
 def run(args) -> dict:
-    from bilm_keras.pretrained.tfhub_conversion import convert_tfhub
+    from bilm_keras._utils.atomic_files import check_output_directory
+    from bilm_keras.weights.tfhub_conversion import convert_tfhub
 
-    result = convert_tfhub(args.module, args.outdir,
-                           options_file=args.options_file,
-                           overwrite=args.overwrite)
+    module = args.module
+    with contextlib.ExitStack() as stack:
+        if os.path.isfile(module):  # a tarball, as tfhub.dev serves one
+            from bilm_keras.pretrained.archives import extracted_model
+            from bilm_keras.weights.model_detection import TFHUB_TF1
+
+            # the output is refused before the archive is unpacked
+            check_output_directory(args.outdir, args.overwrite)
+            module = stack.enter_context(
+                extracted_model(module, family=TFHUB_TF1))
+        result = convert_tfhub(module, args.outdir,
+                               options_file=args.options_file,
+                               overwrite=args.overwrite)
     written = [result["options_file"], result["weight_file"]]
     if result["mix_file"]:
         written.append(result["mix_file"])

@@ -30,6 +30,7 @@ from bilm_keras.pretrained import check_before_download, resolve_model
 from bilm_keras.pretrained.hf_hub import preset_folder
 from bilm_keras.save_dirs.bilm_tf_run import (
     check_options_fit as check_checkpoint_fit,
+    load_bilm_tf_backbone,
 )
 from bilm_keras.save_dirs.our_run import load_run_backbone
 from bilm_keras.save_dirs.weight_dump import prediction_options
@@ -38,10 +39,6 @@ from bilm_keras.weights.bilm_tf_hdf5 import (
     check_options_fit,
     load_bilm_tf_hdf5,
     open_weight_file,
-)
-from bilm_keras.weights.bilm_tf_checkpoint import (
-    assign_bilm_tf_checkpoint,
-    read_bilm_tf_checkpoint,
 )
 from bilm_keras.weights.checkpoint_files import list_checkpoints
 from bilm_keras.weights.learned_mix import mix_beside
@@ -141,9 +138,7 @@ def _run_layer(cls, run: DetectedModel, layer_kwargs: dict, *, vocab_file,
         check_checkpoint_fit(trained, options_file, found)
     layer = _placeholder_layer(cls, options, assets, aligned, layer_kwargs)
     if run.family == TF1_CHECKPOINT:
-        assign_bilm_tf_checkpoint(read_bilm_tf_checkpoint(
-            run.model_dir, layer.bilm, options_file=options_file,
-            located=found))
+        load_bilm_tf_backbone(found, layer.bilm, options_label=options_file)
     else:
         load_run_backbone(layer.bilm, found, options_file)
     return layer

@@ -1,5 +1,7 @@
-"""Published ELMo models by name: the registry, download, cache, safe
-archive reading and conversion, all without TensorFlow.
+"""Published ELMo models by name: the registry, download, cache and safe
+archive reading, all without TensorFlow. A model of a foreign family is
+converted once into the cache by the converters of
+:mod:`bilm_keras.weights`.
 
 ::
 

@@ -16,19 +16,25 @@ the bound is written. That is a bomb, not a model: released weights
 compress by a few percent, a vocabulary three or four times.
 
 Extraction goes into a folder the caller creates under the cache's
-``tmp/``. The caller renames what it builds from it into place.
+``tmp/``. The caller renames what it builds from it into place. A command
+that converts an archive without caching it, such as ``convert-tfhub``,
+reads it through :func:`extracted_model`, a temporary folder.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
 import tarfile
+import tempfile
 import zipfile
 import zlib
+from typing import Iterator
 
 from bilm_keras.pretrained.errors import PretrainedModelError
+from bilm_keras.weights.model_detection import ModelDetectionError, find_model
 
 #: the archive names accepted (the contents decide: a zip, or a tar)
 ARCHIVE_SUFFIXES = (".zip", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2",
@@ -199,3 +205,41 @@ def extract_archive(archive: str, outdir: str, *,
         raise PretrainedModelError(
             f"{label}: cannot read the archive ({type(e).__name__}: {e})"
         ) from None
+
+
+@contextlib.contextmanager
+def extracted_model(archive: str | os.PathLike, *,
+                    family: str) -> Iterator[str]:
+    """The folder of the one model in ``archive``, extracted into a
+    temporary folder that is removed afterwards.
+
+    A ``ValueError`` raised inside the ``with`` block is raised again, of
+    its type, naming the archive instead of the temporary folder.
+
+    Args:
+        archive: the archive file.
+        family: the family the model must be, e.g.
+            :data:`~bilm_keras.weights.model_detection.TFHUB_TF1`.
+
+    Raises:
+        PretrainedModelError: as :func:`extract_archive` says, no model in
+            the archive or more than one, or one of another family.
+    """
+    label = os.fspath(archive)
+    with tempfile.TemporaryDirectory(prefix="bilm_archive.") as tmp:
+        extract_archive(label, tmp, label=label)
+        try:
+            model = find_model(tmp, label=label)
+        except ModelDetectionError as e:
+            raise PretrainedModelError(str(e)) from None
+        if model.family != family:
+            raise PretrainedModelError(
+                f"{label}: expected a {family} model, found a "
+                f"{model.family} model (pass it to from_pretrained or "
+                "`bilm-keras embed` as it is)")
+        try:
+            yield model.model_dir
+        except ValueError as e:
+            shown = (str(e).replace(tmp + ": ", "")
+                     .replace(tmp + os.sep, "").replace(tmp, "."))
+            raise type(e)(f"{label}: {shown}") from None

@@ -9,7 +9,8 @@ save_dir of ours as ``dump-weights`` writes it.
   branches on it (:func:`load_save_dir_model`).
 * :mod:`.our_run`: our training's checkpoint, its weights restored
   (:func:`load_trained_model`).
-* :mod:`.bilm_tf_run`: bilm-tf's, read or dumped as bilm-tf dumped it.
+* :mod:`.bilm_tf_run`: bilm-tf's, read whole, its backbone or its
+  softmax alone for a new run, or dumped as bilm-tf dumped it.
 * :mod:`.paddle_run`: a Paddle checkpoint, Fluid's or PaddleNLP's.
 * :mod:`.weight_dump`: ``dump-weights`` (:func:`dump_weights`), and
   :mod:`.options_file`, the ``options.json`` it writes beside.

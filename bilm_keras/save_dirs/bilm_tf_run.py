@@ -1,11 +1,15 @@
-"""A save_dir that bilm-tf's ``train()`` wrote, read: its newest whole
-checkpoint as our :class:`LanguageModel`, softmax included, or written as
-bilm-tf's own ``dump_weights`` wrote it.
+"""A save_dir that bilm-tf's ``train()`` wrote, read: its checkpoint as
+our :class:`LanguageModel`, softmax included, as a backbone's weights or
+its softmax alone, or written as bilm-tf's own ``dump_weights`` wrote it.
 
 :mod:`bilm_keras.weights.bilm_tf_checkpoint` reads the checkpoint against
 a model. This module builds that model from the save_dir's
 ``options.json``, where bilm-tf's own options load as they are, after
 checking that the options ask for no more than the checkpoint holds.
+
+Every function takes the checkpoint as
+:func:`~bilm_keras.weights.model_detection.detect_model` found it, once,
+for the command: the newest that reads whole, or the one the user named.
 """
 
 from __future__ import annotations
@@ -13,12 +17,15 @@ from __future__ import annotations
 import os
 from typing import Optional
 
+import numpy as np
+
 from bilm_keras._utils.problem_list import problem_list
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import OPTIONS_FILE, BiLMOptions
 from bilm_keras.weights.bilm_tf_checkpoint import (
+    BilmTFCheckpoint,
     assign_bilm_tf_checkpoint,
     read_bilm_tf_checkpoint,
     save_bilm_tf_dump,
@@ -33,17 +40,15 @@ from bilm_keras.weights.model_detection import (
     TF1_CHECKPOINT,
     CheckpointFileError,
     SaveDirCheckpoint,
-    locate_checkpoint,
 )
 
 
-def locate_bilm_tf(save_dir: str, located: Optional[SaveDirCheckpoint]):
-    found = located if located is not None else locate_checkpoint(save_dir)
+def require_bilm_tf(found: SaveDirCheckpoint) -> None:
+    """Refuses a checkpoint of ours, which the readers here cannot read."""
     if found.kind != TF1_CHECKPOINT:
         raise CheckpointFileError(
             f"{found.path}: a bilm_keras checkpoint, not bilm-tf's (read it "
             "with load_trained_model)")
-    return found
 
 
 def check_options_fit(options: BiLMOptions, options_file: str,
@@ -83,23 +88,21 @@ def require_softmax(found: SaveDirCheckpoint, shared: bool,
 
 
 def load_bilm_tf_language_model(
-        save_dir: str | os.PathLike, *, training: bool = False,
-        located: Optional[SaveDirCheckpoint] = None,
+        save_dir: str | os.PathLike, found: SaveDirCheckpoint, *,
+        training: bool = False,
         options: Optional[BiLMOptions] = None,
         purpose: str = ("perplexity needs the softmax (dump-weights and "
                         "export-hub read the LM without it)"),
         **model_kwargs) -> tuple:
-    """bilm-tf's latest checkpoint in ``save_dir`` as a
-    :class:`LanguageModel`, softmax included.
+    """A bilm-tf checkpoint of ``save_dir`` as a :class:`LanguageModel`,
+    softmax included.
 
     Args:
         save_dir: bilm-tf's save_dir (``options.json``, ``checkpoint``,
             ``model.ckpt-N.*``), from this machine or another.
+        found: the checkpoint to read, as detection found it.
         training: build the model with the options' dropout, for
             continuing the run. False builds it without, for evaluation.
-        located: the checkpoint to read. Default: the newest that reads
-            whole, :func:`~bilm_keras.weights.model_detection.
-            locate_checkpoint`.
         options: the options to build. Default: ``save_dir/options.json``
             as it is.
         purpose: what the softmax is needed for, said when it is missing.
@@ -120,25 +123,23 @@ def load_bilm_tf_language_model(
     options_file = os.path.join(save_dir, OPTIONS_FILE)
     if options is None:
         options = BiLMOptions.from_json(options_file)
-    found = locate_bilm_tf(save_dir, located)
+    require_bilm_tf(found)
     require_softmax(found, options.share_embedding_softmax, purpose)
     check_options_fit(options, options_file, found, softmax=True)
     lm = LanguageModel.from_options(options, training=training,
                                     **model_kwargs)
     with placeholder_weights():  # every variable is assigned below
         lm.build_all()
-    checkpoint = read_bilm_tf_checkpoint(save_dir, lm.backbone,
+    checkpoint = read_bilm_tf_checkpoint(found, lm.backbone,
                                          softmax=lm.softmax,
-                                         options_file=options_file,
-                                         located=found)
+                                         options_file=options_file)
     assign_bilm_tf_checkpoint(checkpoint)
     return options, lm, checkpoint
 
 
 def dump_bilm_tf_checkpoint(save_dir: str | os.PathLike,
-                            outfile: str | os.PathLike, *,
-                            located: Optional[SaveDirCheckpoint] = None
-                            ) -> dict:
+                            found: SaveDirCheckpoint,
+                            outfile: str | os.PathLike) -> dict:
     """Writes atomically the HDF5 file bilm-tf's
     ``dump_weights(save_dir, outfile)`` wrote.
 
@@ -146,9 +147,11 @@ def dump_bilm_tf_checkpoint(save_dir: str | os.PathLike,
     for checkpoints of either name generation.
 
     Args:
-        located: the checkpoint to dump. Default: the newest, which must
-            read whole. A damaged newest one is refused, naming the newest
-            that does.
+        found: the checkpoint to dump, as detection found it. A command
+            that dumps the newest refuses it first when newer damaged ones
+            were passed over
+            (:meth:`~bilm_keras.weights.model_detection.SaveDirCheckpoint.
+            require_latest`).
 
     Returns:
         dict: ``weight_file``, ``checkpoint`` (the prefix read),
@@ -158,17 +161,56 @@ def dump_bilm_tf_checkpoint(save_dir: str | os.PathLike,
     save_dir = os.fspath(save_dir)
     options_file = os.path.join(save_dir, OPTIONS_FILE)
     options = BiLMOptions.from_json(options_file)
-    if located is None:
-        located = locate_checkpoint(save_dir)
-        located.require_latest(save_dir)
-    found = locate_bilm_tf(save_dir, located)
+    require_bilm_tf(found)
     check_options_fit(options, options_file, found)
     backbone = BiLMBackbone.from_options(options, name="bilm")
     with placeholder_weights():  # only the table's shapes are needed
         backbone.build_all()
-    checkpoint = read_bilm_tf_checkpoint(save_dir, backbone,
-                                         options_file=options_file,
-                                         located=found)
+    checkpoint = read_bilm_tf_checkpoint(found, backbone,
+                                         options_file=options_file)
     save_bilm_tf_dump(checkpoint, outfile)
     return dict(weight_file=os.fspath(outfile), checkpoint=checkpoint.path,
                 generation=checkpoint.generation, options=options)
+
+
+def load_bilm_tf_backbone(found: SaveDirCheckpoint, backbone, *,
+                          options_label: str = "the options"
+                          ) -> BilmTFCheckpoint:
+    """Fills ``backbone`` from a bilm-tf checkpoint, without its softmax.
+
+    ``backbone`` is built, of options that fit the checkpoint.
+
+    Returns:
+        The :class:`BilmTFCheckpoint` read.
+
+    Raises:
+        CheckpointFileError: not bilm-tf's, or shapes that do not fit.
+            The message names ``options_label``.
+    """
+    require_bilm_tf(found)
+    checkpoint = read_bilm_tf_checkpoint(found, backbone,
+                                         options_file=options_label)
+    assign_bilm_tf_checkpoint(checkpoint)
+    return checkpoint
+
+
+def read_bilm_tf_softmax(found: SaveDirCheckpoint, *, purpose: str
+                         ) -> tuple:
+    """``(checkpoint prefix, W, b)``: the softmax of a bilm-tf checkpoint
+    as stored, float32 (``W`` None when it is the token table, which the
+    backbone holds).
+
+    Raises:
+        CheckpointFileError: not bilm-tf's, or no softmax (``purpose``
+            says what it was wanted for).
+    """
+    import tensorflow as tf
+
+    require_bilm_tf(found)
+    shared = SOFTMAX_W not in found.shapes and SOFTMAX_B in found.shapes
+    require_softmax(found, shared, purpose)
+    reader = tf.train.load_checkpoint(found.path)
+    W = None if shared else np.asarray(reader.get_tensor(SOFTMAX_W),
+                                       np.float32)
+    return found.path, W, np.asarray(reader.get_tensor(SOFTMAX_B),
+                                     np.float32)

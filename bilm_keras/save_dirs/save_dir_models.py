@@ -141,15 +141,14 @@ class _BilmTFRun(_Run):
         if vocab_file is not None:  # before the model: a wrong file fails
             vocab = load_vocab(vocab_file, options)
             check_vocab_fits(options, vocab, vocab_file, options_file)
-        _, lm, _ = load_bilm_tf_language_model(self.save_dir, located=found,
+        _, lm, _ = load_bilm_tf_language_model(self.save_dir, found,
                                                options=options)
         return options, lm, vocab, found
 
     def dump(self, outfile: str) -> tuple:
         found = self.model.run_checkpoint
         found.require_latest(self.save_dir)
-        written = dump_bilm_tf_checkpoint(self.save_dir, outfile,
-                                          located=found)
+        written = dump_bilm_tf_checkpoint(self.save_dir, found, outfile)
         return written["options"], found.path
 
 

@@ -17,8 +17,9 @@ The package's modules, by job:
 * :mod:`.carried_states`: the LSTM states a step hands the next.
 * :mod:`.lm_warmup`: the adapted run's softmax-only first steps.
 * :mod:`.preemption`: SIGTERM / SIGINT end a run with a checkpoint.
-* :mod:`.bilm_tf_save_dir`: a save_dir of bilm-tf's own training,
-  continued or the start of a new run.
+* :mod:`.bilm_tf_restart`: a save_dir of bilm-tf's own training,
+  continued by :func:`restart` (a new run starts from one through
+  :mod:`bilm_keras.save_dirs.bilm_tf_run`).
 * :mod:`.evaluation`: heldout perplexity.
 * :mod:`.stateful_evaluation`: bilm-tf's ``run_test.py`` perplexity.
 * :mod:`.adaptation`: continuing a published biLM on new text.

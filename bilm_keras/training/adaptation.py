@@ -62,7 +62,7 @@ import tensorflow as tf
 from bilm_keras.data.unigram import target_counts
 from bilm_keras.data.vocabulary import UNK_TOKEN, Vocabulary, VocabularyError
 from bilm_keras.models.language_model import LanguageModel
-from bilm_keras.training.bilm_tf_save_dir import read_bilm_tf_softmax
+from bilm_keras.save_dirs.bilm_tf_run import read_bilm_tf_softmax
 from bilm_keras.training.training_run import SOFTMAX_BIASES
 from bilm_keras.weights.bilm_tf_hdf5 import WeightFileError, load_bilm_tf_hdf5
 
@@ -216,18 +216,19 @@ def keep_softmax_rows(lm: LanguageModel, W: Optional[np.ndarray],
     softmax.b.assign(bias)
 
 
-def init_softmax_from_checkpoint(lm: LanguageModel, save_dir, *,
+def init_softmax_from_checkpoint(lm: LanguageModel, found, *,
                                  init_vocab_file, vocab: Vocabulary,
-                                 vocab_file, located=None) -> int:
-    """Keeps the softmax rows of the bilm-tf checkpoint in ``save_dir``
-    for the words ``vocab`` shares with the checkpoint's vocabulary.
+                                 vocab_file) -> int:
+    """Keeps the softmax rows of the bilm-tf checkpoint ``found`` for the
+    words ``vocab`` shares with the checkpoint's vocabulary.
 
     ``vocab`` is read from ``vocab_file``, the checkpoint's vocabulary
     from ``init_vocab_file``, and None keeps none. It runs after
     :func:`draw_softmax_weights` and :func:`init_softmax` made the new
     rows. It prints what it kept and returns the number of rows kept.
-    ``located`` is the checkpoint of ``save_dir`` the caller found, by
-    default the newest whole one.
+    ``found`` is a
+    :class:`~bilm_keras.weights.model_detection.SaveDirCheckpoint`, as
+    detection found it once for the run.
 
     Raises:
         VocabularyError: ``init_vocab_file`` is not the checkpoint's, as
@@ -242,8 +243,8 @@ def init_softmax_from_checkpoint(lm: LanguageModel, save_dir, *,
         return 0
     old_vocab = Vocabulary(init_vocab_file)
     path, W, b = read_bilm_tf_softmax(
-        save_dir, purpose="--init_vocab_file keeps its rows; without it the "
-                          "softmax is new", located=located)
+        found, purpose="--init_vocab_file keeps its rows; without it the "
+                       "softmax is new")
     if old_vocab.size != b.shape[0]:
         raise VocabularyError(
             f"{init_vocab_file}: {old_vocab.size} words, but the softmax of "

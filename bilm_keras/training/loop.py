@@ -10,7 +10,7 @@ Both take their settings as one
 2. The model and its Adagrad, from :mod:`.model_setup`. It is new,
    adapted from a published biLM with ``init_weights`` or
    ``init_checkpoint``, or to be restored from ours or bilm-tf's
-   :mod:`.bilm_tf_save_dir`.
+   :mod:`.bilm_tf_restart`.
 3. The checkpoint, from :mod:`.checkpoints`. It is restored when
    resuming, and a new run is refused in a ``save_dir`` that has one. The
    resolved ``options.json`` and ``training_data.json`` go beside it.
@@ -60,7 +60,7 @@ from bilm_keras.training.adaptation import (
     init_softmax_from_checkpoint,
     softmax_variables,
 )
-from bilm_keras.training.bilm_tf_save_dir import (
+from bilm_keras.training.bilm_tf_restart import (
     bilm_tf_run_options,
     restore_bilm_tf_run,
     set_aside_bilm_tf_state_file,
@@ -100,7 +100,6 @@ from bilm_keras.weights.checkpoint_files import list_checkpoints
 from bilm_keras.weights.model_detection import (
     OUR_RUN,
     TF1_CHECKPOINT,
-    CheckpointFileError,
     SaveDirCheckpoint,
     locate_checkpoint,
 )
@@ -169,13 +168,13 @@ def restart(run: TrainingRun) -> dict:
     ``save_dir`` may be bilm-tf's, told from its checkpoint's variable
     names. The run then continues from its weights, softmax, Adagrad
     accumulators and step, see :func:`~bilm_keras.training.
-    bilm_tf_save_dir.restore_bilm_tf_run`. It runs on a new data stream,
+    bilm_tf_restart.restore_bilm_tf_run`. It runs on a new data stream,
     since bilm-tf saved no position. Its options are as bilm-tf wrote
     them, ``n_train_tokens`` included, which ``n_train_tokens`` overrides,
     also with ``n_epochs``. Its LSTM states are carried across sentences
     as bilm-tf trained, unless its ``options.json`` says
     ``reset_states_at_sentence_start``, see
-    :func:`~bilm_keras.training.bilm_tf_save_dir.bilm_tf_run_options`.
+    :func:`~bilm_keras.training.bilm_tf_restart.bilm_tf_run_options`.
     Our checkpoints go beside bilm-tf's, and its ``checkpoint`` state file
     is kept as ``checkpoint.bilm-tf``. A damaged newest checkpoint, ours
     or bilm-tf's, is named in one line and the newest that reads whole is
@@ -196,14 +195,17 @@ def restart(run: TrainingRun) -> dict:
             "--save_dir?"
         )
     options = BiLMOptions.from_json(options_file)
-    found = _resumed_checkpoint(run.save_dir)
-    if found is not None and found.kind == TF1_CHECKPOINT:
+    _refuse_adaptation(run)
+    # the checkpoint the run continues, found once: the newest that reads
+    # whole (a damaged newer one is named when it is opened)
+    found = locate_checkpoint(run.save_dir)
+    if found.kind == TF1_CHECKPOINT:
         # bilm-tf's run goes on as it trained (:func:`bilm_tf_run_options`)
         # and with its epoch: its n_train_tokens, not a count of the corpus
         options = bilm_tf_run_options(run.save_dir)
         if run.n_train_tokens is None:
             run = run.replace(n_train_tokens=options.n_train_tokens)
-    return _run_training(options, run, resume=True, resumed=found,
+    return _run_training(options, run, resumed=found,
                          more_epochs=run.n_epochs is not None)
 
 
@@ -221,18 +223,7 @@ def _checked_run(run) -> TrainingRun:
     return run
 
 
-def _resumed_checkpoint(save_dir: str) -> Optional[SaveDirCheckpoint]:
-    """The checkpoint a restart of ``save_dir`` continues, located once,
-    its writer told. None means none reads, and :func:`_open_checkpoint`
-    says what is wrong after the checks that come first."""
-    try:
-        return locate_checkpoint(save_dir)
-    except CheckpointFileError:
-        return None
-
-
 def _run_training(options: BiLMOptions, run: TrainingRun, *,
-                  resume: bool = False,
                   resumed: Optional[SaveDirCheckpoint] = None,
                   more_epochs: bool = False) -> dict:
     """The run behind :func:`train` and :func:`restart`.
@@ -242,18 +233,17 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
     result is that of :func:`train`.
 
     Args:
-        resume: bool. Restore the latest checkpoint of ``save_dir``: the
-            weights, step counter, Adagrad's accumulators, data stream and
-            warm-up. False starts a new run, refused in a ``save_dir`` with
-            a checkpoint.
-        resumed: with ``resume``, the checkpoint :func:`restart` located.
-            None locates it when it is opened, which says what is wrong.
-        more_epochs: bool. With ``resume``, ``n_epochs`` counts from the
+        resumed: SaveDirCheckpoint or None. The checkpoint of ``save_dir``
+            that :func:`restart` found, restored: the weights, step
+            counter, Adagrad's accumulators, data stream and warm-up. None
+            starts a new run, refused in a ``save_dir`` with a checkpoint.
+        more_epochs: bool. With ``resumed``, ``n_epochs`` counts from the
             checkpoint's step, on a new data stream. ``n_train_tokens`` is
             then counted from ``train_prefix`` unless given. False goes on
             to ``n_epochs`` epochs from step 0.
     """
-    bilm_tf_init = _check_adaptation(run, resuming=resume)
+    resume = resumed is not None
+    bilm_tf_init = _check_adaptation(run)
     _configure_threads(run)  # before any op: TensorFlow fixes them then
     strategy = make_strategy(n_gpus=run.n_gpus, devices=run.devices)
 
@@ -274,7 +264,7 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
         del token_counts  # a large corpus's vocabulary, not needed now
 
         # 3. checkpoint: restored or new; options and corpus beside it
-        saved = _open_checkpoint(lm, optimizer, options, run, resume=resume,
+        saved = _open_checkpoint(lm, optimizer, options, run,
                                  resumed=resumed)
         if is_chief(strategy):
             _write_run_files(run.save_dir, options, corpus,
@@ -292,21 +282,25 @@ def _run_training(options: BiLMOptions, run: TrainingRun, *,
 
 
 # ------------------------------------------------- 1. options and corpus
-def _check_adaptation(run: TrainingRun, *,
-                      resuming: bool) -> Optional[SaveDirCheckpoint]:
-    """``init_weights`` or ``init_checkpoint``, checked before any corpus
-    pass (their settings were checked by :class:`TrainingRun`). Returns
-    the bilm-tf checkpoint ``init_checkpoint`` names, located once (None:
-    none, or a Paddle checkpoint)."""
-    if not run.adapts:
-        return None
-    flag = ("--init_weights" if run.init_weights is not None
-            else "--init_checkpoint")
-    if resuming:
+def _refuse_adaptation(run: TrainingRun) -> None:
+    """A restart continues its checkpoint's weights: ``init_weights`` and
+    ``init_checkpoint`` are refused before the checkpoint is looked for."""
+    if run.adapts:
+        flag = ("--init_weights" if run.init_weights is not None
+                else "--init_checkpoint")
         raise CheckpointError(
             f"{flag} starts a new run; a checkpoint continues with "
             f"its own weights (restart.py, without {flag})"
         )
+
+
+def _check_adaptation(run: TrainingRun) -> Optional[SaveDirCheckpoint]:
+    """``init_weights`` or ``init_checkpoint``, checked before any corpus
+    pass (their settings were checked by :class:`TrainingRun`). Returns
+    the bilm-tf checkpoint ``init_checkpoint`` names, as detection found
+    it once (None: none, or a Paddle checkpoint)."""
+    if not run.adapts:
+        return None
     if run.init_weights is not None:
         check_weight_file(run.init_weights)
         return None
@@ -414,9 +408,9 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
 
     ``init_weights`` and ``init_checkpoint`` get a new softmax for the
     run's vocabulary, keeping the rows a checkpoint shares.
-    ``bilm_tf_init`` is a bilm-tf checkpoint's, as
-    :func:`_check_adaptation` located it. When resuming, every variable is
-    restored after, so they start as placeholders, not random values."""
+    ``bilm_tf_init`` is a bilm-tf checkpoint, as :func:`_check_adaptation`
+    took it from detection. When resuming, every variable is restored
+    after, so they start as placeholders, not random values."""
     # a Paddle checkpoint (persistables directory, .pdparams): read once
     init = run.init_model
     paddle = (read_init_checkpoint(init.checkpoint, run.init_vocab_file)
@@ -425,8 +419,7 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
         lm, optimizer = build_model(
             options, seed=run.seed, unroll_windows=run.fast_path,
             dedup_tokens=run.fast_path, init_weights=run.init_weights,
-            init_checkpoint=None if paddle else run.init_checkpoint,
-            init_located=bilm_tf_init, init_paddle=paddle,
+            init_checkpoint=bilm_tf_init, init_paddle=paddle,
             precision=run.precision)
     if run.adapts:
         init_softmax(lm, run.softmax_bias, token_counts=token_counts,
@@ -436,38 +429,37 @@ def _build_model(options: BiLMOptions, run: TrainingRun, vocab, corpus,
         kept = keep_paddle_softmax(lm, paddle, vocab=vocab,
                                    vocab_file=run.vocab_file)
         set_paddle_accumulators(lm, optimizer, paddle, *kept)
-    elif run.init_checkpoint is not None:
+    elif bilm_tf_init is not None:
         init_softmax_from_checkpoint(
-            lm, run.init_checkpoint, init_vocab_file=run.init_vocab_file,
-            located=bilm_tf_init,
+            lm, bilm_tf_init, init_vocab_file=run.init_vocab_file,
             vocab=vocab, vocab_file=run.vocab_file)
     return lm, optimizer
 
 
 # ------------------------------------------------------------ 3. checkpoint
 def _open_checkpoint(lm, optimizer, options: BiLMOptions,
-                     run: TrainingRun, *, resume: bool,
+                     run: TrainingRun, *,
                      resumed: Optional[SaveDirCheckpoint]) -> RunCheckpoint:
     """The run's :class:`RunCheckpoint`. When resuming, it is restored
-    from the newest checkpoint of ``save_dir`` that reads whole, ours or
-    bilm-tf's values handed to it. Otherwise it is new.
+    from ``resumed``, ours or bilm-tf's values handed to it. Otherwise it
+    is new.
 
     Raises:
-        CheckpointError: resuming, and no checkpoint fits. Or not
+        CheckpointError: resuming, and the checkpoint does not fit. Or not
             resuming, and ``save_dir`` holds one already.
     """
     save_dir = run.save_dir
     saved = RunCheckpoint(lm, optimizer, batch_size=options.batch_size,
                           freeze_lm_steps=run.freeze_lm_steps)
-    if not resume:
+    if resumed is None:
         if list_checkpoints(save_dir):
             raise CheckpointError(
                 f"{save_dir}: already holds a checkpoint; continue it with "
                 "restart.py or choose an empty --save_dir"
             )
         return saved
-    # the newest checkpoint that reads whole (a damaged newer one is named)
-    found = resumed if resumed is not None else locate_checkpoint(save_dir)
+    # a damaged newer checkpoint, passed over, is named
+    found = resumed
     note = found.fallback_note()
     if note is not None:
         logger.warning(note)

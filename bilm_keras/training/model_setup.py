@@ -14,12 +14,12 @@ from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.layers.precision import set_precision
 from bilm_keras.models.language_model import LanguageModel
 from bilm_keras.options import BiLMOptions
+from bilm_keras.save_dirs.bilm_tf_run import load_bilm_tf_backbone
 from bilm_keras.training.adagrad import RowSparseAdagrad
 from bilm_keras.training.adaptation import (
     draw_softmax_weights,
     load_pretrained_lm,
 )
-from bilm_keras.training.bilm_tf_save_dir import load_bilm_tf_backbone
 from bilm_keras.training.paddle_adaptation import load_paddle_backbone
 
 
@@ -34,8 +34,8 @@ def make_optimizer(options: BiLMOptions) -> keras.optimizers.Optimizer:
 
 
 def build_model(options: BiLMOptions, *, training=True, seed=None,
-                init_weights=None, init_checkpoint=None, init_located=None,
-                init_paddle=None, precision=DEFAULT_PRECISION, **model_kwargs):
+                init_weights=None, init_checkpoint=None, init_paddle=None,
+                precision=DEFAULT_PRECISION, **model_kwargs):
     """A built :class:`LanguageModel` and its Adagrad. Call in scope.
 
     Args:
@@ -45,11 +45,11 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
             :func:`load_pretrained_lm`. The softmax, which the file does
             not have, gets its random ``W`` and a zero bias.
             :func:`init_softmax` sets the bias from the corpus.
-        init_checkpoint: the same from a bilm-tf save_dir's checkpoint.
-            Every variable's shape is checked first. Its softmax rows are
+        init_checkpoint: the same from a bilm-tf save_dir's checkpoint, a
+            :class:`~bilm_keras.weights.model_detection.SaveDirCheckpoint`
+            as detection found it. Every variable's shape is checked
+            first. Its softmax rows are
             :func:`init_softmax_from_checkpoint`'s.
-        init_located: its checkpoint as the caller found it. The default
-            is the newest whole one.
         init_paddle: the same from a Paddle checkpoint, read as a
             :class:`~bilm_keras.weights.paddle_model.PaddleModel`. Its
             softmax and accumulators are set by
@@ -77,8 +77,7 @@ def build_model(options: BiLMOptions, *, training=True, seed=None,
             load_paddle_backbone(init_paddle, lm.backbone)
         else:
             load_bilm_tf_backbone(init_checkpoint, lm.backbone,
-                                  options_label="the options (--options)",
-                                  located=init_located)
+                                  options_label="the options (--options)")
         draw_softmax_weights(lm)
     set_precision(lm, precision)
     optimizer = make_optimizer(options)

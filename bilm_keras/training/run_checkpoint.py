@@ -24,7 +24,7 @@ states, no warm-up. :class:`RunCheckpoint` builds the
 ``tf.train.Checkpoint`` of a run once, restores ours into it (each part's
 variables checked against the options first), continues a run another
 implementation saved (:class:`ForeignRun`: bilm-tf's TF1 checkpoints,
-:mod:`bilm_keras.training.bilm_tf_save_dir`; Paddle's to come) and makes
+:mod:`bilm_keras.training.bilm_tf_restart`; Paddle's to come) and makes
 the run's :class:`~bilm_keras.training.checkpoints.CheckpointWriter`.
 :mod:`~bilm_keras.weights.model_detection` tells ours from bilm-tf's by
 the ``weights`` part.
@@ -78,7 +78,7 @@ class ForeignRun:
     :meth:`RunCheckpoint.continue_foreign` continues it: every weight, the
     softmax, Adagrad's accumulators and the step. bilm-tf's TF1
     checkpoints are read into one by
-    :func:`~bilm_keras.training.bilm_tf_save_dir.restore_bilm_tf_run`. A
+    :func:`~bilm_keras.training.bilm_tf_restart.restore_bilm_tf_run`. A
     reader of another format builds one from its arrays.
 
     ``V`` = ``n_tokens_vocab``, ``P`` = ``projection_dim``. A value is

@@ -3,6 +3,13 @@ foreign family's files (ELMoForManyLangs, Paddle, a TF1 Hub module)
 converted to it. What wrote a path's files is told once, for every family,
 by :mod:`.model_detection` (:func:`~.model_detection.detect_model`).
 
+The converters live together, each a family's reader composed with the
+folder every converter writes (:mod:`.model_folder`):
+:mod:`.manylangs_conversion` (``convert-manylangs``),
+:mod:`.paddle_conversion` (``convert-paddle``) and
+:mod:`.tfhub_conversion` (``convert-tfhub``, a TF1 Hub module read by
+:mod:`.tfhub_module`). Writing our own models out is :mod:`bilm_keras.export`'s.
+
 The names below are imported on first use (PEP 562), so that converting an
 ELMoForManyLangs model (``weights.manylangs_pkl``) does not import
 TensorFlow.

@@ -56,7 +56,6 @@ import tensorflow as tf
 
 from bilm_keras._utils.atomic_files import atomic_hdf5
 from bilm_keras._utils.problem_list import fit_problems, problem_list
-from bilm_keras.options import OPTIONS_FILE
 from bilm_keras.weights.bilm_tf_hdf5 import hdf5_shape, weight_table
 from bilm_keras.weights.bilm_tf_names import (
     ADAGRAD_SUFFIX,
@@ -164,14 +163,13 @@ class BilmTFCheckpoint:
 # Long for its checks: every variable against the table's shape, the
 # checkpoint's extra weights and the Adagrad slots, all named in one error.
 def read_bilm_tf_checkpoint(
-    save_dir: str | os.PathLike,
+    found: SaveDirCheckpoint,
     backbone,
     *,
+    options_file: str | os.PathLike,
     softmax=None,
-    options_file: Optional[str | os.PathLike] = None,
-    located: Optional[SaveDirCheckpoint] = None,
 ) -> BilmTFCheckpoint:
-    """Checks a bilm-tf save_dir's checkpoint against a model.
+    """Checks a bilm-tf checkpoint against a model.
 
     Every variable of ``backbone``, and of ``softmax``, must be in the
     checkpoint with the shape the HDF5 table gives it in bilm-tf's layout.
@@ -179,7 +177,9 @@ def read_bilm_tf_checkpoint(
     Nothing is read or assigned unless all fit.
 
     Args:
-        save_dir: bilm-tf's save_dir, or a folder with its checkpoint.
+        found: the checkpoint, as
+            :func:`~bilm_keras.weights.model_detection.detect_model` found
+            it once for the command.
         backbone: a built :class:`~bilm_keras.models.BiLMBackbone` made
             from the save_dir's ``options.json``. The result names its
             variables, and :func:`assign_bilm_tf_checkpoint` assigns their
@@ -188,24 +188,18 @@ def read_bilm_tf_checkpoint(
             SampledSoftmaxLoss` of a :class:`~bilm_keras.models.
             language_model.LanguageModel` over that backbone. None leaves
             ``lm/softmax/*`` aside, for the dump or an export.
-        options_file: named in shape errors. The default is
-            ``save_dir/options.json``.
-        located: the checkpoint to read, as :func:`locate_checkpoint`
-            found it. The default is the save_dir's newest that reads
-            whole.
+        options_file: the options the model was built from, named in
+            shape errors.
 
     Returns:
         A :class:`BilmTFCheckpoint`.
 
     Raises:
-        CheckpointFileError: as :func:`locate_checkpoint` says, or for a
-            checkpoint of ours. Or shapes that do not fit, naming the
-            variable and both shapes, or variables only one side has.
+        CheckpointFileError: a checkpoint of ours. Or shapes that do not
+            fit, naming the variable and both shapes, or variables only one
+            side has.
     """
-    save_dir = os.fspath(save_dir)
-    options_file = os.fspath(options_file
-                             or os.path.join(save_dir, OPTIONS_FILE))
-    found = located if located is not None else locate_checkpoint(save_dir)
+    options_file = os.fspath(options_file)
     if found.kind != TF1_CHECKPOINT:
         raise CheckpointFileError(
             f"{found.path}: a bilm_keras checkpoint, not bilm-tf's")
@@ -266,7 +260,7 @@ def softmax_entry(name: str, variable) -> Tuple[CheckpointVariable, tuple]:
 def assign_bilm_tf_checkpoint(checkpoint: BilmTFCheckpoint) -> None:
     """Assigns every variable its value from the checkpoint, one at a
     time (a run's accumulators and step: :func:`bilm_keras.training.
-    bilm_tf_save_dir.restore_bilm_tf_run`)."""
+    bilm_tf_restart.restore_bilm_tf_run`)."""
     for entry, value in checkpoint.iter_weights():
         entry.variable.assign(value)
 

@@ -9,9 +9,9 @@ into bilm-tf's HDF5 layout.
     write_converted(module, "elmo-3")
     # elmo-3/options.json, lm_weights.hdf5, mix.json
 
-A TF1 Hub module is a folder that ``hub.Module.export`` wrote, or a
-tarball of one, read by :mod:`bilm_keras.pretrained.tfhub_conversion`. It
-holds ``tfhub_module.pb``, ``saved_model.pb`` (one TF1 graph) and
+A TF1 Hub module is a folder that ``hub.Module.export`` wrote
+(``convert-tfhub`` is :mod:`.tfhub_conversion`). It holds
+``tfhub_module.pb``, ``saved_model.pb`` (one TF1 graph) and
 ``variables/variables.{index,data-*}``, a name-based checkpoint.
 
 ELMo's modules hold bilm-tf's inference graph. So its variables are under

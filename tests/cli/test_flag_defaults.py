@@ -28,7 +28,7 @@ def _owners() -> dict:
         export_hub,
         export_hub_from_save_dir,
     )
-    from bilm_keras.pretrained.tfhub_conversion import convert_tfhub
+    from bilm_keras.weights.tfhub_conversion import convert_tfhub
     from bilm_keras.serving.limits import ServeLimits
     from bilm_keras.serving.server import serve
     from bilm_keras.training.evaluation import evaluate

@@ -13,7 +13,7 @@ import pytest
 import tensorflow as tf
 
 from bilm_keras import ELMoEmbedding
-from bilm_keras.pretrained.tfhub_conversion import convert_tfhub
+from bilm_keras.weights.tfhub_conversion import convert_tfhub
 from bilm_keras.save_dirs.weight_dump import dump_weights
 from helpers import load_reference_embeddings
 

@@ -1,7 +1,8 @@
 """Hostile archives are refused in one line naming the archive and the
 member, and nothing is written outside the cache: an absolute path, '..',
 a symbolic or hard link, a device or FIFO, in tars (bz2, gz) and zips, as
-a local archive and by URL."""
+a local archive and by URL. The model in an archive, extracted for a
+command, is of the family asked for, and its errors name the archive."""
 
 # ruff: noqa: F811  (the fixtures imported from model_server are test
 # arguments: pytest's way to share them without a second conftest.py)
@@ -22,7 +23,8 @@ from model_server import (  # noqa: F401 (fixtures)
 )
 
 from bilm_keras.pretrained import PretrainedModelError, resolve_model
-from bilm_keras.pretrained.archives import extract_archive
+from bilm_keras.pretrained.archives import extract_archive, extracted_model
+from bilm_keras.weights.model_detection import ELMOFORMANYLANGS, TFHUB_TF1
 
 PAYLOAD = b"written where it must not be\n"
 
@@ -156,6 +158,41 @@ def test_a_safe_archive_is_extracted(tmp_path):
     extract_archive(str(archive), str(out), label="LABEL")
     assert (out / "m" / "a.txt").read_bytes() == b"a"
     assert (out / "m" / "b" / "c.txt").read_bytes() == b"c"
+
+
+def _manylangs_archive(tmp_path):
+    archive = tmp_path / "zh.tar.bz2"
+    archive.write_bytes(tar_bytes({"zh/config.json": b"{}",
+                                   "zh/encoder.pkl": b"",
+                                   "zh/token_embedder.pkl": b""}))
+    return archive
+
+
+def test_the_model_in_an_archive_and_errors_that_name_it(tmp_path,
+                                                         monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    archive = _manylangs_archive(tmp_path)
+    with pytest.raises(ValueError, match=(
+            r"^\S+zh\.tar\.bz2: zh/config\.json: expected a field$")):
+        with extracted_model(archive, family=ELMOFORMANYLANGS) as folder:
+            assert sorted(os.listdir(folder)) == [
+                "config.json", "encoder.pkl", "token_embedder.pkl"]
+            raise ValueError(
+                f"{os.path.join(folder, 'config.json')}: expected a field")
+    assert os.listdir(tmp_path / "tmp") == []  # removed
+
+
+def test_a_model_of_another_family_is_refused(tmp_path, monkeypatch):
+    monkeypatch.setattr("tempfile.tempdir", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    with pytest.raises(PretrainedModelError, match=(
+            r"zh\.tar\.bz2: expected a tfhub-tf1 model, found a "
+            r"elmoformanylangs model")):
+        with extracted_model(_manylangs_archive(tmp_path),
+                             family=TFHUB_TF1):
+            pytest.fail("entered")
+    assert os.listdir(tmp_path / "tmp") == []
 
 
 @pytest.mark.parametrize("data, match", [

@@ -27,7 +27,7 @@ from bilm_keras.data.vocabulary import Vocabulary
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.options import BiLMOptions
 from bilm_keras.training.adaptation import shared_words
-from bilm_keras.training.bilm_tf_save_dir import (
+from bilm_keras.training.bilm_tf_restart import (
     BILM_TF_STATE_FILE,
     bilm_tf_run_options,
     restore_bilm_tf_run,
@@ -56,8 +56,9 @@ def _bilm_tf_state(save_dir, options):
     checkpoint, read in our layout."""
     with placeholder_weights():
         lm, _ = build_model(options)
-    checkpoint = read_bilm_tf_checkpoint(save_dir, lm.backbone,
-                                         softmax=lm.softmax)
+    checkpoint = read_bilm_tf_checkpoint(
+        locate_checkpoint(save_dir), lm.backbone, softmax=lm.softmax,
+        options_file=save_dir / "options.json")
     weights, accumulators = bilm_tf_state(checkpoint)
     return ({p: (weights[p], accumulators[p]) for p in weights},
             checkpoint.global_step)
@@ -204,17 +205,19 @@ def test_softmax_rows_kept_by_word(tmp_path, capsys):
     options = BiLMOptions.from_json(RUN / "save_dir" / "options.json")
     new_vocab = load_vocab(str(vocab_path), options)
     options = options.replace(n_tokens_vocab=new_vocab.size)
-    lm, _ = build_model(options, init_checkpoint=str(RUN / "save_dir"))
+    found = locate_checkpoint(RUN / "save_dir")
+    lm, _ = build_model(options, init_checkpoint=found)
     drawn = lm.softmax.W.numpy()
     kept = init_softmax_from_checkpoint(
-        lm, str(RUN / "save_dir"), init_vocab_file=str(RUN / "vocab.txt"),
+        lm, found, init_vocab_file=str(RUN / "vocab.txt"),
         vocab=new_vocab, vocab_file=str(vocab_path))
     assert capsys.readouterr().out.splitlines() == [
         f"softmax: 29 of the 31 words of {vocab_path} keep their rows from "
         f"{RUN / 'save_dir' / 'model.ckpt-40'} (the words "
         f"{RUN / 'vocab.txt'} has too); 2 get new rows"]
     assert kept == 29
-    raw = read_bilm_tf_checkpoint(RUN / "save_dir", lm.backbone)
+    raw = read_bilm_tf_checkpoint(found, lm.backbone,
+                                  options_file="the options")
     W = raw.read_tensor("lm/softmax/W")
     b = raw.read_tensor("lm/softmax/b")
     index = {w: i for i, w in enumerate(old_words)}
@@ -289,13 +292,15 @@ def test_the_same_vocabulary_keeps_the_whole_softmax(capsys):
 
     options = BiLMOptions.from_json(RUN / "save_dir" / "options.json")
     vocab = load_vocab(str(RUN / "vocab.txt"), options)
-    lm, _ = build_model(options, init_checkpoint=str(RUN / "save_dir"))
+    found = locate_checkpoint(RUN / "save_dir")
+    lm, _ = build_model(options, init_checkpoint=found)
     assert init_softmax_from_checkpoint(
-        lm, str(RUN / "save_dir"), init_vocab_file=str(RUN / "vocab.txt"),
+        lm, found, init_vocab_file=str(RUN / "vocab.txt"),
         vocab=vocab, vocab_file=str(RUN / "vocab.txt")) == vocab.size
     assert capsys.readouterr().out == (
         f"softmax: kept whole from {RUN / 'save_dir' / 'model.ckpt-40'} "
         "(the same vocabulary)\n")
-    raw = read_bilm_tf_checkpoint(RUN / "save_dir", lm.backbone)
+    raw = read_bilm_tf_checkpoint(found, lm.backbone,
+                                  options_file="the options")
     assert np.array_equal(lm.softmax.W.numpy(), raw.read_tensor("lm/softmax/W"))
     assert np.array_equal(lm.softmax.b.numpy(), raw.read_tensor("lm/softmax/b"))

@@ -11,7 +11,7 @@ import tensorflow as tf
 from helpers import hdf5_datasets
 
 from bilm_keras.layers.initialization import placeholder_weights
-from bilm_keras.training.bilm_tf_save_dir import (
+from bilm_keras.training.bilm_tf_restart import (
     bilm_tf_run_options,
     restore_bilm_tf_run,
 )

@@ -17,6 +17,7 @@ from bilm_keras.training import stateful_evaluation
 from bilm_keras.save_dirs import dump_weights, load_trained_model
 from bilm_keras.save_dirs.bilm_tf_run import load_bilm_tf_language_model
 from bilm_keras.data.vocab_for_options import load_vocab
+from bilm_keras.weights.model_detection import locate_checkpoint
 from bilm_keras.training.stateful_evaluation import (
     evaluate_stateful,
     stateful_perplexity,
@@ -149,7 +150,8 @@ def test_plain_test_is_each_sentence_from_zero_states():
 
 @pytest.fixture(scope="module")
 def bilm_tf_model():
-    options, lm, _ = load_bilm_tf_language_model(RUN / "save_dir")
+    options, lm, _ = load_bilm_tf_language_model(
+        RUN / "save_dir", locate_checkpoint(RUN / "save_dir"))
     return options, lm, load_vocab(str(RUN / "vocab.txt"), options)
 
 

@@ -13,7 +13,7 @@ import tensorflow as tf
 from bilm_keras.layers.initialization import placeholder_weights
 from bilm_keras.models.bilm_backbone import BiLMBackbone
 from bilm_keras.options import BiLMOptions
-from bilm_keras.training.bilm_tf_save_dir import (
+from bilm_keras.training.bilm_tf_restart import (
     bilm_tf_run_options,
     restore_bilm_tf_run,
 )
@@ -103,7 +103,7 @@ def test_locate_without_a_state_file(tmp_path):
 @pytest.mark.parametrize("sub", sorted(GENERATIONS))
 def test_dump_is_bilm_tfs_bit_for_bit(sub, bilm_tf_dump, tmp_path):
     out = tmp_path / "out" / "lm_weights.hdf5"
-    result = dump_bilm_tf_checkpoint(RUN / sub, out)
+    result = _dump(RUN / sub, out)
     assert result["generation"] == GENERATIONS[sub]
     ours = hdf5_datasets(out)
     assert sorted(ours) == sorted(bilm_tf_dump)
@@ -116,7 +116,8 @@ def test_dump_is_bilm_tfs_bit_for_bit(sub, bilm_tf_dump, tmp_path):
 @pytest.fixture(scope="module")
 def loaded():
     """Both generations as language models, with the checkpoint read."""
-    return {sub: load_bilm_tf_language_model(RUN / sub)
+    return {sub: load_bilm_tf_language_model(RUN / sub,
+                                             locate_checkpoint(RUN / sub))
             for sub in GENERATIONS}
 
 
@@ -173,6 +174,15 @@ def test_backbone_equals_the_bilm_tf_dump_loaded(loaded):
         assert np.array_equal(ours[v.path], v.numpy()), v.path
 
 
+def _dump(save_dir, out):
+    """What ``dump-weights`` does with a save_dir: its newest checkpoint
+    found once, refused when newer damaged ones were passed over, then
+    dumped."""
+    found = locate_checkpoint(save_dir)
+    found.require_latest(save_dir)
+    return dump_bilm_tf_checkpoint(save_dir, found, out)
+
+
 # -- bad input: one line, the file and what is wrong, nothing written ------
 
 def _copy(tmp_path, sub="save_dir"):
@@ -184,7 +194,7 @@ def _copy(tmp_path, sub="save_dir"):
 def _dump_fails(save_dir, tmp_path, match):
     out = tmp_path / "dump" / "lm_weights.hdf5"
     with pytest.raises(CheckpointFileError, match=match) as info:
-        dump_bilm_tf_checkpoint(save_dir, out)
+        _dump(save_dir, out)
     assert "\n" not in str(info.value)
     assert not out.exists()
     assert not out.parent.exists() or not list(out.parent.iterdir())
@@ -252,8 +262,8 @@ def test_state_file_naming_a_checkpoint_that_is_nowhere(tmp_path):
                 r"\(--checkpoint model\.ckpt-39\)")
     out = tmp_path / "named" / "lm_weights.hdf5"
     dump_bilm_tf_checkpoint(
-        save_dir, out,
-        located=locate_checkpoint(save_dir, checkpoint="model.ckpt-39"))
+        save_dir, locate_checkpoint(save_dir, checkpoint="model.ckpt-39"),
+        out)
     assert out.exists()
 
 
@@ -281,7 +291,8 @@ def test_ours_is_told_apart(tmp_path):
     with pytest.raises(CheckpointFileError,
                        match=r"ckpt-1: a bilm_keras checkpoint, not "
                              r"bilm-tf's"):
-        read_bilm_tf_checkpoint(save_dir, backbone)
+        read_bilm_tf_checkpoint(locate_checkpoint(save_dir), backbone,
+                                options_file="the options")
 
 
 def test_a_checkpoint_without_optimizer_slots(tmp_path):
@@ -294,7 +305,8 @@ def test_a_checkpoint_without_optimizer_slots(tmp_path):
     tf.raw_ops.SaveV2(prefix=str(save_dir / "model.ckpt-40"),
                       tensor_names=list(raw), shape_and_slices=[""] * len(raw),
                       tensors=list(raw.values()))
-    _, lm, checkpoint = load_bilm_tf_language_model(save_dir)
+    _, lm, checkpoint = load_bilm_tf_language_model(
+        save_dir, locate_checkpoint(save_dir))
     assert not checkpoint.has_accumulators
     assert checkpoint.global_step == 40
     assert np.array_equal(lm.softmax.b.numpy(), raw["lm/softmax/b"])

@@ -1,5 +1,5 @@
-"""A save_dir that bilm-tf's ``train()`` wrote, continued or the start of
-a new run (it is read and dumped by
+"""A save_dir that bilm-tf's ``train()`` wrote, continued by our training
+(it is read, dumped, or the start of a new run through
 :mod:`bilm_keras.save_dirs.bilm_tf_run`). What continuing bilm-tf's run
 takes:
 
@@ -13,8 +13,6 @@ takes:
 * :func:`set_aside_bilm_tf_state_file`: bilm-tf's ``checkpoint`` state
   file kept as ``checkpoint.bilm-tf`` before our checkpoints are written
   beside its own. :data:`BILM_TF_STATE_FILE` gives the reason.
-* :func:`load_bilm_tf_backbone`: the LM without the softmax, for a new
-  run with ``train --init_checkpoint``.
 """
 
 from __future__ import annotations
@@ -33,26 +31,15 @@ from bilm_keras.training.run_checkpoint import (
     ForeignRun,
     RunCheckpoint,
 )
+from bilm_keras.save_dirs.bilm_tf_run import require_softmax
 from bilm_keras.weights.bilm_tf_checkpoint import (
     BilmTFCheckpoint,
-    assign_bilm_tf_checkpoint,
     read_bilm_tf_checkpoint,
 )
-from bilm_keras.save_dirs.bilm_tf_run import (
-    locate_bilm_tf,
-    require_softmax,
-)
+from bilm_keras.weights.bilm_tf_names import ADAGRAD_SUFFIX, LM_SCOPE
 from bilm_keras.weights.model_detection import (
-    TF1_CHECKPOINT,
     CheckpointFileError,
     SaveDirCheckpoint,
-    locate_checkpoint,
-)
-from bilm_keras.weights.bilm_tf_names import (
-    ADAGRAD_SUFFIX,
-    LM_SCOPE,
-    SOFTMAX_B,
-    SOFTMAX_W,
 )
 
 #: TensorFlow's checkpoint state file, which bilm-tf's tools and ours read
@@ -111,7 +98,7 @@ def restore_bilm_tf_run(found: SaveDirCheckpoint,
     Args:
         found: the bilm-tf checkpoint, as
             :func:`~bilm_keras.weights.model_detection.locate_checkpoint`
-            finds it.
+            found it once for the run.
         checkpoint: the new run's, of the save_dir's options.
 
     Raises:
@@ -126,10 +113,9 @@ def restore_bilm_tf_run(found: SaveDirCheckpoint,
     new_run = "start a new run from its weights with train --init_checkpoint"
     require_softmax(found, lm.softmax.share_weights,
                      f"restart continues it; {new_run}")
-    bilm_tf = read_bilm_tf_checkpoint(save_dir, lm.backbone,
+    bilm_tf = read_bilm_tf_checkpoint(found, lm.backbone,
                                       softmax=lm.softmax,
-                                      options_file=options_file,
-                                      located=found)
+                                      options_file=options_file)
     if not bilm_tf.has_accumulators:
         raise CheckpointFileError(
             f"{found.path}: holds no Adagrad accumulators (expected "
@@ -215,62 +201,3 @@ def set_aside_bilm_tf_state_file(save_dir: str | os.PathLike
     except FileNotFoundError:  # another worker of the run moved it
         return None
     return kept
-
-
-# --------------------------------------------- a new run from its weights
-def load_bilm_tf_backbone(save_dir: str | os.PathLike, backbone, *,
-                          options_label: str = "the options",
-                          located: Optional[SaveDirCheckpoint] = None
-                          ) -> tuple:
-    """Fills ``backbone`` from the newest whole bilm-tf checkpoint of
-    ``save_dir``, or from ``located``, the one the caller found.
-
-    ``backbone`` is built, of options that fit the checkpoint.
-
-    Returns:
-        ``(checkpoint, found)``: the :class:`BilmTFCheckpoint` (its
-        ``read_tensor`` reads the softmax) and the located checkpoint.
-
-    Raises:
-        CheckpointFileError: not bilm-tf's, or shapes that do not fit.
-            The message names ``options_label``.
-    """
-    save_dir = os.fspath(save_dir)
-    found = located if located is not None else locate_checkpoint(
-        save_dir)
-    if found.kind != TF1_CHECKPOINT:
-        raise CheckpointFileError(
-            f"{found.path}: a bilm_keras checkpoint, not bilm-tf's "
-            "(--init_checkpoint takes bilm-tf's save_dir; continue a "
-            "bilm_keras run with restart --n_epochs, or start from its "
-            "dump-weights file with --init_weights)")
-    checkpoint = read_bilm_tf_checkpoint(save_dir, backbone,
-                                         options_file=options_label,
-                                         located=found)
-    assign_bilm_tf_checkpoint(checkpoint)
-    return checkpoint, found
-
-
-def read_bilm_tf_softmax(save_dir: str | os.PathLike, *, purpose: str,
-                         located: Optional[SaveDirCheckpoint] = None
-                         ) -> tuple:
-    """``(checkpoint prefix, W, b)``: the softmax of the newest whole
-    bilm-tf checkpoint of ``save_dir`` as stored, float32 (``W`` None when
-    it is the token table, which the backbone holds).
-
-    Raises:
-        CheckpointFileError: not bilm-tf's, or no softmax (``purpose``
-            says what it was wanted for).
-    """
-    import tensorflow as tf
-
-    found = located if located is not None else locate_checkpoint(
-        save_dir)
-    shared = SOFTMAX_W not in found.shapes and SOFTMAX_B in found.shapes
-    require_softmax(locate_bilm_tf(os.fspath(save_dir), found), shared,
-                     purpose)
-    reader = tf.train.load_checkpoint(found.path)
-    W = None if shared else np.asarray(reader.get_tensor(SOFTMAX_W),
-                                       np.float32)
-    return found.path, W, np.asarray(reader.get_tensor(SOFTMAX_B),
-                                     np.float32)

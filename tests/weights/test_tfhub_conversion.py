@@ -1,4 +1,5 @@
-"""TF1 Hub modules, folder or tarball, as models: ``convert_tfhub`` and
+"""TF1 Hub modules, folder or tarball, as models: ``convert_tfhub`` (a
+tarball opened by ``extracted_model``, as ``convert-tfhub`` opens it) and
 ``from_pretrained(MODULE)`` give bilm-tf's reference embeddings
 (tests/fixtures/bilm-tf, 1e-6) and, as ``output="mix"`` with no mix of
 its own, the module's own ``elmo`` output (tests/fixtures/tfhub_modules,
@@ -7,16 +8,16 @@ computed by the module under tensorflow-hub 0.15)."""
 import pathlib
 import tarfile
 
-import h5py
 import numpy as np
 import pytest
 
 from bilm_keras import BidirectionalLanguageModel
 from bilm_keras.pretrained import PretrainedModelError
+from bilm_keras.pretrained.archives import extracted_model
 from bilm_keras.weights.model_detection import TFHUB_TF1, find_model
-from bilm_keras.pretrained.tfhub_conversion import convert_tfhub
+from bilm_keras.weights.tfhub_conversion import convert_tfhub
 from bilm_keras.weights.tfhub_module import TFHubModuleError
-from helpers import load_reference_embeddings
+from helpers import hdf5_datasets, load_reference_embeddings
 
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 MODULES = FIXTURES / "tfhub_modules"
@@ -48,12 +49,9 @@ def _tarball(folder, path) -> pathlib.Path:
     return path
 
 
-def _weights(path) -> dict:
-    out = {}
-    with h5py.File(path, "r") as f:
-        f.visititems(lambda name, obj: out.__setitem__(name, obj[...])
-                     if isinstance(obj, h5py.Dataset) else None)
-    return out
+def _convert_tarball(tarball, outdir) -> dict:
+    with extracted_model(tarball, family=TFHUB_TF1) as module:
+        return convert_tfhub(module, outdir)
 
 
 def test_a_module_folder_is_found_as_one(tmp_path):
@@ -62,9 +60,10 @@ def test_a_module_folder_is_found_as_one(tmp_path):
 
 def test_a_tarball_converts_as_its_folder(tmp_path):
     tarball = _tarball(MODULES / "deeppavlov", tmp_path / "dp.tar.gz")
-    from_tar = convert_tfhub(tarball, tmp_path / "a")
+    from_tar = _convert_tarball(tarball, tmp_path / "a")
     from_dir = convert_tfhub(MODULES / "deeppavlov", tmp_path / "b")
-    a, b = _weights(from_tar["weight_file"]), _weights(from_dir["weight_file"])
+    a = hdf5_datasets(from_tar["weight_file"])
+    b = hdf5_datasets(from_dir["weight_file"])
     assert sorted(a) == sorted(b)
     for key in a:
         np.testing.assert_array_equal(a[key], b[key])
@@ -83,7 +82,7 @@ def test_a_bad_tarball_names_itself_and_writes_nothing(tmp_path):
     with pytest.raises(TFHubModuleError,
                        match=r"^\S*elmo.tar.gz: variables/variables.index: "
                              r"missing$"):
-        convert_tfhub(tarball, tmp_path / "out")
+        _convert_tarball(tarball, tmp_path / "out")
     assert not (tmp_path / "out").exists()
 
 
