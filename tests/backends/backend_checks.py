@@ -7,9 +7,10 @@ ends, so a parent that times out still sees which ran.
 The children of all three backends run at once. The JAX and PyTorch ones
 save their own ``.keras`` files into ``FOLDER/BACKEND/`` early, then say
 so in ``FOLDER/BACKEND.saved``. Each child loads the other backends'
-files last, once their ``.saved`` is there. The TensorFlow child does
-only that. The parent writes a ``.saved`` for a child that exits without
-one, so no child waits for a file that will never come.
+files last, once their ``.saved`` is there. The TensorFlow child reads
+the fixture families and then does only that. The parent writes a
+``.saved`` for a child that exits without one, so no child waits for a
+file that will never come.
 
 Only ``import bilm_keras`` comes first: the ``.keras`` files load by the
 registration it makes, in a fresh process.
@@ -63,6 +64,32 @@ def check_reference_embeddings(folder, reference):
         want = np.asarray(want, np.float32)
         worst = max(worst, _max_diff(got[k, -1, :len(want)], want))
     return None if worst <= ATOL else f"max diff {worst}"
+
+
+def check_fixture_families(folder, reference):
+    """Each family read here straight from its fixture files (a TF1 Hub
+    module, a ``.pdparams``, a TF1 checkpoint), converted under this
+    backend into its own cache, gives its reference: the fixture's
+    embeddings, or TensorFlow's outputs of bilm-tf's dump of the same
+    weights."""
+    import keras
+
+    cache = os.path.join(folder, "cache", keras.backend.backend())
+    problems = {}
+    for name, source in reference["fixture_families"].items():
+        layer = bilm_keras.ELMoEmbedding.from_pretrained(
+            source["spec"], output=source["output"],
+            **({"cache_dir": cache} if source["converted"] else {}))
+        ids = np.load(os.path.join(folder, f"{name}_ids.npy"))
+        inputs = keras.Input(ids.shape[1:], dtype="int32")
+        # predict's step, compiled once: under JAX an eager call compiles
+        # each LSTM's scan anew, twice the time of one compiled program
+        got = keras.Model(inputs, layer(inputs)).predict_on_batch(ids)
+        problem = _compare(keras.ops.convert_to_numpy(got), np.load(
+            os.path.join(folder, f"{name}_want.npy")))
+        if problem is not None:
+            problems[name] = problem
+    return problems or None
 
 
 def _sgd_deltas(model, ids, target):
@@ -143,7 +170,12 @@ def _compare_model(path, ids, want):
     or the problem."""
     import keras
 
-    got = keras.ops.convert_to_numpy(keras.models.load_model(path)(ids))
+    return _compare(
+        keras.ops.convert_to_numpy(keras.models.load_model(path)(ids)), want)
+
+
+def _compare(got, want):
+    """None, or how ``got`` differs from ``want`` beyond ``ATOL``."""
     if got.shape != want.shape:
         return f"shape {got.shape}, expected {want.shape}"
     if _max_diff(got, want) > ATOL:
@@ -244,10 +276,11 @@ def check_files_of_other_backends(folder, reference):
 def checks_for(backend):
     """The checks of ``backend``'s child, in the order they run."""
     if backend not in SAVERS:
-        return [check_files_of_other_backends]
+        return [check_fixture_families, check_files_of_other_backends]
     return [check_keras_files, save_for_other_backends,
-            check_reference_embeddings, check_gradients, check_fit,
-            check_strings_are_refused, check_files_of_other_backends]
+            check_reference_embeddings, check_fixture_families,
+            check_gradients, check_fit, check_strings_are_refused,
+            check_files_of_other_backends]
 
 
 def main(folder):

@@ -14,6 +14,14 @@ a word-input model, a converted ELMoForManyLangs model (chars and a
 word part), one with a cross-lingual alignment, Paddle's word-input
 fixture model (tests/fixtures/paddle_baike) and a TF1 Hub module's
 (tests/fixtures/tfhub_modules/google), its learned mix included.
+
+Each child, TensorFlow's too, also reads the other fixture families
+straight from their files, as a user under that backend would, and
+checks them against the fixtures' own reference embeddings: the TF1 Hub
+module with skip connections and other clips, the one with TF 1.2's
+LSTM names, DeepPavlov's module (its learned mix), PaddleNLP's
+``.pdparams`` and DeepPavlov's LM checkpoint, against bilm-tf's dump of
+the same weights as TensorFlow embeds it.
 """
 
 import json
@@ -28,12 +36,19 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from bilm_keras import ELMoEmbedding
+from bilm_keras import Batcher, ELMoEmbedding
+from bilm_keras.options import BiLMOptions
+from bilm_keras.save_dirs.weight_dump import prediction_options
+from bilm_keras.weights.bilm_tf_hdf5 import load_bilm_tf_hdf5
 from helpers import REPO_ROOT, load_reference_embeddings, require_installed
 
 BACKENDS = ("jax", "torch")
 HERE = os.path.dirname(os.path.abspath(__file__))
-MODULES = REPO_ROOT / "tests" / "fixtures" / "tfhub_modules"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+MODULES = FIXTURES / "tfhub_modules"
+PADDLENLP = FIXTURES / "paddlenlp_elmo"
+BILM_TF_RUN = FIXTURES / "bilm_tf_run"
+DEEPPAVLOV_LM = FIXTURES / "deeppavlov_lm" / "elmo-lm-ready4fine-tuning"
 
 SENTENCES = ["The cat sat on the mat .", "Hi", "北京 is big !",
              "a b c d e f"]
@@ -131,9 +146,78 @@ def write_tensorflow_files(folder, model_dir, converted):
 
     with open(folder / "reference.json", "w") as f:
         json.dump({"families": sorted(families),
+                   "fixture_families": write_fixture_families(
+                       folder, model_dir),
                    "fixture_model": model_dir,
                    "reference_top": [expected[k][0].tolist()
                                      for k in range(3)]}, f)
+
+
+def write_fixture_families(folder, model_dir):
+    """``{name: source}`` of the families each child reads from their
+    fixture files (``spec``, the layer's ``output``, and ``converted``:
+    whether ``from_pretrained`` converts it into a cache), with
+    ``NAME_ids.npy`` and what the layer must give on them,
+    ``NAME_want.npy``, zero past each sentence's end. ``model_dir``:
+    bilm-tf's fixture model, which the TF1 Hub modules hold."""
+    folder = pathlib.Path(folder)
+    batcher = Batcher(None, 50)
+    sources, wants = {}, {}
+    # the modules' own outputs for bilm-tf's sentences (their README):
+    # the 16-token one alone, a step count the children run quickly
+    sentences, _ = load_reference_embeddings(model_dir)
+    module_ids = batcher.batch_sentences([sentences[1][0]])
+    n = module_ids.shape[1] - 2
+    with np.load(MODULES / "reference.npz") as outputs:
+        for name, output in (("google_skip", "layers"),
+                             ("google_tf12", "layers"),
+                             ("deeppavlov", "mix")):
+            own = {key: outputs[f"{name}/tokens/{key}"][1:2, :n]
+                   for key in ("word_emb", "lstm_outputs1",
+                               "lstm_outputs2", "elmo")}
+            sources[f"tfhub_{name}"] = dict(
+                spec=str(MODULES / name), output=output, converted=True)
+            wants[f"tfhub_{name}"] = (module_ids, own["elmo"] if (
+                output == "mix") else np.stack([
+                    np.concatenate([own["word_emb"]] * 2, axis=-1),
+                    own["lstm_outputs1"], own["lstm_outputs2"]], axis=1))
+    # PaddleNLP's ELMoEmbedder.encode, every sentence from zero states
+    with open(PADDLENLP / "sentences.txt", encoding="utf-8") as f:
+        words = [line.split() for line in f]
+    with np.load(PADDLENLP / "embeddings.npz") as encoded:
+        sources["paddlenlp"] = dict(spec=str(PADDLENLP / "elmo.pdparams"),
+                                    output="layers", converted=True)
+        wants["paddlenlp"] = (batcher.batch_sentences(words), _padded(
+            [encoded[f"sentence_{i}"] for i in range(len(words))]))
+    # DeepPavlov's LM checkpoint holds bilm-tf's fixture run's weights:
+    # it gives what bilm-tf's dump of that run gives under TensorFlow
+    sources["deeppavlov_lm"] = dict(spec=str(DEEPPAVLOV_LM),
+                                    output="layers", converted=False)
+    ids = batcher.batch_sentences([s.split() for s in SENTENCES])
+    wants["deeppavlov_lm"] = (ids, _bilm_tf_run_layers(ids))
+    for name in sources:
+        np.save(folder / f"{name}_ids.npy", wants[name][0])
+        np.save(folder / f"{name}_want.npy", wants[name][1])
+    return sources
+
+
+def _padded(layers):
+    """Each sentence's `(L + 1, n, dim)` zero-padded to the longest and
+    stacked: `(batch, L + 1, time, dim)`, the batch the layer gives."""
+    time = max(a.shape[1] for a in layers)
+    return np.stack([np.pad(a, [(0, 0), (0, time - a.shape[1]), (0, 0)])
+                     for a in layers])
+
+
+def _bilm_tf_run_layers(ids):
+    """bilm-tf's dump of its fixture run (``lm_weights.hdf5``) on
+    ``ids``, as ``output="layers"`` gives it under TensorFlow."""
+    options = prediction_options(BiLMOptions.from_json(
+        BILM_TF_RUN / "save_dir" / "options.json"))
+    layer = ELMoEmbedding(options.to_dict(), output="layers",
+                          name="bilm_tf_run")
+    load_bilm_tf_hdf5(layer.bilm, BILM_TF_RUN / "lm_weights.hdf5")
+    return layer(ids).numpy()
 
 
 #: how long the three children may take together
@@ -220,6 +304,7 @@ def test_backend_equals_tensorflow(backend, child_reports):
 @pytest.mark.nightly
 def test_files_saved_under_jax_and_torch_load_under_tensorflow(
         child_reports):
+    # and the fixture families read in a fresh TensorFlow process
     _assert_checks_passed("tensorflow", child_reports)
 
 
