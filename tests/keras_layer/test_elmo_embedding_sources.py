@@ -64,8 +64,11 @@ def test_a_word_input_save_dir_needs_and_reads_its_vocabulary(train_dir,
     train(fixture_options(use_chars=False, n_epochs=1), TrainingRun(
         train_prefix=str(train_dir / "data.txt"), vocab_file=vocab_file,
         save_dir=str(save_dir), seed=3, log_every=1000))
-    with pytest.raises(ValueError, match=r"^vocab_file: .*checkpoints holds "
-                                         r"a word-input model"):
+    # the one message for a word-input model without its vocabulary
+    # (keras_layer/elmo_preprocessor.py's model_assets)
+    with pytest.raises(ValueError, match=r"^vocab_file: .*checkpoints takes "
+                                         r"words and ships no vocabulary "
+                                         r"\(pass vocab_file=\)"):
         ELMoEmbedding.from_pretrained(save_dir)
     layer = ELMoEmbedding.from_pretrained(save_dir, output="layers",
                                           vocab_file=vocab_file)
