@@ -51,6 +51,9 @@ def test_one_bilm_built_and_loaded_in_place(model_dir, monkeypatch):
 FIXTURES = pathlib.Path(__file__).resolve().parents[1] / "fixtures"
 
 
+# builds conftest's short_char_run, a training run (7-11 s on the AVX2
+# EPYC), which no other quick test needs
+@pytest.mark.slow
 @pytest.mark.parametrize("writer", ["ours", "bilm-tf"])
 def test_a_training_run_is_read_into_the_layer_alone(writer, short_char_run,
                                                      monkeypatch, tmp_path):

@@ -86,6 +86,9 @@ def test_options_that_do_not_fit_the_checkpoint(train_dir, save_dir,
                  test_prefix=str(train_dir / "data.txt"))
 
 
+# builds conftest's short_char_run, a training run (7-11 s on the AVX2
+# EPYC), which no other quick test needs
+@pytest.mark.slow
 def test_checkpoint_of_the_tf1_kernel_layout(train_dir, save_dir,
                                              monkeypatch):
     # a checkpoint written before the cells held their kernels transposed

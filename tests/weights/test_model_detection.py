@@ -75,6 +75,9 @@ def test_deeppavlov_keeps_its_checkpoint_in_saves():
     assert found.run_checkpoint.generation == TF_1_5
 
 
+# builds conftest's short_char_run, a training run (7-11 s on the AVX2
+# EPYC), which no other quick test needs
+@pytest.mark.slow
 def test_our_run_is_told_by_its_weights_part(short_char_run):
     save_dir, _ = short_char_run
     found = detect_model(save_dir)
