@@ -459,20 +459,19 @@ def _open_checkpoint(lm, optimizer, options: BiLMOptions,
             )
         return saved
     # a damaged newer checkpoint, passed over, is named
-    found = resumed
-    note = found.fallback_note()
+    note = resumed.fallback_note()
     if note is not None:
         logger.warning(note)
-    if found.kind == OUR_RUN:
-        restored = saved.restore(save_dir, found.path)
+    if resumed.kind == OUR_RUN:
+        restored = saved.restore(save_dir, resumed.path)
         logger.info(f"restored {restored} at step "
                     f"{int(optimizer.iterations.numpy())}")
     else:  # bilm-tf's: ours go beside it, its state file set aside
-        step = restore_bilm_tf_run(found, saved, save_dir=save_dir)
+        step = restore_bilm_tf_run(resumed, saved, save_dir=save_dir)
         set_aside_bilm_tf_state_file(save_dir)
-        logger.info(f"restored bilm-tf's checkpoint {found.path} "
-                    f"({found.generation} names) at step {step}; bilm-tf saved "
-                    "no data position: a new data stream starts")
+        logger.info(f"restored bilm-tf's checkpoint {resumed.path} "
+                    f"({resumed.generation} names) at step {step}; bilm-tf "
+                    "saved no data position: a new data stream starts")
     return saved
 
 
