@@ -29,7 +29,11 @@ own requirements; it runs here from its own venv, made once with::
 (``torchvision`` and ``fairscale`` pull a newer torch; the run reports the
 version it used. Where pip caps torch, as on this project's machines,
 name the pair it allows: ``torch==2.14.1 torchvision==0.29.1
-fairscale``. ``allennlp.data`` imports ``torchvision``, so it is needed.)
+fairscale``. ``allennlp.data`` imports ``torchvision``, so it is needed.
+Where torchvision's compiled operators do not match a CPU-only torch
+(``operator torchvision::nms does not exist`` at the import), an empty
+``torchvision`` package in the venv's ``site-packages`` is enough:
+AllenNLP reads images with it, and ELMo uses none of it.)
 
 Usage::
 
