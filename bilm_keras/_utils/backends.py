@@ -39,3 +39,15 @@ def reject_strings(what: str, inputs) -> None:
             f"{backend()}, found strings ({name}); strings are read under "
             f"TensorFlow only: turn them into ids with {PREPROCESSOR} "
             f"first (in tf.data or on NumPy arrays)")
+
+
+def concrete_jax_arrays(inputs) -> bool:
+    """Whether Keras runs on JAX and ``inputs`` are concrete arrays: an
+    eager call, outside ``jax.jit`` and outside a functional model."""
+    if backend() != "jax":
+        return False
+    import jax
+
+    leaves = jax.tree_util.tree_leaves(inputs)
+    return bool(leaves) and not any(
+        isinstance(x, (jax.core.Tracer, keras.KerasTensor)) for x in leaves)

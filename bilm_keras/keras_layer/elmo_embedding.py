@@ -14,6 +14,7 @@ import tensorflow as tf
 from bilm_keras._utils.backends import (
     PREPROCESSOR,
     backend,
+    concrete_jax_arrays,
     on_tensorflow,
     reject_strings,
 )
@@ -553,7 +554,29 @@ class ELMoEmbedding(keras.layers.Layer):
         # before Keras converts the input: JAX and PyTorch have no string
         # tensors, and their conversion error would not say what to do
         reject_strings(self.name, inputs)
+        if (self.built and not args and not kwargs.get("training")
+                and set(kwargs) <= {"training"}
+                and concrete_jax_arrays(inputs)):
+            return self._compiled_jax_call(inputs)
         return super().__call__(inputs, *args, **kwargs)
+
+    def _compiled_jax_call(self, inputs):
+        """An eager inference call under JAX, through ``jax.jit``: op by
+        op, JAX traces and compiles the recurrence's loop anew at every
+        call (seconds each, even for a tiny model). Compiled once per
+        input shape, as ``model.predict`` does, a repeated call takes
+        milliseconds. The same arithmetic: ``stateless_call`` runs
+        ``call``."""
+        import jax
+
+        if getattr(self, "_jax_inference", None) is None:
+            def run(trainable, non_trainable, x):
+                return self.stateless_call(trainable, non_trainable, x)[0]
+
+            self._jax_inference = jax.jit(run)
+        return self._jax_inference(
+            [v.value for v in self.trainable_variables],
+            [v.value for v in self.non_trainable_variables], inputs)
 
     def call(self, inputs, training=False):
         ops = keras.ops
