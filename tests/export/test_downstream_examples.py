@@ -316,7 +316,7 @@ def test_viterbi_against_every_path(tagger):
 def test_lac_tagger_with_a_crf(tagger, bilm_fixtures, monkeypatch, capsys):
     result = _run(tagger, [
         "--train", str(DOCS / "odd_train.conll"),
-        "--test", str(DOCS / "odd_test.conll"), "--epochs", "8",
+        "--test", str(DOCS / "odd_test.conll"), "--epochs", "12",
         "--learning_rate", "0.01", "--word_emb_dim", "16",
         "--grnn_hidden_dim", "16", "--max_sentences", "80", "--crf",
         "--no_baseline"],
