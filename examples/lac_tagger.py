@@ -23,14 +23,15 @@ right when its type, start and end all are.
 Beside ELMo's figure the script prints a words-only baseline (skip it
 with ``--no_baseline``): the same tagger with the biLM's token layer, the
 char-CNN's context-free vectors, in the mix's place. The fixture task
-names the word behind each blank ``___`` (``file``, ``list``, ``object``
-or ``string``), which only its neighbours tell; docs/keras.md gives the
-figures, with the README demo's biLM::
+finds the two tokens of each sentence replaced by common words drawn at
+random (``B-ODD``), as ELECTRA's replaced-token detection: only their
+neighbours give them away. docs/keras.md gives the figures, with the
+README demo's biLM::
 
     bilm-keras pipeline --out_dir runs/demo     # a tiny biLM, minutes
     python examples/lac_tagger.py --model runs/demo/model \\
-        --train tests/fixtures/stdlib_context/blanks_train.conll \\
-        --test tests/fixtures/stdlib_context/blanks_test.conll \\
+        --train tests/fixtures/stdlib_context/odd_train.conll \\
+        --test tests/fixtures/stdlib_context/odd_test.conll \\
         --word_emb_dim 16 --grnn_hidden_dim 32 --bigru_num 1 \\
         --learning_rate 0.005
     python examples/lac_tagger.py --model DIR --train T.conll \\
