@@ -574,9 +574,12 @@ class ELMoEmbedding(keras.layers.Layer):
                 return self.stateless_call(trainable, non_trainable, x)[0]
 
             self._jax_inference = jax.jit(run)
-        return self._jax_inference(
+        outputs = self._jax_inference(
             [v.value for v in self.trainable_variables],
             [v.value for v in self.non_trainable_variables], inputs)
+        # the mask Keras' own __call__ attaches to an eager output
+        self._set_mask_metadata(inputs, outputs, None)
+        return outputs
 
     def call(self, inputs, training=False):
         ops = keras.ops

@@ -74,6 +74,14 @@ def check_reference_embeddings(folder, reference):
             return (f"eager calls under JAX: {compiled} compilations for "
                     f"one shape, the second call off by "
                     f"{_max_diff(again, got)}")
+        # and its output carries the mask: a token t is real where
+        # position t + 2 (after <S> and t) holds any character id
+        mix = bilm_keras.ELMoEmbedding.from_pretrained(
+            reference["fixture_model"])
+        mask = getattr(mix(ids), "_keras_mask", None)
+        want = (np.asarray(ids) > 0).any(axis=-1)[:, 2:]
+        if mask is None or not np.array_equal(np.asarray(mask), want):
+            return f"eager call under JAX: mask {mask}, expected {want}"
     return None
 
 
